@@ -1,0 +1,37 @@
+"""Access to the MLIR bindings bundled with jaxlib, and a ready context.
+
+This is the only module that imports ``jaxlib.mlir`` directly; everything else
+imports ``ir`` and the dialect modules from here.
+"""
+
+from __future__ import annotations
+
+from ._compat import check_jaxlib_version
+
+check_jaxlib_version()
+
+from jaxlib.mlir import ir  # noqa: E402
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext  # noqa: E402
+from jaxlib.mlir.dialects import chlo, func, mhlo, sdy, stablehlo  # noqa: E402
+
+__all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context"]
+
+
+def make_context() -> ir.Context:
+    """Return a new MLIR context with every dialect a StableHLO program may use.
+
+    Registers builtin, func, stablehlo, chlo, mhlo and sdy (Shardy).  Unknown
+    dialects are not allowed, so an op from a dialect no64 does not know is a
+    parse error rather than an opaque op that would slip through the pass.
+    """
+    ctx = ir.Context()
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    stablehlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    sdy.register_dialect(ctx)
+    mhlo.register_mhlo_dialect(ctx)
+    ctx.allow_unregistered_dialects = False
+    return ctx

@@ -1,0 +1,515 @@
+"""The demotion pass: rewrite a StableHLO module to 32-bit types, in place.
+
+The pass runs in two phases, so that a refused program is left untouched:
+
+1. **Plan.**  One walk over every op of every function and region collects
+   the values to retype, the constants to narrow (computing the narrowed
+   elements, applying the sentinel rules and the integer policy), the
+   ``func.func`` signatures to change and the ops that need an exact
+   rewrite.  Ops whose meaning depends on bit width and that no rule handles
+   raise :class:`~no64.errors.UnsupportedOpError` here, and out-of-range
+   integer constants raise :class:`~no64.errors.ConstantRangeError` under
+   the default policy -- before anything is changed.
+2. **Apply.**  Types are changed with ``set_type`` (results, block
+   arguments of every region, function types), constants get their new
+   attributes, exact rewrites are inserted, converts that became no-ops are
+   erased, and the module is verified.
+
+Width-dependent ops (see ``_refusal``) are never narrowed silently.  Two are
+made exact by a rewrite: ``count_leading_zeros`` and ``popcnt`` on 64-bit
+integers (the 32-bit result is corrected by 32 where the sign extension of
+the 64-bit value would have added leading zeros or ones).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import constants as C
+from ._mlir import ir, stablehlo
+from .errors import ConstantRangeError, InvalidModuleError, UnsupportedOpError
+from .locations import decode_location
+from .report import DemotionReport
+from .scan import _module_op
+from .types import TypeConverter, is_64bit_element
+
+__all__ = ["demote"]
+
+_SHIFTS = frozenset(
+    {"stablehlo.shift_left", "stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic"}
+)
+_HOST_TRANSFER = frozenset({"stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"})
+
+#: custom_call targets that only annotate or move a value and never look at
+#: its bits; they are retyped like any other op.
+TYPE_AGNOSTIC_CUSTOM_CALLS = frozenset(
+    {
+        "Sharding",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        "MoveToHost",
+        "MoveToDevice",
+        "annotate_device_placement",
+        "LayoutConstraint",
+        "xla.sdy.GlobalToLocalShape",
+        "xla.sdy.LocalToGlobalShape",
+        "xla.sdy.FuncResultSharding",
+        "xla.sdy.ShardingGroup",
+        "xla.sdy.PropagationBarrier",
+    }
+)
+
+# Ops whose operands (not only results) must be inspected.
+_OPERAND_SENSITIVE = frozenset(
+    {
+        "stablehlo.bitcast_convert",
+        "stablehlo.custom_call",
+        "stablehlo.rng_bit_generator",
+        "stablehlo.reduce_precision",
+        "stablehlo.not",
+        "stablehlo.count_leading_zeros",
+        "stablehlo.popcnt",
+        "stablehlo.iota",
+    }
+    | _SHIFTS
+    | _HOST_TRANSFER
+)
+
+_F32_EXPONENT_BITS = 8
+_F32_MANTISSA_BITS = 23
+_INT32_LIMIT = 2**31
+
+
+def demote(
+    module: ir.Module | ir.Operation,
+    *,
+    integer_policy: str = "error",
+    verify: bool = True,
+) -> DemotionReport:
+    """Rewrite ``module`` in place so that it holds no 64-bit type.
+
+    Args:
+      module: An ``ir.Module`` (or its operation) from jaxlib's MLIR bindings.
+      integer_policy: What to do with a 64-bit integer constant outside the
+        32-bit range that is not a sentinel: ``"error"`` (default) raises
+        :class:`~no64.errors.ConstantRangeError`; ``"saturate"`` clips it
+        to the 32-bit extremes; ``"wrap"`` keeps its low 32 bits.  Every such
+        constant is recorded in the report.
+      verify: Verify the module after the rewrite (default).  A failure
+        raises :class:`~no64.errors.InvalidModuleError`.
+
+    Returns:
+      A :class:`~no64.DemotionReport`.
+
+    Raises:
+      UnsupportedOpError: An op whose meaning depends on bit width (64-bit
+        ``bitcast_convert``, ``rng_bit_generator``, ``custom_call`` with
+        64-bit operands, ``reduce_precision`` beyond f32, shifts whose amount
+        may reach 32, host transfers of 64-bit data, ...).  The module is
+        left unchanged.
+      ConstantRangeError: An out-of-range integer constant under the
+        ``"error"`` policy.  The module is left unchanged.
+    """
+    if integer_policy not in C.INTEGER_POLICIES:
+        raise ValueError(
+            f"integer_policy must be one of {C.INTEGER_POLICIES}, not {integer_policy!r}"
+        )
+    root = _module_op(module)
+    with root.context, ir.Location.unknown():
+        p = _Pass(root, integer_policy)
+        p.plan()
+        p.apply()
+        if verify:
+            try:
+                root.verify()
+            except ir.MLIRError as exc:
+                raise InvalidModuleError(
+                    "the rewritten module does not verify (please report this as a no64 bug "
+                    f"with the input module): {exc}"
+                ) from None
+        return p.report
+
+
+@dataclasses.dataclass
+class _ConstPlan:
+    op: ir.Operation
+    new_type: ir.Type
+    attr: ir.Attribute
+
+
+def _elem_name(t: ir.Type) -> str:
+    try:
+        return str(ir.ShapedType(t).element_type)
+    except (ValueError, TypeError):
+        return str(t)
+
+
+class _Pass:
+    def __init__(self, root: ir.Operation, policy: str) -> None:
+        self.root = root
+        self.policy = policy
+        self.conv = TypeConverter()
+        self.report = DemotionReport(integer_policy=policy)
+        self.values: list[tuple[ir.Value, ir.Type, ir.Type]] = []
+        self.funcs: list[tuple[ir.Operation, ir.Type]] = []
+        self.consts: list[_ConstPlan] = []
+        self.converts: list[ir.Operation] = []
+        self.fixups: list[tuple[ir.Operation, str]] = []
+        self._resources: dict[str, bytes] | None = None
+
+    # ------------------------------------------------------------------ plan
+    def plan(self) -> None:
+        conv = self.conv.convert
+        work: list[ir.Operation] = [self.root]
+        while work:
+            op = work.pop()
+            name = op.name
+            if name == "func.func":
+                ft = ir.TypeAttr(op.attributes["function_type"]).value
+                new = conv(ft)
+                if new is not None:
+                    self.funcs.append((op, new))
+            elif name == "stablehlo.convert":
+                self.converts.append(op)
+            any64 = False
+            for r in op.results:
+                t = r.type
+                new = conv(t)
+                if new is not None:
+                    self.values.append((r, t, new))
+                    any64 = True
+            if name in _OPERAND_SENSITIVE:
+                if not any64:
+                    any64 = any(conv(v.type) is not None for v in op.operands)
+                if any64:
+                    self._special(op, name)
+            elif any64 and name == "stablehlo.constant":
+                self._plan_constant(op)
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.arguments:
+                        t = arg.type
+                        new = conv(t)
+                        if new is not None:
+                            self.values.append((arg, t, new))
+                    for inner in block.operations:
+                        work.append(inner.operation)
+
+    def _where(self, op: ir.Operation) -> str:
+        return str(decode_location(op.location))
+
+    def _refuse(self, op: ir.Operation, reason: str) -> None:
+        raise UnsupportedOpError(op.name, self._where(op), reason)
+
+    def _special(self, op: ir.Operation, name: str) -> None:
+        if name == "stablehlo.bitcast_convert":
+            self._refuse(
+                op,
+                "bitcast_convert reinterprets the bits of a 64-bit value; narrowing its type "
+                "would change every value, so it is never narrowed",
+            )
+        elif name == "stablehlo.rng_bit_generator":
+            self._refuse(
+                op,
+                "rng_bit_generator with a 64-bit state or output is defined on 64-bit words; "
+                "narrowing it would produce different random numbers",
+            )
+        elif name in _HOST_TRANSFER:
+            self._refuse(op, "it transfers 64-bit data to or from the host, whose layout would change")
+        elif name == "stablehlo.custom_call":
+            target = ir.StringAttr(op.attributes["call_target_name"]).value
+            if target not in TYPE_AGNOSTIC_CUSTOM_CALLS:
+                self._refuse(
+                    op,
+                    f"custom_call target {target!r} takes or returns 64-bit values and its "
+                    "implementation is opaque; no64 does not know a 32-bit equivalent",
+                )
+        elif name == "stablehlo.reduce_precision":
+            eb = ir.IntegerAttr(op.attributes["exponent_bits"]).value
+            mb = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
+            if eb > _F32_EXPONENT_BITS or mb > _F32_MANTISSA_BITS:
+                self._refuse(
+                    op,
+                    f"reduce_precision to {eb} exponent / {mb} mantissa bits exceeds f32's "
+                    f"({_F32_EXPONENT_BITS}/{_F32_MANTISSA_BITS}); on f32 it would mean something else",
+                )
+        elif name in _SHIFTS:
+            amounts = _constant_elements(op.operands[1])
+            if amounts is None:
+                self._refuse(
+                    op,
+                    "the shift amount of a 64-bit shift is not a constant, so it cannot be "
+                    "shown to stay below 32 (a shift by 32 or more means something else on "
+                    "32-bit integers)",
+                )
+            elif amounts.size and (amounts.min() < 0 or amounts.max() >= 32):
+                self._refuse(
+                    op,
+                    f"a 64-bit shift by {int(amounts.max())} bits moves bits across the 32-bit "
+                    "boundary; it has no 32-bit equivalent",
+                )
+        elif name == "stablehlo.not":
+            t = ir.ShapedType(op.results[0].type).element_type
+            if isinstance(t, ir.IntegerType) and t.is_unsigned and t.width == 64:
+                self._refuse(
+                    op,
+                    "bitwise not of an unsigned 64-bit value sets the upper 32 bits; "
+                    "it has no 32-bit equivalent",
+                )
+        elif name in ("stablehlo.count_leading_zeros", "stablehlo.popcnt"):
+            if not ir.ShapedType(op.results[0].type).has_static_shape:
+                self._refuse(op, "64-bit bit counting on a dynamically shaped tensor is not supported")
+            self.fixups.append((op, name))
+        elif name == "stablehlo.iota":
+            t = ir.RankedTensorType(op.results[0].type)
+            dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
+            size = t.shape[dim]
+            elem = t.element_type
+            limit = 2**32 if isinstance(elem, ir.IntegerType) and elem.is_unsigned else _INT32_LIMIT
+            if isinstance(elem, ir.IntegerType) and size > limit:
+                raise ConstantRangeError(
+                    op.name, self._where(op), f"iota of length {size} does not fit in 32 bits"
+                )
+
+    def _plan_constant(self, op: ir.Operation) -> None:
+        rtype = op.results[0].type
+        new_type = self.conv.convert(rtype)
+        assert new_type is not None
+        shaped = ir.ShapedType(rtype)
+        elem = shaped.element_type
+        loc = decode_location(op.location)
+        if isinstance(elem, ir.ComplexType):
+            values = self._read_text_constant(op, shaped, np.complex128)
+            attr = None
+        else:
+            attr = op.attributes["value"]
+            values = None
+            if isinstance(attr, ir.DenseResourceElementsAttr):
+                dtype = _numpy_dtype(elem)
+                values = self._read_resource(attr, tuple(shaped.shape), dtype, op)
+                attr = None
+        if isinstance(elem, ir.IntegerType):
+            unsigned = elem.is_unsigned
+            if values is None and attr.is_splat:
+                v = np.array([_int_of(attr.get_splat_value(), unsigned)])
+                splat = True
+            else:
+                v = values if values is not None else np.asarray(attr)
+                splat = False
+            res = C.narrow_integers(v, unsigned, self.policy)
+            if res.sentinels:
+                self.report.add(
+                    "sentinel", op.name, loc,
+                    f"{'UINT64_MAX' if unsigned else 'INT64_MAX/INT64_MIN'} mapped to the 32-bit extreme",
+                    res.sentinels if not splat else 1,
+                )
+            if res.out_of_range:
+                if res.values is None:
+                    raise ConstantRangeError(
+                        op.name, str(loc),
+                        f"{'ui64' if unsigned else 'i64'} constant {res.first_bad} "
+                        f"({res.out_of_range} element(s) in all) does not fit in 32 bits and is not a sentinel",
+                    )
+                kind = "saturated" if self.policy == "saturate" else "wrapped"
+                self.report.add(
+                    kind, op.name, loc,
+                    f"out-of-range integer constant {res.first_bad} narrowed by policy {self.policy!r}",
+                    res.out_of_range,
+                )
+            out = res.values
+            assert out is not None
+            if splat:
+                new_elem = ir.ShapedType(new_type).element_type
+                new_attr = ir.DenseElementsAttr.get_splat(new_type, ir.IntegerAttr.get(new_elem, int(out[0])))
+            else:
+                new_attr = ir.DenseElementsAttr.get(np.ascontiguousarray(out), type=new_type)
+        else:
+            if values is None and attr.is_splat:
+                v = np.array([ir.FloatAttr(attr.get_splat_value()).value], np.float64)
+                splat = True
+            else:
+                v = values if values is not None else np.asarray(attr)
+                splat = False
+            res = C.narrow_floats(v)
+            if res.sentinels:
+                self.report.add("sentinel", op.name, loc, "float64 max/lowest mapped to float32 max/lowest", res.sentinels)
+            if res.inexact:
+                self.report.add("float-inexact", op.name, loc, "f64 constant rounded to nearest f32", res.inexact)
+            if res.overflow:
+                self.report.add("float-overflow", op.name, loc, "finite f64 constant beyond f32 range became inf", res.overflow)
+            if splat:
+                new_elem = ir.ShapedType(new_type).element_type
+                new_attr = ir.DenseElementsAttr.get_splat(new_type, ir.FloatAttr.get(new_elem, float(res.values[0])))
+            else:
+                new_attr = ir.DenseElementsAttr.get(np.ascontiguousarray(res.values), type=new_type)
+        self.consts.append(_ConstPlan(op, new_type, new_attr))
+
+    def _read_text_constant(self, op: ir.Operation, shaped: ir.ShapedType, dtype: Any) -> np.ndarray:
+        # jaxlib's bindings cannot materialise complex dense attributes (reading
+        # one even aborts the process), so the printed form is parsed instead.
+        asm = op.get_asm()
+        start = asm.find("dense<")
+        if start < 0:
+            name = re.search(r"dense_resource<([^>]+)>", asm)
+            if name:
+                return self._resource_values(name.group(1), tuple(shaped.shape), np.dtype(dtype), op)
+            self._refuse(op, "cannot read this complex constant")
+        end = asm.rfind("> : ")
+        return C.parse_dense_literal(asm[start + 6 : end], tuple(shaped.shape), np.dtype(dtype))
+
+    def _read_resource(self, attr: Any, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
+        m = re.match(r"dense_resource<([^>]+)>", str(attr))
+        if not m:
+            self._refuse(op, "cannot read this dense_resource constant")
+        return self._resource_values(m.group(1), shape, dtype, op)
+
+    def _resource_values(self, key: str, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
+        if self._resources is None:
+            # The bindings offer no way to read a resource blob, but the module's
+            # printed form carries every blob in its dialect_resources section.
+            text = self.root.get_asm()
+            self._resources = {}
+            sect = text.find("dialect_resources")
+            if sect >= 0:
+                for k, hexdata in re.findall(r'([\w.$-]+|"[^"]*")\s*:\s*"0x([0-9A-Fa-f]*)"', text[sect:]):
+                    self._resources[k.strip('"')] = bytes.fromhex(hexdata)
+        blob = self._resources.get(key.strip('"'))
+        if blob is None:
+            self._refuse(op, f"dense_resource blob {key!r} has no data in the module")
+        data = blob[4:]  # the first 4 bytes hold the blob's alignment
+        return np.frombuffer(data, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+    # ----------------------------------------------------------------- apply
+    def apply(self) -> None:
+        rep = self.report
+        by_type: dict[str, int] = {}
+        for value, old, new in self.values:
+            value.set_type(new)
+            key = _elem_name(old)
+            by_type[key] = by_type.get(key, 0) + 1
+        rep.values_retyped = len(self.values)
+        rep.retyped_by_type = by_type
+        for op, new in self.funcs:
+            op.attributes["function_type"] = ir.TypeAttr.get(new)
+        rep.functions_retyped = len(self.funcs)
+        for cp in self.consts:
+            cp.op.attributes["value"] = cp.attr
+        rep.constants_narrowed = len(self.consts)
+        for op, name in self.fixups:
+            self._fix_bitcount(op, name)
+        removed = 0
+        for op in self.converts:
+            src = op.operands[0]
+            res = op.results[0]
+            if src.type == res.type:
+                res.replace_all_uses_with(src)
+                op.erase()
+                removed += 1
+        rep.converts_removed = removed
+
+    def _fix_bitcount(self, op: ir.Operation, name: str) -> None:
+        """Correct a narrowed clz/popcnt by the 32 bits that sign or zero
+        extension to 64 bits would have contributed."""
+        res = op.results[0]
+        t = res.type
+        elem = ir.ShapedType(t).element_type
+        x = op.operands[0]
+        loc = op.location
+        signed = not ir.IntegerType(elem).is_unsigned
+        with _after(op), loc:
+            c32 = stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, 32))).result
+            c0 = stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, 0))).result
+            plus = stablehlo.AddOp(res, c32).result
+            if name == "stablehlo.count_leading_zeros":
+                # clz64(x) = clz32(x) + 32 for x >= 0 (or any unsigned x);
+                # a negative x has no leading zeros in either width.
+                if signed:
+                    neg = _compare(x, c0, "LT", "SIGNED")
+                    fixed = stablehlo.SelectOp(neg, res, plus).result
+                else:
+                    fixed = plus
+                detail = "count_leading_zeros on 64-bit integers: 32-bit count + 32 for non-negative values"
+            else:
+                # popcnt64(x) = popcnt32(x) + 32 for negative x (sign extension
+                # adds 32 ones); equal otherwise.
+                if signed:
+                    neg = _compare(x, c0, "LT", "SIGNED")
+                    fixed = stablehlo.SelectOp(neg, plus, res).result
+                else:
+                    fixed = res
+                detail = "popcnt on 64-bit integers: 32-bit count + 32 for negative values"
+        if fixed != res:
+            res.replace_all_uses_except(fixed, [plus.owner, fixed.owner])
+        self.report.add("rewrite", name, decode_location(loc), detail)
+
+
+def _after(op: ir.Operation) -> ir.InsertionPoint:
+    block = op.block
+    ops = list(block.operations)
+    idx = next(i for i, o in enumerate(ops) if o.operation == op)
+    if idx + 1 < len(ops):
+        return ir.InsertionPoint(ops[idx + 1])
+    return ir.InsertionPoint(block)
+
+
+def _compare(a: ir.Value, b: ir.Value, direction: str, ctype: str) -> ir.Value:
+    return stablehlo.CompareOp(
+        a,
+        b,
+        stablehlo.ComparisonDirectionAttr.get(direction),
+        compare_type=stablehlo.ComparisonTypeAttr.get(ctype),
+    ).result
+
+
+def _numpy_dtype(elem: ir.Type) -> np.dtype:
+    if isinstance(elem, ir.F64Type):
+        return np.dtype(np.float64)
+    if isinstance(elem, ir.IntegerType):
+        return np.dtype(np.uint64 if elem.is_unsigned else np.int64)
+    if isinstance(elem, ir.ComplexType):
+        return np.dtype(np.complex128)
+    raise TypeError(f"not a 64-bit element type: {elem}")
+
+
+def _int_of(attr: ir.Attribute, unsigned: bool) -> int:
+    ia = ir.IntegerAttr(attr)
+    v = int(ia.value)
+    if unsigned and v < 0:
+        v += 2**64
+    return v
+
+
+# Ops a constant passes through unchanged in value (elementwise).
+_VALUE_PRESERVING = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.convert"})
+
+
+def _constant_elements(v: ir.Value) -> np.ndarray | None:
+    """The elements of ``v`` if it is a constant (possibly broadcast,
+    reshaped or converted), as a flat float64 array (exact for comparisons
+    against small bounds); ``None`` otherwise."""
+    seen = 0
+    while seen < 16:
+        seen += 1
+        owner = v.owner
+        if not isinstance(owner, ir.Operation):
+            owner = getattr(owner, "operation", None)
+            if owner is None:
+                return None
+        if owner.name == "stablehlo.constant":
+            attr = owner.attributes["value"]
+            if not isinstance(attr, ir.DenseIntElementsAttr):
+                return None
+            if attr.is_splat:
+                unsigned = ir.IntegerType(ir.ShapedType(attr.type).element_type).is_unsigned
+                return np.array([_int_of(attr.get_splat_value(), unsigned)], dtype=np.float64)
+            return np.asarray(attr).astype(np.float64).ravel()
+        if owner.name in _VALUE_PRESERVING:
+            v = owner.operands[0]
+            continue
+        return None
+    return None

@@ -1,0 +1,65 @@
+"""Exceptions raised by no64.
+
+Every error no64 raises on purpose derives from :class:`No64Error`, so callers
+(and the CLI) can tell a refused or malformed program from a bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .scan import Finding
+
+
+class No64Error(Exception):
+    """Base class: a module that cannot be made, or is not, 64-bit free.
+
+    ``findings`` lists the 64-bit values involved, when there are any.
+    """
+
+    def __init__(self, message: str, findings: Sequence["Finding"] = ()) -> None:
+        super().__init__(message)
+        self.findings: tuple["Finding", ...] = tuple(findings)
+
+
+class Remaining64BitError(No64Error):
+    """Raised by :func:`no64.check` when 64-bit values remain in a module."""
+
+
+class UnsupportedOpError(No64Error):
+    """An op whose meaning depends on bit width, which no rule narrows exactly.
+
+    Attributes ``op`` (the op name) and ``location`` (a readable location).
+    """
+
+    def __init__(self, op: str, location: str, reason: str) -> None:
+        super().__init__(f"{op} at {location}: {reason}")
+        self.op = op
+        self.location = location
+        self.reason = reason
+
+
+class ConstantRangeError(No64Error):
+    """A 64-bit integer constant that does not fit in 32 bits and is no sentinel."""
+
+    def __init__(self, op: str, location: str, detail: str) -> None:
+        super().__init__(
+            f"{op} at {location}: {detail}; pass integer_policy='saturate' or "
+            "'wrap' to narrow it anyway (the report records each such constant)"
+        )
+        self.op = op
+        self.location = location
+
+
+class InputError(No64Error):
+    """Bad input: unreadable, empty, malformed or of an unknown format.
+
+    The message names the file (or ``<memory>``) and, where the parser gave
+    one, the location inside it.
+    """
+
+
+class InvalidModuleError(No64Error):
+    """The module failed MLIR verification (before or after the pass)."""

@@ -1,0 +1,121 @@
+"""Decode MLIR locations into the JAX primitive and the user's source line.
+
+JAX lowers each primitive with a location of the form::
+
+    loc("jit(step)/jvp(mul)"(callsite("loss"("model.py":12:8) at "<module>"(...))))
+
+i.e. a name location whose name is the op's scope path (the last component is
+the primitive, possibly wrapped in transformation names such as ``jvp(...)``
+or ``transpose(...)``) around a call-site stack whose innermost callee is the
+user's frame.  Locations from other producers (HLO imports, hand-written
+text) decode to whatever part of this they carry; ``raw`` always keeps the
+original text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from ._mlir import ir
+
+_WRAPPER = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLocation:
+    """A location decoded for people.
+
+    Attributes:
+      primitive: The JAX primitive (``"mul"``, ``"dot_general"``, ...) or the
+        last name component of the location, if any.
+      scope: The full name path (``"jit(step)/jvp(mul)"``), if any.
+      file, line, column: The innermost source position, if any.
+      raw: The location as MLIR prints it.
+    """
+
+    primitive: str | None
+    scope: str | None
+    file: str | None
+    line: int | None
+    column: int | None
+    raw: str
+
+    @property
+    def source(self) -> str | None:
+        """``file:line:column`` (or ``file:line``) when a file is known."""
+        if self.file is None:
+            return None
+        text = self.file
+        if self.line is not None:
+            text += f":{self.line}"
+            if self.column is not None:
+                text += f":{self.column}"
+        return text
+
+    def __str__(self) -> str:
+        src = self.source
+        if self.primitive and src:
+            return f"{self.primitive} at {src}"
+        if src:
+            return src
+        if self.primitive:
+            return self.primitive
+        return self.raw
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _primitive_of(name: str) -> str:
+    last = name.rsplit("/", 1)[-1].strip()
+    # Unwrap transformation wrappers: transpose(jvp(mul)) -> mul.
+    while True:
+        m = _WRAPPER.match(last)
+        if not m or not m.group(1):
+            break
+        last = m.group(1)
+    return last.rstrip(":")
+
+
+def decode_location(loc: ir.Location) -> SourceLocation:
+    """Decode an MLIR location (see the module docstring for the shapes handled)."""
+    names: list[str] = []
+    file_loc: ir.FileLineColLoc | None = None
+    pending: list[Any] = [loc]
+    seen = 0
+    while pending and seen < 64:
+        seen += 1
+        cur = pending.pop(0)
+        if isinstance(cur, ir.NameLoc):
+            names.append(cur.name_str)
+            pending.insert(0, cur.child_loc)
+        elif isinstance(cur, ir.CallSiteLoc):
+            # The callee is the innermost frame: where the op was built.
+            if file_loc is None:
+                pending.insert(0, cur.callee)
+        elif isinstance(cur, ir.FileLineColLoc):
+            if file_loc is None:
+                file_loc = cur
+        elif isinstance(cur, ir.FusedLoc):
+            pending[0:0] = list(cur.locations)
+    scope: str | None = None
+    primitive: str | None = None
+    # The first name that looks like a scope path ("jit(f)/mul") names the
+    # primitive; other names (function names of call-site frames, argument
+    # names) are kept only when nothing better exists.
+    for name in names:
+        if "/" in name or scope is None:
+            if scope is None or "/" in name and "/" not in scope:
+                scope = name
+    if scope is not None:
+        primitive = _primitive_of(scope) or None
+    raw = str(loc)
+    if raw.startswith("loc(") and raw.endswith(")"):
+        raw = raw[4:-1]
+    if file_loc is not None:
+        return SourceLocation(
+            primitive, scope, file_loc.filename, file_loc.start_line, file_loc.start_col, raw
+        )
+    return SourceLocation(primitive, scope, None, None, None, raw)

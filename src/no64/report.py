@@ -1,0 +1,119 @@
+"""The demotion report: what the pass changed, and every narrowing that is
+not trivially exact, with its location."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any
+
+from .locations import SourceLocation
+
+__all__ = ["DemotionReport", "Event"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One noteworthy narrowing.
+
+    ``kind`` is one of:
+
+    * ``"sentinel"``: an integer or float extreme (``INT64_MAX``,
+      ``INT64_MIN``, ``UINT64_MAX``, float64 max/lowest) mapped to the 32-bit
+      extreme, keeping its meaning.
+    * ``"saturated"`` / ``"wrapped"``: an out-of-range integer constant
+      narrowed under ``integer_policy="saturate"`` / ``"wrap"``.
+    * ``"float-inexact"``: f64 constant(s) that lost precision when rounded to
+      the nearest f32 (``count`` elements).
+    * ``"float-overflow"``: finite f64 constant(s) beyond f32's range, now
+      ``inf`` (``count`` elements).
+    * ``"rewrite"``: an op replaced by an exact 32-bit equivalent.
+    """
+
+    kind: str
+    op: str
+    location: SourceLocation
+    detail: str
+    count: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["location"] = self.location.to_dict()
+        d["location"]["text"] = str(self.location)
+        return d
+
+    def __str__(self) -> str:
+        n = f" x{self.count}" if self.count != 1 else ""
+        return f"[{self.kind}{n}] {self.op} at {self.location}: {self.detail}"
+
+
+@dataclasses.dataclass
+class DemotionReport:
+    """What :func:`no64.demote` did to a module.
+
+    Attributes:
+      integer_policy: The policy used for out-of-range integer constants.
+      values_retyped: Op results and block arguments whose type changed.
+      functions_retyped: ``func.func`` ops whose signature changed.
+      constants_narrowed: Constant ops whose value was rewritten.
+      converts_removed: ``convert`` ops that became no-ops and were erased.
+      retyped_by_type: Count of retyped values per original type string.
+      events: Every sentinel, saturation, wrap, precision loss, overflow and
+        rewrite, with its op and location.
+    """
+
+    integer_policy: str = "error"
+    values_retyped: int = 0
+    functions_retyped: int = 0
+    constants_narrowed: int = 0
+    converts_removed: int = 0
+    retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
+    events: list[Event] = dataclasses.field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.values_retyped or self.functions_retyped or self.constants_narrowed)
+
+    def count(self, kind: str) -> int:
+        """Total element count of events of ``kind``."""
+        return sum(e.count for e in self.events if e.kind == kind)
+
+    def add(self, kind: str, op: str, location: SourceLocation, detail: str, count: int = 1) -> None:
+        self.events.append(Event(kind, op, location, detail, count))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "integer_policy": self.integer_policy,
+            "changed": self.changed,
+            "values_retyped": self.values_retyped,
+            "functions_retyped": self.functions_retyped,
+            "constants_narrowed": self.constants_narrowed,
+            "converts_removed": self.converts_removed,
+            "retyped_by_type": dict(self.retyped_by_type),
+            "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
+            "events": [e.to_dict() for e in self.events],
+        }
+
+    def summary(self) -> str:
+        """A short multi-line text for people."""
+        lines = [
+            f"retyped {self.values_retyped} value(s) in {self.functions_retyped} function signature(s) "
+            f"and their bodies; narrowed {self.constants_narrowed} constant(s); "
+            f"removed {self.converts_removed} no-op convert(s)"
+        ]
+        if self.retyped_by_type:
+            parts = ", ".join(
+                f"{t}: {n}" for t, n in sorted(self.retyped_by_type.items(), key=lambda kv: -kv[1])
+            )
+            lines.append(f"by element type: {parts}")
+        kinds = collections.Counter()
+        for e in self.events:
+            kinds[e.kind] += e.count
+        if kinds:
+            lines.append("events: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+        for e in self.events[:50]:
+            lines.append(f"  {e}")
+        if len(self.events) > 50:
+            lines.append(f"  ... and {len(self.events) - 50} more (see --json)")
+        lines.append(f"integer policy: {self.integer_policy}")
+        return "\n".join(lines)

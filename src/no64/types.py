@@ -1,0 +1,108 @@
+"""The type converter: which types hold 64 bits, and their 32-bit forms.
+
+Mirrors the role of MLIR's ``TypeConverter``: one place decides how every
+type maps, and every rewrite asks it.  The mapping is
+
+==================  ==================
+64-bit element      32-bit element
+==================  ==================
+``f64``             ``f32``
+``i64`` / ``si64``  ``i32`` / ``si32``
+``ui64``            ``ui32``
+``complex<f64>``    ``complex<f32>``
+==================  ==================
+
+applied inside ranked and unranked tensors (shape and encoding kept), tuples
+and function types.  Results are cached per context, since a module holds few
+distinct types but many values.
+"""
+
+from __future__ import annotations
+
+from ._mlir import ir
+
+__all__ = ["TypeConverter", "is_64bit_element"]
+
+
+def is_64bit_element(t: ir.Type) -> bool:
+    """True for ``f64``, 64-bit integers of any signedness and ``complex<f64>``."""
+    if isinstance(t, ir.F64Type):
+        return True
+    if isinstance(t, ir.IntegerType):
+        return t.width == 64
+    if isinstance(t, ir.ComplexType):
+        return isinstance(t.element_type, ir.F64Type)
+    return False
+
+
+class TypeConverter:
+    """Maps types to their 64-bit-free form; ``None`` means "already free"."""
+
+    def __init__(self) -> None:
+        self._cache: dict[ir.Type, ir.Type | None] = {}
+
+    def convert(self, t: ir.Type) -> ir.Type | None:
+        """The narrowed type, or ``None`` when ``t`` holds no 64-bit element."""
+        try:
+            return self._cache[t]
+        except KeyError:
+            pass
+        out = self._convert(t)
+        self._cache[t] = out
+        return out
+
+    def holds_64bit(self, t: ir.Type) -> bool:
+        return self.convert(t) is not None
+
+    def convert_or_same(self, t: ir.Type) -> ir.Type:
+        out = self.convert(t)
+        return t if out is None else out
+
+    def _element(self, t: ir.Type) -> ir.Type | None:
+        if isinstance(t, ir.F64Type):
+            return ir.F32Type.get()
+        if isinstance(t, ir.IntegerType):
+            if t.width != 64:
+                return None
+            if t.is_signed:
+                return ir.IntegerType.get_signed(32)
+            if t.is_unsigned:
+                return ir.IntegerType.get_unsigned(32)
+            return ir.IntegerType.get_signless(32)
+        if isinstance(t, ir.ComplexType):
+            if isinstance(t.element_type, ir.F64Type):
+                return ir.ComplexType.get(ir.F32Type.get())
+            return None
+        return None
+
+    def _convert(self, t: ir.Type) -> ir.Type | None:
+        if isinstance(t, ir.RankedTensorType):
+            elem = self._element(t.element_type)
+            if elem is None:
+                return None
+            return ir.RankedTensorType.get(t.shape, elem, t.encoding, loc=ir.Location.unknown())
+        if isinstance(t, ir.UnrankedTensorType):
+            elem = self._element(t.element_type)
+            if elem is None:
+                return None
+            return ir.UnrankedTensorType.get(elem)
+        if isinstance(t, ir.TupleType):
+            parts = [t.get_type(i) for i in range(t.num_types)]
+            new = [self.convert(p) for p in parts]
+            if all(n is None for n in new):
+                return None
+            return ir.TupleType.get_tuple(
+                [p if n is None else n for p, n in zip(parts, new)]
+            )
+        if isinstance(t, ir.FunctionType):
+            ins = list(t.inputs)
+            outs = list(t.results)
+            new_in = [self.convert(x) for x in ins]
+            new_out = [self.convert(x) for x in outs]
+            if all(n is None for n in new_in + new_out):
+                return None
+            return ir.FunctionType.get(
+                [a if n is None else n for a, n in zip(ins, new_in)],
+                [a if n is None else n for a, n in zip(outs, new_out)],
+            )
+        return self._element(t)
