@@ -35,7 +35,7 @@ from ._mlir import ir, stablehlo
 from .errors import ConstantRangeError, InvalidModuleError, UnsupportedOpError
 from .locations import decode_location
 from .report import DemotionReport
-from .scan import _module_op
+from .scan import _module_op, all_ops
 from .types import TypeConverter, is_64bit_element
 
 __all__ = ["demote"]
@@ -80,6 +80,37 @@ _OPERAND_SENSITIVE = frozenset(
     | _HOST_TRANSFER
 )
 
+_MISS = object()
+
+#: Common ops that never carry regions (the hot loop skips region traversal
+#: for them).  Any op not listed is checked for regions.
+_NO_REGIONS = frozenset(
+    {
+        "stablehlo.constant", "stablehlo.convert", "stablehlo.add", "stablehlo.subtract",
+        "stablehlo.multiply", "stablehlo.divide", "stablehlo.remainder", "stablehlo.maximum",
+        "stablehlo.minimum", "stablehlo.negate", "stablehlo.abs", "stablehlo.exponential",
+        "stablehlo.log", "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.tanh",
+        "stablehlo.logistic", "stablehlo.power", "stablehlo.compare", "stablehlo.select",
+        "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not",
+        "stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.transpose",
+        "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice",
+        "stablehlo.concatenate", "stablehlo.pad", "stablehlo.iota", "stablehlo.dot_general",
+        "stablehlo.clamp", "stablehlo.sign", "stablehlo.floor", "stablehlo.ceil",
+        "stablehlo.round_nearest_even", "stablehlo.round_nearest_afz", "stablehlo.is_finite",
+        "stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.real", "stablehlo.imag",
+        "stablehlo.complex", "stablehlo.fft", "stablehlo.convolution", "stablehlo.reverse",
+        "stablehlo.optimization_barrier", "stablehlo.bitcast_convert", "stablehlo.shift_left",
+        "stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic",
+        "stablehlo.count_leading_zeros", "stablehlo.popcnt", "stablehlo.reduce_precision",
+        "stablehlo.custom_call", "stablehlo.rng_bit_generator", "stablehlo.cosine",
+        "stablehlo.sine", "stablehlo.log_plus_one", "stablehlo.exponential_minus_one",
+        "stablehlo.cbrt", "stablehlo.atan2", "stablehlo.tan", "func.call", "func.return",
+        "stablehlo.return", "sdy.sharding_constraint", "sdy.return", "stablehlo.get_dimension_size",
+        "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
+        "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
+    }
+)
+
 _F32_EXPONENT_BITS = 8
 _F32_MANTISSA_BITS = 23
 _INT32_LIMIT = 2**31
@@ -122,17 +153,39 @@ def demote(
     root = _module_op(module)
     with root.context, ir.Location.unknown():
         p = _Pass(root, integer_policy)
-        p.plan()
-        p.apply()
-        if verify:
-            try:
+        p.plan()  # raises before anything is changed
+        if not (p.values or p.funcs):
+            return p.report
+        backup = root.clone() if verify else None
+        try:
+            p.apply()
+            if verify:
                 root.verify()
-            except ir.MLIRError as exc:
+        except Exception as exc:
+            if backup is not None:
+                _restore(root, backup)
+            if isinstance(exc, ir.MLIRError):
                 raise InvalidModuleError(
-                    "the rewritten module does not verify (please report this as a no64 bug "
-                    f"with the input module): {exc}"
+                    "the rewritten module does not verify, so the module was left unchanged "
+                    f"(please report this as a no64 bug, with the input module): {exc}"
                 ) from None
+            raise
+        finally:
+            if backup is not None:
+                backup.erase()
         return p.report
+
+
+def _restore(root: ir.Operation, backup: ir.Operation) -> None:
+    """Put the body of ``backup`` (a clone of ``root``) back into ``root``."""
+    for region, saved in zip(root.regions, backup.regions):
+        for block, saved_block in zip(region.blocks, saved.blocks):
+            for op in list(block.operations):
+                op.operation.erase()
+            for op in list(saved_block.operations):
+                op = op.operation
+                op.detach_from_parent()
+                block.append(op)
 
 
 @dataclasses.dataclass
@@ -155,50 +208,65 @@ class _Pass:
         self.policy = policy
         self.conv = TypeConverter()
         self.report = DemotionReport(integer_policy=policy)
-        self.values: list[tuple[ir.Value, ir.Type, ir.Type]] = []
+        self.values: list[tuple[ir.Value, ir.Type]] = []
+        self.counts: dict[ir.Type, int] = {}
         self.funcs: list[tuple[ir.Operation, ir.Type]] = []
         self.consts: list[_ConstPlan] = []
         self.converts: list[ir.Operation] = []
         self.fixups: list[tuple[ir.Operation, str]] = []
         self._resources: dict[str, bytes] | None = None
+        self._splat_cache: dict[tuple[ir.Type, Any], tuple[ir.Attribute, list[Any]]] = {}
 
     # ------------------------------------------------------------------ plan
     def plan(self) -> None:
-        conv = self.conv.convert
-        work: list[ir.Operation] = [self.root]
-        while work:
-            op = work.pop()
+        # The hot loop of the pass: every op of the module goes through it,
+        # so it reads each op's name and result types once and touches
+        # nothing else unless a type or the op name calls for it.
+        convert = self.conv.convert
+        cache = self.conv._cache
+        counts = self.counts
+        miss = _MISS
+        values = self.values
+        append = values.append
+        sensitive = _OPERAND_SENSITIVE
+        no_regions = _NO_REGIONS
+        for op in all_ops(self.root):
             name = op.name
-            if name == "func.func":
-                ft = ir.TypeAttr(op.attributes["function_type"]).value
-                new = conv(ft)
-                if new is not None:
-                    self.funcs.append((op, new))
-            elif name == "stablehlo.convert":
-                self.converts.append(op)
             any64 = False
             for r in op.results:
                 t = r.type
-                new = conv(t)
+                new = cache.get(t, miss)
+                if new is miss:
+                    new = convert(t)
                 if new is not None:
-                    self.values.append((r, t, new))
+                    append((r, new))
+                    counts[t] = counts.get(t, 0) + 1
                     any64 = True
-            if name in _OPERAND_SENSITIVE:
-                if not any64:
-                    any64 = any(conv(v.type) is not None for v in op.operands)
-                if any64:
+            if name in no_regions:
+                if any64 and name == "stablehlo.constant":
+                    self._plan_constant(op)
+                elif name == "stablehlo.convert":
+                    self.converts.append(op)
+                elif name in sensitive:
+                    if any64 or any(convert(v.type) is not None for v in op.operands):
+                        self._special(op, name)
+                continue
+            if name == "func.func":
+                ft = ir.TypeAttr(op.attributes["function_type"]).value
+                new = convert(ft)
+                if new is not None:
+                    self.funcs.append((op, new))
+            elif name in sensitive:
+                if any64 or any(convert(v.type) is not None for v in op.operands):
                     self._special(op, name)
-            elif any64 and name == "stablehlo.constant":
-                self._plan_constant(op)
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.arguments:
                         t = arg.type
-                        new = conv(t)
+                        new = convert(t)
                         if new is not None:
-                            self.values.append((arg, t, new))
-                    for inner in block.operations:
-                        work.append(inner.operation)
+                            append((arg, new))
+                            counts[t] = counts.get(t, 0) + 1
 
     def _where(self, op: ir.Operation) -> str:
         return str(decode_location(op.location))
@@ -282,72 +350,89 @@ class _Pass:
         assert new_type is not None
         shaped = ir.ShapedType(rtype)
         elem = shaped.element_type
-        loc = decode_location(op.location)
         if isinstance(elem, ir.ComplexType):
+            # jaxlib's bindings cannot materialise complex dense attributes
+            # (touching one through ``.attr`` aborts the process), so the
+            # printed form is parsed instead.
             values = self._read_text_constant(op, shaped, np.complex128)
-            attr = None
+            new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
         else:
             attr = op.attributes["value"]
-            values = None
-            if isinstance(attr, ir.DenseResourceElementsAttr):
-                dtype = _numpy_dtype(elem)
-                values = self._read_resource(attr, tuple(shaped.shape), dtype, op)
-                attr = None
+            if not isinstance(attr, ir.DenseElementsAttr):
+                # dense_resource blobs (the bindings return a plain Attribute)
+                values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
+                new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
+            elif attr.is_splat:
+                sv = attr.get_splat_value()
+                if isinstance(elem, ir.IntegerType):
+                    scalar: Any = _int_of(sv, elem.is_unsigned)
+                else:
+                    scalar = ir.FloatAttr(sv).value
+                key = (new_type, scalar)
+                hit = self._splat_cache.get(key)
+                if hit is None:
+                    hit = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
+                    self._splat_cache[key] = hit
+                new_attr, events = hit
+            else:
+                new_attr, events = self._narrow(op, np.asarray(attr), new_type, elem, splat=False)
+        if events:
+            loc = op.location
+            for kind, detail, count in events:
+                self.report.add(kind, op.name, loc, detail, count)
+        self.consts.append(_ConstPlan(op, new_type, new_attr))
+
+    def _narrow(
+        self, op: ir.Operation, v: np.ndarray, new_type: ir.Type, elem: ir.Type, splat: bool
+    ) -> tuple[ir.Attribute, list[tuple[str, str, int]]]:
+        """The narrowed attribute for elements ``v`` and the events to report."""
+        events: list[tuple[str, str, int]] = []
+        new_elem = ir.ShapedType(new_type).element_type
         if isinstance(elem, ir.IntegerType):
             unsigned = elem.is_unsigned
-            if values is None and attr.is_splat:
-                v = np.array([_int_of(attr.get_splat_value(), unsigned)])
-                splat = True
-            else:
-                v = values if values is not None else np.asarray(attr)
-                splat = False
             res = C.narrow_integers(v, unsigned, self.policy)
             if res.sentinels:
-                self.report.add(
-                    "sentinel", op.name, loc,
-                    f"{'UINT64_MAX' if unsigned else 'INT64_MAX/INT64_MIN'} mapped to the 32-bit extreme",
-                    res.sentinels if not splat else 1,
-                )
+                what = "UINT64_MAX" if unsigned else "INT64_MAX/INT64_MIN"
+                events.append(("sentinel", f"{what} mapped to the 32-bit extreme", res.sentinels))
             if res.out_of_range:
                 if res.values is None:
                     raise ConstantRangeError(
-                        op.name, str(loc),
+                        op.name,
+                        self._where(op),
                         f"{'ui64' if unsigned else 'i64'} constant {res.first_bad} "
-                        f"({res.out_of_range} element(s) in all) does not fit in 32 bits and is not a sentinel",
+                        f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
+                        "and is not a sentinel",
                     )
                 kind = "saturated" if self.policy == "saturate" else "wrapped"
-                self.report.add(
-                    kind, op.name, loc,
-                    f"out-of-range integer constant {res.first_bad} narrowed by policy {self.policy!r}",
-                    res.out_of_range,
+                events.append(
+                    (
+                        kind,
+                        f"out-of-range integer constant {res.first_bad} narrowed by "
+                        f"policy {self.policy!r}",
+                        res.out_of_range,
+                    )
                 )
             out = res.values
             assert out is not None
             if splat:
-                new_elem = ir.ShapedType(new_type).element_type
-                new_attr = ir.DenseElementsAttr.get_splat(new_type, ir.IntegerAttr.get(new_elem, int(out[0])))
-            else:
-                new_attr = ir.DenseElementsAttr.get(np.ascontiguousarray(out), type=new_type)
-        else:
-            if values is None and attr.is_splat:
-                v = np.array([ir.FloatAttr(attr.get_splat_value()).value], np.float64)
-                splat = True
-            else:
-                v = values if values is not None else np.asarray(attr)
-                splat = False
-            res = C.narrow_floats(v)
-            if res.sentinels:
-                self.report.add("sentinel", op.name, loc, "float64 max/lowest mapped to float32 max/lowest", res.sentinels)
-            if res.inexact:
-                self.report.add("float-inexact", op.name, loc, "f64 constant rounded to nearest f32", res.inexact)
-            if res.overflow:
-                self.report.add("float-overflow", op.name, loc, "finite f64 constant beyond f32 range became inf", res.overflow)
-            if splat:
-                new_elem = ir.ShapedType(new_type).element_type
-                new_attr = ir.DenseElementsAttr.get_splat(new_type, ir.FloatAttr.get(new_elem, float(res.values[0])))
-            else:
-                new_attr = ir.DenseElementsAttr.get(np.ascontiguousarray(res.values), type=new_type)
-        self.consts.append(_ConstPlan(op, new_type, new_attr))
+                scalar_attr = ir.IntegerAttr.get(new_elem, int(out[0]))
+                return ir.DenseElementsAttr.get_splat(new_type, scalar_attr), events
+            return ir.DenseElementsAttr.get(np.ascontiguousarray(out), type=new_type), events
+        fres = C.narrow_floats(v)
+        if fres.sentinels:
+            events.append(
+                ("sentinel", "float64 max/lowest mapped to float32 max/lowest", fres.sentinels)
+            )
+        if fres.inexact:
+            events.append(("float-inexact", "f64 constant rounded to nearest f32", fres.inexact))
+        if fres.overflow:
+            events.append(
+                ("float-overflow", "finite f64 constant beyond f32 range became inf", fres.overflow)
+            )
+        if splat and not isinstance(elem, ir.ComplexType):
+            scalar_attr = ir.FloatAttr.get(new_elem, float(fres.values[0]))
+            return ir.DenseElementsAttr.get_splat(new_type, scalar_attr), events
+        return ir.DenseElementsAttr.get(np.ascontiguousarray(fres.values), type=new_type), events
 
     def _read_text_constant(self, op: ir.Operation, shaped: ir.ShapedType, dtype: Any) -> np.ndarray:
         # jaxlib's bindings cannot materialise complex dense attributes (reading
@@ -365,7 +450,7 @@ class _Pass:
     def _read_resource(self, attr: Any, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
         m = re.match(r"dense_resource<([^>]+)>", str(attr))
         if not m:
-            self._refuse(op, "cannot read this dense_resource constant")
+            self._refuse(op, f"constant attribute of an unknown kind: {str(attr)[:80]}")
         return self._resource_values(m.group(1), shape, dtype, op)
 
     def _resource_values(self, key: str, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
@@ -387,11 +472,12 @@ class _Pass:
     # ----------------------------------------------------------------- apply
     def apply(self) -> None:
         rep = self.report
-        by_type: dict[str, int] = {}
-        for value, old, new in self.values:
+        for value, new in self.values:
             value.set_type(new)
+        by_type: dict[str, int] = {}
+        for old, n in self.counts.items():
             key = _elem_name(old)
-            by_type[key] = by_type.get(key, 0) + 1
+            by_type[key] = by_type.get(key, 0) + n
         rep.values_retyped = len(self.values)
         rep.retyped_by_type = by_type
         for op, new in self.funcs:
@@ -444,8 +530,12 @@ class _Pass:
                     fixed = res
                 detail = "popcnt on 64-bit integers: 32-bit count + 32 for negative values"
         if fixed != res:
-            res.replace_all_uses_except(fixed, [plus.owner, fixed.owner])
-        self.report.add("rewrite", name, decode_location(loc), detail)
+            res.replace_all_uses_except(fixed, [_as_op(plus.owner), _as_op(fixed.owner)])
+        self.report.add("rewrite", name, loc, detail)
+
+
+def _as_op(x: Any) -> ir.Operation:
+    return x if isinstance(x, ir.Operation) else x.operation
 
 
 def _after(op: ir.Operation) -> ir.InsertionPoint:

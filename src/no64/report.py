@@ -7,12 +7,11 @@ import collections
 import dataclasses
 from typing import Any
 
-from .locations import SourceLocation
+from .locations import SourceLocation, decode_location
 
 __all__ = ["DemotionReport", "Event"]
 
 
-@dataclasses.dataclass(frozen=True)
 class Event:
     """One noteworthy narrowing.
 
@@ -28,19 +27,38 @@ class Event:
     * ``"float-overflow"``: finite f64 constant(s) beyond f32's range, now
       ``inf`` (``count`` elements).
     * ``"rewrite"``: an op replaced by an exact 32-bit equivalent.
+
+    ``location`` is decoded from the op's MLIR location on first use, so
+    that recording an event inside the pass costs almost nothing.
     """
 
-    kind: str
-    op: str
-    location: SourceLocation
-    detail: str
-    count: int = 1
+    __slots__ = ("kind", "op", "detail", "count", "_loc", "_decoded")
+
+    def __init__(
+        self, kind: str, op: str, location: SourceLocation | Any, detail: str, count: int = 1
+    ) -> None:
+        self.kind = kind
+        self.op = op
+        self.detail = detail
+        self.count = count
+        self._loc = location
+        self._decoded: SourceLocation | None = (
+            location if isinstance(location, SourceLocation) else None
+        )
+
+    @property
+    def location(self) -> SourceLocation:
+        if self._decoded is None:
+            self._decoded = decode_location(self._loc)
+        return self._decoded
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["location"] = self.location.to_dict()
-        d["location"]["text"] = str(self.location)
-        return d
+        loc = self.location.to_dict()
+        loc["text"] = str(self.location)
+        return {"kind": self.kind, "op": self.op, "location": loc, "detail": self.detail, "count": self.count}
+
+    def __repr__(self) -> str:
+        return f"Event({self.kind!r}, {self.op!r}, {str(self.location)!r}, {self.detail!r}, {self.count})"
 
     def __str__(self) -> str:
         n = f" x{self.count}" if self.count != 1 else ""
@@ -78,7 +96,8 @@ class DemotionReport:
         """Total element count of events of ``kind``."""
         return sum(e.count for e in self.events if e.kind == kind)
 
-    def add(self, kind: str, op: str, location: SourceLocation, detail: str, count: int = 1) -> None:
+    def add(self, kind: str, op: str, location: Any, detail: str, count: int = 1) -> None:
+        """Record an event; ``location`` is a SourceLocation or an MLIR location."""
         self.events.append(Event(kind, op, location, detail, count))
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ padding attributes) are not values and never count.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ._mlir import ir
@@ -20,7 +20,7 @@ from .errors import Remaining64BitError
 from .locations import SourceLocation, decode_location
 from .types import TypeConverter
 
-__all__ = ["Finding", "find_64bit", "check", "walk_ops"]
+__all__ = ["Finding", "find_64bit", "has_64bit", "check", "all_ops", "scan_ops"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,89 +66,94 @@ def _module_op(module: ir.Module | ir.Operation | Any) -> ir.Operation:
     raise TypeError(f"expected an MLIR Module or Operation, got {type(module).__name__}")
 
 
-def walk_ops(root: ir.Operation) -> Iterator[ir.Operation]:
-    """Yield every op nested under ``root`` (not ``root`` itself), pre-order."""
-    stack: list[Any] = [iter(root.regions)]
-    while stack:
-        try:
-            region = next(stack[-1])
-        except StopIteration:
-            stack.pop()
-            continue
-        for block in region.blocks:
-            for op in block.operations:
-                yield op.operation if not isinstance(op, ir.Operation) else op
-                if len(op.regions):
-                    # Depth-first into the op's regions happens after its
-                    # siblings; order within the walk is irrelevant here.
-                    stack.append(iter(op.regions))
+def all_ops(root: ir.Operation) -> list[ir.Operation]:
+    """Every op nested under ``root`` (not ``root`` itself), in pre-order.
+
+    Uses the C++ walker, which hands back plain ``ir.Operation`` objects
+    (no Python op-class construction): the fastest traversal the bindings
+    offer.
+    """
+    ops: list[ir.Operation] = []
+    append = ops.append
+    advance = ir.WalkResult.ADVANCE
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        append(op)
+        return advance
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return ops[1:] if ops and ops[0] == root else ops
 
 
-def _symbol(op: ir.Operation) -> str | None:
+def _result_name(func_op: ir.Operation, i: int) -> str:
+    """`` (name)`` from JAX's ``jax.result_info`` result attribute, if present."""
     try:
-        return ir.StringAttr(op.attributes["sym_name"]).value
-    except (KeyError, ValueError):
-        return None
+        attrs = ir.ArrayAttr(func_op.attributes["res_attrs"])
+        info = ir.DictAttr(attrs[i])["jax.result_info"]
+        return f" ({ir.StringAttr(info).value})"
+    except (KeyError, ValueError, IndexError, TypeError):
+        return ""
 
 
-def _scan(
-    root: ir.Operation,
-    conv: TypeConverter,
-    emit: Callable[[ir.Operation, str, ir.Type, ir.Location, str | None], None],
-    uses: bool,
+def enclosing_function(op: ir.Operation) -> str | None:
+    """Symbol name of the ``func.func`` that contains ``op`` (or is ``op``)."""
+    cur: Any = op
+    for _ in range(256):
+        if cur is None:
+            return None
+        if cur.name == "func.func":
+            try:
+                return ir.StringAttr(cur.attributes["sym_name"]).value
+            except (KeyError, ValueError):
+                return None
+        parent = cur.parent
+        cur = parent.operation if parent is not None else None
+    return None
+
+
+_MISS = object()
+
+Emit = Callable[[ir.Operation, str, ir.Type, ir.Location], None]
+
+
+def scan_ops(
+    ops: list[ir.Operation], holds: Callable[[ir.Type], bool], emit: Emit, uses: bool = False
 ) -> None:
-    holds = conv.holds_64bit
-    # Iterate top-level ops of the module so each function's name is known.
-    for region in root.regions:
-        for block in region.blocks:
-            for top in block.operations:
-                top = top.operation
-                fn_name = _symbol(top) if top.name == "func.func" else None
-                _scan_op(top, conv, holds, emit, uses, fn_name, top_level=True)
-
-
-def _scan_op(
-    top: ir.Operation,
-    conv: TypeConverter,
-    holds: Callable[[ir.Type], bool],
-    emit: Callable[[ir.Operation, str, ir.Type, ir.Location, str | None], None],
-    uses: bool,
-    fn_name: str | None,
-    top_level: bool = False,
-) -> None:
-    work: list[ir.Operation] = [top]
-    while work:
-        op = work.pop()
+    """Call ``emit`` for every 64-bit value defined (or, with ``uses``, used) by ``ops``."""
+    for op in ops:
         name = op.name
         if name == "func.func":
             ftype = ir.TypeAttr(op.attributes["function_type"]).value
             if holds(ftype):
                 ft = ir.FunctionType(ftype)
+                body = op.regions[0].blocks
+                args = list(body[0].arguments) if len(body) else []
                 for i, t in enumerate(ft.inputs):
                     if holds(t):
-                        emit(op, f"function argument #{i}", t, op.location, fn_name)
+                        loc = args[i].location if i < len(args) else op.location
+                        emit(op, f"function argument #{i}", t, loc)
                 for i, t in enumerate(ft.results):
                     if holds(t):
-                        emit(op, f"function result #{i}", t, op.location, fn_name)
+                        emit(op, f"function result #{i}{_result_name(op, i)}", t, op.location)
         else:
             for i, r in enumerate(op.results):
                 t = r.type
                 if holds(t):
-                    emit(op, f"result #{i}", t, op.location, fn_name)
+                    emit(op, f"result #{i}", t, op.location)
             if uses:
                 for i, v in enumerate(op.operands):
                     t = v.type
                     if holds(t):
-                        emit(op, f"operand #{i}", t, op.location, fn_name)
-        for ri, region in enumerate(op.regions):
-            for bi, block in enumerate(region.blocks):
-                if not (name == "func.func" and ri == 0 and bi == 0):
+                        emit(op, f"operand #{i}", t, op.location)
+        if len(op.regions):
+            for ri, region in enumerate(op.regions):
+                for bi, block in enumerate(region.blocks):
+                    if name == "func.func" and ri == 0 and bi == 0:
+                        continue
                     for ai, arg in enumerate(block.arguments):
                         t = arg.type
                         if holds(t):
-                            emit(op, f"region {ri} block {bi} argument #{ai}", t, arg.location, fn_name)
-                for inner in block.operations:
-                    work.append(inner.operation)
+                            emit(op, f"region {ri} block {bi} argument #{ai}", t, arg.location)
 
 
 def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False) -> list[Finding]:
@@ -163,27 +168,68 @@ def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False) -> list[
       Findings in walk order; empty when the module is 64-bit free.
     """
     root = _module_op(module)
-    conv = TypeConverter()
     out: list[Finding] = []
 
-    def emit(op: ir.Operation, role: str, t: ir.Type, loc: ir.Location, fn: str | None) -> None:
-        out.append(Finding(op.name, role, str(t), decode_location(loc), fn))
+    def emit(op: ir.Operation, role: str, t: ir.Type, loc: ir.Location) -> None:
+        out.append(Finding(op.name, role, str(t), decode_location(loc), enclosing_function(op)))
 
-    with root.context:
-        _scan(root, conv, emit, uses)
+    with root.context, ir.Location.unknown():
+        scan_ops(all_ops(root), TypeConverter().holds_64bit, emit, uses)
     return out
+
+
+def has_64bit(module: ir.Module | ir.Operation) -> bool:
+    """True if any value of ``module`` holds a 64-bit type (the fast path of
+    :func:`check`: one walk, cached type lookups, no location decoding)."""
+    root = _module_op(module)
+    conv = TypeConverter()
+    cache = conv._cache
+    convert = conv.convert
+    miss = _MISS
+    found = False
+    advance = ir.WalkResult.ADVANCE
+    interrupt = ir.WalkResult.INTERRUPT
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        for r in op.results:
+            t = r.type
+            new = cache.get(t, miss)
+            if new is miss:
+                new = convert(t)
+            if new is not None:
+                found = True
+                return interrupt
+        if len(op.regions):
+            if op.name == "func.func":
+                if convert(ir.TypeAttr(op.attributes["function_type"]).value) is not None:
+                    found = True
+                    return interrupt
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.arguments:
+                        if convert(arg.type) is not None:
+                            found = True
+                            return interrupt
+        return advance
+
+    with root.context, ir.Location.unknown():
+        root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def check(module: ir.Module | ir.Operation) -> None:
     """Raise :class:`~no64.errors.Remaining64BitError` if any 64-bit value remains.
 
-    This is what a device without 64-bit types does with the module; it is a
-    single walk with cached type lookups, cheap enough for every compile.
+    This is what a device without 64-bit types does with the module.  A clean
+    module costs one walk with cached type lookups (:func:`has_64bit`);
+    locations are decoded only to describe what remains.
     """
+    if not has_64bit(module):
+        return
     findings = find_64bit(module)
-    if findings:
-        shown = "\n  ".join(str(f) for f in findings[:20])
-        more = f"\n  ... and {len(findings) - 20} more" if len(findings) > 20 else ""
-        raise Remaining64BitError(
-            f"{len(findings)} 64-bit value(s) remain in the module:\n  {shown}{more}", findings
-        )
+    shown = "\n  ".join(str(f) for f in findings[:20])
+    more = f"\n  ... and {len(findings) - 20} more" if len(findings) > 20 else ""
+    raise Remaining64BitError(
+        f"{len(findings)} 64-bit value(s) remain in the module:\n  {shown}{more}", findings
+    )
