@@ -493,3 +493,24 @@ def test_demote_twice_is_a_no_op() -> None:
     text = str(m)
     report = no64.demote(m)
     assert not report.changed and str(m) == text
+
+
+def test_converts_into_64bit_integers_that_may_differ_are_reported() -> None:
+    m = parse(
+        """
+func.func public @main(%a: tensor<3xui32>, %f: tensor<3xf32>) -> (tensor<3xi64>, tensor<3xi64>, tensor<3xi64>) {
+  %0 = stablehlo.convert %a : (tensor<3xui32>) -> tensor<3xi64> loc("jit(f)/convert_element_type"("c.py":1:1))
+  %1 = stablehlo.convert %f : (tensor<3xf32>) -> tensor<3xi64> loc("jit(f)/convert_element_type"("c.py":2:1))
+  %i = stablehlo.convert %a : (tensor<3xui32>) -> tensor<3xi32>
+  %2 = stablehlo.convert %i : (tensor<3xi32>) -> tensor<3xi64>
+  return %0, %1, %2 : tensor<3xi64>, tensor<3xi64>, tensor<3xi64>
+}"""
+    )
+    report = no64.demote(m)
+    unproven = [e for e in report.events if e.kind == "unproven"]
+    assert [str(e.location) for e in unproven] == [
+        "convert_element_type at c.py:1:1",
+        "convert_element_type at c.py:2:1",
+    ]
+    # i32 -> i64 is exact and became a no-op
+    assert report.converts_removed == 1

@@ -247,6 +247,8 @@ class _Pass:
                     self._plan_constant(op)
                 elif name == "stablehlo.convert":
                     self.converts.append(op)
+                    if any64:
+                        self._check_convert(op)
                 elif name in sensitive:
                     if any64 or any(convert(v.type) is not None for v in op.operands):
                         self._special(op, name)
@@ -343,6 +345,32 @@ class _Pass:
                 raise ConstantRangeError(
                     op.name, self._where(op), f"iota of length {size} does not fit in 32 bits"
                 )
+
+    def _check_convert(self, op: ir.Operation) -> None:
+        """Report converts into 64-bit integers whose narrowed form may differ.
+
+        ``ui32 -> i64`` becomes ``ui32 -> i32`` (values from 2**31 wrap) and
+        ``float -> i64/ui64`` becomes a conversion to 32 bits (values beyond
+        the 32-bit range no longer convert exactly).  Neither can be proven
+        exact without knowing the values, so each is recorded as
+        ``"unproven"``.
+        """
+        dst = ir.ShapedType(op.results[0].type).element_type
+        if not (isinstance(dst, ir.IntegerType) and dst.width == 64):
+            return
+        src = ir.ShapedType(op.operands[0].type).element_type
+        if isinstance(src, ir.IntegerType):
+            if src.is_unsigned and src.width == 32 and not dst.is_unsigned:
+                self.report.add(
+                    "unproven", op.name, op.location,
+                    "ui32 -> i64 convert narrowed to ui32 -> i32: values of 2**31 and above wrap",
+                )
+        elif not isinstance(src, ir.ComplexType):
+            self.report.add(
+                "unproven", op.name, op.location,
+                f"{src} -> {dst} convert narrowed to 32 bits: values beyond the 32-bit range "
+                "no longer convert exactly",
+            )
 
     def _plan_constant(self, op: ir.Operation) -> None:
         rtype = op.results[0].type

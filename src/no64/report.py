@@ -27,6 +27,9 @@ class Event:
     * ``"float-overflow"``: finite f64 constant(s) beyond f32's range, now
       ``inf`` (``count`` elements).
     * ``"rewrite"``: an op replaced by an exact 32-bit equivalent.
+    * ``"unproven"``: a narrowing that is exact only for values in the
+      32-bit range, which the pass cannot prove (e.g. ``f64 -> i64``
+      converts).
 
     ``location`` is decoded from the op's MLIR location on first use, so
     that recording an event inside the pass costs almost nothing.
