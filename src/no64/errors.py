@@ -46,8 +46,8 @@ class ConstantRangeError(No64Error):
 
     def __init__(self, op: str, location: str, detail: str) -> None:
         super().__init__(
-            f"{op} at {location}: {detail}; pass integer_policy='saturate' or "
-            "'wrap' to narrow it anyway (the report records each such constant)"
+            f"{op} at {location}: {detail}; the 'saturate' or 'wrap' integer policy "
+            "narrows it anyway (the report records each such constant)"
         )
         self.op = op
         self.location = location

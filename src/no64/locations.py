@@ -81,6 +81,13 @@ def _primitive_of(name: str) -> str:
 
 def decode_location(loc: ir.Location) -> SourceLocation:
     """Decode an MLIR location (see the module docstring for the shapes handled)."""
+    if type(loc) is ir.Location:
+        # Diagnostics hand over plain ``Location`` objects; re-create the
+        # concrete subclass so its parts can be read.
+        try:
+            loc = ir.Location.from_attr(loc.attr, context=loc.context)
+        except (ValueError, TypeError, AttributeError):
+            pass
     names: list[str] = []
     file_loc: ir.FileLineColLoc | None = None
     pending: list[Any] = [loc]

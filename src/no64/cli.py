@@ -1,0 +1,261 @@
+"""The ``no64`` command line.
+
+``no64 check FILE...``
+    List every 64-bit value in each file.  Exit 0 when all are clean, 1 when
+    any 64-bit value remains, 2 on bad input.
+``no64 convert IN -o OUT``
+    Rewrite IN without 64-bit types, check the result, write it to OUT and
+    print the demotion report.  Exit 0 on success, 2 when the module cannot
+    be converted (bad input, a refused op, an out-of-range constant) or OUT
+    cannot be written.
+
+Errors no64 expects are printed as one ``no64: error: ...`` line; anything
+else is an internal error (exit 3), with a traceback only when the
+environment variable ``NO64_DEBUG`` is ``1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import traceback
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from . import io as no64io
+from .demote import demote
+from .errors import No64Error
+from .scan import check, find_64bit
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FOUND = 1
+EXIT_ERROR = 2
+EXIT_INTERNAL = 3
+
+_DEBUG_ENV = "NO64_DEBUG"
+# Widest a table cell may make its column; longer cells overflow.
+_MAX_COLUMN = 48
+_ELEMENT = re.compile(r"complex<f64>|[su]?i64|f64")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="no64",
+        description="Find and remove every 64-bit type (f64, i64, ui64, complex<f64>) "
+        "in StableHLO and HLO programs.",
+    )
+    parser.add_argument("--version", action="version", version=f"no64 {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    formats = ", ".join(no64io.FORMATS)
+
+    check = sub.add_parser(
+        "check",
+        help="list the 64-bit values in modules",
+        description="List every 64-bit value in each FILE. Exit 0 when all files are "
+        "clean, 1 when any 64-bit value remains, 2 on bad input.",
+    )
+    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("--json", action="store_true", help="print one JSON document")
+    check.add_argument(
+        "--format",
+        choices=no64io.FORMATS,
+        metavar="F",
+        help=f"input format ({formats}); detected from content when omitted",
+    )
+
+    convert = sub.add_parser(
+        "convert",
+        help="rewrite a module without 64-bit types",
+        description="Rewrite IN without 64-bit types, check the result, write it to OUT "
+        "and print the demotion report. IN is never overwritten unless --in-place is "
+        "given; an existing OUT only with --force.",
+    )
+    convert.add_argument("input", metavar="IN")
+    convert.add_argument("-o", "--output", metavar="OUT", help="file to write")
+    convert.add_argument(
+        "--format",
+        choices=no64io.FORMATS,
+        metavar="F",
+        help=f"input format ({formats}); detected from content when omitted",
+    )
+    convert.add_argument(
+        "--output-format",
+        choices=no64io.FORMATS,
+        metavar="F",
+        help="output format; from OUT's extension, else the input format",
+    )
+    convert.add_argument(
+        "--integer-policy",
+        choices=("error", "saturate", "wrap"),
+        default="error",
+        help="what to do with a 64-bit integer constant outside the 32-bit range "
+        "(default: error)",
+    )
+    convert.add_argument("--force", action="store_true", help="overwrite an existing OUT")
+    convert.add_argument(
+        "--in-place", action="store_true", help="write the result back to IN"
+    )
+    convert.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+# --------------------------------------------------------------------------- check
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Left-aligned columns, two spaces apart; the last column is not padded."""
+    widths = [
+        min(_MAX_COLUMN, max(len(row[i]) for row in rows)) for i in range(len(rows[0]) - 1)
+    ]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(w) for cell, w in zip(row, widths)] + [row[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _summary(name: str, findings: Sequence[Any]) -> str:
+    if not findings:
+        return f"{name}: clean, no 64-bit values"
+    kinds = Counter((m.group(0) if (m := _ELEMENT.search(f.type)) else "other") for f in findings)
+    parts = ", ".join(f"{k}: {n}" for k, n in kinds.most_common())
+    plural = "s" if len(findings) != 1 else ""
+    return f"{name}: {len(findings)} 64-bit value{plural} ({parts})"
+
+
+def _check(args: argparse.Namespace) -> int:
+    results: list[dict[str, Any]] = []
+    status = EXIT_OK
+    bad_input = False
+    for name in args.files:
+        try:
+            findings = find_64bit(no64io.load(name, format=args.format))
+        except No64Error as exc:
+            _error(exc)
+            bad_input = True
+            results.append({"file": name, "clean": None, "findings": [], "error": str(exc)})
+            continue
+        if findings:
+            status = EXIT_FOUND
+        results.append(
+            {"file": name, "clean": not findings, "findings": [f.to_dict() for f in findings]}
+        )
+        if not args.json:
+            if findings:
+                rows = [("op", "type", "role", "location")]
+                rows += [(f.op, f.type, f.role, str(f.location)) for f in findings]
+                print(f"{name}:")
+                for line in _table(rows):
+                    print(f"  {line}")
+            print(_summary(name, findings))
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return EXIT_ERROR if bad_input else status
+
+
+# --------------------------------------------------------------------------- convert
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    source: str = args.input
+    dest: str | None = args.output
+    if args.in_place:
+        if dest is not None and not _same_file(source, dest):
+            raise _UsageError("--in-place writes back to IN; do not give a different -o OUT")
+        dest = source
+    elif dest is None:
+        raise _UsageError("give -o OUT (or --in-place to rewrite IN)")
+    elif _same_file(source, dest):
+        raise no64io.OutputError(
+            f"{dest}: refusing to overwrite the input file; write to another file, "
+            "or pass --in-place"
+        )
+    overwrite = args.force or args.in_place
+    if not overwrite and os.path.lexists(dest):
+        # Refuse before the work, not after it.
+        raise no64io.OutputError(f"{dest}: file exists; pass --force to overwrite it")
+
+    module, in_format = no64io.load_with_format(source, format=args.format)
+    report = demote(module, integer_policy=args.integer_policy)
+    check(module)
+    if args.output_format:
+        out_format = args.output_format
+    elif args.in_place:
+        out_format = in_format
+    else:
+        out_format = no64io.format_from_extension(dest) or in_format
+    no64io.save(module, dest, format=out_format, overwrite=overwrite)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.summary())
+        print(f"wrote {dest} ({out_format})")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- main
+
+
+class _UsageError(Exception):
+    """A combination of options argparse cannot express."""
+
+
+def _error(exc: BaseException) -> None:
+    lines = str(exc).splitlines() or [type(exc).__name__]
+    print(f"no64: error: {lines[0]}", file=sys.stderr)
+    for line in lines[1:]:
+        print(line, file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``no64`` command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        if args.command == "check":
+            return _check(args)
+        return _convert(args)
+    except (_UsageError, No64Error) as exc:
+        _error(exc)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader went away (``no64 check ... | head``): stop quietly, and
+        # keep Python from complaining when it flushes stdout at exit.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("no64: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if os.environ.get(_DEBUG_ENV) == "1":
+            traceback.print_exc()
+        message = " ".join(str(exc).split()) or "(no message)"
+        print(
+            f"no64: internal error: {type(exc).__name__}: {message} "
+            f"(set {_DEBUG_ENV}=1 for a traceback; please report this)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
