@@ -33,8 +33,10 @@ import numpy as np
 from . import constants as C
 from ._mlir import ir, stablehlo
 from .errors import ConstantRangeError, InvalidModuleError, UnsupportedOpError
+from .analysis import constant_elements
 from .locations import decode_location
 from .report import DemotionReport
+from .rules import RULES
 from .scan import _module_op, all_ops
 from .types import TypeConverter, is_64bit_element
 
@@ -152,12 +154,19 @@ def demote(
         )
     root = _module_op(module)
     with root.context, ir.Location.unknown():
-        p = _Pass(root, integer_policy)
-        p.plan()  # raises before anything is changed
-        if not (p.values or p.funcs):
-            return p.report
-        backup = root.clone() if verify else None
+        backup: ir.Operation | None = None
         try:
+            p = _Pass(root, integer_policy)
+            p.plan()  # refusals raise here, before anything is changed
+            if p.candidates:
+                # Exact rewrite rules change the module: back it up first.
+                backup = root.clone()
+                p.run_rules()
+                p = p.replan()
+            if not (p.values or p.funcs or p.rewrites):
+                return p.report
+            if backup is None and verify:
+                backup = root.clone()
             p.apply()
             if verify:
                 root.verify()
@@ -216,6 +225,33 @@ class _Pass:
         self.fixups: list[tuple[ir.Operation, str]] = []
         self._resources: dict[str, bytes] | None = None
         self._splat_cache: dict[tuple[ir.Type, Any], tuple[ir.Attribute, list[Any]]] = {}
+        self.rules_enabled = True
+        self.candidates: list[ir.Operation] = []
+        self.rewrites = 0
+
+    # ----------------------------------------------------------------- rules
+    def where(self, op: ir.Operation) -> str:
+        return self._where(op)
+
+    def refuse(self, op: ir.Operation, reason: str) -> None:
+        self._refuse(op, reason)
+
+    def run_rules(self) -> None:
+        """Let the registered rules rewrite the candidate ops (see :mod:`no64.rules`)."""
+        for op in self.candidates:
+            for rule in RULES[op.name]:
+                if rule(op, self):
+                    self.rewrites += 1
+                    break
+
+    def replan(self) -> "_Pass":
+        """A fresh plan of the rewritten module; rules are not run again."""
+        p = _Pass(self.root, self.policy)
+        p.report = self.report
+        p.rewrites = self.rewrites
+        p.rules_enabled = False
+        p.plan()
+        return p
 
     # ------------------------------------------------------------------ plan
     def plan(self) -> None:
@@ -251,7 +287,10 @@ class _Pass:
                         self._check_convert(op)
                 elif name in sensitive:
                     if any64 or any(convert(v.type) is not None for v in op.operands):
-                        self._special(op, name)
+                        if self.rules_enabled and name in RULES:
+                            self.candidates.append(op)
+                        else:
+                            self._special(op, name)
                 continue
             if name == "func.func":
                 ft = ir.TypeAttr(op.attributes["function_type"]).value
@@ -260,7 +299,10 @@ class _Pass:
                     self.funcs.append((op, new))
             elif name in sensitive:
                 if any64 or any(convert(v.type) is not None for v in op.operands):
-                    self._special(op, name)
+                    if self.rules_enabled and name in RULES:
+                        self.candidates.append(op)
+                    else:
+                        self._special(op, name)
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.arguments:
@@ -309,7 +351,7 @@ class _Pass:
                     f"({_F32_EXPONENT_BITS}/{_F32_MANTISSA_BITS}); on f32 it would mean something else",
                 )
         elif name in _SHIFTS:
-            amounts = _constant_elements(op.operands[1])
+            amounts = constant_elements(op.operands[1])
             if amounts is None:
                 self._refuse(
                     op,
@@ -317,10 +359,10 @@ class _Pass:
                     "shown to stay below 32 (a shift by 32 or more means something else on "
                     "32-bit integers)",
                 )
-            elif amounts.size and (amounts.min() < 0 or amounts.max() >= 32):
+            elif len(amounts) and (min(amounts) < 0 or max(amounts) >= 32):
                 self._refuse(
                     op,
-                    f"a 64-bit shift by {int(amounts.max())} bits moves bits across the 32-bit "
+                    f"a 64-bit shift by {int(max(amounts))} bits moves bits across the 32-bit "
                     "boundary; it has no 32-bit equivalent",
                 )
         elif name == "stablehlo.not":
@@ -600,34 +642,3 @@ def _int_of(attr: ir.Attribute, unsigned: bool) -> int:
     if unsigned and v < 0:
         v += 2**64
     return v
-
-
-# Ops a constant passes through unchanged in value (elementwise).
-_VALUE_PRESERVING = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.convert"})
-
-
-def _constant_elements(v: ir.Value) -> np.ndarray | None:
-    """The elements of ``v`` if it is a constant (possibly broadcast,
-    reshaped or converted), as a flat float64 array (exact for comparisons
-    against small bounds); ``None`` otherwise."""
-    seen = 0
-    while seen < 16:
-        seen += 1
-        owner = v.owner
-        if not isinstance(owner, ir.Operation):
-            owner = getattr(owner, "operation", None)
-            if owner is None:
-                return None
-        if owner.name == "stablehlo.constant":
-            attr = owner.attributes["value"]
-            if not isinstance(attr, ir.DenseIntElementsAttr):
-                return None
-            if attr.is_splat:
-                unsigned = ir.IntegerType(ir.ShapedType(attr.type).element_type).is_unsigned
-                return np.array([_int_of(attr.get_splat_value(), unsigned)], dtype=np.float64)
-            return np.asarray(attr).astype(np.float64).ravel()
-        if owner.name in _VALUE_PRESERVING:
-            v = owner.operands[0]
-            continue
-        return None
-    return None
