@@ -37,6 +37,7 @@ from .analysis import constant_elements
 from .locations import decode_location
 from .report import DemotionReport
 from .rules import RULES
+from .rules.custom_call import renamed_to_32bit
 from .scan import _module_op, all_ops
 from .types import TypeConverter, is_64bit_element
 
@@ -77,6 +78,7 @@ _OPERAND_SENSITIVE = frozenset(
         "stablehlo.count_leading_zeros",
         "stablehlo.popcnt",
         "stablehlo.iota",
+        "stablehlo.and",
     }
     | _SHIFTS
     | _HOST_TRANSFER
@@ -113,8 +115,6 @@ _NO_REGIONS = frozenset(
     }
 )
 
-_F32_EXPONENT_BITS = 8
-_F32_MANTISSA_BITS = 23
 _INT32_LIMIT = 2**31
 
 
@@ -227,6 +227,8 @@ class _Pass:
         self._splat_cache: dict[tuple[ir.Type, Any], tuple[ir.Attribute, list[Any]]] = {}
         self.rules_enabled = True
         self.candidates: list[ir.Operation] = []
+        self.deferred: list[ConstantRangeError] = []
+        self.pending: list[ir.Operation] = []
         self.rewrites = 0
 
     # ----------------------------------------------------------------- rules
@@ -280,17 +282,21 @@ class _Pass:
                     any64 = True
             if name in no_regions:
                 if any64 and name == "stablehlo.constant":
-                    self._plan_constant(op)
+                    try:
+                        self._plan_constant(op)
+                    except ConstantRangeError as exc:
+                        # A rule may still remove the constant's use (e.g. a
+                        # low-word mask); decide once the rules have run.
+                        if not self.rules_enabled:
+                            raise
+                        self.deferred.append(exc)
                 elif name == "stablehlo.convert":
                     self.converts.append(op)
                     if any64:
                         self._check_convert(op)
                 elif name in sensitive:
                     if any64 or any(convert(v.type) is not None for v in op.operands):
-                        if self.rules_enabled and name in RULES:
-                            self.candidates.append(op)
-                        else:
-                            self._special(op, name)
+                        self._sensitive(op, name)
                 continue
             if name == "func.func":
                 ft = ir.TypeAttr(op.attributes["function_type"]).value
@@ -299,10 +305,7 @@ class _Pass:
                     self.funcs.append((op, new))
             elif name in sensitive:
                 if any64 or any(convert(v.type) is not None for v in op.operands):
-                    if self.rules_enabled and name in RULES:
-                        self.candidates.append(op)
-                    else:
-                        self._special(op, name)
+                    self._sensitive(op, name)
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.arguments:
@@ -311,6 +314,23 @@ class _Pass:
                         if new is not None:
                             append((arg, new))
                             counts[t] = counts.get(t, 0) + 1
+        if not self.candidates:
+            # No rule will change the module: settle what was put off.
+            for op in self.pending:
+                self._special(op, op.name)
+            if self.deferred:
+                raise self.deferred[0]
+
+    def _sensitive(self, op: ir.Operation, name: str) -> None:
+        """A width-dependent op with 64-bit types: a rule candidate, or checked
+        by :meth:`_special` -- after the rules have run, since a rule may
+        remove it as part of an idiom."""
+        if not self.rules_enabled:
+            self._special(op, name)
+        elif name in RULES:
+            self.candidates.append(op)
+        else:
+            self.pending.append(op)
 
     def _where(self, op: ir.Operation) -> str:
         return str(decode_location(op.location))
@@ -335,20 +355,11 @@ class _Pass:
             self._refuse(op, "it transfers 64-bit data to or from the host, whose layout would change")
         elif name == "stablehlo.custom_call":
             target = ir.StringAttr(op.attributes["call_target_name"]).value
-            if target not in TYPE_AGNOSTIC_CUSTOM_CALLS:
+            if target not in TYPE_AGNOSTIC_CUSTOM_CALLS and not renamed_to_32bit(target):
                 self._refuse(
                     op,
                     f"custom_call target {target!r} takes or returns 64-bit values and its "
                     "implementation is opaque; no64 does not know a 32-bit equivalent",
-                )
-        elif name == "stablehlo.reduce_precision":
-            eb = ir.IntegerAttr(op.attributes["exponent_bits"]).value
-            mb = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
-            if eb > _F32_EXPONENT_BITS or mb > _F32_MANTISSA_BITS:
-                self._refuse(
-                    op,
-                    f"reduce_precision to {eb} exponent / {mb} mantissa bits exceeds f32's "
-                    f"({_F32_EXPONENT_BITS}/{_F32_MANTISSA_BITS}); on f32 it would mean something else",
                 )
         elif name in _SHIFTS:
             amounts = constant_elements(op.operands[1])

@@ -27,6 +27,8 @@ class Event:
     * ``"float-overflow"``: finite f64 constant(s) beyond f32's range, now
       ``inf`` (``count`` elements).
     * ``"rewrite"``: an op replaced by an exact 32-bit equivalent.
+    * ``"precision-reduced"``: an op replaced by a 32-bit equivalent that
+      computes the same thing with fewer bits (f64 random floats).
     * ``"unproven"``: a narrowing that is exact only for values in the
       32-bit range, which the pass cannot prove (e.g. ``f64 -> i64``
       converts).

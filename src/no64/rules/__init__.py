@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from .._mlir import ir
+from .._mlir import ir, stablehlo
+from ..analysis import defining_op
 from ..report import DemotionReport
 from ..types import TypeConverter
 
-__all__ = ["RuleContext", "Rule", "RULES", "register"]
+__all__ = ["RuleContext", "Rule", "RULES", "register", "erase_dead", "splat"]
 
 
 class RuleContext(Protocol):
@@ -63,8 +64,32 @@ def register(*op_names: str) -> Callable[[Rule], Rule]:
     return deco
 
 
+def splat(t: ir.RankedTensorType, value: int) -> ir.Value:
+    """A constant of integer tensor type ``t`` with every element ``value``
+    (built at the current insertion point)."""
+    return stablehlo.ConstantOp(
+        ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
+    ).result
+
+
+def erase_dead(op: ir.Operation | None) -> None:
+    """Erase ``op`` if none of its results is used, then, transitively, the
+    producers of its operands that became unused.  Ops with regions and
+    ``func`` ops are left alone."""
+    work = [op]
+    while work:
+        cur = work.pop()
+        if cur is None or cur.name.startswith("func.") or len(cur.regions):
+            continue
+        if any(True for r in cur.results for _ in r.uses):
+            continue
+        producers = [defining_op(v) for v in cur.operands]
+        cur.erase()
+        work.extend(producers)
+
+
 def _load_builtin_rules() -> None:
-    from . import bits  # noqa: F401  (registers on import)
+    from . import bits, custom_call, floats  # noqa: F401  (they register on import)
 
 
 _load_builtin_rules()

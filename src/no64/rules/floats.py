@@ -1,0 +1,152 @@
+"""Float rules: JAX's 64-bit float-from-bits idiom and reduce_precision.
+
+**Float from bits.**  With x64 on, ``jax.random.uniform`` (and every sampler
+built on it) makes an f64 in [1, 2) from 64 random bits::
+
+    bits = (convert(hi) << 32) | convert(lo)          # ui64 from two ui32
+    f = bitcast_convert((bits >> 12) | 0x3FF0000000000000) : ui64 -> f64
+
+The 32-bit idiom keeps the top 23 bits of the same stream::
+
+    f = bitcast_convert((hi >> 9) | 0x3F800000) : ui32 -> f32
+
+Both are uniform on [1, 2); the f32 one has the 23 leading mantissa bits
+of the f64 one (it is the f64 value truncated to f32 precision).  The
+rewrite is recorded in the report as a precision reduction.
+
+**reduce_precision.**  Exponent and mantissa widths beyond f32's (8 and 23)
+keep nothing more on f32 values, so they are clamped to f32's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._mlir import ir, stablehlo
+from ..analysis import constant_elements, defining_op
+from . import RuleContext, erase_dead, register
+
+_F64_ONE_BITS = 0x3FF0000000000000
+_F32_ONE_BITS = 0x3F800000
+
+
+def _match(v: ir.Value, name: str) -> ir.Operation | None:
+    op = defining_op(v)
+    return op if op is not None and op.name == name else None
+
+
+def _split(op: ir.Operation, name: str, pred: Any) -> tuple[ir.Value, ir.Value] | None:
+    """For a commutative ``op``, (the operand satisfying ``pred``, the other)."""
+    a, b = op.operands[0], op.operands[1]
+    if pred(a):
+        return a, b
+    if pred(b):
+        return b, a
+    return None
+
+
+def _is_const(value: int, bits: int = 64) -> Any:
+    def pred(v: ir.Value) -> bool:
+        c = constant_elements(v)
+        return c is not None and len(c) > 0 and all(int(x) % 2**bits == value for x in c)
+
+    return pred
+
+
+def _high_word(bits64: ir.Value) -> ir.Value | None:
+    """``hi`` for ``bits64 = (convert(hi : ui32) << 32) | convert(lo : ui32)``."""
+    or_op = _match(bits64, "stablehlo.or")
+    if or_op is None:
+        return None
+
+    def is_shifted(v: ir.Value) -> bool:
+        sh = _match(v, "stablehlo.shift_left")
+        return sh is not None and _is_const(32)(sh.operands[1])
+
+    parts = _split(or_op, "or", is_shifted)
+    if parts is None:
+        return None
+    shifted, low = parts
+    sh = _match(shifted, "stablehlo.shift_left")
+    assert sh is not None
+    conv = _match(sh.operands[0], "stablehlo.convert")
+    low_conv = _match(low, "stablehlo.convert")
+    if conv is None or low_conv is None:
+        return None
+    hi = conv.operands[0]
+    for v in (hi, low_conv.operands[0]):
+        e = ir.ShapedType(v.type).element_type
+        if not (isinstance(e, ir.IntegerType) and e.width == 32):
+            return None
+    return hi
+
+
+@register("stablehlo.bitcast_convert")
+def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
+    """Rewrite JAX's f64-from-random-bits idiom to the f32 one."""
+    loc = op.location
+    out_t = op.results[0].type
+    src_t = op.operands[0].type
+    if not (
+        isinstance(ir.ShapedType(out_t).element_type, ir.F64Type)
+        and ir.ShapedType(src_t).shape == ir.ShapedType(out_t).shape
+    ):
+        return False
+    or_op = _match(op.operands[0], "stablehlo.or")
+    if or_op is None:
+        return False
+    parts = _split(or_op, "or", _is_const(_F64_ONE_BITS))
+    if parts is None:
+        return False
+    _, mant = parts
+    shr = _match(mant, "stablehlo.shift_right_logical")
+    if shr is None or not _is_const(12)(shr.operands[1]):
+        return False
+    hi = _high_word(shr.operands[0])
+    if hi is None:
+        return False
+    hi_t = ir.RankedTensorType(hi.type)
+    if not hi_t.has_static_shape:
+        return False
+    u32 = hi_t.element_type
+    f32_t = ir.RankedTensorType.get(hi_t.shape, ir.F32Type.get())
+    with ir.InsertionPoint(op), op.location:
+        nine = stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(hi_t, ir.IntegerAttr.get(u32, 9)))
+        one = stablehlo.ConstantOp(
+            ir.DenseElementsAttr.get_splat(hi_t, ir.IntegerAttr.get(u32, _F32_ONE_BITS))
+        )
+        m = stablehlo.ShiftRightLogicalOp(hi, nine.result)
+        o = stablehlo.OrOp(m.result, one.result)
+        f = stablehlo.BitcastConvertOp(f32_t, o.result)
+    # The f64 users are narrowed to f32 by the generic pass that follows.
+    op.results[0].replace_all_uses_with(f.result)
+    producer = defining_op(op.operands[0])
+    op.erase()
+    erase_dead(producer)
+    ctx.report.add(
+        "precision-reduced",
+        "stablehlo.bitcast_convert",
+        loc,
+        "f64 random floats from 52 bits rewritten to JAX's f32 idiom (23 bits, same "
+        "distribution on [1, 2))",
+    )
+    return True
+
+
+@register("stablehlo.reduce_precision")
+def clamp_reduce_precision(op: ir.Operation, ctx: RuleContext) -> bool:
+    """Clamp exponent/mantissa widths of an f64 reduce_precision to f32's."""
+    eb = ir.IntegerAttr(op.attributes["exponent_bits"]).value
+    mb = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
+    if eb <= 8 and mb <= 23:
+        return False  # means the same on f32
+    i32 = ir.IntegerType.get_signless(32)
+    op.attributes["exponent_bits"] = ir.IntegerAttr.get(i32, min(eb, 8))
+    op.attributes["mantissa_bits"] = ir.IntegerAttr.get(i32, min(mb, 23))
+    ctx.report.add(
+        "rewrite",
+        op.name,
+        op.location,
+        f"reduce_precision e{eb}m{mb} clamped to f32's e{min(eb, 8)}m{min(mb, 23)}",
+    )
+    return True
