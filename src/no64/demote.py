@@ -33,7 +33,7 @@ import numpy as np
 from . import constants as C
 from ._mlir import ir, stablehlo
 from .errors import ConstantRangeError, InvalidModuleError, UnsupportedOpError
-from .analysis import constant_elements
+from .analysis import constant_elements, upper_bound
 from .locations import decode_location
 from .report import DemotionReport
 from .rules import RULES
@@ -375,6 +375,20 @@ class _Pass:
                     op,
                     f"a 64-bit shift by {int(max(amounts))} bits moves bits across the 32-bit "
                     "boundary; it has no 32-bit equivalent",
+                )
+            elif (
+                name == "stablehlo.shift_right_logical"
+                and len(amounts)
+                and max(amounts) > 0
+                and not ir.IntegerType(ir.ShapedType(op.results[0].type).element_type).is_unsigned
+                and upper_bound(op.operands[0]) is None
+            ):
+                # For a negative operand the 64-bit result has the sign bits
+                # shifted in from bit 63, not bit 31: exact only for x >= 0.
+                self.report.add(
+                    "unproven", name, op.location,
+                    "logical right shift of a signed 64-bit value: exact only for "
+                    "non-negative operands",
                 )
         elif name == "stablehlo.not":
             t = ir.ShapedType(op.results[0].type).element_type

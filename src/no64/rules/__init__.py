@@ -90,6 +90,7 @@ def erase_dead(op: ir.Operation | None) -> None:
 
 def _load_builtin_rules() -> None:
     from . import bits, custom_call, floats  # noqa: F401  (they register on import)
+    from . import rng_bit_generator  # noqa: F401
 
 
 _load_builtin_rules()

@@ -24,7 +24,7 @@ def shift_out_of_small_value(op: ir.Operation, ctx: RuleContext) -> bool:
         return False
     k = int(min(amounts))
     if k < 32:
-        return False  # narrowed exactly by the generic pass
+        return False  # left to the generic pass, which checks it
     bound = upper_bound(op.operands[0])
     if bound is None or bound >= 2**k:
         return False

@@ -1,0 +1,355 @@
+"""Cost of the no64 pass next to the cost of JAX tracing and lowering.
+
+Builds the training step of a GPT-2-small-like model in plain ``jax.numpy``
+(12 layers, d_model 768, 12 heads, vocabulary 50257, causal attention, tied
+embeddings, cross-entropy loss, ``jax.value_and_grad`` and a hand-written
+Adam update) with ``jax_enable_x64`` on, so parameters and optimizer state
+are float64 and tokens and the step counter are int64.  Shapes come from
+``jax.eval_shape`` and ``jax.ShapeDtypeStruct``; no large array is ever
+allocated.
+
+For each requested depth it measures, in one run:
+
+* the number of operations in the lowered module;
+* JAX trace + lower time (``jax.jit(step).trace(...).lower()``, caches
+  cleared before each repeat so every repeat really traces and lowers);
+* ``no64.find_64bit`` on the original module;
+* ``no64.demote`` followed by ``no64.check`` on a freshly parsed copy of the
+  module each repeat (parsing is not timed);
+
+and prints medians, the pass time as a percentage of the JAX time, the cost
+per operation, and how times scale against operation counts between depths.
+
+Target: demote + check takes at most 5 % of JAX trace + lower time and grows
+linearly with the number of operations.
+
+Run ``python benchmarks/bench_gpt2.py --layers 12 48 --repeats 3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Any
+
+# Keep the XLA client's informational start-up lines out of the output.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+
+import no64  # noqa: E402
+from no64._mlir import ir, make_context  # noqa: E402
+
+#: Share of JAX trace + lower time the pass may take.
+TARGET_PERCENT = 5.0
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Model and batch sizes."""
+
+    layers: int = 12
+    d_model: int = 768
+    heads: int = 12
+    vocab: int = 50257
+    seq: int = 128
+    batch: int = 2
+
+
+# --------------------------------------------------------------------------
+# Model: a pytree of parameters and a pure loss function.
+# --------------------------------------------------------------------------
+
+
+def init_params(key: jax.Array, cfg: GPTConfig) -> dict[str, Any]:
+    """GPT-2 style initialisation (only ever evaluated abstractly here)."""
+    d, v = cfg.d_model, cfg.vocab
+    keys = iter(jax.random.split(key, 2 + 4 * cfg.layers))
+
+    def normal(shape: tuple[int, ...], scale: float = 0.02) -> jax.Array:
+        return scale * jax.random.normal(next(keys), shape)
+
+    blocks = []
+    for _ in range(cfg.layers):
+        blocks.append(
+            {
+                "ln1": {"g": jnp.ones(d), "b": jnp.zeros(d)},
+                "attn": {
+                    "w_qkv": normal((d, 3 * d)), "b_qkv": jnp.zeros(3 * d),
+                    "w_out": normal((d, d)), "b_out": jnp.zeros(d),
+                },
+                "ln2": {"g": jnp.ones(d), "b": jnp.zeros(d)},
+                "mlp": {
+                    "w_fc": normal((d, 4 * d)), "b_fc": jnp.zeros(4 * d),
+                    "w_proj": normal((4 * d, d)), "b_proj": jnp.zeros(d),
+                },
+            }
+        )
+    return {
+        "wte": normal((v, d)),
+        "wpe": normal((cfg.seq, d), 0.01),
+        "blocks": blocks,
+        "ln_f": {"g": jnp.ones(d), "b": jnp.zeros(d)},
+    }
+
+
+def layer_norm(x: jax.Array, p: dict[str, jax.Array], eps: float = 1e-5) -> jax.Array:
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(var + eps) * p["g"] + p["b"]
+
+
+def gelu(x: jax.Array) -> jax.Array:
+    return 0.5 * x * (1.0 + jnp.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
+
+
+def attention(x: jax.Array, p: dict[str, jax.Array], heads: int) -> jax.Array:
+    b, t, d = x.shape
+    hd = d // heads
+    qkv = x @ p["w_qkv"] + p["b_qkv"]
+    q, k, v = jnp.split(qkv, 3, axis=-1)
+
+    def split_heads(a: jax.Array) -> jax.Array:
+        return a.reshape(b, t, heads, hd).transpose(0, 2, 1, 3)
+
+    q, k, v = split_heads(q), split_heads(k), split_heads(v)
+    scores = (q @ k.transpose(0, 1, 3, 2)) / jnp.sqrt(float(hd))
+    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+    scores = jnp.where(causal, scores, jnp.finfo(scores.dtype).min)
+    weights = jax.nn.softmax(scores, axis=-1)
+    out = (weights @ v).transpose(0, 2, 1, 3).reshape(b, t, d)
+    return out @ p["w_out"] + p["b_out"]
+
+
+def loss_fn(params: dict[str, Any], tokens: jax.Array, targets: jax.Array, cfg: GPTConfig) -> jax.Array:
+    """Mean next-token cross-entropy."""
+    positions = jnp.arange(tokens.shape[1])
+    x = params["wte"][tokens] + params["wpe"][positions]
+    for blk in params["blocks"]:
+        x = x + attention(layer_norm(x, blk["ln1"]), blk["attn"], cfg.heads)
+        h = layer_norm(x, blk["ln2"])
+        h = gelu(h @ blk["mlp"]["w_fc"] + blk["mlp"]["b_fc"])
+        x = x + h @ blk["mlp"]["w_proj"] + blk["mlp"]["b_proj"]
+    x = layer_norm(x, params["ln_f"])
+    logits = x @ params["wte"].T
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+    return jnp.mean(nll)
+
+
+def train_step(
+    params: dict[str, Any],
+    opt_state: dict[str, Any],
+    tokens: jax.Array,
+    targets: jax.Array,
+    cfg: GPTConfig,
+    lr: float = 3e-4,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+) -> tuple[jax.Array, dict[str, Any], dict[str, Any]]:
+    """One step of Adam on the cross-entropy loss."""
+    loss, grads = jax.value_and_grad(loss_fn)(params, tokens, targets, cfg)
+    step = opt_state["step"] + 1
+    m = jax.tree.map(lambda m_, g: b1 * m_ + (1 - b1) * g, opt_state["m"], grads)
+    v = jax.tree.map(lambda v_, g: b2 * v_ + (1 - b2) * g * g, opt_state["v"], grads)
+    t = step.astype(jnp.float64)
+    scale = lr * jnp.sqrt(1 - b2**t) / (1 - b1**t)
+    new_params = jax.tree.map(lambda p, m_, v_: p - scale * m_ / (jnp.sqrt(v_) + eps), params, m, v)
+    return loss, new_params, {"step": step, "m": m, "v": v}
+
+
+def abstract_args(cfg: GPTConfig) -> tuple[Any, ...]:
+    """ShapeDtypeStructs for (params, opt_state, tokens, targets)."""
+    params = jax.eval_shape(partial(init_params, cfg=cfg), jax.random.key(0))
+    opt_state = {
+        "step": jax.ShapeDtypeStruct((), jnp.int64),
+        "m": params,
+        "v": params,
+    }
+    tokens = jax.ShapeDtypeStruct((cfg.batch, cfg.seq), jnp.int64)
+    return params, opt_state, tokens, tokens
+
+
+# --------------------------------------------------------------------------
+# Measurements.
+# --------------------------------------------------------------------------
+
+
+def count_ops(module: ir.Module) -> int:
+    """Operations in the module, nested ones included, the module op excluded."""
+    count = 0
+
+    def visit(_op: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        count += 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return count - 1
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    gc.collect()
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+@dataclass
+class Result:
+    layers: int
+    ops: int
+    findings: int
+    jax_s: float
+    find_s: float
+    pass_s: float
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.pass_s / self.jax_s
+
+    @property
+    def us_per_op(self) -> float:
+        return 1e6 * self.pass_s / self.ops
+
+
+def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
+    """Median times for one depth.
+
+    JAX and no64 repeats alternate, so that a change in machine load during
+    the run affects both sides of the ratio alike.
+    """
+    args = abstract_args(cfg)
+    step = partial(train_step, cfg=cfg)
+    text = ""
+
+    def fresh_module() -> ir.Module:
+        return ir.Module.parse(text, context=make_context())
+
+    jax_times: list[float] = []
+    pass_times: list[float] = []
+    for i in range(repeats):
+        jax.clear_caches()
+        t_jax, lowered = timed(lambda: jax.jit(step).trace(*args).lower())
+        jax_times.append(t_jax)
+        if not text:
+            text = lowered.as_text(debug_info=True)
+        del lowered
+
+        module = fresh_module()
+
+        def run_pass(m: ir.Module = module) -> None:
+            no64.demote(m)
+            no64.check(m)
+
+        t_pass, _ = timed(run_pass)
+        pass_times.append(t_pass)
+        del module
+        log(
+            f"  layers={cfg.layers} repeat {i + 1}/{repeats}: JAX trace+lower {t_jax:.3f} s, "
+            f"no64 demote+check {t_pass:.3f} s"
+        )
+
+    module = fresh_module()
+    ops = count_ops(module)
+    find_times: list[float] = []
+    findings: list[Any] = []
+    for _ in range(repeats):
+        t_find, findings = timed(lambda: no64.find_64bit(module))
+        find_times.append(t_find)
+    log(f"  layers={cfg.layers}: {ops} ops, find_64bit {statistics.median(find_times):.3f} s")
+    del module
+
+    return Result(
+        layers=cfg.layers,
+        ops=ops,
+        findings=len(findings),
+        jax_s=statistics.median(jax_times),
+        find_s=statistics.median(find_times),
+        pass_s=statistics.median(pass_times),
+    )
+
+
+def print_report(results: list[Result], cfg: GPTConfig, repeats: int) -> bool:
+    """Print the table and the scaling lines; return whether the target is met."""
+    print()
+    print(
+        f"GPT-2-like training step (d_model={cfg.d_model}, heads={cfg.heads}, vocab={cfg.vocab}, "
+        f"seq={cfg.seq}, batch={cfg.batch}), x64 on; median of {repeats} "
+        f"repeat{'s' if repeats != 1 else ''}; jax {jax.__version__}"
+    )
+    header = (
+        f"{'layers':>6} {'ops':>8} {'64-bit values':>13} {'JAX trace+lower':>16} "
+        f"{'find_64bit':>11} {'demote+check':>13} {'pass/JAX':>9} {'pass per op':>12}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        print(
+            f"{r.layers:>6} {r.ops:>8} {r.findings:>13} {r.jax_s:>14.3f} s {r.find_s:>9.3f} s "
+            f"{r.pass_s:>11.3f} s {r.percent:>8.2f}% {r.us_per_op:>9.2f} us"
+        )
+    ok = all(r.percent <= TARGET_PERCENT for r in results)
+    worst = max(r.percent for r in results)
+    print()
+    print(
+        f"pass/JAX: worst {worst:.2f}% (target <= {TARGET_PERCENT:.0f}% of JAX trace+lower time): "
+        f"{'met' if ok else 'NOT met'}"
+    )
+    base = results[0]
+    for r in results[1:]:
+        op_ratio = r.ops / base.ops
+        time_ratio = r.pass_s / base.pass_s
+        print(
+            f"scaling {base.layers} -> {r.layers} layers: ops x{op_ratio:.2f}, "
+            f"demote+check time x{time_ratio:.2f} (JAX x{r.jax_s / base.jax_s:.2f}); "
+            f"per-op cost {base.us_per_op:.2f} -> {r.us_per_op:.2f} us "
+            f"(x{r.us_per_op / base.us_per_op:.2f}; target: linear in ops, about x1)"
+        )
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, nargs="+", default=[12, 48], help="depths to measure (default: 12 48)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per measurement (default: 3)")
+    parser.add_argument("--seq", type=int, default=GPTConfig.seq, help="sequence length (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=GPTConfig.batch, help="batch size (default: %(default)s)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    parser.add_argument("--quiet", action="store_true", help="print only the final table")
+    opts = parser.parse_args(argv)
+    if opts.repeats < 1 or any(n < 1 for n in opts.layers):
+        parser.error("--repeats and --layers must be positive")
+
+    def log(msg: str) -> None:
+        if not opts.quiet:
+            print(msg, flush=True)
+
+    results = []
+    cfg = GPTConfig(seq=opts.seq, batch=opts.batch)
+    for n in opts.layers:
+        cfg = GPTConfig(layers=n, seq=opts.seq, batch=opts.batch)
+        results.append(measure(cfg, opts.repeats, log))
+    ok = print_report(results, cfg, opts.repeats)
+    if opts.json:
+        with open(opts.json, "w", encoding="utf-8") as fh:
+            rows = [asdict(r) | {"percent": r.percent, "us_per_op": r.us_per_op} for r in results]
+            json.dump({"target_percent": TARGET_PERCENT, "met": ok, "results": rows}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
