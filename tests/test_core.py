@@ -370,8 +370,8 @@ REFUSALS = [
     (
         "stablehlo.rng_bit_generator",
         """%st = stablehlo.constant dense<[1, 2]> : tensor<2xui64>
-  %s2, %bits = stablehlo.rng_bit_generator %st, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>) loc("jit(f)/rng_bit_generator"("u.py":7:2))
-  %1 = stablehlo.convert %bits : (tensor<4xui32>) -> tensor<4xf64>""",
+  %s2, %bits = stablehlo.rng_bit_generator %st, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui64>) loc("jit(f)/rng_bit_generator"("u.py":7:2))
+  %1 = stablehlo.convert %bits : (tensor<4xui64>) -> tensor<4xf64>""",
         "random numbers",
     ),
 ]

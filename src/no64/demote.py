@@ -23,7 +23,6 @@ the 64-bit value would have added leading zeros or ones).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any
@@ -38,7 +37,7 @@ from .locations import decode_location
 from .report import DemotionReport
 from .rules import RULES
 from .rules.custom_call import renamed_to_32bit
-from .scan import _module_op, all_ops
+from .scan import REGION_FREE_OPS, _module_op, all_ops
 from .types import TypeConverter, is_64bit_element
 
 __all__ = ["demote"]
@@ -85,35 +84,6 @@ _OPERAND_SENSITIVE = frozenset(
 )
 
 _MISS = object()
-
-#: Common ops that never carry regions (the hot loop skips region traversal
-#: for them).  Any op not listed is checked for regions.
-_NO_REGIONS = frozenset(
-    {
-        "stablehlo.constant", "stablehlo.convert", "stablehlo.add", "stablehlo.subtract",
-        "stablehlo.multiply", "stablehlo.divide", "stablehlo.remainder", "stablehlo.maximum",
-        "stablehlo.minimum", "stablehlo.negate", "stablehlo.abs", "stablehlo.exponential",
-        "stablehlo.log", "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.tanh",
-        "stablehlo.logistic", "stablehlo.power", "stablehlo.compare", "stablehlo.select",
-        "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not",
-        "stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.transpose",
-        "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice",
-        "stablehlo.concatenate", "stablehlo.pad", "stablehlo.iota", "stablehlo.dot_general",
-        "stablehlo.clamp", "stablehlo.sign", "stablehlo.floor", "stablehlo.ceil",
-        "stablehlo.round_nearest_even", "stablehlo.round_nearest_afz", "stablehlo.is_finite",
-        "stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.real", "stablehlo.imag",
-        "stablehlo.complex", "stablehlo.fft", "stablehlo.convolution", "stablehlo.reverse",
-        "stablehlo.optimization_barrier", "stablehlo.bitcast_convert", "stablehlo.shift_left",
-        "stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic",
-        "stablehlo.count_leading_zeros", "stablehlo.popcnt", "stablehlo.reduce_precision",
-        "stablehlo.custom_call", "stablehlo.rng_bit_generator", "stablehlo.cosine",
-        "stablehlo.sine", "stablehlo.log_plus_one", "stablehlo.exponential_minus_one",
-        "stablehlo.cbrt", "stablehlo.atan2", "stablehlo.tan", "func.call", "func.return",
-        "stablehlo.return", "sdy.sharding_constraint", "sdy.return", "stablehlo.get_dimension_size",
-        "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
-        "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
-    }
-)
 
 _INT32_LIMIT = 2**31
 
@@ -197,13 +167,6 @@ def _restore(root: ir.Operation, backup: ir.Operation) -> None:
                 block.append(op)
 
 
-@dataclasses.dataclass
-class _ConstPlan:
-    op: ir.Operation
-    new_type: ir.Type
-    attr: ir.Attribute
-
-
 def _elem_name(t: ir.Type) -> str:
     try:
         return str(ir.ShapedType(t).element_type)
@@ -218,13 +181,13 @@ class _Pass:
         self.conv = TypeConverter()
         self.report = DemotionReport(integer_policy=policy)
         self.values: list[tuple[ir.Value, ir.Type]] = []
-        self.counts: dict[ir.Type, int] = {}
         self.funcs: list[tuple[ir.Operation, ir.Type]] = []
-        self.consts: list[_ConstPlan] = []
+        self.consts: list[tuple[ir.Operation, ir.Attribute]] = []
         self.converts: list[ir.Operation] = []
         self.fixups: list[tuple[ir.Operation, str]] = []
         self._resources: dict[str, bytes] | None = None
-        self._splat_cache: dict[tuple[ir.Type, Any], tuple[ir.Attribute, list[Any]]] = {}
+        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any]]] = {}
+        self._const_types: dict[ir.Type, tuple[ir.ShapedType, ir.Type]] = {}
         self.rules_enabled = True
         self.candidates: list[ir.Operation] = []
         self.deferred: list[ConstantRangeError] = []
@@ -262,28 +225,37 @@ class _Pass:
         # nothing else unless a type or the op name calls for it.
         convert = self.conv.convert
         cache = self.conv._cache
-        counts = self.counts
         miss = _MISS
         values = self.values
         append = values.append
         sensitive = _OPERAND_SENSITIVE
-        no_regions = _NO_REGIONS
+        no_regions = REGION_FREE_OPS
         for op in all_ops(self.root):
             name = op.name
             any64 = False
-            for r in op.results:
+            results = op.results
+            if len(results) == 1:
+                r = results[0]
                 t = r.type
                 new = cache.get(t, miss)
                 if new is miss:
                     new = convert(t)
                 if new is not None:
                     append((r, new))
-                    counts[t] = counts.get(t, 0) + 1
                     any64 = True
+            else:
+                for r in results:
+                    t = r.type
+                    new = cache.get(t, miss)
+                    if new is miss:
+                        new = convert(t)
+                    if new is not None:
+                        append((r, new))
+                        any64 = True
             if name in no_regions:
                 if any64 and name == "stablehlo.constant":
                     try:
-                        self._plan_constant(op)
+                        self._plan_constant(op, t, new)
                     except ConstantRangeError as exc:
                         # A rule may still remove the constant's use (e.g. a
                         # low-word mask); decide once the rules have run.
@@ -313,7 +285,6 @@ class _Pass:
                         new = convert(t)
                         if new is not None:
                             append((arg, new))
-                            counts[t] = counts.get(t, 0) + 1
         if not self.candidates:
             # No rule will change the module: settle what was put off.
             for op in self.pending:
@@ -439,12 +410,12 @@ class _Pass:
                 "no longer convert exactly",
             )
 
-    def _plan_constant(self, op: ir.Operation) -> None:
-        rtype = op.results[0].type
-        new_type = self.conv.convert(rtype)
-        assert new_type is not None
-        shaped = ir.ShapedType(rtype)
-        elem = shaped.element_type
+    def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> None:
+        info = self._const_types.get(rtype)
+        if info is None:
+            shaped = ir.ShapedType(rtype)
+            info = self._const_types[rtype] = (shaped, shaped.element_type)
+        shaped, elem = info
         if isinstance(elem, ir.ComplexType):
             # jaxlib's bindings cannot materialise complex dense attributes
             # (touching one through ``.attr`` aborts the process), so the
@@ -453,29 +424,30 @@ class _Pass:
             new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
         else:
             attr = op.attributes["value"]
-            if not isinstance(attr, ir.DenseElementsAttr):
-                # dense_resource blobs (the bindings return a plain Attribute)
-                values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
-                new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
-            elif attr.is_splat:
-                sv = attr.get_splat_value()
-                if isinstance(elem, ir.IntegerType):
-                    scalar: Any = _int_of(sv, elem.is_unsigned)
-                else:
-                    scalar = ir.FloatAttr(sv).value
-                key = (new_type, scalar)
-                hit = self._splat_cache.get(key)
-                if hit is None:
+            # Attributes are uniqued by MLIR: equal constants share one, so
+            # each distinct value is narrowed once.
+            hit = self._attr_cache.get(attr)
+            if hit is None:
+                if not isinstance(attr, ir.DenseElementsAttr):
+                    # dense_resource blobs (the bindings return a plain Attribute)
+                    values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
+                    hit = self._narrow(op, values, new_type, elem, splat=False)
+                elif attr.is_splat:
+                    sv = attr.get_splat_value()
+                    if isinstance(elem, ir.IntegerType):
+                        scalar: Any = _int_of(sv, elem.is_unsigned)
+                    else:
+                        scalar = ir.FloatAttr(sv).value
                     hit = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
-                    self._splat_cache[key] = hit
-                new_attr, events = hit
-            else:
-                new_attr, events = self._narrow(op, np.asarray(attr), new_type, elem, splat=False)
+                else:
+                    hit = self._narrow(op, np.asarray(attr), new_type, elem, splat=False)
+                self._attr_cache[attr] = hit
+            new_attr, events = hit
         if events:
             loc = op.location
             for kind, detail, count in events:
-                self.report.add(kind, op.name, loc, detail, count)
-        self.consts.append(_ConstPlan(op, new_type, new_attr))
+                self.report.add(kind, "stablehlo.constant", loc, detail, count)
+        self.consts.append((op, new_attr))
 
     def _narrow(
         self, op: ir.Operation, v: np.ndarray, new_type: ir.Type, elem: ir.Type, splat: bool
@@ -567,19 +539,25 @@ class _Pass:
     # ----------------------------------------------------------------- apply
     def apply(self) -> None:
         rep = self.report
+        tally: dict[int, int] = {}
+        get = tally.get
         for value, new in self.values:
             value.set_type(new)
+            key = id(new)  # converted types are cached objects: count by identity
+            tally[key] = get(key, 0) + 1
         by_type: dict[str, int] = {}
-        for old, n in self.counts.items():
-            key = _elem_name(old)
-            by_type[key] = by_type.get(key, 0) + n
+        for old, new in self.conv._cache.items():
+            n = tally.pop(id(new), 0) if new is not None else 0
+            if n:
+                name = _elem_name(old)
+                by_type[name] = by_type.get(name, 0) + n
         rep.values_retyped = len(self.values)
         rep.retyped_by_type = by_type
         for op, new in self.funcs:
             op.attributes["function_type"] = ir.TypeAttr.get(new)
         rep.functions_retyped = len(self.funcs)
-        for cp in self.consts:
-            cp.op.attributes["value"] = cp.attr
+        for op, attr in self.consts:
+            op.attributes["value"] = attr
         rep.constants_narrowed = len(self.consts)
         for op, name in self.fixups:
             self._fix_bitcount(op, name)

@@ -113,6 +113,23 @@ def enclosing_function(op: ir.Operation) -> str | None:
 
 _MISS = object()
 
+#: Common ops that never carry regions: walks skip the region lookup for them.
+REGION_FREE_OPS = frozenset(
+    "stablehlo." + n
+    for n in (
+        "constant convert add subtract multiply divide remainder maximum minimum negate abs "
+        "exponential log sqrt rsqrt tanh logistic power compare select and or xor not "
+        "broadcast_in_dim reshape transpose slice dynamic_slice dynamic_update_slice "
+        "concatenate pad iota dot_general clamp sign floor ceil round_nearest_even "
+        "round_nearest_afz is_finite get_tuple_element tuple real imag complex fft "
+        "convolution reverse optimization_barrier bitcast_convert shift_left "
+        "shift_right_logical shift_right_arithmetic count_leading_zeros popcnt "
+        "reduce_precision custom_call rng_bit_generator rng cosine sine log_plus_one "
+        "exponential_minus_one cbrt atan2 tan return get_dimension_size all_gather "
+        "all_to_all collective_permute infeed outfeed send recv"
+    ).split()
+) | {"func.call", "func.return", "sdy.sharding_constraint", "sdy.return", "sdy.reshard"}
+
 Emit = Callable[[ir.Operation, str, ir.Type, ir.Location], None]
 
 
@@ -189,18 +206,29 @@ def has_64bit(module: ir.Module | ir.Operation) -> bool:
     found = False
     advance = ir.WalkResult.ADVANCE
     interrupt = ir.WalkResult.INTERRUPT
+    no_regions = REGION_FREE_OPS
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal found
-        for r in op.results:
-            t = r.type
+        results = op.results
+        if len(results) == 1:
+            t = results[0].type
             new = cache.get(t, miss)
             if new is miss:
                 new = convert(t)
             if new is not None:
                 found = True
                 return interrupt
-        if len(op.regions):
+        else:
+            for r in results:
+                t = r.type
+                new = cache.get(t, miss)
+                if new is miss:
+                    new = convert(t)
+                if new is not None:
+                    found = True
+                    return interrupt
+        if op.name not in no_regions and len(op.regions):
             if op.name == "func.func":
                 if convert(ir.TypeAttr(op.attributes["function_type"]).value) is not None:
                     found = True

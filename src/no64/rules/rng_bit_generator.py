@@ -35,6 +35,12 @@ of its ``prng`` library):
 * **Narrow outputs** (``ui8``, ``ui16``) are the low bits of the ``ui32``
   output of the same shape.
 
+The 64-bit steps become 32-bit ones: additions carry through compare and
+convert, the high word of Philox's 32x32-bit products is built from 16-bit
+halves, rotations are shifts by constants below 32.  The result is what XLA
+computes on CPU and GPU; a backend that maps ``DEFAULT`` to another
+generator (TPU) would have drawn other numbers from the original program.
+
 ``ui64`` outputs are refused: each element is a 64-bit word.  Each
 rewritten op becomes a call of a private helper function
 ``@no64.rng_bit_generator.<algorithm>.<n>x2.<shape>`` (one per algorithm,
@@ -104,20 +110,26 @@ class _Writer:
         self.lines: list[str] = []
         self._consts: dict[tuple[int, tuple[int, ...]], _Val] = {}
 
-    def op(self, name: str, operands: list[_Val], shape: tuple[int, ...], attrs: str = "",
-           elem: str = "ui32") -> _Val:
+    def op(
+        self, name: str, operands: list[_Val], shape: tuple[int, ...], attrs: str = "",
+        elem: str = "ui32",
+    ) -> _Val:
+        """Append ``stablehlo.<name>`` and return its result."""
         out = _Val(f"%{len(self.lines)}", shape, elem)
         args = ", ".join(v.name for v in operands)
         types = ", ".join(v.type for v in operands)
         attrs = f" {{{attrs}}}" if attrs else ""
-        self.lines.append(f'{out.name} = "stablehlo.{name}"({args}){attrs} : ({types}) -> {out.type}')
+        self.lines.append(
+            f'{out.name} = "stablehlo.{name}"({args}){attrs} : ({types}) -> {out.type}'
+        )
         return out
 
     # elementwise ui32 arithmetic (operands of one shape)
     def const(self, value: int, shape: tuple[int, ...]) -> _Val:
         key = (value & _MASK32, shape)
         if key not in self._consts:
-            self._consts[key] = self.op("constant", [], shape, f"value = dense<{key[0]}> : {_tensor(shape, 'ui32')}")
+            attr = f"value = dense<{key[0]}> : {_tensor(shape, 'ui32')}"
+            self._consts[key] = self.op("constant", [], shape, attr)
         return self._consts[key]
 
     def _bin(self, name: str, a: _Val, b: _Val | int) -> _Val:
@@ -160,13 +172,14 @@ class _Writer:
 
     def mul_hi_lo(self, x: _Val, k: int) -> tuple[_Val, _Val]:
         """(high, low) words of the 64-bit product of ``x`` and the constant
-        ``k``, from the four 16x16-bit partial products."""
+        ``k``, long multiplication on 16-bit halves; no partial sum exceeds
+        ``(2**16 - 1)**2 + 2**16 - 1 < 2**32``."""
         lo = self.mul(x, k)
         x_lo, x_hi = self.and_(x, 0xFFFF), self.shr(x, 16)
-        ll, lh = self.mul(x_lo, k & 0xFFFF), self.mul(x_lo, k >> 16)
-        hl, hh = self.mul(x_hi, k & 0xFFFF), self.mul(x_hi, k >> 16)
-        mid = self.add(self.add(self.shr(ll, 16), self.and_(lh, 0xFFFF)), self.and_(hl, 0xFFFF))
-        hi = self.add(self.add(self.add(hh, self.shr(lh, 16)), self.shr(hl, 16)), self.shr(mid, 16))
+        k_lo, k_hi = k & 0xFFFF, k >> 16
+        t = self.add(self.mul(x_hi, k_lo), self.shr(self.mul(x_lo, k_lo), 16))
+        u = self.add(self.mul(x_lo, k_hi), self.and_(t, 0xFFFF))
+        hi = self.add(self.add(self.mul(x_hi, k_hi), self.shr(t, 16)), self.shr(u, 16))
         return hi, lo
 
     # shapes
@@ -190,7 +203,9 @@ class _Writer:
     def concat(self, parts: list[_Val], dim: int) -> _Val:
         shape = list(parts[0].shape)
         shape[dim] = sum(p.shape[dim] for p in parts)
-        return self.op("concatenate", parts, tuple(shape), f"dimension = {dim} : i64", elem=parts[0].elem)
+        return self.op(
+            "concatenate", parts, tuple(shape), f"dimension = {dim} : i64", elem=parts[0].elem
+        )
 
     def iota(self, n: int) -> _Val:
         return self.op("iota", [], (n,), "iota_dimension = 0 : i64")
@@ -254,6 +269,7 @@ def _philox_blocks(spec: _Spec) -> int:
 
 
 def _threefry2x32(w: _Writer, x: list[_Val], key: list[_Val]) -> list[_Val]:
+    """Threefry-2x32 with 20 rounds: a key injection after every 4."""
     ks = [key[0], key[1], w.xor(w.xor(key[0], key[1]), _THREEFRY_PARITY)]
     x = [w.add(x[0], ks[0]), w.add(x[1], ks[1])]
     for block in range(5):
@@ -265,6 +281,7 @@ def _threefry2x32(w: _Writer, x: list[_Val], key: list[_Val]) -> list[_Val]:
 
 
 def _philox4x32(w: _Writer, x: list[_Val], key: list[_Val]) -> list[_Val]:
+    """Philox-4x32 with 10 rounds, the key raised between rounds."""
     k0, k1 = key
     for rnd in range(_PHILOX_ROUNDS):
         if rnd:
@@ -276,6 +293,7 @@ def _philox4x32(w: _Writer, x: list[_Val], key: list[_Val]) -> list[_Val]:
 
 
 def _threefry_body(w: _Writer, state: _Val, spec: _Spec) -> tuple[_Val, _Val]:
+    """(new state, ui32 bits) of XLA's ThreeFry generator."""
     n = _half_elements(spec)
     key = [w.broadcast(w.word(state, 0, h), (n,)) for h in (0, 1)]
     c_lo, c_hi = w.word(state, 1, 0), w.word(state, 1, 1)
@@ -298,6 +316,7 @@ def _threefry_body(w: _Writer, state: _Val, spec: _Spec) -> tuple[_Val, _Val]:
 
 
 def _philox_body(w: _Writer, state: _Val, spec: _Spec) -> tuple[_Val, _Val]:
+    """(new state, ui32 bits) of XLA's Philox generator."""
     n_out = math.prod(spec.shape)
     n = _philox_blocks(spec)
     key = [w.broadcast(w.word(state, 0, h), (n,)) for h in (0, 1)]
@@ -364,7 +383,8 @@ def _helper(op: ir.Operation, spec: _Spec) -> tuple[str, list[ir.Type]]:
     by an earlier rewrite); on a clash with anything else the name gets a
     numeric suffix.
     """
-    new_fn = ir.Module.parse(_helper_text(spec), op.context).body.operations[0].operation
+    parsed = ir.Module.parse(_helper_text(spec), op.context)  # owns new_fn until moved
+    new_fn = parsed.body.operations[0].operation
     ftype = ir.FunctionType(ir.TypeAttr(new_fn.attributes["function_type"]).value)
     block = _module_block(op)
     taken: dict[str, ir.Operation] = {}
@@ -377,7 +397,6 @@ def _helper(op: ir.Operation, spec: _Spec) -> tuple[str, list[ir.Type]]:
         existing = taken[name]
         if (existing.name == "func.func"
                 and ir.TypeAttr(existing.attributes["function_type"]).value == ftype):
-            new_fn.erase()
             return name, list(ftype.results)
         suffix += 1
         name = f"{spec.symbol}.{suffix}"
@@ -430,8 +449,8 @@ def _spec_of(op: ir.Operation, ctx: RuleContext) -> _Spec:
     if isinstance(e, ir.IntegerType) and e.width == 64:
         ctx.refuse(
             op,
-            f"it draws {e} random words (e.g. 64-bit jax.random bits or f64 samples), which "
-            "have no 32-bit form; draw 32-bit words instead (JAX does with x64 off)",
+            f"it draws {e} random numbers (e.g. 64-bit jax.random bits or f64 samples), "
+            "64-bit words with no 32-bit form; draw 32-bit words instead (JAX does with x64 off)",
         )
     if not (isinstance(e, ir.IntegerType) and e.is_unsigned and e.width in (8, 16, 32)):
         ctx.refuse(op, f"its output element type {e} is not supported (only ui8, ui16, ui32)")
@@ -510,7 +529,9 @@ def rng_bit_generator_on_word_pairs(op: ir.Operation, ctx: RuleContext) -> bool:
             state64 = stablehlo.BitcastConvertOp(op.operands[0].type, call.results[0]).result
             op.results[0].replace_all_uses_with(state64)
     algorithm = stablehlo.RngAlgorithmAttr(op.attributes["rng_algorithm"]).value
-    note = " (DEFAULT is Philox, as on XLA's CPU and GPU backends)" if algorithm == "DEFAULT" else ""
+    note = ""
+    if algorithm == "DEFAULT":
+        note = " (DEFAULT is Philox, as on XLA's CPU and GPU backends)"
     ctx.report.add(
         "rewrite",
         op.name,
