@@ -98,12 +98,48 @@ def _build_parser() -> argparse.ArgumentParser:
         help="what to do with a 64-bit integer constant outside the 32-bit range "
         "(default: error)",
     )
+    convert.add_argument(
+        "--policy",
+        choices=("default", "strict", "permissive"),
+        default="default",
+        help="which range-analysis verdicts are refused: default refuses integers proven "
+        "to overflow 32 bits and reports unproven ones; strict refuses both; permissive "
+        "reports both",
+    )
+    convert.add_argument(
+        "--range",
+        dest="ranges",
+        action="append",
+        default=[],
+        metavar="ARG=LO:HI",
+        type=_parse_range,
+        help="declare the inclusive range of an integer input of the entry function, by "
+        "position or name (e.g. --range tokens=0:50256 --range 2=0:2147483647); repeatable",
+    )
     convert.add_argument("--force", action="store_true", help="overwrite an existing OUT")
     convert.add_argument(
         "--in-place", action="store_true", help="write the result back to IN"
     )
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
+
+
+def _parse_range(text: str) -> tuple[int | str, tuple[int, int]]:
+    """``ARG=LO:HI`` -> (ARG as int position or name, (LO, HI))."""
+    name, sep, bounds = text.rpartition("=")
+    lo_text, colon, hi_text = bounds.partition(":")
+    try:
+        if not sep or not name or not colon:
+            raise ValueError
+        lo, hi = int(lo_text, 0), int(hi_text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected ARG=LO:HI, e.g. tokens=0:50256 or 0=0:1023"
+        ) from None
+    if lo > hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: LO is greater than HI")
+    key: int | str = int(name) if name.isdigit() else name
+    return key, (lo, hi)
 
 
 # --------------------------------------------------------------------------- check
@@ -190,7 +226,12 @@ def _convert(args: argparse.Namespace) -> int:
         raise no64io.OutputError(f"{dest}: file exists; pass --force to overwrite it")
 
     module, in_format = no64io.load_with_format(source, format=args.format)
-    report = demote(module, integer_policy=args.integer_policy)
+    report = demote(
+        module,
+        policy=args.policy,
+        integer_policy=args.integer_policy,
+        input_ranges=dict(args.ranges),
+    )
     check(module)
     if args.output_format:
         out_format = args.output_format

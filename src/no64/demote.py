@@ -25,15 +25,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from . import constants as C
 from ._mlir import ir, stablehlo
-from .errors import ConstantRangeError, InvalidModuleError, UnsupportedOpError
-from .analysis import constant_elements, upper_bound
+from .errors import (
+    ConstantRangeError,
+    InputRangeError,
+    InvalidModuleError,
+    NarrowingError,
+    UnsupportedOpError,
+)
+from .analysis import constant_elements
 from .locations import decode_location
+from .ranges import RangeAnalysis, resolve_input_ranges, verdict
 from .report import DemotionReport
 from .rules import RULES
 from .rules.custom_call import renamed_to_32bit
@@ -88,16 +96,49 @@ _MISS = object()
 _INT32_LIMIT = 2**31
 
 
+#: Range policies: which verdicts of the range analysis are refused.
+RANGE_POLICIES = {
+    "default": frozenset({"overflow"}),
+    "strict": frozenset({"overflow", "unproven"}),
+    "permissive": frozenset(),
+}
+
+#: 64-bit integer sentinels and the 32-bit values they are narrowed to.
+SENTINELS = {
+    2**63 - 1: 2**31 - 1,
+    -(2**63): -(2**31),
+    2**64 - 1: 2**32 - 1,
+}
+
+
 def demote(
     module: ir.Module | ir.Operation,
     *,
+    policy: str = "default",
     integer_policy: str = "error",
+    input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
     verify: bool = True,
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
+    Every narrowed integer value gets a verdict from the range analysis
+    (:mod:`no64.ranges`): ``exact`` (proven within the 32-bit range),
+    ``sentinel`` (an extreme mapped to the 32-bit extreme), ``unproven``
+    (might leave the range) or ``overflow`` (proven to leave it); float
+    values are ``exact`` (constants that f32 holds exactly) or
+    ``precision-reduced``.  The report counts them and records every
+    unproven or overflow value with its location.
+
     Args:
       module: An ``ir.Module`` (or its operation) from jaxlib's MLIR bindings.
+      policy: Which verdicts are refused with
+        :class:`~no64.errors.NarrowingError`: ``"default"`` refuses
+        ``overflow`` and reports ``unproven``; ``"strict"`` refuses both;
+        ``"permissive"`` reports both.
+      input_ranges: Declared inclusive ranges ``(lo, hi)`` of the public
+        entry function's integer arguments, by position or by name (the
+        name JAX gives the argument, e.g. ``"tokens"``): token ids below the
+        vocabulary size, a step counter below 2**31, ...
       integer_policy: What to do with a 64-bit integer constant outside the
         32-bit range that is not a sentinel: ``"error"`` (default) raises
         :class:`~no64.errors.ConstantRangeError`; ``"saturate"`` clips it
@@ -118,6 +159,13 @@ def demote(
       ConstantRangeError: An out-of-range integer constant under the
         ``"error"`` policy.  The module is left unchanged.
     """
+    if policy not in RANGE_POLICIES:
+        raise ValueError(f"policy must be one of {tuple(RANGE_POLICIES)}, not {policy!r}")
+    if input_ranges:
+        try:
+            resolve_input_ranges(_module_op(module), input_ranges)
+        except ValueError as exc:
+            raise InputRangeError(f"input ranges: {exc}") from None
     if integer_policy not in C.INTEGER_POLICIES:
         raise ValueError(
             f"integer_policy must be one of {C.INTEGER_POLICIES}, not {integer_policy!r}"
@@ -126,13 +174,15 @@ def demote(
     with root.context, ir.Location.unknown():
         backup: ir.Operation | None = None
         try:
-            p = _Pass(root, integer_policy)
+            p = _Pass(root, integer_policy, policy, input_ranges)
             p.plan()  # refusals raise here, before anything is changed
             if p.candidates:
                 # Exact rewrite rules change the module: back it up first.
                 backup = root.clone()
                 p.run_rules()
                 p = p.replan()
+            p.judge()
+            p.report.ops_rewritten = p.rewrites
             if not (p.values or p.funcs or p.rewrites):
                 return p.report
             if backup is None and verify:
@@ -167,6 +217,19 @@ def _restore(root: ir.Operation, backup: ir.Operation) -> None:
                 block.append(op)
 
 
+def _kind_of(t: ir.Type) -> str:
+    """``"int"``, ``"uint"``, ``"float"`` (float or complex) or ``"other"``."""
+    try:
+        e = ir.ShapedType(t).element_type
+    except (ValueError, TypeError):
+        return "other"
+    if isinstance(e, ir.IntegerType):
+        return "uint" if e.is_unsigned else "int"
+    if isinstance(e, (ir.F32Type, ir.ComplexType, ir.F64Type)):
+        return "float"
+    return "other"
+
+
 def _elem_name(t: ir.Type) -> str:
     try:
         return str(ir.ShapedType(t).element_type)
@@ -175,9 +238,20 @@ def _elem_name(t: ir.Type) -> str:
 
 
 class _Pass:
-    def __init__(self, root: ir.Operation, policy: str) -> None:
+    def __init__(
+        self,
+        root: ir.Operation,
+        policy: str,
+        range_policy: str = "default",
+        input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
+    ) -> None:
         self.root = root
         self.policy = policy
+        self.range_policy = range_policy
+        self.input_ranges = input_ranges
+        self.sentinel_values: dict[ir.Value, str] = {}
+        self.float_exact = 0
+        self.float_overflow = 0
         self.conv = TypeConverter()
         self.report = DemotionReport(integer_policy=policy)
         self.values: list[tuple[ir.Value, ir.Type]] = []
@@ -211,7 +285,7 @@ class _Pass:
 
     def replan(self) -> "_Pass":
         """A fresh plan of the rewritten module; rules are not run again."""
-        p = _Pass(self.root, self.policy)
+        p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges)
         p.report = self.report
         p.rewrites = self.rewrites
         p.rules_enabled = False
@@ -264,8 +338,6 @@ class _Pass:
                         self.deferred.append(exc)
                 elif name == "stablehlo.convert":
                     self.converts.append(op)
-                    if any64:
-                        self._check_convert(op)
                 elif name in sensitive:
                     if any64 or any(convert(v.type) is not None for v in op.operands):
                         self._sensitive(op, name)
@@ -347,20 +419,6 @@ class _Pass:
                     f"a 64-bit shift by {int(max(amounts))} bits moves bits across the 32-bit "
                     "boundary; it has no 32-bit equivalent",
                 )
-            elif (
-                name == "stablehlo.shift_right_logical"
-                and len(amounts)
-                and max(amounts) > 0
-                and not ir.IntegerType(ir.ShapedType(op.results[0].type).element_type).is_unsigned
-                and upper_bound(op.operands[0]) is None
-            ):
-                # For a negative operand the 64-bit result has the sign bits
-                # shifted in from bit 63, not bit 31: exact only for x >= 0.
-                self.report.add(
-                    "unproven", name, op.location,
-                    "logical right shift of a signed 64-bit value: exact only for "
-                    "non-negative operands",
-                )
         elif name == "stablehlo.not":
             t = ir.ShapedType(op.results[0].type).element_type
             if isinstance(t, ir.IntegerType) and t.is_unsigned and t.width == 64:
@@ -383,32 +441,6 @@ class _Pass:
                 raise ConstantRangeError(
                     op.name, self._where(op), f"iota of length {size} does not fit in 32 bits"
                 )
-
-    def _check_convert(self, op: ir.Operation) -> None:
-        """Report converts into 64-bit integers whose narrowed form may differ.
-
-        ``ui32 -> i64`` becomes ``ui32 -> i32`` (values from 2**31 wrap) and
-        ``float -> i64/ui64`` becomes a conversion to 32 bits (values beyond
-        the 32-bit range no longer convert exactly).  Neither can be proven
-        exact without knowing the values, so each is recorded as
-        ``"unproven"``.
-        """
-        dst = ir.ShapedType(op.results[0].type).element_type
-        if not (isinstance(dst, ir.IntegerType) and dst.width == 64):
-            return
-        src = ir.ShapedType(op.operands[0].type).element_type
-        if isinstance(src, ir.IntegerType):
-            if src.is_unsigned and src.width == 32 and not dst.is_unsigned:
-                self.report.add(
-                    "unproven", op.name, op.location,
-                    "ui32 -> i64 convert narrowed to ui32 -> i32: values of 2**31 and above wrap",
-                )
-        elif not isinstance(src, ir.ComplexType):
-            self.report.add(
-                "unproven", op.name, op.location,
-                f"{src} -> {dst} convert narrowed to 32 bits: values beyond the 32-bit range "
-                "no longer convert exactly",
-            )
 
     def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> None:
         info = self._const_types.get(rtype)
@@ -447,6 +479,15 @@ class _Pass:
             loc = op.location
             for kind, detail, count in events:
                 self.report.add(kind, "stablehlo.constant", loc, detail, count)
+                if kind in ("sentinel", "saturated", "wrapped"):
+                    # the constant's verdict is how it was narrowed
+                    self.sentinel_values[op.results[0]] = kind
+        if not isinstance(elem, ir.IntegerType):
+            kinds_seen = {k for k, _, _ in events}
+            if "float-overflow" in kinds_seen:
+                self.float_overflow += 1
+            elif "float-inexact" not in kinds_seen:
+                self.float_exact += 1
         self.consts.append((op, new_attr))
 
     def _narrow(
@@ -535,6 +576,66 @@ class _Pass:
             self._refuse(op, f"dense_resource blob {key!r} has no data in the module")
         data = blob[4:]  # the first 4 bytes hold the blob's alignment
         return np.frombuffer(data, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+    # --------------------------------------------------------------- verdicts
+    def judge(self) -> None:
+        """Give every narrowed value a verdict; refuse those the range policy
+        refuses (before anything else changes)."""
+        kinds: dict[int, str] = {}
+        counts: dict[str, int] = {}
+        analysis: RangeAnalysis | None = None
+        refused = RANGE_POLICIES[self.range_policy]
+        n_float = 0
+        for value, new in self.values:
+            key = id(new)
+            kind = kinds.get(key)
+            if kind is None:
+                kind = kinds[key] = _kind_of(new)
+            if kind == "float":
+                n_float += 1  # judged in bulk below
+                continue
+            if kind == "other":
+                v = "precision-reduced"  # tuples and other aggregates
+            elif value in self.sentinel_values:
+                v = self.sentinel_values[value]
+            else:
+                if analysis is None:
+                    analysis = RangeAnalysis(self.root, self.input_ranges, SENTINELS)
+                iv = analysis.interval(value)
+                v = "exact" if iv is None else verdict(iv, kind == "uint")
+                if v != "exact":
+                    assert iv is not None
+                    self._record_range(value, v, iv, refused)
+            counts[v] = counts.get(v, 0) + 1
+        # Floats: constants f32 holds exactly are exact, constants beyond its
+        # range overflow (both known from constant planning); every other
+        # float value is computed in f32 and so precision-reduced.
+        for v, n in (
+            ("exact", self.float_exact),
+            ("overflow", self.float_overflow),
+            ("precision-reduced", n_float - self.float_exact - self.float_overflow),
+        ):
+            if n:
+                counts[v] = counts.get(v, 0) + n
+        self.report.verdicts = counts
+
+    def _record_range(self, value: ir.Value, v: str, iv: tuple[int, int], refused: frozenset[str]) -> None:
+        if isinstance(value, ir.BlockArgument):
+            owner = value.owner.owner
+            op = owner if isinstance(owner, ir.Operation) else owner.operation
+            what = f"argument #{value.arg_number}"
+            loc = value.location
+        else:
+            owner = value.owner
+            op = owner if isinstance(owner, ir.Operation) else owner.operation
+            what = "result"
+            loc = op.location
+        if v in refused:
+            raise NarrowingError(op.name, str(decode_location(loc)), v, iv, self.range_policy)
+        self.report.add(
+            v, op.name, loc,
+            f"{what} in [{iv[0]}, {iv[1]}] {'never fits' if v == 'overflow' else 'may not fit'} in 32 bits",
+        )
 
     # ----------------------------------------------------------------- apply
     def apply(self) -> None:

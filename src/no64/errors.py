@@ -53,6 +53,37 @@ class ConstantRangeError(No64Error):
         self.location = location
 
 
+class NarrowingError(No64Error):
+    """A narrowed integer value that the range analysis shows may not fit in
+    32 bits (``verdict="unproven"``, refused under ``policy="strict"``) or
+    never fits (``verdict="overflow"``, refused unless
+    ``policy="permissive"``).
+
+    Attributes ``op``, ``location``, ``verdict`` and ``interval`` (the
+    value's range in the 64-bit program).
+    """
+
+    def __init__(self, op: str, location: str, verdict: str, interval: tuple[int, int], policy: str) -> None:
+        if verdict == "overflow":
+            what, hint = "never fits", "the 32-bit program would compute other values"
+        else:
+            what, hint = "may not fit", (
+                "declare input ranges if the inputs are smaller than their type allows"
+            )
+        super().__init__(
+            f"{op} at {location}: a 64-bit integer in [{interval[0]}, {interval[1]}] {what} in "
+            f"32 bits ({verdict}; refused by policy {policy!r}); {hint}"
+        )
+        self.op = op
+        self.location = location
+        self.verdict = verdict
+        self.interval = interval
+
+
+class InputRangeError(No64Error):
+    """Declared input ranges that do not match the entry function's arguments."""
+
+
 class InputError(No64Error):
     """Bad input: unreadable, empty, malformed or of an unknown format.
 

@@ -80,7 +80,10 @@ class DemotionReport:
       functions_retyped: ``func.func`` ops whose signature changed.
       constants_narrowed: Constant ops whose value was rewritten.
       converts_removed: ``convert`` ops that became no-ops and were erased.
-      retyped_by_type: Count of retyped values per original type string.
+      ops_rewritten: Width-dependent ops replaced by rewrite rules.
+      retyped_by_type: Count of retyped values per original element type.
+      verdicts: Count of narrowed values per verdict: ``exact``,
+        ``sentinel``, ``unproven``, ``overflow``, ``precision-reduced``.
       events: Every sentinel, saturation, wrap, precision loss, overflow and
         rewrite, with its op and location.
     """
@@ -90,12 +93,19 @@ class DemotionReport:
     functions_retyped: int = 0
     constants_narrowed: int = 0
     converts_removed: int = 0
+    ops_rewritten: int = 0
     retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
+    verdicts: dict[str, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.values_retyped or self.functions_retyped or self.constants_narrowed)
+        return bool(
+            self.values_retyped
+            or self.functions_retyped
+            or self.constants_narrowed
+            or self.ops_rewritten
+        )
 
     def count(self, kind: str) -> int:
         """Total element count of events of ``kind``."""
@@ -113,7 +123,9 @@ class DemotionReport:
             "functions_retyped": self.functions_retyped,
             "constants_narrowed": self.constants_narrowed,
             "converts_removed": self.converts_removed,
+            "ops_rewritten": self.ops_rewritten,
             "retyped_by_type": dict(self.retyped_by_type),
+            "verdicts": dict(self.verdicts),
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
             "events": [e.to_dict() for e in self.events],
         }
@@ -130,6 +142,14 @@ class DemotionReport:
                 f"{t}: {n}" for t, n in sorted(self.retyped_by_type.items(), key=lambda kv: -kv[1])
             )
             lines.append(f"by element type: {parts}")
+        if self.verdicts:
+            order = [
+                "exact", "sentinel", "saturated", "wrapped", "precision-reduced", "unproven", "overflow"
+            ]
+            lines.append(
+                "verdicts: "
+                + ", ".join(f"{k} {self.verdicts[k]}" for k in order if self.verdicts.get(k))
+            )
         kinds = collections.Counter()
         for e in self.events:
             kinds[e.kind] += e.count
