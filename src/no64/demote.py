@@ -258,6 +258,7 @@ class _Pass:
         self.funcs: list[tuple[ir.Operation, ir.Type]] = []
         self.consts: list[tuple[ir.Operation, ir.Attribute]] = []
         self.converts: list[ir.Operation] = []
+        self.calls: list[ir.Operation] = []
         self.fixups: list[tuple[ir.Operation, str]] = []
         self._resources: dict[str, bytes] | None = None
         self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any]]] = {}
@@ -338,6 +339,8 @@ class _Pass:
                         self.deferred.append(exc)
                 elif name == "stablehlo.convert":
                     self.converts.append(op)
+                elif name == "func.call":
+                    self.calls.append(op)
                 elif name in sensitive:
                     if any64 or any(convert(v.type) is not None for v in op.operands):
                         self._sensitive(op, name)
@@ -581,16 +584,14 @@ class _Pass:
     def judge(self) -> None:
         """Give every narrowed value a verdict; refuse those the range policy
         refuses (before anything else changes)."""
-        kinds: dict[int, str] = {}
         counts: dict[str, int] = {}
         analysis: RangeAnalysis | None = None
         refused = RANGE_POLICIES[self.range_policy]
+        # Kinds of the (few, cached) converted types, by object identity.
+        kinds = {id(new): _kind_of(new) for new in self.conv._cache.values() if new is not None}
         n_float = 0
         for value, new in self.values:
-            key = id(new)
-            kind = kinds.get(key)
-            if kind is None:
-                kind = kinds[key] = _kind_of(new)
+            kind = kinds[id(new)]
             if kind == "float":
                 n_float += 1  # judged in bulk below
                 continue
@@ -600,7 +601,9 @@ class _Pass:
                 v = self.sentinel_values[value]
             else:
                 if analysis is None:
-                    analysis = RangeAnalysis(self.root, self.input_ranges, SENTINELS)
+                    analysis = RangeAnalysis(
+                        self.root, self.input_ranges, SENTINELS, calls=self.calls
+                    )
                 iv = analysis.interval(value)
                 v = "exact" if iv is None else verdict(iv, kind == "uint")
                 if v != "exact":

@@ -60,6 +60,7 @@ UINT32: Interval = (0, 2**32 - 1)
 _INT64: Interval = (-(2**63), 2**63 - 1)
 _UINT64: Interval = (0, 2**64 - 1)
 
+_UNSEEN: Any = object()
 _MAX_DEPTH = 400
 _WIDEN_AFTER = 3
 _MAX_ITERATIONS = 12
@@ -203,6 +204,8 @@ class RangeAnalysis:
         as JAX writes it, e.g. ``"tokens"``); each an inclusive ``(lo, hi)``.
       sentinels: Map from a 64-bit sentinel value to the 32-bit value it is
         narrowed to; constants holding it count as that value.
+      calls: Every ``func.call`` of the module, when the caller has already
+        walked it (saves a walk).
     """
 
     def __init__(
@@ -210,6 +213,7 @@ class RangeAnalysis:
         root: ir.Operation,
         input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
         sentinels: Mapping[int, int] | None = None,
+        calls: Sequence[ir.Operation] | None = None,
     ) -> None:
         self.root = root
         self.input_ranges = resolve_input_ranges(root, input_ranges or {})
@@ -222,13 +226,18 @@ class RangeAnalysis:
         self._depth = 0
         self._funcs: dict[str, ir.Operation] | None = None
         self._callers: dict[str, list[ir.Operation]] | None = None
+        self._calls = calls  # every func.call, if the caller already has them
+        self._type_ranges: dict[ir.Type, Interval | None] = {}
         self._returns: dict[str, list[Interval]] = {}
         self._in_progress: set[str] = set()
 
     # ------------------------------------------------------------ public
     def interval(self, v: ir.Value) -> Interval | None:
         """The interval of integer value ``v`` (``None`` for non-integers)."""
-        full = type_range(v.type)
+        t = v.type
+        full = self._type_ranges.get(t, _UNSEEN)
+        if full is _UNSEEN:
+            full = self._type_ranges[t] = type_range(t)
         if full is None:
             return None
         hit = self._lookup(v)
@@ -387,15 +396,21 @@ class RangeAnalysis:
                 top = _as_op(top)
                 if top.name == "func.func":
                     funcs[ir.StringAttr(top.attributes["sym_name"]).value] = top
-            advance = ir.WalkResult.ADVANCE
+            calls = self._calls
+            if calls is None:
+                found: list[ir.Operation] = []
+                advance = ir.WalkResult.ADVANCE
 
-            def visit(op: ir.Operation) -> ir.WalkResult:
-                if op.name == "func.call":
-                    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                    callers.setdefault(callee, []).append(op)
-                return advance
+                def visit(op: ir.Operation) -> ir.WalkResult:
+                    if op.name == "func.call":
+                        found.append(op)
+                    return advance
 
-            self.root.walk(visit)
+                self.root.walk(visit)
+                calls = found
+            for op in calls:
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                callers.setdefault(callee, []).append(op)
             self._funcs, self._callers = funcs, callers
         return self._funcs, self._callers
 
