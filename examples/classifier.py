@@ -87,6 +87,17 @@ def train_step(
     return new_params, step + 1, metrics
 
 
+#: What the caller guarantees about the integer inputs; no64's range analysis
+#: uses it to prove the int64 -> int32 narrowing of everything computed from
+#: them exact.
+INPUT_RANGES = {
+    # The step counter: a training run takes fewer than 10**8 steps (the
+    # learning-rate schedule computes step * INNER_STEPS + i in int64).
+    "step": (0, 10**8),
+    "labels": (min(PAD_LABEL, 0), CLASSES - 1),
+}
+
+
 def make_inputs(seed: int = 0) -> tuple[Params, np.ndarray, np.ndarray, np.ndarray]:
     """Deterministic float64/int64 inputs; the last two samples are padding."""
     rng = np.random.default_rng(seed)

@@ -168,8 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line)
 
     print("\n3. Converting (no64.demote) and checking strictly (no64.check)")
+    print(f"   declared input ranges: {classifier.INPUT_RANGES}")
     try:
-        report = no64.demote(converted)
+        report = no64.demote(converted, input_ranges=classifier.INPUT_RANGES)
         no64.check(converted)
     except no64.No64Error as exc:
         print(f"FAIL: {type(exc).__name__}: {exc}")

@@ -627,7 +627,9 @@ class _Pass:
             owner = value.owner.owner
             op = owner if isinstance(owner, ir.Operation) else owner.operation
             what = f"argument #{value.arg_number}"
-            loc = value.location
+            # a function argument has its own name location; a region
+            # argument is best found through the op that owns the region
+            loc = value.location if op.name == "func.func" else op.location
         else:
             owner = value.owner
             op = owner if isinstance(owner, ir.Operation) else owner.operation

@@ -63,6 +63,7 @@ _UINT64: Interval = (0, 2**64 - 1)
 _UNSEEN: Any = object()
 _MAX_DEPTH = 400
 _WIDEN_AFTER = 3
+_MAX_COUNTED_TRIPS = 256
 _MAX_ITERATIONS = 12
 
 _SAME_ELEMENTS = frozenset(
@@ -230,6 +231,7 @@ class RangeAnalysis:
         self._type_ranges: dict[ir.Type, Interval | None] = {}
         self._returns: dict[str, list[Interval]] = {}
         self._in_progress: set[str] = set()
+        self._in_calls: set[str] = set()
 
     # ------------------------------------------------------------ public
     def interval(self, v: ir.Value) -> Interval | None:
@@ -422,7 +424,7 @@ class RangeAnalysis:
                 return _meet(declared, full) or full
             return full
         if sym in self._in_progress:
-            return full  # recursion: give up on precision
+            return full  # a recursive call: its arguments are not bounded here
         _, callers = self._symbols()
         sites = callers.get(sym, [])
         if not sites:
@@ -434,18 +436,35 @@ class RangeAnalysis:
             self._in_progress.discard(sym)
 
     def _call_result(self, op: ir.Operation, v: ir.Value, full: Interval) -> Interval:
+        """A call's result, from the callee's returns evaluated with its
+        arguments bound to this call's operands (a context of its own, so a
+        callee shared by many call sites or called in a loop stays precise)."""
         funcs, _ = self._symbols()
         callee = funcs.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         if callee is None or not len(callee.regions[0].blocks):
             return full
+        sym = ir.StringAttr(callee.attributes["sym_name"]).value
+        if sym in self._in_calls:
+            return full  # recursion
         k = _result_index(op, v)
-        out: Interval | None = None
-        for block in callee.regions[0].blocks:
-            for inner in block.operations:
-                inner = _as_op(inner)
-                if inner.name == "func.return" and k < len(inner.operands):
-                    iv = self._iv(inner.operands[k], full)
-                    out = iv if out is None else _join(out, iv)
+        context: dict[Any, Any] = {}
+        for a, x in zip(callee.regions[0].blocks[0].arguments, op.operands):
+            a_full = type_range(a.type)
+            if a_full is not None:
+                context[a] = self._iv(x, a_full)
+        self._layers.append(context)
+        self._in_calls.add(sym)
+        try:
+            out: Interval | None = None
+            for block in callee.regions[0].blocks:
+                for inner in block.operations:
+                    inner = _as_op(inner)
+                    if inner.name == "func.return" and k < len(inner.operands):
+                        iv = self._iv(inner.operands[k], full)
+                        out = iv if out is None else _join(out, iv)
+        finally:
+            self._in_calls.discard(sym)
+            self._layers.pop()
         return out if out is not None else full
 
     def _branches(self, op: ir.Operation, v: ir.Value, full: Interval) -> Interval:
@@ -477,33 +496,106 @@ class RangeAnalysis:
         cond_args = list(cond_block.arguments)
         body_args = list(body_block.arguments)
         body_ret = list(body_block.operations)[-1]
-        for it in range(_MAX_ITERATIONS):
+        trips = self._trip_count(cond_block, cond_args, body_args, body_ret, state)
+        # With a proven, small trip count T, T + 1 rounds without widening
+        # cover every iteration the loop can run: exact and sound.
+        rounds = _MAX_ITERATIONS if trips is None else trips + 2
+
+        def one_round(state: list[Interval]) -> tuple[list[Interval], dict[Any, Any]]:
             self._layers.append({key: state})  # provisional answer; breaks cycles
             try:
-                for a, s in zip(cond_args, state):
-                    self._layers[-1][a] = s
+                for a, st in zip(cond_args, state):
+                    self._layers[-1][a] = st
                 refined = self._refine(cond_block, cond_args, state)
-                for a, s in zip(body_args, refined):
-                    self._layers[-1][a] = s
+                for a, st in zip(body_args, refined):
+                    self._layers[-1][a] = st
                 yields = [
                     self._iv(x, f) if type_range(x.type) else f
                     for x, f in zip(body_ret.operands, fulls)
                 ]
             finally:
                 layer = self._layers.pop()
-            new = [_join(s, y) for s, y in zip(state, yields)]
-            if it >= _WIDEN_AFTER:
+            return yields, layer
+
+        for it in range(rounds):
+            yields, layer = one_round(state)
+            new = [_join(st, y) for st, y in zip(state, yields)]
+            if trips is None and it >= _WIDEN_AFTER:
                 new = [
-                    (f[0] if n[0] < s[0] else n[0], f[1] if n[1] > s[1] else n[1])
-                    for n, s, f in zip(new, state, fulls)
+                    (f[0] if n[0] < st[0] else n[0], f[1] if n[1] > st[1] else n[1])
+                    for n, st, f in zip(new, state, fulls)
                 ]
             if new == state:
-                # keep what was computed inside the loop from the final state
-                self._layers[-1].update(layer)
-                return state
+                break
             state = new
-        self._layers[-1][key] = fulls
-        return fulls
+        else:
+            if trips is None:
+                self._layers[-1][key] = fulls
+                return fulls
+            # ``rounds`` > trips: the state covers every iteration the loop
+            # can run; evaluate the body once more from it to keep its values.
+            _, layer = one_round(state)
+        # keep what was computed inside the loop from the final state
+        self._layers[-1].update(layer)
+        self._layers[-1][key] = state
+        return state
+
+    def _trip_count(
+        self,
+        cond_block: ir.Block,
+        cond_args: list[ir.BlockArgument],
+        body_args: list[ir.BlockArgument],
+        body_ret: ir.Operation,
+        state: list[Interval],
+    ) -> int | None:
+        """An upper bound on the iterations of a counted loop, if small.
+
+        Recognises a carried counter ``k`` that the condition compares
+        (``k < bound`` or ``k <= bound``, the bound a constant or a carried
+        value the body passes through unchanged) and that the body increments
+        by a constant step of at least 1 (``k + c``), JAX's ``fori_loop`` and
+        ``scan`` form.
+        """
+        ops = list(cond_block.operations)
+        if not ops or not len(ops[-1].operands):
+            return None
+        pred = _owner_op(ops[-1].operands[0])
+        if pred is None or pred.name != "stablehlo.compare":
+            return None
+        d = _direction_name(str(pred.attributes["comparison_direction"]))
+        a, b = pred.operands[0], pred.operands[1]
+        if d in ("GT", "GE"):
+            a, b, d = b, a, _FLIP[d]
+        if d not in ("LT", "LE") or not isinstance(a, ir.BlockArgument):
+            return None
+        if a not in cond_args:
+            return None
+        k = a.arg_number
+        # the bound: a constant, or a carried value passed through unchanged
+        if isinstance(b, ir.BlockArgument) and b in cond_args:
+            j = b.arg_number
+            if body_ret.operands[j] != body_args[j]:
+                return None
+            bound = state[j]
+        else:
+            bc = constant_elements_of(b)
+            if bc is None:
+                return None
+            bound = (min(bc), max(bc))
+        step_op = _owner_op(body_ret.operands[k])
+        if step_op is None or step_op.name != "stablehlo.add":
+            return None
+        x, y = step_op.operands[0], step_op.operands[1]
+        if x != body_args[k]:
+            x, y = y, x
+        if x != body_args[k]:
+            return None
+        steps = constant_elements_of(y)
+        if steps is None or min(steps) < 1:
+            return None
+        span = bound[1] - state[k][0] + (1 if d == "LE" else 0)
+        trips = max(0, -(-span // min(steps)))
+        return trips if trips <= _MAX_COUNTED_TRIPS else None
 
     def _refine(self, cond_block: ir.Block, args: list[ir.BlockArgument], state: list[Interval]) -> list[Interval]:
         """Intersect the carried values' intervals with the loop condition
@@ -693,6 +785,14 @@ def _direction_name(text: str) -> str:
         if d in text:
             return d
     return text
+
+
+def constant_elements_of(v: ir.Value) -> list[int] | None:
+    """The integer elements of a constant (possibly broadcast or reshaped)."""
+    from .analysis import constant_elements
+
+    c = constant_elements(v)
+    return None if c is None or len(c) == 0 else [int(x) for x in c]
 
 
 def _result_index(op: ir.Operation, v: ir.Value) -> int:
