@@ -30,6 +30,39 @@ from .report import DemotionReport
 
 __version__ = "0.1.0"
 
+# The JAX integration (no64.jaxhook, no64.api) imports JAX, so its names are
+# loaded on first use: ``import no64`` stays as cheap as the core.
+_LAZY_EXPORTS = {
+    "install": "jaxhook",
+    "uninstall": "jaxhook",
+    "active_config": "jaxhook",
+    "compile_records": "jaxhook",
+    "Boundary64BitError": "jaxhook",
+    "X64DisabledWarning": "jaxhook",
+    "jit": "api",
+    "lower": "api",
+    "Lowered": "api",
+    "ArgumentRangeError": "api",
+    "TracedArgumentError": "api",
+    "audit": "audit",
+    "AuditReport": "audit",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'no64' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_EXPORTS))
+
 __all__ = [
     "ConstantRangeError",
     "DemotionReport",

@@ -9,6 +9,15 @@
     be converted (bad input, a refused op, an out-of-range constant) or OUT
     cannot be written.
 
+``no64 audit [OPTIONS] SCRIPT [ARGS...]`` / ``no64 audit [OPTIONS] -m MODULE [ARGS...]``
+    Run a Python program as ``python`` would and explain every 64-bit value
+    in the modules JAX compiles (see :mod:`no64.audit`).  Exit with the
+    program's status when it is not 0; else 1 when findings meet
+    ``--fail-on``, 0 otherwise; 2 on bad usage.
+
+``check`` also takes directories: XLA (``--xla_dump_to``) and JAX
+(``jax_dump_ir_to``) dump folders are walked for modules.
+
 Errors no64 expects are printed as one ``no64: error: ...`` line; anything
 else is an internal error (exit 3), with a traceback only when the
 environment variable ``NO64_DEBUG`` is ``1``.
@@ -61,7 +70,13 @@ def _build_parser() -> argparse.ArgumentParser:
         description="List every 64-bit value in each FILE. Exit 0 when all files are "
         "clean, 1 when any 64-bit value remains, 2 on bad input.",
     )
-    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="module files, or dump directories (XLA --xla_dump_to, JAX jax_dump_ir_to) "
+        "whose *.mlir, *.mlirbc and *.before_optimizations.txt files are checked",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON document")
     check.add_argument(
         "--format",
@@ -121,7 +136,59 @@ def _build_parser() -> argparse.ArgumentParser:
         "--in-place", action="store_true", help="write the result back to IN"
     )
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    audit = sub.add_parser(
+        "audit",
+        help="run a Python program and explain the 64-bit values JAX compiles",
+        usage="no64 audit [OPTIONS] SCRIPT [ARGS...] | no64 audit [OPTIONS] -m MODULE [ARGS...]",
+        description="Run SCRIPT (or -m MODULE) in this process as python would, observe "
+        "every module JAX compiles, and explain each 64-bit value: the JAX primitive, "
+        "the source line, what no64 does with it, and a hint. The program's output and "
+        "exit status are kept. The report goes to stderr, or to -o FILE. Exit: the "
+        "program's status when it is not 0; else 1 when findings meet --fail-on; else 0; "
+        "2 on bad usage.",
+    )
+    audit.add_argument("target", nargs="?", metavar="SCRIPT", help="the Python script to run")
+    audit.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
+    audit.add_argument(
+        "--platform", metavar="P", help="only modules compiled for platform P (cpu, gpu, tpu, ...)"
+    )
+    fmt = audit.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="write the report as JSON")
+    fmt.add_argument("--sarif", action="store_true", help="write the report as SARIF 2.1.0")
+    audit.add_argument(
+        "--fail-on",
+        choices=("any", "lossy", "refused"),
+        default="lossy",
+        help="exit 1 on: any 64-bit value; lossy (default): precision-reduced, unproven, "
+        "overflow, refused or blocked values; refused: refused or blocked modules",
+    )
+    audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     return parser
+
+
+# Options of ``audit`` that take a value; everything from SCRIPT (or after
+# -m MODULE) on belongs to the program.
+_AUDIT_VALUE_OPTIONS = frozenset({"--platform", "--fail-on", "-o", "--output"})
+
+
+def _split_audit_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Split ``audit ...`` into no64's part and the program's arguments."""
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m" or (arg.startswith("-m") and len(arg) > 2 and not arg.startswith("--")):
+            end = i + (2 if arg == "-m" else 1)
+            return argv[:end], argv[end:]
+        if arg == "--":
+            return argv[:i] + argv[i + 1 : i + 2], argv[i + 2 :]
+        if not arg.startswith("-") or arg == "-":
+            return argv[: i + 1], argv[i + 1 :]
+        if arg in _AUDIT_VALUE_OPTIONS:
+            i += 2
+        else:
+            i += 1
+    return argv, []
 
 
 def _parse_range(text: str) -> tuple[int | str, tuple[int, int]]:
@@ -166,11 +233,51 @@ def _summary(name: str, findings: Sequence[Any]) -> str:
     return f"{name}: {len(findings)} 64-bit value{plural} ({parts})"
 
 
+_DUMP_SUFFIXES = (".mlir", ".mlirbc", ".before_optimizations.txt")
+
+
+def _dump_files(directory: str) -> list[str]:
+    """Module files of a dump folder, sorted: StableHLO (``*.mlir``, ``*.mlirbc``,
+    from ``jax_dump_ir_to`` and XLA) and HLO text before optimisation (XLA)."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(_DUMP_SUFFIXES)]
+    return found
+
+
 def _check(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     status = EXIT_OK
     bad_input = False
+    names: list[str] = []
+    from_dir: set[str] = set()
     for name in args.files:
+        if os.path.isdir(name):
+            files = _dump_files(name)
+            if not files:
+                raise no64io.InputError(
+                    f"{name}: no module files (*.mlir, *.mlirbc, *.before_optimizations.txt) "
+                    "in this directory"
+                )
+            names += files
+            from_dir.update(files)
+        else:
+            names.append(name)
+    for name in names:
+        if name in from_dir:
+            try:
+                module = no64io.load(name, format=args.format)
+            except No64Error as exc:
+                first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                print(f"no64: note: skipped {name}: {first}", file=sys.stderr)
+                results.append({"file": name, "clean": None, "findings": [], "skipped": first})
+                continue
+            findings = find_64bit(module)
+            if findings:
+                status = EXIT_FOUND
+            _check_output(args, name, findings, results)
+            continue
         try:
             findings = find_64bit(no64io.load(name, format=args.format))
         except No64Error as exc:
@@ -180,20 +287,61 @@ def _check(args: argparse.Namespace) -> int:
             continue
         if findings:
             status = EXIT_FOUND
-        results.append(
-            {"file": name, "clean": not findings, "findings": [f.to_dict() for f in findings]}
-        )
-        if not args.json:
-            if findings:
-                rows = [("op", "type", "role", "location")]
-                rows += [(f.op, f.type, f.role, str(f.location)) for f in findings]
-                print(f"{name}:")
-                for line in _table(rows):
-                    print(f"  {line}")
-            print(_summary(name, findings))
+        _check_output(args, name, findings, results)
     if args.json:
         print(json.dumps(results, indent=2))
     return EXIT_ERROR if bad_input else status
+
+
+def _check_output(
+    args: argparse.Namespace, name: str, findings: Sequence[Any], results: list[dict[str, Any]]
+) -> None:
+    results.append(
+        {"file": name, "clean": not findings, "findings": [f.to_dict() for f in findings]}
+    )
+    if not args.json:
+        if findings:
+            rows = [("op", "type", "role", "location")]
+            rows += [(f.op, f.type, f.role, str(f.location)) for f in findings]
+            print(f"{name}:")
+            for line in _table(rows):
+                print(f"  {line}")
+        print(_summary(name, findings))
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
+    if (args.target is None) == (args.module is None):
+        raise _UsageError("audit: give a SCRIPT or -m MODULE (exactly one)")
+    if args.target is not None and not os.path.isfile(args.target):
+        raise _UsageError(f"audit: {args.target}: no such script")
+    out = None
+    if args.output:
+        try:
+            out = open(args.output, "w", encoding="utf-8")
+        except OSError as exc:
+            raise no64io.OutputError(f"{args.output}: cannot write: {exc.strerror}") from None
+    from .audit import run_program, write_report  # imports jax
+
+    try:
+        report = run_program(
+            args.module or args.target,
+            program_args,
+            module=args.module is not None,
+            platform=args.platform,
+        )
+        fmt = "json" if args.json else "sarif" if args.sarif else "text"
+        stream = out if out is not None else sys.stderr
+        color = out is None and fmt == "text" and sys.stderr.isatty() and not os.environ.get("NO_COLOR")
+        write_report(report, fmt, stream, color)
+    finally:
+        if out is not None:
+            out.close()
+    if report.exit_status:
+        return report.exit_status
+    return EXIT_FOUND if report.failing(args.fail_on) else EXIT_OK
 
 
 # --------------------------------------------------------------------------- convert
@@ -265,6 +413,10 @@ def _error(exc: BaseException) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``no64`` command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     parser = _build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program_args: list[str] = []
+    if argv and argv[0] == "audit":
+        argv, program_args = _split_audit_argv(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors
@@ -275,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "check":
             return _check(args)
+        if args.command == "audit":
+            return _audit(args, program_args)
         return _convert(args)
     except (_UsageError, No64Error) as exc:
         _error(exc)

@@ -1,0 +1,543 @@
+"""Scoped use: :func:`jit` and :func:`lower`, 32-bit whatever ``jax_enable_x64`` says.
+
+``no64.jit(fun, **jit_kwargs)`` is shaped like :func:`jax.jit`.  Each call
+
+1. converts 64-bit inputs on the host (numpy arrays and scalars, Python
+   numbers, 64-bit ``jax.Array`` arguments) to their 32-bit types, refusing
+   -- with :class:`ArgumentRangeError`, naming the argument's pytree path and
+   the first offending index -- any value the 32-bit type cannot hold:
+   integers outside the int32/uint32 range (never wrapped) and finite floats
+   beyond float32's largest finite value (``inf`` and ``nan`` pass);
+   complex numbers are checked part by part;
+2. traces, lowers and runs ``fun`` with ``jax_enable_x64`` off (a thread-local
+   scope, so the rest of the process keeps its setting), and compiles every
+   module of the call through :func:`no64.demote` and :func:`no64.check` on
+   whatever platform it runs (leftover 64-bit values from random number
+   generation, explicit dtypes or library code are removed or refused);
+3. with ``restore_dtypes=True``, returns outputs in the dtypes the function
+   returns with x64 on for the caller's arguments.
+
+``no64.lower(fun, *args, **kwargs)`` lowers the same way and returns a
+:class:`Lowered` holding the 64-bit-free module and its demotion report, for
+offline compilers.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import jax
+import numpy as np
+
+from . import io as no64_io
+from . import jaxhook
+from ._mlir import ir
+from .demote import demote
+from .errors import No64Error
+from .report import DemotionReport
+from .scan import check
+
+__all__ = [
+    "ArgumentRangeError",
+    "Jitted",
+    "Lowered",
+    "TracedArgumentError",
+    "jit",
+    "lower",
+    "narrow_argument",
+]
+
+#: 64-bit dtype -> the 32-bit dtype no64 gives it.
+NARROWED: Mapping[np.dtype, np.dtype] = {
+    np.dtype(np.int64): np.dtype(np.int32),
+    np.dtype(np.uint64): np.dtype(np.uint32),
+    np.dtype(np.float64): np.dtype(np.float32),
+    np.dtype(np.complex128): np.dtype(np.complex64),
+}
+_WIDENED = {v: k for k, v in NARROWED.items()}
+
+_I32 = np.iinfo(np.int32)
+_U32 = np.iinfo(np.uint32)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+class ArgumentRangeError(No64Error, ValueError):
+    """A 64-bit input value that its 32-bit type cannot hold.
+
+    Attributes:
+      path: The argument's pytree path (``"params['w']"``, ``"batch[1]"``).
+      index: Index of the first offending element (``()`` for scalars).
+      value: That element.
+      dtype: The input's dtype (or Python type name).
+      target: The 32-bit dtype it would have become.
+    """
+
+    def __init__(self, message: str, *, path: str, index: tuple[int, ...], value: Any,
+                 dtype: str, target: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.index = index
+        self.value = value
+        self.dtype = dtype
+        self.target = target
+
+
+class TracedArgumentError(No64Error, TypeError):
+    """A 64-bit *traced* argument: :func:`jit` was called inside another transformation.
+
+    Traced values cannot be range-checked on the host, so :func:`jit` must be
+    applied outermost (``no64.jit(jax.grad(f))``, not ``jax.grad(no64.jit(f))``).
+    """
+
+
+# ---------------------------------------------------------------------------
+# Host-side narrowing of inputs
+# ---------------------------------------------------------------------------
+
+
+def _first_bad(bad: np.ndarray) -> tuple[int, ...] | None:
+    if not bad.any():
+        return None
+    flat = int(np.argmax(bad.reshape(-1)))
+    return tuple(int(i) for i in np.unravel_index(flat, bad.shape)) if bad.shape else ()
+
+
+def _float_out_of_range(a: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(a) & (np.abs(a) > _F32_MAX)
+
+
+def _range_problem(a: np.ndarray) -> tuple[tuple[int, ...], Any, str] | None:
+    """(index, value, reason) of the first element ``a``'s narrowed dtype cannot hold."""
+    dt = a.dtype
+    if dt == np.int64 or dt == np.uint64:
+        info = _I32 if dt == np.int64 else _U32
+        if a.size == 0:
+            return None
+        bad = (a < info.min) | (a > info.max)
+        idx = _first_bad(bad)
+        if idx is None:
+            return None
+        return idx, a[idx].item(), f"outside {NARROWED[dt]}'s range [{info.min}, {info.max}]; no64 never wraps"
+    if dt == np.float64:
+        idx = _first_bad(_float_out_of_range(a))
+        if idx is None:
+            return None
+        return idx, a[idx].item(), f"a finite value beyond float32's largest ({_F32_MAX:.8g}); it would become inf"
+    if dt == np.complex128:
+        idx = _first_bad(_float_out_of_range(a.real) | _float_out_of_range(a.imag))
+        if idx is None:
+            return None
+        return idx, a[idx].item(), f"a part beyond float32's largest finite value ({_F32_MAX:.8g}); it would become inf"
+    return None
+
+
+def _python_problem(x: int | float | complex) -> str | None:
+    if isinstance(x, int):
+        if not (_I32.min <= x <= _I32.max):
+            return f"outside int32's range [{_I32.min}, {_I32.max}]; no64 never wraps"
+        return None
+    parts = (x.real, x.imag) if isinstance(x, complex) else (x,)
+    for p in parts:
+        if np.isfinite(p) and abs(p) > _F32_MAX:
+            return f"beyond float32's largest finite value ({_F32_MAX:.8g}); it would become inf"
+    return None
+
+
+def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64") -> Any:
+    """``x`` with its 64-bit values converted to 32 bits, after a range check.
+
+    Handles numpy arrays and scalars, Python ``int``/``float``/``complex``
+    (checked, then left as Python numbers so JAX keeps them weakly typed) and
+    concrete ``jax.Array`` values (fetched, checked, converted and put back
+    with the same sharding).  Anything else is returned unchanged.
+
+    Raises:
+      ArgumentRangeError: a value the 32-bit type cannot hold; the message
+        names ``path`` and the first offending index.
+    """
+    if isinstance(x, (bool, np.bool_)) or x is None:
+        return x
+    if isinstance(x, (int, float, complex)):
+        problem = _python_problem(x)
+        if problem:
+            raise ArgumentRangeError(
+                f"{where}: {path} is the Python {type(x).__name__} {x!r}, {problem}",
+                path=path, index=(), value=x, dtype=type(x).__name__,
+                target={int: "int32", float: "float32", complex: "complex64"}[type(x)],
+            )
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        target = NARROWED.get(x.dtype)
+        if target is None:
+            return x
+        a = np.asarray(x)
+        _raise_if_out_of_range(a, path, where)
+        out = a.astype(target)
+        return out if isinstance(x, np.ndarray) else out[()]
+    if isinstance(x, jax.core.Tracer):
+        if _narrowed_dtype(x.dtype) is not None:
+            raise TracedArgumentError(
+                f"{where}: {path} is a traced {x.dtype} value: no64.jit is being called inside "
+                "another transformation (jax.jit, grad, vmap, ...) that traces with x64 on. "
+                "Apply no64.jit outermost, e.g. no64.jit(jax.grad(f)), so it sees the "
+                "concrete inputs and can convert them with a range check."
+            )
+        return x
+    if isinstance(x, jax.Array):
+        target = _narrowed_dtype(x.dtype)
+        if target is None:
+            return x
+        if not x.is_fully_addressable:
+            raise No64Error(
+                f"{where}: {path} is a {x.dtype} jax.Array spanning several processes; "
+                "no64 converts 64-bit arrays on the host and cannot fetch it. Pass 32-bit data."
+            )
+        a = np.asarray(x)
+        _raise_if_out_of_range(a, path, where)
+        return jax.device_put(a.astype(target), x.sharding)
+    return x
+
+
+def _raise_if_out_of_range(a: np.ndarray, path: str, where: str) -> None:
+    problem = _range_problem(a)
+    if problem is None:
+        return
+    idx, value, reason = problem
+    at = f" at index {idx}" if idx else ""
+    raise ArgumentRangeError(
+        f"{where}: {path} ({a.dtype}{list(a.shape)}) holds {value!r}{at}, {reason}",
+        path=path, index=idx, value=value, dtype=str(a.dtype), target=str(NARROWED[a.dtype]),
+    )
+
+
+def _narrowed_dtype(dtype: Any) -> np.dtype | None:
+    """The 32-bit dtype for a 64-bit ``dtype``; ``None`` for others (and PRNG key dtypes)."""
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        return None
+    try:
+        return NARROWED.get(np.dtype(dtype))
+    except TypeError:
+        return None
+
+
+def _needs_narrowing(x: Any) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (int, float, complex)):
+        return True  # checked: Python numbers have no fixed width
+    dt = getattr(x, "dtype", None)
+    return dt is not None and _narrowed_dtype(dt) is not None
+
+
+# ---------------------------------------------------------------------------
+# no64.jit
+# ---------------------------------------------------------------------------
+
+
+def _index_tuple(v: int | Iterable[int] | None) -> tuple[int, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, int):
+        return (v,)
+    return tuple(int(i) for i in v)
+
+
+def _name_tuple(v: str | Iterable[str] | None) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        return (v,)
+    return tuple(v)
+
+
+class Jitted:
+    """What :func:`jit` returns: call it like the function, or :meth:`lower` it.
+
+    Attributes:
+      jitted: The underlying :func:`jax.jit` object (call it only inside
+        :meth:`scope`).
+    """
+
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        *,
+        restore_dtypes: bool,
+        integer_policy: str,
+        jit_kwargs: Mapping[str, Any],
+    ) -> None:
+        self._fun = fun
+        self._restore = restore_dtypes
+        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), "fix", integer_policy)
+        self._jit_kwargs = dict(jit_kwargs)
+        self.jitted = jax.jit(fun, **jit_kwargs)
+        try:
+            sig: inspect.Signature | None = inspect.signature(fun)
+        except (TypeError, ValueError):
+            sig = None
+        self._positional: list[str] = []
+        self._varargs: str | None = None
+        if sig is not None:
+            for p in sig.parameters.values():
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                    self._positional.append(p.name)
+                elif p.kind is p.VAR_POSITIONAL:
+                    self._varargs = p.name
+        nums = _index_tuple(jit_kwargs.get("static_argnums"))
+        names = _name_tuple(jit_kwargs.get("static_argnames"))
+        if not nums and names:
+            nums = tuple(i for i, n in enumerate(self._positional) if n in names)
+        if nums and not names and "static_argnames" not in jit_kwargs:
+            names = tuple(self._positional[i] for i in nums if 0 <= i < len(self._positional))
+        self._static_nums = frozenset(nums)
+        self._static_names = frozenset(names)
+        self._name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
+        self._out_dtypes: dict[Any, Any] = {}
+        functools.update_wrapper(self, fun)
+
+    def __repr__(self) -> str:
+        return f"no64.jit({self._name})"
+
+    # -- the scope -------------------------------------------------------
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """x64 off and every compilation through no64, in this thread."""
+        with jax.enable_x64(False), jaxhook.scoped(self._config):
+            yield
+
+    # -- inputs ----------------------------------------------------------
+    def _arg_name(self, i: int) -> str:
+        if i < len(self._positional):
+            return self._positional[i]
+        if self._varargs is not None:
+            return f"{self._varargs}[{i - len(self._positional)}]"
+        return f"args[{i}]"
+
+    def _is_static(self, i: int, n: int) -> bool:
+        return i in self._static_nums or (i - n) in self._static_nums
+
+    def _narrow(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        where = f"no64.jit({self._name})"
+        new_args = list(args)
+        for i, a in enumerate(args):
+            if not self._is_static(i, len(args)):
+                new_args[i] = self._narrow_tree(a, self._arg_name(i), where)
+        new_kwargs = dict(kwargs)
+        for k, v in kwargs.items():
+            if k not in self._static_names:
+                new_kwargs[k] = self._narrow_tree(v, k, where)
+        return tuple(new_args), new_kwargs
+
+    @staticmethod
+    def _narrow_tree(tree: Any, name: str, where: str) -> Any:
+        leaves, treedef = jax.tree_util.tree_flatten(tree)
+        if not any(_needs_narrowing(x) for x in leaves):
+            return tree
+        paths = None
+        out = []
+        for i, x in enumerate(leaves):
+            if _needs_narrowing(x):
+                if paths is None:
+                    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+                x = narrow_argument(x, f"argument {name}{jax.tree_util.keystr(paths[i])}", where=where)
+            out.append(x)
+        return jax.tree_util.tree_unflatten(treedef, out)
+
+    # -- calling ---------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        nargs, nkwargs = self._narrow(args, kwargs)
+        with self.scope():
+            out = self.jitted(*nargs, **nkwargs)
+        if self._restore:
+            out = self._restore_dtypes(args, kwargs, out)
+        return out
+
+    def _restore_dtypes(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
+        """Outputs in the dtypes the x64 program returns for these arguments.
+
+        The expected dtypes come from tracing the function abstractly with
+        x64 on (``eval_shape``, cached per argument signature).  An output
+        whose expected dtype is 64-bit and that came back as the matching
+        32-bit dtype is returned as a numpy array of the 64-bit dtype (a
+        64-bit value cannot live on a device without 64-bit types); every
+        other output is returned as it came.
+        """
+        out_leaves, out_tree = jax.tree_util.tree_flatten(out)
+        if any(isinstance(x, jax.core.Tracer) for x in out_leaves):
+            return out
+        expected = self._expected_out_dtypes(args, kwargs)
+        if expected is None or len(expected) != len(out_leaves):
+            return out
+        restored = []
+        for x, want in zip(out_leaves, expected):
+            got = getattr(x, "dtype", None)
+            if want is not None and got is not None and _WIDENED.get(np.dtype(got)) == want:
+                x = np.asarray(x).astype(want)
+            restored.append(x)
+        return jax.tree_util.tree_unflatten(out_tree, restored)
+
+    def _expected_out_dtypes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any] | None:
+        def spec(x: Any) -> Any:
+            if isinstance(x, (np.ndarray, np.generic)) or (
+                isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+            ):
+                return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
+            return x
+
+        n = len(args)
+        static = [i for i in range(n) if self._is_static(i, n)]
+        sargs = tuple(a if i in static else jax.tree_util.tree_map(spec, a)
+                      for i, a in enumerate(args))
+        skwargs = {k: v if k in self._static_names else jax.tree_util.tree_map(spec, v)
+                   for k, v in kwargs.items()}
+        dynamic = ([a for i, a in enumerate(sargs) if i not in static],
+                   {k: v for k, v in skwargs.items() if k not in self._static_names})
+        leaves, treedef = jax.tree_util.tree_flatten(
+            dynamic, is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct))
+        key: Any = (
+            tuple((i, args[i]) for i in static),
+            tuple(sorted((k, v) for k, v in kwargs.items() if k in self._static_names)),
+            treedef,
+            tuple(_spec_key(x) for x in leaves),
+        )
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None and key in self._out_dtypes:
+            return self._out_dtypes[key]
+        with jax.enable_x64(True):
+            shapes = self.jitted.eval_shape(*sargs, **skwargs)
+        dtypes = [np.dtype(s.dtype) if not jax.dtypes.issubdtype(s.dtype, jax.dtypes.extended) else None
+                  for s in jax.tree_util.tree_leaves(shapes)]
+        dtypes = [d if d in _WIDENED.values() else None for d in dtypes]
+        if key is not None:
+            if len(self._out_dtypes) >= 256:
+                self._out_dtypes.clear()
+            self._out_dtypes[key] = dtypes
+        return dtypes
+
+    # -- lowering --------------------------------------------------------
+    def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
+        """Lower for these arguments (converted as for a call) to a 64-bit-free :class:`Lowered`."""
+        nargs, nkwargs = self._narrow(args, kwargs)
+        with self.scope():
+            lowered = self.jitted.lower(*nargs, **nkwargs)
+        return Lowered._from_jax(lowered, self._config.integer_policy, self._name)
+
+    def clear_cache(self) -> None:
+        """Drop this function's compiled executables and traces."""
+        self.jitted.clear_cache()
+        self._out_dtypes.clear()
+
+
+def _spec_key(x: Any) -> Any:
+    """Cache key of one abstract argument: shape and dtype, or the type of a Python number."""
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return ("spec", x.shape, str(x.dtype))
+    if isinstance(x, (int, float, complex, bool)):
+        return ("python", type(x).__name__)
+    return x
+
+
+def jit(
+    fun: Callable[..., Any] | None = None,
+    *,
+    restore_dtypes: bool = False,
+    integer_policy: str = "error",
+    **jit_kwargs: Any,
+) -> Any:
+    """Like :func:`jax.jit`, but 32-bit and 64-bit free whatever ``jax_enable_x64`` says.
+
+    Args:
+      fun: The function (``@no64.jit`` and ``@functools.partial(no64.jit, ...)``
+        work too).
+      restore_dtypes: Return outputs in the dtypes the function returns with
+        x64 on for the caller's arguments: an output the x64 program returns
+        as float64/int64/uint64/complex128 comes back as a numpy array of that
+        dtype (converted on the host; a 64-bit array cannot live on a device
+        without 64-bit types).  Other outputs come back as they are.
+      integer_policy: For :func:`no64.demote` (out-of-range 64-bit integer
+        constants in the module).
+      **jit_kwargs: Passed to :func:`jax.jit` (``static_argnums``,
+        ``in_shardings``, ``donate_argnums``, ...).  Static arguments are
+        never converted.
+
+    Each call converts 64-bit inputs to 32 bits on the host with a range check
+    (:class:`ArgumentRangeError` names the argument's pytree path and first
+    bad index), traces and runs with x64 off in a thread-local scope, and
+    compiles every module through :func:`no64.demote` and :func:`no64.check`.
+    Use it at the host boundary (outermost: ``no64.jit(jax.grad(f))``).
+    Closed-over 64-bit constants (numpy or ``jax.Array``) become constants of
+    the module and are narrowed by :func:`no64.demote`, whose range check
+    raises :class:`no64.ConstantRangeError` for integers beyond 32 bits.
+    """
+    if fun is None:
+        return functools.partial(jit, restore_dtypes=restore_dtypes,
+                                 integer_policy=integer_policy, **jit_kwargs)
+    return Jitted(fun, restore_dtypes=restore_dtypes, integer_policy=integer_policy,
+                  jit_kwargs=jit_kwargs)
+
+
+# ---------------------------------------------------------------------------
+# no64.lower
+# ---------------------------------------------------------------------------
+
+
+class Lowered:
+    """A function lowered 32-bit, with every 64-bit value removed.
+
+    Attributes:
+      module: The 64-bit-free StableHLO ``ir.Module`` (in no64's own MLIR
+        context, with JAX's debug locations and sharding annotations).
+      report: The :class:`no64.DemotionReport` of the leftover 64-bit values
+        that were narrowed (empty when JAX produced none).
+      jax_lowered: JAX's ``Lowered`` of the 32-bit trace (before demotion).
+    """
+
+    def __init__(self, module: ir.Module, report: DemotionReport, jax_lowered: Any, name: str) -> None:
+        self.module = module
+        self.report = report
+        self.jax_lowered = jax_lowered
+        self.name = name
+
+    @classmethod
+    def _from_jax(cls, lowered: Any, integer_policy: str, name: str) -> "Lowered":
+        import io
+
+        buf = io.BytesIO()
+        lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
+        module = no64_io.load(buf.getvalue(), format="mlirbc")
+        report = demote(module, integer_policy=integer_policy)
+        check(module)
+        return cls(module, report, lowered, name)
+
+    def as_text(self, *, debug_info: bool = False) -> str:
+        """StableHLO text (with source locations when ``debug_info``)."""
+        return self.module.operation.get_asm(enable_debug_info=debug_info)
+
+    def as_bytecode(self) -> bytes:
+        """MLIR bytecode of the module."""
+        return no64_io.dumps(self.module, "mlirbc")
+
+    def as_hlo_proto(self) -> bytes:
+        """The module as a serialized XLA ``HloModuleProto``."""
+        return no64_io.dumps(self.module, "hlopb")
+
+    def __repr__(self) -> str:
+        return f"<no64.Lowered {self.name}: {self.report.summary().splitlines()[0]}>"
+
+
+def lower(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Lowered:
+    """Lower ``fun(*args, **kwargs)`` 32-bit and return the 64-bit-free :class:`Lowered`.
+
+    The same as ``no64.jit(fun).lower(*args, **kwargs)``; use
+    ``no64.jit(fun, **jit_kwargs).lower(...)`` for shardings or static
+    arguments.  Inputs are converted and range-checked as for a call.
+    """
+    return jit(fun).lower(*args, **kwargs)

@@ -1,0 +1,656 @@
+"""Per-platform activation: every module JAX compiles for a listed platform
+passes through :func:`no64.demote` and :func:`no64.check` first.
+
+This is the JAX layer behind ``NO64_PLATFORMS`` (read by the ``jax_plugins``
+entry point when JAX starts its backends), :func:`install` /
+:func:`uninstall`, and the compilation scope that :func:`no64.jit` uses.
+
+Where the hook sits
+-------------------
+Every compilation JAX performs -- ``jit`` and everything built on it (``grad``,
+``vmap``, control flow, ``custom_jvp``/``custom_vjp``, ``shard_map``, sharded
+``jit``, ``jax.export``'s ``call``, AOT ``.lower().compile()``, eager op
+dispatch) -- reaches ``jax._src.compiler.compile_or_get_cached(backend,
+module, ...)``: the one function that receives the StableHLO ``ir.Module``
+together with the backend that will compile it.  It computes the persistent
+compilation-cache key from that module, then reads the cache or calls the
+backend.  no64 wraps this function, so
+
+* the module the backend sees, and the module the persistent cache key is
+  computed from, is the rewritten one (a cached executable is found only for
+  the same rewritten module);
+* the module JAX passed in is never modified: JAX keeps it (``Lowered``
+  objects and its lowering caches hold it), so no64 rewrites a copy, and only
+  when the module holds a 64-bit value at all.
+
+The active configuration lives in a JAX configuration state that is part of
+JAX's trace context and jit cache key, like ``jax_enable_x64``.  Changing the
+mode or the platforms therefore never reuses an in-memory executable (nor a
+traced or lowered computation) made under another configuration; JAX's own
+caches keep one entry per configuration.
+
+x64
+---
+A platform without 64-bit types cannot hold 64-bit arrays, so a computation
+whose arguments or results are 64-bit cannot run there whatever happens to
+its module.  When no64 is installed for a platform that is (or, before the
+backends start, may become) the default backend and ``jax_enable_x64`` is on,
+it turns ``jax_enable_x64`` off and warns once (:class:`X64DisabledWarning`).
+A module that still has 64-bit arguments or results when it reaches a listed
+platform is refused with :class:`Boundary64BitError`, which says why.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ._mlir import ir
+from .demote import demote
+from .errors import No64Error, Remaining64BitError
+from .report import DemotionReport
+from .scan import check, find_64bit, has_64bit
+from .types import TypeConverter
+
+__all__ = [
+    "ALL_PLATFORMS",
+    "Boundary64BitError",
+    "CompileRecord",
+    "Config",
+    "ENV_INTEGER_POLICY",
+    "ENV_MODE",
+    "ENV_PLATFORMS",
+    "LOSSY_EVENT_KINDS",
+    "MODES",
+    "X64DisabledWarning",
+    "active_config",
+    "clear_compile_records",
+    "compile_records",
+    "install",
+    "is_exact",
+    "scoped",
+    "uninstall",
+]
+
+logger = logging.getLogger("no64")
+
+#: Environment variable naming the platforms to protect (comma separated).
+ENV_PLATFORMS = "NO64_PLATFORMS"
+#: Environment variable selecting the mode used with :data:`ENV_PLATFORMS`.
+ENV_MODE = "NO64_MODE"
+#: Environment variable selecting the integer policy used with :data:`ENV_PLATFORMS`.
+ENV_INTEGER_POLICY = "NO64_INTEGER_POLICY"
+
+#: ``"fix"`` demotes then checks; ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
+MODES = ("fix", "check", "off")
+#: Platform wildcard used by :func:`no64.jit`'s scope: every platform.
+ALL_PLATFORMS = "*"
+
+_INTEGER_POLICIES = ("error", "saturate", "wrap")
+
+#: Report event kinds whose narrowing may change a value (see :class:`no64.report.Event`).
+LOSSY_EVENT_KINDS = frozenset(
+    {"float-inexact", "float-overflow", "saturated", "wrapped", "precision-reduced", "unproven"}
+)
+#: Report verdicts that keep every value (a sentinel keeps its meaning).
+EXACT_VERDICTS = frozenset({"exact", "sentinel"})
+
+
+def is_exact(report: DemotionReport | None) -> bool:
+    """Whether a demotion kept every value: no lossy event, only exact or sentinel verdicts."""
+    if report is None:
+        return True
+    if any(e.kind in LOSSY_EVENT_KINDS for e in report.events):
+        return False
+    verdicts = getattr(report, "verdicts", {}) or {}
+    return all(kind in EXACT_VERDICTS for kind, n in verdicts.items() if n)
+
+
+class Boundary64BitError(No64Error):
+    """A computation for a platform without 64-bit types takes or returns 64-bit arrays.
+
+    No rewrite of the module can help: JAX would hand the executable 64-bit
+    buffers, and such arrays cannot exist on the platform.  The message says
+    how the 64-bit values got there (``jax_enable_x64`` on, a computation
+    traced before no64 turned it off, a 64-bit ``jax.Array`` created while it
+    was on) and what to do.
+    """
+
+
+class X64DisabledWarning(UserWarning):
+    """no64 turned ``jax_enable_x64`` off for a platform without 64-bit types."""
+
+
+# ---------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------
+
+
+def _normalize_platforms(platforms: str | Iterable[str]) -> frozenset[str]:
+    if isinstance(platforms, str):
+        names = platforms.split(",")
+    else:
+        names = list(platforms)
+    out = set()
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"platform names must be strings, got {name!r}")
+        name = name.strip().lower()
+        if name:
+            out.add(name)
+    return frozenset(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Which platforms no64 protects, and how.
+
+    Attributes:
+      platforms: Lower-case platform names (``"cpu"``, ``"neuron"``, ``"gpu"``,
+        ...); ``"*"`` means every platform.  ``"gpu"`` also matches
+        ``"cuda"``, ``"rocm"`` and ``"oneapi"``.
+      mode: ``"fix"`` (demote, then check), ``"check"`` (refuse a module
+        with any 64-bit value with :class:`no64.Remaining64BitError`) or
+        ``"off"`` (modules pass through untouched).
+      integer_policy: Passed to :func:`no64.demote` in ``"fix"`` mode.
+    """
+
+    platforms: frozenset[str]
+    mode: str = "fix"
+    integer_policy: str = "error"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"no64 mode must be one of {MODES}, not {self.mode!r}")
+        if self.integer_policy not in _INTEGER_POLICIES:
+            raise ValueError(
+                f"integer_policy must be one of {_INTEGER_POLICIES}, not {self.integer_policy!r}"
+            )
+
+    def applies_to(self, platform: str) -> bool:
+        """Whether modules compiled for ``platform`` go through no64."""
+        if self.mode == "off":
+            return False
+        if ALL_PLATFORMS in self.platforms:
+            return True
+        return bool(_platform_names(platform) & self._expanded())
+
+    def _expanded(self) -> frozenset[str]:
+        names: set[str] = set()
+        for p in self.platforms:
+            names |= _platform_names(p)
+        return frozenset(names)
+
+    def describe(self) -> str:
+        plats = "every platform" if ALL_PLATFORMS in self.platforms else ", ".join(sorted(self.platforms))
+        return f"mode {self.mode!r} for {plats}"
+
+
+def _platform_names(platform: str) -> set[str]:
+    """``platform`` and its aliases (``gpu`` <-> ``cuda``/``rocm``/``oneapi``)."""
+    from jax._src import xla_bridge
+
+    platform = platform.lower()
+    names = {platform, *xla_bridge.expand_platform_alias(platform)}
+    alias = xla_bridge._platform_aliases.get(platform)
+    if alias is not None:
+        names.add(alias)
+    return names
+
+
+# ---------------------------------------------------------------------------
+# The JAX configuration state (part of the trace context and jit cache key)
+# ---------------------------------------------------------------------------
+
+_lock = threading.RLock()
+_state: Any = None
+_original_compile: Callable[..., Any] | None = None
+_explicit = False  # install()/uninstall() was called: the environment no longer applies
+
+
+def _get_state() -> Any:
+    """The ``no64_config`` JAX state, created on first use.
+
+    ``include_in_trace_context`` and ``include_in_jit_key`` make every JAX
+    cache (traces, lowerings, in-memory executables, the C++ jit dispatch
+    cache) key on the configuration.
+    """
+    global _state
+    if _state is None:
+        with _lock:
+            if _state is None:
+                from jax._src import config as jax_config
+
+                _state = jax_config.State(
+                    "no64_config",
+                    None,
+                    "Platforms whose compiled modules no64 rewrites or checks, and the mode.",
+                    include_in_jit_key=True,
+                    include_in_trace_context=True,
+                )
+    return _state
+
+
+def active_config() -> Config | None:
+    """The configuration in effect in this thread (``None`` when inactive)."""
+    if _state is None:
+        return None
+    return _state.value
+
+
+@contextmanager
+def scoped(config: Config) -> Iterator[None]:
+    """Use ``config`` for compilations started in this thread within the block.
+
+    This is how :func:`no64.jit` makes its own compilations go through no64
+    on every platform, whatever the global configuration says.
+    """
+    _ensure_hooks()
+    with _get_state()(config):
+        yield
+
+
+# ---------------------------------------------------------------------------
+# Install / uninstall
+# ---------------------------------------------------------------------------
+
+
+def install(
+    platforms: str | Iterable[str],
+    *,
+    mode: str = "fix",
+    integer_policy: str = "error",
+) -> Config:
+    """Make every module JAX compiles for ``platforms`` pass through no64.
+
+    Args:
+      platforms: Platform names, as a list or a comma-separated string
+        (``"neuron"``, ``["cpu"]``, ``"cpu,neuron"``); ``"*"`` means all.
+      mode: ``"fix"`` (default): demote with :func:`no64.demote`, then
+        :func:`no64.check`; ``"check"``: refuse any module holding a 64-bit
+        value with :class:`no64.Remaining64BitError`; ``"off"``: leave
+        modules untouched.
+      integer_policy: For ``"fix"``: what :func:`no64.demote` does with
+        out-of-range 64-bit integer constants.
+
+    Returns:
+      The installed :class:`Config`.
+
+    An explicit call replaces the configuration from ``NO64_PLATFORMS``
+    (also when made before JAX starts its backends).  When ``jax_enable_x64``
+    is on and a listed platform is the default backend, x64 is turned off
+    with a one-time :class:`X64DisabledWarning`.  Switching configuration
+    never reuses executables compiled under another one.
+    """
+    global _explicit
+    config = Config(_normalize_platforms(platforms), mode, integer_policy)
+    if not config.platforms:
+        raise ValueError("no64.install needs at least one platform name")
+    from jax._src import xla_bridge
+
+    with _lock:
+        _explicit = True
+        _activate(config, backends_started=xla_bridge.backends_are_initialized(), source="no64.install")
+    return config
+
+
+def uninstall() -> None:
+    """Stop rewriting modules (the configuration from ``NO64_PLATFORMS`` too).
+
+    ``jax_enable_x64`` is left as it is.  Executables compiled while no64
+    was installed are not reused afterwards (the configuration is part of
+    JAX's cache keys).
+    """
+    global _explicit
+    with _lock:
+        _explicit = True
+        if _state is not None:
+            _state._set(None)
+
+
+def initialize_from_environment() -> Config | None:
+    """Install from ``NO64_PLATFORMS`` / ``NO64_MODE`` / ``NO64_INTEGER_POLICY``.
+
+    Called by the ``jax_plugins`` entry point while JAX starts its backends
+    (so it must not start them itself).  Does nothing when the variable is
+    empty or when :func:`install` / :func:`uninstall` was already called.
+    """
+    platforms = _normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
+    if not platforms:
+        return None
+    mode = os.environ.get(ENV_MODE, "").strip().lower() or "fix"
+    policy = os.environ.get(ENV_INTEGER_POLICY, "").strip().lower() or "error"
+    try:
+        config = Config(platforms, mode, policy)
+    except ValueError as exc:
+        raise ValueError(f"invalid no64 environment ({ENV_MODE}/{ENV_INTEGER_POLICY}): {exc}") from None
+    with _lock:
+        if _explicit:
+            return active_config()
+        _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
+    return config
+
+
+def _activate(config: Config, *, backends_started: bool, source: str) -> None:
+    _ensure_hooks()
+    _get_state()._set(config)
+    logger.info("no64 active (%s): %s", source, config.describe())
+    if config.mode != "off":
+        _handle_x64(config, backends_started=backends_started, source=source)
+
+
+# ---------------------------------------------------------------------------
+# x64
+# ---------------------------------------------------------------------------
+
+_x64_warned = False  # the "turned x64 off" warning was given
+_x64_kept_warned = False  # the "x64 stays on for the default backend" warning was given
+
+
+def _default_platform(backends_started: bool) -> str | None:
+    """The default backend's platform, or ``None`` when it cannot be known yet.
+
+    Before the backends start, only an explicit ``JAX_PLATFORMS`` /
+    ``jax_platforms`` names it (its first entry).
+    """
+    import jax
+    from jax._src import config as jax_config
+
+    if backends_started:
+        return jax.default_backend()
+    pinned = jax_config.jax_platforms.value
+    if pinned:
+        return pinned.split(",")[0].strip().lower() or None
+    return None
+
+
+def _handle_x64(config: Config, *, backends_started: bool, source: str) -> None:
+    global _x64_warned, _x64_kept_warned
+    from jax._src import config as jax_config
+
+    if not jax_config.enable_x64.get_global():
+        return
+    default = _default_platform(backends_started)
+    listed = ", ".join(sorted(config.platforms))
+    if default is None or config.applies_to(default):
+        import jax
+
+        jax.config.update("jax_enable_x64", False)
+        where = f"the default backend ({default})" if default else "the default backend"
+        message = (
+            f"no64 turned jax_enable_x64 off ({source}): 64-bit arrays cannot exist on {where}, "
+            f"a platform without 64-bit types (no64 platforms: {listed}). JAX now makes 32-bit "
+            "arrays (dtype=float64/int64 requests give float32/int32); use no64.jit to pass "
+            "64-bit host data in with range checks. Turning x64 back on makes computations "
+            f"for {listed} fail with no64.Boundary64BitError."
+        )
+    else:
+        message = (
+            f"jax_enable_x64 is on and stays on for the default backend ({default}); "
+            f"computations placed on {listed} ({source}) must be traced with x64 off "
+            "(no64.jit does that), otherwise no64 refuses them with no64.Boundary64BitError."
+        )
+        if _x64_kept_warned:
+            logger.info("%s", message)
+            return
+        _x64_kept_warned = True
+        warnings.warn(message, X64DisabledWarning, stacklevel=4)
+        return
+    if not _x64_warned:
+        _x64_warned = True
+        warnings.warn(message, X64DisabledWarning, stacklevel=4)
+    logger.info("%s", message)
+
+
+# ---------------------------------------------------------------------------
+# The compile hook
+# ---------------------------------------------------------------------------
+
+
+def _ensure_hooks() -> None:
+    """Wrap ``compile_or_get_cached`` and fix constant canonicalization (idempotent)."""
+    global _original_compile
+    if _original_compile is not None:
+        return
+    with _lock:
+        if _original_compile is not None:
+            return
+        from jax._src import compiler
+
+        _get_state()
+        _install_consistent_canonicalization()
+        _original_compile = compiler.compile_or_get_cached
+        compiler.compile_or_get_cached = _compile_or_get_cached
+
+
+def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **kwargs: Any) -> Any:
+    """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
+    config = _state.value if _state is not None else None
+    if config is not None and config.mode != "off":
+        platform = str(backend.platform)
+        if config.applies_to(platform):
+            computation = prepare_module(computation, config, platform)
+    assert _original_compile is not None
+    return _original_compile(backend, computation, *args, **kwargs)
+
+
+def module_name(module: ir.Module) -> str:
+    """The ``sym_name`` of a module (``jit_step``), or ``"<module>"``."""
+    try:
+        return ir.StringAttr(module.operation.attributes["sym_name"]).value
+    except (KeyError, ValueError):
+        return "<module>"
+
+
+def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Module:
+    """What the backend gets instead of ``module`` under ``config``.
+
+    ``module`` itself is never modified.  A module without 64-bit values is
+    returned as is; in ``"fix"`` mode a demoted and checked copy is returned;
+    in ``"check"`` mode a module with 64-bit values is refused.
+
+    Raises:
+      no64.Remaining64BitError: ``"check"`` mode and a 64-bit value remains.
+      Boundary64BitError: the module's entry takes or returns 64-bit arrays.
+      no64.UnsupportedOpError, no64.ConstantRangeError: demotion refused.
+    """
+    name = module_name(module)
+    if not has_64bit(module):
+        _record(name, platform, config.mode, None)
+        return module
+    if config.mode == "check":
+        try:
+            check(module)
+        except Remaining64BitError as exc:
+            raise Remaining64BitError(
+                f"no64 (mode 'check') refuses {name} for platform '{platform}': {exc}",
+                exc.findings,
+            ) from None
+    _check_boundary(module, name, platform, config)
+    copy = clone_module(module)
+    try:
+        report = demote(copy, integer_policy=config.integer_policy)
+        check(copy)
+    except No64Error as exc:
+        exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
+        raise
+    _record(name, platform, config.mode, report)
+    logger.debug("no64 demoted %s for %s: %s", name, platform, report.summary().splitlines()[0])
+    return copy
+
+
+def clone_module(module: ir.Module) -> ir.Module:
+    """A deep copy of ``module`` in the same context, as an ``ir.Module``.
+
+    ``Operation.clone`` returns the copied ``builtin.module`` as an op; its
+    body is moved into a fresh ``ir.Module`` carrying the same attributes, so
+    the copy can be handed to the backend like the original.
+    """
+    with module.context, module.operation.location:
+        new = ir.Module.create()
+        src = module.operation.attributes
+        dst = new.operation.attributes
+        for i in range(len(src)):
+            named = src[i]
+            dst[named.name] = named.attr
+        copy = module.operation.clone()
+        body = new.body
+        for op in list(copy.regions[0].blocks[0].operations):
+            op = op.operation
+            op.detach_from_parent()
+            body.append(op)
+        copy.operation.erase()
+    return new
+
+
+def _entry_function(module: ir.Module) -> ir.Operation | None:
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    return None
+
+
+def _check_boundary(module: ir.Module, name: str, platform: str, config: Config) -> None:
+    """Refuse a module whose entry function takes or returns 64-bit values."""
+    main = _entry_function(module)
+    if main is None:
+        return
+    with module.context:
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        holds = TypeConverter().holds_64bit
+        if not any(holds(t) for t in (*ftype.inputs, *ftype.results)):
+            return
+    findings = [
+        f for f in find_64bit(module)
+        if f.function == "main" and f.op == "func.func"
+    ]
+    shown = "\n  ".join(str(f) for f in findings[:10])
+    more = f"\n  ... and {len(findings) - 10} more" if len(findings) > 10 else ""
+    from jax._src import config as jax_config
+
+    if ALL_PLATFORMS in config.platforms:
+        why = (
+            "Under no64.jit arguments are converted to 32 bits and tracing runs with x64 off, "
+            "so the 64-bit value entered another way (e.g. a 64-bit array JAX passes to the "
+            "computation as an argument): pass it to the function as an argument instead."
+        )
+    elif jax_config.enable_x64.value:
+        why = (
+            "jax_enable_x64 is on. Turn it off for this platform (no64 turns it off when it is "
+            "installed for the default backend), or use no64.jit, which traces with x64 off "
+            "and converts 64-bit host inputs with range checks."
+        )
+    else:
+        why = (
+            "The computation was traced while jax_enable_x64 was still on, or is given a "
+            "64-bit jax.Array created then. JAX starts its backends -- and the no64 plugin, "
+            "which turns x64 off -- only when the first computation is lowered, after it was "
+            "traced. Calling it again traces it anew with x64 off. To avoid this, start the "
+            "backend before the first computation (e.g. call jax.devices() first), or leave "
+            "JAX_ENABLE_X64 unset: x64 is off on no64 platforms anyway."
+        )
+    raise Boundary64BitError(
+        f"no64 refuses {name} for platform '{platform}': its entry takes or returns 64-bit "
+        f"arrays, which cannot exist on a platform without 64-bit types.\n  {shown}{more}\n{why}",
+        findings,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Records of what the hook did
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileRecord:
+    """One module that went through the hook.
+
+    ``report`` is ``None`` when the module held no 64-bit value (it then
+    reached the backend unchanged).
+    """
+
+    module: str
+    platform: str
+    mode: str
+    report: DemotionReport | None
+
+    @property
+    def changed(self) -> bool:
+        """Whether the backend got a rewritten module."""
+        return self.report is not None and self.report.changed
+
+    @property
+    def exact(self) -> bool:
+        """Whether every narrowing kept its value (see :func:`is_exact`)."""
+        return is_exact(self.report)
+
+
+_records: collections.deque[CompileRecord] = collections.deque(maxlen=1024)
+
+
+def _record(name: str, platform: str, mode: str, report: DemotionReport | None) -> None:
+    _records.append(CompileRecord(name, platform, mode, report))
+
+
+def compile_records() -> list[CompileRecord]:
+    """The most recent modules (up to 1024) that went through the hook, oldest first."""
+    return list(_records)
+
+
+def clear_compile_records() -> None:
+    """Forget the records returned by :func:`compile_records`."""
+    _records.clear()
+
+
+# ---------------------------------------------------------------------------
+# Constant canonicalization that follows jax_enable_x64
+# ---------------------------------------------------------------------------
+
+_canonicalization_fixed = False
+
+
+def _install_consistent_canonicalization() -> None:
+    """Make JAX's canonicalization of numpy constants follow the current x64 flag.
+
+    JAX canonicalizes a numpy constant (e.g. a float64 array a function
+    closes over) once and caches the result per array object, without the
+    x64 flag in the key.  After toggling x64 it hands back the array in the
+    old width while the abstract value follows the new flag: functions that
+    close over numpy constants then fail to lower ("requires compatible
+    types") or compute in the wrong width until ``jax.clear_caches()``.
+    no64 toggles x64 (:func:`no64.jit`, :func:`install`), so it wraps the
+    canonicalization: a cached result whose dtype is not what the current
+    flag gives is recomputed from a fresh copy of the array.
+    """
+    global _canonicalization_fixed
+    if _canonicalization_fixed:
+        return
+    from jax._src import dtypes as jax_dtypes
+
+    original = jax_dtypes.canonicalize_value
+    canonical_dtype = jax_dtypes.canonicalize_dtype
+    ndarray = np.ndarray
+    generic = np.generic
+
+    def canonicalize_value(x: Any) -> Any:
+        out = original(x)
+        t = type(x)
+        if t is ndarray or (isinstance(x, generic) and t is not bool):
+            want = canonical_dtype(x.dtype)
+            if getattr(out, "dtype", want) != want:
+                out = original(np.array(x, copy=True))
+        return out
+
+    canonicalize_value.__wrapped__ = original  # type: ignore[attr-defined]
+    jax_dtypes.canonicalize_value = canonicalize_value
+    _canonicalization_fixed = True

@@ -1,0 +1,59 @@
+"""pytest plugin: fail tests that compile 64-bit values no64 cannot remove exactly.
+
+Opt in with ``pytest --no64`` or ``no64 = true`` in the ini file.  While each
+test runs, every module JAX compiles is recorded (see
+:class:`no64.audit.Observer`); after the test, a module holding a 64-bit
+value that no64 refuses, cannot prove in range (``unproven``) or knows to
+overflow fails the test, with the audit table in the failure message.  A
+module compiled once and reused from JAX's cache is judged in the test that
+compiled it.  Without the option the plugin does nothing and imports
+nothing heavy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("no64")
+    group.addoption(
+        "--no64",
+        action="store_true",
+        default=False,
+        help="fail tests whose compiled JAX modules hold 64-bit values no64 cannot remove exactly",
+    )
+    parser.addini("no64", type="bool", default=False, help="enable the no64 plugin (like --no64)")
+
+
+def _enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("no64") or config.getini("no64"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "no64_skip: the no64 plugin does not check the modules this test compiles"
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    if not _enabled(item.config) or item.get_closest_marker("no64_skip"):
+        return (yield)
+    from no64.audit import NOT_REMOVABLE, Observer, analyze
+
+    with Observer() as observer:
+        result = yield  # the test's own failure propagates unchanged
+    report = analyze(observer.modules, program=item.nodeid)
+    bad = [g for g in report.groups if g.handling in NOT_REMOVABLE]
+    if bad:
+        names = ", ".join(sorted({g.handling for g in bad}))
+        pytest.fail(
+            f"no64: this test compiles 64-bit values no64 cannot remove exactly ({names}):\n"
+            + report.format_text(),
+            pytrace=False,
+        )
+    return result

@@ -1,0 +1,354 @@
+"""``no64 audit``, the ``no64.audit`` API, ``no64 check DIR`` and the pytest plugin."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import no64
+from no64.audit import AUDIT_JSON_SCHEMA, FAIL_ON, HANDLINGS, AuditReport
+from no64.cli import main
+
+pytest_plugins = ["pytester"]
+
+SCRIPTS = Path(__file__).parent / "audit_scripts"
+ROOT = Path(__file__).parent.parent
+# XLA's C++ log lines carry a time stamp and a thread id: never equal across runs.
+_GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ ")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("JAX_ENABLE_X64", None)
+    env["JAX_PLATFORMS"] = "cpu"
+    env.update(extra)
+    return env
+
+
+def _run(argv: list[str], cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *argv], cwd=cwd, env=_env(**env), capture_output=True, text=True, timeout=120
+    )
+
+
+def _audit(*argv: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:
+    return _run(["-m", "no64", "audit", *argv], cwd=cwd, **env)
+
+
+def _clean(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if not _GLOG.match(line)]
+
+
+def _line_of(script: str, marker: str) -> int:
+    lines = (SCRIPTS / script).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if marker in text)
+
+
+def _validate(instance: Any, schema: dict[str, Any], path: str = "$") -> None:
+    """Check ``instance`` against the JSON Schema keywords AUDIT_JSON_SCHEMA uses."""
+    types = {
+        "object": dict, "array": list, "string": str, "integer": int, "null": type(None),
+        "boolean": bool,
+    }
+    if "const" in schema:
+        assert instance == schema["const"], path
+    if "enum" in schema:
+        assert instance in schema["enum"], (path, instance)
+    if "type" in schema:
+        allowed = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        ok = any(
+            isinstance(instance, types[t]) and not (t == "integer" and isinstance(instance, bool))
+            for t in allowed
+        )
+        assert ok, (path, instance, allowed)
+    if "minimum" in schema:
+        assert instance >= schema["minimum"], path
+    if isinstance(instance, dict):
+        for key in schema.get("required", []):
+            assert key in instance, (path, key)
+        props = schema.get("properties", {})
+        if schema.get("additionalProperties") is False:
+            assert set(instance) <= set(props), (path, set(instance) - set(props))
+        for key, value in instance.items():
+            if key in props:
+                _validate(value, props[key], f"{path}.{key}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                _validate(value, schema["additionalProperties"], f"{path}.{key}")
+    if isinstance(instance, list) and "items" in schema:
+        for i, item in enumerate(instance):
+            _validate(item, schema["items"], f"{path}[{i}]")
+
+
+def _validate_json(data: Any) -> None:
+    try:
+        import jsonschema  # type: ignore[import-not-found]
+    except ImportError:
+        _validate(data, AUDIT_JSON_SCHEMA)
+    else:
+        jsonschema.validate(data, AUDIT_JSON_SCHEMA)
+        _validate(data, AUDIT_JSON_SCHEMA)
+
+
+# --------------------------------------------------------------------------- programs
+
+
+def test_optax_training_step_json(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    script = "tests/audit_scripts/train_optax.py"
+    proc = _audit("--json", "-o", str(out), script, JAX_ENABLE_X64="1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("loss ") and "float64" in proc.stdout
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    assert data["exit_status"] == 0 and data["program"] == script
+    groups = data["groups"]
+    assert sum(g["count"] for g in groups) == data["values"] > 0
+    by_line = {(g["primitive"], g["line"]) for g in groups if g["file"] == script}
+    # the loss function's matmul, the optimizer update, the gradient
+    assert ("dot_general", _line_of("train_optax.py", "x @ w")) in by_line
+    update_line = _line_of("train_optax.py", "opt.update(grad")
+    assert any(line == update_line for _, line in by_line)
+    assert {g["handling"] for g in groups} <= {"float32", "rounded", "exact"}
+    assert any("x64 is on" in g["hint"] for g in groups)
+    assert all(m["status"] != "refused" for m in data["modules"])
+
+
+def test_explicit_int64_keeps_output_and_status() -> None:
+    script = "tests/audit_scripts/explicit_int64.py"
+    direct = _run([script, "3"])
+    audited = _audit(script, "3")
+    assert direct.returncode == audited.returncode == 3
+    assert audited.stdout == direct.stdout
+    assert "args ['3']" in direct.stdout
+    direct_err, audit_err = _clean(direct.stderr), _clean(audited.stderr)
+    assert audit_err[: len(direct_err)] == direct_err
+    report = "\n".join(audit_err[len(direct_err) :])
+    line = _line_of("explicit_int64.py", "INT64 LINE")
+    assert report.startswith("no64 audit:")
+    row = next(r for r in report.splitlines() if f"{script}:{line}" in r and "iota" in r)
+    assert "i64" in row and "exact" in row
+    assert f"int64 requested explicitly at {script}:{line}" in row
+    assert "\x1b[" not in report  # no colour when stderr is not a terminal
+
+
+def test_module_mode_and_exit_status() -> None:
+    proc = _audit("--fail-on", "any", "-m", "explicit_int64", "0", cwd=SCRIPTS)
+    assert proc.returncode == 1, proc.stderr  # the program exits 0, the int64 iota fails "any"
+    assert "args ['0']" in proc.stdout
+    assert "explicit_int64.py:" in proc.stderr
+    proc = _audit("--fail-on", "any", "-m", "explicit_int64", "4", cwd=SCRIPTS)
+    assert proc.returncode == 4  # the program's own failure comes first
+
+
+def test_rbg_keys_sarif(tmp_path: Path) -> None:
+    out = tmp_path / "report.sarif"
+    proc = _audit("--sarif", "-o", str(out), "tests/audit_scripts/rbg_keys.py")
+    assert proc.returncode == 0, proc.stderr  # exact rewrites are not lossy
+    assert "float32" in proc.stdout
+    sarif = json.loads(out.read_text())
+    assert sarif["version"] == "2.1.0"
+    assert sarif["$schema"].endswith("sarif-2.1.0.json")
+    run = sarif["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "no64"
+    rule_ids = [r["id"] for r in driver["rules"]]
+    assert len(rule_ids) == len(set(rule_ids)) == len(HANDLINGS)
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"]
+    results = run["results"]
+    assert results
+    for result in results:
+        assert result["ruleId"] in rule_ids
+        assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["level"] in ("none", "note", "warning", "error")
+        assert result["message"]["text"]
+        for loc in result.get("locations", []):
+            phys = loc["physicalLocation"]
+            assert phys["artifactLocation"]["uri"]
+            assert phys.get("region", {"startLine": 1})["startLine"] >= 1
+    rbg = [r for r in results if r["properties"]["primitive"] == "rng_bit_generator"]
+    assert rbg and rbg[0]["ruleId"] == "no64/rewritten"
+    assert "rbg keys need a u64 state" in rbg[0]["message"]["text"]
+    assert "ui64" in rbg[0]["properties"]["elementTypes"]
+
+
+def test_sarif_locations_name_user_lines() -> None:
+    jax.config.update("jax_enable_x64", True)
+
+    def f(x):
+        return jnp.arange(3, dtype=jnp.int64) + x  # SARIF LINE
+
+    sarif = no64.audit(f, jnp.int64(2)).to_sarif()
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1) if "# SARIF LINE" in t and "next(" not in t)
+    located = [
+        r["locations"][0]["physicalLocation"]
+        for r in sarif["runs"][0]["results"]
+        if r.get("locations")
+    ]
+    assert any(
+        p["artifactLocation"]["uri"].endswith("test_audit.py") and p["region"]["startLine"] == line
+        for p in located
+    )
+
+
+def test_crash_is_the_programs() -> None:
+    script = "tests/audit_scripts/crash.py"
+    direct = _run([script])
+    audited = _audit(script)
+    assert direct.returncode == audited.returncode == 1
+    assert audited.stdout == direct.stdout == "before the crash\n"
+    direct_err, audit_err = _clean(direct.stderr), _clean(audited.stderr)
+    assert audit_err[: len(direct_err)] == direct_err  # the same traceback, no no64 frames
+    assert direct_err[0] == "Traceback (most recent call last):"
+    assert direct_err[-1] == "ValueError: crashed on purpose"
+    assert "no64" not in "\n".join(direct_err)
+    assert audit_err[len(direct_err)].startswith("no64 audit: ")
+    assert "no 64-bit values" in audit_err[len(direct_err)]
+
+
+def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["audit"]) == 2
+    assert main(["audit", str(tmp_path / "missing.py")]) == 2
+    assert main(["audit", "--fail-on", "sometimes", "x.py"]) == 2
+    assert main(["audit", "--json", "--sarif", "x.py"]) == 2
+    err = capsys.readouterr().err
+    assert "no such script" in err and "give a SCRIPT or -m MODULE" in err
+
+
+def test_program_options_are_the_programs(tmp_path: Path) -> None:
+    script = tmp_path / "echo.py"
+    script.write_text("import sys\nprint(sys.argv)\n")
+    proc = _run(["-m", "no64", "audit", "-o", os.devnull, str(script), "--json", "-m", "x"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == repr([str(script), "--json", "-m", "x"]) + "\n"
+
+
+# --------------------------------------------------------------------------- Python API
+
+
+def test_api_explains_a_function() -> None:
+    jax.config.update("jax_enable_x64", True)
+
+    def scale(x):
+        return x * 3
+
+    report = no64.audit(scale, jnp.arange(4))
+    assert isinstance(report, no64.AuditReport) and report.exit_status is None
+    assert report.modules[0].status == "demotable"
+    mul = [g for g in report.groups if g.primitive == "mul"]
+    assert mul and all(os.path.abspath(g.file) == __file__ for g in mul)
+    assert {"unproven"} <= {g.handling for g in report.groups}
+    assert report.failing("lossy") and not report.failing("refused")
+    _validate_json(report.to_dict())
+    text = report.format_text()
+    assert "unproven" in text and "declare input ranges" in text
+    # importing the module keeps no64.audit callable
+    import no64.audit as module
+
+    assert isinstance(module(scale, jnp.arange(4)), AuditReport)
+
+
+def test_api_reports_refusals() -> None:
+    jax.config.update("jax_enable_x64", True)
+    key = jax.random.key(0, impl="rbg")
+    report = no64.audit(lambda k: jax.random.normal(k, (3,)), key)
+    assert report.modules[0].status == "refused"
+    refused = [g for g in report.groups if g.handling == "refused"]
+    assert len(refused) == 1 and refused[0].primitive == "rng_bit_generator"
+    assert "ui64" in refused[0].hint
+    assert report.failing("refused") == [g for g in report.groups if g.handling in FAIL_ON["refused"]]
+    assert "refused" in report.format_text()
+
+
+def test_clean_function() -> None:
+    report = no64.audit(lambda x: x + 1, jnp.ones(2, jnp.float32))
+    assert report.groups == [] and report.values == 0
+    assert "no 64-bit values" in report.format_text()
+    assert not report.failing("any")
+
+
+def test_import_stays_cheap() -> None:
+    code = "import sys, no64; assert 'jax' not in sys.modules; print(callable(no64.audit))"
+    proc = _run(["-c", code])
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
+
+
+# --------------------------------------------------------------------------- check DIR
+
+
+def test_check_dump_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    xla, jaxdir = tmp_path / "xla", tmp_path / "jax"
+    program = (
+        "import jax, jax.numpy as jnp\n"
+        "jax.config.update('jax_enable_x64', True)\n"
+        "jax.jit(lambda x: x * 2.0)(jnp.ones(3))\n"
+        "jax.jit(lambda x: x * 2.0)(jnp.ones(3, jnp.float32))\n"
+    )
+    proc = _run(
+        ["-c", program], XLA_FLAGS=f"--xla_dump_to={xla}", JAX_DUMP_IR_TO=str(jaxdir)
+    )
+    assert proc.returncode == 0, proc.stderr
+    (jaxdir / "junk.mlir").write_text("this is not a module")
+    for folder in (xla, jaxdir):
+        code = main(["check", str(folder)])
+        out, err = capsys.readouterr()
+        assert code == 1, (out, err)
+        summaries = [line for line in out.splitlines() if ": clean" in line or "64-bit value" in line]
+        assert any("clean" in s for s in summaries) and any("f64" in s for s in summaries), out
+    assert "note: skipped" in err and "junk.mlir" in err
+    assert main(["check", str(tmp_path / "xla"), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert any(r["findings"] for r in data)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["check", str(empty)]) == 2
+
+
+# --------------------------------------------------------------------------- pytest plugin
+
+
+_PLUGIN_TESTS = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+
+def test_int64_of_unknown_range():
+    x = np.arange(4, dtype=np.int64)
+    assert np.asarray(jax.jit(lambda x: x * 3)(x)).tolist() == [0, 3, 6, 9]
+
+
+def test_float32_only():
+    x = np.ones(2, dtype=np.float32)
+    assert np.asarray(jax.jit(lambda x: x + 1)(x)).tolist() == [2.0, 2.0]
+
+
+def test_float64_becomes_float32():
+    x = np.ones(2, dtype=np.float64)
+    assert np.asarray(jax.jit(lambda x: x * 0.5)(x)).tolist() == [0.5, 0.5]
+"""
+
+
+def test_pytest_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_model=_PLUGIN_TESTS)
+    env_off = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    env_off.assert_outcomes(passed=3)
+    result = pytester.runpytest_subprocess("--no64", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    text = result.stdout.str()
+    assert "FAILED test_model.py::test_int64_of_unknown_range" in text
+    assert "cannot remove exactly (unproven)" in text
+    assert "declare input ranges" in text
+    pytester.makeini("[pytest]\nno64 = true\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2, failed=1)
