@@ -357,7 +357,9 @@ class _Pass:
                 for block in region.blocks:
                     for arg in block.arguments:
                         t = arg.type
-                        new = convert(t)
+                        new = cache.get(t, miss)
+                        if new is miss:
+                            new = convert(t)
                         if new is not None:
                             append((arg, new))
         if not self.candidates:
