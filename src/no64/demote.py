@@ -45,7 +45,7 @@ from .ranges import RangeAnalysis, resolve_input_ranges, verdict
 from .report import DemotionReport
 from .rules import RULES
 from .rules.custom_call import renamed_to_32bit
-from .scan import REGION_FREE_OPS, _module_op, all_ops
+from .scan import REGION_FREE_OPS, _module_op, all_ops, gc_paused
 from .types import TypeConverter, is_64bit_element
 
 __all__ = ["demote"]
@@ -171,7 +171,7 @@ def demote(
             f"integer_policy must be one of {C.INTEGER_POLICIES}, not {integer_policy!r}"
         )
     root = _module_op(module)
-    with root.context, ir.Location.unknown():
+    with root.context, ir.Location.unknown(), gc_paused():
         backup: ir.Operation | None = None
         try:
             p = _Pass(root, integer_policy, policy, input_ranges)

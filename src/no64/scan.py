@@ -12,7 +12,9 @@ padding attributes) are not values and never count.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import contextlib
+import gc
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._mlir import ir
@@ -187,12 +189,43 @@ def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False) -> list[
     root = _module_op(module)
     out: list[Finding] = []
 
-    def emit(op: ir.Operation, role: str, t: ir.Type, loc: ir.Location) -> None:
-        out.append(Finding(op.name, role, str(t), decode_location(loc), enclosing_function(op)))
+    # Locations and types are uniqued by MLIR and shared by many values:
+    # decode and print each once (keyed by the uniqued attribute / type).
+    locs: dict[ir.Attribute, SourceLocation] = {}
+    types: dict[ir.Type, str] = {}
 
-    with root.context, ir.Location.unknown():
+    def emit(op: ir.Operation, role: str, t: ir.Type, loc: ir.Location) -> None:
+        key = loc.attr
+        where = locs.get(key)
+        if where is None:
+            where = locs[key] = decode_location(loc)
+        text = types.get(t)
+        if text is None:
+            text = types[t] = str(t)
+        out.append(Finding(op.name, role, text, where, enclosing_function(op)))
+
+    with root.context, ir.Location.unknown(), gc_paused():
         scan_ops(all_ops(root), TypeConverter().holds_64bit, emit, uses)
     return out
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the duration of a walk.
+
+    A walk allocates a few Python objects per op; in a process holding a
+    large heap (JAX's caches, a model) those allocations trigger full
+    collections that cost more than the walk itself.  The walk creates no
+    reference cycles of its own, so nothing is lost by collecting after it.
+    """
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def has_64bit(module: ir.Module | ir.Operation) -> bool:
@@ -241,7 +274,7 @@ def has_64bit(module: ir.Module | ir.Operation) -> bool:
                             return interrupt
         return advance
 
-    with root.context, ir.Location.unknown():
+    with root.context, ir.Location.unknown(), gc_paused():
         root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
 
