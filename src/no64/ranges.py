@@ -35,12 +35,14 @@ their call sites (private functions).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ._mlir import ir
+from .analysis import constant_elements, defining_op
 
 __all__ = [
     "Interval",
@@ -127,14 +129,6 @@ def _meet(a: Interval, b: Interval) -> Interval | None:
 def _fit(iv: tuple[int, int], full: Interval) -> Interval:
     """``iv`` if the type holds it; else the type's full range (the op wrapped)."""
     return iv if full[0] <= iv[0] and iv[1] <= full[1] else full
-
-
-def _owner_op(v: ir.Value) -> ir.Operation | None:
-    owner: Any = v.owner
-    if isinstance(owner, ir.Operation):
-        return owner
-    op = getattr(owner, "operation", None)
-    return op if isinstance(op, ir.Operation) else None
 
 
 def _as_op(x: Any) -> ir.Operation:
@@ -271,7 +265,7 @@ class RangeAnalysis:
     def _compute(self, v: ir.Value, full: Interval) -> Interval:
         if isinstance(v, ir.BlockArgument):
             return self._block_argument(v, full)
-        op = _owner_op(v)
+        op = defining_op(v)
         if op is None:
             return full
         name = op.name
@@ -559,7 +553,7 @@ class RangeAnalysis:
         ops = list(cond_block.operations)
         if not ops or not len(ops[-1].operands):
             return None
-        pred = _owner_op(ops[-1].operands[0])
+        pred = defining_op(ops[-1].operands[0])
         if pred is None or pred.name != "stablehlo.compare":
             return None
         d = _direction_name(str(pred.attributes["comparison_direction"]))
@@ -582,7 +576,7 @@ class RangeAnalysis:
             if bc is None:
                 return None
             bound = (min(bc), max(bc))
-        step_op = _owner_op(body_ret.operands[k])
+        step_op = defining_op(body_ret.operands[k])
         if step_op is None or step_op.name != "stablehlo.add":
             return None
         x, y = step_op.operands[0], step_op.operands[1]
@@ -603,7 +597,7 @@ class RangeAnalysis:
         ops = list(cond_block.operations)
         if not ops or not len(ops[-1].operands):
             return state
-        pred = _owner_op(ops[-1].operands[0])
+        pred = defining_op(ops[-1].operands[0])
         if pred is None or pred.name != "stablehlo.compare":
             return state
         direction = str(pred.attributes["comparison_direction"])
@@ -789,8 +783,6 @@ def _direction_name(text: str) -> str:
 
 def constant_elements_of(v: ir.Value) -> list[int] | None:
     """The integer elements of a constant (possibly broadcast or reshaped)."""
-    from .analysis import constant_elements
-
     c = constant_elements(v)
     return None if c is None or len(c) == 0 else [int(x) for x in c]
 
@@ -844,7 +836,6 @@ def _replica_count(op: ir.Operation) -> int | None:
 
 
 def _contracting_size(op: ir.Operation, dims_text: str) -> int | None:
-    import re
 
     m = re.search(r"lhs_contracting_dimensions = \[([0-9, ]*)\]", dims_text)
     if m is None:
