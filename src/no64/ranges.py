@@ -836,7 +836,7 @@ def _replica_count(op: ir.Operation) -> int | None:
 
 
 def _contracting_size(op: ir.Operation, dims_text: str) -> int | None:
-
+    """The product of the lhs contracting dimensions of a dot_general."""
     m = re.search(r"lhs_contracting_dimensions = \[([0-9, ]*)\]", dims_text)
     if m is None:
         return None
