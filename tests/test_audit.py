@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.resources
+import io
 import json
 import os
 import re
@@ -359,3 +360,27 @@ def test_equinox_init_script_is_rewritten_exactly(tmp_path: Path) -> None:
     handlings = {g["handling"] for g in data["groups"]}
     assert handlings <= {"exact", "rewritten"}, handlings
     assert any(g["primitive"] == "iota_2x32_shape" or "threefry" in g["hint"] for g in data["groups"])
+
+
+def test_progress_line_on_a_terminal(tmp_path: Path) -> None:
+    from no64.audit import run_program
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    script = tmp_path / "two.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp\n"
+        "jax.jit(lambda x: x + 1)(jnp.ones(3))\n"
+        "jax.jit(lambda x: x * 2)(jnp.ones(4))\n"
+    )
+    term = Terminal()
+    report = run_program(str(script), [], progress=term)
+    text = term.getvalue()
+    assert "no64 audit: 1 module(s) compiled so far" in text
+    assert "no64 audit: 2 module(s) compiled so far" in text
+    # jnp.ones compiles too: the line counts every module, then the analysis
+    assert f"analysing {text.count('compiled so far')} module(s)" in text
+    assert text.endswith("\r\x1b[K")  # erased before the report
+    assert report.exit_status == 0

@@ -191,8 +191,11 @@ class Observer:
     restricts recording to one backend platform (``"cpu"``, ``"gpu"``, ...).
     """
 
-    def __init__(self, platform: str | None = None) -> None:
+    def __init__(
+        self, platform: str | None = None, progress: Callable[[int], None] | None = None
+    ) -> None:
         self.platform = platform
+        self.progress = progress  # called with the count after each recorded module
         self.modules: list[Compiled] = []
         self._active = False
         self._previous: Callable[..., Any] | None = None
@@ -216,6 +219,9 @@ class Observer:
         text = op.get_asm(enable_debug_info=True)
         with self._lock:
             self.modules.append(Compiled(name, platform, text))
+            count = len(self.modules)
+        if self.progress is not None:
+            self.progress(count)
 
     def __enter__(self) -> "Observer":
         from jax._src import compiler
@@ -629,16 +635,45 @@ def _program_argv(argv: list[str], path0: str | None) -> Iterator[None]:
         sys.path[:] = saved_path
 
 
+class Progress:
+    """A one-line status on a terminal (``stream``) while a program runs:
+    how many modules were observed, then that they are being analysed.
+    Each update rewrites the line; :meth:`clear` erases it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = False
+
+    def show(self, text: str) -> None:
+        try:
+            self.stream.write(f"\r\x1b[K{text}")
+            self.stream.flush()
+            self.shown = True
+        except (OSError, ValueError):
+            pass
+
+    def observed(self, count: int) -> None:
+        self.show(f"no64 audit: {count} module(s) compiled so far")
+
+    def clear(self) -> None:
+        if self.shown:
+            self.show("")
+            self.shown = False
+
+
 def run_program(target: str, args: Sequence[str], *, module: bool = False,
-                platform: str | None = None) -> AuditReport:
+                platform: str | None = None, progress: TextIO | None = None) -> AuditReport:
     """Run a script (or ``-m`` module) in this process as ``python`` would,
     observing what JAX compiles; returns the report with ``exit_status`` set.
 
     The program's output is not touched; an exception it raises is printed
-    as Python prints it and gives exit status 1.
+    as Python prints it and gives exit status 1.  With ``progress`` (a
+    terminal stream), a status line counts the compiled modules while the
+    program runs and is erased before the report.
     """
     status = 0
-    with Observer(platform) as obs:
+    line = Progress(progress) if progress is not None else None
+    with Observer(platform, line.observed if line is not None else None) as obs:
         try:
             if module:
                 with _program_argv([target, *args], os.getcwd()):
@@ -660,7 +695,13 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         sys.stdout.flush()
     except (OSError, ValueError):
         pass
-    report = analyze(obs.modules, program=target)
+    if line is not None:
+        line.show(f"no64 audit: analysing {len(obs.modules)} module(s)")
+    try:
+        report = analyze(obs.modules, program=target)
+    finally:
+        if line is not None:
+            line.clear()
     report.exit_status = status
     return report
 

@@ -331,6 +331,7 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
             program_args,
             module=args.module is not None,
             platform=args.platform,
+            progress=sys.stderr if sys.stderr.isatty() else None,
         )
         fmt = "json" if args.json else "sarif" if args.sarif else "text"
         stream = out if out is not None else sys.stderr
