@@ -268,7 +268,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
     find_times: list[float] = []
     findings: list[Any] = []
     for _ in range(repeats):
-        t_find, findings = timed(lambda: no64.find_64bit(module))
+        t_find, findings = timed(lambda m=module: no64.find_64bit(m))
         find_times.append(t_find)
     log(f"  layers={cfg.layers}: {ops} ops, find_64bit {statistics.median(find_times):.3f} s")
     del module

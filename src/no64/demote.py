@@ -24,7 +24,6 @@ the 64-bit value would have added leading zeros or ones).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,7 +45,7 @@ from .report import DemotionReport
 from .rules import RULES
 from .rules.custom_call import renamed_to_32bit
 from .scan import REGION_FREE_OPS, _module_op, all_ops, gc_paused
-from .types import TypeConverter, is_64bit_element
+from .types import TypeConverter
 
 __all__ = ["demote"]
 
