@@ -269,12 +269,6 @@ class _Pass:
         self.rewrites = 0
 
     # ----------------------------------------------------------------- rules
-    def where(self, op: ir.Operation) -> str:
-        return self._where(op)
-
-    def refuse(self, op: ir.Operation, reason: str) -> None:
-        self._refuse(op, reason)
-
     def run_rules(self) -> None:
         """Let the registered rules rewrite the candidate ops (see :mod:`no64.rules`)."""
         for op in self.candidates:
@@ -379,31 +373,31 @@ class _Pass:
         else:
             self.pending.append(op)
 
-    def _where(self, op: ir.Operation) -> str:
+    def where(self, op: ir.Operation) -> str:
         return str(decode_location(op.location))
 
-    def _refuse(self, op: ir.Operation, reason: str) -> None:
-        raise UnsupportedOpError(op.name, self._where(op), reason)
+    def refuse(self, op: ir.Operation, reason: str) -> None:
+        raise UnsupportedOpError(op.name, self.where(op), reason)
 
     def _special(self, op: ir.Operation, name: str) -> None:
         if name == "stablehlo.bitcast_convert":
-            self._refuse(
+            self.refuse(
                 op,
                 "bitcast_convert reinterprets the bits of a 64-bit value; narrowing its type "
                 "would change every value, so it is never narrowed",
             )
         elif name == "stablehlo.rng_bit_generator":
-            self._refuse(
+            self.refuse(
                 op,
                 "rng_bit_generator with a 64-bit state or output is defined on 64-bit words; "
                 "narrowing it would produce different random numbers",
             )
         elif name in _HOST_TRANSFER:
-            self._refuse(op, "it transfers 64-bit data to or from the host, whose layout would change")
+            self.refuse(op, "it transfers 64-bit data to or from the host, whose layout would change")
         elif name == "stablehlo.custom_call":
             target = ir.StringAttr(op.attributes["call_target_name"]).value
             if target not in TYPE_AGNOSTIC_CUSTOM_CALLS and not renamed_to_32bit(target):
-                self._refuse(
+                self.refuse(
                     op,
                     f"custom_call target {target!r} takes or returns 64-bit values and its "
                     "implementation is opaque; no64 does not know a 32-bit equivalent",
@@ -411,14 +405,14 @@ class _Pass:
         elif name in _SHIFTS:
             amounts = constant_elements(op.operands[1])
             if amounts is None:
-                self._refuse(
+                self.refuse(
                     op,
                     "the shift amount of a 64-bit shift is not a constant, so it cannot be "
                     "shown to stay below 32 (a shift by 32 or more means something else on "
                     "32-bit integers)",
                 )
             elif len(amounts) and (min(amounts) < 0 or max(amounts) >= 32):
-                self._refuse(
+                self.refuse(
                     op,
                     f"a 64-bit shift by {int(max(amounts))} bits moves bits across the 32-bit "
                     "boundary; it has no 32-bit equivalent",
@@ -426,14 +420,14 @@ class _Pass:
         elif name == "stablehlo.not":
             t = ir.ShapedType(op.results[0].type).element_type
             if isinstance(t, ir.IntegerType) and t.is_unsigned and t.width == 64:
-                self._refuse(
+                self.refuse(
                     op,
                     "bitwise not of an unsigned 64-bit value sets the upper 32 bits; "
                     "it has no 32-bit equivalent",
                 )
         elif name in ("stablehlo.count_leading_zeros", "stablehlo.popcnt"):
             if not ir.ShapedType(op.results[0].type).has_static_shape:
-                self._refuse(op, "64-bit bit counting on a dynamically shaped tensor is not supported")
+                self.refuse(op, "64-bit bit counting on a dynamically shaped tensor is not supported")
             self.fixups.append((op, name))
         elif name == "stablehlo.iota":
             t = ir.RankedTensorType(op.results[0].type)
@@ -443,7 +437,7 @@ class _Pass:
             limit = 2**32 if isinstance(elem, ir.IntegerType) and elem.is_unsigned else _INT32_LIMIT
             if isinstance(elem, ir.IntegerType) and size > limit:
                 raise ConstantRangeError(
-                    op.name, self._where(op), f"iota of length {size} does not fit in 32 bits"
+                    op.name, self.where(op), f"iota of length {size} does not fit in 32 bits"
                 )
 
     def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> None:
@@ -510,7 +504,7 @@ class _Pass:
                 if res.values is None:
                     raise ConstantRangeError(
                         op.name,
-                        self._where(op),
+                        self.where(op),
                         f"{'ui64' if unsigned else 'i64'} constant {res.first_bad} "
                         f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
                         "and is not a sentinel",
@@ -555,14 +549,14 @@ class _Pass:
             name = re.search(r"dense_resource<([^>]+)>", asm)
             if name:
                 return self._resource_values(name.group(1), tuple(shaped.shape), np.dtype(dtype), op)
-            self._refuse(op, "cannot read this complex constant")
+            self.refuse(op, "cannot read this complex constant")
         end = asm.rfind("> : ")
         return C.parse_dense_literal(asm[start + 6 : end], tuple(shaped.shape), np.dtype(dtype))
 
     def _read_resource(self, attr: Any, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
         m = re.match(r"dense_resource<([^>]+)>", str(attr))
         if not m:
-            self._refuse(op, f"constant attribute of an unknown kind: {str(attr)[:80]}")
+            self.refuse(op, f"constant attribute of an unknown kind: {str(attr)[:80]}")
         return self._resource_values(m.group(1), shape, dtype, op)
 
     def _resource_values(self, key: str, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
@@ -577,7 +571,7 @@ class _Pass:
                     self._resources[k.strip('"')] = bytes.fromhex(hexdata)
         blob = self._resources.get(key.strip('"'))
         if blob is None:
-            self._refuse(op, f"dense_resource blob {key!r} has no data in the module")
+            self.refuse(op, f"dense_resource blob {key!r} has no data in the module")
         data = blob[4:]  # the first 4 bytes hold the blob's alignment
         return np.frombuffer(data, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
