@@ -550,14 +550,10 @@ class RangeAnalysis:
         by a constant step of at least 1 (``k + c``), JAX's ``fori_loop`` and
         ``scan`` form.
         """
-        ops = list(cond_block.operations)
-        if not ops or not len(ops[-1].operands):
+        cmp = _loop_compare(cond_block)
+        if cmp is None:
             return None
-        pred = defining_op(ops[-1].operands[0])
-        if pred is None or pred.name != "stablehlo.compare":
-            return None
-        d = _direction_name(str(pred.attributes["comparison_direction"]))
-        a, b = pred.operands[0], pred.operands[1]
+        d, a, b = cmp
         if d in ("GT", "GE"):
             a, b, d = b, a, _FLIP[d]
         if d not in ("LT", "LE") or not isinstance(a, ir.BlockArgument):
@@ -594,23 +590,18 @@ class RangeAnalysis:
     def _refine(self, cond_block: ir.Block, args: list[ir.BlockArgument], state: list[Interval]) -> list[Interval]:
         """Intersect the carried values' intervals with the loop condition
         (``compare LT/LE/GT/GE/NE arg, bound`` returned by the cond region)."""
-        ops = list(cond_block.operations)
-        if not ops or not len(ops[-1].operands):
+        cmp = _loop_compare(cond_block)
+        if cmp is None:
             return state
-        pred = defining_op(ops[-1].operands[0])
-        if pred is None or pred.name != "stablehlo.compare":
-            return state
-        direction = str(pred.attributes["comparison_direction"])
-        a, b = pred.operands[0], pred.operands[1]
+        direction, a, b = cmp
         out = list(state)
         for idx, arg in enumerate(args):
             if a == arg:
                 other, d = b, direction
             elif b == arg:
-                other, d = a, _FLIP.get(_direction_name(direction), "")
+                other, d = a, _FLIP.get(direction, "")
             else:
                 continue
-            d = _direction_name(d)
             full = type_range(arg.type)
             if full is None:
                 continue
@@ -785,6 +776,19 @@ def constant_elements_of(v: ir.Value) -> list[int] | None:
     """The integer elements of a constant (possibly broadcast or reshaped)."""
     c = constant_elements(v)
     return None if c is None or len(c) == 0 else [int(x) for x in c]
+
+
+def _loop_compare(cond_block: ir.Block) -> tuple[str, ir.Value, ir.Value] | None:
+    """``(direction, lhs, rhs)`` of the compare a while loop's condition
+    region returns (direction as ``"LT"``, ``"LE"``, ...), if it returns one."""
+    ops = list(cond_block.operations)
+    if not ops or not len(ops[-1].operands):
+        return None
+    pred = defining_op(ops[-1].operands[0])
+    if pred is None or pred.name != "stablehlo.compare":
+        return None
+    direction = _direction_name(str(pred.attributes["comparison_direction"]))
+    return direction, pred.operands[0], pred.operands[1]
 
 
 def _result_index(op: ir.Operation, v: ir.Value) -> int:
