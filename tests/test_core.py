@@ -517,3 +517,41 @@ func.func public @main(%a: tensor<3xui32>, %f: tensor<3xf32>) -> (tensor<3xi64>,
     ]
     # i32 -> i64 is exact and became a no-op
     assert report.converts_removed == 1
+
+
+@pytest.mark.parametrize("dialect", ["chlo", "mhlo"])
+def test_chlo_and_mhlo_constants_are_narrowed_with_their_value(dialect: str) -> None:
+    m = parse(
+        f"""
+func.func @main(%a: tensor<3xi64>) -> tensor<3xi64> {{
+  %0 = {dialect}.constant dense<[1, -7, 9223372036854775807]> : tensor<3xi64>
+  %1 = stablehlo.minimum %a, %0 : tensor<3xi64>
+  return %1 : tensor<3xi64>
+}}"""
+    )
+    report = no64.demote(m)
+    no64.check(m)
+    assert f"{dialect}.constant dense<[1, -7, 2147483647]> : tensor<3xi32>" in str(m)
+    assert report.verdicts.get("sentinel") == 1
+
+
+def test_verification_failure_after_plain_retyping_is_undone() -> None:
+    # arith.constant keeps its i64 attribute while its result is retyped, so
+    # the rewritten module does not verify: the undo log puts everything back
+    # (value types, the signature and the narrowed stablehlo constant).
+    m = parse(
+        """
+func.func @main(%a: tensor<2xi64>) -> tensor<2xi64> {
+  %c = stablehlo.constant dense<[5, 6]> : tensor<2xi64>
+  %x = arith.constant dense<[1, 2]> : tensor<2xi64>
+  %0 = stablehlo.add %a, %c : tensor<2xi64>
+  %1 = stablehlo.add %0, %x : tensor<2xi64>
+  %2 = stablehlo.convert %1 : tensor<2xi64>
+  return %2 : tensor<2xi64>
+}"""
+    )
+    before = str(m)
+    with pytest.raises(no64.InvalidModuleError, match="arith.constant"):
+        no64.demote(m)
+    assert str(m) == before
+    m.operation.verify()

@@ -31,6 +31,7 @@ import pytest
 import no64
 import no64.io
 from no64 import jaxhook
+from no64._mlir import ir
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.
@@ -809,6 +810,33 @@ def test_hook_does_not_mutate_jax_module(restore_global: None) -> None:
         compiled(jax.random.key(0))
     assert lowered.as_text() == before
     assert seen.modules and not seen.with_64bit()
+
+
+def test_invalid_rewrite_is_caught_by_the_backend_and_blamed_on_no64(
+    restore_global: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook leaves verification to the backend (which verifies every module
+    it receives); a rewrite that breaks the module must still surface as
+    no64's InvalidModuleError, never as a wrong program."""
+    import importlib
+
+    demote_mod = importlib.import_module("no64.demote")
+    original_apply = demote_mod._Pass.apply
+
+    def broken_apply(self: Any) -> None:
+        original_apply(self)
+        for op, _, _ in self.consts[:1]:
+            # a constant whose result type no longer matches its value
+            op.results[0].set_type(ir.RankedTensorType.get([7], ir.F32Type.get()))
+
+    no64.install("cpu")
+    monkeypatch.setattr(demote_mod._Pass, "apply", broken_apply)
+
+    def fresh(key: jax.Array) -> jax.Array:  # not compiled by any other test
+        return jax.random.uniform(key, (11,)) + 0.5
+
+    with pytest.raises(no64.InvalidModuleError, match=r"(?s)jit_fresh does not verify.*no64 bug"):
+        jax.jit(fresh)(jax.random.key(0))
 
 
 # --------------------------------------------------------------------------

@@ -19,6 +19,9 @@ from ._mlir import ir
 
 __all__ = ["constant_elements", "upper_bound", "defining_op"]
 
+#: Ops whose ``value`` attribute holds their result.
+CONSTANT_OPS = frozenset({"stablehlo.constant", "chlo.constant", "mhlo.constant"})
+
 _MAX_DEPTH = 24
 
 # Ops a value passes through with its elements unchanged (possibly
@@ -60,7 +63,7 @@ def constant_elements(v: ir.Value) -> np.ndarray | None:
         if op is None:
             return None
         name = op.name
-        if name == "stablehlo.constant":
+        if name in CONSTANT_OPS:
             attr = op.attributes["value"]
             if not isinstance(attr, ir.DenseIntElementsAttr):
                 return None
@@ -91,7 +94,7 @@ def upper_bound(v: ir.Value, _depth: int = 0) -> int | None:
             return None
         dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
         return max(t.shape[dim] - 1, 0)
-    if name == "stablehlo.constant":
+    if name in CONSTANT_OPS:
         vals = constant_elements(v)
         if vals is None or len(vals) == 0:
             return None if vals is None else 0

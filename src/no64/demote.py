@@ -12,10 +12,16 @@ The pass runs in two phases, so that a refused program is left untouched:
    the default policy -- before anything is changed.
 2. **Apply.**  Types are changed with ``set_type`` (results, block
    arguments of every region, function types), constants get their new
-   attributes, exact rewrites are inserted, converts that became no-ops are
-   erased, and the module is verified.
+   attributes, exact rewrites are inserted, the module is verified and
+   converts that became no-ops are erased.
 
-Width-dependent ops (see ``_refusal``) are never narrowed silently.  Two are
+If anything fails once the module has changed, the module is put back as it
+was: plain retyping is taken back from the pass's undo log (every value's old
+type, every constant's and signature's old attribute, recorded while
+planning, so undoing costs nothing until it is needed); a module that a rule
+rewrites is cloned before the rule runs.
+
+Width-dependent ops (see ``_Pass._special``) are never narrowed silently.  Two are
 made exact by a rewrite: ``count_leading_zeros`` and ``popcnt`` on 64-bit
 integers (the 32-bit result is corrected by 32 where the sign extension of
 the 64-bit value would have added leading zeros or ones).
@@ -38,13 +44,14 @@ from .errors import (
     NarrowingError,
     UnsupportedOpError,
 )
-from .analysis import constant_elements
+from .analysis import CONSTANT_OPS, constant_elements
 from .locations import decode_location
 from .ranges import RangeAnalysis, resolve_input_ranges, verdict
 from .report import DemotionReport
 from .rules import RULES
 from .rules.custom_call import renamed_to_32bit
 from .scan import REGION_FREE_OPS, _module_op, all_ops, gc_paused
+from .scan import check as scan_check
 from .types import TypeConverter
 
 __all__ = ["demote"]
@@ -117,6 +124,7 @@ def demote(
     integer_policy: str = "error",
     input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
     verify: bool = True,
+    check: bool = False,
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
@@ -143,8 +151,19 @@ def demote(
         :class:`~no64.errors.ConstantRangeError`; ``"saturate"`` clips it
         to the 32-bit extremes; ``"wrap"`` keeps its low 32 bits.  Every such
         constant is recorded in the report.
-      verify: Verify the module after the rewrite (default).  A failure
-        raises :class:`~no64.errors.InvalidModuleError`.
+      check: Run the strict check on the rewritten module (as
+        :func:`~no64.check` does, reading every type again, over the ops the
+        pass has at hand instead of a second walk) and raise
+        :class:`~no64.errors.Remaining64BitError`, leaving the module as it
+        was, if any 64-bit value remains.  ``demote(m, check=True)`` is
+        ``demote(m); check(m)`` at a lower cost.
+      verify: Verify the whole module after the rewrite (default).  A
+        failure raises :class:`~no64.errors.InvalidModuleError` and leaves
+        the module as it was.  A caller that hands the module straight to a
+        compiler which verifies what it receives (as every XLA backend and
+        PJRT plugin does) may pass ``False`` to skip the second
+        verification; the JAX compile hook does, and turns a backend's
+        verification error into the same ``InvalidModuleError``.
 
     Returns:
       A :class:`~no64.DemotionReport`.
@@ -157,6 +176,12 @@ def demote(
         left unchanged.
       ConstantRangeError: An out-of-range integer constant under the
         ``"error"`` policy.  The module is left unchanged.
+      NarrowingError: A value whose verdict ``policy`` refuses.  The module
+        is left unchanged.
+      Remaining64BitError: ``check=True`` and a 64-bit value remains.  The
+        module is left unchanged.
+      InvalidModuleError: ``verify=True`` and the rewritten module does not
+        verify (a no64 bug).  The module is left unchanged.
     """
     if policy not in RANGE_POLICIES:
         raise ValueError(f"policy must be one of {tuple(RANGE_POLICIES)}, not {policy!r}")
@@ -172,26 +197,36 @@ def demote(
     root = _module_op(module)
     with root.context, ir.Location.unknown(), gc_paused():
         backup: ir.Operation | None = None
+        changing: _Pass | None = None
         try:
             p = _Pass(root, integer_policy, policy, input_ranges)
             p.plan()  # refusals raise here, before anything is changed
             if p.candidates:
-                # Exact rewrite rules change the module: back it up first.
+                # Exact rewrite rules insert and erase ops, which the undo
+                # log of the pass cannot take back: back the module up first.
                 backup = root.clone()
                 p.run_rules()
                 p = p.replan()
             p.judge()
             p.report.ops_rewritten = p.rewrites
             if not (p.values or p.funcs or p.rewrites):
+                if check:
+                    p.check()
                 return p.report
-            if backup is None and verify:
+            if backup is None and p.needs_backup:
                 backup = root.clone()
+            changing = p
             p.apply()
             if verify:
                 root.verify()
+            if check:
+                p.check()
+            p.finish()
         except Exception as exc:
             if backup is not None:
                 _restore(root, backup)
+            elif changing is not None:
+                changing.undo()
             if isinstance(exc, ir.MLIRError):
                 raise InvalidModuleError(
                     "the rewritten module does not verify, so the module was left unchanged "
@@ -253,16 +288,23 @@ class _Pass:
         self.float_overflow = 0
         self.conv = TypeConverter()
         self.report = DemotionReport(integer_policy=policy)
-        self.values: list[tuple[ir.Value, ir.Type]] = []
-        self.funcs: list[tuple[ir.Operation, ir.Type]] = []
-        self.consts: list[tuple[ir.Operation, ir.Attribute]] = []
+        # What apply changes, each with what it was (the undo log):
+        # (value, old type, new type), (func, old type, new type),
+        # (constant, old attribute, new attribute).
+        self.values: list[tuple[ir.Value, ir.Type, ir.Type]] = []
+        self.funcs: list[tuple[ir.Operation, ir.Type, ir.Type]] = []
+        self.consts: list[tuple[ir.Operation, ir.Attribute | None, ir.Attribute]] = []
+        # Set when apply will do something the undo log cannot take back.
+        self.needs_backup = False
         self.converts: list[ir.Operation] = []
         self.calls: list[ir.Operation] = []
         self.fixups: list[tuple[ir.Operation, str]] = []
         self._resources: dict[str, bytes] | None = None
-        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any]]] = {}
-        self._const_types: dict[ir.Type, tuple[ir.ShapedType, ir.Type]] = {}
+        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], str]] = {}
+        self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
         self.rules_enabled = True
+        self.ops: list[ir.Operation] = []
+        self.region_ops: list[ir.Operation] = []
         self.candidates: list[ir.Operation] = []
         self.deferred: list[ConstantRangeError] = []
         self.pending: list[ir.Operation] = []
@@ -298,7 +340,10 @@ class _Pass:
         append = values.append
         sensitive = _OPERAND_SENSITIVE
         no_regions = REGION_FREE_OPS
-        for op in all_ops(self.root):
+        constant_ops = CONSTANT_OPS
+        self.ops = ops = all_ops(self.root)
+        region_ops = self.region_ops
+        for op in ops:
             name = op.name
             any64 = False
             results = op.results
@@ -309,7 +354,7 @@ class _Pass:
                 if new is miss:
                     new = convert(t)
                 if new is not None:
-                    append((r, new))
+                    append((r, t, new))
                     any64 = True
             else:
                 for r in results:
@@ -318,10 +363,10 @@ class _Pass:
                     if new is miss:
                         new = convert(t)
                     if new is not None:
-                        append((r, new))
+                        append((r, t, new))
                         any64 = True
             if name in no_regions:
-                if any64 and name == "stablehlo.constant":
+                if any64 and name in constant_ops:
                     try:
                         self._plan_constant(op, t, new)
                     except ConstantRangeError as exc:
@@ -338,11 +383,12 @@ class _Pass:
                     if any64 or any(convert(v.type) is not None for v in op.operands):
                         self._sensitive(op, name)
                 continue
+            region_ops.append(op)
             if name == "func.func":
                 ft = ir.TypeAttr(op.attributes["function_type"]).value
                 new = convert(ft)
                 if new is not None:
-                    self.funcs.append((op, new))
+                    self.funcs.append((op, ft, new))
             elif name in sensitive:
                 if any64 or any(convert(v.type) is not None for v in op.operands):
                     self._sensitive(op, name)
@@ -354,7 +400,7 @@ class _Pass:
                         if new is miss:
                             new = convert(t)
                         if new is not None:
-                            append((arg, new))
+                            append((arg, t, new))
         if not self.candidates:
             # No rule will change the module: settle what was put off.
             for op in self.pending:
@@ -429,6 +475,7 @@ class _Pass:
             if not ir.ShapedType(op.results[0].type).has_static_shape:
                 self.refuse(op, "64-bit bit counting on a dynamically shaped tensor is not supported")
             self.fixups.append((op, name))
+            self.needs_backup = True  # the fix-up inserts ops
         elif name == "stablehlo.iota":
             t = ir.RankedTensorType(op.results[0].type)
             dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
@@ -441,52 +488,66 @@ class _Pass:
                 )
 
     def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> None:
-        info = self._const_types.get(rtype)
+        # Converted types are cached objects, one per distinct type: key by identity.
+        info = self._const_types.get(id(new_type))
         if info is None:
             shaped = ir.ShapedType(rtype)
-            info = self._const_types[rtype] = (shaped, shaped.element_type)
-        shaped, elem = info
-        if isinstance(elem, ir.ComplexType):
+            elem = shaped.element_type
+            info = self._const_types[id(new_type)] = (shaped, elem, isinstance(elem, ir.ComplexType))
+        shaped, elem, is_complex = info
+        old_attr: ir.Attribute | None
+        if is_complex:
             # jaxlib's bindings cannot materialise complex dense attributes
             # (touching one through ``.attr`` aborts the process), so the
-            # printed form is parsed instead.
+            # printed form is parsed instead -- and the old attribute cannot
+            # be kept for the undo log.
             values = self._read_text_constant(op, shaped, np.complex128)
             new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
+            fclass = _float_class(events)
+            old_attr = None
+            self.needs_backup = True
         else:
-            attr = op.attributes["value"]
+            old_attr = op.attributes["value"]
             # Attributes are uniqued by MLIR: equal constants share one, so
-            # each distinct value is narrowed once.
-            hit = self._attr_cache.get(attr)
+            # each distinct value is narrowed (and classified) once.
+            hit = self._attr_cache.get(old_attr)
             if hit is None:
-                if not isinstance(attr, ir.DenseElementsAttr):
-                    # dense_resource blobs (the bindings return a plain Attribute)
-                    values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
-                    hit = self._narrow(op, values, new_type, elem, splat=False)
-                elif attr.is_splat:
-                    sv = attr.get_splat_value()
-                    if isinstance(elem, ir.IntegerType):
-                        scalar: Any = _int_of(sv, elem.is_unsigned)
-                    else:
-                        scalar = ir.FloatAttr(sv).value
-                    hit = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
-                else:
-                    hit = self._narrow(op, np.asarray(attr), new_type, elem, splat=False)
-                self._attr_cache[attr] = hit
-            new_attr, events = hit
+                hit = self._attr_cache[old_attr] = self._narrow_attr(op, old_attr, shaped, elem, new_type)
+            new_attr, events, fclass = hit
         if events:
             loc = op.location
+            add = self.report.add
             for kind, detail, count in events:
-                self.report.add(kind, "stablehlo.constant", loc, detail, count)
+                add(kind, op.name, loc, detail, count)
                 if kind in ("sentinel", "saturated", "wrapped"):
                     # the constant's verdict is how it was narrowed
                     self.sentinel_values[op.results[0]] = kind
-        if not isinstance(elem, ir.IntegerType):
-            kinds_seen = {k for k, _, _ in events}
-            if "float-overflow" in kinds_seen:
-                self.float_overflow += 1
-            elif "float-inexact" not in kinds_seen:
+        if fclass:
+            if fclass == "exact":
                 self.float_exact += 1
-        self.consts.append((op, new_attr))
+            elif fclass == "overflow":
+                self.float_overflow += 1
+        self.consts.append((op, old_attr, new_attr))
+
+    def _narrow_attr(
+        self, op: ir.Operation, attr: ir.Attribute, shaped: ir.ShapedType, elem: ir.Type, new_type: ir.Type
+    ) -> tuple[ir.Attribute, list[tuple[str, str, int]], str]:
+        """The narrowed attribute, the events and (for floats) how it narrowed."""
+        if not isinstance(attr, ir.DenseElementsAttr):
+            # dense_resource blobs (the bindings return a plain Attribute)
+            values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
+            new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
+        elif attr.is_splat:
+            sv = attr.get_splat_value()
+            if isinstance(elem, ir.IntegerType):
+                scalar: Any = _int_of(sv, elem.is_unsigned)
+            else:
+                scalar = ir.FloatAttr(sv).value
+            new_attr, events = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
+        else:
+            new_attr, events = self._narrow(op, np.asarray(attr), new_type, elem, splat=False)
+        fclass = "" if isinstance(elem, ir.IntegerType) else _float_class(events)
+        return new_attr, events, fclass
 
     def _narrow(
         self, op: ir.Operation, v: np.ndarray, new_type: ir.Type, elem: ir.Type, splat: bool
@@ -585,7 +646,7 @@ class _Pass:
         # Kinds of the (few, cached) converted types, by object identity.
         kinds = {id(new): _kind_of(new) for new in self.conv._cache.values() if new is not None}
         n_float = 0
-        for value, new in self.values:
+        for value, _, new in self.values:
             kind = kinds[id(new)]
             if kind == "float":
                 n_float += 1  # judged in bulk below
@@ -642,7 +703,7 @@ class _Pass:
         rep = self.report
         tally: dict[int, int] = {}
         get = tally.get
-        for value, new in self.values:
+        for value, _, new in self.values:
             value.set_type(new)
             key = id(new)  # converted types are cached objects: count by identity
             tally[key] = get(key, 0) + 1
@@ -654,14 +715,55 @@ class _Pass:
                 by_type[name] = by_type.get(name, 0) + n
         rep.values_retyped = len(self.values)
         rep.retyped_by_type = by_type
-        for op, new in self.funcs:
+        for op, _, new in self.funcs:
             op.attributes["function_type"] = ir.TypeAttr.get(new)
         rep.functions_retyped = len(self.funcs)
-        for op, attr in self.consts:
+        for op, _, attr in self.consts:
             op.attributes["value"] = attr
         rep.constants_narrowed = len(self.consts)
         for op, name in self.fixups:
             self._fix_bitcount(op, name)
+
+    def check(self) -> None:
+        """The strict check of the rewritten module: raise
+        :class:`~no64.errors.Remaining64BitError` if any value still holds a
+        64-bit type.
+
+        Every type is read again from the module -- op results, block
+        arguments of every region and function signatures -- over the ops
+        of the module's walk, which are still at hand (ops the pass inserts
+        itself send it to :func:`~no64.scan.check`'s own walk).  No decision
+        of the plan is trusted.
+        """
+        if self.fixups:
+            scan_check(self.root)
+            return
+        conv = TypeConverter()  # a fresh converter: nothing cached by the plan
+        cache = conv._cache
+        convert = conv.convert
+        miss = _MISS
+        for op in self.ops:
+            for t in op.results.types:
+                new = cache.get(t, miss)
+                if new is miss:
+                    new = convert(t)
+                if new is not None:
+                    scan_check(self.root)
+        for op in self.region_ops:
+            if (
+                op.name == "func.func"
+                and convert(ir.TypeAttr(op.attributes["function_type"]).value) is not None
+            ):
+                scan_check(self.root)
+            for region in op.regions:
+                for block in region.blocks:
+                    for t in block.arguments.types:
+                        if convert(t) is not None:
+                            scan_check(self.root)
+
+    def finish(self) -> None:
+        """Erase the converts that became no-ops (after verification, so that
+        a failed verification can still be undone)."""
         removed = 0
         for op in self.converts:
             src = op.operands[0]
@@ -670,7 +772,18 @@ class _Pass:
                 res.replace_all_uses_with(src)
                 op.erase()
                 removed += 1
-        rep.converts_removed = removed
+        self.report.converts_removed = removed
+
+    def undo(self) -> None:
+        """Put back every type and attribute :meth:`apply` changed (the
+        module must not have been changed in any other way)."""
+        for value, old, _ in self.values:
+            value.set_type(old)
+        for op, old, _ in self.funcs:
+            op.attributes["function_type"] = ir.TypeAttr.get(old)
+        for op, old_attr, _ in self.consts:
+            assert old_attr is not None, "a complex constant is restored from a backup"
+            op.attributes["value"] = old_attr
 
     def _fix_bitcount(self, op: ir.Operation, name: str) -> None:
         """Correct a narrowed clz/popcnt by the 32 bits that sign or zero
@@ -728,6 +841,16 @@ def _compare(a: ir.Value, b: ir.Value, direction: str, ctype: str) -> ir.Value:
         stablehlo.ComparisonDirectionAttr.get(direction),
         compare_type=stablehlo.ComparisonTypeAttr.get(ctype),
     ).result
+
+
+def _float_class(events: list[tuple[str, str, int]]) -> str:
+    """``"overflow"``, ``"inexact"`` or ``"exact"``: how a float constant narrowed."""
+    kinds = {k for k, _, _ in events}
+    if "float-overflow" in kinds:
+        return "overflow"
+    if "float-inexact" in kinds:
+        return "inexact"
+    return "exact"
 
 
 def _numpy_dtype(elem: ir.Type) -> np.dtype:

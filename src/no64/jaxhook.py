@@ -56,7 +56,7 @@ import numpy as np
 
 from ._mlir import ir
 from .demote import demote
-from .errors import No64Error, Remaining64BitError
+from .errors import InvalidModuleError, No64Error, Remaining64BitError
 from .report import DemotionReport
 from .scan import check, find_64bit, has_64bit
 from .types import TypeConverter
@@ -435,12 +435,39 @@ def _ensure_hooks() -> None:
 def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **kwargs: Any) -> Any:
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
     config = _state.value if _state is not None else None
-    if config is not None and config.mode != "off":
-        platform = str(backend.platform)
-        if config.applies_to(platform):
-            computation = prepare_module(computation, config, platform)
     assert _original_compile is not None
-    return _original_compile(backend, computation, *args, **kwargs)
+    if config is None or config.mode == "off":
+        return _original_compile(backend, computation, *args, **kwargs)
+    platform = str(backend.platform)
+    if not config.applies_to(platform):
+        return _original_compile(backend, computation, *args, **kwargs)
+    prepared = prepare_module(computation, config, platform)
+    if prepared is computation:
+        return _original_compile(backend, computation, *args, **kwargs)
+    try:
+        return _original_compile(backend, prepared, *args, **kwargs)
+    except ir.MLIRError:
+        # The pass leaves verification to the backend, which verifies every
+        # module it receives; if the rewritten module is what failed, say so.
+        _blame_rewrite(prepared, computation)
+        raise
+
+
+def _blame_rewrite(prepared: ir.Module, original: ir.Module) -> None:
+    """Raise InvalidModuleError if ``prepared`` does not verify but ``original`` does."""
+    try:
+        prepared.operation.verify()
+        return
+    except ir.MLIRError as exc:
+        problem = exc
+    try:
+        original.operation.verify()
+    except ir.MLIRError:
+        return  # the module JAX produced is invalid already: not no64's doing
+    raise InvalidModuleError(
+        f"the module no64 rewrote for {module_name(original)} does not verify "
+        f"(please report this as a no64 bug, with the input module): {problem}"
+    ) from None
 
 
 def module_name(module: ir.Module) -> str:
@@ -478,8 +505,10 @@ def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modul
     _check_boundary(module, name, platform, config)
     copy = clone_module(module)
     try:
-        report = demote(copy, integer_policy=config.integer_policy)
-        check(copy)
+        # The strict check runs inside the pass (over the ops it already
+        # holds); the backend verifies the module it receives, so the pass
+        # does not verify it a second time (see _compile_or_get_cached).
+        report = demote(copy, integer_policy=config.integer_policy, verify=False, check=True)
     except No64Error as exc:
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ._mlir import ir
-from .analysis import constant_elements, defining_op
+from .analysis import CONSTANT_OPS, constant_elements, defining_op
 
 __all__ = [
     "Interval",
@@ -270,7 +270,7 @@ class RangeAnalysis:
             return full
         name = op.name
         ops = op.operands
-        if name == "stablehlo.constant":
+        if name in CONSTANT_OPS:
             return self._constant(op, full)
         if name == "stablehlo.iota":
             t = ir.RankedTensorType(op.results[0].type)

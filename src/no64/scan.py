@@ -130,7 +130,15 @@ REGION_FREE_OPS = frozenset(
         "exponential_minus_one cbrt atan2 tan return get_dimension_size all_gather "
         "all_to_all collective_permute infeed outfeed send recv"
     ).split()
-) | {"func.call", "func.return", "sdy.sharding_constraint", "sdy.return", "sdy.reshard"}
+) | {
+    "func.call",
+    "func.return",
+    "sdy.sharding_constraint",
+    "sdy.return",
+    "sdy.reshard",
+    "chlo.constant",
+    "mhlo.constant",
+}
 
 Emit = Callable[[ir.Operation, str, ir.Type, ir.Location], None]
 
