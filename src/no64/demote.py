@@ -29,8 +29,10 @@ the 64-bit value would have added leading zeros or ones).
 
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -253,10 +255,9 @@ def _restore(root: ir.Operation, backup: ir.Operation) -> None:
 
 def _kind_of(t: ir.Type) -> str:
     """``"int"``, ``"uint"``, ``"float"`` (float or complex) or ``"other"``."""
-    try:
-        e = ir.ShapedType(t).element_type
-    except (ValueError, TypeError):
+    if not isinstance(t, (ir.RankedTensorType, ir.UnrankedTensorType)):
         return "other"
+    e = t.element_type
     if isinstance(e, ir.IntegerType):
         return "uint" if e.is_unsigned else "int"
     if isinstance(e, (ir.F32Type, ir.ComplexType, ir.F64Type)):
@@ -309,6 +310,7 @@ class _Pass:
         self.deferred: list[ConstantRangeError] = []
         self.pending: list[ir.Operation] = []
         self.rewrites = 0
+        self.tally: collections.Counter[int] = collections.Counter()  # values per converted type
 
     # ----------------------------------------------------------------- rules
     def run_rules(self) -> None:
@@ -645,12 +647,13 @@ class _Pass:
         refused = RANGE_POLICIES[self.range_policy]
         # Kinds of the (few, cached) converted types, by object identity.
         kinds = {id(new): _kind_of(new) for new in self.conv._cache.values() if new is not None}
-        n_float = 0
-        for value, _, new in self.values:
-            kind = kinds[id(new)]
-            if kind == "float":
-                n_float += 1  # judged in bulk below
-                continue
+        # Converted types are cached objects: count the values of each by identity.
+        self.tally = tally = collections.Counter(map(id, map(itemgetter(2), self.values)))
+        floats = {k for k, kind in kinds.items() if kind == "float"}
+        n_float = sum(n for k, n in tally.items() if k in floats)  # judged in bulk below
+        others = [(v, id(new)) for v, _, new in self.values if id(new) not in floats]
+        for value, key in others:
+            kind = kinds[key]
             if kind == "other":
                 v = "precision-reduced"  # tuples and other aggregates
             elif value in self.sentinel_values:
@@ -701,12 +704,9 @@ class _Pass:
     # ----------------------------------------------------------------- apply
     def apply(self) -> None:
         rep = self.report
-        tally: dict[int, int] = {}
-        get = tally.get
         for value, _, new in self.values:
             value.set_type(new)
-            key = id(new)  # converted types are cached objects: count by identity
-            tally[key] = get(key, 0) + 1
+        tally = dict(self.tally)
         by_type: dict[str, int] = {}
         for old, new in self.conv._cache.items():
             n = tally.pop(id(new), 0) if new is not None else 0
@@ -738,27 +738,24 @@ class _Pass:
         if self.fixups:
             scan_check(self.root)
             return
-        conv = TypeConverter()  # a fresh converter: nothing cached by the plan
-        cache = conv._cache
-        convert = conv.convert
+        # A fresh classifier: nothing the plan cached is used.
+        holds = TypeConverter().holds_64bit
+        cache: dict[ir.Type, bool] = {}
         miss = _MISS
         for op in self.ops:
             for t in op.results.types:
-                new = cache.get(t, miss)
-                if new is miss:
-                    new = convert(t)
-                if new is not None:
+                found = cache.get(t, miss)
+                if found is miss:
+                    found = cache[t] = holds(t)
+                if found:
                     scan_check(self.root)
         for op in self.region_ops:
-            if (
-                op.name == "func.func"
-                and convert(ir.TypeAttr(op.attributes["function_type"]).value) is not None
-            ):
+            if op.name == "func.func" and holds(ir.TypeAttr(op.attributes["function_type"]).value):
                 scan_check(self.root)
             for region in op.regions:
                 for block in region.blocks:
                     for t in block.arguments.types:
-                        if convert(t) is not None:
+                        if holds(t):
                             scan_check(self.root)
 
     def finish(self) -> None:

@@ -35,11 +35,22 @@ def is_64bit_element(t: ir.Type) -> bool:
     return False
 
 
+def _holds_64bit(t: ir.Type) -> bool:
+    if isinstance(t, (ir.RankedTensorType, ir.UnrankedTensorType)):
+        return is_64bit_element(t.element_type)
+    if isinstance(t, ir.TupleType):
+        return any(_holds_64bit(t.get_type(i)) for i in range(t.num_types))
+    if isinstance(t, ir.FunctionType):
+        return any(_holds_64bit(x) for x in (*t.inputs, *t.results))
+    return is_64bit_element(t)
+
+
 class TypeConverter:
     """Maps types to their 64-bit-free form; ``None`` means "already free"."""
 
     def __init__(self) -> None:
         self._cache: dict[ir.Type, ir.Type | None] = {}
+        self._holds: dict[ir.Type, bool] = {}
 
     def convert(self, t: ir.Type) -> ir.Type | None:
         """The narrowed type, or ``None`` when ``t`` holds no 64-bit element."""
@@ -52,7 +63,15 @@ class TypeConverter:
         return out
 
     def holds_64bit(self, t: ir.Type) -> bool:
-        return self.convert(t) is not None
+        """True if ``t`` holds a 64-bit element (decided from ``t`` alone,
+        without building its converted form)."""
+        try:
+            return self._holds[t]
+        except KeyError:
+            pass
+        out = _holds_64bit(t)
+        self._holds[t] = out
+        return out
 
     def convert_or_same(self, t: ir.Type) -> ir.Type:
         out = self.convert(t)
