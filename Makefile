@@ -4,7 +4,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
+DEPS   := $(VENV)/.no64-deps
 STAMP  := $(VENV)/.no64-installed
+# What the installed package is built from: a change reinstalls it.
+SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o -name py.typed \) 2>/dev/null)
 
 # Extra arguments, e.g. `make bench BENCH_ARGS="--layers 12 --repeats 5"`.
 BENCH_ARGS ?=
@@ -14,13 +17,19 @@ PYTEST_ARGS ?=
 
 all: test
 
-# The virtual environment is a file target: it is rebuilt only when the stamp
-# is missing or older than pyproject.toml.
-$(STAMP): pyproject.toml
+# The environment is built in two steps, each a file target: the dependencies
+# (rebuilt when pyproject.toml changes) and the package itself, installed as
+# users get it -- not in editable mode, so that its start-up file is in place
+# -- and reinstalled whenever a source file changes.
+$(DEPS): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "no64 needs Python 3.11 or newer; run make PYTHON=python3.11 (or newer)")'
 	$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): install the venv module for $(PYTHON) (e.g. the python3-venv package)" >&2; exit 1; }
-	$(VPY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(VPY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(VPY) -m pip install --quiet --disable-pip-version-check --upgrade pip 'setuptools>=77'
+	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]'
+	@touch $@
+
+$(STAMP): $(DEPS) $(SOURCES)
+	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
 	@touch $@
 
 demo: $(STAMP)

@@ -19,11 +19,40 @@ if _DEVICE_FLAG not in os.environ.get("XLA_FLAGS", ""):
         os.environ.get("XLA_FLAGS", "") + f" {_DEVICE_FLAG}={NUM_CPU_DEVICES}"
     ).strip()
 
+from pathlib import Path  # noqa: E402
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse to test a stale installation.
+
+    The tests run against the installed package (``make test`` installs it as
+    users get it, start-up file included, and reinstalls it when a source
+    file changes); a run that bypasses make after an edit would otherwise
+    test the old code.
+    """
+    import no64
+    import jax_plugins.no64 as plugin
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    for module, rel in ((no64, "no64"), (plugin, "jax_plugins/no64")):
+        installed = Path(module.__file__).resolve().parent
+        source = src / rel
+        if installed == source:
+            continue  # imported from the source tree itself
+        for f in source.rglob("*.py"):
+            twin = installed / f.relative_to(source)
+            if not twin.is_file() or twin.read_bytes() != f.read_bytes():
+                pytest.exit(
+                    f"the installed no64 differs from {f.relative_to(src.parent)}: "
+                    "run `make test` (it reinstalls the package when a source changes)",
+                    returncode=2,
+                )
 
 
 @pytest.fixture

@@ -626,31 +626,66 @@ def test_fake_codebase_with_env_only(tmp_path: Path) -> None:
     compare_results(out, base_out, all(r["exact"] for r in got.records))
 
 
-STALE_SCRIPT = '''
-import jax
+FIRST_SCRIPT = '''
+import sys, warnings
+warnings.simplefilter("always")
+import jax, jax.numpy as jnp, numpy as np
 import no64
-try:
-    jax.random.PRNGKey(0)  # traced with x64 on, before the backend (and no64) start
-except no64.Boundary64BitError as e:
-    print("REFUSED:", e)
-else:
-    raise SystemExit("the stale 64-bit computation was not refused")
-k = jax.random.PRNGKey(0)  # traced again, now with x64 off
-assert k.dtype == jax.numpy.uint32, k.dtype
-print("then", jax.random.normal(k, (2,)).dtype)
+assert not jax.config.jax_enable_x64, "no64 did not turn x64 off when jax was imported"
+k = jax.random.PRNGKey(0)  # the very first computation: traced with x64 off already
+assert k.dtype == jnp.uint32, k.dtype
+x = jax.jit(lambda a: a * 2)(np.arange(3.0))
+print("first", k.dtype, x.dtype)
+jax.config.update("jax_enable_x64", True)  # a trainer file turning it on again
+print("x64 after update", jax.config.jax_enable_x64)
+y = jax.jit(lambda a: a + 1)(np.arange(3.0))
+print("then", y.dtype)
+print("changed", sorted({r.module for r in no64.compile_records() if r.changed}))
 '''
 
 
-def test_computation_traced_before_backend_start_is_refused(tmp_path: Path) -> None:
-    """The first computation is traced before JAX starts its backends (and the plugin turns
-    x64 off): when it is 64-bit at its boundary, it is refused with an explanation, and
-    the next computations run 32-bit."""
-    script = tmp_path / "stale.py"
-    script.write_text(STALE_SCRIPT)
+def test_environment_x64_is_off_before_the_first_trace(tmp_path: Path) -> None:
+    """With JAX_ENABLE_X64=1 and NO64_PLATFORMS set, no64's start-up file activates it when
+    jax is imported, so even the first computation is traced 32-bit; turning x64 on again
+    later (a trainer file) is undone with a warning pointing at that call."""
+    script = tmp_path / "first.py"
+    script.write_text(FIRST_SCRIPT)
     env = child_env(tmp_path, JAX_ENABLE_X64="1", NO64_PLATFORMS="cpu")
     proc = run_child([str(script)], env, cwd=tmp_path)
-    assert "REFUSED: no64 refuses jit_stage for platform 'cpu'" in proc.stdout
-    assert "jax.devices() first" in proc.stdout
+    assert "first uint32 float32" in proc.stdout
+    assert "x64 after update False" in proc.stdout
+    assert "then float32" in proc.stdout
+    assert (
+        f"{script}:11: X64DisabledWarning: no64 turned jax_enable_x64 off "
+        "(jax_enable_x64 was turned on while no64 is active)"
+    ) in proc.stderr
+    assert "changed ['jit__threefry_seed']" in proc.stdout or "changed [" in proc.stdout
+    assert "no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu)" in proc.stderr
+
+
+STALE_SCRIPT = '''
+import jax
+import numpy as np
+import no64
+with jax.enable_x64(True):
+    try:
+        jax.jit(lambda x: x * 2)(np.arange(3.0))  # traced with x64 on in a scope
+    except no64.Boundary64BitError as e:
+        print("REFUSED:", e)
+    else:
+        raise SystemExit("the 64-bit computation was not refused")
+print("then", jax.jit(lambda x: x * 2)(np.arange(3.0)).dtype)
+'''
+
+
+def test_computation_traced_with_scoped_x64_is_refused(tmp_path: Path) -> None:
+    """x64 turned on for a scope (not globally, which no64 undoes): a computation traced
+    there is 64-bit at its boundary and is refused with an explanation."""
+    script = tmp_path / "stale.py"
+    script.write_text(STALE_SCRIPT)
+    env = child_env(tmp_path, NO64_PLATFORMS="cpu")
+    proc = run_child([str(script)], env, cwd=tmp_path)
+    assert "REFUSED: no64 refuses jit__lambda for platform 'cpu'" in proc.stdout
     assert "then float32" in proc.stdout
 
 
@@ -769,18 +804,27 @@ def test_environment_configuration(restore_global: None, monkeypatch: pytest.Mon
     assert jaxhook.initialize_from_environment().mode == "off"
 
 
-def test_x64_on_again_is_refused_at_the_boundary(restore_global: None) -> None:
+def test_x64_on_again_is_undone_and_scoped_x64_is_refused(
+    restore_global: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jaxhook, "_x64_again_warned", False)
     no64.install("cpu")
     assert not jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    with pytest.raises(no64.Boundary64BitError, match=r"(?s)argument #0.*f64.*jax_enable_x64 is on"):
-        jax.jit(lambda x: x * 2)(np.ones(3))
+    with pytest.warns(no64.X64DisabledWarning, match="turned on while no64 is active") as rec:
+        jax.config.update("jax_enable_x64", True)
+    assert rec[0].filename == __file__
+    assert not jax.config.jax_enable_x64
+    assert jax.jit(lambda x: x * 2)(np.ones(3)).dtype == np.float32
+    with jax.enable_x64(True):
+        with pytest.raises(no64.Boundary64BitError, match=r"(?s)argument #0.*f64"):
+            jax.jit(lambda x: x * 3)(np.ones(3))
 
 
 def test_x64_stays_on_when_no_listed_platform_is_the_default(
     restore_global: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(jaxhook, "_x64_kept_warned", False)
+    jax.devices()  # the default backend is known once the backends have started
     with pytest.warns(no64.X64DisabledWarning, match="stays on for the default backend"):
         no64.install("neuron")
     assert jax.config.jax_enable_x64

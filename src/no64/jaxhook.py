@@ -1,9 +1,10 @@
 """Per-platform activation: every module JAX compiles for a listed platform
-passes through :func:`no64.demote` and :func:`no64.check` first.
+passes through :func:`no64.demote` and its strict check first.
 
-This is the JAX layer behind ``NO64_PLATFORMS`` (read by the ``jax_plugins``
-entry point when JAX starts its backends), :func:`install` /
-:func:`uninstall`, and the compilation scope that :func:`no64.jit` uses.
+This is the JAX layer behind ``NO64_PLATFORMS`` (read when ``jax`` is
+imported, through no64's start-up file, or else by the ``jax_plugins`` entry
+point when JAX starts its backends), :func:`install` / :func:`uninstall`,
+and the compilation scope that :func:`no64.jit` uses.
 
 Where the hook sits
 -------------------
@@ -35,9 +36,16 @@ A platform without 64-bit types cannot hold 64-bit arrays, so a computation
 whose arguments or results are 64-bit cannot run there whatever happens to
 its module.  When no64 is installed for a platform that is (or, before the
 backends start, may become) the default backend and ``jax_enable_x64`` is on,
-it turns ``jax_enable_x64`` off and warns once (:class:`X64DisabledWarning`).
-A module that still has 64-bit arguments or results when it reaches a listed
-platform is refused with :class:`Boundary64BitError`, which says why.
+it turns ``jax_enable_x64`` off and warns once (:class:`X64DisabledWarning`);
+turning it on again globally later is undone the same way (a guard chained
+onto JAX's update hook for the option).  A module that still has 64-bit
+arguments or results when it reaches a listed platform (traced inside a
+``jax.enable_x64(True)`` scope, or given a 64-bit array made before no64 was
+active) is refused with :class:`Boundary64BitError`, which says why.
+
+The backend verifies every module it receives, so the pass does not run
+MLIR's verifier a second time here; a rewritten module that fails the
+backend's verification is reported as :class:`~no64.errors.InvalidModuleError`.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ import collections
 import dataclasses
 import logging
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -354,6 +363,7 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
 
 _x64_warned = False  # the "turned x64 off" warning was given
 _x64_kept_warned = False  # the "x64 stays on for the default backend" warning was given
+_x64_again_warned = False  # the "turned x64 off again" warning was given
 
 
 def _default_platform(backends_started: bool) -> str | None:
@@ -373,8 +383,39 @@ def _default_platform(backends_started: bool) -> str | None:
     return None
 
 
-def _handle_x64(config: Config, *, backends_started: bool, source: str) -> None:
-    global _x64_warned, _x64_kept_warned
+def _warn_at_caller(message: str) -> None:
+    """Warn with the location of the first frame outside no64, JAX and the
+    import machinery: the user's ``import jax``, ``jax.config.update`` or
+    first computation, however deep the call chain that got here."""
+    import jax
+
+    inside = tuple(
+        os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+        for m in (sys.modules[__name__.rsplit(".", 1)[0]], jax, sys.modules.get("jax_plugins.no64"))
+        if m is not None and getattr(m, "__file__", None)
+    )
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not (
+            filename.startswith(inside) or filename.startswith("<frozen") or f"{os.sep}importlib{os.sep}" in filename
+        ):
+            registry = frame.f_globals.setdefault("__warningregistry__", {})
+            warnings.warn_explicit(
+                message,
+                X64DisabledWarning,
+                filename,
+                frame.f_lineno,
+                module=frame.f_globals.get("__name__"),
+                registry=registry,
+            )
+            return
+        frame = frame.f_back
+    warnings.warn(message, X64DisabledWarning, stacklevel=2)
+
+
+def _handle_x64(config: Config, *, backends_started: bool, source: str, again: bool = False) -> None:
+    global _x64_warned, _x64_kept_warned, _x64_again_warned
     from jax._src import config as jax_config
 
     if not jax_config.enable_x64.get_global():
@@ -390,9 +431,18 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str) -> None:
             f"no64 turned jax_enable_x64 off ({source}): 64-bit arrays cannot exist on {where}, "
             f"a platform without 64-bit types (no64 platforms: {listed}). JAX now makes 32-bit "
             "arrays (dtype=float64/int64 requests give float32/int32); use no64.jit to pass "
-            "64-bit host data in with range checks. Turning x64 back on makes computations "
-            f"for {listed} fail with no64.Boundary64BitError."
+            "64-bit host data in with range checks. Turning x64 on again globally is undone "
+            "the same way; computations traced with x64 on in a scope (jax.enable_x64(True)) "
+            f"fail on {listed} with no64.Boundary64BitError."
         )
+        if again:
+            # Someone turned x64 on after no64 was active (e.g. a trainer file):
+            # say so once, pointing at that call.
+            if not _x64_again_warned:
+                _x64_again_warned = True
+                _warn_at_caller(message)
+            logger.info("%s", message)
+            return
     else:
         message = (
             f"jax_enable_x64 is on and stays on for the default backend ({default}); "
@@ -403,11 +453,11 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str) -> None:
             logger.info("%s", message)
             return
         _x64_kept_warned = True
-        warnings.warn(message, X64DisabledWarning, stacklevel=4)
+        _warn_at_caller(message)
         return
     if not _x64_warned:
         _x64_warned = True
-        warnings.warn(message, X64DisabledWarning, stacklevel=4)
+        _warn_at_caller(message)
     logger.info("%s", message)
 
 
@@ -428,8 +478,38 @@ def _ensure_hooks() -> None:
 
         _get_state()
         _install_consistent_canonicalization()
+        _install_x64_guard()
         _original_compile = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = _compile_or_get_cached
+
+
+def _install_x64_guard() -> None:
+    """Undo a later global ``jax_enable_x64 = True`` while no64 is active for
+    the default backend (a trainer file, a library turning it on): chain a
+    hook onto JAX's update hook for the option."""
+    from jax._src import config as jax_config
+
+    state = jax_config.enable_x64
+    previous = state._update_global_hook
+
+    def guard(value: Any) -> None:
+        if previous is not None:
+            previous(value)
+        if not value:
+            return
+        config = _state.get_global() if _state is not None else None
+        if config is None or config.mode == "off":
+            return
+        from jax._src import xla_bridge
+
+        _handle_x64(
+            config,
+            backends_started=xla_bridge.backends_are_initialized(),
+            source="jax_enable_x64 was turned on while no64 is active",
+            again=True,
+        )
+
+    state._update_global_hook = guard
 
 
 def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **kwargs: Any) -> Any:
@@ -581,12 +661,12 @@ def _check_boundary(module: ir.Module, name: str, platform: str, config: Config)
         )
     else:
         why = (
-            "The computation was traced while jax_enable_x64 was still on, or is given a "
-            "64-bit jax.Array created then. JAX starts its backends -- and the no64 plugin, "
-            "which turns x64 off -- only when the first computation is lowered, after it was "
-            "traced. Calling it again traces it anew with x64 off. To avoid this, start the "
-            "backend before the first computation (e.g. call jax.devices() first), or leave "
-            "JAX_ENABLE_X64 unset: x64 is off on no64 platforms anyway."
+            "The computation was traced with jax_enable_x64 on in a scope (jax.enable_x64(True)) "
+            "or before no64 was active, or is given a 64-bit jax.Array made then. no64 turns "
+            "x64 off when it becomes active (when jax is imported, with NO64_PLATFORMS set and "
+            "no64's start-up file installed; otherwise when JAX starts its backends), so "
+            "calling it again outside such a scope traces it anew 32-bit. no64.jit passes "
+            "64-bit host data in with range checks."
         )
     raise Boundary64BitError(
         f"no64 refuses {name} for platform '{platform}': its entry takes or returns 64-bit "
