@@ -555,3 +555,30 @@ func.func @main(%a: tensor<2xi64>) -> tensor<2xi64> {
         no64.demote(m)
     assert str(m) == before
     m.operation.verify()
+
+
+@pytest.mark.parametrize("skip", ["result", "block argument"])
+def test_strict_check_inside_the_pass_catches_a_value_left_64bit(
+    skip: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """demote(check=True) reads every type back from the module: a value the
+    rewrite failed to retype is found, reported, and the module left as it was."""
+    demote_mod = importlib.import_module("no64.demote")
+    original = demote_mod._Pass.apply
+
+    def forgetful_apply(self: demote_mod._Pass) -> None:
+        want = ir.BlockArgument if skip == "block argument" else ir.OpResult
+        victim = next(i for i, (v, _, _) in enumerate(self.values) if isinstance(v, want))
+        value, old, _ = self.values[victim]
+        original(self)
+        value.set_type(old)  # as if apply had skipped it
+
+    m = parse(SCAN_SRC)
+    before = str(m)
+    monkeypatch.setattr(demote_mod._Pass, "apply", forgetful_apply)
+    with pytest.raises(no64.Remaining64BitError, match="64-bit value"):
+        no64.demote(m, check=True, verify=False)
+    assert str(m) == before
+    monkeypatch.undo()
+    no64.demote(m, check=True)
+    no64.check(m)

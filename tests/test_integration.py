@@ -426,16 +426,13 @@ def transforms(w, xs):
 put(transforms(np.linspace(-1.0, 1.0, 6, dtype=np.float32),
                (np.arange(24.0, dtype=np.float32) / 10.0).reshape(4, 6)))
 
-# 5. jax.export: export, (serialize and deserialize when flatbuffers is installed), call.
+# 5. jax.export: export, serialize, deserialize, call.
 section("export")
 from jax import export
 
 
 def roundtrip(exp):
-    try:
-        return export.deserialize(exp.serialize())
-    except ImportError:  # serialization needs the optional flatbuffers package
-        return exp
+    return export.deserialize(exp.serialize())
 
 
 def exp_fn(a, b):

@@ -304,7 +304,9 @@ class _Pass:
         self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], str]] = {}
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
         self.rules_enabled = True
-        self.ops: list[ir.Operation] = []
+        # For the strict check: ops with a result the plan keeps as it is,
+        # and ops with regions.
+        self.kept_ops: list[ir.Operation] = []
         self.region_ops: list[ir.Operation] = []
         self.candidates: list[ir.Operation] = []
         self.deferred: list[ConstantRangeError] = []
@@ -343,9 +345,9 @@ class _Pass:
         sensitive = _OPERAND_SENSITIVE
         no_regions = REGION_FREE_OPS
         constant_ops = CONSTANT_OPS
-        self.ops = ops = all_ops(self.root)
         region_ops = self.region_ops
-        for op in ops:
+        kept = self.kept_ops.append
+        for op in all_ops(self.root):
             name = op.name
             any64 = False
             results = op.results
@@ -358,7 +360,9 @@ class _Pass:
                 if new is not None:
                     append((r, t, new))
                     any64 = True
-            else:
+                else:
+                    kept(op)
+            elif results:
                 for r in results:
                     t = r.type
                     new = cache.get(t, miss)
@@ -367,6 +371,7 @@ class _Pass:
                     if new is not None:
                         append((r, t, new))
                         any64 = True
+                kept(op)  # (re-read whole by the strict check)
             if name in no_regions:
                 if any64 and name in constant_ops:
                     try:
@@ -730,19 +735,27 @@ class _Pass:
         64-bit type.
 
         Every type is read again from the module -- op results, block
-        arguments of every region and function signatures -- over the ops
-        of the module's walk, which are still at hand (ops the pass inserts
-        itself send it to :func:`~no64.scan.check`'s own walk).  No decision
-        of the plan is trusted.
+        arguments of every region and function signatures -- for every op of
+        the walk the plan made (ops the pass inserts itself send it to
+        :func:`~no64.scan.check`'s own walk instead).  A retyped value is
+        compared with the type it was given, each distinct one of which is
+        classified afresh; every other type is classified afresh.  No
+        decision of the plan is trusted.
         """
         if self.fixups:
             scan_check(self.root)
             return
         # A fresh classifier: nothing the plan cached is used.
         holds = TypeConverter().holds_64bit
+        given = {id(new): new for _, _, new in self.values}
+        if any(holds(new) for new in given.values()):
+            scan_check(self.root)
+        for value, _, new in self.values:
+            if value.type != new and holds(value.type):
+                scan_check(self.root)
         cache: dict[ir.Type, bool] = {}
         miss = _MISS
-        for op in self.ops:
+        for op in self.kept_ops:
             for t in op.results.types:
                 found = cache.get(t, miss)
                 if found is miss:
