@@ -305,9 +305,10 @@ class _Pass:
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
         self.rules_enabled = True
         # For the strict check: ops with a result the plan keeps as it is,
-        # and ops with regions.
+        # block arguments it keeps as they are, and functions.
         self.kept_ops: list[ir.Operation] = []
-        self.region_ops: list[ir.Operation] = []
+        self.kept_args: list[ir.BlockArgument] = []
+        self.func_ops: list[ir.Operation] = []
         self.candidates: list[ir.Operation] = []
         self.deferred: list[ConstantRangeError] = []
         self.pending: list[ir.Operation] = []
@@ -345,8 +346,8 @@ class _Pass:
         sensitive = _OPERAND_SENSITIVE
         no_regions = REGION_FREE_OPS
         constant_ops = CONSTANT_OPS
-        region_ops = self.region_ops
         kept = self.kept_ops.append
+        kept_arg = self.kept_args.append
         for op in all_ops(self.root):
             name = op.name
             any64 = False
@@ -390,8 +391,8 @@ class _Pass:
                     if any64 or any(convert(v.type) is not None for v in op.operands):
                         self._sensitive(op, name)
                 continue
-            region_ops.append(op)
             if name == "func.func":
+                self.func_ops.append(op)
                 ft = ir.TypeAttr(op.attributes["function_type"]).value
                 new = convert(ft)
                 if new is not None:
@@ -408,6 +409,8 @@ class _Pass:
                             new = convert(t)
                         if new is not None:
                             append((arg, t, new))
+                        else:
+                            kept_arg(arg)
         if not self.candidates:
             # No rule will change the module: settle what was put off.
             for op in self.pending:
@@ -735,8 +738,8 @@ class _Pass:
         64-bit type.
 
         Every type is read again from the module -- op results, block
-        arguments of every region and function signatures -- for every op of
-        the walk the plan made (ops the pass inserts itself send it to
+        arguments of every region and function signatures -- for every value
+        of the walk the plan made (ops the pass inserts itself send it to
         :func:`~no64.scan.check`'s own walk instead).  A retyped value is
         compared with the type it was given, each distinct one of which is
         classified afresh; every other type is classified afresh.  No
@@ -747,8 +750,9 @@ class _Pass:
             return
         # A fresh classifier: nothing the plan cached is used.
         holds = TypeConverter().holds_64bit
-        given = {id(new): new for _, _, new in self.values}
-        if any(holds(new) for new in given.values()):
+        # the distinct types the values were given (converted types are cached objects)
+        given = [new for new in self.conv._cache.values() if new is not None and id(new) in self.tally]
+        if any(holds(new) for new in given):
             scan_check(self.root)
         for value, _, new in self.values:
             if value.type != new and holds(value.type):
@@ -762,14 +766,12 @@ class _Pass:
                     found = cache[t] = holds(t)
                 if found:
                     scan_check(self.root)
-        for op in self.region_ops:
-            if op.name == "func.func" and holds(ir.TypeAttr(op.attributes["function_type"]).value):
+        for arg in self.kept_args:
+            if holds(arg.type):
                 scan_check(self.root)
-            for region in op.regions:
-                for block in region.blocks:
-                    for t in block.arguments.types:
-                        if holds(t):
-                            scan_check(self.root)
+        for op in self.func_ops:
+            if holds(ir.TypeAttr(op.attributes["function_type"]).value):
+                scan_check(self.root)
 
     def finish(self) -> None:
         """Erase the converts that became no-ops (after verification, so that
