@@ -880,6 +880,41 @@ def test_invalid_rewrite_is_caught_by_the_backend_and_blamed_on_no64(
         jax.jit(fresh)(jax.random.key(0))
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_backend_errors_in_other_words_are_blamed_only_on_an_invalid_rewrite(
+    broken: bool, restore_global: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PJRT plugin reports a module it cannot verify in its own words (not as an
+    MLIRError): the hook still names an invalid rewrite as no64's, and passes any
+    other backend error through unchanged."""
+    import importlib
+
+    demote_mod = importlib.import_module("no64.demote")
+    original_apply = demote_mod._Pass.apply
+
+    def apply(self: Any) -> None:
+        original_apply(self)
+        if broken:
+            op = self.consts[0][0]
+            op.results[0].set_type(ir.RankedTensorType.get([5], ir.F32Type.get()))
+
+    def plugin_compile(backend: Any, module: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("INTERNAL: plugin could not compile the module")
+
+    no64.install("cpu")
+    key = jax.random.key(0)
+    jax.block_until_ready(key)
+    monkeypatch.setattr(demote_mod._Pass, "apply", apply)
+    monkeypatch.setattr(jaxhook, "_original_compile", plugin_compile)
+
+    def fresh2(key: jax.Array) -> jax.Array:  # not compiled by any other test
+        return jax.random.uniform(key, (9,)) * 3.0
+
+    expected = no64.InvalidModuleError if broken else RuntimeError
+    with pytest.raises(expected, match="no64 bug" if broken else "plugin could not compile"):
+        jax.jit(fresh2)(key)
+
+
 # --------------------------------------------------------------------------
 # no64.jit
 # --------------------------------------------------------------------------

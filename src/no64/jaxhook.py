@@ -526,9 +526,11 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
         return _original_compile(backend, computation, *args, **kwargs)
     try:
         return _original_compile(backend, prepared, *args, **kwargs)
-    except ir.MLIRError:
+    except Exception:
         # The pass leaves verification to the backend, which verifies every
-        # module it receives; if the rewritten module is what failed, say so.
+        # module it receives (and reports a failure in its own words: an
+        # MLIRError in-process, a runtime error from a PJRT plugin).  If the
+        # rewritten module is what fails verification, say so.
         _blame_rewrite(prepared, computation)
         raise
 
