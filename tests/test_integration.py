@@ -181,13 +181,14 @@ def restore_global():
     x64 = jax.config.jax_enable_x64
     before = jaxhook._get_state().get_global()
     explicit = jaxhook._explicit
-    warned = jaxhook._x64_warned
-    jaxhook._x64_warned = False
+    warned = set(jaxhook._x64_warnings)
+    jaxhook._x64_warnings.discard("off")
     jaxhook.clear_compile_records()
     yield
     jaxhook._get_state()._set(before)
     jaxhook._explicit = explicit
-    jaxhook._x64_warned = warned
+    jaxhook._x64_warnings.clear()
+    jaxhook._x64_warnings.update(warned)
     jax.config.update("jax_enable_x64", x64)
 
 
@@ -804,7 +805,7 @@ def test_environment_configuration(restore_global: None, monkeypatch: pytest.Mon
 def test_x64_on_again_is_undone_and_scoped_x64_is_refused(
     restore_global: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jaxhook, "_x64_again_warned", False)
+    monkeypatch.setattr(jaxhook, "_x64_warnings", set())
     no64.install("cpu")
     assert not jax.config.jax_enable_x64
     with pytest.warns(no64.X64DisabledWarning, match="turned on while no64 is active") as rec:
@@ -820,7 +821,7 @@ def test_x64_on_again_is_undone_and_scoped_x64_is_refused(
 def test_x64_stays_on_when_no_listed_platform_is_the_default(
     restore_global: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jaxhook, "_x64_kept_warned", False)
+    monkeypatch.setattr(jaxhook, "_x64_warnings", set())
     jax.devices()  # the default backend is known once the backends have started
     with pytest.warns(no64.X64DisabledWarning, match="stays on for the default backend"):
         no64.install("neuron")

@@ -50,10 +50,12 @@ def restore_global():
     """Put back the global no64 configuration and jax_enable_x64 after a test."""
     x64 = jax.config.jax_enable_x64
     before = jaxhook._get_state().get_global()
-    explicit, warned = jaxhook._explicit, jaxhook._x64_warned
+    explicit, warned = jaxhook._explicit, set(jaxhook._x64_warnings)
     yield
     jaxhook._get_state()._set(before)
-    jaxhook._explicit, jaxhook._x64_warned = explicit, warned
+    jaxhook._explicit = explicit
+    jaxhook._x64_warnings.clear()
+    jaxhook._x64_warnings.update(warned)
     jax.config.update("jax_enable_x64", x64)
 
 

@@ -757,14 +757,9 @@ class _Pass:
         for value, _, new in self.values:
             if value.type != new and holds(value.type):
                 scan_check(self.root)
-        cache: dict[ir.Type, bool] = {}
-        miss = _MISS
         for op in self.kept_ops:
             for t in op.results.types:
-                found = cache.get(t, miss)
-                if found is miss:
-                    found = cache[t] = holds(t)
-                if found:
+                if holds(t):
                     scan_check(self.root)
         for arg in self.kept_args:
             if holds(arg.type):

@@ -361,9 +361,17 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
 # x64
 # ---------------------------------------------------------------------------
 
-_x64_warned = False  # the "turned x64 off" warning was given
-_x64_kept_warned = False  # the "x64 stays on for the default backend" warning was given
-_x64_again_warned = False  # the "turned x64 off again" warning was given
+#: The x64 warnings already given, each once per process: "off" (no64 turned
+#: x64 off), "again" (turned it off again after someone turned it on), "kept"
+#: (x64 stays on for an unlisted default backend).
+_x64_warnings: set[str] = set()
+
+
+def _warn_once(kind: str, message: str) -> None:
+    if kind not in _x64_warnings:
+        _x64_warnings.add(kind)
+        _warn_at_caller(message)
+    logger.info("%s", message)
 
 
 def _default_platform(backends_started: bool) -> str | None:
@@ -415,50 +423,35 @@ def _warn_at_caller(message: str) -> None:
 
 
 def _handle_x64(config: Config, *, backends_started: bool, source: str, again: bool = False) -> None:
-    global _x64_warned, _x64_kept_warned, _x64_again_warned
+    """Turn x64 off when ``config`` covers the default backend (``again``: it
+    was just turned on while no64 was active), and say so once."""
     from jax._src import config as jax_config
 
     if not jax_config.enable_x64.get_global():
         return
     default = _default_platform(backends_started)
     listed = ", ".join(sorted(config.platforms))
-    if default is None or config.applies_to(default):
-        import jax
-
-        jax.config.update("jax_enable_x64", False)
-        where = f"the default backend ({default})" if default else "the default backend"
-        message = (
-            f"no64 turned jax_enable_x64 off ({source}): 64-bit arrays cannot exist on {where}, "
-            f"a platform without 64-bit types (no64 platforms: {listed}). JAX now makes 32-bit "
-            "arrays (dtype=float64/int64 requests give float32/int32); use no64.jit to pass "
-            "64-bit host data in with range checks. Turning x64 on again globally is undone "
-            "the same way; computations traced with x64 on in a scope (jax.enable_x64(True)) "
-            f"fail on {listed} with no64.Boundary64BitError."
-        )
-        if again:
-            # Someone turned x64 on after no64 was active (e.g. a trainer file):
-            # say so once, pointing at that call.
-            if not _x64_again_warned:
-                _x64_again_warned = True
-                _warn_at_caller(message)
-            logger.info("%s", message)
-            return
-    else:
-        message = (
+    if default is not None and not config.applies_to(default):
+        _warn_once(
+            "kept",
             f"jax_enable_x64 is on and stays on for the default backend ({default}); "
             f"computations placed on {listed} ({source}) must be traced with x64 off "
-            "(no64.jit does that), otherwise no64 refuses them with no64.Boundary64BitError."
+            "(no64.jit does that), otherwise no64 refuses them with no64.Boundary64BitError.",
         )
-        if _x64_kept_warned:
-            logger.info("%s", message)
-            return
-        _x64_kept_warned = True
-        _warn_at_caller(message)
         return
-    if not _x64_warned:
-        _x64_warned = True
-        _warn_at_caller(message)
-    logger.info("%s", message)
+    import jax
+
+    jax.config.update("jax_enable_x64", False)
+    where = f"the default backend ({default})" if default else "the default backend"
+    _warn_once(
+        "again" if again else "off",
+        f"no64 turned jax_enable_x64 off ({source}): 64-bit arrays cannot exist on {where}, "
+        f"a platform without 64-bit types (no64 platforms: {listed}). JAX now makes 32-bit "
+        "arrays (dtype=float64/int64 requests give float32/int32); use no64.jit to pass "
+        "64-bit host data in with range checks. Turning x64 on again globally is undone "
+        "the same way; computations traced with x64 on in a scope (jax.enable_x64(True)) "
+        f"fail on {listed} with no64.Boundary64BitError.",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -516,10 +509,8 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
     config = _state.value if _state is not None else None
     assert _original_compile is not None
-    if config is None or config.mode == "off":
-        return _original_compile(backend, computation, *args, **kwargs)
     platform = str(backend.platform)
-    if not config.applies_to(platform):
+    if config is None or config.mode == "off" or not config.applies_to(platform):
         return _original_compile(backend, computation, *args, **kwargs)
     prepared = prepare_module(computation, config, platform)
     if prepared is computation:

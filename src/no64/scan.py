@@ -238,11 +238,12 @@ def gc_paused() -> Iterator[None]:
 
 def has_64bit(module: ir.Module | ir.Operation) -> bool:
     """True if any value of ``module`` holds a 64-bit type (the fast path of
-    :func:`check`: one walk, cached type lookups, no location decoding)."""
+    :func:`check`: one walk, cached type classification, no location
+    decoding)."""
     root = _module_op(module)
     conv = TypeConverter()
-    cache = conv._cache
-    convert = conv.convert
+    cache = conv._holds
+    holds = conv.holds_64bit
     miss = _MISS
     found = False
     advance = ir.WalkResult.ADVANCE
@@ -251,33 +252,21 @@ def has_64bit(module: ir.Module | ir.Operation) -> bool:
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal found
-        results = op.results
-        if len(results) == 1:
-            t = results[0].type
-            new = cache.get(t, miss)
-            if new is miss:
-                new = convert(t)
-            if new is not None:
+        for t in op.results.types:
+            hit = cache.get(t, miss)
+            if hit is miss:
+                hit = holds(t)
+            if hit:
                 found = True
                 return interrupt
-        else:
-            for r in results:
-                t = r.type
-                new = cache.get(t, miss)
-                if new is miss:
-                    new = convert(t)
-                if new is not None:
-                    found = True
-                    return interrupt
         if op.name not in no_regions and len(op.regions):
-            if op.name == "func.func":
-                if convert(ir.TypeAttr(op.attributes["function_type"]).value) is not None:
-                    found = True
-                    return interrupt
+            if op.name == "func.func" and holds(ir.TypeAttr(op.attributes["function_type"]).value):
+                found = True
+                return interrupt
             for region in op.regions:
                 for block in region.blocks:
-                    for arg in block.arguments:
-                        if convert(arg.type) is not None:
+                    for t in block.arguments.types:
+                        if holds(t):
                             found = True
                             return interrupt
         return advance
