@@ -35,7 +35,7 @@ import classifier  # noqa: E402
 
 import no64  # noqa: E402
 import no64.io  # noqa: E402
-from no64 import reference  # noqa: E402
+from no64.jax import reference  # noqa: E402
 
 #: Rows shown in each table.
 MAX_ROWS = 10

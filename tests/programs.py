@@ -26,7 +26,7 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from no64.reference import Tolerance
+from no64.jax.reference import Tolerance
 
 I64_MAX = int(np.iinfo(np.int64).max)
 I64_MIN = int(np.iinfo(np.int64).min)

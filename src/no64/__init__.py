@@ -6,13 +6,22 @@ Accelerators such as AWS Neuron/Trainium reject ``f64``, ``i64``/``si64``,
 report of every narrowing that is not provably exact (:func:`demote`), and
 checks the result as a 64-bit-free device would (:func:`check`).
 
-The core works on any StableHLO module (an ``ir.Module`` from the MLIR
-bindings that ship in jaxlib) and knows nothing of JAX tracing.  File formats
-live in :mod:`no64.io`, the command line in :mod:`no64.cli`.
+Layers (each a sub-package): :mod:`no64.core` (types, scan/check, the pass,
+constants, report, locations; never imports JAX), :mod:`no64.analysis`
+(integer ranges), :mod:`no64.rules` (the registry of op knowledge),
+:mod:`no64.jax` (compile hook, ``jit``/``lower``, audit, reference runner),
+:mod:`no64.io` (file formats) and :mod:`no64.cli`.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
+from .core.demote import demote
+from .core.locations import SourceLocation, decode_location
+from .core.report import DemotionReport
+from .core.scan import Finding, check, find_64bit
 from .errors import (
     ConstantRangeError,
     InputError,
@@ -23,38 +32,66 @@ from .errors import (
     Remaining64BitError,
     UnsupportedOpError,
 )
-from .locations import SourceLocation, decode_location
-from .scan import Finding, check, find_64bit
-from .demote import demote
-from .report import DemotionReport
 
 __version__ = "0.1.0"
 
-# The JAX integration (no64.jaxhook, no64.api) imports JAX, so its names are
-# loaded on first use: ``import no64`` stays as cheap as the core.
+# The JAX layer imports JAX, so its names are loaded on first use:
+# ``import no64`` stays as cheap as the core.
 _LAZY_EXPORTS = {
-    "install": "jaxhook",
-    "uninstall": "jaxhook",
-    "active_config": "jaxhook",
-    "compile_records": "jaxhook",
-    "Boundary64BitError": "jaxhook",
-    "X64DisabledWarning": "jaxhook",
-    "jit": "api",
-    "lower": "api",
-    "Lowered": "api",
-    "ArgumentRangeError": "api",
-    "TracedArgumentError": "api",
-    "audit": "audit",
-    "AuditReport": "audit",
+    "install": "jax.hook",
+    "uninstall": "jax.hook",
+    "active_config": "jax.hook",
+    "compile_records": "jax.hook",
+    "Boundary64BitError": "jax.hook",
+    "X64DisabledWarning": "jax.hook",
+    "jit": "jax.jit",
+    "lower": "jax.jit",
+    "Lowered": "jax.jit",
+    "ArgumentRangeError": "jax.jit",
+    "TracedArgumentError": "jax.jit",
+    "audit": "jax.audit",
+    "AuditReport": "jax.audit",
 }
 
+__all__ = [
+    # core
+    "DemotionReport",
+    "Finding",
+    "SourceLocation",
+    "check",
+    "decode_location",
+    "demote",
+    "find_64bit",
+    # errors
+    "ConstantRangeError",
+    "InputError",
+    "InputRangeError",
+    "InvalidModuleError",
+    "NarrowingError",
+    "No64Error",
+    "Remaining64BitError",
+    "UnsupportedOpError",
+    # the JAX layer (loaded on first use)
+    "ArgumentRangeError",
+    "AuditReport",
+    "Boundary64BitError",
+    "Lowered",
+    "TracedArgumentError",
+    "X64DisabledWarning",
+    "active_config",
+    "audit",
+    "compile_records",
+    "install",
+    "jit",
+    "lower",
+    "uninstall",
+]
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> Any:
     module = _LAZY_EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'no64' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
@@ -62,21 +99,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_EXPORTS))
-
-__all__ = [
-    "ConstantRangeError",
-    "DemotionReport",
-    "Finding",
-    "InputError",
-    "InputRangeError",
-    "InvalidModuleError",
-    "NarrowingError",
-    "No64Error",
-    "Remaining64BitError",
-    "SourceLocation",
-    "UnsupportedOpError",
-    "check",
-    "decode_location",
-    "demote",
-    "find_64bit",
-]

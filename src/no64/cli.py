@@ -37,9 +37,9 @@ from typing import Any
 
 from . import __version__
 from . import io as no64io
-from .demote import demote
+from .core.demote import demote
 from .errors import No64Error
-from .scan import check, find_64bit
+from .core.scan import check, find_64bit
 
 __all__ = ["main"]
 
@@ -323,7 +323,7 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
             out = open(args.output, "w", encoding="utf-8")
         except OSError as exc:
             raise no64io.OutputError(f"{args.output}: cannot write: {exc.strerror}") from None
-    from .audit import run_program, write_report  # imports jax
+    from .jax.audit import run_program, write_report  # imports jax
 
     try:
         report = run_program(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .scan import Finding
+    from .core.scan import Finding
 
 
 class No64Error(Exception):

@@ -36,9 +36,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from ._mlir import ir, make_context, stablehlo
+from .core._mlir import ir, make_context, stablehlo
 from .errors import InputError, No64Error
-from .locations import SourceLocation, decode_location
+from .core.locations import SourceLocation, decode_location
 
 __all__ = [
     "FORMATS",

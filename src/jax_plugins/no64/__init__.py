@@ -32,7 +32,7 @@ def initialize() -> None:
     """Install no64 for the platforms in ``NO64_PLATFORMS``; no-op when unset."""
     if not _wanted():
         return
-    from no64.jaxhook import initialize_from_environment
+    from no64.jax.hook import initialize_from_environment
 
     initialize_from_environment()
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from .._mlir import ir, stablehlo
-from ..analysis import defining_op
-from ..report import DemotionReport
-from ..types import TypeConverter
+from ..core._mlir import ir, stablehlo
+from ..analysis.facts import defining_op
+from ..core.report import DemotionReport
+from ..core.types import TypeConverter
 
 __all__ = ["RuleContext", "Rule", "RULES", "register", "erase_dead", "splat"]
 
@@ -89,7 +89,9 @@ def erase_dead(op: ir.Operation | None) -> None:
 
 
 def _load_builtin_rules() -> None:
-    from . import bits, custom_call, floats  # noqa: F401  (they register on import)
+    from . import bits
+    from . import custom_call
+    from . import floats  # noqa: F401  (they register on import)
     from . import rng_bit_generator  # noqa: F401
 
 

@@ -11,8 +11,8 @@ by a zero constant, and the generic pass narrows the rest exactly.
 
 from __future__ import annotations
 
-from .._mlir import ir, stablehlo
-from ..analysis import constant_elements, defining_op, upper_bound
+from ..core._mlir import ir, stablehlo
+from ..analysis.facts import constant_elements, defining_op, upper_bound
 from . import RuleContext, erase_dead, register, splat
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .._mlir import ir
+from ..core._mlir import ir
 from . import RuleContext, register
 
 _LAPACK = re.compile(r"^lapack_([dz])([a-z0-9]+(?:_ffi)?)$")

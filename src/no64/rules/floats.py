@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._mlir import ir, stablehlo
-from ..analysis import constant_elements, defining_op
+from ..core._mlir import ir, stablehlo
+from ..analysis.facts import constant_elements, defining_op
 from . import RuleContext, erase_dead, register
 
 _F64_ONE_BITS = 0x3FF0000000000000

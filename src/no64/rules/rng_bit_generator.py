@@ -58,8 +58,8 @@ import math
 
 import numpy as np
 
-from .._mlir import func, ir, stablehlo
-from ..analysis import constant_elements, defining_op
+from ..core._mlir import func, ir, stablehlo
+from ..analysis.facts import constant_elements, defining_op
 from . import RuleContext, erase_dead, register
 
 __all__ = ["rng_bit_generator_on_word_pairs", "word_pairs_round_trip"]

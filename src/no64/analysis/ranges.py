@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from ._mlir import ir
-from .analysis import CONSTANT_OPS, constant_elements, defining_op
+from ..core._mlir import ir
+from .facts import CONSTANT_OPS, constant_elements, defining_op
 
 __all__ = [
     "Interval",

@@ -36,11 +36,11 @@ import numpy as np
 from jax._src.lib import xla_client as xc
 from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
-from ._mlir import func, ir, make_context
-from .demote import demote
-from .errors import InputError
-from .report import DemotionReport
-from .scan import check
+from ..core._mlir import func, ir, make_context
+from ..core.demote import demote
+from ..errors import InputError
+from ..core.report import DemotionReport
+from ..core.scan import check
 
 __all__ = [
     "ArraySpec",

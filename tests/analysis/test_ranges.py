@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import no64
-from no64._mlir import ir, make_context
-from no64.ranges import RangeAnalysis, verdict
-from no64.reference import lower_x64, run_module
+from no64.core._mlir import ir, make_context
+from no64.analysis.ranges import RangeAnalysis, verdict
+from no64.jax.reference import lower_x64, run_module
 
 I32 = np.iinfo(np.int32)
 

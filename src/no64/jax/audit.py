@@ -61,11 +61,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__
-from ._mlir import ir, make_context
-from .demote import demote
-from .errors import No64Error
-from .scan import Finding, find_64bit
+from .. import __version__
+from ..core._mlir import ir, make_context
+from ..core.demote import demote
+from ..errors import No64Error
+from ..core.scan import Finding, find_64bit
 
 __all__ = [
     "AUDIT_JSON_SCHEMA",
@@ -780,14 +780,3 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
         },
     },
 }
-
-
-class _CallableModule(types.ModuleType):
-    """Importing ``no64.audit`` binds the name ``audit`` in the ``no64`` package
-    to this module, shadowing the function; calling the module calls it."""
-
-    def __call__(self, fun: Callable[..., Any], *args: Any, **kwargs: Any) -> AuditReport:
-        return audit(fun, *args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

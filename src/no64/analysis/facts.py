@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._mlir import ir
+from ..core._mlir import ir
 
 __all__ = ["constant_elements", "upper_bound", "defining_op"]
 

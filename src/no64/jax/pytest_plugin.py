@@ -2,7 +2,7 @@
 
 Opt in with ``pytest --no64`` or ``no64 = true`` in the ini file.  While each
 test runs, every module JAX compiles is recorded (see
-:class:`no64.audit.Observer`); after the test, a module holding a 64-bit
+:class:`no64.jax.audit.Observer`); after the test, a module holding a 64-bit
 value that no64 refuses, cannot prove in range (``unproven``) or knows to
 overflow fails the test, with the audit table in the failure message.  A
 module compiled once and reused from JAX's cache is judged in the test that
@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     if not _enabled(item.config) or item.get_closest_marker("no64_skip"):
         return (yield)
-    from no64.audit import NOT_REMOVABLE, Observer, analyze
+    from no64.jax.audit import NOT_REMOVABLE, Observer, analyze
 
     with Observer() as observer:
         result = yield  # the test's own failure propagates unchanged

@@ -31,12 +31,12 @@ from jax.sharding import PartitionSpec as P
 
 import no64
 import no64.io
-from no64 import jaxhook
+from no64.jax import hook as jaxhook
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::no64.jaxhook.X64DisabledWarning"),
+    pytest.mark.filterwarnings("ignore::no64.jax.hook.X64DisabledWarning"),
     pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning"),
 ]
 

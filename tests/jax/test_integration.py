@@ -30,13 +30,13 @@ import pytest
 
 import no64
 import no64.io
-from no64 import jaxhook
-from no64._mlir import ir
+from no64.jax import hook as jaxhook
+from no64.core._mlir import ir
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::no64.jaxhook.X64DisabledWarning"),
+    pytest.mark.filterwarnings("ignore::no64.jax.hook.X64DisabledWarning"),
     pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning"),
 ]
 
@@ -75,7 +75,7 @@ if _dir:
 
     @atexit.register
     def _records():
-        hook = sys.modules.get("no64.jaxhook")
+        hook = sys.modules.get("no64.jax.hook")
         records = []
         active = False
         if hook is not None:
@@ -242,7 +242,7 @@ jax.devices()
 plugin = sys.modules.get("jax_plugins.no64")
 assert plugin is not None, "JAX did not load the no64 plugin (entry point missing?)"
 loaded = sorted(m for m in sys.modules if m.startswith("no64."))
-assert "no64.jaxhook" not in loaded and "no64.api" not in loaded, loaded
+assert "no64.jax.hook" not in loaded and "no64.jax.jit" not in loaded, loaded
 print("ok", import_no64)
 '''
 
@@ -274,7 +274,7 @@ current = [None]
 
 
 def hook_records():
-    hook = sys.modules.get("no64.jaxhook")
+    hook = sys.modules.get("no64.jax.hook")
     return hook.compile_records() if hook is not None else []
 
 
@@ -615,7 +615,7 @@ def test_fake_codebase_with_env_only(tmp_path: Path) -> None:
     base, base_out, _ = run("base", JAX_ENABLE_X64="0")
     assert got.active
     # The codebase never imports no64; only the plugin's hook module is loaded.
-    assert "no64.api" not in got.no64_modules
+    assert "no64.jax.jit" not in got.no64_modules
     got.assert_64bit_free()
     assert stderr.count("no64 turned jax_enable_x64 off") == 1, stderr[-3000:]
     # 64-bit values did come in (random counters, explicit dtypes) and were rewritten.
@@ -862,7 +862,7 @@ def test_invalid_rewrite_is_caught_by_the_backend_and_blamed_on_no64(
     no64's InvalidModuleError, never as a wrong program."""
     import importlib
 
-    demote_mod = importlib.import_module("no64.demote")
+    demote_mod = importlib.import_module("no64.core.demote")
     original_apply = demote_mod._Pass.apply
 
     def broken_apply(self: Any) -> None:
@@ -890,7 +890,7 @@ def test_backend_errors_in_other_words_are_blamed_only_on_an_invalid_rewrite(
     other backend error through unchanged."""
     import importlib
 
-    demote_mod = importlib.import_module("no64.demote")
+    demote_mod = importlib.import_module("no64.core.demote")
     original_apply = demote_mod._Pass.apply
 
     def apply(self: Any) -> None:

@@ -63,12 +63,12 @@ from typing import Any
 
 import numpy as np
 
-from ._mlir import ir
-from .demote import demote
-from .errors import InvalidModuleError, No64Error, Remaining64BitError
-from .report import DemotionReport
-from .scan import check, find_64bit, has_64bit
-from .types import TypeConverter
+from ..core._mlir import ir
+from ..core.demote import demote
+from ..errors import InvalidModuleError, No64Error, Remaining64BitError
+from ..core.report import DemotionReport
+from ..core.scan import check, find_64bit, has_64bit
+from ..core.types import TypeConverter
 
 __all__ = [
     "ALL_PLATFORMS",
@@ -399,7 +399,7 @@ def _warn_at_caller(message: str) -> None:
 
     inside = tuple(
         os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-        for m in (sys.modules[__name__.rsplit(".", 1)[0]], jax, sys.modules.get("jax_plugins.no64"))
+        for m in (sys.modules["no64"], jax, sys.modules.get("jax_plugins.no64"))
         if m is not None and getattr(m, "__file__", None)
     )
     frame = sys._getframe(1)

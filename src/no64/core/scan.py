@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._mlir import ir
-from .errors import Remaining64BitError
+from ..errors import Remaining64BitError
 from .locations import SourceLocation, decode_location
 from .types import TypeConverter
 

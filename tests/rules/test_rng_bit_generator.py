@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import no64
-from no64._mlir import ir, make_context
+from no64.core._mlir import ir, make_context
 from no64.errors import UnsupportedOpError
-from no64.reference import lower_x64, parse_module, run_module
+from no64.jax.reference import lower_x64, parse_module, run_module
 
 ALG = jax.lax.RandomAlgorithm
 M32 = 0xFFFFFFFF

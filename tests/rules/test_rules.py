@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.reference import compare_with_reference, lower_x64, parse_module, run_module
+from no64.jax.reference import compare_with_reference, lower_x64, parse_module, run_module
 
 
 def demote_and_run(fn, args, narrowed_args=None, x64=True):

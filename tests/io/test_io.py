@@ -11,10 +11,10 @@ import pytest
 
 import no64
 from no64 import io as no64io
-from no64._mlir import ir, make_context, stablehlo
-from no64.reference import lower_x64, run_module
+from no64.core._mlir import ir, make_context, stablehlo
+from no64.jax.reference import lower_x64, run_module
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _model(x, n):

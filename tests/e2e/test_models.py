@@ -49,7 +49,7 @@ import pytest
 from flax import nnx
 
 import no64
-from no64.reference import parse_module, run_module
+from no64.jax.reference import parse_module, run_module
 
 #: ``None`` is JAX's default key implementation (threefry2x32).
 IMPLS: list[str | None] = [None, "rbg"]

@@ -16,9 +16,9 @@ import no64
 import no64.cli
 from no64 import io as no64io
 from no64.cli import main
-from no64.reference import compare_outputs, lower_x64, narrow_inputs, run_module
+from no64.jax.reference import compare_outputs, lower_x64, narrow_inputs, run_module
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 F64 = str(DATA / "f64_mixed.mlir")
 CLEAN = str(DATA / "clean_f32.mlir")
 BIG = str(DATA / "big_constant.mlir")

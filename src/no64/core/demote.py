@@ -39,19 +39,19 @@ import numpy as np
 
 from . import constants as C
 from ._mlir import ir, stablehlo
-from .errors import (
+from ..errors import (
     ConstantRangeError,
     InputRangeError,
     InvalidModuleError,
     NarrowingError,
     UnsupportedOpError,
 )
-from .analysis import CONSTANT_OPS, constant_elements
+from ..analysis.facts import CONSTANT_OPS, constant_elements
 from .locations import decode_location
-from .ranges import RangeAnalysis, resolve_input_ranges, verdict
+from ..analysis.ranges import RangeAnalysis, resolve_input_ranges, verdict
 from .report import DemotionReport
-from .rules import RULES
-from .rules.custom_call import renamed_to_32bit
+from ..rules import RULES
+from ..rules.custom_call import renamed_to_32bit
 from .scan import REGION_FREE_OPS, _module_op, all_ops, gc_paused
 from .scan import check as scan_check
 from .types import TypeConverter

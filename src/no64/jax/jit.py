@@ -33,13 +33,13 @@ from typing import Any, Iterator
 import jax
 import numpy as np
 
-from . import io as no64_io
-from . import jaxhook
-from ._mlir import ir
-from .demote import demote
-from .errors import No64Error
-from .report import DemotionReport
-from .scan import check
+from .. import io as no64_io
+from . import hook as jaxhook
+from ..core._mlir import ir
+from ..core.demote import demote
+from ..errors import No64Error
+from ..core.report import DemotionReport
+from ..core.scan import check
 
 __all__ = [
     "ArgumentRangeError",

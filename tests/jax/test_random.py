@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.reference import parse_module, run_module
+from no64.jax.reference import parse_module, run_module
 
 IMPLS = ["threefry2x32", "threefry4x32", "philox2x32", "philox4x32", "rbg", "unsafe_rbg"]
 
@@ -74,7 +74,7 @@ def program(impl: str):
     return f
 
 
-def lower_x32(fn, *args) -> "no64._mlir.ir.Module":
+def lower_x32(fn, *args) -> "no64.core._mlir.ir.Module":
     with jax.enable_x64(False):
         return parse_module(jax.jit(fn).lower(*args).as_text(debug_info=True))
 

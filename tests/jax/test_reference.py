@@ -3,7 +3,7 @@
 Every program in ``programs.PROGRAMS`` is lowered with 64-bit types, demoted,
 checked to hold no 64-bit value, verified, compiled and run on the CPU (over
 8 devices for the sharded ones) and compared with the 64-bit run on the same
-inputs.  The rest of the file tests the harness itself (``no64.reference``):
+inputs.  The rest of the file tests the harness itself (``no64.jax.reference``):
 a comparison that could not fail would prove nothing.
 """
 
@@ -19,9 +19,9 @@ import pytest
 from jax import lax
 
 import no64
-from no64 import reference
-from no64._mlir import ir
-from no64.reference import (
+from no64.jax import reference
+from no64.core._mlir import ir
+from no64.jax.reference import (
     ComparisonResult,
     Tolerance,
     compare_output,
