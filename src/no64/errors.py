@@ -63,17 +63,24 @@ class NarrowingError(No64Error):
     value's range in the 64-bit program).
     """
 
-    def __init__(self, op: str, location: str, verdict: str, interval: tuple[int, int], policy: str) -> None:
-        if verdict == "overflow":
-            what, hint = "never fits", "the 32-bit program would compute other values"
+    def __init__(
+        self,
+        op: str,
+        location: str,
+        verdict: str,
+        interval: tuple[int, int],
+        policy: str,
+        reason: str | None = None,
+    ) -> None:
+        hint = "declare input ranges if the inputs are smaller than their type allows"
+        if reason is not None:
+            what = reason
+        elif verdict == "overflow":
+            what = f"a 64-bit integer in [{interval[0]}, {interval[1]}] never fits in 32 bits"
+            hint = "the 32-bit program would compute other values"
         else:
-            what, hint = "may not fit", (
-                "declare input ranges if the inputs are smaller than their type allows"
-            )
-        super().__init__(
-            f"{op} at {location}: a 64-bit integer in [{interval[0]}, {interval[1]}] {what} in "
-            f"32 bits ({verdict}; refused by policy {policy!r}); {hint}"
-        )
+            what = f"a 64-bit integer in [{interval[0]}, {interval[1]}] may not fit in 32 bits"
+        super().__init__(f"{op} at {location}: {what} ({verdict}; refused by policy {policy!r}); {hint}")
         self.op = op
         self.location = location
         self.verdict = verdict

@@ -1,102 +1,67 @@
 """Interval analysis of integer values: is a narrowing to 32 bits exact?
 
-For every integer value the pass narrows, :class:`RangeAnalysis` computes an
-interval that contains every value it can take in the *original* (64-bit)
-program, and :func:`verdict` compares it with the 32-bit range:
-
-* ``"exact"``: the interval lies within the 32-bit range, so the narrowed
-  program computes the same value;
-* ``"unproven"``: the interval reaches outside the 32-bit range, so the value
-  might not fit;
-* ``"overflow"``: the interval lies entirely outside the 32-bit range, so the
-  value never fits (if that code runs at all).
+For every integer value the pass narrows, :class:`RangeAnalysis` computes a
+:class:`~no64.analysis.intervals.Range` that contains every value it can take
+in the *original* (64-bit) program, and
+:func:`~no64.analysis.intervals.verdict_of` compares it with the 32-bit range.
 
 The analysis is demand-driven: it looks only at the values a verdict is
-asked for and at what they are computed from, memoising every interval, so
-float-heavy programs pay for their few integer values only.  It is sound
-for what it models and conservative (the full range of the type) for what
-it does not.
+asked for and at what they are computed from, memoising every range, so
+float-heavy programs pay for their few integer values only.  What it knows
+about each op comes from the op registry (:mod:`no64.rules`): a transfer
+function per op giving **one range per result**, and a function for the
+arguments of the op's regions.  An op without one gets the full range of
+its types, which is always sound.
 
-Modelled: iota (bounds from the shape), constants (sentinels as the 32-bit
-extremes they become), add, subtract, multiply, divide, remainder, shifts,
-and/or/xor/not, min/max/clamp, select, abs, negate, sign, convert, compare
-and other predicates; gather, dynamic_slice and dynamic_update_slice (their
-results are elements of their operands), scatter, sort (a permutation),
-argmax/argmin-style reductions (init and operands joined), sum reductions
-and ``reduce_window`` sums (bounded by the element count), integer
-``dot_general``; broadcast, reshape, transpose, slice, reverse, concatenate
-and pad (elements preserved); ``func.call`` (through the callee's returns),
-``case``/``if`` (joined branches) and ``while`` loops (a fixpoint with
-widening, refined by a loop condition that compares a carried value with a
-bound).  Function arguments take declared input ranges (main) or the join of
-their call sites (private functions).
+Structure is analysed through results and carried values: calls through
+the callee's returns evaluated per call site; ``case``/``if`` through every
+branch; ``while`` loops to a fixpoint (exact for counted loops of up to
+256 trips, widened otherwise, with counted accumulators bounded by
+``init + trips * step``); reductions through their body, per output.
+Input-free sub-graphs are folded to their exact elements (:meth:`fold`), so
+a certain overflow is told from a possible one.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..core._mlir import ir
-from .facts import CONSTANT_OPS, constant_elements, defining_op
+from .intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
 
 __all__ = [
     "Interval",
+    "Range",
     "RangeAnalysis",
     "entry_function",
     "resolve_input_ranges",
     "verdict",
+    "verdict_of",
     "type_range",
+    "defining_op",
+    "constant_ints",
     "INT32",
     "UINT32",
 ]
 
-Interval = tuple[int, int]
-
-INT32: Interval = (-(2**31), 2**31 - 1)
-UINT32: Interval = (0, 2**32 - 1)
-_INT64: Interval = (-(2**63), 2**63 - 1)
-_UINT64: Interval = (0, 2**64 - 1)
+CONSTANT_OPS = frozenset({"stablehlo.constant", "chlo.constant", "mhlo.constant"})
 
 _UNSEEN: Any = object()
 _MAX_DEPTH = 400
 _WIDEN_AFTER = 3
 _MAX_COUNTED_TRIPS = 256
 _MAX_ITERATIONS = 12
-
-_SAME_ELEMENTS = frozenset(
-    {
-        "stablehlo.broadcast_in_dim",
-        "stablehlo.broadcast",
-        "stablehlo.reshape",
-        "stablehlo.transpose",
-        "stablehlo.slice",
-        "stablehlo.reverse",
-        "stablehlo.dynamic_slice",
-        "stablehlo.real_dynamic_slice",
-        "stablehlo.dynamic_broadcast_in_dim",
-        "stablehlo.dynamic_reshape",
-        "stablehlo.copy",
-        "stablehlo.optimization_barrier",
-        "sdy.sharding_constraint",
-        "sdy.reshard",
-        "stablehlo.all_gather",
-        "stablehlo.all_to_all",
-        "stablehlo.collective_permute",
-        "stablehlo.collective_broadcast",
-    }
-)
-_JOIN_OPERANDS = frozenset({"stablehlo.concatenate", "stablehlo.pad", "stablehlo.dynamic_pad"})
-_PREDICATES = frozenset({"stablehlo.compare", "stablehlo.is_finite"})
+_MAX_FOLD_ELEMENTS = 1 << 16
+_FLIP = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 
 
 def type_range(t: ir.Type) -> Interval | None:
     """The values an integer element or tensor type can hold; ``None`` if not integer."""
-    if isinstance(t, ir.ShapedType) or isinstance(t, (ir.RankedTensorType, ir.UnrankedTensorType)):
+    if isinstance(t, (ir.RankedTensorType, ir.UnrankedTensorType)):
         t = ir.ShapedType(t).element_type
     if not isinstance(t, ir.IntegerType):
         return None
@@ -106,33 +71,29 @@ def type_range(t: ir.Type) -> Interval | None:
     return (-(2 ** (w - 1)), 2 ** (w - 1) - 1)
 
 
-def verdict(iv: Interval, unsigned: bool) -> str:
-    """``"exact"``, ``"unproven"`` or ``"overflow"`` for narrowing ``iv`` to 32 bits."""
-    lo32, hi32 = UINT32 if unsigned else INT32
-    lo, hi = iv
-    if lo32 <= lo and hi <= hi32:
-        return "exact"
-    if hi < lo32 or lo > hi32:
-        return "overflow"
-    return "unproven"
+def defining_op(v: ir.Value) -> ir.Operation | None:
+    """The op that defines ``v``, or ``None`` for a block argument."""
+    owner: Any = v.owner
+    if isinstance(owner, ir.Operation):
+        return owner
+    op = getattr(owner, "operation", None)
+    return op if isinstance(op, ir.Operation) else None
 
 
-def _join(a: Interval, b: Interval) -> Interval:
-    return (min(a[0], b[0]), max(a[1], b[1]))
-
-
-def _meet(a: Interval, b: Interval) -> Interval | None:
-    lo, hi = max(a[0], b[0]), min(a[1], b[1])
-    return (lo, hi) if lo <= hi else None
-
-
-def _fit(iv: tuple[int, int], full: Interval) -> Interval:
-    """``iv`` if the type holds it; else the type's full range (the op wrapped)."""
-    return iv if full[0] <= iv[0] and iv[1] <= full[1] else full
+def constant_ints(v: ir.Value) -> list[int] | None:
+    """The elements of ``v`` if it is computed from constants alone (a
+    constant, possibly broadcast, reshaped or converted), flat; else ``None``."""
+    return RangeAnalysis().constant(v)
 
 
 def _as_op(x: Any) -> ir.Operation:
     return x if isinstance(x, ir.Operation) else x.operation
+
+
+def _direction(op: ir.Operation) -> str:
+    from ..core._mlir import stablehlo
+
+    return str(stablehlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value)
 
 
 def entry_function(root: ir.Operation) -> ir.Operation | None:
@@ -188,67 +149,163 @@ def resolve_input_ranges(
         out[idx] = (int(lo), int(hi))
     return out
 
-
 class RangeAnalysis:
-    """Demand-driven interval analysis over one module.
+    """Demand-driven range analysis over one module.
 
     Args:
-      root: The module operation.
+      root: The module operation (``None`` for queries that need no
+        function arguments or calls, such as folding a constant).
       input_ranges: Declared ranges of the public entry function's arguments,
         by position or by argument name (the name in the argument's location,
         as JAX writes it, e.g. ``"tokens"``); each an inclusive ``(lo, hi)``.
-      sentinels: Map from a 64-bit sentinel value to the 32-bit value it is
-        narrowed to; constants holding it count as that value.
       calls: Every ``func.call`` of the module, when the caller has already
         walked it (saves a walk).
     """
 
     def __init__(
         self,
-        root: ir.Operation,
+        root: ir.Operation | None = None,
         input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
-        sentinels: Mapping[int, int] | None = None,
         calls: Sequence[ir.Operation] | None = None,
     ) -> None:
+        from ..rules.registry import spec_of
+
+        self._spec_of = spec_of
         self.root = root
-        self.input_ranges = resolve_input_ranges(root, input_ranges or {})
-        entry = entry_function(root)
-        self._entry = entry
-        self.sentinels = dict(sentinels or {})
-        # Memo layers: a loop being solved pushes one per iteration, so that
-        # intervals computed from a provisional loop state are dropped.
+        self.input_ranges = resolve_input_ranges(root, input_ranges) if root is not None and input_ranges else {}
+        self._entry = entry_function(root) if root is not None else None
+        # Memo layers: a loop, call or reduction being solved pushes one, so
+        # that ranges computed from a provisional state are dropped.
         self._layers: list[dict[Any, Any]] = [{}]
         self._depth = 0
         self._funcs: dict[str, ir.Operation] | None = None
         self._callers: dict[str, list[ir.Operation]] | None = None
-        self._calls = calls  # every func.call, if the caller already has them
+        self._calls = calls
         self._type_ranges: dict[ir.Type, Interval | None] = {}
-        self._returns: dict[str, list[Interval]] = {}
         self._in_progress: set[str] = set()
         self._in_calls: set[str] = set()
+        self._folds: dict[Any, Any] = {}
 
-    # ------------------------------------------------------------ public
-    def interval(self, v: ir.Value) -> Interval | None:
-        """The interval of integer value ``v`` (``None`` for non-integers)."""
+    # ------------------------------------------------------------ queries
+    def full(self, v: ir.Value) -> Interval | None:
+        """The range of ``v``'s type (``None`` if not an integer type)."""
         t = v.type
         full = self._type_ranges.get(t, _UNSEEN)
         if full is _UNSEEN:
             full = self._type_ranges[t] = type_range(t)
+        return full
+
+    def range(self, v: ir.Value) -> Range | None:
+        """The :class:`Range` of integer value ``v`` (``None`` for non-integers)."""
+        full = self.full(v)
         if full is None:
             return None
         hit = self._lookup(v)
         if hit is not None:
             return hit
         if self._depth > _MAX_DEPTH:
-            return full
+            return Range(*full)
         self._depth += 1
         try:
-            iv = self._compute(v, full)
+            r = self._compute(v, full)
         finally:
             self._depth -= 1
-        iv = _meet(iv, full) or full
-        self._layers[-1][v] = iv
-        return iv
+        if r is None:
+            r = Range(*full)
+        elif r.lo <= r.hi and (r.lo < full[0] or r.hi > full[1]):
+            r = Range(max(r.lo, full[0]), min(r.hi, full[1]), r.sentinels)
+        self._layers[-1][v] = r
+        return r
+
+    of = range
+
+    def interval(self, v: ir.Value) -> Interval | None:
+        """Every value ``v`` can take in the 64-bit program, as ``(lo, hi)``."""
+        r = self.range(v)
+        return None if r is None else r.interval
+
+    def verdict(self, v: ir.Value) -> tuple[str, Range]:
+        """The verdict for narrowing integer value ``v`` to 32 bits, and its range.
+
+        A value whose range says ``unproven`` but that is computed from
+        constants alone is folded: ``exact`` if every element fits,
+        ``overflow`` if one is certain not to.
+        """
+        r = self.range(v)
+        assert r is not None, "not an integer value"
+        unsigned = self.full(v)[0] == 0  # type: ignore[index]
+        v_ = verdict_of(r, unsigned)
+        if v_ in ("unproven", "overflow") and not r.sentinels:
+            folded = self.fold(v)
+            if folded is not None and folded.size:
+                lo32, hi32 = UINT32 if unsigned else INT32
+                lo, hi = int(folded.min()), int(folded.max())
+                return ("exact" if lo32 <= lo and hi <= hi32 else "overflow"), Range(lo, hi)
+        return v_, r
+
+    def constant(self, v: ir.Value) -> list[int] | None:
+        """The elements of ``v`` if it is computed from constants alone
+        (sentinels as the 64-bit numbers they are), flat; else ``None``."""
+        f = self.fold(v, sentinels=True)
+        return None if f is None or f.size == 0 else [int(x) for x in f.ravel()]
+
+    def fold(self, v: ir.Value, sentinels: bool = False) -> np.ndarray | None:
+        """The exact elements of integer value ``v`` in the 64-bit program if it
+        is computed from constants and iotas alone (and small), else ``None``.
+
+        Without ``sentinels``, a sub-graph that holds a sentinel constant is
+        not folded (its verdict follows the sentinel rules instead).
+        """
+        key = (v, sentinels)
+        if key in self._folds:
+            return self._folds[key]
+        self._folds[key] = None  # cycles
+        out = self._fold(v, sentinels, 0)
+        self._folds[key] = out
+        return out
+
+    def _fold(self, v: ir.Value, sentinels: bool, depth: int) -> np.ndarray | None:
+        if depth > 64 or self.full(v) is None:
+            return None
+        t = v.type
+        if not isinstance(t, ir.RankedTensorType) or not t.has_static_shape:
+            return None
+        if math.prod(t.shape) > _MAX_FOLD_ELEMENTS:
+            return None
+        op = defining_op(v)
+        if op is None:
+            return None
+        name = op.name
+        if name in CONSTANT_OPS:
+            vals = _constant_elements(op)
+            if vals is None:
+                return None
+            if not sentinels and _has_sentinel(vals, op):
+                return None
+            vals = vals.astype(object)
+            if vals.size == 1:
+                return np.broadcast_to(vals.reshape([1] * len(t.shape)), t.shape)
+            return vals.reshape(t.shape)
+        if name == "stablehlo.iota":
+            dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
+            shape = list(t.shape)
+            ar = np.arange(shape[dim], dtype=object)
+            view = [1] * len(shape)
+            view[dim] = shape[dim]
+            return np.broadcast_to(ar.reshape(view), shape)
+        fold = self._spec_of(name).fold
+        if fold is None or len(op.results) != 1:
+            return None
+        args = []
+        for x in op.operands:
+            a = self.fold(x, sentinels) if self.full(x) is not None else None
+            if a is None:
+                return None
+            args.append(a)
+        try:
+            return fold(op, args, t)
+        except (ValueError, TypeError):
+            return None
 
     # ----------------------------------------------------------- helpers
     def _lookup(self, key: Any) -> Any:
@@ -258,281 +315,241 @@ class RangeAnalysis:
                 return hit
         return None
 
-    def _iv(self, v: ir.Value, fallback: Interval) -> Interval:
-        iv = self.interval(v)
-        return fallback if iv is None else iv
-
-    def _compute(self, v: ir.Value, full: Interval) -> Interval:
+    def _compute(self, v: ir.Value, full: Interval) -> Range | None:
         if isinstance(v, ir.BlockArgument):
-            return self._block_argument(v, full)
+            parent = _as_op(v.owner.owner)
+            fn = self._spec_of(parent.name).arguments
+            return None if fn is None else fn(self, v, parent)
         op = defining_op(v)
         if op is None:
-            return full
-        name = op.name
-        ops = op.operands
-        if name in CONSTANT_OPS:
-            return self._constant(op, full)
-        if name == "stablehlo.iota":
-            t = ir.RankedTensorType(op.results[0].type)
-            if not t.has_static_shape:
-                return full
-            dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
-            return _fit((0, max(t.shape[dim] - 1, 0)), full)
-        if name in _SAME_ELEMENTS:
-            return self._iv(ops[0], full)
-        if name in _JOIN_OPERANDS:
-            return self._join_all([x for x in ops if type_range(x.type) is not None], full)
-        if name in _PREDICATES:
-            return (0, 1)
-        if name == "stablehlo.convert":
-            return self._convert(op, full)
-        if name == "stablehlo.select":
-            return self._join_all([ops[1], ops[2]], full)
-        if name == "stablehlo.dynamic_update_slice":
-            return self._join_all([ops[0], ops[1]], full)
-        if name == "stablehlo.gather":
-            return self._iv(ops[0], full)
-        if name == "stablehlo.clamp":
-            lo, x, hi = (self._iv(o, full) for o in ops)
-            return (min(max(x[0], lo[0]), hi[1]), max(min(x[1], hi[1]), lo[0]))
-        if name in _BINARY:
-            a = self._iv(ops[0], full)
-            b = self._iv(ops[1], full)
-            return _BINARY[name](a, b, full, self, op)
-        if name in _UNARY:
-            return _UNARY[name](self._iv(ops[0], full), full)
-        if name == "func.call":
-            return self._call_result(op, v, full)
-        if name in ("stablehlo.case", "stablehlo.if"):
-            return self._branches(op, v, full)
-        if name == "stablehlo.while":
-            return self._while(op, full)[_result_index(op, v)]
-        if name == "stablehlo.sort":
-            return self._iv(ops[_result_index(op, v)], full)
-        if name in ("stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.all_reduce",
-                    "stablehlo.reduce_scatter", "stablehlo.scatter"):
-            return self._reduction(op, v, full)
-        if name == "stablehlo.dot_general":
-            return self._dot(op, full)
-        if name == "chlo.top_k":
-            if _result_index(op, v) == 1:
-                shape = ir.RankedTensorType(ops[0].type).shape
-                return (0, max(shape[-1] - 1, 0))
-            return self._iv(ops[0], full)
-        return full
+            return None
+        transfer = self._spec_of(op.name).transfer
+        if transfer is None:
+            return None
+        results = transfer(self, op)
+        k = 0
+        layer = self._layers[-1]
+        mine = None
+        for res, r in zip(op.results, results):
+            if res == v:
+                mine = r
+                k += 1
+            elif r is not None:
+                layer[res] = r
+        return mine
 
-    def _join_all(self, values: Sequence[ir.Value], full: Interval) -> Interval:
-        out: Interval | None = None
-        for x in values:
-            iv = self._iv(x, full)
-            out = iv if out is None else _join(out, iv)
-        return out if out is not None else full
+    def constant_range(self, op: ir.Operation) -> Range | None:
+        """The range of a constant op: sentinels of a 64-bit constant kept apart."""
+        res = op.results[0]
+        full = self.full(res)
+        if full is None:
+            return None
+        vals = _constant_elements(op)
+        if vals is None:
+            return Range(*full)
+        if vals.size == 0:
+            return Range(0, 0)
+        elem = ir.IntegerType(ir.ShapedType(res.type).element_type)
+        sent: set[int] = set()
+        if elem.width == 64:
+            own = (2**64 - 1,) if elem.is_unsigned else (2**63 - 1, -(2**63))
+            keep = None
+            for s in own:
+                hit = vals == np.array(s, dtype=vals.dtype)
+                if hit.any():
+                    sent.add(s)
+                    keep = ~hit if keep is None else keep & ~hit
+            if keep is not None:
+                vals = vals[keep]
+        if vals.size == 0:
+            return Range(1, 0, frozenset(sent))
+        return Range(int(vals.min()), int(vals.max()), frozenset(sent))
 
-    def _constant(self, op: ir.Operation, full: Interval) -> Interval:
-        attr = op.attributes["value"]
-        if not isinstance(attr, ir.DenseIntElementsAttr):
-            return full
-        elem = ir.IntegerType(ir.ShapedType(attr.type).element_type)
-        unsigned = elem.is_unsigned
-        if attr.is_splat:
-            vals = [int(ir.IntegerAttr(attr.get_splat_value()).value)]
-        else:
-            arr = np.asarray(attr)
-            if arr.size == 0:
-                return (0, 0)
-            vals = [int(arr.min()), int(arr.max())]
-        if unsigned:
-            vals = [x + 2**elem.width if x < 0 else x for x in vals]
-        elif elem.width == 1:
-            vals = [x & 1 for x in vals]
-        vals = [self.sentinels.get(x, x) for x in vals]
-        return (min(vals), max(vals))
-
-    def _convert(self, op: ir.Operation, full: Interval) -> Interval:
-        src = op.operands[0]
-        src_full = type_range(src.type)
-        if src_full is None:
-            return full  # from float or complex: unbounded in general
-        iv = self._iv(src, src_full)
-        return _fit(iv, full)
-
-    # ------------------------------------------------------ block arguments
-    def _block_argument(self, arg: ir.BlockArgument, full: Interval) -> Interval:
-        block = arg.owner
-        parent = _as_op(block.owner)
-        name = parent.name
-        i = arg.arg_number
-        if name == "func.func":
-            return self._function_argument(parent, i, full)
-        if name == "stablehlo.while":
-            state = self._while(parent, full)
-            return state[i] if i < len(state) else full
-        if name in ("stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.all_reduce",
-                    "stablehlo.reduce_scatter", "stablehlo.scatter", "stablehlo.select_and_scatter"):
-            # accumulator and element arguments range over the op's inputs and results
-            vals = [x for x in parent.operands if type_range(x.type) is not None]
-            out = self._join_all(vals, full)
-            for r in parent.results:
-                if type_range(r.type) is not None:
-                    out = _join(out, self._iv(r, full))
-            return _fit(out, full)
-        if name == "stablehlo.sort":
-            ops = parent.operands
-            return self._iv(ops[i // 2], full) if i // 2 < len(ops) else full
-        if name == "sdy.manual_computation":
-            ops = parent.operands
-            return self._iv(ops[i], full) if i < len(ops) else full
-        return full
-
+    # ----------------------------------------------------- functions/calls
     def _symbols(self) -> tuple[dict[str, ir.Operation], dict[str, list[ir.Operation]]]:
         if self._funcs is None or self._callers is None:
             funcs: dict[str, ir.Operation] = {}
             callers: dict[str, list[ir.Operation]] = {}
-            for top in self.root.regions[0].blocks[0].operations:
-                top = _as_op(top)
-                if top.name == "func.func":
-                    funcs[ir.StringAttr(top.attributes["sym_name"]).value] = top
-            calls = self._calls
-            if calls is None:
-                found: list[ir.Operation] = []
-                advance = ir.WalkResult.ADVANCE
+            if self.root is not None:
+                for top in self.root.regions[0].blocks[0].operations:
+                    top = _as_op(top)
+                    if top.name == "func.func":
+                        funcs[ir.StringAttr(top.attributes["sym_name"]).value] = top
+                calls = self._calls
+                if calls is None:
+                    found: list[ir.Operation] = []
+                    advance = ir.WalkResult.ADVANCE
 
-                def visit(op: ir.Operation) -> ir.WalkResult:
-                    if op.name == "func.call":
-                        found.append(op)
-                    return advance
+                    def visit(op: ir.Operation) -> ir.WalkResult:
+                        if op.name == "func.call":
+                            found.append(op)
+                        return advance
 
-                self.root.walk(visit)
-                calls = found
-            for op in calls:
-                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                callers.setdefault(callee, []).append(op)
+                    self.root.walk(visit)
+                    calls = found
+                for op in calls:
+                    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                    callers.setdefault(callee, []).append(op)
             self._funcs, self._callers = funcs, callers
         return self._funcs, self._callers
 
-    def _function_argument(self, fn: ir.Operation, i: int, full: Interval) -> Interval:
+    def function_argument(self, fn: ir.Operation, i: int) -> Range | None:
+        """A function argument: its declared range (entry function), or the
+        join of what its call sites pass (private functions)."""
+        if fn.name != "func.func":
+            return None
         sym = ir.StringAttr(fn.attributes["sym_name"]).value
         if _is_public(fn):
             declared = self.input_ranges.get(i) if fn == self._entry else None
-            if declared is not None:
-                return _meet(declared, full) or full
-            return full
+            return Range(*declared) if declared is not None else None
         if sym in self._in_progress:
-            return full  # a recursive call: its arguments are not bounded here
+            return None  # a recursive call: its arguments are not bounded here
         _, callers = self._symbols()
         sites = callers.get(sym, [])
         if not sites:
-            return full
+            return None
         self._in_progress.add(sym)
         try:
-            return self._join_all([site.operands[i] for site in sites], full)
+            parts = []
+            for site in sites:
+                if i >= len(site.operands):
+                    return None
+                r = self.range(site.operands[i])
+                if r is None:
+                    return None
+                parts.append(r)
+            return join(parts)
         finally:
             self._in_progress.discard(sym)
 
-    def _call_result(self, op: ir.Operation, v: ir.Value, full: Interval) -> Interval:
-        """A call's result, from the callee's returns evaluated with its
+    def call_results(self, op: ir.Operation) -> list[Range | None]:
+        """A call's results, from the callee's returns evaluated with its
         arguments bound to this call's operands (a context of its own, so a
         callee shared by many call sites or called in a loop stays precise)."""
+        fulls = [self.full(r) for r in op.results]
+        default = [Range(*f) if f is not None else None for f in fulls]
         funcs, _ = self._symbols()
         callee = funcs.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         if callee is None or not len(callee.regions[0].blocks):
-            return full
+            return default
         sym = ir.StringAttr(callee.attributes["sym_name"]).value
         if sym in self._in_calls:
-            return full  # recursion
-        k = _result_index(op, v)
+            return default  # recursion
         context: dict[Any, Any] = {}
         for a, x in zip(callee.regions[0].blocks[0].arguments, op.operands):
-            a_full = type_range(a.type)
-            if a_full is not None:
-                context[a] = self._iv(x, a_full)
+            r = self.range(x) if self.full(a) is not None else None
+            if r is not None:
+                context[a] = r
         self._layers.append(context)
         self._in_calls.add(sym)
         try:
-            out: Interval | None = None
+            parts: list[list[Range]] = [[] for _ in fulls]
             for block in callee.regions[0].blocks:
                 for inner in block.operations:
                     inner = _as_op(inner)
-                    if inner.name == "func.return" and k < len(inner.operands):
-                        iv = self._iv(inner.operands[k], full)
-                        out = iv if out is None else _join(out, iv)
+                    if inner.name == "func.return":
+                        for k, x in enumerate(inner.operands):
+                            if k < len(fulls) and fulls[k] is not None:
+                                r = self.range(x)
+                                parts[k].append(r if r is not None else default[k])  # type: ignore[arg-type]
         finally:
             self._in_calls.discard(sym)
             self._layers.pop()
-        return out if out is not None else full
-
-    def _branches(self, op: ir.Operation, v: ir.Value, full: Interval) -> Interval:
-        k = _result_index(op, v)
-        out: Interval | None = None
-        for region in op.regions:
-            for block in region.blocks:
-                ops = list(block.operations)
-                if ops and k < len(ops[-1].operands):
-                    iv = self._iv(ops[-1].operands[k], full)
-                    out = iv if out is None else _join(out, iv)
-        return out if out is not None else full
+        return [join(p) if p and d is not None else d for p, d in zip(parts, default)]
 
     # ---------------------------------------------------------------- loops
-    def _while(self, op: ir.Operation, _full: Interval) -> list[Interval]:
-        """Intervals of a while loop's carried values: a fixpoint from the
+    def loop_state(self, op: ir.Operation) -> list[Range | None]:
+        """Ranges of a while loop's carried values: a fixpoint from the
         initial values, joined with each iteration's yields, widened to the
-        type's range after a few rounds, refined inside the body by the
-        loop condition."""
+        type's range after a few rounds, refined inside the body by the loop
+        condition; counted loops run to their trip count, and a carried
+        accumulator that grows by a bounded step is bounded by
+        ``init + trips * step``."""
         key = ("while", op)
         cached = self._lookup(key)
         if cached is not None:
             return cached
         inits = list(op.operands)
-        fulls = [type_range(x.type) or (0, 0) for x in inits]
-        state = [self._iv(x, f) if type_range(x.type) else f for x, f in zip(inits, fulls)]
+        fulls = [self.full(x) for x in inits]
+        state: list[Range | None] = [self.range(x) if f is not None else None for x, f in zip(inits, fulls)]
         cond_block = op.regions[0].blocks[0]
         body_block = op.regions[1].blocks[0]
         cond_args = list(cond_block.arguments)
         body_args = list(body_block.arguments)
         body_ret = list(body_block.operations)[-1]
         trips = self._trip_count(cond_block, cond_args, body_args, body_ret, state)
+        small = trips is not None and trips <= _MAX_COUNTED_TRIPS
         # With a proven, small trip count T, T + 1 rounds without widening
         # cover every iteration the loop can run: exact and sound.
-        rounds = _MAX_ITERATIONS if trips is None else trips + 2
+        rounds = trips + 2 if small else _MAX_ITERATIONS  # type: ignore[operator]
 
-        def one_round(state: list[Interval]) -> tuple[list[Interval], dict[Any, Any]]:
+        def one_round(state: list[Range | None]) -> tuple[list[Range | None], dict[Any, Any]]:
             self._layers.append({key: state})  # provisional answer; breaks cycles
             try:
                 for a, st in zip(cond_args, state):
-                    self._layers[-1][a] = st
+                    if st is not None:
+                        self._layers[-1][a] = st
                 refined = self._refine(cond_block, cond_args, state)
                 for a, st in zip(body_args, refined):
-                    self._layers[-1][a] = st
-                yields = [
-                    self._iv(x, f) if type_range(x.type) else f
-                    for x, f in zip(body_ret.operands, fulls)
-                ]
+                    if st is not None:
+                        self._layers[-1][a] = st
+                yields = [self.range(x) if f is not None else None for x, f in zip(body_ret.operands, fulls)]
             finally:
                 layer = self._layers.pop()
             return yields, layer
 
+        converged = False
         for it in range(rounds):
             yields, layer = one_round(state)
-            new = [_join(st, y) for st, y in zip(state, yields)]
-            if trips is None and it >= _WIDEN_AFTER:
-                new = [
-                    (f[0] if n[0] < st[0] else n[0], f[1] if n[1] > st[1] else n[1])
-                    for n, st, f in zip(new, state, fulls)
-                ]
+            new = [None if st is None else join([st, y if y is not None else Range(*f)])  # type: ignore[misc]
+                   for st, y, f in zip(state, yields, fulls)]
+            if not small and it >= _WIDEN_AFTER:
+                new = [_widen(n, st, f) for n, st, f in zip(new, state, fulls)]
             if new == state:
+                converged = True
                 break
             state = new
-        else:
-            if trips is None:
-                self._layers[-1][key] = fulls
-                return fulls
-            # ``rounds`` > trips: the state covers every iteration the loop
-            # can run; evaluate the body once more from it to keep its values.
-            _, layer = one_round(state)
+        if not converged and not small:
+            state = [Range(*f) if f is not None else None for f in fulls]
+        if trips is not None and not small:
+            state = self._bound_accumulators(state, inits, body_args, body_ret, trips, one_round)
         # keep what was computed inside the loop from the final state
+        _, layer = one_round(state)
         self._layers[-1].update(layer)
         self._layers[-1][key] = state
         return state
+
+    def _bound_accumulators(self, state, inits, body_args, body_ret, trips, one_round):  # type: ignore[no-untyped-def]
+        """Carried ``acc = acc + step`` with ``step`` bounded under ``state``
+        (which holds every iteration): ``acc`` stays within
+        ``init + k * step`` for ``k <= trips``."""
+        _, layer = one_round(state)
+        self._layers.append(layer)
+        try:
+            out = list(state)
+            for k, y in enumerate(body_ret.operands):
+                if state[k] is None:
+                    continue
+                add = defining_op(y)
+                if add is None or add.name != "stablehlo.add":
+                    continue
+                a, b = add.operands[0], add.operands[1]
+                if b == body_args[k]:
+                    a, b = b, a
+                if a != body_args[k]:
+                    continue
+                step = self.range(b)
+                init = self.range(inits[k])
+                if step is None or init is None or step.sentinels or init.sentinels:
+                    continue
+                full = self.full(inits[k])
+                lo = init.lo + min(0, trips * step.lo)
+                hi = init.hi + max(0, trips * step.hi)
+                if full is not None and full[0] <= lo and hi <= full[1]:
+                    out[k] = Range(lo, hi)
+        finally:
+            self._layers.pop()
+        return out
 
     def _trip_count(
         self,
@@ -540,9 +557,9 @@ class RangeAnalysis:
         cond_args: list[ir.BlockArgument],
         body_args: list[ir.BlockArgument],
         body_ret: ir.Operation,
-        state: list[Interval],
+        state: list[Range | None],
     ) -> int | None:
-        """An upper bound on the iterations of a counted loop, if small.
+        """An upper bound on the iterations of a counted loop.
 
         Recognises a carried counter ``k`` that the condition compares
         (``k < bound`` or ``k <= bound``, the bound a constant or a carried
@@ -556,22 +573,21 @@ class RangeAnalysis:
         d, a, b = cmp
         if d in ("GT", "GE"):
             a, b, d = b, a, _FLIP[d]
-        if d not in ("LT", "LE") or not isinstance(a, ir.BlockArgument):
-            return None
-        if a not in cond_args:
+        if d not in ("LT", "LE") or not isinstance(a, ir.BlockArgument) or a not in cond_args:
             return None
         k = a.arg_number
-        # the bound: a constant, or a carried value passed through unchanged
+        if state[k] is None:
+            return None
         if isinstance(b, ir.BlockArgument) and b in cond_args:
             j = b.arg_number
-            if body_ret.operands[j] != body_args[j]:
+            if body_ret.operands[j] != body_args[j] or state[j] is None:
                 return None
-            bound = state[j]
+            bound = state[j].plain()  # type: ignore[union-attr]
         else:
-            bc = constant_elements_of(b)
+            bc = self.constant(b)
             if bc is None:
                 return None
-            bound = (min(bc), max(bc))
+            bound = Range(min(bc), max(bc))
         step_op = defining_op(body_ret.operands[k])
         if step_op is None or step_op.name != "stablehlo.add":
             return None
@@ -580,16 +596,16 @@ class RangeAnalysis:
             x, y = y, x
         if x != body_args[k]:
             return None
-        steps = constant_elements_of(y)
+        steps = self.constant(y)
         if steps is None or min(steps) < 1:
             return None
-        span = bound[1] - state[k][0] + (1 if d == "LE" else 0)
-        trips = max(0, -(-span // min(steps)))
-        return trips if trips <= _MAX_COUNTED_TRIPS else None
+        start = state[k].plain().lo  # type: ignore[union-attr]
+        span = bound.hi - start + (1 if d == "LE" else 0)
+        return max(0, -(-span // min(steps)))
 
-    def _refine(self, cond_block: ir.Block, args: list[ir.BlockArgument], state: list[Interval]) -> list[Interval]:
-        """Intersect the carried values' intervals with the loop condition
-        (``compare LT/LE/GT/GE/NE arg, bound`` returned by the cond region)."""
+    def _refine(self, cond_block: ir.Block, args: list[ir.BlockArgument], state: list[Range | None]) -> list[Range | None]:
+        """Intersect the carried values' ranges with the loop condition
+        (``compare LT/LE/GT/GE arg, bound`` returned by the cond region)."""
         cmp = _loop_compare(cond_block)
         if cmp is None:
             return state
@@ -602,253 +618,206 @@ class RangeAnalysis:
                 other, d = a, _FLIP.get(direction, "")
             else:
                 continue
-            full = type_range(arg.type)
-            if full is None:
+            cur = out[idx]
+            if cur is None or cur.sentinels:
                 continue
-            bound = self._iv(other, full)
-            lo, hi = out[idx]
+            bound = self.range(other)
+            if bound is None:
+                continue
+            bound = bound.plain()
+            lo, hi = cur.lo, cur.hi
             if d == "LT":
-                hi = min(hi, bound[1] - 1)
+                hi = min(hi, bound.hi - 1)
             elif d == "LE":
-                hi = min(hi, bound[1])
+                hi = min(hi, bound.hi)
             elif d == "GT":
-                lo = max(lo, bound[0] + 1)
+                lo = max(lo, bound.lo + 1)
             elif d == "GE":
-                lo = max(lo, bound[0])
+                lo = max(lo, bound.lo)
             if lo <= hi:
-                out[idx] = (lo, hi)
+                out[idx] = Range(lo, hi)
         return out
 
     # ------------------------------------------------------------ reductions
-    def _reduction(self, op: ir.Operation, v: ir.Value, full: Interval) -> Interval:
+    def reduction_state(self, op: ir.Operation) -> tuple[list[Range | None], list[Range | None]]:
+        """(ranges of the body's arguments, ranges of the results) of a
+        reduction-like op: reduce, reduce_window, scatter, all_reduce,
+        reduce_scatter.
+
+        Every accumulator is an initial value, an input element or a body
+        result: the body is evaluated from the join of inputs and initial
+        values until its results stay inside (widened otherwise), per output.
+        A body that adds its two arguments of one output is bounded by the
+        number of elements it can combine.
+        """
+        key = ("reduce", op)
+        cached = self._lookup(key)
+        if cached is not None:
+            return cached
         name = op.name
-        body = _single_body_op(op)
-        k = _result_index(op, v)
         operands = list(op.operands)
+        results = list(op.results)
+        n = len(results)
+        count: int | None
         if name == "stablehlo.scatter":
-            n = len(operands) // 2  # inputs..., indices, updates...
-            inputs, inits = operands[n + 1 :], operands[:n]
-            count = None
+            inputs, updates = operands[:n], operands[n + 1 :]
+            seeds = [self._join_values([inputs[i], updates[i]], results[i]) for i in range(n)]
+            init_of = inputs
+            elems = updates
+            count = _static_size(updates[0]) if updates else None
         elif name in ("stablehlo.all_reduce", "stablehlo.reduce_scatter"):
-            inputs, inits = operands, []
+            seeds = [self._join_values([x], r) for x, r in zip(operands, results)]
+            init_of = None
+            elems = operands
             count = _replica_count(op)
         else:
-            n = len(operands) // 2
             inputs, inits = operands[:n], operands[n:]
+            seeds = [self._join_values([inputs[i], inits[i]], results[i]) for i in range(n)]
+            init_of = inits
+            elems = inputs
             count = _reduced_count(op)
-        vals = [x for x in inputs + inits if type_range(x.type) is not None]
-        if body in ("stablehlo.maximum", "stablehlo.minimum", "select"):
-            return self._join_all(vals, full)
-        if body in ("stablehlo.and", "stablehlo.or", "stablehlo.xor"):
-            j = self._join_all(vals, full)
-            if j[0] >= 0:
-                if body == "stablehlo.and":
-                    return j
-                return (0, (1 << j[1].bit_length()) - 1)
-            return full
-        if body == "stablehlo.add" and count is not None and k < len(inputs):
-            x = self._iv(inputs[k], full)
-            init = self._iv(inits[k], full) if k < len(inits) else (0, 0)
-            return _fit((count * x[0] + init[0], count * x[1] + init[1]), full)
-        return full
+        fulls = [self.full(r) for r in results]
+        block = op.regions[0].blocks[0] if len(op.regions) and len(op.regions[0].blocks) else None
+        if block is None:
+            out = [Range(*f) if f is not None else None for f in fulls]
+            self._layers[-1][key] = ([], out)
+            return [], out
+        args = list(block.arguments)
+        ret = list(block.operations)[-1]
+        acc = list(seeds)
 
-    def _dot(self, op: ir.Operation, full: Interval) -> Interval:
-        a = self._iv(op.operands[0], full)
-        b = self._iv(op.operands[1], full)
-        dims = op.attributes["dot_dimension_numbers"]
-        contract = _contracting_size(op, str(dims))
-        if contract is None:
-            return full
-        p = _products(a, b)
-        return _fit((min(0, p[0] * contract), max(0, p[1] * contract)), full)
+        def arg_ranges(acc: list[Range | None]) -> list[Range | None]:
+            return [acc[i % n] if i % n < len(acc) else None for i in range(len(args))]
 
+        for it in range(_MAX_ITERATIONS):
+            layer: dict[Any, Any] = {key: (arg_ranges(acc), acc)}
+            for a, r in zip(args, arg_ranges(acc)):
+                if r is not None:
+                    layer[a] = r
+            self._layers.append(layer)
+            try:
+                outs = [self.range(x) for x in ret.operands]
+            finally:
+                self._layers.pop()
+            new = []
+            for k in range(n):
+                if acc[k] is None or k >= len(outs):
+                    new.append(acc[k])
+                    continue
+                o = outs[k] if outs[k] is not None else Range(*fulls[k])  # type: ignore[misc]
+                nk = join([acc[k], o])  # type: ignore[list-item]
+                if it >= _WIDEN_AFTER:
+                    nk = _widen(nk, acc[k], fulls[k])  # type: ignore[arg-type]
+                new.append(nk)
+            if new == acc:
+                break
+            acc = new
+        else:
+            acc = [Range(*f) if f is not None else None for f in fulls]
+        # sums: bounded by the number of elements combined
+        if count is not None:
+            for k in range(n):
+                if acc[k] is None or k >= len(ret.operands):
+                    continue
+                add = defining_op(ret.operands[k])
+                if add is None or add.name != "stablehlo.add":
+                    continue
+                if k + n >= len(args) or {add.operands[0], add.operands[1]} != {args[k], args[k + n]}:
+                    continue
+                x = self.range(elems[k])
+                init = self.range(init_of[k]) if init_of is not None else Range(0, 0)
+                if x is None or init is None or x.sentinels or init.sentinels:
+                    continue
+                bound = _sum_bound(x, init, count, name == "stablehlo.scatter")
+                f = fulls[k]
+                if f is not None and f[0] <= bound.lo and bound.hi <= f[1]:
+                    acc[k] = bound
+        state = (arg_ranges(acc), acc)
+        self._layers[-1][key] = state
+        return state
 
-# ---------------------------------------------------------------- transfer
-
-
-def _products(a: Interval, b: Interval) -> Interval:
-    c = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
-    return (min(c), max(c))
-
-
-def _tdiv(x: int, y: int) -> int:
-    q = abs(x) // abs(y)
-    return q if (x >= 0) == (y > 0) else -q
-
-
-def _div(a: Interval, b: Interval, full: Interval, *_: Any) -> Interval:
-    """Truncating division; XLA defines x / 0 as -1 (signed) or all ones."""
-    vals: list[int] = []
-    for lo, hi in ((b[0], min(b[1], -1)), (max(b[0], 1), b[1])):
-        if lo <= hi:
-            vals += [_tdiv(x, y) for x in a for y in (lo, hi)]
-    if b[0] <= 0 <= b[1]:
-        vals.append(-1 if full[0] < 0 else full[1])
-    return _fit((min(vals), max(vals)), full)
-
-
-def _rem(a: Interval, b: Interval, full: Interval, *_: Any) -> Interval:
-    """Remainder takes the dividend's sign; XLA defines x % 0 as x."""
-    m = max(abs(b[0]), abs(b[1]))
-    if m == 0:
-        return a
-    lo = 0 if a[0] >= 0 else max(a[0], -(m - 1))
-    hi = 0 if a[1] <= 0 else min(a[1], m - 1)
-    return _join((lo, hi), a) if b[0] <= 0 <= b[1] else (lo, hi)
-
-
-def _shift_left(a: Interval, b: Interval, full: Interval, *_: Any) -> Interval:
-    if b[0] < 0 or b[1] >= 64:
-        return full
-    return _fit(_products(a, (2 ** b[0], 2 ** b[1])), full)
-
-
-def _shift_right_arithmetic(a: Interval, b: Interval, full: Interval, *_: Any) -> Interval:
-    if b[0] < 0:
-        return full
-    lo_s, hi_s = b[0], min(b[1], 63)
-    return (min(a[0] >> lo_s, a[0] >> hi_s), max(a[1] >> lo_s, a[1] >> hi_s))
-
-
-def _shift_right_logical(a: Interval, b: Interval, full: Interval, *_: Any) -> Interval:
-    if a[0] < 0 or b[0] < 0:
-        return full if a[0] < 0 else (0, a[1])
-    return (a[0] >> min(b[1], 64), a[1] >> b[0])
+    def _join_values(self, values: Sequence[ir.Value], like: ir.Value) -> Range | None:
+        full = self.full(like)
+        if full is None:
+            return None
+        parts = []
+        for x in values:
+            r = self.range(x)
+            if r is None or x.type != like.type and ir.ShapedType(x.type).element_type != ir.ShapedType(like.type).element_type:
+                return Range(*full)
+            parts.append(r)
+        return join(parts)
 
 
-def _bitwise(kind: str) -> Any:
-    def f(a: Interval, b: Interval, full: Interval, *_: Any) -> Interval:
-        if kind == "and":
-            if a[0] >= 0 and b[0] >= 0:
-                return (0, min(a[1], b[1]))
-            if a[0] >= 0:
-                return (0, a[1])
-            if b[0] >= 0:
-                return (0, b[1])
-            return full
-        if a[0] >= 0 and b[0] >= 0:
-            return (0, (1 << max(a[1], b[1]).bit_length()) - 1)
-        return full
-
-    return f
+def _widen(new: Range | None, old: Range | None, full: Interval | None) -> Range | None:
+    if new is None or old is None or full is None:
+        return new
+    lo = full[0] if new.lo < old.lo else new.lo
+    hi = full[1] if new.hi > old.hi else new.hi
+    return Range(lo, hi, new.sentinels)
 
 
-_BINARY: dict[str, Any] = {
-    "stablehlo.add": lambda a, b, full, *_: _fit((a[0] + b[0], a[1] + b[1]), full),
-    "stablehlo.subtract": lambda a, b, full, *_: _fit((a[0] - b[1], a[1] - b[0]), full),
-    "stablehlo.multiply": lambda a, b, full, *_: _fit(_products(a, b), full),
-    "stablehlo.divide": _div,
-    "stablehlo.remainder": _rem,
-    "stablehlo.maximum": lambda a, b, full, *_: (max(a[0], b[0]), max(a[1], b[1])),
-    "stablehlo.minimum": lambda a, b, full, *_: (min(a[0], b[0]), min(a[1], b[1])),
-    "stablehlo.shift_left": _shift_left,
-    "stablehlo.shift_right_arithmetic": _shift_right_arithmetic,
-    "stablehlo.shift_right_logical": _shift_right_logical,
-    "stablehlo.and": _bitwise("and"),
-    "stablehlo.or": _bitwise("or"),
-    "stablehlo.xor": _bitwise("xor"),
-}
-
-_UNARY: dict[str, Any] = {
-    "stablehlo.negate": lambda a, full: _fit((-a[1], -a[0]), full),
-    "stablehlo.abs": lambda a, full: _fit(
-        (0 if a[0] <= 0 <= a[1] else min(abs(a[0]), abs(a[1])), max(abs(a[0]), abs(a[1]))), full
-    ),
-    "stablehlo.not": lambda a, full: (
-        (full[1] - a[1], full[1] - a[0]) if full[0] == 0 else (-a[1] - 1, -a[0] - 1)
-    ),
-    "stablehlo.sign": lambda a, full: (-1 if a[0] < 0 else (0 if a[0] == 0 else 1), 1 if a[1] > 0 else (0 if a[1] == 0 else -1)),
-    "stablehlo.popcnt": lambda a, full: (0, 64),
-    "stablehlo.count_leading_zeros": lambda a, full: (0, 64),
-}
-
-_FLIP = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
+def _sum_bound(x: Range, init: Range, count: int, scatter: bool) -> Range:
+    """A sum of at most ``count`` elements of ``x``: with ``init`` once (a
+    scatter's input), or possibly several times (a reduction's initial value,
+    which XLA may apply per partial sum) unless it is zero."""
+    if scatter:
+        return Range(init.lo + min(0, count * x.lo), init.hi + max(0, count * x.hi))
+    if init.lo == 0 and init.hi == 0:
+        return Range(min(0, count * x.lo), max(0, count * x.hi))
+    j = join([x, init])
+    terms = 2 * count + 1
+    return Range(min(0, terms * j.lo), max(0, terms * j.hi))
 
 
-def _direction_name(text: str) -> str:
-    for d in ("LT", "LE", "GT", "GE", "EQ", "NE"):
-        if d in text:
-            return d
-    return text
+def _static_size(v: ir.Value) -> int | None:
+    t = ir.RankedTensorType(v.type)
+    return int(math.prod(t.shape)) if t.has_static_shape else None
 
 
-def constant_elements_of(v: ir.Value) -> list[int] | None:
-    """The integer elements of a constant (possibly broadcast or reshaped)."""
-    c = constant_elements(v)
-    return None if c is None or len(c) == 0 else [int(x) for x in c]
+def _constant_elements(op: ir.Operation) -> np.ndarray | None:
+    """The integer elements of a constant op, flat, in a numpy integer dtype
+    that holds them (unsigned types read as unsigned); a splat gives one
+    element.  ``None`` for a non-integer or unreadable constant."""
+    attr = op.attributes["value"]
+    if not isinstance(attr, ir.DenseIntElementsAttr):
+        return None
+    elem = ir.IntegerType(ir.ShapedType(attr.type).element_type)
+    w = elem.width
+    unsigned = elem.is_unsigned or w == 1
+    if attr.is_splat:
+        v = int(ir.IntegerAttr(attr.get_splat_value()).value)
+        if unsigned:
+            v %= 1 << w
+        return np.array([v], dtype=np.uint64 if unsigned else np.int64)
+    vals = np.asarray(attr).ravel()
+    if unsigned:
+        if w == 1:
+            return (vals != 0).astype(np.uint64)
+        if w == 64:
+            return vals.astype(np.uint64)
+        return vals.astype(np.int64) % (1 << w)
+    return vals.astype(np.int64)
+
+
+def _has_sentinel(vals: np.ndarray, op: ir.Operation) -> bool:
+    elem = ir.IntegerType(ir.ShapedType(op.results[0].type).element_type)
+    if elem.width != 64:
+        return False
+    own = (2**64 - 1,) if elem.is_unsigned else (2**63 - 1, -(2**63))
+    return any((vals == np.array(s, dtype=vals.dtype)).any() for s in own)
 
 
 def _loop_compare(cond_block: ir.Block) -> tuple[str, ir.Value, ir.Value] | None:
     """``(direction, lhs, rhs)`` of the compare a while loop's condition
-    region returns (direction as ``"LT"``, ``"LE"``, ...), if it returns one."""
+    region returns, if it returns one."""
     ops = list(cond_block.operations)
     if not ops or not len(ops[-1].operands):
         return None
     pred = defining_op(ops[-1].operands[0])
     if pred is None or pred.name != "stablehlo.compare":
         return None
-    direction = _direction_name(str(pred.attributes["comparison_direction"]))
-    return direction, pred.operands[0], pred.operands[1]
-
-
-def _result_index(op: ir.Operation, v: ir.Value) -> int:
-    for i, r in enumerate(op.results):
-        if r == v:
-            return i
-    return 0
-
-
-def _single_body_op(op: ir.Operation) -> str | None:
-    """The combining op of a reduction body: an elementwise op name, or
-    ``"select"`` for an argmax/argmin-style body built from compares and
-    selects; ``None`` otherwise."""
-    if not len(op.regions) or not len(op.regions[0].blocks):
-        return None
-    names = [_as_op(o).name for o in op.regions[0].blocks[0].operations]
-    body = [n for n in names if n not in ("stablehlo.return",)]
-    if not body:
-        return "select"  # returns one of its arguments (scatter "set")
-    if len(body) == 1:
-        return body[0]
-    allowed = {"stablehlo.compare", "stablehlo.select", "stablehlo.and", "stablehlo.or",
-               "stablehlo.constant", "stablehlo.not"}
-    if body and set(body) <= allowed and "stablehlo.select" in body:
-        return "select"
-    return None
-
-
-def _reduced_count(op: ir.Operation) -> int | None:
-    """How many elements one output element of a reduce/reduce_window sums."""
-    if op.name == "stablehlo.reduce":
-        t = ir.RankedTensorType(op.operands[0].type)
-        if not t.has_static_shape:
-            return None
-        dims = ir.DenseI64ArrayAttr(op.attributes["dimensions"])
-        return int(math.prod(t.shape[d] for d in dims))
-    if op.name == "stablehlo.reduce_window":
-        dims = ir.DenseI64ArrayAttr(op.attributes["window_dimensions"])
-        return int(math.prod(dims))
-    return None
-
-
-def _replica_count(op: ir.Operation) -> int | None:
-    try:
-        groups = np.asarray(op.attributes["replica_groups"])
-        return int(groups.shape[-1]) if groups.ndim == 2 and groups.size else None
-    except (KeyError, ValueError, TypeError):
-        return None
-
-
-def _contracting_size(op: ir.Operation, dims_text: str) -> int | None:
-    """The product of the lhs contracting dimensions of a dot_general."""
-    m = re.search(r"lhs_contracting_dimensions = \[([0-9, ]*)\]", dims_text)
-    if m is None:
-        return None
-    t = ir.RankedTensorType(op.operands[0].type)
-    if not t.has_static_shape:
-        return None
-    idx = [int(x) for x in m.group(1).replace(" ", "").split(",") if x]
-    return int(math.prod(t.shape[i] for i in idx))
+    return _direction(pred), pred.operands[0], pred.operands[1]
 
 
 def _arg_name(fn: ir.Operation, i: int) -> str | None:
@@ -862,4 +831,26 @@ def _arg_name(fn: ir.Operation, i: int) -> str | None:
     text = str(loc)
     if text.startswith('loc("') and text.endswith('")'):
         return text[5:-2]
+    return None
+
+
+def _replica_count(op: ir.Operation) -> int | None:
+    try:
+        groups = np.asarray(op.attributes["replica_groups"])
+        return int(groups.shape[-1]) if groups.ndim == 2 and groups.size else None
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _reduced_count(op: ir.Operation) -> int | None:
+    """How many elements one output element of a reduce/reduce_window sums."""
+    if op.name == "stablehlo.reduce":
+        t = ir.RankedTensorType(op.operands[0].type)
+        if not t.has_static_shape:
+            return None
+        dims = ir.DenseI64ArrayAttr(op.attributes["dimensions"])
+        return int(math.prod(t.shape[d] for d in dims))
+    if op.name == "stablehlo.reduce_window":
+        dims = ir.DenseI64ArrayAttr(op.attributes["window_dimensions"])
+        return int(math.prod(dims))
     return None

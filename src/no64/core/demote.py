@@ -21,10 +21,10 @@ type, every constant's and signature's old attribute, recorded while
 planning, so undoing costs nothing until it is needed); a module that a rule
 rewrites is cloned before the rule runs.
 
-Width-dependent ops (see ``_Pass._special``) are never narrowed silently.  Two are
-made exact by a rewrite: ``count_leading_zeros`` and ``popcnt`` on 64-bit
-integers (the 32-bit result is corrected by 32 where the sign extension of
-the 64-bit value would have added leading zeros or ones).
+What the pass knows about each op comes from the op registry
+(:mod:`no64.rules`): which ops are constants, converts and calls, and which
+are width-dependent -- those are handed to their exact rewrites, refused by
+their check when no rewrite applies, or fixed up after retyping.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from . import constants as C
-from ._mlir import ir, stablehlo
+from ..analysis.intervals import collides
+from ..analysis.ranges import RangeAnalysis, resolve_input_ranges
 from ..errors import (
     ConstantRangeError,
     InputRangeError,
@@ -46,62 +46,18 @@ from ..errors import (
     NarrowingError,
     UnsupportedOpError,
 )
-from ..analysis.facts import CONSTANT_OPS, constant_elements
+from ..rules.registry import REGISTRY, UNKNOWN, OpSpec
+from . import constants as C
+from ._mlir import ir
 from .locations import decode_location
-from ..analysis.ranges import RangeAnalysis, resolve_input_ranges, verdict
 from .report import DemotionReport
-from ..rules import RULES
-from ..rules.custom_call import renamed_to_32bit
-from .scan import REGION_FREE_OPS, _module_op, all_ops, gc_paused
+from .scan import _module_op, all_ops, gc_paused
 from .scan import check as scan_check
 from .types import TypeConverter
 
 __all__ = ["demote"]
 
-_SHIFTS = frozenset(
-    {"stablehlo.shift_left", "stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic"}
-)
-_HOST_TRANSFER = frozenset({"stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"})
-
-#: custom_call targets that only annotate or move a value and never look at
-#: its bits; they are retyped like any other op.
-TYPE_AGNOSTIC_CUSTOM_CALLS = frozenset(
-    {
-        "Sharding",
-        "SPMDFullToShardShape",
-        "SPMDShardToFullShape",
-        "MoveToHost",
-        "MoveToDevice",
-        "annotate_device_placement",
-        "LayoutConstraint",
-        "xla.sdy.GlobalToLocalShape",
-        "xla.sdy.LocalToGlobalShape",
-        "xla.sdy.FuncResultSharding",
-        "xla.sdy.ShardingGroup",
-        "xla.sdy.PropagationBarrier",
-    }
-)
-
-# Ops whose operands (not only results) must be inspected.
-_OPERAND_SENSITIVE = frozenset(
-    {
-        "stablehlo.bitcast_convert",
-        "stablehlo.custom_call",
-        "stablehlo.rng_bit_generator",
-        "stablehlo.reduce_precision",
-        "stablehlo.not",
-        "stablehlo.count_leading_zeros",
-        "stablehlo.popcnt",
-        "stablehlo.iota",
-        "stablehlo.and",
-    }
-    | _SHIFTS
-    | _HOST_TRANSFER
-)
-
 _MISS = object()
-
-_INT32_LIMIT = 2**31
 
 
 #: Range policies: which verdicts of the range analysis are refused.
@@ -111,12 +67,6 @@ RANGE_POLICIES = {
     "permissive": frozenset(),
 }
 
-#: 64-bit integer sentinels and the 32-bit values they are narrowed to.
-SENTINELS = {
-    2**63 - 1: 2**31 - 1,
-    -(2**63): -(2**31),
-    2**64 - 1: 2**32 - 1,
-}
 
 
 def demote(
@@ -299,7 +249,11 @@ class _Pass:
         self.needs_backup = False
         self.converts: list[ir.Operation] = []
         self.calls: list[ir.Operation] = []
-        self.fixups: list[tuple[ir.Operation, str]] = []
+        self.fixups: list[tuple[ir.Operation, OpSpec]] = []
+        # compares and converts that read a 64-bit integer (sentinels meet
+        # ordinary values there)
+        self.meets: list[ir.Operation] = []
+        self._ranges: RangeAnalysis | None = None
         self._resources: dict[str, bytes] | None = None
         self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], str]] = {}
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
@@ -319,7 +273,7 @@ class _Pass:
     def run_rules(self) -> None:
         """Let the registered rules rewrite the candidate ops (see :mod:`no64.rules`)."""
         for op in self.candidates:
-            for rule in RULES[op.name]:
+            for rule in REGISTRY[op.name].rewrites:
                 if rule(op, self):
                     self.rewrites += 1
                     break
@@ -343,9 +297,8 @@ class _Pass:
         miss = _MISS
         values = self.values
         append = values.append
-        sensitive = _OPERAND_SENSITIVE
-        no_regions = REGION_FREE_OPS
-        constant_ops = CONSTANT_OPS
+        registry = REGISTRY
+        unknown = UNKNOWN
         kept = self.kept_ops.append
         kept_arg = self.kept_args.append
         for op in all_ops(self.root):
@@ -373,8 +326,9 @@ class _Pass:
                         append((r, t, new))
                         any64 = True
                 kept(op)  # (re-read whole by the strict check)
-            if name in no_regions:
-                if any64 and name in constant_ops:
+            spec = registry.get(name, unknown)
+            if spec.constant:
+                if any64:
                     try:
                         self._plan_constant(op, t, new)
                     except ConstantRangeError as exc:
@@ -383,13 +337,28 @@ class _Pass:
                         if not self.rules_enabled:
                             raise
                         self.deferred.append(exc)
-                elif name == "stablehlo.convert":
-                    self.converts.append(op)
-                elif name == "func.call":
-                    self.calls.append(op)
-                elif name in sensitive:
-                    if any64 or any(convert(v.type) is not None for v in op.operands):
-                        self._sensitive(op, name)
+                continue
+            if spec.convert:
+                self.converts.append(op)
+            elif spec.call:
+                self.calls.append(op)
+            if spec.width_dependent or spec.meets:
+                reads64 = any64
+                if not reads64:
+                    for v in op.operands:
+                        vt = v.type
+                        c = cache.get(vt, miss)
+                        if c is miss:
+                            c = convert(vt)
+                        if c is not None:
+                            reads64 = True
+                            break
+                if reads64:
+                    if spec.width_dependent:
+                        self._sensitive(op, spec)
+                    if spec.meets:
+                        self.meets.append(op)
+            if spec.region_free:
                 continue
             if name == "func.func":
                 self.func_ops.append(op)
@@ -397,9 +366,6 @@ class _Pass:
                 new = convert(ft)
                 if new is not None:
                     self.funcs.append((op, ft, new))
-            elif name in sensitive:
-                if any64 or any(convert(v.type) is not None for v in op.operands):
-                    self._sensitive(op, name)
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.arguments:
@@ -414,17 +380,15 @@ class _Pass:
         if not self.candidates:
             # No rule will change the module: settle what was put off.
             for op in self.pending:
-                self._special(op, op.name)
+                self._special(op, REGISTRY[op.name])
             if self.deferred:
                 raise self.deferred[0]
 
-    def _sensitive(self, op: ir.Operation, name: str) -> None:
-        """A width-dependent op with 64-bit types: a rule candidate, or checked
-        by :meth:`_special` -- after the rules have run, since a rule may
-        remove it as part of an idiom."""
-        if not self.rules_enabled:
-            self._special(op, name)
-        elif name in RULES:
+    def _sensitive(self, op: ir.Operation, spec: OpSpec) -> None:
+        """A width-dependent op with 64-bit types: a candidate for its rules,
+        or checked by :meth:`_special` -- after the rules have run, since a
+        rule may remove it as part of an idiom."""
+        if self.rules_enabled and spec.rewrites:
             self.candidates.append(op)
         else:
             self.pending.append(op)
@@ -435,67 +399,23 @@ class _Pass:
     def refuse(self, op: ir.Operation, reason: str) -> None:
         raise UnsupportedOpError(op.name, self.where(op), reason)
 
-    def _special(self, op: ir.Operation, name: str) -> None:
-        if name == "stablehlo.bitcast_convert":
-            self.refuse(
-                op,
-                "bitcast_convert reinterprets the bits of a 64-bit value; narrowing its type "
-                "would change every value, so it is never narrowed",
-            )
-        elif name == "stablehlo.rng_bit_generator":
-            self.refuse(
-                op,
-                "rng_bit_generator with a 64-bit state or output is defined on 64-bit words; "
-                "narrowing it would produce different random numbers",
-            )
-        elif name in _HOST_TRANSFER:
-            self.refuse(op, "it transfers 64-bit data to or from the host, whose layout would change")
-        elif name == "stablehlo.custom_call":
-            target = ir.StringAttr(op.attributes["call_target_name"]).value
-            if target not in TYPE_AGNOSTIC_CUSTOM_CALLS and not renamed_to_32bit(target):
-                self.refuse(
-                    op,
-                    f"custom_call target {target!r} takes or returns 64-bit values and its "
-                    "implementation is opaque; no64 does not know a 32-bit equivalent",
-                )
-        elif name in _SHIFTS:
-            amounts = constant_elements(op.operands[1])
-            if amounts is None:
-                self.refuse(
-                    op,
-                    "the shift amount of a 64-bit shift is not a constant, so it cannot be "
-                    "shown to stay below 32 (a shift by 32 or more means something else on "
-                    "32-bit integers)",
-                )
-            elif len(amounts) and (min(amounts) < 0 or max(amounts) >= 32):
-                self.refuse(
-                    op,
-                    f"a 64-bit shift by {int(max(amounts))} bits moves bits across the 32-bit "
-                    "boundary; it has no 32-bit equivalent",
-                )
-        elif name == "stablehlo.not":
-            t = ir.ShapedType(op.results[0].type).element_type
-            if isinstance(t, ir.IntegerType) and t.is_unsigned and t.width == 64:
-                self.refuse(
-                    op,
-                    "bitwise not of an unsigned 64-bit value sets the upper 32 bits; "
-                    "it has no 32-bit equivalent",
-                )
-        elif name in ("stablehlo.count_leading_zeros", "stablehlo.popcnt"):
-            if not ir.ShapedType(op.results[0].type).has_static_shape:
-                self.refuse(op, "64-bit bit counting on a dynamically shaped tensor is not supported")
-            self.fixups.append((op, name))
+    def ranges(self) -> RangeAnalysis:
+        """A range analysis of the module as it is now: a fresh one while
+        rules may still change the module, one shared analysis after."""
+        if self.candidates:
+            return RangeAnalysis(self.root, self.input_ranges)
+        if self._ranges is None:
+            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls)
+        return self._ranges
+
+    def _special(self, op: ir.Operation, spec: OpSpec) -> None:
+        """A width-dependent op no rule rewrote: refuse it, or fix it up
+        after retyping."""
+        if spec.refuse is not None:
+            spec.refuse(op, self)
+        if spec.fixup is not None:
+            self.fixups.append((op, spec))
             self.needs_backup = True  # the fix-up inserts ops
-        elif name == "stablehlo.iota":
-            t = ir.RankedTensorType(op.results[0].type)
-            dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
-            size = t.shape[dim]
-            elem = t.element_type
-            limit = 2**32 if isinstance(elem, ir.IntegerType) and elem.is_unsigned else _INT32_LIMIT
-            if isinstance(elem, ir.IntegerType) and size > limit:
-                raise ConstantRangeError(
-                    op.name, self.where(op), f"iota of length {size} does not fit in 32 bits"
-                )
 
     def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> None:
         # Converted types are cached objects, one per distinct type: key by identity.
@@ -651,7 +571,6 @@ class _Pass:
         """Give every narrowed value a verdict; refuse those the range policy
         refuses (before anything else changes)."""
         counts: dict[str, int] = {}
-        analysis: RangeAnalysis | None = None
         refused = RANGE_POLICIES[self.range_policy]
         # Kinds of the (few, cached) converted types, by object identity.
         kinds = {id(new): _kind_of(new) for new in self.conv._cache.values() if new is not None}
@@ -660,22 +579,22 @@ class _Pass:
         floats = {k for k, kind in kinds.items() if kind == "float"}
         n_float = sum(n for k, n in tally.items() if k in floats)  # judged in bulk below
         others = [(v, id(new)) for v, _, new in self.values if id(new) not in floats]
+        confused = self._sentinel_meetings(refused) if self.meets else set()
+        analysis: RangeAnalysis | None = None
         for value, key in others:
             kind = kinds[key]
             if kind == "other":
                 v = "precision-reduced"  # tuples and other aggregates
+            elif value in confused:
+                v = "unproven"  # recorded where the sentinel meets the value
             elif value in self.sentinel_values:
                 v = self.sentinel_values[value]
             else:
                 if analysis is None:
-                    analysis = RangeAnalysis(
-                        self.root, self.input_ranges, SENTINELS, calls=self.calls
-                    )
-                iv = analysis.interval(value)
-                v = "exact" if iv is None else verdict(iv, kind == "uint")
-                if v != "exact":
-                    assert iv is not None
-                    self._record_range(value, v, iv, refused)
+                    analysis = self.ranges()
+                v, r = analysis.verdict(value)
+                if v not in ("exact", "sentinel"):
+                    self._record_range(value, v, r.interval, refused)
             counts[v] = counts.get(v, 0) + 1
         # Floats: constants f32 holds exactly are exact, constants beyond its
         # range overflow (both known from constant planning); every other
@@ -688,6 +607,49 @@ class _Pass:
             if n:
                 counts[v] = counts.get(v, 0) + n
         self.report.verdicts = counts
+
+    def _sentinel_meetings(self, refused: frozenset[str]) -> set[ir.Value]:
+        """Where a value that may hold a sentinel meets another value -- a
+        compare, or a convert to another type -- the narrowed program keeps
+        the 64-bit outcome only if no ordinary value reaches the 32-bit
+        extreme the sentinel becomes.  Returns the sentinel-carrying values
+        for which that is not proven (each recorded as unproven)."""
+        analysis = self.ranges()
+        confused: set[ir.Value] = set()
+        for op in self.meets:
+            operands = list(op.operands)
+            ranges = [analysis.range(x) for x in operands]
+            if not any(r is not None and r.sentinels for r in ranges):
+                continue
+            if op.name == "stablehlo.convert":
+                x, r = operands[0], ranges[0]
+                if r is None or not r.sentinels:
+                    continue
+                if ir.ShapedType(x.type).element_type == ir.ShapedType(op.results[0].type).element_type:
+                    continue  # a no-op convert
+                why = (
+                    f"converts a value that may be a 64-bit sentinel ({_sentinel_names(r.sentinels)}) "
+                    f"to {ir.ShapedType(op.results[0].type).element_type}: the 64-bit program "
+                    "converts the sentinel itself, the 32-bit one its 32-bit extreme"
+                )
+                self._record_meeting(op, x, r.interval, why, refused)
+                confused.add(x)
+                continue
+            for i, (x, r) in enumerate(zip(operands, ranges)):
+                if r is None or not r.sentinels:
+                    continue
+                for j, other in enumerate(ranges):
+                    if j == i or other is None or not collides(other, r.sentinels):
+                        continue
+                    why = (
+                        f"compares a 64-bit sentinel ({_sentinel_names(r.sentinels)}) with a value "
+                        f"in [{other.lo}, {other.hi}], which may equal the sentinel's 32-bit extreme: "
+                        "the narrowed comparison could change its outcome"
+                    )
+                    self._record_meeting(op, x, other.interval, why, refused)
+                    confused.add(x)
+                    break
+        return confused
 
     def _record_range(self, value: ir.Value, v: str, iv: tuple[int, int], refused: frozenset[str]) -> None:
         if isinstance(value, ir.BlockArgument):
@@ -709,6 +671,15 @@ class _Pass:
             f"{what} in [{iv[0]}, {iv[1]}] {'never fits' if v == 'overflow' else 'may not fit'} in 32 bits",
         )
 
+    def _record_meeting(
+        self, op: ir.Operation, value: ir.Value, iv: tuple[int, int], why: str, refused: frozenset[str]
+    ) -> None:
+        if "unproven" in refused:
+            raise NarrowingError(
+                op.name, str(decode_location(op.location)), "unproven", iv, self.range_policy, reason=why
+            )
+        self.report.add("unproven", op.name, op.location, why)
+
     # ----------------------------------------------------------------- apply
     def apply(self) -> None:
         rep = self.report
@@ -729,8 +700,9 @@ class _Pass:
         for op, _, attr in self.consts:
             op.attributes["value"] = attr
         rep.constants_narrowed = len(self.consts)
-        for op, name in self.fixups:
-            self._fix_bitcount(op, name)
+        for op, spec in self.fixups:
+            assert spec.fixup is not None
+            spec.fixup(op, self)
 
     def check(self) -> None:
         """The strict check of the rewritten module: raise
@@ -792,62 +764,10 @@ class _Pass:
             assert old_attr is not None, "a complex constant is restored from a backup"
             op.attributes["value"] = old_attr
 
-    def _fix_bitcount(self, op: ir.Operation, name: str) -> None:
-        """Correct a narrowed clz/popcnt by the 32 bits that sign or zero
-        extension to 64 bits would have contributed."""
-        res = op.results[0]
-        t = res.type
-        elem = ir.ShapedType(t).element_type
-        x = op.operands[0]
-        loc = op.location
-        signed = not ir.IntegerType(elem).is_unsigned
-        with _after(op), loc:
-            c32 = stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, 32))).result
-            c0 = stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, 0))).result
-            plus = stablehlo.AddOp(res, c32).result
-            if name == "stablehlo.count_leading_zeros":
-                # clz64(x) = clz32(x) + 32 for x >= 0 (or any unsigned x);
-                # a negative x has no leading zeros in either width.
-                if signed:
-                    neg = _compare(x, c0, "LT", "SIGNED")
-                    fixed = stablehlo.SelectOp(neg, res, plus).result
-                else:
-                    fixed = plus
-                detail = "count_leading_zeros on 64-bit integers: 32-bit count + 32 for non-negative values"
-            else:
-                # popcnt64(x) = popcnt32(x) + 32 for negative x (sign extension
-                # adds 32 ones); equal otherwise.
-                if signed:
-                    neg = _compare(x, c0, "LT", "SIGNED")
-                    fixed = stablehlo.SelectOp(neg, plus, res).result
-                else:
-                    fixed = res
-                detail = "popcnt on 64-bit integers: 32-bit count + 32 for negative values"
-        if fixed != res:
-            res.replace_all_uses_except(fixed, [_as_op(plus.owner), _as_op(fixed.owner)])
-        self.report.add("rewrite", name, loc, detail)
 
-
-def _as_op(x: Any) -> ir.Operation:
-    return x if isinstance(x, ir.Operation) else x.operation
-
-
-def _after(op: ir.Operation) -> ir.InsertionPoint:
-    block = op.block
-    ops = list(block.operations)
-    idx = next(i for i, o in enumerate(ops) if o.operation == op)
-    if idx + 1 < len(ops):
-        return ir.InsertionPoint(ops[idx + 1])
-    return ir.InsertionPoint(block)
-
-
-def _compare(a: ir.Value, b: ir.Value, direction: str, ctype: str) -> ir.Value:
-    return stablehlo.CompareOp(
-        a,
-        b,
-        stablehlo.ComparisonDirectionAttr.get(direction),
-        compare_type=stablehlo.ComparisonTypeAttr.get(ctype),
-    ).result
+def _sentinel_names(sentinels: frozenset[int]) -> str:
+    names = {2**63 - 1: "INT64_MAX", -(2**63): "INT64_MIN", 2**64 - 1: "UINT64_MAX"}
+    return "/".join(names[s] for s in sorted(sentinels))
 
 
 def _float_class(events: list[tuple[str, str, int]]) -> str:

@@ -115,30 +115,13 @@ def enclosing_function(op: ir.Operation) -> str | None:
 
 _MISS = object()
 
-#: Common ops that never carry regions: walks skip the region lookup for them.
-REGION_FREE_OPS = frozenset(
-    "stablehlo." + n
-    for n in (
-        "constant convert add subtract multiply divide remainder maximum minimum negate abs "
-        "exponential log sqrt rsqrt tanh logistic power compare select and or xor not "
-        "broadcast_in_dim reshape transpose slice dynamic_slice dynamic_update_slice "
-        "concatenate pad iota dot_general clamp sign floor ceil round_nearest_even "
-        "round_nearest_afz is_finite get_tuple_element tuple real imag complex fft "
-        "convolution reverse optimization_barrier bitcast_convert shift_left "
-        "shift_right_logical shift_right_arithmetic count_leading_zeros popcnt "
-        "reduce_precision custom_call rng_bit_generator rng cosine sine log_plus_one "
-        "exponential_minus_one cbrt atan2 tan return get_dimension_size all_gather "
-        "all_to_all collective_permute infeed outfeed send recv"
-    ).split()
-) | {
-    "func.call",
-    "func.return",
-    "sdy.sharding_constraint",
-    "sdy.return",
-    "sdy.reshard",
-    "chlo.constant",
-    "mhlo.constant",
-}
+def _region_free_ops() -> frozenset[str]:
+    """Ops that never carry regions (walks skip the region lookup for them),
+    from the op registry."""
+    from ..rules.registry import REGISTRY
+
+    return frozenset(name for name, spec in REGISTRY.items() if spec.region_free)
+
 
 Emit = Callable[[ir.Operation, str, ir.Type, ir.Location], None]
 
@@ -248,7 +231,7 @@ def has_64bit(module: ir.Module | ir.Operation) -> bool:
     found = False
     advance = ir.WalkResult.ADVANCE
     interrupt = ir.WalkResult.INTERRUPT
-    no_regions = REGION_FREE_OPS
+    no_regions = _region_free_ops()
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal found

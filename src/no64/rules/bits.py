@@ -12,22 +12,22 @@ by a zero constant, and the generic pass narrows the rest exactly.
 from __future__ import annotations
 
 from ..core._mlir import ir, stablehlo
-from ..analysis.facts import constant_elements, defining_op, upper_bound
-from . import RuleContext, erase_dead, register, splat
+from ..analysis.ranges import defining_op
+from .registry import RuleContext
+from .util import after, compare, erase_dead, splat
 
 
-@register("stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic")
 def shift_out_of_small_value(op: ir.Operation, ctx: RuleContext) -> bool:
     """``x >> k`` is zero when ``x`` is proven non-negative and below ``2**k``."""
-    amounts = constant_elements(op.operands[1])
-    if amounts is None or len(amounts) == 0 or min(amounts) < 0:
+    ranges = ctx.ranges()
+    amount = ranges.range(op.operands[1])
+    if amount is None or amount.sentinels or amount.lo < 32 or amount.lo > amount.hi:
+        return False  # shifts by less than 32 are left to the generic pass, which checks them
+    k = amount.lo
+    x = ranges.range(op.operands[0])
+    if x is None or x.sentinels or x.lo < 0 or x.hi >= 2**k:
         return False
-    k = int(min(amounts))
-    if k < 32:
-        return False  # left to the generic pass, which checks it
-    bound = upper_bound(op.operands[0])
-    if bound is None or bound >= 2**k:
-        return False
+    bound = x.hi
     t = ir.RankedTensorType(op.results[0].type)
     if not t.has_static_shape:
         return False
@@ -46,13 +46,7 @@ def shift_out_of_small_value(op: ir.Operation, ctx: RuleContext) -> bool:
 
 
 def _is_negative(x: ir.Value) -> ir.Value:
-    t = ir.RankedTensorType(x.type)
-    return stablehlo.CompareOp(
-        x,
-        splat(t, 0),
-        stablehlo.ComparisonDirectionAttr.get("LT"),
-        compare_type=stablehlo.ComparisonTypeAttr.get("SIGNED"),
-    ).result
+    return compare(x, splat(ir.RankedTensorType(x.type), 0), "LT", "SIGNED")
 
 
 def _narrow_int_users(v: ir.Value) -> list[ir.Operation] | None:
@@ -76,7 +70,6 @@ def _signed_i64(v: ir.Value) -> bool:
     return isinstance(e, ir.IntegerType) and e.width == 64 and not e.is_unsigned
 
 
-@register("stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic")
 def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
     """``x >> k`` (k >= 32) of a signed 64-bit ``x`` that holds a 32-bit value.
 
@@ -89,11 +82,11 @@ def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
     into two uint32 words.
     """
     x = op.operands[0]
-    amounts = constant_elements(op.operands[1])
-    if amounts is None or len(amounts) == 0 or not _signed_i64(x):
+    amounts = ctx.ranges().constant(op.operands[1])
+    if amounts is None or not _signed_i64(x):
         return False
-    k = int(min(amounts))
-    if k != int(max(amounts)) or not 32 <= k < 64:
+    k = min(amounts)
+    if k != max(amounts) or not 32 <= k < 64:
         return False
     t = ir.RankedTensorType(op.results[0].type)
     if not t.has_static_shape:
@@ -124,15 +117,15 @@ def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
     return True
 
 
-@register("stablehlo.and")
 def low_word_mask(op: ir.Operation, ctx: RuleContext) -> bool:
     """``x & 0xFFFFFFFF`` feeding only converts to 32-bit integers is ``x``."""
+    ranges = ctx.ranges()
     x, mask = op.operands[0], op.operands[1]
-    c = constant_elements(mask)
-    if c is None or len(c) == 0 or any(int(v) % 2**64 != 0xFFFFFFFF for v in c):
+    c = ranges.constant(mask)
+    if c is None or any(v % 2**64 != 0xFFFFFFFF for v in c):
         x, mask = mask, x
-        c = constant_elements(mask)
-        if c is None or len(c) == 0 or any(int(v) % 2**64 != 0xFFFFFFFF for v in c):
+        c = ranges.constant(mask)
+        if c is None or any(v % 2**64 != 0xFFFFFFFF for v in c):
             return False
     if _narrow_int_users(op.results[0]) is None:
         return False
@@ -143,4 +136,76 @@ def low_word_mask(op: ir.Operation, ctx: RuleContext) -> bool:
     mask_op = defining_op(mask)
     op.erase()
     erase_dead(mask_op)
+    return True
+
+
+# ----------------------------------------------------------------- refusals
+
+
+def shift_amount_below_32(op: ir.Operation, ctx: RuleContext) -> None:
+    """A 64-bit shift narrows to a 32-bit one only when its amount is proven
+    to lie in [0, 31]: a shift by 32 or more moves bits across the 32-bit
+    boundary (and means something else on 32-bit integers)."""
+    amount = ctx.ranges().range(op.operands[1])
+    if amount is None:
+        return
+    p = amount.plain()
+    if p.lo > p.hi or (0 <= p.lo and p.hi < 32):
+        return
+    if p.lo == p.hi:
+        ctx.refuse(
+            op,
+            f"a 64-bit shift by {p.lo} bits moves bits across the 32-bit boundary; "
+            "it has no 32-bit equivalent",
+        )
+    ctx.refuse(
+        op,
+        f"the shift amount of a 64-bit shift lies in [{p.lo}, {p.hi}], so it cannot be "
+        "shown to stay below 32 (a shift by 32 or more means something else on 32-bit "
+        "integers)",
+    )
+
+
+def unsigned_not(op: ir.Operation, ctx: RuleContext) -> None:
+    t = ir.ShapedType(op.results[0].type).element_type
+    if isinstance(t, ir.IntegerType) and t.is_unsigned and t.width == 64:
+        ctx.refuse(
+            op,
+            "bitwise not of an unsigned 64-bit value sets the upper 32 bits; "
+            "it has no 32-bit equivalent",
+        )
+
+
+def static_bit_count(op: ir.Operation, ctx: RuleContext) -> None:
+    if not ir.ShapedType(op.results[0].type).has_static_shape:
+        ctx.refuse(op, "64-bit bit counting on a dynamically shaped tensor is not supported")
+
+
+def bit_count_fixup(op: ir.Operation, ctx: RuleContext) -> bool:
+    """After retyping, correct a narrowed clz/popcnt by the 32 bits that sign
+    or zero extension to 64 bits would have contributed."""
+    res = op.results[0]
+    t = res.type
+    elem = ir.ShapedType(t).element_type
+    x = op.operands[0]
+    loc = op.location
+    signed = not ir.IntegerType(elem).is_unsigned
+    clz = op.name == "stablehlo.count_leading_zeros"
+    with after(op), loc:
+        c32 = splat(ir.RankedTensorType(t), 32)
+        plus = stablehlo.AddOp(res, c32).result
+        if clz:
+            # clz64(x) = clz32(x) + 32 for x >= 0 (or any unsigned x);
+            # a negative x has no leading zeros in either width.
+            fixed = stablehlo.SelectOp(_is_negative(x), res, plus).result if signed else plus
+            detail = "count_leading_zeros on 64-bit integers: 32-bit count + 32 for non-negative values"
+        else:
+            # popcnt64(x) = popcnt32(x) + 32 for negative x (sign extension
+            # adds 32 ones); equal otherwise.
+            fixed = stablehlo.SelectOp(_is_negative(x), plus, res).result if signed else res
+            detail = "popcnt on 64-bit integers: 32-bit count + 32 for negative values"
+    if fixed != res:
+        keep = [defining_op(plus), defining_op(fixed)]
+        res.replace_all_uses_except(fixed, [o for o in keep if o is not None])
+    ctx.report.add("rewrite", op.name, loc, detail)
     return True

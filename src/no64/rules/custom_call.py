@@ -12,14 +12,13 @@ from __future__ import annotations
 import re
 
 from ..core._mlir import ir
-from . import RuleContext, register
+from .registry import RuleContext
 
 _LAPACK = re.compile(r"^lapack_([dz])([a-z0-9]+(?:_ffi)?)$")
 _LAPACK_32 = re.compile(r"^lapack_[sc][a-z0-9]+(?:_ffi)?$")
 _NARROW_PREFIX = {"d": "s", "z": "c"}
 
 
-@register("stablehlo.custom_call")
 def lapack_to_32bit(op: ir.Operation, ctx: RuleContext) -> bool:
     """Rename ``lapack_d*``/``lapack_z*`` to ``lapack_s*``/``lapack_c*``."""
     target = ir.StringAttr(op.attributes["call_target_name"]).value
@@ -36,3 +35,33 @@ def renamed_to_32bit(target: str) -> bool:
     """Whether ``target`` is a 32-bit LAPACK routine: once this rule has
     renamed a call, its operands are narrowed like any other value."""
     return _LAPACK_32.match(target) is not None
+
+
+#: custom_call targets that only annotate or move a value and never look at
+#: its bits; they are retyped like any other op.
+TYPE_AGNOSTIC = frozenset(
+    {
+        "Sharding",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        "MoveToHost",
+        "MoveToDevice",
+        "annotate_device_placement",
+        "LayoutConstraint",
+        "xla.sdy.GlobalToLocalShape",
+        "xla.sdy.LocalToGlobalShape",
+        "xla.sdy.FuncResultSharding",
+        "xla.sdy.ShardingGroup",
+        "xla.sdy.PropagationBarrier",
+    }
+)
+
+
+def opaque_target(op: ir.Operation, ctx: RuleContext) -> None:
+    target = ir.StringAttr(op.attributes["call_target_name"]).value
+    if target not in TYPE_AGNOSTIC and not renamed_to_32bit(target):
+        ctx.refuse(
+            op,
+            f"custom_call target {target!r} takes or returns 64-bit values and its "
+            "implementation is opaque; no64 does not know a 32-bit equivalent",
+        )

@@ -23,8 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..core._mlir import ir, stablehlo
-from ..analysis.facts import constant_elements, defining_op
-from . import RuleContext, erase_dead, register
+from ..analysis.ranges import constant_ints, defining_op
+from .registry import RuleContext
+from .util import erase_dead
 
 _F64_ONE_BITS = 0x3FF0000000000000
 _F32_ONE_BITS = 0x3F800000
@@ -47,8 +48,8 @@ def _split(op: ir.Operation, name: str, pred: Any) -> tuple[ir.Value, ir.Value] 
 
 def _is_const(value: int, bits: int = 64) -> Any:
     def pred(v: ir.Value) -> bool:
-        c = constant_elements(v)
-        return c is not None and len(c) > 0 and all(int(x) % 2**bits == value for x in c)
+        c = constant_ints(v)
+        return c is not None and all(x % 2**bits == value for x in c)
 
     return pred
 
@@ -81,7 +82,6 @@ def _high_word(bits64: ir.Value) -> ir.Value | None:
     return hi
 
 
-@register("stablehlo.bitcast_convert")
 def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
     """Rewrite JAX's f64-from-random-bits idiom to the f32 one."""
     loc = op.location
@@ -133,7 +133,6 @@ def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
     return True
 
 
-@register("stablehlo.reduce_precision")
 def clamp_reduce_precision(op: ir.Operation, ctx: RuleContext) -> bool:
     """Clamp exponent/mantissa widths of an f64 reduce_precision to f32's."""
     eb = ir.IntegerAttr(op.attributes["exponent_bits"]).value
@@ -150,3 +149,11 @@ def clamp_reduce_precision(op: ir.Operation, ctx: RuleContext) -> bool:
         f"reduce_precision e{eb}m{mb} clamped to f32's e{min(eb, 8)}m{min(mb, 23)}",
     )
     return True
+
+
+def bitcast_is_width_dependent(op: ir.Operation, ctx: RuleContext) -> None:
+    ctx.refuse(
+        op,
+        "bitcast_convert reinterprets the bits of a 64-bit value; narrowing its type "
+        "would change every value, so it is never narrowed",
+    )

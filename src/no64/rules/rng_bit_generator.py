@@ -59,8 +59,9 @@ import math
 import numpy as np
 
 from ..core._mlir import func, ir, stablehlo
-from ..analysis.facts import constant_elements, defining_op
-from . import RuleContext, erase_dead, register
+from ..analysis.ranges import constant_ints, defining_op
+from .registry import RuleContext
+from .util import erase_dead
 
 __all__ = ["rng_bit_generator_on_word_pairs", "word_pairs_round_trip"]
 
@@ -495,7 +496,7 @@ def _state_words(op: ir.Operation, ctx: RuleContext, words: int) -> ir.Value:
             with ir.InsertionPoint(op), op.location:
                 return stablehlo.BitcastConvertOp(pairs_t, src).result
     if producer is not None and producer.name == "stablehlo.constant":
-        elems = constant_elements(state)  # a splat gives one element
+        elems = constant_ints(state)
         if elems is not None and len(elems) in (1, words):
             values = [int(v) % 2**64 for v in elems] * (words // len(elems))
             halves = np.array([[v & _MASK32, v >> 32] for v in values], dtype=np.uint32)
@@ -511,7 +512,6 @@ def _state_words(op: ir.Operation, ctx: RuleContext, words: int) -> ir.Value:
     raise AssertionError("unreachable")
 
 
-@register("stablehlo.rng_bit_generator")
 def rng_bit_generator_on_word_pairs(op: ir.Operation, ctx: RuleContext) -> bool:
     """Replace an rng_bit_generator with a ``ui64[n]`` state by a call of a
     helper that computes XLA's bits and new state from 32-bit words."""
@@ -544,7 +544,6 @@ def rng_bit_generator_on_word_pairs(op: ir.Operation, ctx: RuleContext) -> bool:
     return True
 
 
-@register("stablehlo.bitcast_convert")
 def word_pairs_round_trip(op: ir.Operation, ctx: RuleContext) -> bool:
     """``bitcast(bitcast(w : T[..., 2]) : X[...]) : U[..., 2]`` with 32-bit
     ``T`` and ``U`` and 64-bit ``X`` is ``bitcast(w) : U[..., 2]``: the value
@@ -571,3 +570,11 @@ def word_pairs_round_trip(op: ir.Operation, ctx: RuleContext) -> bool:
     op.erase()
     erase_dead(inner)
     return True
+
+
+def rng_on_64bit_words(op: ir.Operation, ctx: RuleContext) -> None:
+    ctx.refuse(
+        op,
+        "rng_bit_generator with a 64-bit state or output is defined on 64-bit words; "
+        "narrowing it would produce different random numbers",
+    )

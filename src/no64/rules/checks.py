@@ -1,0 +1,24 @@
+"""Refusal checks for width-dependent ops that no rewrite makes exact."""
+
+from __future__ import annotations
+
+from ..core._mlir import ir
+from ..errors import ConstantRangeError
+from .registry import RuleContext
+
+
+def host_transfer(op: ir.Operation, ctx: RuleContext) -> None:
+    ctx.refuse(op, "it transfers 64-bit data to or from the host, whose layout would change")
+
+
+def iota_fits(op: ir.Operation, ctx: RuleContext) -> None:
+    """An iota longer than the 32-bit range has elements that do not fit."""
+    t = ir.RankedTensorType(op.results[0].type)
+    elem = t.element_type
+    if not isinstance(elem, ir.IntegerType) or not t.has_static_shape:
+        return
+    dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
+    size = t.shape[dim]
+    limit = 2**32 if elem.is_unsigned else 2**31
+    if size > limit:
+        raise ConstantRangeError(op.name, ctx.where(op), f"iota of length {size} does not fit in 32 bits")

@@ -1,0 +1,116 @@
+"""The op table: one entry per op no64 knows, in one place.
+
+Each entry names the op's range transfer function (one range per result),
+the function for its regions' arguments, its constant folding, and -- for
+ops whose meaning depends on bit width -- the exact rewrites tried before
+retyping, the refusal check when none applies, and the fix-up after
+retyping.  Ops not listed are retyped plainly and get the full range of
+their types.
+
+Adding support for an op is one entry here (plus its functions, in
+:mod:`no64.analysis.transfer` or a rule module) and one test.
+"""
+
+from __future__ import annotations
+
+from ..analysis import transfer as T
+from . import bits, checks, custom_call, floats, rng_bit_generator
+from .registry import declare
+
+_SH = "stablehlo."
+
+# ----------------------------------------------------- constants and shapes
+for _name in ("stablehlo.constant", "chlo.constant", "mhlo.constant"):
+    declare(_name, transfer=T.constant, constant=True, region_free=True)
+declare(_SH + "iota", transfer=T.iota, refuse=checks.iota_fits, region_free=True)
+
+# Results hold elements of operand 0 (rearranged, repeated or dropped).
+for _op in (
+    "broadcast dynamic_broadcast_in_dim slice dynamic_slice real_dynamic_slice reverse transpose "
+    "gather dynamic_reshape"
+).split():
+    declare(_SH + _op, transfer=T.same_as_first, region_free=True)
+declare(_SH + "broadcast_in_dim", transfer=T.same_as_first, fold=T.fold_broadcast, region_free=True)
+declare(_SH + "reshape", transfer=T.same_as_first, fold=T.fold_reshape, region_free=True)
+
+# Result i holds elements of operand i.
+for _op in ("optimization_barrier", "copy", "all_gather", "all_to_all", "collective_permute",
+            "collective_broadcast"):
+    declare(_SH + _op, transfer=T.same_as_operands, region_free=True)
+for _name in ("sdy.sharding_constraint", "sdy.reshard"):
+    declare(_name, transfer=T.same_as_operands, region_free=True)
+for _op in ("concatenate", "pad", "dynamic_pad"):
+    declare(_SH + _op, transfer=T.join_operands, region_free=True)
+declare(_SH + "dynamic_update_slice", transfer=T.dynamic_update_slice, region_free=True)
+declare(_SH + "select", transfer=T.select, region_free=True)
+declare(_SH + "clamp", transfer=T.clamp, region_free=True)
+declare(_SH + "maximum", transfer=T.minmax("max"), region_free=True)
+declare(_SH + "minimum", transfer=T.minmax("min"), region_free=True)
+
+# ------------------------------------------------------------- predicates
+declare(_SH + "compare", transfer=T.predicate, meets=True, region_free=True)
+declare(_SH + "is_finite", transfer=T.predicate, region_free=True)
+declare(_SH + "convert", transfer=T.convert, fold=T.fold_convert, convert=True, meets=True,
+        region_free=True)
+
+# ------------------------------------------------------------- arithmetic
+declare(_SH + "add", transfer=T.add, fold=T.fold_add, region_free=True)
+declare(_SH + "subtract", transfer=T.subtract, fold=T.fold_subtract, region_free=True)
+declare(_SH + "multiply", transfer=T.multiply, fold=T.fold_multiply, region_free=True)
+declare(_SH + "negate", transfer=T.negate, fold=T.fold_negate, region_free=True)
+declare(_SH + "divide", transfer=T.divide, region_free=True)
+declare(_SH + "remainder", transfer=T.remainder, region_free=True)
+declare(_SH + "abs", transfer=T.absolute, region_free=True)
+declare(_SH + "sign", transfer=T.sign, region_free=True)
+declare(_SH + "dot_general", transfer=T.dot_general, region_free=True)
+
+# ------------------------------------------- width-dependent: bits and words
+declare(_SH + "shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, region_free=True)
+declare(_SH + "shift_right_arithmetic", transfer=T.shift_right_arithmetic,
+        rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
+        refuse=bits.shift_amount_below_32, region_free=True)
+declare(_SH + "shift_right_logical", transfer=T.shift_right_logical,
+        rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
+        refuse=bits.shift_amount_below_32, region_free=True)
+declare(_SH + "and", transfer=T.bit_and, rewrites=(bits.low_word_mask,), region_free=True)
+declare(_SH + "or", transfer=T.bit_or_xor, region_free=True)
+declare(_SH + "xor", transfer=T.bit_or_xor, region_free=True)
+declare(_SH + "not", transfer=T.bit_not, refuse=bits.unsigned_not, region_free=True)
+for _op in ("count_leading_zeros", "popcnt"):
+    declare(_SH + _op, transfer=T.bit_count, refuse=bits.static_bit_count, fixup=bits.bit_count_fixup,
+            region_free=True)
+declare(_SH + "bitcast_convert",
+        rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
+        refuse=floats.bitcast_is_width_dependent, region_free=True,
+        hint="reinterprets the bits of a 64-bit value: use 32-bit words (jax.lax.bitcast_convert_type on uint32 pairs)")
+declare(_SH + "reduce_precision", rewrites=(floats.clamp_reduce_precision,), region_free=True)
+declare(_SH + "rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
+        refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
+        hint="rbg keys need a u64 state: no64 rewrites it exactly")
+declare(_SH + "custom_call", rewrites=(custom_call.lapack_to_32bit,), refuse=custom_call.opaque_target,
+        region_free=True)
+for _op in ("infeed", "outfeed", "send", "recv"):
+    declare(_SH + _op, refuse=checks.host_transfer, region_free=True)
+
+# ------------------------------------------------- multi-result and regions
+declare(_SH + "sort", transfer=T.sort, arguments=T.sort_arguments)
+declare("chlo.top_k", transfer=T.top_k, region_free=True)
+declare(_SH + "while", transfer=T.while_results, arguments=T.while_arguments)
+declare(_SH + "case", transfer=T.branches)
+declare(_SH + "if", transfer=T.branches)
+for _op in ("reduce", "reduce_window", "scatter", "all_reduce", "reduce_scatter"):
+    declare(_SH + _op, transfer=T.reduction_results, arguments=T.reduction_arguments)
+declare(_SH + "select_and_scatter")
+declare("func.func", arguments=T.function_arguments)
+declare("func.call", transfer=T.call, call=True, region_free=True)
+declare("sdy.manual_computation", arguments=T.forwarded_arguments)
+
+# ops that never carry regions and need no more than plain retyping
+for _op in (
+    "exponential log sqrt rsqrt tanh logistic power floor ceil round_nearest_even round_nearest_afz "
+    "get_tuple_element tuple real imag complex fft convolution rng cosine sine log_plus_one "
+    "exponential_minus_one cbrt atan2 tan return get_dimension_size"
+).split():
+    declare(_SH + _op, region_free=True)
+for _name in ("func.return", "sdy.return"):
+    declare(_name, region_free=True)
