@@ -76,7 +76,7 @@ class NarrowingError(No64Error):
         if reason is not None:
             what = reason
         elif verdict == "overflow":
-            what = f"a 64-bit integer in [{interval[0]}, {interval[1]}] never fits in 32 bits"
+            what = f"a 64-bit integer in [{interval[0]}, {interval[1]}] is certain to leave the 32-bit range"
             hint = "the 32-bit program would compute other values"
         else:
             what = f"a 64-bit integer in [{interval[0]}, {interval[1]}] may not fit in 32 bits"

@@ -137,7 +137,7 @@ func.func public @main(%x: tensor<i64>) -> (tensor<i64>, tensor<i64>) {
   %y = stablehlo.add %x, %c : tensor<i64> loc("jit(f)/add"("p.py":4:1))
   return %big, %y : tensor<i64>, tensor<i64>
 }"""
-    with pytest.raises(no64.NarrowingError, match=r"mul at p.py:3:1.*never fits.*overflow"):
+    with pytest.raises(no64.NarrowingError, match=r"mul at p.py:3:1.*certain to leave.*overflow"):
         no64.demote(parse(src))  # default: proven overflow is refused
     report = no64.demote(parse(src), policy="permissive")
     assert report.verdicts["overflow"] == 1 and report.verdicts["unproven"] >= 1

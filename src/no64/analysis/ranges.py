@@ -520,35 +520,30 @@ class RangeAnalysis:
         return state
 
     def _bound_accumulators(self, state, inits, body_args, body_ret, trips, one_round):  # type: ignore[no-untyped-def]
-        """Carried ``acc = acc + step`` with ``step`` bounded under ``state``
-        (which holds every iteration): ``acc`` stays within
-        ``init + k * step`` for ``k <= trips``."""
-        _, layer = one_round(state)
-        self._layers.append(layer)
-        try:
-            out = list(state)
-            for k, y in enumerate(body_ret.operands):
-                if state[k] is None:
-                    continue
-                add = defining_op(y)
-                if add is None or add.name != "stablehlo.add":
-                    continue
-                a, b = add.operands[0], add.operands[1]
-                if b == body_args[k]:
-                    a, b = b, a
-                if a != body_args[k]:
-                    continue
-                step = self.range(b)
-                init = self.range(inits[k])
-                if step is None or init is None or step.sentinels or init.sentinels:
-                    continue
-                full = self.full(inits[k])
-                lo = init.lo + min(0, trips * step.lo)
-                hi = init.hi + max(0, trips * step.hi)
-                if full is not None and full[0] <= lo and hi <= full[1]:
-                    out[k] = Range(lo, hi)
-        finally:
-            self._layers.pop()
+        """A carried ``acc`` whose next value is ``acc + step``, with ``step``
+        not depending on ``acc`` (possibly through calls, as JAX's
+        ``fori_loop`` writes its body): ``acc`` stays within
+        ``init + k * step`` for ``k <= trips``.  ``step`` is bounded by
+        evaluating the body with ``acc = 0`` from ``state``, which holds
+        every iteration."""
+        out = list(state)
+        for k, y in enumerate(body_ret.operands):
+            if state[k] is None or not _adds_to(y, body_args[k]):
+                continue
+            init = self.range(inits[k])
+            full = self.full(inits[k])
+            if init is None or full is None or init.sentinels:
+                continue
+            probe = list(state)
+            probe[k] = Range(0, 0)
+            yields, _ = one_round(probe)
+            step = yields[k]
+            if step is None or step.sentinels or step.lo > step.hi:
+                continue
+            lo = init.lo + min(0, trips * step.lo)
+            hi = init.hi + max(0, trips * step.hi)
+            if full[0] <= lo and hi <= full[1]:
+                out[k] = Range(lo, hi)
         return out
 
     def _trip_count(
@@ -747,6 +742,101 @@ class RangeAnalysis:
                 return Range(*full)
             parts.append(r)
         return join(parts)
+
+
+def _adds_to(y: ir.Value, acc: ir.Value) -> bool:
+    """Whether ``y`` is ``acc + s`` with ``s`` independent of ``acc``, through
+    calls (a call's result is its callee's returned value, a callee's
+    argument the call's operand)."""
+    found = _follow_add(y, acc, {}, 0)
+    return found
+
+def _resolve(v: ir.Value, binding: dict[Any, ir.Value]) -> ir.Value:
+    while v in binding:
+        v = binding[v]
+    return v
+
+
+def _callee_of(call: ir.Operation) -> ir.Operation | None:
+    sym = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+    module = call
+    while module.parent is not None:
+        module = module.parent
+    for top in module.regions[0].blocks[0].operations:
+        top = _as_op(top)
+        if top.name == "func.func" and ir.StringAttr(top.attributes["sym_name"]).value == sym:
+            return top if len(top.regions[0].blocks) == 1 else None
+    return None
+
+
+def _call_binding(call: ir.Operation, callee: ir.Operation, binding: dict[Any, ir.Value]) -> dict[Any, ir.Value]:
+    inner = dict(binding)
+    for a, x in zip(callee.regions[0].blocks[0].arguments, call.operands):
+        inner[a] = x
+    return inner
+
+
+def _follow_add(y: ir.Value, acc: ir.Value, binding: dict[Any, ir.Value], depth: int) -> bool:
+    if depth > 8:
+        return False
+    y = _resolve(y, binding)
+    op = defining_op(y)
+    if op is None:
+        return False
+    if op.name == "func.call":
+        callee = _callee_of(op)
+        if callee is None:
+            return False
+        ret = list(callee.regions[0].blocks[0].operations)[-1]
+        k = next(i for i, r in enumerate(op.results) if r == y)
+        return _follow_add(ret.operands[k], acc, _call_binding(op, callee, binding), depth + 1)
+    if op.name != "stablehlo.add":
+        return False
+    a, b = op.operands[0], op.operands[1]
+    for x, s in ((a, b), (b, a)):
+        if _resolve(x, binding) == acc and not _depends(s, acc, binding):
+            return True
+    return False
+
+
+def _depends(v: ir.Value, target: ir.Value, binding: dict[Any, ir.Value], budget: list[int] | None = None) -> bool:
+    """Whether ``v`` may depend on ``target`` (conservative: True when unsure)."""
+    budget = budget if budget is not None else [2000]
+    work = [(v, binding)]
+    seen: set[Any] = set()
+    while work:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return True
+        x, bind = work.pop()
+        x = _resolve(x, bind)
+        if x == target:
+            return True
+        if x in seen:
+            continue
+        seen.add(x)
+        op = defining_op(x)
+        if op is None:
+            owner = _as_op(x.owner.owner)
+            if owner.name == "func.func":
+                continue  # an argument of the function being analysed, not the target
+            work.extend((o, bind) for o in owner.operands)
+            continue
+        if op.name == "func.call":
+            callee = _callee_of(op)
+            if callee is None:
+                work.extend((o, bind) for o in op.operands)
+                continue
+            inner = _call_binding(op, callee, bind)
+            ret = list(callee.regions[0].blocks[0].operations)[-1]
+            work.extend((o, inner) for o in ret.operands)
+            continue
+        work.extend((o, bind) for o in op.operands)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner_op in block.operations:
+                    work.extend((o, bind) for o in _as_op(inner_op).operands)
+    return False
 
 
 def _widen(new: Range | None, old: Range | None, full: Interval | None) -> Range | None:

@@ -668,7 +668,8 @@ class _Pass:
             raise NarrowingError(op.name, str(decode_location(loc)), v, iv, self.range_policy)
         self.report.add(
             v, op.name, loc,
-            f"{what} in [{iv[0]}, {iv[1]}] {'never fits' if v == 'overflow' else 'may not fit'} in 32 bits",
+            f"{what} in [{iv[0]}, {iv[1]}] "
+            + ("is certain to leave the 32-bit range" if v == "overflow" else "may not fit in 32 bits"),
         )
 
     def _record_meeting(
