@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..core._mlir import ir
+from ..kinds import Verdict
 from .facts import CONSTANT_OPS, constant_elements, defining_op
 
 __all__ = [
@@ -106,15 +107,15 @@ def type_range(t: ir.Type) -> Interval | None:
     return (-(2 ** (w - 1)), 2 ** (w - 1) - 1)
 
 
-def verdict(iv: Interval, unsigned: bool) -> str:
-    """``"exact"``, ``"unproven"`` or ``"overflow"`` for narrowing ``iv`` to 32 bits."""
+def verdict(iv: Interval, unsigned: bool) -> Verdict:
+    """``exact``, ``unproven`` or ``overflow`` for narrowing ``iv`` to 32 bits."""
     lo32, hi32 = UINT32 if unsigned else INT32
     lo, hi = iv
     if lo32 <= lo and hi <= hi32:
-        return "exact"
+        return Verdict.EXACT
     if hi < lo32 or lo > hi32:
-        return "overflow"
-    return "unproven"
+        return Verdict.OVERFLOW
+    return Verdict.UNPROVEN
 
 
 def _join(a: Interval, b: Interval) -> Interval:

@@ -47,14 +47,18 @@ from ..errors import (
     UnsupportedOpError,
 )
 from ..analysis.facts import CONSTANT_OPS, constant_elements
-from .locations import decode_location
+from .locations import SourceLocation, decode_location
 from ..analysis.ranges import RangeAnalysis, resolve_input_ranges, verdict
-from .report import DemotionReport
+from .report import DemotionReport, Narrowing
+from ..kinds import EventKind, IntegerPolicy, RangePolicy, Verdict
 from ..rules import RULES
 from ..rules.custom_call import renamed_to_32bit
 from .scan import REGION_FREE_OPS, _module_op, all_ops, gc_paused
 from .scan import check as scan_check
 from .types import TypeConverter
+
+#: Event kinds that are also the verdict of the constant they narrowed.
+_CONSTANT_VERDICTS = frozenset({EventKind.SENTINEL, EventKind.SATURATED, EventKind.WRAPPED})
 
 __all__ = ["demote"]
 
@@ -104,12 +108,9 @@ _MISS = object()
 _INT32_LIMIT = 2**31
 
 
-#: Range policies: which verdicts of the range analysis are refused.
-RANGE_POLICIES = {
-    "default": frozenset({"overflow"}),
-    "strict": frozenset({"overflow", "unproven"}),
-    "permissive": frozenset(),
-}
+#: Range policies: which verdicts of the range analysis are refused (see
+#: :class:`no64.kinds.RangePolicy`).
+RANGE_POLICIES = {p.value: p.refuses for p in RangePolicy}
 
 #: 64-bit integer sentinels and the 32-bit values they are narrowed to.
 SENTINELS = {
@@ -185,17 +186,13 @@ def demote(
       InvalidModuleError: ``verify=True`` and the rewritten module does not
         verify (a no64 bug).  The module is left unchanged.
     """
-    if policy not in RANGE_POLICIES:
-        raise ValueError(f"policy must be one of {tuple(RANGE_POLICIES)}, not {policy!r}")
+    policy = RangePolicy.parse(policy, "policy")
     if input_ranges:
         try:
             resolve_input_ranges(_module_op(module), input_ranges)
         except ValueError as exc:
             raise InputRangeError(f"input ranges: {exc}") from None
-    if integer_policy not in C.INTEGER_POLICIES:
-        raise ValueError(
-            f"integer_policy must be one of {C.INTEGER_POLICIES}, not {integer_policy!r}"
-        )
+    integer_policy = IntegerPolicy.parse(integer_policy, "integer_policy")
     root = _module_op(module)
     with root.context, ir.Location.unknown(), gc_paused():
         backup: ir.Operation | None = None
@@ -284,7 +281,7 @@ class _Pass:
         self.policy = policy
         self.range_policy = range_policy
         self.input_ranges = input_ranges
-        self.sentinel_values: dict[ir.Value, str] = {}
+        self.sentinel_values: dict[ir.Value, Verdict] = {}
         self.float_exact = 0
         self.float_overflow = 0
         self.conv = TypeConverter()
@@ -429,8 +426,8 @@ class _Pass:
         else:
             self.pending.append(op)
 
-    def where(self, op: ir.Operation) -> str:
-        return str(decode_location(op.location))
+    def where(self, op: ir.Operation) -> SourceLocation:
+        return decode_location(op.location)
 
     def refuse(self, op: ir.Operation, reason: str) -> None:
         raise UnsupportedOpError(op.name, self.where(op), reason)
@@ -529,9 +526,9 @@ class _Pass:
             add = self.report.add
             for kind, detail, count in events:
                 add(kind, op.name, loc, detail, count)
-                if kind in ("sentinel", "saturated", "wrapped"):
+                if kind in _CONSTANT_VERDICTS:
                     # the constant's verdict is how it was narrowed
-                    self.sentinel_values[op.results[0]] = kind
+                    self.sentinel_values[op.results[0]] = Verdict(kind)
         if fclass:
             if fclass == "exact":
                 self.float_exact += 1
@@ -570,7 +567,7 @@ class _Pass:
             res = C.narrow_integers(v, unsigned, self.policy)
             if res.sentinels:
                 what = "UINT64_MAX" if unsigned else "INT64_MAX/INT64_MIN"
-                events.append(("sentinel", f"{what} mapped to the 32-bit extreme", res.sentinels))
+                events.append((EventKind.SENTINEL, f"{what} mapped to the 32-bit extreme", res.sentinels))
             if res.out_of_range:
                 if res.values is None:
                     raise ConstantRangeError(
@@ -580,7 +577,7 @@ class _Pass:
                         f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
                         "and is not a sentinel",
                     )
-                kind = "saturated" if self.policy == "saturate" else "wrapped"
+                kind = EventKind(IntegerPolicy(self.policy).verdict)
                 events.append(
                     (
                         kind,
@@ -598,13 +595,13 @@ class _Pass:
         fres = C.narrow_floats(v)
         if fres.sentinels:
             events.append(
-                ("sentinel", "float64 max/lowest mapped to float32 max/lowest", fres.sentinels)
+                (EventKind.SENTINEL, "float64 max/lowest mapped to float32 max/lowest", fres.sentinels)
             )
         if fres.inexact:
-            events.append(("float-inexact", "f64 constant rounded to nearest f32", fres.inexact))
+            events.append((EventKind.FLOAT_INEXACT, "f64 constant rounded to nearest f32", fres.inexact))
         if fres.overflow:
             events.append(
-                ("float-overflow", "finite f64 constant beyond f32 range became inf", fres.overflow)
+                (EventKind.FLOAT_OVERFLOW, "finite f64 constant beyond f32 range became inf", fres.overflow)
             )
         if splat and not isinstance(elem, ir.ComplexType):
             scalar_attr = ir.FloatAttr.get(new_elem, float(fres.values[0]))
@@ -650,9 +647,9 @@ class _Pass:
     def judge(self) -> None:
         """Give every narrowed value a verdict; refuse those the range policy
         refuses (before anything else changes)."""
-        counts: dict[str, int] = {}
+        counts: dict[Verdict, int] = {}
         analysis: RangeAnalysis | None = None
-        refused = RANGE_POLICIES[self.range_policy]
+        refused = RangePolicy(self.range_policy).refuses
         # Kinds of the (few, cached) converted types, by object identity.
         kinds = {id(new): _kind_of(new) for new in self.conv._cache.values() if new is not None}
         # Converted types are cached objects: count the values of each by identity.
@@ -663,17 +660,19 @@ class _Pass:
         for value, key in others:
             kind = kinds[key]
             if kind == "other":
-                v = "precision-reduced"  # tuples and other aggregates
+                v = Verdict.PRECISION_REDUCED  # tuples and other aggregates
+                self._record(value, v, None, "aggregate narrowed element by element")
             elif value in self.sentinel_values:
                 v = self.sentinel_values[value]
+                self._record(value, v, None, f"constant narrowed ({v})")
             else:
                 if analysis is None:
                     analysis = RangeAnalysis(
                         self.root, self.input_ranges, SENTINELS, calls=self.calls
                     )
                 iv = analysis.interval(value)
-                v = "exact" if iv is None else verdict(iv, kind == "uint")
-                if v != "exact":
+                v = Verdict.EXACT if iv is None else verdict(iv, kind == "uint")
+                if v is not Verdict.EXACT:
                     assert iv is not None
                     self._record_range(value, v, iv, refused)
             counts[v] = counts.get(v, 0) + 1
@@ -681,33 +680,49 @@ class _Pass:
         # range overflow (both known from constant planning); every other
         # float value is computed in f32 and so precision-reduced.
         for v, n in (
-            ("exact", self.float_exact),
-            ("overflow", self.float_overflow),
-            ("precision-reduced", n_float - self.float_exact - self.float_overflow),
+            (Verdict.EXACT, self.float_exact),
+            (Verdict.OVERFLOW, self.float_overflow),
+            (Verdict.PRECISION_REDUCED, n_float - self.float_exact - self.float_overflow),
         ):
             if n:
                 counts[v] = counts.get(v, 0) + n
         self.report.verdicts = counts
 
-    def _record_range(self, value: ir.Value, v: str, iv: tuple[int, int], refused: frozenset[str]) -> None:
+    def _record_range(
+        self, value: ir.Value, v: Verdict, iv: tuple[int, int], refused: frozenset[Verdict]
+    ) -> None:
         if isinstance(value, ir.BlockArgument):
-            owner = value.owner.owner
-            op = owner if isinstance(owner, ir.Operation) else owner.operation
+            op = _as_op(value.owner.owner)
             what = f"argument #{value.arg_number}"
             # a function argument has its own name location; a region
             # argument is best found through the op that owns the region
             loc = value.location if op.name == "func.func" else op.location
         else:
-            owner = value.owner
-            op = owner if isinstance(owner, ir.Operation) else owner.operation
+            op = _as_op(value.owner)
             what = "result"
             loc = op.location
+        detail = f"{what} in [{iv[0]}, {iv[1]}] {'never fits' if v is Verdict.OVERFLOW else 'may not fit'} in 32 bits"
         if v in refused:
-            raise NarrowingError(op.name, str(decode_location(loc)), v, iv, self.range_policy)
-        self.report.add(
-            v, op.name, loc,
-            f"{what} in [{iv[0]}, {iv[1]}] {'never fits' if v == 'overflow' else 'may not fit'} in 32 bits",
-        )
+            raise NarrowingError(
+                op.name, decode_location(loc), v, iv, self.range_policy,
+                narrowing=self._record(value, v, iv, detail, keep=False),
+            )
+        self.report.add(v, op.name, loc, detail)
+        self._record(value, v, iv, detail)
+
+    def _record(
+        self, value: ir.Value, v: Verdict, iv: tuple[int, int] | None, detail: str, keep: bool = True
+    ) -> Narrowing:
+        """The report's record of narrowing ``value`` (added to the report if ``keep``)."""
+        if isinstance(value, ir.BlockArgument):
+            op, role, index, loc = _as_op(value.owner.owner), "argument", value.arg_number, value.location
+        else:
+            op = _as_op(value.owner)
+            role, index, loc = "result", ir.OpResult(value).result_number, op.location
+        record = Narrowing(op.name, role, index, loc, v, iv, detail)
+        if keep:
+            self.report.narrowings.append(record)
+        return record
 
     # ----------------------------------------------------------------- apply
     def apply(self) -> None:
@@ -825,7 +840,7 @@ class _Pass:
                 detail = "popcnt on 64-bit integers: 32-bit count + 32 for negative values"
         if fixed != res:
             res.replace_all_uses_except(fixed, [_as_op(plus.owner), _as_op(fixed.owner)])
-        self.report.add("rewrite", name, loc, detail)
+        self.report.add(EventKind.REWRITE, name, loc, detail)
 
 
 def _as_op(x: Any) -> ir.Operation:

@@ -26,6 +26,7 @@ from typing import Protocol
 
 from ..core._mlir import ir, stablehlo
 from ..analysis.facts import defining_op
+from ..core.locations import SourceLocation
 from ..core.report import DemotionReport
 from ..core.types import TypeConverter
 
@@ -38,7 +39,7 @@ class RuleContext(Protocol):
     conv: TypeConverter
     report: DemotionReport
 
-    def where(self, op: ir.Operation) -> str:
+    def where(self, op: ir.Operation) -> SourceLocation:
         """The op's location, decoded for people."""
         ...
 
