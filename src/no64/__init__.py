@@ -7,7 +7,9 @@ report of every narrowing that is not provably exact (:func:`demote`), and
 checks the result as a 64-bit-free device would (:func:`check`).
 
 Layers (each a sub-package): :mod:`no64.core` (types, scan/check, the pass,
-constants, report, locations; never imports JAX), :mod:`no64.analysis`
+constants, report, locations; never imports JAX), :mod:`no64.kinds` (the
+shared vocabularies: verdicts, event kinds, policies, modes, handlings),
+:mod:`no64.errors` (every error and warning), :mod:`no64.analysis`
 (integer ranges), :mod:`no64.rules` (the registry of op knowledge),
 :mod:`no64.jax` (compile hook, ``jit``/``lower``, audit, reference runner),
 :mod:`no64.io` (file formats) and :mod:`no64.cli`.
@@ -20,17 +22,22 @@ from typing import Any
 
 from .core.demote import demote
 from .core.locations import SourceLocation, decode_location
-from .core.report import DemotionReport
+from .core.report import DemotionReport, Narrowing
 from .core.scan import Finding, check, find_64bit
 from .errors import (
+    ArgumentRangeError,
+    Boundary64BitError,
     ConstantRangeError,
     InputError,
     InputRangeError,
     InvalidModuleError,
     NarrowingError,
     No64Error,
+    OutputError,
     Remaining64BitError,
+    TracedArgumentError,
     UnsupportedOpError,
+    X64DisabledWarning,
 )
 
 __version__ = "0.1.0"
@@ -42,13 +49,9 @@ _LAZY_EXPORTS = {
     "uninstall": "jax.hook",
     "active_config": "jax.hook",
     "compile_records": "jax.hook",
-    "Boundary64BitError": "jax.hook",
-    "X64DisabledWarning": "jax.hook",
     "jit": "jax.jit",
     "lower": "jax.jit",
     "Lowered": "jax.jit",
-    "ArgumentRangeError": "jax.jit",
-    "TracedArgumentError": "jax.jit",
     "audit": "jax.audit",
     "AuditReport": "jax.audit",
 }
@@ -57,27 +60,29 @@ __all__ = [
     # core
     "DemotionReport",
     "Finding",
+    "Narrowing",
     "SourceLocation",
     "check",
     "decode_location",
     "demote",
     "find_64bit",
-    # errors
+    # errors and warnings
+    "ArgumentRangeError",
+    "Boundary64BitError",
     "ConstantRangeError",
     "InputError",
     "InputRangeError",
     "InvalidModuleError",
     "NarrowingError",
     "No64Error",
+    "OutputError",
     "Remaining64BitError",
-    "UnsupportedOpError",
-    # the JAX layer (loaded on first use)
-    "ArgumentRangeError",
-    "AuditReport",
-    "Boundary64BitError",
-    "Lowered",
     "TracedArgumentError",
+    "UnsupportedOpError",
     "X64DisabledWarning",
+    # the JAX layer (loaded on first use)
+    "AuditReport",
+    "Lowered",
     "active_config",
     "audit",
     "compile_records",

@@ -38,7 +38,8 @@ from typing import Any
 from . import __version__
 from . import io as no64io
 from .core.demote import demote
-from .errors import No64Error
+from .errors import No64Error, OutputError
+from .kinds import FailOn, IntegerPolicy, RangePolicy
 from .core.scan import check, find_64bit
 
 __all__ = ["main"]
@@ -108,15 +109,15 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     convert.add_argument(
         "--integer-policy",
-        choices=("error", "saturate", "wrap"),
-        default="error",
+        choices=IntegerPolicy.values(),
+        default=IntegerPolicy.ERROR.value,
         help="what to do with a 64-bit integer constant outside the 32-bit range "
         "(default: error)",
     )
     convert.add_argument(
         "--policy",
-        choices=("default", "strict", "permissive"),
-        default="default",
+        choices=RangePolicy.values(),
+        default=RangePolicy.DEFAULT.value,
         help="which range-analysis verdicts are refused: default refuses integers proven "
         "to overflow 32 bits and reports unproven ones; strict refuses both; permissive "
         "reports both",
@@ -158,8 +159,8 @@ def _build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--sarif", action="store_true", help="write the report as SARIF 2.1.0")
     audit.add_argument(
         "--fail-on",
-        choices=("any", "lossy", "refused"),
-        default="lossy",
+        choices=FailOn.values(),
+        default=FailOn.LOSSY.value,
         help="exit 1 on: any 64-bit value; lossy (default): precision-reduced, unproven, "
         "overflow, refused or blocked values; refused: refused or blocked modules",
     )
@@ -322,7 +323,7 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
         try:
             out = open(args.output, "w", encoding="utf-8")
         except OSError as exc:
-            raise no64io.OutputError(f"{args.output}: cannot write: {exc.strerror}") from None
+            raise OutputError(f"{args.output}: cannot write: {exc.strerror}") from None
     from .jax.audit import run_program, write_report  # imports jax
 
     try:
@@ -365,14 +366,14 @@ def _convert(args: argparse.Namespace) -> int:
     elif dest is None:
         raise _UsageError("give -o OUT (or --in-place to rewrite IN)")
     elif _same_file(source, dest):
-        raise no64io.OutputError(
+        raise OutputError(
             f"{dest}: refusing to overwrite the input file; write to another file, "
             "or pass --in-place"
         )
     overwrite = args.force or args.in_place
     if not overwrite and os.path.lexists(dest):
         # Refuse before the work, not after it.
-        raise no64io.OutputError(f"{dest}: file exists; pass --force to overwrite it")
+        raise OutputError(f"{dest}: file exists; pass --force to overwrite it")
 
     module, in_format = no64io.load_with_format(source, format=args.format)
     report = demote(

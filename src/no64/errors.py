@@ -1,16 +1,37 @@
-"""Exceptions raised by no64.
+"""Every exception and warning no64 raises on purpose.
 
-Every error no64 raises on purpose derives from :class:`No64Error`, so callers
-(and the CLI) can tell a refused or malformed program from a bug.
+Each error derives from :class:`No64Error`, so callers (and the CLI) can tell
+a refused or malformed program from a bug.  Errors about one op carry its
+location as a :class:`~no64.SourceLocation`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from .kinds import Verdict
 
 if TYPE_CHECKING:
+    from .core.locations import SourceLocation
+    from .core.report import Narrowing
     from .core.scan import Finding
+
+__all__ = [
+    "ArgumentRangeError",
+    "Boundary64BitError",
+    "ConstantRangeError",
+    "InputError",
+    "InputRangeError",
+    "InvalidModuleError",
+    "NarrowingError",
+    "No64Error",
+    "OutputError",
+    "Remaining64BitError",
+    "TracedArgumentError",
+    "UnsupportedOpError",
+    "X64DisabledWarning",
+]
 
 
 class No64Error(Exception):
@@ -31,10 +52,11 @@ class Remaining64BitError(No64Error):
 class UnsupportedOpError(No64Error):
     """An op whose meaning depends on bit width, which no rule narrows exactly.
 
-    Attributes ``op`` (the op name) and ``location`` (a readable location).
+    Attributes ``op`` (the op name), ``location`` (its
+    :class:`~no64.SourceLocation`) and ``reason``.
     """
 
-    def __init__(self, op: str, location: str, reason: str) -> None:
+    def __init__(self, op: str, location: SourceLocation, reason: str) -> None:
         super().__init__(f"{op} at {location}: {reason}")
         self.op = op
         self.location = location
@@ -42,15 +64,19 @@ class UnsupportedOpError(No64Error):
 
 
 class ConstantRangeError(No64Error):
-    """A 64-bit integer constant that does not fit in 32 bits and is no sentinel."""
+    """A 64-bit integer constant that does not fit in 32 bits and is no sentinel.
 
-    def __init__(self, op: str, location: str, detail: str) -> None:
+    Attributes ``op``, ``location`` (a :class:`~no64.SourceLocation`) and ``detail``.
+    """
+
+    def __init__(self, op: str, location: SourceLocation, detail: str) -> None:
         super().__init__(
             f"{op} at {location}: {detail}; the 'saturate' or 'wrap' integer policy "
             "narrows it anyway (the report records each such constant)"
         )
         self.op = op
         self.location = location
+        self.detail = detail
 
 
 class NarrowingError(No64Error):
@@ -59,32 +85,38 @@ class NarrowingError(No64Error):
     never fits (``verdict="overflow"``, refused unless
     ``policy="permissive"``).
 
-    Attributes ``op``, ``location``, ``verdict`` and ``interval`` (the
-    value's range in the 64-bit program).
+    Attributes ``op``, ``location`` (a :class:`~no64.SourceLocation`),
+    ``verdict``, ``interval`` (the value's range in the 64-bit program) and
+    ``narrowing`` (the value's :class:`~no64.core.report.Narrowing` record:
+    which result or argument of the op, when the pass gives one).
     """
 
     def __init__(
         self,
         op: str,
-        location: str,
-        verdict: str,
+        location: SourceLocation,
+        verdict: Verdict,
         interval: tuple[int, int],
         policy: str,
+        *,
+        narrowing: Narrowing | None = None,
         reason: str | None = None,
     ) -> None:
+        verdict = Verdict(verdict)
         hint = "declare input ranges if the inputs are smaller than their type allows"
         if reason is not None:
             what = reason
-        elif verdict == "overflow":
+        elif verdict is Verdict.OVERFLOW:
             what = f"a 64-bit integer in [{interval[0]}, {interval[1]}] is certain to leave the 32-bit range"
             hint = "the 32-bit program would compute other values"
         else:
             what = f"a 64-bit integer in [{interval[0]}, {interval[1]}] may not fit in 32 bits"
-        super().__init__(f"{op} at {location}: {what} ({verdict}; refused by policy {policy!r}); {hint}")
+        super().__init__(f"{op} at {location}: {what} ({verdict}; refused by policy {str(policy)!r}); {hint}")
         self.op = op
         self.location = location
         self.verdict = verdict
         self.interval = interval
+        self.narrowing = narrowing
 
 
 class InputRangeError(No64Error):
@@ -101,3 +133,51 @@ class InputError(No64Error):
 
 class InvalidModuleError(No64Error):
     """The module failed MLIR verification (before or after the pass)."""
+
+
+class OutputError(No64Error):
+    """A module could not be written: unknown format, existing file, I/O error."""
+
+
+class ArgumentRangeError(No64Error, ValueError):
+    """A 64-bit input value that its 32-bit type cannot hold (:func:`no64.jit`).
+
+    Attributes:
+      path: The argument's pytree path (``"params['w']"``, ``"batch[1]"``).
+      index: Index of the first offending element (``()`` for scalars).
+      value: That element.
+      dtype: The input's dtype (or Python type name).
+      target: The 32-bit dtype it would have become.
+    """
+
+    def __init__(self, message: str, *, path: str, index: tuple[int, ...], value: Any,
+                 dtype: str, target: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.index = index
+        self.value = value
+        self.dtype = dtype
+        self.target = target
+
+
+class TracedArgumentError(No64Error, TypeError):
+    """A 64-bit *traced* argument: :func:`no64.jit` was called inside another transformation.
+
+    Traced values cannot be range-checked on the host, so :func:`no64.jit` must be
+    applied outermost (``no64.jit(jax.grad(f))``, not ``jax.grad(no64.jit(f))``).
+    """
+
+
+class Boundary64BitError(No64Error):
+    """A computation for a platform without 64-bit types takes or returns 64-bit arrays.
+
+    No rewrite of the module can help: JAX would hand the executable 64-bit
+    buffers, and such arrays cannot exist on the platform.  The message says
+    how the 64-bit values got there (``jax_enable_x64`` on, a computation
+    traced before no64 turned it off, a 64-bit ``jax.Array`` created while it
+    was on) and what to do.
+    """
+
+
+class X64DisabledWarning(UserWarning):
+    """no64 turned ``jax_enable_x64`` off for a platform without 64-bit types."""

@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from .core._mlir import ir, make_context, stablehlo
-from .errors import InputError, No64Error
+from .errors import InputError, No64Error, OutputError
 from .core.locations import SourceLocation, decode_location
 
 __all__ = [
@@ -86,10 +86,6 @@ _VHLO_TEXT = re.compile(r"\bvhlo\.func_v\d")
 _HLO_PARSE_ERROR = re.compile(r"was parsing (\d+):(\d+): error: ([^\n]*)")
 # Status-code prefixes that XLA puts in front of its messages.
 _STATUS_PREFIX = re.compile(r"^(?:[A-Z_]+: )+")
-
-
-class OutputError(No64Error):
-    """A module could not be written: unknown format, existing file, I/O error."""
 
 
 # --------------------------------------------------------------------------- formats

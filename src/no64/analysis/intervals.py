@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from ..kinds import Verdict
+
 __all__ = [
     "Range",
     "Interval",
@@ -117,15 +119,15 @@ def fit(lo: int, hi: int, full: Interval) -> Range:
     return Range(*full)
 
 
-def verdict(iv: Interval, unsigned: bool) -> str:
-    """``"exact"``, ``"unproven"`` or ``"overflow"`` for narrowing ``iv`` to 32 bits."""
+def verdict(iv: Interval, unsigned: bool) -> Verdict:
+    """``exact``, ``unproven`` or ``overflow`` for narrowing ``iv`` to 32 bits."""
     lo32, hi32 = UINT32 if unsigned else INT32
     lo, hi = iv
     if lo32 <= lo and hi <= hi32:
-        return "exact"
+        return Verdict.EXACT
     if hi < lo32 or lo > hi32:
-        return "overflow"
-    return "unproven"
+        return Verdict.OVERFLOW
+    return Verdict.UNPROVEN
 
 
 def collides(r: Range, sentinels: frozenset[int]) -> bool:
@@ -136,7 +138,7 @@ def collides(r: Range, sentinels: frozenset[int]) -> bool:
     return any(r.lo <= SENTINELS[s] <= r.hi for s in sentinels)
 
 
-def verdict_of(r: Range, unsigned: bool) -> str:
+def verdict_of(r: Range, unsigned: bool) -> Verdict:
     """The verdict for narrowing a value of range ``r`` to 32 bits.
 
     ``"exact"`` or ``"overflow"``/``"unproven"`` as :func:`verdict` for its
@@ -146,8 +148,8 @@ def verdict_of(r: Range, unsigned: bool) -> str:
     """
     if r.lo <= r.hi:
         v = verdict((r.lo, r.hi), unsigned)
-        if v != "exact":
+        if v is not Verdict.EXACT:
             return v
     if not r.sentinels:
-        return "exact"
-    return "unproven" if collides(r, r.sentinels) else "sentinel"
+        return Verdict.EXACT
+    return Verdict.UNPROVEN if collides(r, r.sentinels) else Verdict.SENTINEL

@@ -18,6 +18,8 @@ import re
 
 import numpy as np
 
+from ..kinds import IntegerPolicy
+
 __all__ = [
     "IntegerPolicy",
     "INTEGER_POLICIES",
@@ -28,8 +30,8 @@ __all__ = [
     "parse_dense_literal",
 ]
 
-IntegerPolicy = str
-INTEGER_POLICIES = ("error", "saturate", "wrap")
+#: The integer policies, as plain strings (see :class:`no64.kinds.IntegerPolicy`).
+INTEGER_POLICIES = IntegerPolicy.values()
 
 _I64 = np.iinfo(np.int64)
 _I32 = np.iinfo(np.int32)
@@ -68,7 +70,7 @@ class FloatNarrowing:
     overflow: int
 
 
-def narrow_integers(values: np.ndarray, unsigned: bool, policy: IntegerPolicy) -> IntNarrowing:
+def narrow_integers(values: np.ndarray, unsigned: bool, policy: IntegerPolicy | str) -> IntNarrowing:
     """Map 64-bit integer elements to 32 bits.
 
     Sentinels map to the 32-bit extremes.  Other elements outside the 32-bit
@@ -76,17 +78,16 @@ def narrow_integers(values: np.ndarray, unsigned: bool, policy: IntegerPolicy) -
     produced (``values`` is ``None``), with ``"saturate"`` they clip to the
     32-bit range and with ``"wrap"`` they keep their low 32 bits.
     """
-    if policy not in INTEGER_POLICIES:
-        raise ValueError(f"integer_policy must be one of {INTEGER_POLICIES}, not {policy!r}")
+    policy = IntegerPolicy.parse(policy, "integer_policy")
     if unsigned:
         v = values.astype(np.uint64, copy=False)
         sentinel = v == _U64.max
         bad = (v > _U32.max) & ~sentinel
         n_bad = int(np.count_nonzero(bad))
         first = int(v[bad].flat[0]) if n_bad else None
-        if n_bad and policy == "error":
+        if n_bad and policy is IntegerPolicy.ERROR:
             return IntNarrowing(None, int(np.count_nonzero(sentinel)), n_bad, first)
-        if policy == "saturate":
+        if policy is IntegerPolicy.SATURATE:
             out = np.minimum(v, _U32.max).astype(np.uint32)
         else:
             out = v.astype(np.uint32)  # wrap: low 32 bits
@@ -99,9 +100,9 @@ def narrow_integers(values: np.ndarray, unsigned: bool, policy: IntegerPolicy) -
     n_bad = int(np.count_nonzero(bad))
     first = int(v[bad].flat[0]) if n_bad else None
     n_sent = int(np.count_nonzero(hi) + np.count_nonzero(lo))
-    if n_bad and policy == "error":
+    if n_bad and policy is IntegerPolicy.ERROR:
         return IntNarrowing(None, n_sent, n_bad, first)
-    if policy == "saturate":
+    if policy is IntegerPolicy.SATURATE:
         out = np.clip(v, _I32.min, _I32.max).astype(np.int32)
     else:
         out = v.astype(np.int32)  # wrap: two's-complement low 32 bits

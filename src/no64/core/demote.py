@@ -46,26 +46,27 @@ from ..errors import (
     NarrowingError,
     UnsupportedOpError,
 )
+from ..kinds import EventKind, IntegerPolicy, RangePolicy, Verdict
 from ..rules.registry import REGISTRY, UNKNOWN, OpSpec
 from . import constants as C
 from ._mlir import ir
-from .locations import decode_location
-from .report import DemotionReport
+from .locations import SourceLocation, decode_location
+from .report import DemotionReport, Narrowing
 from .scan import _module_op, all_ops, gc_paused
 from .scan import check as scan_check
 from .types import TypeConverter
+
+#: Event kinds that are also the verdict of the constant they narrowed.
+_CONSTANT_VERDICTS = frozenset({EventKind.SENTINEL, EventKind.SATURATED, EventKind.WRAPPED})
 
 __all__ = ["demote"]
 
 _MISS = object()
 
 
-#: Range policies: which verdicts of the range analysis are refused.
-RANGE_POLICIES = {
-    "default": frozenset({"overflow"}),
-    "strict": frozenset({"overflow", "unproven"}),
-    "permissive": frozenset(),
-}
+#: Range policies: which verdicts of the range analysis are refused (see
+#: :class:`no64.kinds.RangePolicy`).
+RANGE_POLICIES = {p.value: p.refuses for p in RangePolicy}
 
 
 
@@ -135,17 +136,13 @@ def demote(
       InvalidModuleError: ``verify=True`` and the rewritten module does not
         verify (a no64 bug).  The module is left unchanged.
     """
-    if policy not in RANGE_POLICIES:
-        raise ValueError(f"policy must be one of {tuple(RANGE_POLICIES)}, not {policy!r}")
+    policy = RangePolicy.parse(policy, "policy")
     if input_ranges:
         try:
             resolve_input_ranges(_module_op(module), input_ranges)
         except ValueError as exc:
             raise InputRangeError(f"input ranges: {exc}") from None
-    if integer_policy not in C.INTEGER_POLICIES:
-        raise ValueError(
-            f"integer_policy must be one of {C.INTEGER_POLICIES}, not {integer_policy!r}"
-        )
+    integer_policy = IntegerPolicy.parse(integer_policy, "integer_policy")
     root = _module_op(module)
     with root.context, ir.Location.unknown(), gc_paused():
         backup: ir.Operation | None = None
@@ -234,7 +231,7 @@ class _Pass:
         self.policy = policy
         self.range_policy = range_policy
         self.input_ranges = input_ranges
-        self.sentinel_values: dict[ir.Value, str] = {}
+        self.sentinel_values: dict[ir.Value, Verdict] = {}
         self.float_exact = 0
         self.float_overflow = 0
         self.conv = TypeConverter()
@@ -393,8 +390,8 @@ class _Pass:
         else:
             self.pending.append(op)
 
-    def where(self, op: ir.Operation) -> str:
-        return str(decode_location(op.location))
+    def where(self, op: ir.Operation) -> SourceLocation:
+        return decode_location(op.location)
 
     def refuse(self, op: ir.Operation, reason: str) -> None:
         raise UnsupportedOpError(op.name, self.where(op), reason)
@@ -449,9 +446,9 @@ class _Pass:
             add = self.report.add
             for kind, detail, count in events:
                 add(kind, op.name, loc, detail, count)
-                if kind in ("sentinel", "saturated", "wrapped"):
+                if kind in _CONSTANT_VERDICTS:
                     # the constant's verdict is how it was narrowed
-                    self.sentinel_values[op.results[0]] = kind
+                    self.sentinel_values[op.results[0]] = Verdict(kind)
         if fclass:
             if fclass == "exact":
                 self.float_exact += 1
@@ -490,7 +487,7 @@ class _Pass:
             res = C.narrow_integers(v, unsigned, self.policy)
             if res.sentinels:
                 what = "UINT64_MAX" if unsigned else "INT64_MAX/INT64_MIN"
-                events.append(("sentinel", f"{what} mapped to the 32-bit extreme", res.sentinels))
+                events.append((EventKind.SENTINEL, f"{what} mapped to the 32-bit extreme", res.sentinels))
             if res.out_of_range:
                 if res.values is None:
                     raise ConstantRangeError(
@@ -500,7 +497,7 @@ class _Pass:
                         f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
                         "and is not a sentinel",
                     )
-                kind = "saturated" if self.policy == "saturate" else "wrapped"
+                kind = EventKind(IntegerPolicy(self.policy).verdict)
                 events.append(
                     (
                         kind,
@@ -518,13 +515,13 @@ class _Pass:
         fres = C.narrow_floats(v)
         if fres.sentinels:
             events.append(
-                ("sentinel", "float64 max/lowest mapped to float32 max/lowest", fres.sentinels)
+                (EventKind.SENTINEL, "float64 max/lowest mapped to float32 max/lowest", fres.sentinels)
             )
         if fres.inexact:
-            events.append(("float-inexact", "f64 constant rounded to nearest f32", fres.inexact))
+            events.append((EventKind.FLOAT_INEXACT, "f64 constant rounded to nearest f32", fres.inexact))
         if fres.overflow:
             events.append(
-                ("float-overflow", "finite f64 constant beyond f32 range became inf", fres.overflow)
+                (EventKind.FLOAT_OVERFLOW, "finite f64 constant beyond f32 range became inf", fres.overflow)
             )
         if splat and not isinstance(elem, ir.ComplexType):
             scalar_attr = ir.FloatAttr.get(new_elem, float(fres.values[0]))
@@ -570,8 +567,8 @@ class _Pass:
     def judge(self) -> None:
         """Give every narrowed value a verdict; refuse those the range policy
         refuses (before anything else changes)."""
-        counts: dict[str, int] = {}
-        refused = RANGE_POLICIES[self.range_policy]
+        counts: dict[Verdict, int] = {}
+        refused = RangePolicy(self.range_policy).refuses
         # Kinds of the (few, cached) converted types, by object identity.
         kinds = {id(new): _kind_of(new) for new in self.conv._cache.values() if new is not None}
         # Converted types are cached objects: count the values of each by identity.
@@ -584,25 +581,27 @@ class _Pass:
         for value, key in others:
             kind = kinds[key]
             if kind == "other":
-                v = "precision-reduced"  # tuples and other aggregates
+                v = Verdict.PRECISION_REDUCED  # tuples and other aggregates
+                self._record(value, v, None, "aggregate narrowed element by element")
             elif value in confused:
-                v = "unproven"  # recorded where the sentinel meets the value
+                v = Verdict.UNPROVEN  # recorded where the sentinel meets the value
             elif value in self.sentinel_values:
                 v = self.sentinel_values[value]
+                self._record(value, v, None, f"constant narrowed ({v})")
             else:
                 if analysis is None:
                     analysis = self.ranges()
                 v, r = analysis.verdict(value)
-                if v not in ("exact", "sentinel"):
+                if v is not Verdict.EXACT and v is not Verdict.SENTINEL:
                     self._record_range(value, v, r.interval, refused)
             counts[v] = counts.get(v, 0) + 1
         # Floats: constants f32 holds exactly are exact, constants beyond its
         # range overflow (both known from constant planning); every other
         # float value is computed in f32 and so precision-reduced.
         for v, n in (
-            ("exact", self.float_exact),
-            ("overflow", self.float_overflow),
-            ("precision-reduced", n_float - self.float_exact - self.float_overflow),
+            (Verdict.EXACT, self.float_exact),
+            (Verdict.OVERFLOW, self.float_overflow),
+            (Verdict.PRECISION_REDUCED, n_float - self.float_exact - self.float_overflow),
         ):
             if n:
                 counts[v] = counts.get(v, 0) + n
@@ -651,35 +650,54 @@ class _Pass:
                     break
         return confused
 
-    def _record_range(self, value: ir.Value, v: str, iv: tuple[int, int], refused: frozenset[str]) -> None:
+    def _record_range(
+        self, value: ir.Value, v: Verdict, iv: tuple[int, int], refused: frozenset[Verdict]
+    ) -> None:
         if isinstance(value, ir.BlockArgument):
-            owner = value.owner.owner
-            op = owner if isinstance(owner, ir.Operation) else owner.operation
+            op = _as_op(value.owner.owner)
             what = f"argument #{value.arg_number}"
             # a function argument has its own name location; a region
             # argument is best found through the op that owns the region
             loc = value.location if op.name == "func.func" else op.location
         else:
-            owner = value.owner
-            op = owner if isinstance(owner, ir.Operation) else owner.operation
+            op = _as_op(value.owner)
             what = "result"
             loc = op.location
-        if v in refused:
-            raise NarrowingError(op.name, str(decode_location(loc)), v, iv, self.range_policy)
-        self.report.add(
-            v, op.name, loc,
-            f"{what} in [{iv[0]}, {iv[1]}] "
-            + ("is certain to leave the 32-bit range" if v == "overflow" else "may not fit in 32 bits"),
+        detail = f"{what} in [{iv[0]}, {iv[1]}] " + (
+            "is certain to leave the 32-bit range" if v is Verdict.OVERFLOW else "may not fit in 32 bits"
         )
+        if v in refused:
+            raise NarrowingError(
+                op.name, decode_location(loc), v, iv, self.range_policy,
+                narrowing=self._record(value, v, iv, detail, keep=False),
+            )
+        self.report.add(v, op.name, loc, detail)
+        self._record(value, v, iv, detail)
+
+    def _record(
+        self, value: ir.Value, v: Verdict, iv: tuple[int, int] | None, detail: str, keep: bool = True
+    ) -> Narrowing:
+        """The report's record of narrowing ``value`` (added to the report if ``keep``)."""
+        if isinstance(value, ir.BlockArgument):
+            op, role, index, loc = _as_op(value.owner.owner), "argument", value.arg_number, value.location
+        else:
+            op = _as_op(value.owner)
+            role, index, loc = "result", ir.OpResult(value).result_number, op.location
+        record = Narrowing(op.name, role, index, loc, v, iv, detail)
+        if keep:
+            self.report.narrowings.append(record)
+        return record
 
     def _record_meeting(
         self, op: ir.Operation, value: ir.Value, iv: tuple[int, int], why: str, refused: frozenset[str]
     ) -> None:
-        if "unproven" in refused:
+        if Verdict.UNPROVEN in refused:
             raise NarrowingError(
-                op.name, str(decode_location(op.location)), "unproven", iv, self.range_policy, reason=why
+                op.name, decode_location(op.location), Verdict.UNPROVEN, iv, self.range_policy,
+                narrowing=self._record(value, Verdict.UNPROVEN, iv, why, keep=False), reason=why,
             )
-        self.report.add("unproven", op.name, op.location, why)
+        self.report.add(EventKind.UNPROVEN, op.name, op.location, why)
+        self._record(value, Verdict.UNPROVEN, iv, why)
 
     # ----------------------------------------------------------------- apply
     def apply(self) -> None:
@@ -797,3 +815,7 @@ def _int_of(attr: ir.Attribute, unsigned: bool) -> int:
     if unsigned and v < 0:
         v += 2**64
     return v
+
+
+def _as_op(x: Any) -> ir.Operation:
+    return x if isinstance(x, ir.Operation) else x.operation

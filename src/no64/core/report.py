@@ -7,32 +7,16 @@ import collections
 import dataclasses
 from typing import Any
 
+from ..kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
 from .locations import SourceLocation, decode_location
 
-__all__ = ["DemotionReport", "Event"]
+__all__ = ["DemotionReport", "Event", "Narrowing"]
 
 
 class Event:
-    """One noteworthy narrowing.
+    """One noteworthy narrowing of an op (``count`` elements or values).
 
-    ``kind`` is one of:
-
-    * ``"sentinel"``: an integer or float extreme (``INT64_MAX``,
-      ``INT64_MIN``, ``UINT64_MAX``, float64 max/lowest) mapped to the 32-bit
-      extreme, keeping its meaning.
-    * ``"saturated"`` / ``"wrapped"``: an out-of-range integer constant
-      narrowed under ``integer_policy="saturate"`` / ``"wrap"``.
-    * ``"float-inexact"``: f64 constant(s) that lost precision when rounded to
-      the nearest f32 (``count`` elements).
-    * ``"float-overflow"``: finite f64 constant(s) beyond f32's range, now
-      ``inf`` (``count`` elements).
-    * ``"rewrite"``: an op replaced by an exact 32-bit equivalent.
-    * ``"precision-reduced"``: an op replaced by a 32-bit equivalent that
-      computes the same thing with fewer bits (f64 random floats).
-    * ``"unproven"``: a narrowing that is exact only for values in the
-      32-bit range, which the pass cannot prove (e.g. ``f64 -> i64``
-      converts).
-
+    ``kind`` is an :class:`~no64.kinds.EventKind` (see there for each kind).
     ``location`` is decoded from the op's MLIR location on first use, so
     that recording an event inside the pass costs almost nothing.
     """
@@ -40,9 +24,9 @@ class Event:
     __slots__ = ("kind", "op", "detail", "count", "_loc", "_decoded")
 
     def __init__(
-        self, kind: str, op: str, location: SourceLocation | Any, detail: str, count: int = 1
+        self, kind: EventKind | str, op: str, location: SourceLocation | Any, detail: str, count: int = 1
     ) -> None:
-        self.kind = kind
+        self.kind = EventKind(kind)
         self.op = op
         self.detail = detail
         self.count = count
@@ -63,11 +47,102 @@ class Event:
         return {"kind": self.kind, "op": self.op, "location": loc, "detail": self.detail, "count": self.count}
 
     def __repr__(self) -> str:
-        return f"Event({self.kind!r}, {self.op!r}, {str(self.location)!r}, {self.detail!r}, {self.count})"
+        return f"Event({self.kind.value!r}, {self.op!r}, {str(self.location)!r}, {self.detail!r}, {self.count})"
 
     def __str__(self) -> str:
         n = f" x{self.count}" if self.count != 1 else ""
         return f"[{self.kind}{n}] {self.op} at {self.location}: {self.detail}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)
+class Narrowing:
+    """One narrowed value whose verdict is not plain ``exact``.
+
+    Attributes:
+      op: Name of the op that defines the value (``"func.func"`` for a
+        function argument, the region's op for a region argument).
+      role: ``"result"`` or ``"argument"`` (a block argument).
+      index: The result index or the argument number.
+      verdict: The value's :class:`~no64.kinds.Verdict`.
+      interval: The value's range in the 64-bit program, when the range
+        analysis gave the verdict.
+      detail: A short text for people.
+      location: The value's :class:`~no64.SourceLocation` (decoded on first
+        use): the op's location for a result, the argument's own location
+        for a block argument.
+    """
+
+    op: str
+    role: str
+    index: int
+    verdict: Verdict
+    interval: tuple[int, int] | None
+    detail: str
+    _loc: Any
+    _decoded: SourceLocation | None
+
+    def __init__(
+        self,
+        op: str,
+        role: str,
+        index: int,
+        location: SourceLocation | Any,
+        verdict: Verdict | str,
+        interval: tuple[int, int] | None = None,
+        detail: str = "",
+    ) -> None:
+        if role not in ("result", "argument"):
+            raise ValueError(f"role must be 'result' or 'argument', not {role!r}")
+        init = object.__setattr__
+        init(self, "op", op)
+        init(self, "role", role)
+        init(self, "index", index)
+        init(self, "verdict", Verdict(verdict))
+        init(self, "interval", interval)
+        init(self, "detail", detail)
+        init(self, "_loc", location)
+        init(self, "_decoded", location if isinstance(location, SourceLocation) else None)
+
+    @property
+    def location(self) -> SourceLocation:
+        if self._decoded is None:
+            object.__setattr__(self, "_decoded", decode_location(self._loc))
+        assert self._decoded is not None
+        return self._decoded
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.op, self.role, self.index, self.location, self.verdict, self.interval, self.detail)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Narrowing):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def to_dict(self) -> dict[str, Any]:
+        loc = self.location.to_dict()
+        loc["text"] = str(self.location)
+        return {
+            "op": self.op,
+            "role": self.role,
+            "index": self.index,
+            "verdict": self.verdict,
+            "interval": list(self.interval) if self.interval is not None else None,
+            "location": loc,
+            "detail": self.detail,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Narrowing({self.op!r}, {self.role!r}, {self.index}, {str(self.location)!r}, "
+            f"{self.verdict.value!r}, {self.interval!r}, {self.detail!r})"
+        )
+
+    def __str__(self) -> str:
+        iv = f" in [{self.interval[0]}, {self.interval[1]}]" if self.interval is not None else ""
+        return f"[{self.verdict}] {self.op} {self.role} #{self.index}{iv} at {self.location}: {self.detail}"
 
 
 @dataclasses.dataclass
@@ -82,10 +157,12 @@ class DemotionReport:
       converts_removed: ``convert`` ops that became no-ops and were erased.
       ops_rewritten: Width-dependent ops replaced by rewrite rules.
       retyped_by_type: Count of retyped values per original element type.
-      verdicts: Count of narrowed values per verdict: ``exact``,
-        ``sentinel``, ``unproven``, ``overflow``, ``precision-reduced``.
+      verdicts: Count of narrowed values per :class:`~no64.kinds.Verdict`.
       events: Every sentinel, saturation, wrap, precision loss, overflow and
         rewrite, with its op and location.
+      narrowings: One :class:`Narrowing` per narrowed value whose verdict is
+        not ``exact``, except f64 values computed in f32 (counted in
+        ``verdicts`` as ``precision-reduced``, not listed one by one).
     """
 
     integer_policy: str = "error"
@@ -95,8 +172,9 @@ class DemotionReport:
     converts_removed: int = 0
     ops_rewritten: int = 0
     retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
-    verdicts: dict[str, int] = dataclasses.field(default_factory=dict)
+    verdicts: dict[Verdict, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
+    narrowings: list[Narrowing] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -107,13 +185,39 @@ class DemotionReport:
             or self.ops_rewritten
         )
 
-    def count(self, kind: str) -> int:
+    @property
+    def exact(self) -> bool:
+        """Whether every narrowing kept its value: no lossy event
+        (:data:`~no64.kinds.LOSSY_EVENTS`) and only exact or sentinel
+        verdicts (:data:`~no64.kinds.EXACT_VERDICTS`)."""
+        if any(e.kind in LOSSY_EVENTS for e in self.events):
+            return False
+        if any(n.verdict not in EXACT_VERDICTS for n in self.narrowings):
+            return False
+        return all(v in EXACT_VERDICTS for v, n in self.verdicts.items() if n)
+
+    def count(self, kind: EventKind | str) -> int:
         """Total element count of events of ``kind``."""
         return sum(e.count for e in self.events if e.kind == kind)
 
-    def add(self, kind: str, op: str, location: Any, detail: str, count: int = 1) -> None:
+    def add(self, kind: EventKind | str, op: str, location: Any, detail: str, count: int = 1) -> None:
         """Record an event; ``location`` is a SourceLocation or an MLIR location."""
         self.events.append(Event(kind, op, location, detail, count))
+
+    def add_narrowing(
+        self,
+        op: str,
+        role: str,
+        index: int,
+        location: Any,
+        verdict: Verdict | str,
+        interval: tuple[int, int] | None = None,
+        detail: str = "",
+    ) -> Narrowing:
+        """Record a narrowed value; ``location`` is a SourceLocation or an MLIR location."""
+        record = Narrowing(op, role, index, location, verdict, interval, detail)
+        self.narrowings.append(record)
+        return record
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +232,7 @@ class DemotionReport:
             "verdicts": dict(self.verdicts),
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
             "events": [e.to_dict() for e in self.events],
+            "narrowings": [n.to_dict() for n in self.narrowings],
         }
 
     def summary(self) -> str:
@@ -143,12 +248,9 @@ class DemotionReport:
             )
             lines.append(f"by element type: {parts}")
         if self.verdicts:
-            order = [
-                "exact", "sentinel", "saturated", "wrapped", "precision-reduced", "unproven", "overflow"
-            ]
             lines.append(
                 "verdicts: "
-                + ", ".join(f"{k} {self.verdicts[k]}" for k in order if self.verdicts.get(k))
+                + ", ".join(f"{k} {self.verdicts[k]}" for k in Verdict if self.verdicts.get(k))
             )
         kinds = collections.Counter()
         for e in self.events:

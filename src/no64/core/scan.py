@@ -38,6 +38,10 @@ class Finding:
       type: The value's type as MLIR prints it.
       location: The decoded location of the op (or block argument).
       function: Symbol name of the enclosing ``func.func``, if any.
+      value: Which value, for joining with the report's
+        :class:`~no64.core.report.Narrowing` records: ``("result", i)``,
+        ``("argument", n)`` for a block argument (function or region), or
+        ``None`` (function results and operands, which are not definitions).
     """
 
     op: str
@@ -45,9 +49,11 @@ class Finding:
     type: str
     location: SourceLocation
     function: str | None = None
+    value: tuple[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        del d["value"]
         d["location"] = self.location.to_dict()
         d["location"]["text"] = str(self.location)
         return d
@@ -123,7 +129,7 @@ def _region_free_ops() -> frozenset[str]:
     return frozenset(name for name, spec in REGISTRY.items() if spec.region_free)
 
 
-Emit = Callable[[ir.Operation, str, ir.Type, ir.Location], None]
+Emit = Callable[[ir.Operation, str, ir.Type, ir.Location, "tuple[str, int] | None"], None]
 
 
 def scan_ops(
@@ -141,20 +147,20 @@ def scan_ops(
                 for i, t in enumerate(ft.inputs):
                     if holds(t):
                         loc = args[i].location if i < len(args) else op.location
-                        emit(op, f"function argument #{i}", t, loc)
+                        emit(op, f"function argument #{i}", t, loc, ("argument", i))
                 for i, t in enumerate(ft.results):
                     if holds(t):
-                        emit(op, f"function result #{i}{_result_name(op, i)}", t, op.location)
+                        emit(op, f"function result #{i}{_result_name(op, i)}", t, op.location, None)
         else:
             for i, r in enumerate(op.results):
                 t = r.type
                 if holds(t):
-                    emit(op, f"result #{i}", t, op.location)
+                    emit(op, f"result #{i}", t, op.location, ("result", i))
             if uses:
                 for i, v in enumerate(op.operands):
                     t = v.type
                     if holds(t):
-                        emit(op, f"operand #{i}", t, op.location)
+                        emit(op, f"operand #{i}", t, op.location, None)
         if len(op.regions):
             for ri, region in enumerate(op.regions):
                 for bi, block in enumerate(region.blocks):
@@ -163,7 +169,7 @@ def scan_ops(
                     for ai, arg in enumerate(block.arguments):
                         t = arg.type
                         if holds(t):
-                            emit(op, f"region {ri} block {bi} argument #{ai}", t, arg.location)
+                            emit(op, f"region {ri} block {bi} argument #{ai}", t, arg.location, ("argument", ai))
 
 
 def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False) -> list[Finding]:
@@ -185,7 +191,9 @@ def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False) -> list[
     locs: dict[ir.Attribute, SourceLocation] = {}
     types: dict[ir.Type, str] = {}
 
-    def emit(op: ir.Operation, role: str, t: ir.Type, loc: ir.Location) -> None:
+    def emit(
+        op: ir.Operation, role: str, t: ir.Type, loc: ir.Location, value: tuple[str, int] | None
+    ) -> None:
         key = loc.attr
         where = locs.get(key)
         if where is None:
@@ -193,7 +201,7 @@ def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False) -> list[
         text = types.get(t)
         if text is None:
             text = types[t] = str(t)
-        out.append(Finding(op.name, role, text, where, enclosing_function(op)))
+        out.append(Finding(op.name, role, text, where, enclosing_function(op), value))
 
     with root.context, ir.Location.unknown(), gc_paused():
         scan_ops(all_ops(root), TypeConverter().holds_64bit, emit, uses)

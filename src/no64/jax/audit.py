@@ -63,9 +63,11 @@ from typing import Any, TextIO
 
 from .. import __version__
 from ..core._mlir import ir, make_context
+from ..core.locations import SourceLocation
 from ..core.demote import demote
 from ..errors import No64Error
 from ..core.scan import Finding, find_64bit
+from ..kinds import EventKind, FailOn, Handling, RangePolicy
 
 __all__ = [
     "AUDIT_JSON_SCHEMA",
@@ -80,69 +82,32 @@ __all__ = [
     "run_program",
 ]
 
-#: Every handling, from harmless to blocking (see the module docstring).
-HANDLINGS = (
-    "exact",
-    "sentinel",
-    "rewritten",
-    "float32",
-    "rounded",
-    "precision-reduced",
-    "unproven",
-    "overflow",
-    "refused",
-    "blocked",
-)
+#: Every handling, from harmless to blocking (see the module docstring and
+#: :class:`no64.kinds.Handling`).
+HANDLINGS: tuple[Handling, ...] = tuple(Handling)
 
-#: Handlings each ``--fail-on`` level fails on.
-FAIL_ON: dict[str, frozenset[str]] = {
-    "any": frozenset(HANDLINGS),
-    "lossy": frozenset({"precision-reduced", "unproven", "overflow", "refused", "blocked"}),
-    "refused": frozenset({"refused", "blocked"}),
-}
+#: Handlings each ``--fail-on`` level fails on (see :class:`no64.kinds.FailOn`).
+FAIL_ON: dict[str, frozenset[Handling]] = {level.value: level.handlings for level in FailOn}
 
 #: Handlings the pytest plugin fails a test on: no64 cannot remove the value exactly.
-NOT_REMOVABLE = frozenset({"refused", "blocked", "unproven", "overflow"})
+NOT_REMOVABLE = frozenset(h for h in Handling if not h.removable)
 
 _DESCRIPTION = {
-    "exact": "narrowed to 32 bits, value unchanged",
-    "sentinel": "64-bit extreme mapped to the 32-bit extreme",
-    "rewritten": "op rewritten exactly in 32 bits",
-    "float32": "f64 computed in f32",
-    "rounded": "f64 constant rounded to f32",
-    "precision-reduced": "op replaced by a lower-precision 32-bit equivalent",
-    "unproven": "integer may not fit in 32 bits",
-    "overflow": "value never fits in 32 bits",
-    "refused": "no64 refuses the module",
-    "blocked": "module refused elsewhere",
+    Handling.EXACT: "narrowed to 32 bits, value unchanged",
+    Handling.SENTINEL: "64-bit extreme mapped to the 32-bit extreme",
+    Handling.REWRITTEN: "op rewritten exactly in 32 bits",
+    Handling.FLOAT32: "f64 computed in f32",
+    Handling.ROUNDED: "f64 constant rounded to f32",
+    Handling.PRECISION_REDUCED: "op replaced by a lower-precision 32-bit equivalent",
+    Handling.UNPROVEN: "integer may not fit in 32 bits",
+    Handling.OVERFLOW: "value never fits in 32 bits",
+    Handling.REFUSED: "no64 refuses the module",
+    Handling.BLOCKED: "module refused elsewhere",
 }
 
-_SARIF_LEVEL = {
-    "exact": "note",
-    "sentinel": "note",
-    "rewritten": "note",
-    "float32": "note",
-    "rounded": "note",
-    "precision-reduced": "warning",
-    "unproven": "warning",
-    "overflow": "error",
-    "refused": "error",
-    "blocked": "error",
-}
-
-# Severity of demotion event kinds, for a value with several events.
-_EVENT_HANDLING = {
-    "rewrite": "rewritten",
-    "sentinel": "sentinel",
-    "float-inexact": "rounded",
-    "saturated": "overflow",
-    "wrapped": "overflow",
-    "precision-reduced": "precision-reduced",
-    "unproven": "unproven",
-    "float-overflow": "overflow",
-    "overflow": "overflow",
-}
-_RANK = {h: i for i, h in enumerate(HANDLINGS)}
+# Per-value verdicts come from the report's narrowing records; these event
+# kinds only repeat them.
+_PER_VALUE_EVENTS = frozenset({EventKind.UNPROVEN, EventKind.OVERFLOW})
 
 _FRAME = re.compile(r'"((?:[^"\\]|\\.)+)":(\d+):(\d+)')
 _ELEMENT = re.compile(r"complex<f64>|[su]?i64|ui64|f64")
@@ -269,7 +234,7 @@ class Group:
     primitive: str
     file: str | None
     line: int | None
-    handling: str
+    handling: Handling
     hint: str
     count: int = 0
     element_types: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -308,7 +273,7 @@ class AuditReport:
 
     def failing(self, fail_on: str = "lossy") -> list[Group]:
         """The groups whose handling ``fail_on`` (a key of :data:`FAIL_ON`) fails on."""
-        levels = FAIL_ON[fail_on]
+        levels = FailOn.parse(fail_on, "fail_on").handlings
         return [g for g in self.groups if g.handling in levels]
 
     def to_dict(self) -> dict[str, Any]:
@@ -330,7 +295,7 @@ class AuditReport:
                 "id": f"no64/{h}",
                 "name": h.title().replace("-", ""),
                 "shortDescription": {"text": _DESCRIPTION[h]},
-                "defaultConfiguration": {"level": _SARIF_LEVEL[h]},
+                "defaultConfiguration": {"level": h.sarif_level},
             }
             for h in HANDLINGS
         ]
@@ -338,8 +303,8 @@ class AuditReport:
         for g in self.groups:
             result: dict[str, Any] = {
                 "ruleId": f"no64/{g.handling}",
-                "ruleIndex": _RANK[g.handling],
-                "level": _SARIF_LEVEL[g.handling],
+                "ruleIndex": g.handling.rank,
+                "level": g.handling.sarif_level,
                 "message": {"text": _message(g)},
                 "properties": {
                     "primitive": g.primitive,
@@ -397,7 +362,7 @@ class AuditReport:
             cells = [c.ljust(w) for c, w in zip(row, widths)] + [row[-1]]
             line = "  " + "  ".join(cells).rstrip()
             if color and k > 0:
-                code = {"error": "31", "warning": "33"}.get(_SARIF_LEVEL[row[0]], "")
+                code = {"error": "31", "warning": "33"}.get(Handling(row[0]).sarif_level, "")
                 if code:
                     line = f"\x1b[{code}m{line}\x1b[0m"
             elif color:
@@ -469,18 +434,18 @@ def _primitive(f: Finding) -> str:
     return f.location.primitive or f.op
 
 
-def _hint(primitive: str, handling: str, elem: str, op: str, source: str | None, via: str | None,
+def _hint(primitive: str, handling: Handling, elem: str, op: str, source: str | None, via: str | None,
           refusal: str | None) -> str:
-    if handling == "refused":
+    if handling is Handling.REFUSED:
         return refusal or "no64 refuses this op"
-    if handling == "blocked":
+    if handling is Handling.BLOCKED:
         return "no64 refuses this module because of another value (see refused)"
     if primitive == "rng_bit_generator":
         return "rbg keys need a u64 state: no64 rewrites it exactly"
     if primitive in ("iota_2x32_shape", "threefry2x32", "random_bits", "random_seed", "random_wrap"):
         return "threefry counters: rewritten exactly"
     if primitive.startswith("<function"):
-        if handling == "unproven":
+        if handling is Handling.UNPROVEN:
             return "64-bit integer inputs of unknown range: pass int32 arrays, or declare input ranges (no64 convert --range)"
         what = "inputs" if "argument" in primitive else "outputs"
         return f"64-bit {what} of the compiled function: the caller passes or receives 64-bit arrays"
@@ -488,54 +453,75 @@ def _hint(primitive: str, handling: str, elem: str, op: str, source: str | None,
     if explicit and source is not None and elem in ("i64", "si64", "ui64"):
         kind = "uint64" if elem == "ui64" else "int64"
         return f"{kind} requested explicitly at {source}"
-    if handling == "unproven":
+    if handling is Handling.UNPROVEN:
         return "range not provable within 32 bits: use int32, or declare input ranges (no64 convert --range)"
-    if handling == "overflow":
+    if handling is Handling.OVERFLOW:
         return "the value does not fit in 32 bits: the 32-bit program computes something else"
-    if handling == "precision-reduced":
+    if handling is Handling.PRECISION_REDUCED:
         return "computed with 32-bit words: fewer random bits than the 64-bit program"
-    if handling == "rewritten":
+    if handling is Handling.REWRITTEN:
         return "rewritten exactly by a no64 rule"
-    if handling == "rounded":
+    if handling is Handling.ROUNDED:
         return "f64 constant rounded to the nearest f32"
-    if handling == "float32":
+    if handling is Handling.FLOAT32:
         return "x64 is on: f64 arithmetic becomes f32 (pass float32 data or disable jax_enable_x64)"
     return _DESCRIPTION[handling]
 
 
-def _handlings(text: str, findings: list[Finding]) -> tuple[list[str], str | None]:
-    """The handling of each finding, and the refusal message if the module is refused."""
+def _handlings(text: str, findings: list[Finding]) -> tuple[list[Handling], str | None]:
+    """The handling of each finding, and the refusal message if the module is refused.
+
+    Findings are joined with what :func:`no64.demote` reports on a copy of
+    the module by op name, decoded location and (for per-value records)
+    which result or argument: a refusal by the error's op and location, a
+    narrowed value by its :class:`~no64.core.report.Narrowing` record, and
+    an op-level event (rewrite, rounded constant) by its op.  Where several
+    apply, the most severe handling wins.
+    """
     with make_context():
         copy = ir.Module.parse(text)
     try:
-        report = demote(copy, policy="permissive")
+        report = demote(copy, policy=RangePolicy.PERMISSIVE)
     except No64Error as exc:
         message = " ".join(str(exc).split())
         op = getattr(exc, "op", None)
         loc = getattr(exc, "location", None)
-        out = []
-        for f in findings:
-            hit = op is not None and f.op == op and (loc is None or str(f.location) == loc)
-            out.append("refused" if hit else "blocked")
-        if "refused" not in out and findings:
-            out[0] = "refused"
+        out = [
+            Handling.REFUSED
+            if op is not None and f.op == op and (loc is None or f.location == loc)
+            else Handling.BLOCKED
+            for f in findings
+        ]
+        if Handling.REFUSED not in out and findings:
+            out[0] = Handling.REFUSED
         return out, message
-    events: dict[tuple[str, str], str] = {}
+    by_op: dict[tuple[str, SourceLocation], Handling] = {}
     for e in report.events:
-        h = _EVENT_HANDLING.get(e.kind)
-        if h is None:
+        if e.kind in _PER_VALUE_EVENTS:
             continue
-        key = (e.op, e.location.raw)
-        if key not in events or _RANK[h] > _RANK[events[key]]:
-            events[key] = h
+        _worst(by_op, (e.op, e.location), Handling.of_event(e.kind))
+    by_value: dict[tuple[str, SourceLocation, str, int], Handling] = {}
+    for n in report.narrowings:
+        _worst(by_value, (n.op, n.location, n.role, n.index), Handling.of_verdict(n.verdict))
     out = []
     for f in findings:
-        h = events.get((f.op, f.location.raw))
+        h = by_op.get((f.op, f.location))
+        if f.value is not None:
+            hv = by_value.get((f.op, f.location, *f.value))
+            if hv is not None and (h is None or hv.rank > h.rank):
+                h = hv
         if h is None:
             elem = _element(f.type)
-            h = "float32" if elem in ("f64", "complex<f64>") and f.op != "stablehlo.constant" else "exact"
+            float32 = elem in ("f64", "complex<f64>") and f.op != "stablehlo.constant"
+            h = Handling.FLOAT32 if float32 else Handling.EXACT
         out.append(h)
     return out, None
+
+
+def _worst(table: dict[Any, Handling], key: Any, h: Handling) -> None:
+    old = table.get(key)
+    if old is None or h.rank > old.rank:
+        table[key] = h
 
 
 def analyze(compiled: Sequence[Compiled], *, program: str | None = None) -> AuditReport:
@@ -576,7 +562,7 @@ def analyze(compiled: Sequence[Compiled], *, program: str | None = None) -> Audi
             if c.name not in g.modules:
                 g.modules.append(c.name)
     report.groups = sorted(
-        groups.values(), key=lambda g: (-_RANK[g.handling], g.file or "~", g.line or 0, g.primitive)
+        groups.values(), key=lambda g: (-g.handling.rank, g.file or "~", g.line or 0, g.primitive)
     )
     return report
 

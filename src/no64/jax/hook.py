@@ -65,8 +65,15 @@ import numpy as np
 
 from ..core._mlir import ir
 from ..core.demote import demote
-from ..errors import InvalidModuleError, No64Error, Remaining64BitError
+from ..errors import (
+    Boundary64BitError,
+    InvalidModuleError,
+    No64Error,
+    Remaining64BitError,
+    X64DisabledWarning,
+)
 from ..core.report import DemotionReport
+from ..kinds import LOSSY_EVENTS, IntegerPolicy, Mode
 from ..core.scan import check, find_64bit, has_64bit
 from ..core.types import TypeConverter
 
@@ -99,44 +106,19 @@ ENV_MODE = "NO64_MODE"
 #: Environment variable selecting the integer policy used with :data:`ENV_PLATFORMS`.
 ENV_INTEGER_POLICY = "NO64_INTEGER_POLICY"
 
-#: ``"fix"`` demotes then checks; ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
-MODES = ("fix", "check", "off")
+#: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
+#: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
+MODES = Mode.values()
 #: Platform wildcard used by :func:`no64.jit`'s scope: every platform.
 ALL_PLATFORMS = "*"
 
-_INTEGER_POLICIES = ("error", "saturate", "wrap")
-
-#: Report event kinds whose narrowing may change a value (see :class:`no64.report.Event`).
-LOSSY_EVENT_KINDS = frozenset(
-    {"float-inexact", "float-overflow", "saturated", "wrapped", "precision-reduced", "unproven"}
-)
-#: Report verdicts that keep every value (a sentinel keeps its meaning).
-EXACT_VERDICTS = frozenset({"exact", "sentinel"})
+#: Report event kinds whose narrowing may change a value (see :class:`no64.kinds.EventKind`).
+LOSSY_EVENT_KINDS = LOSSY_EVENTS
 
 
 def is_exact(report: DemotionReport | None) -> bool:
     """Whether a demotion kept every value: no lossy event, only exact or sentinel verdicts."""
-    if report is None:
-        return True
-    if any(e.kind in LOSSY_EVENT_KINDS for e in report.events):
-        return False
-    verdicts = getattr(report, "verdicts", {}) or {}
-    return all(kind in EXACT_VERDICTS for kind, n in verdicts.items() if n)
-
-
-class Boundary64BitError(No64Error):
-    """A computation for a platform without 64-bit types takes or returns 64-bit arrays.
-
-    No rewrite of the module can help: JAX would hand the executable 64-bit
-    buffers, and such arrays cannot exist on the platform.  The message says
-    how the 64-bit values got there (``jax_enable_x64`` on, a computation
-    traced before no64 turned it off, a 64-bit ``jax.Array`` created while it
-    was on) and what to do.
-    """
-
-
-class X64DisabledWarning(UserWarning):
-    """no64 turned ``jax_enable_x64`` off for a platform without 64-bit types."""
+    return report is None or report.exact
 
 
 # ---------------------------------------------------------------------------
@@ -174,20 +156,18 @@ class Config:
     """
 
     platforms: frozenset[str]
-    mode: str = "fix"
-    integer_policy: str = "error"
+    mode: Mode = Mode.FIX
+    integer_policy: IntegerPolicy = IntegerPolicy.ERROR
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"no64 mode must be one of {MODES}, not {self.mode!r}")
-        if self.integer_policy not in _INTEGER_POLICIES:
-            raise ValueError(
-                f"integer_policy must be one of {_INTEGER_POLICIES}, not {self.integer_policy!r}"
-            )
+        object.__setattr__(self, "mode", Mode.parse(self.mode, "no64 mode"))
+        object.__setattr__(
+            self, "integer_policy", IntegerPolicy.parse(self.integer_policy, "integer_policy")
+        )
 
     def applies_to(self, platform: str) -> bool:
         """Whether modules compiled for ``platform`` go through no64."""
-        if self.mode == "off":
+        if self.mode is Mode.OFF:
             return False
         if ALL_PLATFORMS in self.platforms:
             return True
@@ -201,7 +181,7 @@ class Config:
 
     def describe(self) -> str:
         plats = "every platform" if ALL_PLATFORMS in self.platforms else ", ".join(sorted(self.platforms))
-        return f"mode {self.mode!r} for {plats}"
+        return f"mode {self.mode.value!r} for {plats}"
 
 
 def _platform_names(platform: str) -> set[str]:
@@ -276,8 +256,8 @@ def scoped(config: Config) -> Iterator[None]:
 def install(
     platforms: str | Iterable[str],
     *,
-    mode: str = "fix",
-    integer_policy: str = "error",
+    mode: Mode | str = Mode.FIX,
+    integer_policy: IntegerPolicy | str = IntegerPolicy.ERROR,
 ) -> Config:
     """Make every module JAX compiles for ``platforms`` pass through no64.
 
@@ -336,8 +316,8 @@ def initialize_from_environment() -> Config | None:
     platforms = _normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
     if not platforms:
         return None
-    mode = os.environ.get(ENV_MODE, "").strip().lower() or "fix"
-    policy = os.environ.get(ENV_INTEGER_POLICY, "").strip().lower() or "error"
+    mode = os.environ.get(ENV_MODE, "").strip().lower() or Mode.FIX
+    policy = os.environ.get(ENV_INTEGER_POLICY, "").strip().lower() or IntegerPolicy.ERROR
     try:
         config = Config(platforms, mode, policy)
     except ValueError as exc:
@@ -353,7 +333,7 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
     _ensure_hooks()
     _get_state()._set(config)
     logger.info("no64 active (%s): %s", source, config.describe())
-    if config.mode != "off":
+    if config.mode is not Mode.OFF:
         _handle_x64(config, backends_started=backends_started, source=source)
 
 
@@ -491,7 +471,7 @@ def _install_x64_guard() -> None:
         if not value:
             return
         config = _state.get_global() if _state is not None else None
-        if config is None or config.mode == "off":
+        if config is None or config.mode is Mode.OFF:
             return
         from jax._src import xla_bridge
 
@@ -510,7 +490,7 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
     config = _state.value if _state is not None else None
     assert _original_compile is not None
     platform = str(backend.platform)
-    if config is None or config.mode == "off" or not config.applies_to(platform):
+    if config is None or config.mode is Mode.OFF or not config.applies_to(platform):
         return _original_compile(backend, computation, *args, **kwargs)
     prepared = prepare_module(computation, config, platform)
     if prepared is computation:
@@ -567,7 +547,7 @@ def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modul
     if not has_64bit(module):
         _record(name, platform, config.mode, None)
         return module
-    if config.mode == "check":
+    if config.mode is Mode.CHECK:
         try:
             check(module)
         except Remaining64BitError as exc:
@@ -683,7 +663,7 @@ class CompileRecord:
 
     module: str
     platform: str
-    mode: str
+    mode: Mode
     report: DemotionReport | None
 
     @property
@@ -700,7 +680,7 @@ class CompileRecord:
 _records: collections.deque[CompileRecord] = collections.deque(maxlen=1024)
 
 
-def _record(name: str, platform: str, mode: str, report: DemotionReport | None) -> None:
+def _record(name: str, platform: str, mode: Mode, report: DemotionReport | None) -> None:
     _records.append(CompileRecord(name, platform, mode, report))
 
 

@@ -37,8 +37,9 @@ from .. import io as no64_io
 from . import hook as jaxhook
 from ..core._mlir import ir
 from ..core.demote import demote
-from ..errors import No64Error
+from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
 from ..core.report import DemotionReport
+from ..kinds import Mode
 from ..core.scan import check
 
 __all__ = [
@@ -63,35 +64,6 @@ _WIDENED = {v: k for k, v in NARROWED.items()}
 _I32 = np.iinfo(np.int32)
 _U32 = np.iinfo(np.uint32)
 _F32_MAX = float(np.finfo(np.float32).max)
-
-
-class ArgumentRangeError(No64Error, ValueError):
-    """A 64-bit input value that its 32-bit type cannot hold.
-
-    Attributes:
-      path: The argument's pytree path (``"params['w']"``, ``"batch[1]"``).
-      index: Index of the first offending element (``()`` for scalars).
-      value: That element.
-      dtype: The input's dtype (or Python type name).
-      target: The 32-bit dtype it would have become.
-    """
-
-    def __init__(self, message: str, *, path: str, index: tuple[int, ...], value: Any,
-                 dtype: str, target: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.index = index
-        self.value = value
-        self.dtype = dtype
-        self.target = target
-
-
-class TracedArgumentError(No64Error, TypeError):
-    """A 64-bit *traced* argument: :func:`jit` was called inside another transformation.
-
-    Traced values cannot be range-checked on the host, so :func:`jit` must be
-    applied outermost (``no64.jit(jax.grad(f))``, not ``jax.grad(no64.jit(f))``).
-    """
 
 
 # ---------------------------------------------------------------------------
@@ -273,7 +245,7 @@ class Jitted:
     ) -> None:
         self._fun = fun
         self._restore = restore_dtypes
-        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), "fix", integer_policy)
+        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX, integer_policy)
         self._jit_kwargs = dict(jit_kwargs)
         self.jitted = jax.jit(fun, **jit_kwargs)
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..core._mlir import ir, stablehlo
 from ..analysis.ranges import defining_op
+from ..kinds import EventKind
 from .registry import RuleContext
 from .util import after, compare, erase_dead, splat
 
@@ -35,7 +36,7 @@ def shift_out_of_small_value(op: ir.Operation, ctx: RuleContext) -> bool:
         zero = splat(t, 0)
     op.results[0].replace_all_uses_with(zero)
     ctx.report.add(
-        "rewrite",
+        EventKind.REWRITE,
         op.name,
         op.location,
         f"high word of a value below 2**32 (bound {bound}, e.g. an iota_2x32_shape counter) "
@@ -108,7 +109,7 @@ def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
                 user.results[0].replace_all_uses_with(sel)
                 user.erase()
     ctx.report.add(
-        "rewrite",
+        EventKind.REWRITE,
         op.name,
         op.location,
         f"bits {k}.. of a 64-bit integer holding a 32-bit value are copies of its sign",
@@ -131,7 +132,7 @@ def low_word_mask(op: ir.Operation, ctx: RuleContext) -> bool:
         return False
     op.results[0].replace_all_uses_with(x)
     ctx.report.add(
-        "rewrite", op.name, op.location, "mask of the low 32 bits before a 32-bit convert is a no-op"
+        EventKind.REWRITE, op.name, op.location, "mask of the low 32 bits before a 32-bit convert is a no-op"
     )
     mask_op = defining_op(mask)
     op.erase()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from ..core._mlir import ir
+from ..kinds import EventKind
 from .registry import RuleContext
 
 _LAPACK = re.compile(r"^lapack_([dz])([a-z0-9]+(?:_ffi)?)$")
@@ -27,7 +28,7 @@ def lapack_to_32bit(op: ir.Operation, ctx: RuleContext) -> bool:
         return False
     new = f"lapack_{_NARROW_PREFIX[m.group(1)]}{m.group(2)}"
     op.attributes["call_target_name"] = ir.StringAttr.get(new)
-    ctx.report.add("rewrite", op.name, op.location, f"custom_call {target} -> {new}")
+    ctx.report.add(EventKind.REWRITE, op.name, op.location, f"custom_call {target} -> {new}")
     return True
 
 

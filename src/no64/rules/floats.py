@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core._mlir import ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
+from ..kinds import EventKind, Verdict
 from .registry import RuleContext
 from .util import erase_dead
 
@@ -123,12 +124,13 @@ def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
     producer = defining_op(op.operands[0])
     op.erase()
     erase_dead(producer)
-    ctx.report.add(
-        "precision-reduced",
-        "stablehlo.bitcast_convert",
-        loc,
+    detail = (
         "f64 random floats from 52 bits rewritten to JAX's f32 idiom (23 bits, same "
-        "distribution on [1, 2))",
+        "distribution on [1, 2))"
+    )
+    ctx.report.add(EventKind.PRECISION_REDUCED, "stablehlo.bitcast_convert", loc, detail)
+    ctx.report.add_narrowing(
+        "stablehlo.bitcast_convert", "result", 0, loc, Verdict.PRECISION_REDUCED, None, detail
     )
     return True
 
@@ -143,7 +145,7 @@ def clamp_reduce_precision(op: ir.Operation, ctx: RuleContext) -> bool:
     op.attributes["exponent_bits"] = ir.IntegerAttr.get(i32, min(eb, 8))
     op.attributes["mantissa_bits"] = ir.IntegerAttr.get(i32, min(mb, 23))
     ctx.report.add(
-        "rewrite",
+        EventKind.REWRITE,
         op.name,
         op.location,
         f"reduce_precision e{eb}m{mb} clamped to f32's e{min(eb, 8)}m{min(mb, 23)}",

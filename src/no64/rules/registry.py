@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core._mlir import ir
+from ..core.locations import SourceLocation
 from ..core.report import DemotionReport
 from ..core.types import TypeConverter
 
@@ -55,7 +56,7 @@ class RuleContext(Protocol):
     conv: TypeConverter
     report: DemotionReport
 
-    def where(self, op: ir.Operation) -> str:
+    def where(self, op: ir.Operation) -> SourceLocation:
         """The op's location, decoded for people."""
         ...
 

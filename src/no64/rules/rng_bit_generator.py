@@ -60,6 +60,7 @@ import numpy as np
 
 from ..core._mlir import func, ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
+from ..kinds import EventKind
 from .registry import RuleContext
 from .util import erase_dead
 
@@ -533,7 +534,7 @@ def rng_bit_generator_on_word_pairs(op: ir.Operation, ctx: RuleContext) -> bool:
     if algorithm == "DEFAULT":
         note = " (DEFAULT is Philox, as on XLA's CPU and GPU backends)"
     ctx.report.add(
-        "rewrite",
+        EventKind.REWRITE,
         op.name,
         op.location,
         f"{spec.algorithm} on a ui64[{spec.words}] state computed from 32-bit word pairs, "
@@ -565,7 +566,7 @@ def word_pairs_round_trip(op: ir.Operation, ctx: RuleContext) -> bool:
             replacement = stablehlo.BitcastConvertOp(out_t, src).result
     op.results[0].replace_all_uses_with(replacement)
     ctx.report.add(
-        "rewrite", op.name, op.location, f"32-bit words bitcast to {mid_t} and back are unchanged"
+        EventKind.REWRITE, op.name, op.location, f"32-bit words bitcast to {mid_t} and back are unchanged"
     )
     op.erase()
     erase_dead(inner)

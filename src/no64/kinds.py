@@ -1,0 +1,252 @@
+"""The vocabularies no64 shares between its modules, as string enums.
+
+Each member equals its string (``Verdict.UNPROVEN == "unproven"``), so JSON
+output, ``--json`` reports and comparisons with plain strings are unchanged;
+the enums give one definition of each word and of the sets derived from it.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Self
+
+__all__ = [
+    "EXACT_VERDICTS",
+    "LOSSY_EVENTS",
+    "EventKind",
+    "FailOn",
+    "Handling",
+    "IntegerPolicy",
+    "Mode",
+    "RangePolicy",
+    "Verdict",
+]
+
+
+class _Vocabulary(enum.StrEnum):
+    """A closed set of words; :meth:`parse` turns user input into a member."""
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        """The words, as plain strings, in definition order."""
+        return tuple(m.value for m in cls)
+
+    @classmethod
+    def parse(cls, value: object, what: str) -> Self:
+        """``value`` as a member, or ``ValueError("<what> must be one of (...), not ...")``."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"{what} must be one of {cls.values()}, not {value!r}") from None
+
+
+class Verdict(_Vocabulary):
+    """How a narrowed value relates to its 64-bit original (``DemotionReport.verdicts``)."""
+
+    #: Same value in 32 bits (proven in range, or an f64 constant f32 holds exactly).
+    EXACT = "exact"
+    #: A 64-bit extreme mapped to the 32-bit extreme, keeping its meaning.
+    SENTINEL = "sentinel"
+    #: An out-of-range integer constant clipped (``integer_policy="saturate"``).
+    SATURATED = "saturated"
+    #: An out-of-range integer constant wrapped (``integer_policy="wrap"``).
+    WRAPPED = "wrapped"
+    #: Computed with fewer bits (f64 as f32, rounded f64 constants, rules).
+    PRECISION_REDUCED = "precision-reduced"
+    #: An integer that may not fit in 32 bits: exact only if it does.
+    UNPROVEN = "unproven"
+    #: A value that never fits in 32 bits.
+    OVERFLOW = "overflow"
+
+    @property
+    def lossy(self) -> bool:
+        """Whether the narrowed value may differ from the 64-bit one."""
+        return self not in EXACT_VERDICTS
+
+
+#: Verdicts that keep every value (a sentinel keeps its meaning).
+EXACT_VERDICTS: frozenset[Verdict] = frozenset({Verdict.EXACT, Verdict.SENTINEL})
+
+
+class EventKind(_Vocabulary):
+    """The kind of a :class:`no64.core.report.Event`."""
+
+    #: An integer or float extreme mapped to the 32-bit extreme.
+    SENTINEL = "sentinel"
+    #: Out-of-range integer constant(s) clipped (``integer_policy="saturate"``).
+    SATURATED = "saturated"
+    #: Out-of-range integer constant(s) wrapped (``integer_policy="wrap"``).
+    WRAPPED = "wrapped"
+    #: f64 constant(s) rounded to the nearest f32.
+    FLOAT_INEXACT = "float-inexact"
+    #: Finite f64 constant(s) beyond f32's range, now ``inf``.
+    FLOAT_OVERFLOW = "float-overflow"
+    #: An op replaced by an exact 32-bit equivalent.
+    REWRITE = "rewrite"
+    #: An op replaced by a 32-bit equivalent that computes with fewer bits.
+    PRECISION_REDUCED = "precision-reduced"
+    #: An integer value the pass cannot prove fits in 32 bits.
+    UNPROVEN = "unproven"
+    #: An integer value that never fits in 32 bits (``policy="permissive"``).
+    OVERFLOW = "overflow"
+
+    @property
+    def lossy(self) -> bool:
+        """Whether an event of this kind means a value may have changed.
+
+        Kinds named after a verdict are lossy exactly when the verdict is.
+        """
+        if self in (EventKind.FLOAT_INEXACT, EventKind.FLOAT_OVERFLOW):
+            return True
+        if self is EventKind.REWRITE:
+            return False
+        return Verdict(self.value).lossy
+
+
+#: Event kinds whose narrowing may change a value.
+LOSSY_EVENTS: frozenset[EventKind] = frozenset(k for k in EventKind if k.lossy)
+
+
+class RangePolicy(_Vocabulary):
+    """Which verdicts of the range analysis :func:`no64.demote` refuses."""
+
+    #: Refuses ``overflow``, reports ``unproven``.
+    DEFAULT = "default"
+    #: Refuses ``overflow`` and ``unproven``.
+    STRICT = "strict"
+    #: Refuses nothing; reports both.
+    PERMISSIVE = "permissive"
+
+    @property
+    def refuses(self) -> frozenset[Verdict]:
+        """The verdicts refused with :class:`no64.NarrowingError`."""
+        return _REFUSES[self]
+
+
+_REFUSES: dict[RangePolicy, frozenset[Verdict]] = {
+    RangePolicy.DEFAULT: frozenset({Verdict.OVERFLOW}),
+    RangePolicy.STRICT: frozenset({Verdict.OVERFLOW, Verdict.UNPROVEN}),
+    RangePolicy.PERMISSIVE: frozenset(),
+}
+
+
+class IntegerPolicy(_Vocabulary):
+    """What :func:`no64.demote` does with an out-of-range 64-bit integer constant."""
+
+    #: Refuse it with :class:`no64.ConstantRangeError`.
+    ERROR = "error"
+    #: Clip it to the 32-bit range.
+    SATURATE = "saturate"
+    #: Keep its low 32 bits.
+    WRAP = "wrap"
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The verdict of a constant narrowed by this policy (``None``: refused)."""
+        return _POLICY_VERDICT[self]
+
+
+_POLICY_VERDICT: dict[IntegerPolicy, Verdict | None] = {
+    IntegerPolicy.ERROR: None,
+    IntegerPolicy.SATURATE: Verdict.SATURATED,
+    IntegerPolicy.WRAP: Verdict.WRAPPED,
+}
+
+
+class Mode(_Vocabulary):
+    """What the compile hook does with a module for a protected platform."""
+
+    #: Demote, then check.
+    FIX = "fix"
+    #: Refuse any 64-bit value.
+    CHECK = "check"
+    #: Pass modules through.
+    OFF = "off"
+
+
+class Handling(_Vocabulary):
+    """What no64 does with one 64-bit value found by the audit, from harmless
+    to blocking (members are in that order; see :mod:`no64.jax.audit`)."""
+
+    EXACT = "exact"
+    SENTINEL = "sentinel"
+    REWRITTEN = "rewritten"
+    FLOAT32 = "float32"
+    ROUNDED = "rounded"
+    PRECISION_REDUCED = "precision-reduced"
+    UNPROVEN = "unproven"
+    OVERFLOW = "overflow"
+    REFUSED = "refused"
+    BLOCKED = "blocked"
+
+    @property
+    def rank(self) -> int:
+        """Severity: a higher rank is worse."""
+        return _RANK[self]
+
+    @property
+    def removable(self) -> bool:
+        """Whether no64 removes the value exactly or with a known loss of
+        precision (the pytest plugin fails a test on the others)."""
+        return self not in _NOT_REMOVABLE
+
+    @property
+    def sarif_level(self) -> str:
+        """The SARIF result level: ``note``, ``warning`` or ``error``."""
+        if self.rank >= Handling.OVERFLOW.rank:
+            return "error"
+        if self.rank >= Handling.PRECISION_REDUCED.rank:
+            return "warning"
+        return "note"
+
+    @classmethod
+    def of_verdict(cls, verdict: Verdict) -> "Handling":
+        """The handling of a value with ``verdict``."""
+        return _OF_VERDICT[verdict]
+
+    @classmethod
+    def of_event(cls, kind: EventKind) -> "Handling":
+        """The handling of a value whose op has an event of ``kind``."""
+        return _OF_EVENT[kind]
+
+
+_RANK: dict[Handling, int] = {h: i for i, h in enumerate(Handling)}
+_NOT_REMOVABLE = frozenset({Handling.REFUSED, Handling.BLOCKED, Handling.UNPROVEN, Handling.OVERFLOW})
+_OF_VERDICT: dict[Verdict, Handling] = {
+    Verdict.EXACT: Handling.EXACT,
+    Verdict.SENTINEL: Handling.SENTINEL,
+    Verdict.SATURATED: Handling.OVERFLOW,
+    Verdict.WRAPPED: Handling.OVERFLOW,
+    Verdict.PRECISION_REDUCED: Handling.PRECISION_REDUCED,
+    Verdict.UNPROVEN: Handling.UNPROVEN,
+    Verdict.OVERFLOW: Handling.OVERFLOW,
+}
+_OF_EVENT: dict[EventKind, Handling] = {
+    EventKind.REWRITE: Handling.REWRITTEN,
+    EventKind.SENTINEL: Handling.SENTINEL,
+    EventKind.FLOAT_INEXACT: Handling.ROUNDED,
+    EventKind.SATURATED: Handling.OVERFLOW,
+    EventKind.WRAPPED: Handling.OVERFLOW,
+    EventKind.PRECISION_REDUCED: Handling.PRECISION_REDUCED,
+    EventKind.UNPROVEN: Handling.UNPROVEN,
+    EventKind.FLOAT_OVERFLOW: Handling.OVERFLOW,
+    EventKind.OVERFLOW: Handling.OVERFLOW,
+}
+
+
+class FailOn(_Vocabulary):
+    """``no64 audit --fail-on`` levels."""
+
+    #: Every 64-bit value.
+    ANY = "any"
+    #: Values that may change or block: ``precision-reduced`` and worse.
+    LOSSY = "lossy"
+    #: Refused modules only: ``refused`` and ``blocked``.
+    REFUSED = "refused"
+
+    @property
+    def handlings(self) -> frozenset[Handling]:
+        """The handlings this level fails on."""
+        floor = {FailOn.ANY: Handling.EXACT, FailOn.LOSSY: Handling.PRECISION_REDUCED,
+                 FailOn.REFUSED: Handling.REFUSED}[self]
+        return frozenset(h for h in Handling if h.rank >= floor.rank)

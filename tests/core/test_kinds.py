@@ -1,0 +1,116 @@
+"""The shared vocabularies: each word is its string, in JSON and in comparisons."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import no64
+from no64.core._mlir import ir, make_context
+from no64.kinds import (
+    EXACT_VERDICTS,
+    LOSSY_EVENTS,
+    EventKind,
+    FailOn,
+    Handling,
+    IntegerPolicy,
+    Mode,
+    RangePolicy,
+    Verdict,
+)
+
+VOCABULARIES = [Verdict, EventKind, RangePolicy, IntegerPolicy, Mode, Handling, FailOn]
+
+
+@pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
+def test_every_word_round_trips_through_json(vocabulary: type) -> None:
+    for member in vocabulary:
+        text = json.dumps({member: [member]})
+        assert text == json.dumps({member.value: [member.value]})
+        (key, (value,)), = json.loads(text).items()
+        assert vocabulary(key) is member and vocabulary(value) is member
+        assert f"{member}" == str(member) == member.value
+
+
+def test_spellings() -> None:
+    assert Verdict.values() == (
+        "exact", "sentinel", "saturated", "wrapped", "precision-reduced", "unproven", "overflow"
+    )
+    assert EventKind.values() == (
+        "sentinel", "saturated", "wrapped", "float-inexact", "float-overflow", "rewrite",
+        "precision-reduced", "unproven", "overflow",
+    )
+    assert RangePolicy.values() == ("default", "strict", "permissive")
+    assert IntegerPolicy.values() == ("error", "saturate", "wrap")
+    assert Mode.values() == ("fix", "check", "off")
+    assert FailOn.values() == ("any", "lossy", "refused")
+
+
+def test_derived_sets() -> None:
+    assert EXACT_VERDICTS == {"exact", "sentinel"}
+    # "overflow" is lossy as an event kind as well as a verdict
+    assert LOSSY_EVENTS == {
+        "float-inexact", "float-overflow", "saturated", "wrapped", "precision-reduced",
+        "unproven", "overflow",
+    }
+    for kind in EventKind:
+        if kind.value in Verdict.values():
+            assert kind.lossy == Verdict(kind.value).lossy, kind
+    assert RangePolicy.DEFAULT.refuses == {"overflow"}
+    assert RangePolicy.STRICT.refuses == {"overflow", "unproven"}
+    assert RangePolicy.PERMISSIVE.refuses == frozenset()
+    assert IntegerPolicy.SATURATE.verdict is Verdict.SATURATED
+    assert IntegerPolicy.WRAP.verdict is Verdict.WRAPPED
+    assert IntegerPolicy.ERROR.verdict is None
+
+
+def test_handlings_order_levels_and_fail_on() -> None:
+    assert [h.rank for h in Handling] == list(range(10))
+    assert Handling.OVERFLOW.rank > Handling.UNPROVEN.rank > Handling.EXACT.rank
+    assert {h for h in Handling if h.sarif_level == "error"} == {"overflow", "refused", "blocked"}
+    assert {h for h in Handling if h.sarif_level == "warning"} == {"precision-reduced", "unproven"}
+    assert FailOn.LOSSY.handlings == {"precision-reduced", "unproven", "overflow", "refused", "blocked"}
+    assert FailOn.REFUSED.handlings == {"refused", "blocked"}
+    assert FailOn.ANY.handlings == set(Handling)
+    assert {h for h in Handling if not h.removable} == {"refused", "blocked", "unproven", "overflow"}
+    assert Handling.of_verdict(Verdict.WRAPPED) is Handling.OVERFLOW
+    assert Handling.of_event(EventKind.FLOAT_INEXACT) is Handling.ROUNDED
+    for kind in EventKind:
+        Handling.of_event(kind)  # every kind has a handling
+    for verdict in Verdict:
+        Handling.of_verdict(verdict)
+
+
+def test_parse_names_the_choices() -> None:
+    assert RangePolicy.parse("strict", "policy") is RangePolicy.STRICT
+    with pytest.raises(ValueError, match=r"^policy must be one of \('default', 'strict', 'permissive'\), not 'lax'$"):
+        RangePolicy.parse("lax", "policy")
+
+
+def test_demote_rejects_unknown_policies_with_the_old_messages() -> None:
+    m = ir.Module.parse("func.func public @main(%x: tensor<i64>) -> tensor<i64> { return %x : tensor<i64> }",
+                        make_context())
+    with pytest.raises(ValueError, match=r"policy must be one of \('default', 'strict', 'permissive'\), not 'x'"):
+        no64.demote(m, policy="x")
+    with pytest.raises(ValueError, match=r"integer_policy must be one of \('error', 'saturate', 'wrap'\), not 'y'"):
+        no64.demote(m, integer_policy="y")
+
+
+def test_report_verdicts_are_typed_and_json_unchanged() -> None:
+    m = ir.Module.parse(
+        "func.func public @main(%x: tensor<i64>) -> tensor<i64> {\n"
+        "  %c = stablehlo.constant dense<9223372036854775807> : tensor<i64>\n"
+        "  %y = stablehlo.minimum %x, %c : tensor<i64>\n"
+        "  return %y : tensor<i64>\n}",
+        make_context(),
+    )
+    report = no64.demote(m, policy="permissive")
+    assert report.verdicts == {"sentinel": 1, "unproven": 2}
+    assert all(type(k) is Verdict for k in report.verdicts)
+    assert all(type(e.kind) is EventKind for e in report.events)
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["verdicts"] == {"sentinel": 1, "unproven": 2}
+    assert data["integer_policy"] == "error"
+    assert sorted(data["counts"]) == ["sentinel", "unproven"]
+    assert not report.exact

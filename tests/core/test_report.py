@@ -1,0 +1,154 @@
+"""The report's per-value records, and errors that carry a SourceLocation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import no64
+from no64.core._mlir import ir, make_context
+from no64.core.report import DemotionReport, Narrowing
+from no64.kinds import Verdict
+
+
+def parse(text: str) -> ir.Module:
+    return ir.Module.parse(text, make_context())
+
+
+# %x has an unknown range: the add is unproven; %big always overflows.
+UNPROVEN_SRC = """
+func.func public @main(%x: tensor<i64> loc("x"("in.py":1:1))) -> (tensor<i64>, tensor<i64>) {
+  %c = stablehlo.constant dense<1000000> : tensor<i64> loc("jit(f)/c"("p.py":2:1))
+  %y = stablehlo.add %x, %c : tensor<i64> loc("jit(f)/add"("p.py":4:7))
+  %big = stablehlo.multiply %c, %c : tensor<i64> loc("jit(f)/mul"("p.py":3:1))
+  return %y, %big : tensor<i64>, tensor<i64>
+}"""
+
+
+def test_narrowing_records_name_op_index_and_interval() -> None:
+    report = no64.demote(parse(UNPROVEN_SRC), policy="permissive", input_ranges={0: (0, 2**40)})
+    by_op = {(n.op, n.role, n.index): n for n in report.narrowings}
+    assert set(by_op) == {
+        ("func.func", "argument", 0), ("stablehlo.add", "result", 0), ("stablehlo.multiply", "result", 0)
+    }
+    add = by_op["stablehlo.add", "result", 0]
+    assert add.verdict is Verdict.UNPROVEN
+    assert add.interval == (1000000, 2**40 + 1000000)
+    assert (add.location.file, add.location.line, add.location.column) == ("p.py", 4, 7)
+    mul = by_op["stablehlo.multiply", "result", 0]
+    assert mul.verdict is Verdict.OVERFLOW and mul.interval == (10**12, 10**12)
+    arg = by_op["func.func", "argument", 0]
+    assert arg.verdict is Verdict.UNPROVEN and arg.interval == (0, 2**40)
+    assert arg.location.file == "in.py"
+    # exact values (the constant %c) get no record
+    assert not any(n.op == "stablehlo.constant" for n in report.narrowings)
+    data = json.loads(json.dumps(report.to_dict()))
+    row = next(r for r in data["narrowings"] if r["op"] == "stablehlo.add")
+    assert row == {
+        "op": "stablehlo.add", "role": "result", "index": 0, "verdict": "unproven",
+        "interval": [1000000, 2**40 + 1000000],
+        "location": {"primitive": "add", "scope": "jit(f)/add", "file": "p.py", "line": 4, "column": 7,
+                     "raw": row["location"]["raw"], "text": "add at p.py:4:7"},
+        "detail": "result in [1000000, 1099512627776] may not fit in 32 bits",
+    }
+    # the events are kept as before
+    assert sorted(e.kind for e in report.events) == ["overflow", "unproven", "unproven"]
+
+
+def test_narrowing_error_carries_location_and_its_one_record() -> None:
+    # x in [0, 10**4]: only the product (up to 10**10) may not fit
+    src = UNPROVEN_SRC.replace("%c, %c", "%c, %x")
+    with pytest.raises(no64.NarrowingError) as info:
+        no64.demote(parse(src), policy="strict", input_ranges={0: (0, 10**4)})
+    exc = info.value
+    assert exc.op == "stablehlo.multiply"
+    assert isinstance(exc.location, no64.SourceLocation)
+    assert (exc.location.file, exc.location.line, exc.location.column) == ("p.py", 3, 1)
+    assert str(exc).startswith("stablehlo.multiply at mul at p.py:3:1: a 64-bit integer in [0, 10000000000]")
+    assert exc.verdict is Verdict.UNPROVEN and exc.interval == (0, 10**10)
+    record = exc.narrowing
+    assert isinstance(record, Narrowing)
+    assert (record.op, record.role, record.index, record.interval) == (
+        "stablehlo.multiply", "result", 0, (0, 10**10)
+    )
+    # the same value, under a policy that only reports it: exactly one record
+    report = no64.demote(parse(src), input_ranges={0: (0, 10**4)})
+    assert report.narrowings == [record]
+
+
+def test_multi_result_records_carry_the_result_index() -> None:
+    src = """
+func.func public @main(%x: tensor<i64>) -> (tensor<i64>, tensor<i64>) {
+  %c = stablehlo.constant dense<0> : tensor<i64>
+  %r:2 = stablehlo.while(%i = %c, %k = %x) : tensor<i64>, tensor<i64>
+   cond {
+    %p = stablehlo.compare LT, %i, %k, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    stablehlo.return %i, %k : tensor<i64>, tensor<i64>
+  } loc("jit(f)/while"("w.py":9:2))
+  return %r#0, %r#1 : tensor<i64>, tensor<i64>
+}"""
+    report = no64.demote(parse(src), policy="permissive", input_ranges={0: (0, 2**33)})
+    results = sorted((n.index, n.interval) for n in report.narrowings
+                     if n.op == "stablehlo.while" and n.role == "result")
+    assert results == [(1, (0, 2**33))]
+    args = sorted(n.index for n in report.narrowings if n.op == "stablehlo.while" and n.role == "argument")
+    assert args == [1, 1]  # %k in the cond and in the body region
+
+
+def test_unsupported_op_error_carries_a_source_location() -> None:
+    src = """
+func.func public @main(%x: tensor<i64>) -> tensor<i64> {
+  %c = stablehlo.constant dense<40> : tensor<i64>
+  %y = stablehlo.shift_left %x, %c : tensor<i64> loc("jit(f)/shift_left"("s.py":7:3))
+  return %y : tensor<i64>
+}"""
+    with pytest.raises(no64.UnsupportedOpError) as info:
+        no64.demote(parse(src))
+    exc = info.value
+    assert isinstance(exc.location, no64.SourceLocation)
+    assert (exc.location.file, exc.location.line, exc.location.column) == ("s.py", 7, 3)
+    assert str(exc).startswith("stablehlo.shift_left at shift_left at s.py:7:3: a 64-bit shift by 40 bits")
+
+
+def test_constant_range_error_carries_a_source_location() -> None:
+    src = """
+func.func public @main() -> tensor<i64> {
+  %c = stablehlo.constant dense<5000000000> : tensor<i64> loc("k.py":5:9)
+  return %c : tensor<i64>
+}"""
+    with pytest.raises(no64.ConstantRangeError) as info:
+        no64.demote(parse(src))
+    exc = info.value
+    assert (exc.location.file, exc.location.line, exc.location.column) == ("k.py", 5, 9)
+    assert str(exc).startswith("stablehlo.constant at k.py:5:9: i64 constant 5000000000 ")
+
+
+def test_saturated_constants_get_records() -> None:
+    src = """
+func.func public @main() -> tensor<2xi64> {
+  %c = stablehlo.constant dense<[5000000000, 1]> : tensor<2xi64> loc("k.py":5:9)
+  return %c : tensor<2xi64>
+}"""
+    report = no64.demote(parse(src), integer_policy="saturate")
+    assert [(n.op, n.role, n.index, n.verdict, n.interval) for n in report.narrowings] == [
+        ("stablehlo.constant", "result", 0, Verdict.SATURATED, None)
+    ]
+    assert report.verdicts == {"saturated": 1}
+
+
+def test_narrowing_is_frozen_and_validates() -> None:
+    loc = no64.SourceLocation(None, None, "a.py", 1, 2, '"a.py":1:2')
+    n = Narrowing("stablehlo.add", "result", 0, loc, "unproven", (0, 2**40), "d")
+    assert n.verdict is Verdict.UNPROVEN
+    with pytest.raises(AttributeError):
+        n.index = 1  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        Narrowing("stablehlo.add", "operand", 0, loc, "unproven")
+    with pytest.raises(ValueError):
+        Narrowing("stablehlo.add", "result", 0, loc, "maybe")
+    r = DemotionReport()
+    assert r.add_narrowing("stablehlo.add", "result", 0, loc, Verdict.OVERFLOW) in r.narrowings
+    assert not r.exact
