@@ -334,3 +334,22 @@ def test_a_registered_rule_for_a_sensitive_op_is_called(spy_rules) -> None:
     m = lower_x64(lambda x: x & 7, np.int64(0))
     no64.demote(m, input_ranges={0: (0, 10)})
     assert calls == ["stablehlo.and"]
+
+
+# ----------------------------------------------- arithmetic on a sentinel
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a sentinel constant is analysed as the 32-bit extreme it becomes, so arithmetic "
+    "on it is 'exact': where(y < x, y, INT64_MIN) + x is INT64_MIN + x in 64 bits "
+    "(e.g. -9223372036854775807), INT32_MIN + x (-2147483647) after conversion",
+)
+def test_arithmetic_on_a_sentinel_is_not_exact() -> None:
+    def f(x, y):
+        return jnp.where(y < x, y, jnp.iinfo(jnp.int64).min) + x
+
+    m = lower_x64(f, np.zeros(4, np.int64), np.zeros(4, np.int64))
+    x = np.array([1, 0, 100000, 5], np.int64)
+    y = np.array([7, 0, 0, 7], np.int64)
+    refused_or_exact(m, [[x, y]], input_ranges={0: (0, 100000), 1: (0, 7)}, policy="strict")

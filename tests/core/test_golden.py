@@ -30,24 +30,18 @@ them).
 
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import no64
 from no64.core._mlir import ir, make_context
-from no64.jax.reference import compare_outputs, main_signature, narrow_inputs
-from runner import compile_module
+from runner import adversarial_inputs, compare_on_adversarial_inputs
 
 LIT = Path(__file__).resolve().parents[1] / "lit"
 CASES = sorted(LIT.glob("*.mlir"))
-
-I32 = np.iinfo(np.int32)
-I64 = np.iinfo(np.int64)
 
 _DIRECTIVE = re.compile(r"^\s*//\s*(EXPECT-REFUSED|CHECK-NOT|CHECK|POLICY|RANGE|XFAIL):\s*(.*?)\s*$")
 
@@ -113,54 +107,6 @@ def check_in_order(out: str, checks: list[str]) -> None:
         pos = at + len(c)
 
 
-# ----------------------------------------------------------- adversarial inputs
-
-
-def special_values(lo: int, hi: int) -> list[int]:
-    """The declared extremes and the values where 32-bit narrowing breaks,
-    those inside ``[lo, hi]``."""
-    picks = [lo, hi, I32.max, I32.min, 0, -1, 1, I32.max - 1, I32.min + 1, (lo + hi) // 2]
-    out: list[int] = []
-    for v in picks:
-        if lo <= v <= hi and v not in out:
-            out.append(v)
-    return out
-
-
-def adversarial_inputs(m: ir.Module, ranges: dict[int, tuple[int, int]]) -> list[list[np.ndarray]]:
-    """Input sets for the entry function: each integer argument takes every
-    special value of its range, alone (filling the tensor) and mixed (the
-    values spread over the tensor, shifted per argument), so every pair of
-    extremes meets in some element."""
-    specs, _ = main_signature(m)
-    per_arg: list[list[int]] = []
-    for i, spec in enumerate(specs):
-        if spec.dtype == np.bool_:
-            per_arg.append([0, 1])
-        elif np.issubdtype(spec.dtype, np.integer):
-            info = np.iinfo(spec.dtype)
-            full = (max(int(info.min), int(I32.min)), min(int(info.max), int(I32.max)))
-            per_arg.append(special_values(*ranges.get(i, full)))
-        else:
-            per_arg.append([0.0, 1.5, -2.25])
-    sets: list[list[np.ndarray]] = []
-    # every combination of special values, each filling its whole tensor
-    combos = list(itertools.product(*per_arg))
-    if len(combos) > 256:  # keep the run short: a sample, both corners included
-        combos = combos[:: len(combos) // 256 + 1] + [combos[-1]]
-    for combo in combos:
-        sets.append([np.full(s.shape, v, dtype=s.dtype) for s, v in zip(specs, combo)])
-    # the special values spread over each tensor, rotated per argument
-    for shift in range(max((len(v) for v in per_arg), default=0)):
-        arrays = []
-        for j, (s, vals) in enumerate(zip(specs, per_arg)):
-            n = int(np.prod(s.shape))
-            flat = [vals[(k + shift + j) % len(vals)] for k in range(n)]
-            arrays.append(np.array(flat, dtype=s.dtype).reshape(s.shape))
-        sets.append(arrays)
-    return sets
-
-
 # ------------------------------------------------------------------- the test
 
 
@@ -201,18 +147,6 @@ def test_golden(path: Path) -> None:
     assert no64.find_64bit(m) == []
 
     compare_on_adversarial_inputs(parse(g.text), m, g.ranges, path.name)
-
-
-def compare_on_adversarial_inputs(
-    original: ir.Module, converted: ir.Module, ranges: dict[int, tuple[int, int]], what: str
-) -> None:
-    """Run both programs on every adversarial input set; outputs must agree."""
-    run_original = compile_module(original, strict=False)
-    run_converted = compile_module(converted, strict=True)
-    for args in adversarial_inputs(original, ranges):
-        ref = run_original(args)
-        got = run_converted(narrow_inputs(args))
-        compare_outputs(ref, got, what=f"{what} on inputs {[a.tolist() for a in args]}")
 
 
 def test_the_comparison_catches_a_wrong_conversion() -> None:
