@@ -1,0 +1,355 @@
+"""Regression tests for known defects of the range analysis and the pass.
+
+Each test states what a correct no64 does.  Where today's code silently
+computes a wrong number (or is needlessly conservative), the test is marked
+``xfail(strict=True)`` with the wrong number in the reason: the suite stays
+green while the defect exists, and an unexpected pass (the fix) fails the
+run until the marker is removed.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import no64
+from no64.core._mlir import ir, make_context
+from no64.jax.reference import compare_outputs, lower_x64, narrow_inputs, run_module
+from no64.rules import RULES, register
+
+I32 = np.iinfo(np.int32)
+I64 = np.iinfo(np.int64)
+INT32_RANGE = (int(I32.min), int(I32.max))
+REFUSALS = (no64.NarrowingError, no64.UnsupportedOpError, no64.ConstantRangeError)
+
+
+def parse(text: str) -> ir.Module:
+    return ir.Module.parse(text, make_context())
+
+
+def refused_or_exact(m: ir.Module, inputs: list[list[np.ndarray]], **demote_kwargs) -> None:
+    """``demote`` refuses ``m`` (leaving it unchanged), or the converted
+    program equals the 64-bit one on every input set."""
+    original = parse(str(m))
+    before = str(m)
+    try:
+        no64.demote(m, **demote_kwargs)
+    except REFUSALS:
+        assert str(m) == before, "a refused module must be left unchanged"
+        return
+    for args in inputs:
+        ref = run_module(original, args, strict=False)
+        got = run_module(m, narrow_inputs(args), strict=True)
+        compare_outputs(ref, got, what=f"converted program on {[a.tolist() for a in args]}")
+
+
+def lossy(report: no64.DemotionReport) -> dict[str, int]:
+    return {k: n for k, n in report.verdicts.items() if k in ("unproven", "overflow")}
+
+
+# ----------------------------------------------- multi-result ops: barrier
+
+BARRIER_PRODUCT = """
+func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %i = stablehlo.iota dim = 0 : tensor<4xi64>
+  %b:2 = stablehlo.optimization_barrier %i, %x : tensor<4xi64>, tensor<4xi64>
+  %k = stablehlo.constant dense<100000> : tensor<4xi64>
+  %z = stablehlo.multiply %b#1, %k : tensor<4xi64>
+  return %z : tensor<4xi64>
+}"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="barrier results are all read from operand 0: accepted as exact, "
+    "x=50000 gives 705032704 instead of 5000000000",
+)
+def test_barrier_second_result_is_not_its_first_operand() -> None:
+    m = parse(BARRIER_PRODUCT)
+    before = str(m)
+    with pytest.raises(no64.NarrowingError, match="may not fit in 32 bits"):
+        no64.demote(m, input_ranges={0: (0, 100000)}, policy="strict")
+    assert str(m) == before
+
+
+def test_the_same_product_without_a_barrier_is_refused() -> None:
+    """The control: without the barrier the analysis sees x * 100000."""
+    src = BARRIER_PRODUCT.replace("%b#1", "%x")
+    with pytest.raises(no64.NarrowingError, match="may not fit in 32 bits"):
+        no64.demote(parse(src), input_ranges={0: (0, 100000)}, policy="strict")
+
+
+SHIFT_THROUGH_BARRIER = """
+func.func public @main(%x: tensor<i64>, %n: tensor<i64>) -> tensor<i64> {
+  %c = stablehlo.constant dense<3> : tensor<i64>
+  %b:2 = stablehlo.optimization_barrier %c, %n : tensor<i64>, tensor<i64>
+  %z = stablehlo.SHIFT %x, %b#1 : tensor<i64>
+  return %z : tensor<i64>
+}"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the shift amount is read through the barrier's operand 0 (the constant 3): "
+    "accepted as exact even under strict; x=-1, n=33 gives 0 instead of -2**33",
+)
+@pytest.mark.parametrize("policy", ["default", "strict"])
+def test_shift_amount_through_a_barrier_is_refused(policy: str) -> None:
+    m = parse(SHIFT_THROUGH_BARRIER.replace("SHIFT", "shift_left"))
+    refused_or_exact(
+        m,
+        [[np.array(-1), np.array(n)] for n in (0, 3, 31, 32, 33)],
+        input_ranges={0: (-1, -1), 1: (0, 33)},
+        policy=policy,
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the shift amount is read through the barrier's operand 0 (the constant 3), "
+    "so the non-constant amount is not refused; 64-bit -1 >>> 33 is 2**31-1, converted 0",
+)
+def test_logical_shift_amount_through_a_barrier_is_not_a_constant() -> None:
+    """A non-constant amount is refused whatever the policy, as without the barrier."""
+    m = parse(SHIFT_THROUGH_BARRIER.replace("SHIFT", "shift_right_logical"))
+    with pytest.raises(no64.UnsupportedOpError, match="not a constant"):
+        no64.demote(m, input_ranges={0: (-1, -1), 1: (0, 33)})
+
+
+def test_a_shift_by_an_input_is_refused() -> None:
+    """The control: the amount %n itself is refused as not a constant."""
+    src = SHIFT_THROUGH_BARRIER.replace("SHIFT", "shift_left").replace("%b#1", "%n")
+    with pytest.raises(no64.UnsupportedOpError, match="not a constant"):
+        no64.demote(parse(src), input_ranges={0: (-1, -1), 1: (0, 33)}, policy="strict")
+
+
+# ------------------------------------------- sentinels at the 32-bit extreme
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="INT64_MAX is narrowed to INT32_MAX next to an x that can equal INT32_MAX: "
+    "x < INT64_MAX is true at x=INT32_MAX, the converted program says false",
+)
+def test_compare_with_a_sentinel_at_the_int32_extreme() -> None:
+    def f(x):
+        return x < jnp.iinfo(jnp.int64).max, x > jnp.iinfo(jnp.int64).min
+
+    m = lower_x64(f, np.zeros(4, np.int64))
+    x = np.array([I32.max, I32.min, 0, -1], np.int64)
+    refused_or_exact(m, [[x]], input_ranges={0: INT32_RANGE}, policy="strict")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a masked minimum equal to INT32_MAX is indistinguishable from the narrowed "
+    "INT64_MAX identity: min(where(mask, x, INT64_MAX)) == INT64_MAX is false in 64 bits "
+    "for x=INT32_MAX, true after conversion",
+)
+def test_masked_minimum_equal_to_int32_max_is_not_the_sentinel() -> None:
+    def f(x, mask):
+        big = jnp.iinfo(jnp.int64).max
+        return jnp.where(mask, x, big).min() == big
+
+    m = lower_x64(f, np.zeros(4, np.int64), np.ones(4, bool))
+    x = np.full(4, I32.max, np.int64)
+    masks = [np.array([True, False, False, False]), np.zeros(4, bool), np.ones(4, bool)]
+    refused_or_exact(m, [[x, k] for k in masks], input_ranges={0: INT32_RANGE}, policy="strict")
+
+
+def test_sentinels_away_from_the_extremes_stay_exact() -> None:
+    """The control: with x inside the int32 range's interior the same
+    programs convert and agree with the 64-bit reference."""
+
+    def f(x, mask):
+        big = jnp.iinfo(jnp.int64).max
+        return x < big, jnp.where(mask, x, big).min() == big
+
+    m = lower_x64(f, np.zeros(4, np.int64), np.ones(4, bool))
+    original = parse(str(m))
+    report = no64.demote(m, input_ranges={0: (-1000, 1000)}, policy="strict")
+    assert report.verdicts.get("sentinel", 0) > 0
+    x = np.array([1000, -1000, 0, -1], np.int64)
+    for mask in (np.zeros(4, bool), np.ones(4, bool), np.array([True, False] * 2)):
+        ref = run_module(original, [x, mask], strict=False)
+        got = run_module(m, [x.astype(np.int32), mask])
+        compare_outputs(ref, got)
+
+
+# --------------------------------------------------- input-free arithmetic
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an input-free product whose elements reach 3 * 2**30 is only 'unproven' "
+    "(the default policy accepts it): element 2 becomes -2**31",
+)
+def test_input_free_overflow_is_refused_by_default() -> None:
+    m = lower_x64(lambda: jnp.arange(4, dtype=jnp.int64) * 2**30)
+    before = str(m)
+    with pytest.raises(no64.NarrowingError):
+        no64.demote(m)
+    assert str(m) == before
+
+
+# ----------------------------------------------- precision (not too strict)
+
+
+def test_counted_loop_adding_a_bounded_input_is_exact() -> None:
+    def f(x):
+        return jax.lax.fori_loop(0, 100, lambda i, acc: acc + x, jnp.int64(0))
+
+    m = lower_x64(f, np.int64(0))
+    original = parse(str(m))
+    report = no64.demote(m, input_ranges={0: (0, 1000)}, policy="strict")
+    assert lossy(report) == {}
+    for x in (0, 1, 999, 1000):
+        ref = run_module(original, [np.array(x, np.int64)], strict=False)
+        got = run_module(m, [np.array(x, np.int32)])
+        compare_outputs(ref, got)
+        assert int(got[0]) == 100 * x
+
+
+def variadic_sum_and_max(x):
+    return jax.lax.reduce(
+        (x, x),
+        (jnp.int64(0), jnp.int64(-1)),
+        lambda a, b: (a[0] + b[0], jnp.maximum(a[1], b[1])),
+        (0,),
+    )
+
+
+def argmax_pair(x, where=jax.lax.select):
+    idx = jnp.arange(x.shape[0], dtype=jnp.int64)
+
+    def body(a, b):
+        take = b[0] > a[0]
+        return where(take, b[0], a[0]), where(take, b[1], a[1])
+
+    return jax.lax.reduce((x, idx), (jnp.int64(-1), jnp.int64(0)), body, (0,))
+
+
+def argmax_pair_jnp_where(x):
+    # jnp.where in the body lowers to a func.call of a private @_where
+    return argmax_pair(x, where=jnp.where)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(
+            variadic_sum_and_max,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="a variadic reduce whose body is not a single op gets the full "
+                "int64 range: refused under strict though 8 * 1000 fits",
+            ),
+        ),
+        argmax_pair,
+        pytest.param(
+            argmax_pair_jnp_where,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="a reduce body that selects through func.call @_where (what jnp.where "
+                "lowers to) is not recognised: the full int64 range, refused under strict",
+            ),
+        ),
+    ],
+)
+def test_variadic_reduce_of_bounded_values_is_exact(fn) -> None:
+    m = lower_x64(fn, np.zeros(8, np.int64))
+    original = parse(str(m))
+    report = no64.demote(m, input_ranges={0: (0, 1000)}, policy="strict")
+    assert lossy(report) == {}, report.summary()
+    for x in (np.arange(8) * 100, np.full(8, 1000), np.zeros(8), np.array([0, 1000] * 4)):
+        x = x.astype(np.int64)
+        ref = run_module(original, [x], strict=False)
+        got = run_module(m, [x.astype(np.int32)])
+        compare_outputs(ref, got)
+
+
+# ------------------------------------------- clamp with a computed bound
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="clamp's interval takes its lower bound from the largest upper bound: "
+    "clamp(0, x=10, y=-100) * 2e8 is claimed [2e9, 2e9] (exact); "
+    "64-bit -20000000000, converted 1474836480",
+)
+def test_clamp_with_a_computed_upper_bound() -> None:
+    def f(x, y):
+        return jax.lax.clamp(jnp.int64(0), x, y) * 200_000_000
+
+    m = lower_x64(f, np.int64(0), np.int64(0))
+    inputs = [[np.array(10), np.array(y)] for y in (-100, -1, 0, 5, 100)]
+    refused_or_exact(m, inputs, input_ranges={0: (10, 10), 1: (-100, 100)}, policy="strict")
+
+
+# --------------------------------------------------- rules are reachable
+
+
+@pytest.fixture
+def spy_rules():
+    """Register a spy rule for some ops; the registry is restored afterwards."""
+    saved = {k: list(v) for k, v in RULES.items()}
+    calls: list[str] = []
+
+    def install(*names: str) -> list[str]:
+        @register(*names)
+        def spy(op, ctx) -> bool:
+            calls.append(op.name)
+            return False  # not its business: the pass goes on as usual
+
+        return calls
+
+    yield install
+    RULES.clear()
+    RULES.update(saved)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="rules registered for stablehlo.xor or stablehlo.convert are never called "
+    "(xor is not operand-sensitive; convert is intercepted before the rules)",
+)
+@pytest.mark.parametrize("op", ["stablehlo.xor", "stablehlo.convert"])
+def test_a_registered_rule_is_called(spy_rules, op: str) -> None:
+    calls = spy_rules(op)
+
+    def f(x, y):
+        return (x ^ y.astype(jnp.int64)) + 1
+
+    m = lower_x64(f, np.int64(0), np.int32(0))
+    assert op in str(m)
+    no64.demote(m, input_ranges={0: (0, 10)})
+    assert calls.count(op) > 0
+
+
+def test_a_registered_rule_for_a_sensitive_op_is_called(spy_rules) -> None:
+    """The control: a rule for an op the pass inspects is called."""
+    calls = spy_rules("stablehlo.and")
+    m = lower_x64(lambda x: x & 7, np.int64(0))
+    no64.demote(m, input_ranges={0: (0, 10)})
+    assert calls == ["stablehlo.and"]
+
+
+# ----------------------------------------------- arithmetic on a sentinel
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a sentinel constant is analysed as the 32-bit extreme it becomes, so arithmetic "
+    "on it is 'exact': where(y < x, y, INT64_MIN) + x is INT64_MIN + x in 64 bits "
+    "(e.g. -9223372036854775807), INT32_MIN + x (-2147483647) after conversion",
+)
+def test_arithmetic_on_a_sentinel_is_not_exact() -> None:
+    def f(x, y):
+        return jnp.where(y < x, y, jnp.iinfo(jnp.int64).min) + x
+
+    m = lower_x64(f, np.zeros(4, np.int64), np.zeros(4, np.int64))
+    x = np.array([1, 0, 100000, 5], np.int64)
+    y = np.array([7, 0, 0, 7], np.int64)
+    refused_or_exact(m, [[x, y]], input_ranges={0: (0, 100000), 1: (0, 7)}, policy="strict")

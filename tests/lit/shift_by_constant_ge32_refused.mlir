@@ -1,0 +1,8 @@
+// A 64-bit shift by 33 moves bits across the 32-bit boundary.
+// RANGE: 0=0:7
+// EXPECT-REFUSED: UnsupportedOpError: shift by 33 bits
+func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %c = stablehlo.constant dense<33> : tensor<4xi64>
+  %s = stablehlo.shift_left %x, %c : tensor<4xi64>
+  return %s : tensor<4xi64>
+}
