@@ -497,19 +497,7 @@ def run_property(feature: str) -> collections.Counter[str]:
 
 
 #: Features whose property fails on today's code, with the violation found.
-KNOWN_VIOLATIONS: dict[str, str] = {
-    "barrier": (
-        "barrier results are read from operand 0: with %b:3 = optimization_barrier %c3, "
-        "%c1073741824, %y, the value %b#1 * 2**29 is accepted as 3 * 2**29; 64-bit "
-        "576460752303423488, converted 0"
-    ),
-    "sentinel": (
-        "a sentinel next to an input that reaches INT32_MAX: x in [2**31 - 2**16 - 1, 2**31 - 1], "
-        "convert(x < INT64_MAX) is 1 in 64 bits and 0 after conversion at x = INT32_MAX; "
-        "and arithmetic on a sentinel: select(y < x, y, INT64_MIN) + x gives INT64_MIN + x "
-        "in 64 bits, INT32_MIN + x after conversion"
-    ),
-}
+KNOWN_VIOLATIONS: dict[str, str] = {}
 
 
 def _params() -> list:

@@ -1,6 +1,5 @@
 // The second result of a barrier is its second operand, not its first:
 // x * 100000 reaches 10**10 and must be refused under the strict policy.
-// XFAIL: the range analysis reads every barrier result from operand 0 (a silent miscompile: 5000000000 becomes 705032704)
 // RANGE: 0=0:100000
 // POLICY: strict
 // EXPECT-REFUSED: NarrowingError: may not fit in 32 bits

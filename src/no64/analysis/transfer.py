@@ -158,7 +158,9 @@ def clamp(q: RangeAnalysis, op: ir.Operation) -> Results:
     if any(r is None for r in rs):
         return [Range(*full)]
     lo, x, hi = (_nonempty(r.plain()) for r in rs)  # type: ignore[union-attr]
-    return [Range(min(max(x.lo, lo.lo), hi.hi), max(min(x.hi, hi.hi), lo.lo))]
+    # clamp(lo, x, hi) = min(max(x, lo), hi), whatever the order of lo and hi
+    m_lo, m_hi = max(x.lo, lo.lo), max(x.hi, lo.hi)
+    return [Range(min(m_lo, hi.lo), min(m_hi, hi.hi))]
 
 
 def minmax(which: str) -> Transfer:
