@@ -47,7 +47,7 @@ from ..errors import (
     UnsupportedOpError,
 )
 from ..kinds import EventKind, IntegerPolicy, RangePolicy, Verdict
-from ..rules.registry import REGISTRY, UNKNOWN, OpSpec
+from ..rules.registry import REGISTRY, OpSpec
 from . import constants as C
 from ._mlir import ir
 from .locations import SourceLocation, decode_location
@@ -62,6 +62,24 @@ _CONSTANT_VERDICTS = frozenset({EventKind.SENTINEL, EventKind.SATURATED, EventKi
 __all__ = ["demote"]
 
 _MISS = object()
+
+# What the plan's walk needs to know of an op, as bits (read once per op).
+_CONSTANT, _CONVERT, _CALL, _INSPECT, _REGION_FREE = 1, 2, 4, 8, 16
+
+
+def _roles() -> dict[str, int]:
+    """The registry's entries as role bits (made per pass: rules may be
+    registered at any time)."""
+    out = {}
+    for name, spec in REGISTRY.items():
+        out[name] = (
+            (_CONSTANT if spec.constant else 0)
+            | (_CONVERT if spec.convert else 0)
+            | (_CALL if spec.call else 0)
+            | (_INSPECT if spec.width_dependent or spec.meets else 0)
+            | (_REGION_FREE if spec.region_free else 0)
+        )
+    return out
 
 
 #: Range policies: which verdicts of the range analysis are refused (see
@@ -294,8 +312,7 @@ class _Pass:
         miss = _MISS
         values = self.values
         append = values.append
-        registry = REGISTRY
-        unknown = UNKNOWN
+        roles = _roles()
         kept = self.kept_ops.append
         kept_arg = self.kept_args.append
         for op in all_ops(self.root):
@@ -323,8 +340,8 @@ class _Pass:
                         append((r, t, new))
                         any64 = True
                 kept(op)  # (re-read whole by the strict check)
-            spec = registry.get(name, unknown)
-            if spec.constant:
+            role = roles.get(name, 0)
+            if role & _CONSTANT:
                 if any64:
                     try:
                         self._plan_constant(op, t, new)
@@ -335,11 +352,11 @@ class _Pass:
                             raise
                         self.deferred.append(exc)
                 continue
-            if spec.convert:
+            if role & _CONVERT:
                 self.converts.append(op)
-            elif spec.call:
+            elif role & _CALL:
                 self.calls.append(op)
-            if spec.width_dependent or spec.meets:
+            if role & _INSPECT:
                 reads64 = any64
                 if not reads64:
                     for v in op.operands:
@@ -351,11 +368,12 @@ class _Pass:
                             reads64 = True
                             break
                 if reads64:
+                    spec = REGISTRY[name]
                     if spec.width_dependent:
                         self._sensitive(op, spec)
                     if spec.meets:
                         self.meets.append(op)
-            if spec.region_free:
+            if role & _REGION_FREE:
                 continue
             if name == "func.func":
                 self.func_ops.append(op)

@@ -66,6 +66,7 @@ from ..core._mlir import ir, make_context
 from ..core.locations import SourceLocation
 from ..core.demote import demote
 from ..errors import No64Error
+from ..rules import spec_of
 from ..core.scan import Finding, find_64bit
 from ..kinds import EventKind, FailOn, Handling, RangePolicy
 
@@ -440,8 +441,9 @@ def _hint(primitive: str, handling: Handling, elem: str, op: str, source: str | 
         return refusal or "no64 refuses this op"
     if handling is Handling.BLOCKED:
         return "no64 refuses this module because of another value (see refused)"
-    if primitive == "rng_bit_generator":
-        return "rbg keys need a u64 state: no64 rewrites it exactly"
+    hint = spec_of(op).hint
+    if hint is not None:
+        return hint  # what the op registry says about the op
     if primitive in ("iota_2x32_shape", "threefry2x32", "random_bits", "random_seed", "random_wrap"):
         return "threefry counters: rewritten exactly"
     if primitive.startswith("<function"):

@@ -81,8 +81,7 @@ for _op in ("count_leading_zeros", "popcnt"):
             region_free=True)
 declare(_SH + "bitcast_convert",
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
-        refuse=floats.bitcast_is_width_dependent, region_free=True,
-        hint="reinterprets the bits of a 64-bit value: use 32-bit words (jax.lax.bitcast_convert_type on uint32 pairs)")
+        refuse=floats.bitcast_is_width_dependent, region_free=True)
 declare(_SH + "reduce_precision", rewrites=(floats.clamp_reduce_precision,), region_free=True)
 declare(_SH + "rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
