@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -246,6 +247,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _module_name(text: str) -> str:
+    return re.search(r"module @([\w.]+)", text).group(1)
+
+
+def _partitions(text: str) -> int:
+    m = re.search(r"mhlo.num_partitions = (\d+)", text)
+    return int(m.group(1)) if m else 1
+
+
+def _meshes(text: str) -> list[str]:
+    return re.findall(r"sdy.mesh @\w+ = <[^\n]*>", text)
+
+
 def test_two_processes_compile_identical_modules(tmp_path: Path) -> None:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
@@ -284,10 +298,18 @@ def test_two_processes_compile_identical_modules(tmp_path: Path) -> None:
                  for f in sorted(tmp_path.glob(f"p{i}_*.mlir"))} for i in range(2)}
     fix = {name: text for name, text in dumps[0].items() if name.startswith("fix_")}
     assert fix and dumps[0] == dumps[1], "the two processes compiled different modules"
+    off_by_module = {_module_name(t): t for n, t in dumps[0].items() if n.startswith("off_")}
     for name, text in fix.items():
         findings = no64.find_64bit(no64.io.load(text.encode(), format="mlir"))
         assert not findings, f"{name}: " + "; ".join(map(str, findings[:5]))
-        assert "sdy.sharding" in text or "sdy.mesh" in text or "num_partitions = 1" in text
+        # the same program compiled without no64: partitions, mesh and the
+        # presence of sharding annotations are kept by the rewrite
+        twin = off_by_module[_module_name(text)]
+        assert _partitions(text) == _partitions(twin), name
+        assert _meshes(text) == _meshes(twin), name
+        assert ("sdy.sharding" in text) == ("sdy.sharding" in twin), name
+    sharded = {_module_name(t) for t in fix.values() if _partitions(t) == 8 and "sdy.sharding" in t}
+    assert {"jit_init", "jit_step"} <= sharded, sharded
     off = [t for n, t in dumps[0].items() if n.startswith("off_")]
     assert any(no64.find_64bit(no64.io.load(t.encode(), format="mlir")) for t in off)
 

@@ -234,25 +234,34 @@ def _bitcast_mantissa(x: jax.Array) -> jax.Array:
     return lax.bitcast_convert_type(x, jnp.int64) & 0xFFFF
 
 
+_I32_EXTREMES = [np.iinfo(np.int32).min, np.iinfo(np.int32).max, -1, 0, 1]
+
+
 @pytest.mark.parametrize(
-    ("fn", "arg"),
+    ("fn", "arg", "expected"),
     [
-        (_popcount, np.array([-1, -5, 3, 0], np.int64)),
-        (_clz, np.array([1, 5, 300, 70000], np.int64)),
-        (_logical_shift, np.array([8, 1, 6, 0], np.int64)),
-        (_shift_round_trip, np.array([-8, -1, 6, 1000], np.int64)),
-        (_bitcast_mantissa, np.array([0.1, 1.5, -3.25, 1e-3], np.float64)),
+        (_popcount, np.array([-1, -5, 3, 0, *_I32_EXTREMES], np.int64), "exact"),
+        (_clz, np.array([1, 5, 300, 70000, *_I32_EXTREMES], np.int64), "exact"),
+        (_logical_shift, np.array([8, 1, 6, 0, np.iinfo(np.int32).max], np.int64), "exact"),
+        (_shift_round_trip, np.array([-8, -1, 6, 1000], np.int64),
+         (no64.UnsupportedOpError, "shift by 33 bits moves bits across")),
+        (_bitcast_mantissa, np.array([0.1, 1.5, -3.25, 1e-3], np.float64),
+         (no64.UnsupportedOpError, "bitcast_convert reinterprets the bits")),
     ],
     ids=["popcount", "clz", "shift_right_logical", "shift_by_33", "bitcast_convert"],
 )
-def test_width_dependent_ops_are_exact_or_refused(fn, arg) -> None:
-    """Ops whose result depends on the bit width: a 32-bit program must give
-    the 64-bit answer, or demotion must refuse the program."""
-    try:
+def test_width_dependent_ops_are_exact_or_refused(fn, arg, expected) -> None:
+    """Ops whose result depends on the bit width: each is either made exact
+    (the 32-bit program gives the 64-bit answer, bit for bit, also at the
+    int32 extremes and for negative values) or refused, as pinned here."""
+    if expected == "exact":
+        result = compare_with_reference(fn, [arg])  # integers compared for equality
+        assert all(o.exact and o.ok for o in result.outputs)
+        return
+    error, message = expected
+    with pytest.raises(error, match=message) as err:
         compare_with_reference(fn, [arg])
-    except (no64.UnsupportedOpError, no64.ConstantRangeError) as err:
-        assert err.location and err.op
-    # An AssertionError (wrong answer) or Remaining64BitError propagates.
+    assert err.value.location and err.value.op
 
 
 def test_logical_shift_of_negative_int64_is_not_silent() -> None:
