@@ -460,7 +460,7 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str, again: b
 
 
 def _ensure_hooks() -> None:
-    """Wrap ``compile_or_get_cached`` and fix constant canonicalization (idempotent)."""
+    """Wrap ``compile_or_get_cached`` and put no64 where JAX converts host data (idempotent)."""
     global _original_compile
     if _original_compile is not None:
         return
@@ -469,8 +469,10 @@ def _ensure_hooks() -> None:
             return
         from jax._src import compiler
 
+        from . import host
+
         _get_state()
-        _install_consistent_canonicalization()
+        host.install_hooks()
         _install_x64_guard()
         _original_compile = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = _compile_or_get_cached
@@ -712,47 +714,3 @@ def compile_records() -> list[CompileRecord]:
 def clear_compile_records() -> None:
     """Forget the records returned by :func:`compile_records`."""
     _records.clear()
-
-
-# ---------------------------------------------------------------------------
-# Constant canonicalization that follows jax_enable_x64
-# ---------------------------------------------------------------------------
-
-_canonicalization_fixed = False
-
-
-def _install_consistent_canonicalization() -> None:
-    """Make JAX's canonicalization of numpy constants follow the current x64 flag.
-
-    JAX canonicalizes a numpy constant (e.g. a float64 array a function
-    closes over) once and caches the result per array object, without the
-    x64 flag in the key.  After toggling x64 it hands back the array in the
-    old width while the abstract value follows the new flag: functions that
-    close over numpy constants then fail to lower ("requires compatible
-    types") or compute in the wrong width until ``jax.clear_caches()``.
-    no64 toggles x64 (:func:`no64.jit`, :func:`install`), so it wraps the
-    canonicalization: a cached result whose dtype is not what the current
-    flag gives is recomputed from a fresh copy of the array.
-    """
-    global _canonicalization_fixed
-    if _canonicalization_fixed:
-        return
-    from jax._src import dtypes as jax_dtypes
-
-    original = jax_dtypes.canonicalize_value
-    canonical_dtype = jax_dtypes.canonicalize_dtype
-    ndarray = np.ndarray
-    generic = np.generic
-
-    def canonicalize_value(x: Any) -> Any:
-        out = original(x)
-        t = type(x)
-        if t is ndarray or (isinstance(x, generic) and t is not bool):
-            want = canonical_dtype(x.dtype)
-            if getattr(out, "dtype", want) != want:
-                out = original(np.array(x, copy=True))
-        return out
-
-    canonicalize_value.__wrapped__ = original  # type: ignore[attr-defined]
-    jax_dtypes.canonicalize_value = canonicalize_value
-    _canonicalization_fixed = True
