@@ -263,3 +263,72 @@ def test_records_are_aggregated_per_line() -> None:
     line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1)
                 if "# ARGS LINE" in t and "next(" not in t)
     assert events[0].location.line == line
+
+
+# --------------------------------------------------------------------------
+# Messages a person reads
+# --------------------------------------------------------------------------
+
+MESSAGE_SCRIPT = """
+import warnings
+warnings.simplefilter("always")
+import jax
+import numpy as np
+print("x64", jax.config.jax_enable_x64)
+print("sum", int(jax.jit(lambda a: a.sum())(np.arange(3))))
+"""
+
+
+def _run_script(tmp_path: Path, tag: str, **extra: str) -> subprocess.Popen[str]:
+    script = tmp_path / f"{tag}.py"
+    script.write_text(MESSAGE_SCRIPT)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
+    env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", **extra)
+    return subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _messages(stderr: str) -> list[str]:
+    """The no64 lines of a child's standard error (JAX's and XLA's own left out)."""
+    return [line for line in stderr.splitlines()
+            if "no64" in line or "X64DisabledWarning" in line or line.startswith(("JAX ", "32-bit"))]
+
+
+def test_messages(tmp_path: Path) -> None:
+    """A bad NO64_MODE / NO64_INTEGER_POLICY is one line at import, not a traceback (the
+    strict default is used); the X64DisabledWarning is two short lines; with
+    NO64_PLATFORMS=neuron where the default backend is cpu the warning says so."""
+    bad = _run_script(tmp_path, "bad", NO64_PLATFORMS="cpu", NO64_MODE="bogus",
+                      NO64_INTEGER_POLICY="saturat", JAX_PLATFORMS="cpu")
+    neuron = _run_script(tmp_path, "neuron", NO64_PLATFORMS="neuron")
+    pinned = _run_script(tmp_path, "pinned", NO64_PLATFORMS="neuron", JAX_PLATFORMS="cpu")
+    outs = {tag: p.communicate(timeout=300) + (p.returncode,)
+            for tag, p in (("bad", bad), ("neuron", neuron), ("pinned", pinned))}
+    for tag, (stdout, stderr, rc) in outs.items():
+        assert rc == 0 and "Traceback" not in stderr, (tag, stderr[-3000:])
+        assert "sum 3" in stdout, (tag, stdout)
+
+    stdout, stderr, _ = outs["bad"]
+    assert "no64: NO64_MODE='bogus' is not one of fix, check, off; using 'fix'" in stderr.splitlines()
+    assert ("no64: NO64_INTEGER_POLICY='saturat' is not one of error, saturate, wrap; "
+            "using 'error'") in stderr.splitlines()
+    assert "x64 False" in stdout
+    warning = stderr[stderr.index("X64DisabledWarning"):].splitlines()
+    assert warning[0].endswith("no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu): "
+                               "the default backend (cpu) is a no64 platform.")
+    assert warning[1].startswith("JAX computes in 32 bits;")
+    assert len(warning[0]) + len(warning[1]) < 260, warning
+    assert f"bad.py:4: X64DisabledWarning" in stderr  # the user's `import jax`
+
+    stdout, stderr, _ = outs["neuron"]
+    assert "x64 False" in stdout
+    assert "a no64 platform (neuron) may be the default backend" in stderr
+    assert ("no64 turned jax_enable_x64 off for neuron before JAX started its backends, but "
+            "the default backend is cpu, not a no64 platform.") in stderr, stderr[-3000:]
+    assert "lacks" not in stderr and "without 64-bit types" not in stderr
+
+    stdout, stderr, _ = outs["pinned"]
+    assert "x64 True" in stdout
+    assert ("jax_enable_x64 stays on for the default backend (cpu), which is not a no64 "
+            "platform (neuron; NO64_PLATFORMS=neuron).") in stderr, stderr[-3000:]

@@ -804,7 +804,7 @@ def test_environment_configuration(restore_global: None, monkeypatch: pytest.Mon
     assert config.applies_to("cpu") and config.applies_to("neuron") and not config.applies_to("tpu")
     monkeypatch.setenv("NO64_MODE", "bogus")
     with pytest.raises(ValueError, match="NO64_MODE"):
-        jaxhook.initialize_from_environment()
+        jaxhook.initialize_from_environment(strict=True)
     # An explicit install wins over the environment.
     no64.install("cpu", mode="off")
     monkeypatch.setenv("NO64_MODE", "fix")

@@ -326,27 +326,41 @@ def uninstall() -> None:
             _state._set(None)
 
 
-def initialize_from_environment() -> Config | None:
+def initialize_from_environment(*, strict: bool = False) -> Config | None:
     """Install from ``NO64_PLATFORMS`` / ``NO64_MODE`` / ``NO64_INTEGER_POLICY``.
 
     Called by the ``jax_plugins`` entry point while JAX starts its backends
     (so it must not start them itself).  Does nothing when the variable is
     empty or when :func:`install` / :func:`uninstall` was already called.
+
+    A bad ``NO64_MODE`` or ``NO64_INTEGER_POLICY`` raises ``ValueError`` when
+    ``strict``; otherwise it is reported in one line on standard error and
+    the default (``fix``, ``error``: the strict choices) is used, so that
+    ``import jax`` never fails with a traceback over a typo.
     """
     platforms = _normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
     if not platforms:
         return None
-    mode = os.environ.get(ENV_MODE, "").strip().lower() or "fix"
-    policy = os.environ.get(ENV_INTEGER_POLICY, "").strip().lower() or "error"
-    try:
-        config = Config(platforms, mode, policy)
-    except ValueError as exc:
-        raise ValueError(f"invalid no64 environment ({ENV_MODE}/{ENV_INTEGER_POLICY}): {exc}") from None
+    mode = _environment_choice(ENV_MODE, MODES, "fix", strict)
+    policy = _environment_choice(ENV_INTEGER_POLICY, _INTEGER_POLICIES, "error", strict)
+    config = Config(platforms, mode, policy)
     with _lock:
         if _explicit:
             return active_config()
         _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
     return config
+
+
+def _environment_choice(name: str, choices: tuple[str, ...], default: str, strict: bool) -> str:
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower() or default
+    if value in choices:
+        return value
+    problem = f"{name}={raw!r} is not one of {', '.join(choices)}"
+    if strict:
+        raise ValueError(f"invalid no64 environment: {problem}")
+    sys.stderr.write(f"no64: {problem}; using {default!r}\n")
+    return default
 
 
 def _activate(config: Config, *, backends_started: bool, source: str) -> None:
@@ -363,7 +377,8 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
 
 #: The x64 warnings already given, each once per process: "off" (no64 turned
 #: x64 off), "again" (turned it off again after someone turned it on), "kept"
-#: (x64 stays on for an unlisted default backend).
+#: (x64 stays on for an unlisted default backend), "elsewhere" (x64 was turned
+#: off before the backends started, and the default is not a listed platform).
 _x64_warnings: set[str] = set()
 
 
@@ -422,9 +437,18 @@ def _warn_at_caller(message: str) -> None:
     warnings.warn(message, X64DisabledWarning, stacklevel=2)
 
 
+#: no64 turned x64 off for the default backend (globally); host values are
+#: then narrowed by no64 whatever the default backend turns out to be.
+_x64_off_by_no64 = False
+#: Whether the default backend was compared with the configuration once the
+#: backends had started (see _note_default_backend).
+_default_noted = False
+
+
 def _handle_x64(config: Config, *, backends_started: bool, source: str, again: bool = False) -> None:
     """Turn x64 off when ``config`` covers the default backend (``again``: it
     was just turned on while no64 was active), and say so once."""
+    global _x64_off_by_no64, _default_noted
     from jax._src import config as jax_config
 
     if not jax_config.enable_x64.get_global():
@@ -434,23 +458,49 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str, again: b
     if default is not None and not config.applies_to(default):
         _warn_once(
             "kept",
-            f"jax_enable_x64 is on and stays on for the default backend ({default}); "
-            f"computations placed on {listed} ({source}) must be traced with x64 off "
-            "(no64.jit does that), otherwise no64 refuses them with no64.Boundary64BitError.",
+            f"jax_enable_x64 stays on for the default backend ({default}), which is not a no64 "
+            f"platform ({listed}; {source}).\nComputations for {listed} must be traced with x64 "
+            "off (no64.jit does that), or no64 refuses them (no64.Boundary64BitError).",
         )
         return
     import jax
 
     jax.config.update("jax_enable_x64", False)
-    where = f"the default backend ({default})" if default else "the default backend"
+    _x64_off_by_no64 = True
+    if default is None:
+        where = f"a no64 platform ({listed}) may be the default backend"
+        _default_noted = False  # compare once the backends have started
+    else:
+        where = f"the default backend ({default}) is a no64 platform"
     _warn_once(
         "again" if again else "off",
-        f"no64 turned jax_enable_x64 off ({source}): 64-bit arrays cannot exist on {where}, "
-        f"a platform without 64-bit types (no64 platforms: {listed}). JAX now makes 32-bit "
-        "arrays (dtype=float64/int64 requests give float32/int32); use no64.jit to pass "
-        "64-bit host data in with range checks. Turning x64 on again globally is undone "
-        "the same way; computations traced with x64 on in a scope (jax.enable_x64(True)) "
-        f"fail on {listed} with no64.Boundary64BitError.",
+        f"no64 turned jax_enable_x64 off ({source}): {where}.\nJAX computes in 32 bits; "
+        "no64 narrows 64-bit host values (sentinels kept, others range-checked): "
+        "no64.host_records().",
+    )
+
+
+def _note_default_backend() -> None:
+    """Once the backends have started: if no64 turned x64 off before the
+    default backend was known and it turned out not to be a no64 platform,
+    say so (once)."""
+    global _default_noted
+    _default_noted = True
+    config = _state.get_global() if _state is not None else None
+    if config is None or not _x64_off_by_no64 or ALL_PLATFORMS in config.platforms:
+        return
+    import jax
+
+    default = jax.default_backend()
+    if config.applies_to(default):
+        return
+    listed = ", ".join(sorted(config.platforms))
+    _warn_once(
+        "elsewhere",
+        f"no64 turned jax_enable_x64 off for {listed} before JAX started its backends, but the "
+        f"default backend is {default}, not a no64 platform.\nComputations on {default} run "
+        f"32-bit; if {listed} should be the default, check that its plugin is installed "
+        "(or set JAX_PLATFORMS).",
     )
 
 
@@ -511,6 +561,8 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
     config = _state.value if _state is not None else None
     assert _original_compile is not None
+    if not _default_noted:
+        _note_default_backend()
     platform = str(backend.platform)
     if config is None or config.mode == "off" or not config.applies_to(platform):
         return _original_compile(backend, computation, *args, **kwargs)

@@ -147,7 +147,7 @@ def host_policy() -> str | None:
     config = state.value
     if config is None or config.mode == "off":
         return None
-    if hook.ALL_PLATFORMS in config.platforms:
+    if hook.ALL_PLATFORMS in config.platforms or hook._x64_off_by_no64:
         return config.integer_policy
     covered = _default_covered.get(config)
     if covered is None:
@@ -169,22 +169,18 @@ def host_policy() -> str | None:
 
 _LIBRARIES = ("no64", "jax", "jaxlib", "numpy", "ml_dtypes", "flax", "optax", "chex",
               "equinox", "haiku", "opt_einsum", "jax_plugins")
-_inside: tuple[str, ...] | None = None
 
 
 def _library_dirs() -> tuple[str, ...]:
-    global _inside
-    if _inside is None:
-        dirs = [os.path.dirname(os.__file__) + os.sep]  # the standard library
-        for name in _LIBRARIES:
-            mod = sys.modules.get(name)
-            path = getattr(mod, "__file__", None)
-            if path:
-                dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
-        if "flax" in sys.modules and "optax" in sys.modules:
-            _inside = tuple(dirs)  # complete: cache it
-        return tuple(dirs)
-    return _inside
+    """Directories whose frames are not the user's: the standard library and
+    the libraries above that are loaded (computed when a record is made, so
+    libraries imported later count too)."""
+    dirs = [os.path.dirname(os.__file__) + os.sep]
+    for name in _LIBRARIES:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path:
+            dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return tuple(dirs)
 
 
 def user_source() -> SourceLocation:
@@ -292,10 +288,11 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                 index = tuple(int(i) for i in np.unravel_index(flat, a.shape)) if a.shape else ()
                 source = user_source()
                 at = f" at index {index}" if index else ""
+                more = f" (and {res.out_of_range - 1} more)" if res.out_of_range > 1 else ""
                 raise HostRangeError(
                     f"no64: {_describe(a, scalar)} at {source.source or source.raw} holds "
-                    f"{res.first_bad}{at} ({res.out_of_range} such element(s)), outside "
-                    f"{NARROWED[dt]}'s range and no sentinel; {_policy_hint()}",
+                    f"{res.first_bad}{at}{more}, outside {NARROWED[dt]}'s range and no "
+                    f"sentinel; {_policy_hint()}",
                     value=int(res.first_bad), dtype=str(dt), index=index, source=source,
                 )
             kind = "saturated" if policy == "saturate" else "wrapped"
@@ -423,8 +420,9 @@ def _install_canonicalize_handlers() -> None:
     def python_int(x: int) -> Any:
         dtype = canonical(i64)
         if _needs_int(x):
-            if dtype == _INT32 and host_policy() is not None:
-                return int_type(narrow_python_int(x, host_policy() or "error"), _INT32)
+            policy = host_policy() if dtype == _INT32 else None
+            if policy is not None:
+                return int_type(narrow_python_int(x, policy), _INT32)
             info = np.iinfo(dtype)
             if not info.min <= x <= info.max:
                 raise OverflowError(f"Python int {x} too large to convert to {dtype}")
@@ -565,10 +563,10 @@ def _array_input(object: Any, dtype: Any) -> tuple[Any, Any]:
     """``jnp.array``/``jnp.asarray`` input as the x64 program converts it on
     the host, then narrowed by no64 (``object`` and ``dtype`` unchanged when
     nothing in it needs narrowing or no64 is not narrowing host values)."""
-    if not _leaves_need_narrowing(object):
-        return object, dtype
     policy = host_policy()
-    want = _requested(dtype) if policy is not None else False
+    if policy is None or not _leaves_need_narrowing(object):
+        return object, dtype
+    want = _requested(dtype)
     if want is False:
         return object, dtype
     try:

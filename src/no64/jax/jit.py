@@ -3,12 +3,16 @@
 ``no64.jit(fun, **jit_kwargs)`` is shaped like :func:`jax.jit`.  Each call
 
 1. converts 64-bit inputs on the host (numpy arrays and scalars, Python
-   numbers, 64-bit ``jax.Array`` arguments) to their 32-bit types, refusing
-   -- with :class:`ArgumentRangeError`, naming the argument's pytree path and
-   the first offending index -- any value the 32-bit type cannot hold:
-   integers outside the int32/uint32 range (never wrapped) and finite floats
-   beyond float32's largest finite value (``inf`` and ``nan`` pass);
-   complex numbers are checked part by part;
+   numbers, 64-bit ``jax.Array`` arguments) to their 32-bit types by the
+   pass's rules: sentinels (``INT64_MAX``, ``INT64_MIN``, ``UINT64_MAX``,
+   float64's largest finite value and its negation) map to the 32-bit
+   extremes; any other value the 32-bit type cannot hold is refused with
+   :class:`ArgumentRangeError`, naming the argument's pytree path, the first
+   offending index and the caller's line: integers outside the int32/uint32
+   range (never wrapped; ``integer_policy`` ``"saturate"``/``"wrap"``
+   narrows them instead) and finite floats beyond float32's largest finite
+   value (``inf`` and ``nan`` pass); complex numbers are checked part by
+   part;
 2. traces, lowers and runs ``fun`` with ``jax_enable_x64`` off (a thread-local
    scope, so the rest of the process keeps its setting), and compiles every
    module of the call through :func:`no64.demote` and :func:`no64.check` on
@@ -201,7 +205,7 @@ def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
         if isinstance(x, int) and not _I32.min <= x <= _I32.max:
             return host.narrow_python_int(x, integer_policy, op=op)
         if isinstance(x, float) and abs(x) == _F64_MAX:
-            return _F32_MAX if x > 0 else -_F32_MAX
+            return host._narrow_python_float(x, op)
         return x
     if isinstance(x, (np.ndarray, np.generic)):
         target = NARROWED.get(x.dtype)
@@ -499,8 +503,10 @@ def jit(
         as float64/int64/uint64/complex128 comes back as a numpy array of that
         dtype (converted on the host; a 64-bit array cannot live on a device
         without 64-bit types).  Other outputs come back as they are.
-      integer_policy: For :func:`no64.demote` (out-of-range 64-bit integer
-        constants in the module).
+      integer_policy: What happens to integers outside the 32-bit range that
+        are no sentinels -- in arguments, host constants and the module
+        (:func:`no64.demote`): ``"error"`` refuses them, ``"saturate"`` and
+        ``"wrap"`` narrow them and record it.
       **jit_kwargs: Passed to :func:`jax.jit` (``static_argnums``,
         ``in_shardings``, ``donate_argnums``, ...).  Static arguments are
         never converted.
@@ -510,9 +516,12 @@ def jit(
     bad index), traces and runs with x64 off in a thread-local scope, and
     compiles every module through :func:`no64.demote` and :func:`no64.check`.
     Use it at the host boundary (outermost: ``no64.jit(jax.grad(f))``).
-    Closed-over 64-bit constants (numpy or ``jax.Array``) become constants of
-    the module and are narrowed by :func:`no64.demote`, whose range check
-    raises :class:`no64.ConstantRangeError` for integers beyond 32 bits.
+    Closed-over numpy constants and Python numbers are narrowed on the host
+    by the same rules (:mod:`no64.jax.host`; :class:`no64.HostRangeError` for
+    integers beyond 32 bits that are no sentinels); closed-over 64-bit
+    ``jax.Array`` constants become constants of the module and are narrowed
+    by :func:`no64.demote`, whose range check raises
+    :class:`no64.ConstantRangeError` likewise.
     """
     if fun is None:
         return functools.partial(jit, restore_dtypes=restore_dtypes,
