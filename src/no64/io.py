@@ -52,6 +52,7 @@ from .core.locations import SourceLocation, decode_location
 
 __all__ = [
     "FORMATS",
+    "MODULE_FORMATS",
     "OutputError",
     "detect_format",
     "dumps",
@@ -64,6 +65,9 @@ __all__ = [
 
 #: Every format :func:`load` reads and :func:`dumps` writes.
 FORMATS: tuple[str, ...] = ("mlir", "mlirbc", "vhlo", "hlo", "hlopb", "jaxexport")
+#: The formats any module can be written in (``"jaxexport"`` needs a module
+#: read from a ``jax.export`` artifact: its calling convention).
+MODULE_FORMATS: tuple[str, ...] = ("mlir", "mlirbc", "vhlo", "hlo", "hlopb")
 
 _DESCRIPTIONS = {
     "mlir": "MLIR text",

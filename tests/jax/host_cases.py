@@ -196,8 +196,12 @@ def run_all(prefix: str = "", cases: dict[str, Callable[[Any], Any]] | None = No
         out[f"{prefix}jit/{name}"] = encode(lambda: jax.jit(f)(x))
     jitted = jax.jit(plus_one)
     for name, arg in BIG_ARGUMENTS.items():
-        jitted(np.zeros_like(arg) if not isinstance(arg, int) else 0)  # a C++ fast path exists
+        small = np.zeros_like(arg) if not isinstance(arg, int) else 0
+        jitted(small)  # a C++ fast path exists
         out[f"{prefix}arg/{name}"] = encode(lambda: jitted(arg))  # ARGUMENT LINE
+        compiled = jax.jit(plus_one).lower(small).compile()
+        compiled(small)
+        out[f"{prefix}aot/{name}"] = encode(lambda: compiled(arg))  # AOT LINE
     return out
 
 

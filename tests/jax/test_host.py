@@ -108,8 +108,8 @@ def _finish(proc: subprocess.Popen[str], out: Path) -> dict[str, Any]:
 def test_environment_host_values_against_x64_reference(tmp_path: Path) -> None:
     """Every case under NO64_PLATFORMS=cpu + JAX_ENABLE_X64=1, eagerly and under jax.jit:
     sentinels give the x64 result narrowed by no64's rules; big integers are refused at the
-    case's line (constants) or the call's line (jit arguments, also once a C++ fast path
-    exists); under the "wrap" policy they give the x64 result's low 32 bits; the Flax/Optax
+    case's line (constants) or the call's line (jit and AOT-compiled arguments, also once a
+    C++ fast path exists); under the "wrap" policy they give the x64 result's low 32 bits; the Flax/Optax
     step's metrics match; host_records() names the lines."""
     ref_proc, ref_out = _start(tmp_path, "ref")
     got_proc, got_out = _start(tmp_path, "no64", NO64_PLATFORMS="cpu")
@@ -134,12 +134,14 @@ def test_environment_host_values_against_x64_reference(tmp_path: Path) -> None:
                 problems.append(f"{key}: {p}")
             if (p := same(got[f"wrap/{key}"], narrowed(ref[key], "wrap"))) is not None:
                 problems.append(f"wrap/{key}: {p}")
+    aot_line = next(i for i, text in enumerate(Path(CASES_FILE).read_text().splitlines(), 1)
+                    if "# AOT LINE" in text)
     for name in hc.BIG_ARGUMENTS:
-        key = f"arg/{name}"
-        if (p := refused_at(got[key], arg_line)) is not None:
-            problems.append(f"{key}: {p}")
-        if (p := same(got[f"wrap/{key}"], narrowed(ref[key], "wrap"))) is not None:
-            problems.append(f"wrap/{key}: {p}")
+        for key, line in ((f"arg/{name}", arg_line), (f"aot/{name}", aot_line)):
+            if (p := refused_at(got[key], line)) is not None:
+                problems.append(f"{key}: {p}")
+            if (p := same(got[f"wrap/{key}"], narrowed(ref[key], "wrap"))) is not None:
+                problems.append(f"wrap/{key}: {p}")
     for key in (k for k in ref if k.startswith("train/")):
         if (p := same(got[key], narrowed(ref[key]), close="loss" in key)) is not None:
             problems.append(f"{key}: {p}")

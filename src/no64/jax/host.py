@@ -50,7 +50,9 @@ Where JAX 0.10 converts host data, and the hook for each
 5. The C++ ``jit`` dispatch path converts numpy arguments itself, without
    calling back into Python.  ``pjit._get_fastpath_data`` is wrapped so that
    a call with a 64-bit numpy argument never gets a C++ fast path: such
-   calls always go through (1).  32-bit arguments keep it.
+   calls always go through (1).  32-bit arguments keep it.  An AOT
+   ``Compiled`` object's C++ call (``MeshExecutable.create_cpp_call``) is
+   wrapped likewise: with 64-bit numpy arguments it takes the Python path.
 
 Lowering (``mlir.ir_constant``) sees only canonicalized values: a 64-bit
 constant that still reaches a module (a ``jax.Array`` made with x64 on) is
@@ -387,6 +389,7 @@ def install_hooks() -> None:
         _install_convert_element_type()
         _install_array()
         _install_fastpath_guard()
+        _install_aot_guard()
         _installed = True
 
 
@@ -631,4 +634,38 @@ def _install_fastpath_guard() -> None:
     _get_fastpath_data.__wrapped__ = original  # type: ignore[attr-defined]
     _get_fastpath_data.__no64__ = True  # type: ignore[attr-defined]
     pjit._get_fastpath_data = _get_fastpath_data
+
+
+def _has_wide_numpy(tree: Any) -> bool:
+    from jax import tree_util
+
+    for a in tree_util.tree_leaves(tree):
+        if (type(a) is np.ndarray or isinstance(a, np.generic)) and a.dtype in NARROWED:
+            return True
+    return False
+
+
+def _install_aot_guard() -> None:
+    from jax._src import stages
+    from jax._src.interpreters import pxla
+
+    original = pxla.MeshExecutable.create_cpp_call
+    if getattr(original, "__no64__", False):
+        return
+
+    def create_cpp_call(self: Any, params: Any) -> Any:
+        cpp = original(self, params)
+        if cpp is None:
+            return None
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if host_policy() is not None and _has_wide_numpy((args, kwargs)):
+                return stages.Compiled.call(params, *args, **kwargs)[0]  # through (1)
+            return cpp(*args, **kwargs)
+
+        return call
+
+    create_cpp_call.__wrapped__ = original  # type: ignore[attr-defined]
+    create_cpp_call.__no64__ = True  # type: ignore[attr-defined]
+    pxla.MeshExecutable.create_cpp_call = create_cpp_call
 
