@@ -424,7 +424,7 @@ def _install_canonicalize_handlers() -> None:
         dtype = canonical(i64)
         if _needs_int(x):
             policy = host_policy() if dtype == _INT32 else None
-            if policy is not None:
+            if policy is not None and _I64.min <= x <= _I64.max:
                 return int_type(narrow_python_int(x, policy), _INT32)
             info = np.iinfo(dtype)
             if not info.min <= x <= info.max:
