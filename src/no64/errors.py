@@ -181,3 +181,25 @@ class Boundary64BitError(No64Error):
 
 class X64DisabledWarning(UserWarning):
     """no64 turned ``jax_enable_x64`` off for a platform without 64-bit types."""
+
+
+class HostRangeError(ConstantRangeError):
+    """A 64-bit host value (numpy data, a Python int) that does not fit in 32
+    bits and is no sentinel, refused under the ``"error"`` integer policy.
+
+    Attributes:
+      value: The first offending element.
+      dtype: Its 64-bit type (``"int64"``, ``"uint64"``, ``"int"``).
+      index: Its index in the array (``()`` for scalars).
+      source: The user's source line (a :class:`no64.SourceLocation`).
+    """
+
+    def __init__(self, message: str, *, value: int, dtype: str, index: tuple[int, ...],
+                 source: SourceLocation) -> None:
+        No64Error.__init__(self, message)
+        self.op = "host value"
+        self.location = source
+        self.value = value
+        self.dtype = dtype
+        self.index = index
+        self.source = source

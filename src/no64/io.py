@@ -1,6 +1,6 @@
 """Read and write modules in the formats JAX and XLA produce.
 
-Five formats, all converted by jaxlib's own code so that no64 reads exactly
+Six formats, all converted by jaxlib's own code so that no64 reads exactly
 what the installed JAX writes:
 
 ``"mlir"``
@@ -10,9 +10,16 @@ what the installed JAX writes:
 ``"mlirbc"``
     MLIR bytecode of the same module.
 ``"vhlo"``
-    A StableHLO portable artifact (versioned VHLO bytecode), as in
-    ``jax.export``.  Written for a consumer at most four weeks old, the target
-    ``jax.export`` uses.
+    A StableHLO portable artifact (versioned VHLO bytecode): the module inside
+    a ``jax.export`` artifact (``Exported.mlir_module_serialized``).  Written
+    for a consumer at most four weeks old, the target ``jax.export`` uses.
+``"jaxexport"``
+    A whole ``jax.export`` artifact, as ``Exported.serialize()`` writes it (a
+    flatbuffer holding the portable artifact with its calling convention:
+    input and output avals, shardings, effects, platforms).  Read by
+    ``jax.export.deserialize``; written only for a module read from one, whose
+    calling convention is kept with every 64-bit aval narrowed to 32 bits, so
+    ``jax.export.deserialize(...).call(...)`` runs the converted function.
 ``"hlo"``
     XLA HLO text (``HloModule ...``), with op metadata (source lines).
 ``"hlopb"``
@@ -27,10 +34,13 @@ and, where the parser gave one, the line and column.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import io
 import os
 import re
 import secrets
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -42,9 +52,11 @@ from .core.locations import SourceLocation, decode_location
 
 __all__ = [
     "FORMATS",
+    "MODULE_FORMATS",
     "OutputError",
     "detect_format",
     "dumps",
+    "exported_of",
     "format_from_extension",
     "load",
     "load_with_format",
@@ -52,7 +64,10 @@ __all__ = [
 ]
 
 #: Every format :func:`load` reads and :func:`dumps` writes.
-FORMATS: tuple[str, ...] = ("mlir", "mlirbc", "vhlo", "hlo", "hlopb")
+FORMATS: tuple[str, ...] = ("mlir", "mlirbc", "vhlo", "hlo", "hlopb", "jaxexport")
+#: The formats any module can be written in (``"jaxexport"`` needs a module
+#: read from a ``jax.export`` artifact: its calling convention).
+MODULE_FORMATS: tuple[str, ...] = ("mlir", "mlirbc", "vhlo", "hlo", "hlopb")
 
 _DESCRIPTIONS = {
     "mlir": "MLIR text",
@@ -60,11 +75,14 @@ _DESCRIPTIONS = {
     "vhlo": "a StableHLO portable artifact",
     "hlo": "HLO text",
     "hlopb": "a serialized HloModuleProto",
+    "jaxexport": "a jax.export artifact (Exported.serialize())",
 }
 
 # Longest suffix first, so "x.hlo.pb" is not taken for "x.pb".
 _EXTENSIONS: tuple[tuple[str, str], ...] = (
     (".hlo.pb", "hlopb"),
+    (".jaxexport", "jaxexport"),
+    (".exported", "jaxexport"),
     (".mlirbc", "mlirbc"),
     (".mlir", "mlir"),
     (".vhlo", "vhlo"),
@@ -95,7 +113,8 @@ def format_from_extension(filename: str | os.PathLike[str] | None) -> str | None
     """Return the format a file name's extension implies, or None.
 
     ``.mlir`` -> mlir; ``.mlirbc``, ``.bc`` -> mlirbc; ``.vhlo`` -> vhlo;
-    ``.hlo``, ``.txt`` -> hlo; ``.pb``, ``.hlo.pb`` -> hlopb.
+    ``.hlo``, ``.txt`` -> hlo; ``.pb``, ``.hlo.pb`` -> hlopb;
+    ``.jaxexport``, ``.exported`` -> jaxexport.
     """
     if filename is None:
         return None
@@ -162,6 +181,25 @@ def _is_hlo_proto(data: bytes) -> bool:
     return True
 
 
+def _jax_exported(data: bytes) -> Any | None:
+    """``data`` read as a ``jax.export`` artifact, or None when it is not one.
+
+    The artifact is a flatbuffer without a file identifier; it is one when
+    ``jax.export.deserialize`` reads it and the module inside is MLIR
+    bytecode.
+    """
+    if importlib.util.find_spec("flatbuffers") is None:
+        return None
+    try:
+        from jax import export as jax_export
+
+        exported = jax_export.deserialize(bytearray(data))
+        payload = bytes(exported.mlir_module_serialized)
+    except Exception:  # noqa: BLE001 - any failure means "not a jax.export artifact"
+        return None
+    return exported if payload.startswith(_BYTECODE_MAGIC) else None
+
+
 def _require_content(data: bytes, name: str) -> None:
     if not data.strip():
         raise InputError(f"{name}: empty file")
@@ -172,8 +210,8 @@ def detect_format(data: bytes, filename: str | os.PathLike[str] | None = None) -
 
     The content decides first: MLIR bytecode by its magic number (a portable
     artifact by its ``StableHLO_v...`` producer), HLO text by its
-    ``HloModule`` header, MLIR text by its syntax, a serialized
-    HloModuleProto by parsing it.  Only when the content does not tell does
+    ``HloModule`` header, MLIR text by its syntax, a ``jax.export`` artifact
+    by deserializing it, a serialized HloModuleProto by parsing it.  Only when the content does not tell does
     the extension of ``filename`` decide (see :func:`format_from_extension`).
 
     Raises:
@@ -188,6 +226,8 @@ def detect_format(data: bytes, filename: str | os.PathLike[str] | None = None) -
         found = _text_format(text)
         if found is not None:
             return found
+    if text is None and _jax_exported(data) is not None:
+        return "jaxexport"
     if _is_hlo_proto(data):
         return "hlopb"
     by_name = format_from_extension(filename)
@@ -356,12 +396,34 @@ def _load_hlopb(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir
     return _from_hlo_proto(data, ctx)
 
 
+#: The jax.export artifact each module read from one came from (its calling
+#: convention, needed to write one back).
+_EXPORTED: "weakref.WeakKeyDictionary[ir.Module, Any]" = weakref.WeakKeyDictionary()
+
+
+def _load_jaxexport(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
+    if importlib.util.find_spec("flatbuffers") is None:
+        raise InputError(f"{name}: reading a jax.export artifact needs the flatbuffers package")
+    exported = _jax_exported(data)
+    if exported is None:
+        raise InputError(f"{name}: not a jax.export artifact (Exported.serialize()) this jax can read")
+    module = _load_vhlo(bytes(exported.mlir_module_serialized), None, name, ctx)
+    _EXPORTED[module] = exported
+    return module
+
+
+def exported_of(module: ir.Module) -> Any | None:
+    """The ``jax.export.Exported`` that ``module`` was read from, or None."""
+    return _EXPORTED.get(module)
+
+
 _LOADERS: dict[str, Callable[[bytes, str | None, str, ir.Context], ir.Module]] = {
     "mlir": _load_mlir,
     "mlirbc": _load_mlir,
     "vhlo": _load_vhlo,
     "hlo": _load_hlo,
     "hlopb": _load_hlopb,
+    "jaxexport": _load_jaxexport,
 }
 
 
@@ -474,12 +536,44 @@ def _dump_hlopb(module: ir.Module) -> bytes:
     return bytes(_xla_computation(module).as_serialized_hlo_module_proto())
 
 
+_NARROWED_DTYPES = {"int64": "int32", "uint64": "uint32", "float64": "float32",
+                    "complex128": "complex64"}
+
+
+def _dump_jaxexport(module: ir.Module) -> bytes:
+    """A ``jax.export`` artifact: the calling convention of the one ``module``
+    was read from, with every 64-bit aval narrowed to 32 bits (as the pass
+    narrows the entry function's types), and the module as a portable
+    artifact.  A VJP the input carried is not kept (it would be 64-bit)."""
+    exported = _EXPORTED.get(module)
+    if exported is None:
+        raise OutputError(
+            "writing a jax.export artifact needs the calling convention of one: "
+            "the module must be read from a jax.export artifact (Exported.serialize())"
+        )
+    import numpy as np
+
+    def narrow(aval: Any) -> Any:
+        name = _NARROWED_DTYPES.get(str(getattr(aval, "dtype", "")))
+        return aval.update(dtype=np.dtype(name)) if name else aval
+
+    new = dataclasses.replace(
+        exported,
+        in_avals=tuple(narrow(a) for a in exported.in_avals),
+        out_avals=tuple(narrow(a) for a in exported.out_avals),
+        mlir_module_serialized=_dump_vhlo(module),
+        _get_vjp=None,
+    )
+    return bytes(new.serialize())
+
+
 _DUMPERS: dict[str, Callable[[ir.Module], bytes]] = {
     "mlir": _dump_mlir,
     "mlirbc": _bytecode,
     "vhlo": _dump_vhlo,
     "hlo": _dump_hlo,
     "hlopb": _dump_hlopb,
+    "jaxexport": _dump_jaxexport,
 }
 
 

@@ -72,7 +72,7 @@ def _one_line_error(excinfo: pytest.ExceptionInfo[no64.No64Error], *parts: str) 
 # --------------------------------------------------------------------------- round trips
 
 
-@pytest.mark.parametrize("fmt", no64io.FORMATS)
+@pytest.mark.parametrize("fmt", no64io.MODULE_FORMATS)
 def test_round_trip_keeps_program(
     fmt: str, lowered: ir.Module, reference_outputs: list[np.ndarray]
 ) -> None:
@@ -95,7 +95,7 @@ def test_round_trip_keeps_program(
         np.testing.assert_array_equal(have, want)
 
 
-@pytest.mark.parametrize("fmt", no64io.FORMATS)
+@pytest.mark.parametrize("fmt", no64io.MODULE_FORMATS)
 def test_save_and_load_file(fmt: str, lowered: ir.Module, tmp_path: Path) -> None:
     path = tmp_path / f"model.{fmt}"
     assert no64io.save(lowered, path, format=fmt) == fmt
@@ -176,7 +176,7 @@ def test_versioned_vhlo_text_is_upgraded(lowered: ir.Module) -> None:
 # --------------------------------------------------------------------------- detection
 
 
-@pytest.mark.parametrize("fmt", no64io.FORMATS)
+@pytest.mark.parametrize("fmt", no64io.MODULE_FORMATS)
 @pytest.mark.parametrize("misleading", ["model.mlir", "model.pb", "model.txt", "model.vhlo"])
 def test_content_wins_over_extension(
     fmt: str, misleading: str, lowered: ir.Module, tmp_path: Path

@@ -306,27 +306,43 @@ def uninstall() -> None:
             _state._set(None)
 
 
-def initialize_from_environment() -> Config | None:
+def initialize_from_environment(*, strict: bool = False) -> Config | None:
     """Install from ``NO64_PLATFORMS`` / ``NO64_MODE`` / ``NO64_INTEGER_POLICY``.
 
     Called by the ``jax_plugins`` entry point while JAX starts its backends
     (so it must not start them itself).  Does nothing when the variable is
     empty or when :func:`install` / :func:`uninstall` was already called.
+
+    A bad ``NO64_MODE`` or ``NO64_INTEGER_POLICY`` raises ``ValueError`` when
+    ``strict``; otherwise it is reported in one line on standard error and
+    the default (``fix``, ``error``: the strict choices) is used, so that
+    ``import jax`` never fails with a traceback over a typo.
     """
     platforms = _normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
     if not platforms:
         return None
-    mode = os.environ.get(ENV_MODE, "").strip().lower() or Mode.FIX
-    policy = os.environ.get(ENV_INTEGER_POLICY, "").strip().lower() or IntegerPolicy.ERROR
-    try:
-        config = Config(platforms, mode, policy)
-    except ValueError as exc:
-        raise ValueError(f"invalid no64 environment ({ENV_MODE}/{ENV_INTEGER_POLICY}): {exc}") from None
+    mode = _environment_choice(ENV_MODE, MODES, Mode.FIX, strict)
+    policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, strict)
+    config = Config(platforms, mode, policy)
     with _lock:
         if _explicit:
             return active_config()
         _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
     return config
+
+
+def _environment_choice(name: str, choices: tuple[str, ...], default: str, strict: bool) -> str:
+    """The value of environment variable ``name`` if it is one of ``choices``;
+    else ``default`` with one line on stderr (or ``ValueError`` if ``strict``)."""
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower() or default
+    if value in choices:
+        return value
+    problem = f"{name}={raw!r} is not one of {', '.join(choices)}"
+    if strict:
+        raise ValueError(f"invalid no64 environment: {problem}")
+    sys.stderr.write(f"no64: {problem}; using {default!r}\n")
+    return default
 
 
 def _activate(config: Config, *, backends_started: bool, source: str) -> None:
@@ -343,7 +359,8 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
 
 #: The x64 warnings already given, each once per process: "off" (no64 turned
 #: x64 off), "again" (turned it off again after someone turned it on), "kept"
-#: (x64 stays on for an unlisted default backend).
+#: (x64 stays on for an unlisted default backend), "elsewhere" (x64 was turned
+#: off before the backends started, and the default is not a listed platform).
 _x64_warnings: set[str] = set()
 
 
@@ -402,9 +419,18 @@ def _warn_at_caller(message: str) -> None:
     warnings.warn(message, X64DisabledWarning, stacklevel=2)
 
 
+#: no64 turned x64 off for the default backend (globally); host values are
+#: then narrowed by no64 whatever the default backend turns out to be.
+_x64_off_by_no64 = False
+#: Whether the default backend was compared with the configuration once the
+#: backends had started (see _note_default_backend).
+_default_noted = False
+
+
 def _handle_x64(config: Config, *, backends_started: bool, source: str, again: bool = False) -> None:
     """Turn x64 off when ``config`` covers the default backend (``again``: it
     was just turned on while no64 was active), and say so once."""
+    global _x64_off_by_no64, _default_noted
     from jax._src import config as jax_config
 
     if not jax_config.enable_x64.get_global():
@@ -414,23 +440,49 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str, again: b
     if default is not None and not config.applies_to(default):
         _warn_once(
             "kept",
-            f"jax_enable_x64 is on and stays on for the default backend ({default}); "
-            f"computations placed on {listed} ({source}) must be traced with x64 off "
-            "(no64.jit does that), otherwise no64 refuses them with no64.Boundary64BitError.",
+            f"jax_enable_x64 stays on for the default backend ({default}), which is not a no64 "
+            f"platform ({listed}; {source}).\nComputations for {listed} must be traced with x64 "
+            "off (no64.jit does that), or no64 refuses them (no64.Boundary64BitError).",
         )
         return
     import jax
 
     jax.config.update("jax_enable_x64", False)
-    where = f"the default backend ({default})" if default else "the default backend"
+    _x64_off_by_no64 = True
+    if default is None:
+        where = f"a no64 platform ({listed}) may be the default backend"
+        _default_noted = False  # compare once the backends have started
+    else:
+        where = f"the default backend ({default}) is a no64 platform"
     _warn_once(
         "again" if again else "off",
-        f"no64 turned jax_enable_x64 off ({source}): 64-bit arrays cannot exist on {where}, "
-        f"a platform without 64-bit types (no64 platforms: {listed}). JAX now makes 32-bit "
-        "arrays (dtype=float64/int64 requests give float32/int32); use no64.jit to pass "
-        "64-bit host data in with range checks. Turning x64 on again globally is undone "
-        "the same way; computations traced with x64 on in a scope (jax.enable_x64(True)) "
-        f"fail on {listed} with no64.Boundary64BitError.",
+        f"no64 turned jax_enable_x64 off ({source}): {where}.\nJAX computes in 32 bits; "
+        "no64 narrows 64-bit host values (sentinels kept, others range-checked): "
+        "no64.host_records().",
+    )
+
+
+def _note_default_backend() -> None:
+    """Once the backends have started: if no64 turned x64 off before the
+    default backend was known and it turned out not to be a no64 platform,
+    say so (once)."""
+    global _default_noted
+    _default_noted = True
+    config = _state.get_global() if _state is not None else None
+    if config is None or not _x64_off_by_no64 or ALL_PLATFORMS in config.platforms:
+        return
+    import jax
+
+    default = jax.default_backend()
+    if config.applies_to(default):
+        return
+    listed = ", ".join(sorted(config.platforms))
+    _warn_once(
+        "elsewhere",
+        f"no64 turned jax_enable_x64 off for {listed} before JAX started its backends, but the "
+        f"default backend is {default}, not a no64 platform.\nComputations on {default} run "
+        f"32-bit; if {listed} should be the default, check that its plugin is installed "
+        "(or set JAX_PLATFORMS).",
     )
 
 
@@ -440,7 +492,7 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str, again: b
 
 
 def _ensure_hooks() -> None:
-    """Wrap ``compile_or_get_cached`` and fix constant canonicalization (idempotent)."""
+    """Wrap ``compile_or_get_cached`` and put no64 where JAX converts host data (idempotent)."""
     global _original_compile
     if _original_compile is not None:
         return
@@ -449,8 +501,10 @@ def _ensure_hooks() -> None:
             return
         from jax._src import compiler
 
+        from . import host
+
         _get_state()
-        _install_consistent_canonicalization()
+        host.install_hooks()
         _install_x64_guard()
         _original_compile = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = _compile_or_get_cached
@@ -489,6 +543,8 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
     config = _state.value if _state is not None else None
     assert _original_compile is not None
+    if not _default_noted:
+        _note_default_backend()
     platform = str(backend.platform)
     if config is None or config.mode is Mode.OFF or not config.applies_to(platform):
         return _original_compile(backend, computation, *args, **kwargs)
@@ -692,47 +748,3 @@ def compile_records() -> list[CompileRecord]:
 def clear_compile_records() -> None:
     """Forget the records returned by :func:`compile_records`."""
     _records.clear()
-
-
-# ---------------------------------------------------------------------------
-# Constant canonicalization that follows jax_enable_x64
-# ---------------------------------------------------------------------------
-
-_canonicalization_fixed = False
-
-
-def _install_consistent_canonicalization() -> None:
-    """Make JAX's canonicalization of numpy constants follow the current x64 flag.
-
-    JAX canonicalizes a numpy constant (e.g. a float64 array a function
-    closes over) once and caches the result per array object, without the
-    x64 flag in the key.  After toggling x64 it hands back the array in the
-    old width while the abstract value follows the new flag: functions that
-    close over numpy constants then fail to lower ("requires compatible
-    types") or compute in the wrong width until ``jax.clear_caches()``.
-    no64 toggles x64 (:func:`no64.jit`, :func:`install`), so it wraps the
-    canonicalization: a cached result whose dtype is not what the current
-    flag gives is recomputed from a fresh copy of the array.
-    """
-    global _canonicalization_fixed
-    if _canonicalization_fixed:
-        return
-    from jax._src import dtypes as jax_dtypes
-
-    original = jax_dtypes.canonicalize_value
-    canonical_dtype = jax_dtypes.canonicalize_dtype
-    ndarray = np.ndarray
-    generic = np.generic
-
-    def canonicalize_value(x: Any) -> Any:
-        out = original(x)
-        t = type(x)
-        if t is ndarray or (isinstance(x, generic) and t is not bool):
-            want = canonical_dtype(x.dtype)
-            if getattr(out, "dtype", want) != want:
-                out = original(np.array(x, copy=True))
-        return out
-
-    canonicalize_value.__wrapped__ = original  # type: ignore[attr-defined]
-    jax_dtypes.canonicalize_value = canonicalize_value
-    _canonicalization_fixed = True

@@ -3,12 +3,16 @@
 ``no64.jit(fun, **jit_kwargs)`` is shaped like :func:`jax.jit`.  Each call
 
 1. converts 64-bit inputs on the host (numpy arrays and scalars, Python
-   numbers, 64-bit ``jax.Array`` arguments) to their 32-bit types, refusing
-   -- with :class:`ArgumentRangeError`, naming the argument's pytree path and
-   the first offending index -- any value the 32-bit type cannot hold:
-   integers outside the int32/uint32 range (never wrapped) and finite floats
-   beyond float32's largest finite value (``inf`` and ``nan`` pass);
-   complex numbers are checked part by part;
+   numbers, 64-bit ``jax.Array`` arguments) to their 32-bit types by the
+   pass's rules: sentinels (``INT64_MAX``, ``INT64_MIN``, ``UINT64_MAX``,
+   float64's largest finite value and its negation) map to the 32-bit
+   extremes; any other value the 32-bit type cannot hold is refused with
+   :class:`ArgumentRangeError`, naming the argument's pytree path, the first
+   offending index and the caller's line: integers outside the int32/uint32
+   range (never wrapped; ``integer_policy`` ``"saturate"``/``"wrap"``
+   narrows them instead) and finite floats beyond float32's largest finite
+   value (``inf`` and ``nan`` pass); complex numbers are checked part by
+   part;
 2. traces, lowers and runs ``fun`` with ``jax_enable_x64`` off (a thread-local
    scope, so the rest of the process keeps its setting), and compiles every
    module of the call through :func:`no64.demote` and :func:`no64.check` on
@@ -35,6 +39,7 @@ import numpy as np
 
 from .. import io as no64_io
 from . import hook as jaxhook
+from . import host
 from ..core._mlir import ir
 from ..core.demote import demote
 from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
@@ -63,7 +68,10 @@ _WIDENED = {v: k for k, v in NARROWED.items()}
 
 _I32 = np.iinfo(np.int32)
 _U32 = np.iinfo(np.uint32)
+_I64 = np.iinfo(np.int64)
+_U64 = np.iinfo(np.uint64)
 _F32_MAX = float(np.finfo(np.float32).max)
+_F64_MAX = float(np.finfo(np.float64).max)
 
 
 # ---------------------------------------------------------------------------
@@ -79,22 +87,37 @@ def _first_bad(bad: np.ndarray) -> tuple[int, ...] | None:
 
 
 def _float_out_of_range(a: np.ndarray) -> np.ndarray:
+    """Finite elements beyond float32's largest finite value, sentinels excepted."""
     with np.errstate(invalid="ignore"):
-        return np.isfinite(a) & (np.abs(a) > _F32_MAX)
+        return np.isfinite(a) & (np.abs(a) > _F32_MAX) & (np.abs(a) != _F64_MAX)
 
 
-def _range_problem(a: np.ndarray) -> tuple[tuple[int, ...], Any, str] | None:
-    """(index, value, reason) of the first element ``a``'s narrowed dtype cannot hold."""
+def _range_problem(a: np.ndarray, policy: str) -> tuple[tuple[int, ...], Any, str] | None:
+    """(index, value, reason) of the first element no64 refuses to narrow.
+
+    Integers outside the 32-bit range are refused under the ``"error"``
+    policy unless they are sentinels (``INT64_MAX``, ``INT64_MIN``,
+    ``UINT64_MAX``), which map to the 32-bit extremes; finite floats beyond
+    float32's largest finite value are refused unless they are float64's
+    largest finite value or its negation (sentinels too).
+    """
     dt = a.dtype
     if dt == np.int64 or dt == np.uint64:
-        info = _I32 if dt == np.int64 else _U32
-        if a.size == 0:
+        if policy != "error" or a.size == 0:
             return None
-        bad = (a < info.min) | (a > info.max)
+        if dt == np.int64:
+            bad = ((a < _I32.min) | (a > _I32.max)) & (a != _I64.max) & (a != _I64.min)
+            info = _I32
+        else:
+            bad = (a > _U32.max) & (a != _U64.max)
+            info = _U32
         idx = _first_bad(bad)
         if idx is None:
             return None
-        return idx, a[idx].item(), f"outside {NARROWED[dt]}'s range [{info.min}, {info.max}]; no64 never wraps"
+        return idx, a[idx].item(), (
+            f"outside {NARROWED[dt]}'s range [{info.min}, {info.max}] and no sentinel; no64 never "
+            "wraps (integer_policy='saturate' or 'wrap' narrows it anyway)"
+        )
     if dt == np.float64:
         idx = _first_bad(_float_out_of_range(a))
         if idx is None:
@@ -108,48 +131,61 @@ def _range_problem(a: np.ndarray) -> tuple[tuple[int, ...], Any, str] | None:
     return None
 
 
-def _python_problem(x: int | float | complex) -> str | None:
+def _python_problem(x: int | float | complex, policy: str) -> str | None:
     if isinstance(x, int):
-        if not (_I32.min <= x <= _I32.max):
-            return f"outside int32's range [{_I32.min}, {_I32.max}]; no64 never wraps"
-        return None
+        if _I32.min <= x <= _I32.max or x in (_I64.max, _I64.min):
+            return None
+        if policy != "error" and _I64.min <= x <= _I64.max:
+            return None
+        return (f"outside int32's range [{_I32.min}, {_I32.max}] and no sentinel; no64 never "
+                "wraps (integer_policy='saturate' or 'wrap' narrows it anyway)")
     parts = (x.real, x.imag) if isinstance(x, complex) else (x,)
     for p in parts:
-        if np.isfinite(p) and abs(p) > _F32_MAX:
+        if np.isfinite(p) and abs(p) > _F32_MAX and abs(p) != _F64_MAX:
             return f"beyond float32's largest finite value ({_F32_MAX:.8g}); it would become inf"
     return None
 
 
-def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64") -> Any:
-    """``x`` with its 64-bit values converted to 32 bits, after a range check.
+def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
+                    integer_policy: str = "error") -> Any:
+    """``x`` with its 64-bit values converted to 32 bits, by no64's rules.
 
     Handles numpy arrays and scalars, Python ``int``/``float``/``complex``
     (checked, then left as Python numbers so JAX keeps them weakly typed) and
     concrete ``jax.Array`` values (fetched, checked, converted and put back
-    with the same sharding).  Anything else is returned unchanged.
+    with the same sharding).  Anything else is returned unchanged.  Sentinels
+    (``INT64_MAX``, ``INT64_MIN``, ``UINT64_MAX``, float64's largest finite
+    value and its negation) map to the 32-bit extremes; other integers
+    outside the 32-bit range follow ``integer_policy``; narrowings that are
+    not exact are recorded in :func:`no64.host_records`.
 
     Raises:
-      ArgumentRangeError: a value the 32-bit type cannot hold; the message
-        names ``path`` and the first offending index.
+      ArgumentRangeError: a value no64 refuses to narrow; the message names
+        ``path``, the first offending index and the caller's source line.
     """
     if isinstance(x, (bool, np.bool_)) or x is None:
         return x
+    op = f"{where} {path}"
     if isinstance(x, (int, float, complex)):
-        problem = _python_problem(x)
+        problem = _python_problem(x, integer_policy)
         if problem:
             raise ArgumentRangeError(
-                f"{where}: {path} is the Python {type(x).__name__} {x!r}, {problem}",
+                f"{where}: {path} is the Python {type(x).__name__} {x!r}, {problem}{_at_user()}",
                 path=path, index=(), value=x, dtype=type(x).__name__,
                 target={int: "int32", float: "float32", complex: "complex64"}[type(x)],
             )
+        if isinstance(x, int) and not _I32.min <= x <= _I32.max:
+            return host.narrow_python_int(x, integer_policy, op=op)
+        if isinstance(x, float) and abs(x) == _F64_MAX:
+            return host._narrow_python_float(x, op)
         return x
     if isinstance(x, (np.ndarray, np.generic)):
         target = NARROWED.get(x.dtype)
         if target is None:
             return x
         a = np.asarray(x)
-        _raise_if_out_of_range(a, path, where)
-        out = a.astype(target)
+        _raise_if_out_of_range(a, path, where, integer_policy)
+        out = host.narrow_host_array(a, integer_policy, op=op)
         return out if isinstance(x, np.ndarray) else out[()]
     if isinstance(x, jax.core.Tracer):
         if _narrowed_dtype(x.dtype) is not None:
@@ -170,19 +206,24 @@ def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64") -> A
                 "no64 converts 64-bit arrays on the host and cannot fetch it. Pass 32-bit data."
             )
         a = np.asarray(x)
-        _raise_if_out_of_range(a, path, where)
-        return jax.device_put(a.astype(target), x.sharding)
+        _raise_if_out_of_range(a, path, where, integer_policy)
+        return jax.device_put(host.narrow_host_array(a, integer_policy, op=op), x.sharding)
     return x
 
 
-def _raise_if_out_of_range(a: np.ndarray, path: str, where: str) -> None:
-    problem = _range_problem(a)
+def _at_user() -> str:
+    source = host.user_source()
+    return f" (at {source.source})" if source.source else ""
+
+
+def _raise_if_out_of_range(a: np.ndarray, path: str, where: str, policy: str) -> None:
+    problem = _range_problem(a, policy)
     if problem is None:
         return
     idx, value, reason = problem
     at = f" at index {idx}" if idx else ""
     raise ArgumentRangeError(
-        f"{where}: {path} ({a.dtype}{list(a.shape)}) holds {value!r}{at}, {reason}",
+        f"{where}: {path} ({a.dtype}{list(a.shape)}) holds {value!r}{at}, {reason}{_at_user()}",
         path=path, index=idx, value=value, dtype=str(a.dtype), target=str(NARROWED[a.dtype]),
     )
 
@@ -305,8 +346,7 @@ class Jitted:
                 new_kwargs[k] = self._narrow_tree(v, k, where)
         return tuple(new_args), new_kwargs
 
-    @staticmethod
-    def _narrow_tree(tree: Any, name: str, where: str) -> Any:
+    def _narrow_tree(self, tree: Any, name: str, where: str) -> Any:
         leaves, treedef = jax.tree_util.tree_flatten(tree)
         if not any(_needs_narrowing(x) for x in leaves):
             return tree
@@ -316,7 +356,8 @@ class Jitted:
             if _needs_narrowing(x):
                 if paths is None:
                     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
-                x = narrow_argument(x, f"argument {name}{jax.tree_util.keystr(paths[i])}", where=where)
+                x = narrow_argument(x, f"argument {name}{jax.tree_util.keystr(paths[i])}", where=where,
+                                    integer_policy=self._config.integer_policy)
             out.append(x)
         return jax.tree_util.tree_unflatten(treedef, out)
 
@@ -434,8 +475,10 @@ def jit(
         as float64/int64/uint64/complex128 comes back as a numpy array of that
         dtype (converted on the host; a 64-bit array cannot live on a device
         without 64-bit types).  Other outputs come back as they are.
-      integer_policy: For :func:`no64.demote` (out-of-range 64-bit integer
-        constants in the module).
+      integer_policy: What happens to integers outside the 32-bit range that
+        are no sentinels -- in arguments, host constants and the module
+        (:func:`no64.demote`): ``"error"`` refuses them, ``"saturate"`` and
+        ``"wrap"`` narrow them and record it.
       **jit_kwargs: Passed to :func:`jax.jit` (``static_argnums``,
         ``in_shardings``, ``donate_argnums``, ...).  Static arguments are
         never converted.
@@ -445,9 +488,12 @@ def jit(
     bad index), traces and runs with x64 off in a thread-local scope, and
     compiles every module through :func:`no64.demote` and :func:`no64.check`.
     Use it at the host boundary (outermost: ``no64.jit(jax.grad(f))``).
-    Closed-over 64-bit constants (numpy or ``jax.Array``) become constants of
-    the module and are narrowed by :func:`no64.demote`, whose range check
-    raises :class:`no64.ConstantRangeError` for integers beyond 32 bits.
+    Closed-over numpy constants and Python numbers are narrowed on the host
+    by the same rules (:mod:`no64.jax.host`; :class:`no64.HostRangeError` for
+    integers beyond 32 bits that are no sentinels); closed-over 64-bit
+    ``jax.Array`` constants become constants of the module and are narrowed
+    by :func:`no64.demote`, whose range check raises
+    :class:`no64.ConstantRangeError` likewise.
     """
     if fun is None:
         return functools.partial(jit, restore_dtypes=restore_dtypes,

@@ -1,0 +1,127 @@
+"""jax.export artifacts in and out: ``Exported.serialize()`` bytes and the bare
+portable artifact inside them are read (detected by content), checked and
+converted; a converted artifact keeps its calling convention with 32-bit
+avals and runs with ``jax.export.deserialize(...).call(...)``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import no64
+import no64.io
+from no64 import cli
+from no64.core import constants as C
+
+I64 = np.iinfo(np.int64)
+
+
+def model(x, labels, w):
+    """A small 64-bit model: float64 math, int64 labels, an INT64_MAX sentinel."""
+    logits = x @ w
+    pred = jnp.argmax(logits, -1)
+    idx = jnp.arange(labels.shape[0], dtype=jnp.int64)
+    first_wrong = jnp.min(jnp.where(pred != labels, idx, I64.max))
+    loss = -jnp.mean(jax.nn.log_softmax(logits)[idx, labels])
+    return {"loss": loss, "first_wrong": first_wrong, "count": jnp.sum(labels) + jnp.int64(7)}
+
+
+def _inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(8, 5)), rng.integers(0, 3, size=8), rng.normal(size=(5, 3))
+
+
+@pytest.fixture(scope="module")
+def exported() -> jax.export.Exported:
+    assert jax.config.jax_enable_x64
+    x, labels, w = _inputs()
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (x, labels, w)]
+    return jax.export.export(jax.jit(model), platforms=["cpu"])(*specs)
+
+
+def _narrowed(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v)
+    if v.dtype == np.int64:
+        res = C.narrow_integers(v.reshape(-1), False, "error")
+        assert res.values is not None
+        return res.values.reshape(v.shape)
+    if v.dtype == np.float64:
+        return C.narrow_floats(v.reshape(-1)).values.reshape(v.shape)
+    return v
+
+
+def test_serialized_artifact_is_read_and_checked(exported: jax.export.Exported,
+                                                 tmp_path: Path, capsys) -> None:
+    data = bytes(exported.serialize())
+    assert no64.io.detect_format(data) == "jaxexport"
+    module, fmt = no64.io.load_with_format(data)
+    assert fmt == "jaxexport" and no64.find_64bit(module)
+    assert no64.io.exported_of(module) is not None
+    # The bare payload is the portable artifact.
+    payload = bytes(exported.mlir_module_serialized)
+    assert no64.io.detect_format(payload) == "vhlo"
+    assert no64.find_64bit(no64.io.load(payload))
+    # The CLI reads both (any extension, or none).
+    (tmp_path / "model.bin").write_bytes(data)
+    (tmp_path / "payload").write_bytes(payload)
+    assert cli.main(["check", str(tmp_path / "model.bin")]) != 0
+    assert cli.main(["check", str(tmp_path / "payload")]) != 0
+    out = capsys.readouterr()
+    assert "cannot tell the format" not in out.out + out.err
+    assert "decode" not in out.out + out.err
+
+
+def test_converted_artifact_round_trips(exported: jax.export.Exported, tmp_path: Path) -> None:
+    src = tmp_path / "model.jaxexport"
+    src.write_bytes(bytes(exported.serialize()))
+    dest = tmp_path / "model32.jaxexport"
+    assert cli.main(["convert", str(src), "-o", str(dest)]) == 0
+    data = dest.read_bytes()
+    assert no64.io.detect_format(data) == "jaxexport"
+    assert not no64.find_64bit(no64.io.load(data))
+
+    exp32 = jax.export.deserialize(bytearray(data))
+    assert [str(a.dtype) for a in exp32.in_avals] == ["float32", "int32", "float32"]
+    assert sorted(str(a.dtype) for a in exp32.out_avals) == ["float32", "int32", "int32"]
+    assert [a.shape for a in exp32.in_avals] == [a.shape for a in exported.in_avals]
+    assert exp32.in_tree == exported.in_tree and exp32.out_tree == exported.out_tree
+    assert exp32.platforms == exported.platforms and exp32.nr_devices == exported.nr_devices
+    assert exp32.calling_convention_version == exported.calling_convention_version
+    assert exp32.module_kept_var_idx == exported.module_kept_var_idx
+    assert exp32.ordered_effects == exported.ordered_effects
+    assert exp32.in_shardings_hlo == exported.in_shardings_hlo
+
+    x, labels, w = _inputs()
+    ref = exported.call(x, labels, w)
+    got = exp32.call(x.astype(np.float32), labels.astype(np.int32), w.astype(np.float32))
+    assert got["first_wrong"].dtype == np.int32 and got["count"].dtype == np.int32
+    assert int(got["count"]) == int(_narrowed(ref["count"])) == int(ref["count"])  # fits int32
+    np.testing.assert_array_equal(got["first_wrong"], _narrowed(ref["first_wrong"]))
+    np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5)
+
+
+def test_sentinel_survives_the_round_trip(tmp_path: Path) -> None:
+    """All labels right: first_wrong is INT64_MAX in the x64 artifact, INT32_MAX after."""
+    def f(labels):
+        idx = jnp.arange(labels.shape[0], dtype=jnp.int64)
+        return jnp.min(jnp.where(labels < 0, idx, I64.max))
+
+    exp = jax.export.export(jax.jit(f), platforms=["cpu"])(
+        jax.ShapeDtypeStruct((4,), np.int64))
+    module = no64.io.load(bytes(exp.serialize()))
+    report = no64.demote(module)
+    assert report.count("sentinel") >= 1
+    exp32 = jax.export.deserialize(bytearray(no64.io.dumps(module, "jaxexport")))
+    assert int(exp.call(np.arange(4))) == I64.max
+    assert int(exp32.call(np.arange(4, dtype=np.int32))) == np.iinfo(np.int32).max
+
+
+def test_writing_an_artifact_needs_one_as_input(exported: jax.export.Exported) -> None:
+    module = no64.io.load(bytes(exported.mlir_module_serialized))
+    with pytest.raises(no64.io.OutputError, match="calling convention"):
+        no64.io.dumps(module, "jaxexport")
+    assert no64.io.format_from_extension("m.jaxexport") == "jaxexport"

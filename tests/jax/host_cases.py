@@ -1,0 +1,225 @@
+"""Programs whose 64-bit host values JAX would narrow: sentinels in every
+spelling, big integers, and a Flax/Optax training step.
+
+Used in-process (``no64.jit``) and as a script run in child processes:
+``python host_cases.py OUT.json`` runs every case eagerly and under
+``jax.jit`` and writes the results (or the error each raised); with no64
+active it also reruns the big-integer cases under the ``"saturate"``
+integer policy and writes ``no64.host_records()``.  The reference is the
+same script run with ``JAX_ENABLE_X64=1`` and without no64.
+
+Each case is ``f(x)`` with ``x = np.arange(3)`` (int64); a case defined on
+one line is refused (when it is) at that line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+I64 = np.iinfo(np.int64)
+U64 = np.iinfo(np.uint64)
+F64_MAX = float(np.finfo(np.float64).max)
+
+S_MAX = np.int64(I64.max)  # closed-over scalars and vectors
+S_UMAX = np.uint64(U64.max)
+V_INT = np.array([I64.max, 5, I64.min])
+V_FLOAT = np.array([F64_MAX, -F64_MAX, 1.5])
+BIG = np.array([2**40, 1])
+
+
+def f64(x: Any) -> Any:
+    return x.astype(jnp.float64)
+
+
+def u64(x: Any) -> Any:
+    return x.astype(jnp.uint64)
+
+
+#: name -> f(x): the value each sentinel spelling gives (masks select nothing where
+#: the sentinel itself should come out).
+SENTINELS: dict[str, Callable[[Any], Any]] = {
+    # signed
+    "np_scalar": lambda x: jnp.min(jnp.where(x > 0, x, np.int64(I64.max))),
+    "np_scalar_all_masked": lambda x: jnp.max(jnp.where(x < 0, x, np.int64(I64.min))),
+    "closed_scalar": lambda x: jnp.minimum(x, S_MAX),
+    "closed_vector": lambda x: jnp.where(x > 0, x, V_INT),
+    "jnp_full": lambda x: jnp.full(x.shape, I64.max, jnp.int64),
+    "jnp_full_min": lambda x: jnp.full(x.shape, I64.min, jnp.int64),
+    "full_like": lambda x: jnp.full_like(x, I64.min),
+    "jnp_iinfo": lambda x: jnp.min(jnp.where(x > 5, x, jnp.iinfo(jnp.int64).max)),
+    "initial": lambda x: jnp.min(x, where=x > 5, initial=np.iinfo(np.int64).max),
+    "initial_np_min": lambda x: jnp.max(x, where=x > 5, initial=np.int64(I64.min)),
+    "lax_reduce": lambda x: lax.reduce(x[:0], np.int64(I64.max), lax.min, (0,)),
+    "asarray": lambda x: jnp.asarray(np.array([I64.max, 0, I64.min])),
+    "array_list": lambda x: jnp.array([I64.max, 1, I64.min]),
+    "jnp_int64": lambda x: jnp.int64(I64.max) + 0 * x,
+    "fill_value": lambda x: jnp.zeros(3, jnp.int64).at[5].get(mode="fill", fill_value=I64.max),
+    "device_put": lambda x: jax.device_put(np.array([I64.min, 3])),
+    # unsigned
+    "u_np_scalar": lambda x: jnp.min(jnp.where(u64(x) > 5, u64(x), np.uint64(U64.max))),
+    "u_closed_scalar": lambda x: jnp.maximum(u64(x), S_UMAX),
+    "u_full": lambda x: jnp.full(x.shape, U64.max, jnp.uint64),
+    "u_iinfo": lambda x: jnp.min(jnp.where(u64(x) > 5, u64(x), jnp.iinfo(jnp.uint64).max)),
+    "u_initial": lambda x: jnp.min(u64(x), where=x > 5, initial=np.uint64(U64.max)),
+    # float
+    "f_np_scalar": lambda x: jnp.min(jnp.where(f64(x) > 5, f64(x), np.float64(F64_MAX))),
+    "f_closed_vector": lambda x: jnp.where(f64(x) > 0, f64(x), V_FLOAT),
+    "f_full": lambda x: jnp.full(x.shape, -F64_MAX, jnp.float64),
+    "f_finfo": lambda x: jnp.max(jnp.where(f64(x) > 5, f64(x), -jnp.finfo(jnp.float64).max)),
+    "f_initial": lambda x: jnp.max(f64(x), where=x > 5, initial=-F64_MAX),
+    "f_lax_reduce": lambda x: lax.reduce(f64(x)[:0], np.float64(F64_MAX), lax.min, (0,)),
+    "f_fill_value": lambda x: jnp.zeros(3).at[5].get(mode="fill", fill_value=F64_MAX),
+}
+
+#: name -> f(x) holding an integer outside the 32-bit range that is no sentinel.
+#: Under the "wrap" policy each gives the x64 result's low 32 bits (wrapping
+#: commutes with + and *); the value cases also give the saturated x64 result
+#: under "saturate".
+BIG_CONSTANTS: dict[str, Callable[[Any], Any]] = {
+    "big_closed": lambda x: jnp.where(x[:2] > 5, x[:2], BIG),
+    "big_python_int": lambda x: jnp.zeros_like(x) + 2**40,
+    "big_full": lambda x: jnp.full(x.shape, 3_000_000_000, jnp.int64),
+    "big_jnp_int64": lambda x: jnp.int64(-(2**35)) + 0 * x,
+    "big_arange": lambda x: jnp.arange(2**40, 2**40 + 3) + x,
+    "big_array_list": lambda x: jnp.array([1, 2**40, 3]) + x,
+    "big_np_scalar": lambda x: x + np.int64(-(2**35)),
+    "big_arithmetic": lambda x: x * 2**33 + 1,
+}
+#: The cases above whose result is the constant itself.
+BIG_VALUES = ("big_closed", "big_python_int", "big_full", "big_jnp_int64")
+
+
+def plus_one(a: Any) -> Any:
+    return a + 1
+
+
+#: name -> argument of plus_one: big integers as jit arguments.
+BIG_ARGUMENTS: dict[str, Any] = {
+    "arg_int64_array": np.array([1, 3_000_000_000]),
+    "arg_int64_scalar": np.int64(-(2**40)),
+    "arg_python_int": 3_000_000_000,
+}
+
+
+def lines_of(cases: dict[str, Callable[[Any], Any]]) -> dict[str, int]:
+    """Source line of each case (the line no64 names when it refuses one)."""
+    return {name: f.__code__.co_firstlineno for name, f in cases.items()}
+
+
+# ---------------------------------------------------------------------------
+# A Flax/Optax training step whose metrics use an INT64_MAX sentinel
+# ---------------------------------------------------------------------------
+
+
+def make_training() -> tuple[Callable[..., Any], Any, Any, Any, Any]:
+    """(step, params, opt_state, batch x, labels); step returns new state and metrics."""
+    import flax.linen as nn
+    import optax
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x: Any) -> Any:
+            return nn.Dense(4)(nn.relu(nn.Dense(8)(x)))
+
+    model = MLP()
+    tx = optax.adam(1e-2)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 5))  # float64
+    labels = rng.integers(0, 4, size=16)  # int64
+    params = model.init(jax.random.key(0), jnp.asarray(x, jnp.float32))
+    opt_state = tx.init(params)
+
+    def step(params: Any, opt_state: Any, x: Any, labels: Any) -> Any:
+        def loss_fn(p: Any) -> Any:
+            logits = model.apply(p, x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean(), logits
+
+        (loss, logits), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        idx = jnp.arange(labels.shape[0], dtype=jnp.int64)
+        wrong = jnp.argmax(logits, -1) != labels
+        metrics = {
+            "loss": loss,
+            # INT64_MAX: "no such example" (never a negative label).
+            "first_negative_label": jnp.min(jnp.where(labels < 0, idx, np.iinfo(np.int64).max)),
+            "first_wrong": jnp.min(jnp.where(wrong, idx, jnp.iinfo(jnp.int64).max)),
+            "n_wrong": jnp.sum(wrong.astype(jnp.int64)),
+        }
+        return params, opt_state, metrics
+
+    return step, params, opt_state, x, labels
+
+
+def run_training(jit: Callable[..., Any], steps: int = 2) -> dict[str, Any]:
+    step, params, opt_state, x, labels = make_training()
+    fn = jit(step)
+    out: dict[str, Any] = {}
+    for i in range(steps):
+        params, opt_state, metrics = fn(params, opt_state, x, labels)
+        for k, v in metrics.items():
+            out[f"{k}{i}"] = v
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The script
+# ---------------------------------------------------------------------------
+
+
+def encode(thunk: Callable[[], Any]) -> dict[str, Any]:
+    try:
+        v = np.asarray(thunk())
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        tb = traceback.extract_tb(exc.__traceback__)
+        return {"error": type(exc).__name__, "message": str(exc),
+                "mro": [c.__name__ for c in type(exc).__mro__],
+                "where": f"{tb[-1].filename}:{tb[-1].lineno}"}
+    return {"dtype": str(v.dtype), "shape": list(v.shape), "value": v.reshape(-1).tolist()}
+
+
+def run_all(prefix: str = "", cases: dict[str, Callable[[Any], Any]] | None = None
+            ) -> dict[str, Any]:
+    x = np.arange(3)
+    xj = jnp.asarray(x)  # eager cases compute with JAX, not numpy
+    out: dict[str, Any] = {}
+    for name, f in (cases or {**SENTINELS, **BIG_CONSTANTS}).items():
+        out[f"{prefix}eager/{name}"] = encode(lambda: f(xj))
+        out[f"{prefix}jit/{name}"] = encode(lambda: jax.jit(f)(x))
+    jitted = jax.jit(plus_one)
+    for name, arg in BIG_ARGUMENTS.items():
+        small = np.zeros_like(arg) if not isinstance(arg, int) else 0
+        jitted(small)  # a C++ fast path exists
+        out[f"{prefix}arg/{name}"] = encode(lambda: jitted(arg))  # ARGUMENT LINE
+        compiled = jax.jit(plus_one).lower(small).compile()
+        compiled(small)
+        out[f"{prefix}aot/{name}"] = encode(lambda: compiled(arg))  # AOT LINE
+    return out
+
+
+def main(path: str) -> None:
+    results = run_all()
+    training = run_training(jax.jit)
+    for k, v in training.items():
+        results[f"train/{k}"] = encode(lambda: v)
+    if "no64" in sys.modules or "no64.jax.hook" in sys.modules:
+        import no64
+
+        if no64.active_config() is not None:
+            results["records"] = [e.to_dict() for e in no64.host_records()]
+            no64.install("cpu", integer_policy="wrap")
+            results.update(run_all("wrap/", BIG_CONSTANTS))
+    with open(path, "w") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

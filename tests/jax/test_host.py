@@ -1,0 +1,336 @@
+"""Host values: no64, not JAX, narrows 64-bit host data (sentinels, big
+integers, the integer policy, records), compared with the x64 program run
+without no64.
+
+The programs are in ``host_cases.py``.  Under ``NO64_PLATFORMS=cpu`` with
+``JAX_ENABLE_X64=1`` they run in one child process, and the reference (the
+same script with ``JAX_ENABLE_X64=1`` and no no64) in another, started
+together.  Under ``no64.jit`` they run in-process, against the x64 program
+traced in-process with x64 on (no64 inactive).  The expected result of a
+case is the reference narrowed by the pass's own rules
+(:mod:`no64.core.constants`): a sentinel maps to the 32-bit extreme, other
+integers outside the 32-bit range are refused at the case's line or follow
+the integer policy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import host_cases as hc
+import no64
+from no64.core import constants as C
+from no64.jax import hook as jaxhook
+from no64.jax import host
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::no64.jax.hook.X64DisabledWarning"),
+    pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning"),
+]
+
+CASES_FILE = str(Path(hc.__file__).resolve())
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+_WIDE = {np.dtype(np.int64), np.dtype(np.uint64)}
+
+
+def narrowed(ref: dict[str, Any], policy: str = "error") -> np.ndarray | None:
+    """The reference result narrowed by no64's rules (``None``: refused)."""
+    v = np.array(ref["value"], dtype=np.dtype(ref["dtype"])).reshape(ref["shape"])
+    if v.dtype in _WIDE:
+        res = C.narrow_integers(v.reshape(-1), v.dtype == np.uint64, policy)
+        return None if res.values is None else res.values.reshape(v.shape)
+    if v.dtype in (np.float64, np.complex128):
+        return C.narrow_floats(v.reshape(-1)).values.reshape(v.shape)
+    return v
+
+
+def encoded(x: Any) -> dict[str, Any]:
+    v = np.asarray(x)
+    return {"dtype": str(v.dtype), "shape": list(v.shape), "value": v.reshape(-1).tolist()}
+
+
+def same(got: dict[str, Any], want: np.ndarray, *, close: bool = False) -> str | None:
+    """A description of the difference, or ``None``."""
+    if "error" in got:
+        return f"raised {got['error']}: {got['message'][:300]}"
+    a = np.array(got["value"], dtype=np.dtype(got["dtype"])).reshape(got["shape"])
+    if a.dtype != want.dtype or a.shape != want.shape:
+        return f"{a.dtype}{list(a.shape)} instead of {want.dtype}{list(want.shape)}"
+    if close:
+        ok = np.allclose(a, want, rtol=1e-5, atol=1e-6)
+    else:
+        ok = np.array_equal(a, want, equal_nan=True)
+    return None if ok else f"{a.tolist()} instead of {want.tolist()}"
+
+
+def refused_at(got: dict[str, Any], line: int) -> str | None:
+    if "error" not in got:
+        return f"not refused: {got['value']}"
+    if "HostRangeError" not in got["mro"] or "No64Error" not in got["mro"]:
+        return f"{got['error']} is not a no64.HostRangeError: {got['message'][:300]}"
+    if f"{CASES_FILE}:{line}" not in got["message"]:
+        return f"does not name {Path(CASES_FILE).name}:{line}: {got['message'][:300]}"
+    return None
+
+
+# --------------------------------------------------------------------------
+# NO64_PLATFORMS=cpu with JAX_ENABLE_X64=1, against the x64 program without no64
+# --------------------------------------------------------------------------
+
+
+def _start(tmp_path: Path, tag: str, **extra: str) -> tuple[subprocess.Popen[str], Path]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
+    env.update(XLA_FLAGS=FAST_COMPILE, JAX_PLATFORMS="cpu", JAX_ENABLE_X64="1", **extra)
+    out = tmp_path / f"{tag}.json"
+    proc = subprocess.Popen([sys.executable, CASES_FILE, str(out)], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, out
+
+
+def _finish(proc: subprocess.Popen[str], out: Path) -> dict[str, Any]:
+    stdout, stderr = proc.communicate(timeout=600)
+    if proc.returncode != 0:
+        pytest.fail(f"child failed ({proc.returncode}):\n{stdout[-3000:]}\n{stderr[-6000:]}")
+    return json.loads(out.read_text())
+
+
+def test_environment_host_values_against_x64_reference(tmp_path: Path) -> None:
+    """Every case under NO64_PLATFORMS=cpu + JAX_ENABLE_X64=1, eagerly and under jax.jit:
+    sentinels give the x64 result narrowed by no64's rules; big integers are refused at the
+    case's line (constants) or the call's line (jit and AOT-compiled arguments, also once a
+    C++ fast path exists); under the "wrap" policy they give the x64 result's low 32 bits; the Flax/Optax
+    step's metrics match; host_records() names the lines."""
+    ref_proc, ref_out = _start(tmp_path, "ref")
+    got_proc, got_out = _start(tmp_path, "no64", NO64_PLATFORMS="cpu")
+    ref = _finish(ref_proc, ref_out)
+    got = _finish(got_proc, got_out)
+    problems: list[str] = []
+    lines = hc.lines_of({**hc.SENTINELS, **hc.BIG_CONSTANTS})
+    arg_line = next(i for i, text in enumerate(Path(CASES_FILE).read_text().splitlines(), 1)
+                    if "# ARGUMENT LINE" in text)
+    for mode in ("eager", "jit"):
+        for name in hc.SENTINELS:
+            key = f"{mode}/{name}"
+            if "error" in ref[key]:  # the x64 program fails too (a Python int beyond int64)
+                if "error" not in got[key]:
+                    problems.append(f"{key}: the reference raised {ref[key]['error']}, no64 did not")
+                continue
+            if (p := same(got[key], narrowed(ref[key]))) is not None:
+                problems.append(f"{key}: {p}")
+        for name in hc.BIG_CONSTANTS:
+            key = f"{mode}/{name}"
+            if (p := refused_at(got[key], lines[name])) is not None:
+                problems.append(f"{key}: {p}")
+            if (p := same(got[f"wrap/{key}"], narrowed(ref[key], "wrap"))) is not None:
+                problems.append(f"wrap/{key}: {p}")
+    aot_line = next(i for i, text in enumerate(Path(CASES_FILE).read_text().splitlines(), 1)
+                    if "# AOT LINE" in text)
+    for name in hc.BIG_ARGUMENTS:
+        for key, line in ((f"arg/{name}", arg_line), (f"aot/{name}", aot_line)):
+            if (p := refused_at(got[key], line)) is not None:
+                problems.append(f"{key}: {p}")
+            if (p := same(got[f"wrap/{key}"], narrowed(ref[key], "wrap"))) is not None:
+                problems.append(f"wrap/{key}: {p}")
+    for key in (k for k in ref if k.startswith("train/")):
+        if (p := same(got[key], narrowed(ref[key]), close="loss" in key)) is not None:
+            problems.append(f"{key}: {p}")
+    assert not problems, "\n".join(problems)
+    assert narrowed(ref["train/first_negative_label0"]) == np.iinfo(np.int32).max
+
+    records = {(r["kind"], r["location"]["line"]) for r in got["records"]
+               if r["location"]["file"] == CASES_FILE}
+    for name in ("np_scalar", "jnp_full", "initial", "u_full", "f_closed_vector", "f_initial"):
+        assert ("sentinel", lines[name]) in records, (name, sorted(records))
+    assert ("float-inexact", lines["f_closed_vector"]) not in records  # 1.5 is exact
+
+
+# --------------------------------------------------------------------------
+# no64.jit, against the x64 program traced in-process with x64 on
+# --------------------------------------------------------------------------
+
+
+def _reference(f: Any, *args: Any) -> dict[str, Any]:
+    assert jax.config.jax_enable_x64 and host.host_policy() is None
+    return encoded(jax.jit(f)(*args))
+
+
+@pytest.mark.parametrize("name", sorted(hc.SENTINELS))
+def test_jit_sentinels(name: str) -> None:
+    f = hc.SENTINELS[name]
+    x = np.arange(3)
+    try:
+        ref = _reference(f, x)
+    except OverflowError:  # the x64 program fails too (a Python int beyond int64)
+        with pytest.raises(OverflowError):
+            no64.jit(f)(x)
+        return
+    host.clear_host_records()
+    got = encoded(no64.jit(f)(x))
+    assert same(got, narrowed(ref)) is None, (got, ref)
+    line = hc.lines_of(hc.SENTINELS)[name]
+    kinds = {e.kind for e in host.host_records() if e.location.file == CASES_FILE
+             and e.location.line == line}
+    assert "sentinel" in kinds
+
+
+@pytest.mark.parametrize("name", sorted(hc.BIG_CONSTANTS))
+def test_jit_big_constants(name: str) -> None:
+    f = hc.BIG_CONSTANTS[name]
+    x = np.arange(3)
+    ref = _reference(f, x)
+    line = hc.lines_of(hc.BIG_CONSTANTS)[name]
+    with pytest.raises(no64.HostRangeError) as err:
+        no64.jit(f)(x)
+    assert isinstance(err.value, no64.ConstantRangeError) and isinstance(err.value, no64.No64Error)
+    assert f"{CASES_FILE}:{line}" in str(err.value) and "no sentinel" in str(err.value)
+    assert err.value.source.line == line
+    host.clear_host_records()
+    got = encoded(no64.jit(f, integer_policy="wrap")(x))
+    assert same(got, narrowed(ref, "wrap")) is None, (got, ref)
+    if name in hc.BIG_VALUES:
+        got = encoded(no64.jit(f, integer_policy="saturate")(x))
+        assert same(got, narrowed(ref, "saturate")) is None, (got, ref)
+    kinds = {e.kind for e in host.host_records() if e.location.line == line}
+    assert "wrapped" in kinds
+
+
+@pytest.mark.parametrize("name", sorted(hc.BIG_ARGUMENTS))
+def test_jit_big_arguments(name: str) -> None:
+    arg = hc.BIG_ARGUMENTS[name]
+    ref = _reference(hc.plus_one, arg)
+    with pytest.raises(no64.ArgumentRangeError, match=rf"no sentinel.*\(at {__file__}:\d+\)"):
+        no64.jit(hc.plus_one)(arg)
+    got = encoded(no64.jit(hc.plus_one, integer_policy="wrap")(arg))
+    assert same(got, narrowed(ref, "wrap")) is None, (got, ref)
+
+
+def test_jit_sentinel_arguments() -> None:
+    """Sentinels passed as arguments map to the 32-bit extremes, as constants do."""
+    i64, u64, f64 = np.iinfo(np.int64), np.iinfo(np.uint64), np.finfo(np.float64).max
+    args = (np.array([i64.max, 3, i64.min]), np.uint64(u64.max), np.array([-f64, 1.0]),
+            int(i64.max), float(f64))
+
+    def f(a, b, c, d, e):
+        return jnp.min(a), b, jnp.max(c), jnp.minimum(d, 5), jnp.minimum(e, 2.0)
+
+    got = no64.jit(f)(*args)
+    ref = jax.jit(f)(*args)
+    for g, r in zip(got, ref):
+        assert same(encoded(g), narrowed(encoded(r))) is None, (g, r)
+
+
+def test_jit_training_step_with_sentinel_metrics() -> None:
+    """A Flax/Optax step whose metrics use INT64_MAX for "no such example"."""
+    ref = hc.run_training(jax.jit)
+    got = hc.run_training(no64.jit)
+    for k, r in ref.items():
+        want = narrowed(encoded(r))
+        assert same(encoded(got[k]), want, close=k.startswith("loss")) is None, (k, got[k], r)
+    assert int(got["first_negative_label0"]) == np.iinfo(np.int32).max
+
+
+def test_host_narrowing_only_while_no64_narrows() -> None:
+    """Outside no64.jit (x64 on here) JAX's own conversion applies: nothing narrowed or
+    recorded."""
+    host.clear_host_records()
+    big = np.array([2**40])
+    assert int(jnp.asarray(big)[0]) == 2**40
+    assert jax.jit(lambda a: a + big)(np.int64(1)).dtype == np.int64
+    with jax.enable_x64(False):  # x64 off by the user, no64 not active: JAX's rules
+        assert host.host_policy() is None
+        assert jnp.asarray(np.array([3], np.int64)).dtype == np.int32
+    assert not host.host_records()
+
+
+def test_records_are_aggregated_per_line() -> None:
+    host.clear_host_records()
+    f = no64.jit(lambda x, c: jnp.where(x > 0, x, c))
+    for _ in range(3):
+        f(np.arange(4.0), np.array([0.1, 0.2, 0.3, 0.4]))  # ARGS LINE
+    events = [e for e in host.host_records() if e.location.file == __file__]
+    # arange(4.0) is exact in float32; 0.1 ... 0.4 are not: one event, 4 elements a call.
+    assert [(e.kind, e.count) for e in events] == [("float-inexact", 12)]
+    assert "argument c" in events[0].op
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if "# ARGS LINE" in t and "next(" not in t)
+    assert events[0].location.line == line
+
+
+# --------------------------------------------------------------------------
+# Messages a person reads
+# --------------------------------------------------------------------------
+
+MESSAGE_SCRIPT = """
+import warnings
+warnings.simplefilter("always")
+import jax
+import numpy as np
+print("x64", jax.config.jax_enable_x64)
+print("sum", int(jax.jit(lambda a: a.sum())(np.arange(3))))
+"""
+
+
+def _run_script(tmp_path: Path, tag: str, **extra: str) -> subprocess.Popen[str]:
+    script = tmp_path / f"{tag}.py"
+    script.write_text(MESSAGE_SCRIPT)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
+    env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", **extra)
+    return subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _messages(stderr: str) -> list[str]:
+    """The no64 lines of a child's standard error (JAX's and XLA's own left out)."""
+    return [line for line in stderr.splitlines()
+            if "no64" in line or "X64DisabledWarning" in line or line.startswith(("JAX ", "32-bit"))]
+
+
+def test_messages(tmp_path: Path) -> None:
+    """A bad NO64_MODE / NO64_INTEGER_POLICY is one line at import, not a traceback (the
+    strict default is used); the X64DisabledWarning is two short lines; with
+    NO64_PLATFORMS=neuron where the default backend is cpu the warning says so."""
+    bad = _run_script(tmp_path, "bad", NO64_PLATFORMS="cpu", NO64_MODE="bogus",
+                      NO64_INTEGER_POLICY="saturat", JAX_PLATFORMS="cpu")
+    neuron = _run_script(tmp_path, "neuron", NO64_PLATFORMS="neuron")
+    pinned = _run_script(tmp_path, "pinned", NO64_PLATFORMS="neuron", JAX_PLATFORMS="cpu")
+    outs = {tag: p.communicate(timeout=300) + (p.returncode,)
+            for tag, p in (("bad", bad), ("neuron", neuron), ("pinned", pinned))}
+    for tag, (stdout, stderr, rc) in outs.items():
+        assert rc == 0 and "Traceback" not in stderr, (tag, stderr[-3000:])
+        assert "sum 3" in stdout, (tag, stdout)
+
+    stdout, stderr, _ = outs["bad"]
+    assert "no64: NO64_MODE='bogus' is not one of fix, check, off; using 'fix'" in stderr.splitlines()
+    assert ("no64: NO64_INTEGER_POLICY='saturat' is not one of error, saturate, wrap; "
+            "using 'error'") in stderr.splitlines()
+    assert "x64 False" in stdout
+    warning = stderr[stderr.index("X64DisabledWarning"):].splitlines()
+    assert warning[0].endswith("no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu): "
+                               "the default backend (cpu) is a no64 platform.")
+    assert warning[1].startswith("JAX computes in 32 bits;")
+    assert len(warning[0]) + len(warning[1]) < 260, warning
+    assert f"bad.py:4: X64DisabledWarning" in stderr  # the user's `import jax`
+
+    stdout, stderr, _ = outs["neuron"]
+    assert "x64 False" in stdout
+    assert "a no64 platform (neuron) may be the default backend" in stderr
+    assert ("no64 turned jax_enable_x64 off for neuron before JAX started its backends, but "
+            "the default backend is cpu, not a no64 platform.") in stderr, stderr[-3000:]
+    assert "lacks" not in stderr and "without 64-bit types" not in stderr
+
+    stdout, stderr, _ = outs["pinned"]
+    assert "x64 True" in stdout
+    assert ("jax_enable_x64 stays on for the default backend (cpu), which is not a no64 "
+            "platform (neuron; NO64_PLATFORMS=neuron).") in stderr, stderr[-3000:]
