@@ -48,7 +48,12 @@ from ..errors import (
 )
 from ..analysis.facts import CONSTANT_OPS, constant_elements
 from .locations import decode_location
-from ..analysis.ranges import RangeAnalysis, resolve_input_ranges, verdict
+from ..analysis.ranges import (
+    RangeAnalysis,
+    resolve_input_ranges,
+    validate_input_ranges,
+    verdict,
+)
 from .report import DemotionReport
 from ..rules import RULES
 from ..rules.custom_call import renamed_to_32bit
@@ -187,6 +192,12 @@ def demote(
     """
     if policy not in RANGE_POLICIES:
         raise ValueError(f"policy must be one of {tuple(RANGE_POLICIES)}, not {policy!r}")
+    if _module_op(module).name != "builtin.module":
+        raise TypeError(
+            f"demote() takes a module (builtin.module), not a {_module_op(module).name} op; "
+            "pass the module that holds it"
+        )
+    validate_input_ranges(input_ranges)
     if input_ranges:
         try:
             resolve_input_ranges(_module_op(module), input_ranges)
@@ -348,6 +359,8 @@ class _Pass:
         constant_ops = CONSTANT_OPS
         kept = self.kept_ops.append
         kept_arg = self.kept_args.append
+        context = self.root.context
+        registered: dict[str, bool] = {}
         for op in all_ops(self.root):
             name = op.name
             any64 = False
@@ -400,6 +413,9 @@ class _Pass:
             elif name in sensitive:
                 if any64 or any(convert(v.type) is not None for v in op.operands):
                     self._sensitive(op, name)
+            known = registered.get(name)
+            if known is None:
+                known = registered[name] = context.is_registered_operation(name)
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.arguments:
@@ -409,8 +425,18 @@ class _Pass:
                             new = convert(t)
                         if new is not None:
                             append((arg, t, new))
+                            any64 = True
                         else:
                             kept_arg(arg)
+            if not known and (any64 or any(convert(v.type) is not None for v in op.operands)):
+                # An op of a dialect the context does not know (parsed with
+                # allow_unregistered_dialects): no rule can say what its
+                # 64-bit types mean.  load() refuses such ops at parse time.
+                self.refuse(
+                    op,
+                    "no64 does not know this op (its dialect is not registered), so it cannot "
+                    "tell whether narrowing its 64-bit types keeps its meaning",
+                )
         if not self.candidates:
             # No rule will change the module: settle what was put off.
             for op in self.pending:
