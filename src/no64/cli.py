@@ -508,6 +508,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``no64`` command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    # File names that are not UTF-8 reach Python as surrogate escapes: print
+    # them as the bytes they were, as ls does, instead of failing.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream.errors == "strict":
+                stream.reconfigure(errors="surrogateescape")
+        except (AttributeError, ValueError, OSError):
+            pass
     program_args: list[str] = []
     if argv and argv[0] == "audit":
         argv, program_args = _split_audit_argv(argv)

@@ -484,6 +484,77 @@ def _nesting_line(text: bytes, angles: bool, limit: int) -> int | None:
     return None
 
 
+def _check_utf8(data: bytes, name: str) -> None:
+    """Refuse text that is not UTF-8: the parsers' messages quote the text,
+    and the bindings abort the process on a message that is not UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(
+            f"{name}:{line}:{column}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
+        ) from None
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """An MLIR bytecode "prefix varint" at ``pos``: (value, next position).
+
+    The number of trailing zero bits of the first byte, plus one, is its
+    length in bytes; a first byte of zero is followed by eight bytes.
+    """
+    if pos >= len(data):
+        raise IndexError(pos)
+    first = data[pos]
+    if first == 0:
+        if pos + 9 > len(data):
+            raise IndexError(pos)
+        return int.from_bytes(data[pos + 1 : pos + 9], "little"), pos + 9
+    width = (first & -first).bit_length()
+    if pos + width > len(data):
+        raise IndexError(pos)
+    return int.from_bytes(data[pos : pos + width], "little") >> width, pos + width
+
+
+def _check_bytecode_strings(data: bytes, name: str) -> None:
+    """Refuse MLIR bytecode whose producer or string section is not UTF-8.
+
+    The reader quotes these strings in its messages, and the bindings abort
+    the process on a message that is not UTF-8.  Anything else wrong with
+    the layout is left to the reader, which reports it.
+    """
+    try:
+        _, pos = _varint(data, 4)  # version
+        end = data.index(b"\0", pos)
+        data[pos:end].decode("utf-8")
+        pos = end + 1
+        while pos < len(data):
+            code = data[pos]
+            pos += 1
+            length, pos = _varint(data, pos)
+            if code & 0x80:  # aligned: the alignment, then padding bytes
+                _, pos = _varint(data, pos)
+                while pos < len(data) and data[pos] == 0xCB:
+                    pos += 1
+            section = data[pos : pos + length]
+            pos += length
+            if code & 0x7F == 0:  # the string section
+                count, at = _varint(section, 0)
+                sizes = 0
+                for _ in range(count):
+                    size, at = _varint(section, at)
+                    sizes += size
+                if sizes > len(section) - at:
+                    return  # malformed: the reader says so
+                section[at : at + sizes].decode("utf-8")
+    except (IndexError, ValueError) as exc:
+        if isinstance(exc, UnicodeDecodeError):
+            raise InputError(
+                f"{name}: corrupt MLIR bytecode (a string that is not UTF-8)"
+            ) from None
+        return  # malformed layout: the reader says so
+
+
 def _check_text_nesting(data: bytes, name: str, fmt: str) -> None:
     line = _nesting_line(data, fmt != "hlo", MAX_NESTING)
     if line is not None:
@@ -617,7 +688,10 @@ def load_with_format(
     fmt = _check_format(format, InputError) if format else detect_format(data, path)
     text = not data.startswith(_BYTECODE_MAGIC)
     if text and fmt in ("mlir", "mlirbc", "vhlo", "hlo"):
+        _check_utf8(data, name)
         _check_text_nesting(data, name, fmt)
+    elif not text:
+        _check_bytecode_strings(data, name)
     ctx = context if context is not None else make_context()
     try:
         module = _LOADERS[fmt](data, path, name, ctx)
