@@ -442,45 +442,49 @@ _SKIPPED = re.compile(rb'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[^\n]*?\*/')
 _SCAN_CHUNK = 1 << 24
 
 
+def _code_only(text: bytes, angles: bool) -> bytes:
+    """``text`` without string literals and comments (newlines kept), and
+    without the ``->``, ``<=`` and ``>=`` that are no brackets.
+
+    The fast way splits at quotes: MLIR and HLO strings hold no newline, and
+    machine-written modules have no escaped quotes and no comments.  Other
+    text goes through the exact (slower) regular expression.
+    """
+    if b'\\"' in text or b"/*" in text:
+        code = _SKIPPED.sub(b"", text)
+    else:
+        code = b"".join(text.split(b'"')[0::2])
+        if b"//" in code:
+            code = _SKIPPED.sub(b"", text)
+    if angles:
+        code = code.replace(b"->", b"").replace(b"<=", b"").replace(b">=", b"")
+    return code
+
+
 def _nesting_line(text: bytes, angles: bool, limit: int) -> int | None:
     """The line where ``text`` first nests deeper than ``limit``, or None.
 
     Counts ``{ ( [`` against ``} ) ]`` outside strings and comments, and with
-    ``angles`` also ``<`` against ``>`` (not the ``>`` of ``->``, nor
-    ``<=``/``>=``).  Runs at memory speed (a few ms per MB).
+    ``angles`` also ``<`` against ``>``.  Costs about a quarter of parsing.
     """
     import numpy as np
 
     if sum(text.count(c) for c in (b"{", b"(", b"[", b"<")) <= limit:
         return None  # cannot be deeper than the number of openers
-    stripped = _SKIPPED.sub(b"", text)
-    a = np.frombuffer(stripped, dtype=np.uint8)
+    code = _code_only(text, angles)
+    weight = np.zeros(256, dtype=np.int8)
+    weight[[0x7B, 0x28, 0x5B]] = 1  # { ( [
+    weight[[0x7D, 0x29, 0x5D]] = -1  # } ) ]
+    if angles:
+        weight[0x3C], weight[0x3E] = 1, -1  # < >
+    a = np.frombuffer(code, dtype=np.uint8)
     depth = 0
-    prev = 0  # the byte before the chunk
     for start in range(0, len(a), _SCAN_CHUNK):
-        c = a[start : start + _SCAN_CHUNK]
-        d = (c == 0x7B).astype(np.int32)  # {
-        d += c == 0x28  # (
-        d += c == 0x5B  # [
-        d -= c == 0x7D  # }
-        d -= c == 0x29  # )
-        d -= c == 0x5D  # ]
-        if angles:
-            before = np.empty_like(c)
-            before[0] = prev
-            before[1:] = c[:-1]
-            after = np.empty_like(c)
-            after[:-1] = c[1:]
-            after[-1] = a[start + len(c)] if start + len(c) < len(a) else 0
-            d += (c == 0x3C) & (after != 0x3D)  # < but not <=
-            d -= (c == 0x3E) & (before != 0x2D) & (after != 0x3D)  # > but not -> or >=
-        levels = np.cumsum(d, dtype=np.int64) + depth
-        over = np.flatnonzero(levels > limit)
-        if len(over):
-            pos = start + int(over[0])
-            return stripped.count(b"\n", 0, pos) + 1
-        depth = int(levels[-1]) if len(levels) else depth
-        prev = int(c[-1])
+        levels = np.cumsum(weight[a[start : start + _SCAN_CHUNK]], dtype=np.int32) + depth
+        if int(levels.max()) > limit:
+            pos = start + int(np.argmax(levels > limit))
+            return code.count(b"\n", 0, pos) + 1
+        depth = int(levels[-1])
     return None
 
 
