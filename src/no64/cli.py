@@ -32,7 +32,8 @@ import re
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from . import __version__
@@ -85,6 +86,7 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="F",
         help=f"input format ({formats}); detected from content when omitted",
     )
+    _add_max_input_size(check)
 
     convert = sub.add_parser(
         "convert",
@@ -132,6 +134,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="declare the inclusive range of an integer input of the entry function, by "
         "position or name (e.g. --range tokens=0:50256 --range 2=0:2147483647); repeatable",
     )
+    _add_max_input_size(convert)
     convert.add_argument("--force", action="store_true", help="overwrite an existing OUT")
     convert.add_argument(
         "--in-place", action="store_true", help="write the result back to IN"
@@ -166,6 +169,29 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     return parser
+
+
+def _add_max_input_size(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-input-size",
+        metavar="SIZE",
+        type=_parse_size,
+        default=no64io.MAX_INPUT_SIZE,
+        help="refuse input files larger than SIZE bytes (suffixes K, M, G, T: powers of "
+        "1024; 0: no limit; default: 1G)",
+    )
+
+
+_SIZE = re.compile(r"(\d+)\s*(?:([kmgt])i?)?b?", re.IGNORECASE)
+
+
+def _parse_size(text: str) -> int | None:
+    """``"512M"`` -> 536870912; ``"0"`` -> None (no limit)."""
+    m = _SIZE.fullmatch(text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a size such as 800M or 2G")
+    n = int(m.group(1)) << (10 * " kmgt".index((m.group(2) or " ").lower()))
+    return n or None
 
 
 # Options of ``audit`` that take a value; everything from SCRIPT (or after
@@ -247,6 +273,28 @@ def _dump_files(directory: str) -> list[str]:
     return found
 
 
+def _load(name: str, args: argparse.Namespace) -> Any:
+    with _too_deep(name):
+        return no64io.load(name, format=args.format, max_size=args.max_input_size)
+
+
+@contextmanager
+def _too_deep(name: str) -> Iterator[None]:
+    """Turn running out of Python's recursion depth into bad input.
+
+    The text scan and the region check of :func:`no64.io.load` bound the
+    nesting of most input; types nested deep inside bytecode are found only
+    when they are walked.
+    """
+    try:
+        yield
+    except RecursionError:
+        raise no64io.InputError(
+            f"{name}: nested too deeply (types or regions more than "
+            f"{no64io.MAX_NESTING} levels deep); no64 reads at most {no64io.MAX_NESTING} levels"
+        ) from None
+
+
 def _check(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     status = EXIT_OK
@@ -268,19 +316,21 @@ def _check(args: argparse.Namespace) -> int:
     for name in names:
         if name in from_dir:
             try:
-                module = no64io.load(name, format=args.format)
+                module = _load(name, args)
             except No64Error as exc:
                 first = (str(exc).splitlines() or [type(exc).__name__])[0]
                 print(f"no64: note: skipped {name}: {first}", file=sys.stderr)
                 results.append({"file": name, "clean": None, "findings": [], "skipped": first})
                 continue
-            findings = find_64bit(module)
+            with _too_deep(name):
+                findings = find_64bit(module)
             if findings:
                 status = EXIT_FOUND
             _check_output(args, name, findings, results)
             continue
         try:
-            findings = find_64bit(no64io.load(name, format=args.format))
+            with _too_deep(name):
+                findings = find_64bit(_load(name, args))
         except No64Error as exc:
             _error(exc)
             bad_input = True
@@ -318,6 +368,10 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
         raise _UsageError("audit: give a SCRIPT or -m MODULE (exactly one)")
     if args.target is not None and not os.path.isfile(args.target):
         raise _UsageError(f"audit: {args.target}: no such script")
+    if args.module is not None:
+        missing = _missing_module(args.module)
+        if missing:
+            raise _UsageError(f"audit: -m {args.module}: {missing}")
     out = None
     if args.output:
         try:
@@ -346,6 +400,33 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
     return EXIT_FOUND if report.failing(args.fail_on) else EXIT_OK
 
 
+def _missing_module(name: str) -> str | None:
+    """Why ``python -m name`` would not find a module to run, or None.
+
+    Finding a submodule imports its parent packages, as ``python -m`` does;
+    an error raised by their code is left for the run to report.
+    """
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations is not None:
+            if importlib.util.find_spec(f"{name}.__main__") is None:
+                return "is a package without a __main__ module, so it cannot be run"
+    except ModuleNotFoundError as exc:
+        if not (exc.name and (name == exc.name or name.startswith(exc.name + "."))):
+            return None  # the program imports something missing: its own error
+        spec = None
+    except ValueError:  # "" or a relative name
+        return "not a module name"
+    except Exception:  # noqa: BLE001 - the program's own error, reported when it runs
+        return None
+    finally:
+        sys.path.remove(os.getcwd())
+    return "no such module" if spec is None else None
+
+
 # --------------------------------------------------------------------------- convert
 
 
@@ -371,18 +452,30 @@ def _convert(args: argparse.Namespace) -> int:
             "or pass --in-place"
         )
     overwrite = args.force or args.in_place
-    if not overwrite and os.path.lexists(dest):
-        # Refuse before the work, not after it.
-        raise OutputError(f"{dest}: file exists; pass --force to overwrite it")
+    ranges: dict[int | str, tuple[int, int]] = {}
+    for key, bounds in args.ranges:
+        if key in ranges:
+            raise _UsageError(f"--range {key}: given twice; give each argument one range")
+        ranges[key] = bounds
+    # Refuse an unwritable OUT before the work, not after it.
+    try:
+        no64io._destination_kind(dest, overwrite)
+    except OutputError as exc:
+        if not overwrite and "file exists" in str(exc):
+            raise OutputError(f"{dest}: file exists; pass --force to overwrite it") from None
+        raise
 
-    module, in_format = no64io.load_with_format(source, format=args.format)
-    report = demote(
-        module,
-        policy=args.policy,
-        integer_policy=args.integer_policy,
-        input_ranges=dict(args.ranges),
-    )
-    check(module)
+    with _too_deep(source):
+        module, in_format = no64io.load_with_format(
+            source, format=args.format, max_size=args.max_input_size
+        )
+        report = demote(
+            module,
+            policy=args.policy,
+            integer_policy=args.integer_policy,
+            input_ranges=ranges,
+        )
+        check(module)
     if args.output_format:
         out_format = args.output_format
     elif args.in_place:
@@ -416,6 +509,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``no64`` command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    # File names that are not UTF-8 reach Python as surrogate escapes: print
+    # them as the bytes they were, as ls does, instead of failing.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream.errors == "strict":
+                stream.reconfigure(errors="surrogateescape")
+        except (AttributeError, ValueError, OSError):
+            pass
     program_args: list[str] = []
     if argv and argv[0] == "audit":
         argv, program_args = _split_audit_argv(argv)

@@ -30,16 +30,32 @@ what the installed JAX writes:
 cause is an :class:`~no64.errors.InputError` (reading) or an
 :class:`OutputError` (writing) whose message is one line naming the file
 and, where the parser gave one, the line and column.
+
+Limits on input, so that bad input gets an error instead of a crash or a hang:
+
+* Only regular files and pipes (FIFOs, ``<(...)``) are read; devices,
+  sockets and directories are refused.  A pipe with no writer is given up on
+  after :data:`PIPE_WAIT_SECONDS`.
+* Input larger than ``max_size`` bytes (default :data:`MAX_INPUT_SIZE`,
+  1 GiB) is refused, before reading it when the size is known.
+* Input nested more than :data:`MAX_NESTING` levels deep (braces,
+  parentheses, brackets and ``<...>`` in text; regions in bytecode) is
+  refused: the parsers and printers recurse once per level and would run
+  out of stack.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import importlib.util
 import io
 import os
 import re
 import secrets
+import select
+import stat
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,6 +69,8 @@ from .core.locations import SourceLocation, decode_location
 __all__ = [
     "FORMATS",
     "MODULE_FORMATS",
+    "MAX_INPUT_SIZE",
+    "MAX_NESTING",
     "OutputError",
     "detect_format",
     "dumps",
@@ -91,6 +109,15 @@ _EXTENSIONS: tuple[tuple[str, str], ...] = (
     (".bc", "mlirbc"),
     (".pb", "hlopb"),
 )
+
+#: The largest input :func:`load` reads by default, in bytes (1 GiB).
+MAX_INPUT_SIZE = 1 << 30
+#: The deepest nesting :func:`load` accepts: of brackets in text formats
+#: (``{``, ``(``, ``[``, ``<``), of regions in bytecode.  Programs JAX writes
+#: stay far below it; past a few thousand levels the parsers crash.
+MAX_NESTING = 256
+#: How long to wait for the first bytes from a pipe before giving up on it.
+PIPE_WAIT_SECONDS = 30.0
 
 _BYTECODE_MAGIC = b"ML\xefR"
 _VHLO_PRODUCER = b"StableHLO_v"
@@ -316,34 +343,318 @@ def _collect_diagnostics(ctx: ir.Context) -> Iterator[list[tuple[SourceLocation,
 # --------------------------------------------------------------------------- loading
 
 
-def _read(source: str | os.PathLike[str] | bytes) -> tuple[str, bytes, str | None]:
-    """Return (display name, content, path or None for in-memory data)."""
+def _size_text(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << (shift - 4)) == 0:
+            return f"{n / (1 << shift):g} {unit}"
+    return f"{n} bytes"
+
+
+def _too_large(name: str, max_size: int) -> InputError:
+    return InputError(
+        f"{name}: larger than {_size_text(max_size)}, the most no64 reads "
+        "(raise the limit with --max-input-size, or max_size= in the API)"
+    )
+
+
+def _not_found(path: str) -> InputError:
+    hint = ""
+    if "\n" in path or path.lstrip().startswith(("module", "HloModule", "#loc")):
+        hint = " (to load module text held in memory, pass it as bytes)"
+        path = path.strip().splitlines()[0][:60] + "..."
+    return InputError(f"{path}: no such file{hint}")
+
+
+_FILE_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    for test, kind in _FILE_KINDS:
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _read_fd(fd: int, name: str, max_size: int | None) -> bytes:
+    """Read a regular file to its end, refusing it past ``max_size`` bytes."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, 1 << 24)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if max_size is not None and total > max_size:
+            raise _too_large(name, max_size)
+        chunks.append(chunk)
+
+
+def _read_pipe(fd: int, name: str, max_size: int | None) -> bytes:
+    """Read a pipe (opened non-blocking) to its end.
+
+    Opening a FIFO that no process writes to, or reading one that stops
+    sending, would block for ever: give up after :data:`PIPE_WAIT_SECONDS`
+    without data.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        if not poller.poll(PIPE_WAIT_SECONDS * 1000):
+            what = "nothing written to this pipe" if not chunks else "this pipe stalled"
+            raise InputError(
+                f"{name}: {what} for {PIPE_WAIT_SECONDS:g} s (is a program writing to it?)"
+            )
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if max_size is not None and total > max_size:
+            raise _too_large(name, max_size)
+        chunks.append(chunk)
+
+
+def _read(
+    source: str | os.PathLike[str] | bytes, max_size: int | None = MAX_INPUT_SIZE
+) -> tuple[str, bytes, str | None]:
+    """Return (display name, content, path or None for in-memory data).
+
+    ``source`` is bytes held in memory, or a file name (``str``, ``bytes``
+    path or path-like: any name the OS gives, UTF-8 or not).
+    """
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _MEMORY, bytes(source), None
-    path = os.fspath(source)
-    if not isinstance(path, str):
-        raise InputError(f"{path!r}: file names must be str, not bytes")
+    path = os.fsdecode(os.fspath(source))
     try:
-        with open(path, "rb") as f:
-            return path, f.read(), path
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
-        hint = ""
-        if "\n" in path or path.lstrip().startswith(("module", "HloModule", "#loc")):
-            hint = " (to load module text held in memory, pass it as bytes)"
-            path = path.strip().splitlines()[0][:60] + "..."
-        raise InputError(f"{path}: no such file{hint}") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file") from None
+        raise _not_found(path) from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{path}: is a directory, not a file")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise InputError(
+            f"{path}: is {_kind(mode)}, not a file; no64 reads regular files and pipes"
+        )
+    try:
+        # Non-blocking, so that opening a FIFO no program writes to returns.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise _not_found(path) from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            if max_size is not None and st.st_size > max_size:
+                raise _too_large(path, max_size)
+            os.set_blocking(fd, True)
+            data = _read_fd(fd, path, max_size)
+        elif stat.S_ISFIFO(st.st_mode):
+            data = _read_pipe(fd, path, max_size)
+        else:  # replaced since the check above
+            raise InputError(f"{path}: is {_kind(st.st_mode)}, not a file")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return path, data, path
+
+
+# --------------------------------------------------------------------------- nesting
+
+# What the depth scan skips: string literals (MLIR strings hold no raw
+# newline), line comments, and HLO's one-line /*...*/ comments.
+_SKIPPED = re.compile(rb'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[^\n]*?\*/')
+_SCAN_CHUNK = 1 << 24
+
+
+def _code_only(text: bytes, angles: bool) -> bytes:
+    """``text`` without string literals and comments (newlines kept), and
+    without the ``->``, ``<=`` and ``>=`` that are no brackets.
+
+    The fast way splits at quotes: MLIR and HLO strings hold no newline, and
+    machine-written modules have no escaped quotes and no comments.  Other
+    text goes through the exact (slower) regular expression.
+    """
+    if b'\\"' in text or b"/*" in text:
+        code = _SKIPPED.sub(b"", text)
+    else:
+        code = b"".join(text.split(b'"')[0::2])
+        if b"//" in code:
+            code = _SKIPPED.sub(b"", text)
+    if angles:
+        code = code.replace(b"->", b"").replace(b"<=", b"").replace(b">=", b"")
+    return code
+
+
+def _nesting_line(text: bytes, angles: bool, limit: int) -> int | None:
+    """The line where ``text`` first nests deeper than ``limit``, or None.
+
+    Counts ``{ ( [`` against ``} ) ]`` outside strings and comments, and with
+    ``angles`` also ``<`` against ``>``.  Costs about a quarter of parsing.
+    """
+    import numpy as np
+
+    if sum(text.count(c) for c in (b"{", b"(", b"[", b"<")) <= limit:
+        return None  # cannot be deeper than the number of openers
+    code = _code_only(text, angles)
+    weight = np.zeros(256, dtype=np.int8)
+    weight[[0x7B, 0x28, 0x5B]] = 1  # { ( [
+    weight[[0x7D, 0x29, 0x5D]] = -1  # } ) ]
+    if angles:
+        weight[0x3C], weight[0x3E] = 1, -1  # < >
+    a = np.frombuffer(code, dtype=np.uint8)
+    depth = 0
+    for start in range(0, len(a), _SCAN_CHUNK):
+        levels = np.cumsum(weight[a[start : start + _SCAN_CHUNK]], dtype=np.int32) + depth
+        if int(levels.max()) > limit:
+            pos = start + int(np.argmax(levels > limit))
+            return code.count(b"\n", 0, pos) + 1
+        depth = int(levels[-1])
+    return None
+
+
+def _check_utf8(data: bytes, name: str) -> None:
+    """Refuse text that is not UTF-8: the parsers' messages quote the text,
+    and the bindings abort the process on a message that is not UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(
+            f"{name}:{line}:{column}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
+        ) from None
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """An MLIR bytecode "prefix varint" at ``pos``: (value, next position).
+
+    The number of trailing zero bits of the first byte, plus one, is its
+    length in bytes; a first byte of zero is followed by eight bytes.
+    """
+    if pos >= len(data):
+        raise IndexError(pos)
+    first = data[pos]
+    if first == 0:
+        if pos + 9 > len(data):
+            raise IndexError(pos)
+        return int.from_bytes(data[pos + 1 : pos + 9], "little"), pos + 9
+    width = (first & -first).bit_length()
+    if pos + width > len(data):
+        raise IndexError(pos)
+    return int.from_bytes(data[pos : pos + width], "little") >> width, pos + width
+
+
+def _check_bytecode_strings(data: bytes, name: str) -> None:
+    """Refuse MLIR bytecode whose producer or string section is not UTF-8.
+
+    The reader quotes these strings in its messages, and the bindings abort
+    the process on a message that is not UTF-8.  Anything else wrong with
+    the layout is left to the reader, which reports it.
+    """
+    try:
+        _, pos = _varint(data, 4)  # version
+        end = data.index(b"\0", pos)
+        data[pos:end].decode("utf-8")
+        pos = end + 1
+        while pos < len(data):
+            code = data[pos]
+            pos += 1
+            length, pos = _varint(data, pos)
+            if code & 0x80:  # aligned: the alignment, then padding bytes
+                _, pos = _varint(data, pos)
+                while pos < len(data) and data[pos] == 0xCB:
+                    pos += 1
+            section = data[pos : pos + length]
+            pos += length
+            if code & 0x7F == 0:  # the string section
+                count, at = _varint(section, 0)
+                sizes = 0
+                for _ in range(count):
+                    size, at = _varint(section, at)
+                    sizes += size
+                if sizes > len(section) - at:
+                    return  # malformed: the reader says so
+                section[at : at + sizes].decode("utf-8")
+    except (IndexError, ValueError) as exc:
+        if isinstance(exc, UnicodeDecodeError):
+            raise InputError(
+                f"{name}: corrupt MLIR bytecode (a string that is not UTF-8)"
+            ) from None
+        return  # malformed layout: the reader says so
+
+
+def _check_text_nesting(data: bytes, name: str, fmt: str) -> None:
+    line = _nesting_line(data, fmt != "hlo", MAX_NESTING)
+    if line is not None:
+        raise InputError(
+            f"{name}:{line}: nested more than {MAX_NESTING} levels deep "
+            "(braces, brackets, parentheses or <...>); no64 reads at most "
+            f"{MAX_NESTING} levels"
+        )
+
+
+def _check_region_nesting(module: ir.Module, name: str) -> None:
+    """Refuse a parsed module whose regions nest deeper than :data:`MAX_NESTING`.
+
+    Bytecode is read without recursion, but printing, verifying and
+    converting the module recurse once per level.  Only ops that can hold
+    regions are descended into.
+    """
+    from .core.scan import region_free_ops
+
+    region_free = region_free_ops()
+    stack = [(module.operation, 0)]
+    while stack:
+        op, depth = stack.pop()
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    child = child.operation
+                    if child.name in region_free:
+                        continue
+                    if depth + 1 >= MAX_NESTING:
+                        where = decode_location(child.location)
+                        raise InputError(
+                            _diagnostic_line(
+                                name,
+                                where,
+                                f"regions nested more than {MAX_NESTING} levels deep; "
+                                f"no64 reads at most {MAX_NESTING} levels",
+                            )
+                        )
+                    stack.append((child, depth + 1))
 
 
 def _has_vhlo_ops(module: ir.Module) -> bool:
     return any(op.operation.name.startswith("vhlo.") for op in module.body.operations)
 
 
+def _parse_file_ok(path: str | None) -> bool:
+    """Whether the MLIR parser may read ``path`` itself: a regular file whose
+    name the bindings take (UTF-8)."""
+    if path is None or not os.path.isfile(path):
+        return False
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _load_mlir(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
-    if path is not None and not data.startswith(_BYTECODE_MAGIC):
+    if not data.startswith(_BYTECODE_MAGIC) and _parse_file_ok(path):
         # Parsing the file (not the bytes) puts its name into the locations
         # of ops that have none, so reports can point into it.
         module = ir.Module.parseFile(path, context=ctx)
@@ -432,11 +743,18 @@ def load_with_format(
     *,
     format: str | None = None,
     context: ir.Context | None = None,
+    max_size: int | None = MAX_INPUT_SIZE,
 ) -> tuple[ir.Module, str]:
     """Like :func:`load`, and also return the format that was read."""
-    name, data, path = _read(source)
+    name, data, path = _read(source, max_size)
     _require_content(data, name)
     fmt = _check_format(format, InputError) if format else detect_format(data, path)
+    text = not data.startswith(_BYTECODE_MAGIC)
+    if text and fmt in ("mlir", "mlirbc", "vhlo", "hlo"):
+        _check_utf8(data, name)
+        _check_text_nesting(data, name, fmt)
+    elif not text:
+        _check_bytecode_strings(data, name)
     ctx = context if context is not None else make_context()
     try:
         module = _LOADERS[fmt](data, path, name, ctx)
@@ -449,6 +767,10 @@ def load_with_format(
         raise InputError(
             _xla_error_line(name, exc, f"cannot read it as {_DESCRIPTIONS[fmt]}: ")
         ) from exc
+    if not (text and fmt in ("mlir", "mlirbc")):
+        # Bytecode, and modules converted from HLO (whose calls become
+        # nested regions), were not scanned as text.
+        _check_region_nesting(module, name)
     _verify(module, name)
     return module, fmt
 
@@ -458,6 +780,7 @@ def load(
     *,
     format: str | None = None,
     context: ir.Context | None = None,
+    max_size: int | None = MAX_INPUT_SIZE,
 ) -> ir.Module:
     """Parse a module from a file (``str`` or path) or from ``bytes`` in memory.
 
@@ -468,16 +791,19 @@ def load(
         when None.
       context: The MLIR context to parse into; a new one from
         :func:`no64._mlir.make_context` when None.
+      max_size: The largest file to read, in bytes (None: no limit).
+        Bytes held in memory are not limited.
 
     Returns:
       The verified module, in StableHLO (HLO and VHLO inputs are converted).
 
     Raises:
-      InputError: The file is missing, empty, unreadable, of unknown format,
-        malformed (the message gives ``file:line:col`` where the parser
+      InputError: The file is missing, empty, unreadable, not a regular
+        file or pipe, larger than ``max_size``, nested more than
+        :data:`MAX_NESTING` levels deep, of unknown format, malformed (the message gives ``file:line:col`` where the parser
         does), uses an op of an unknown dialect, or fails verification.
     """
-    return load_with_format(source, format=format, context=context)[0]
+    return load_with_format(source, format=format, context=context, max_size=max_size)[0]
 
 
 def _verify(module: ir.Module, name: str) -> None:
@@ -608,13 +934,18 @@ def save(
 ) -> str:
     """Write ``module`` to the file ``dest`` and return the format used.
 
-    The format comes from ``dest``'s extension when not given.  The file is
-    written to a temporary name beside ``dest`` and renamed into place, so
-    ``dest`` is never left half written.
+    The format comes from ``dest``'s extension when not given.  A regular
+    file is written to a temporary name beside it and renamed into place, so
+    ``dest`` is never left half written; an overwritten file keeps its
+    permissions and, where the user may set them, its owner and group.  A
+    symbolic link is written through (its target is replaced), and a
+    character device or FIFO (``/dev/null``, ``/dev/stdout``, a pipe) is
+    written to as it is, without ``overwrite``.
 
     Raises:
-      OutputError: Unknown format, ``dest`` exists and ``overwrite`` is
-        false, ``dest`` is a directory, or the write fails.
+      OutputError: Unknown format, ``dest`` is an existing file and
+        ``overwrite`` is false, ``dest`` is a directory, block device or
+        socket, a FIFO no program reads, or the write fails.
     """
     path = os.fspath(dest)
     if format is None:
@@ -625,23 +956,107 @@ def save(
                 f"give it explicitly, one of: {', '.join(FORMATS)}"
             )
     fmt = _check_format(format, OutputError)
-    if os.path.isdir(path):
-        raise OutputError(f"{path}: is a directory")
-    if not overwrite and os.path.lexists(path):
-        raise OutputError(f"{path}: file exists; refusing to overwrite it")
-    _write_atomically(path, dumps(module, fmt), overwrite)
+    kind = _destination_kind(path, overwrite)
+    data = dumps(module, fmt)
+    if kind == "stream":
+        _write_through(path, data)
+    else:
+        _write_atomically(path, data, overwrite)
     return fmt
 
 
+def _destination_kind(path: str, overwrite: bool) -> str:
+    """Whether ``path`` may be written, and how: ``"file"`` (a new or, with
+    ``overwrite``, an existing regular file, replaced atomically) or
+    ``"stream"`` (a character device or FIFO, written to as it is).
+
+    Raises:
+      OutputError: What :func:`save` would refuse, before any work is done.
+    """
+    try:
+        st = os.stat(path)  # through symbolic links
+    except FileNotFoundError:
+        return "file"  # new (also the target of a dangling link)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise OutputError(f"{path}: is a directory")
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return "stream"
+    if not stat.S_ISREG(mode):
+        raise OutputError(f"{path}: is {_kind(mode)}; refusing to write to it")
+    if _is_special_name(path):
+        # /dev/stdout, /dev/fd/N, /proc/self/fd/N naming a file the shell
+        # opened (``> out.mlir``): replacing the file would lose the output.
+        return "stream"
+    if not overwrite:
+        raise OutputError(f"{path}: file exists; refusing to overwrite it")
+    return "file"
+
+
+_FD_NAME = re.compile(r"/(?:dev/(?:stdout|stderr|fd/\d+)|proc/(?:self|\d+)/fd/\d+)")
+
+
+def _is_special_name(path: str) -> bool:
+    """Whether ``path`` names an open file descriptor (``/dev/stdout``, ...)."""
+    return _FD_NAME.fullmatch(os.path.abspath(path)) is not None
+
+
+def _write_through(path: str, data: bytes) -> None:
+    """Write ``data`` to a character device or FIFO (or a file the shell
+    opened, named by ``/dev/stdout``), as it is."""
+    try:
+        # Non-blocking open: a FIFO without a reader fails (ENXIO) at once
+        # instead of waiting for one.
+        flags = os.O_WRONLY | os.O_NONBLOCK | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OutputError(f"{path}: no program reads from this pipe") from None
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _target(path: str) -> str:
+    """The file a path names once symbolic links are followed; ``path``
+    itself when it is no link."""
+    if not os.path.islink(path):
+        return path
+    return os.path.realpath(path)
+
+
 def _write_atomically(path: str, data: bytes, overwrite: bool) -> None:
+    shown = path
+    path = _target(path)  # write through links: replace their target
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
     try:
-        # 0o666 lets the umask decide the final permissions, as for open().
+        old = os.stat(path) if overwrite and os.path.exists(path) else None
+        if old is not None and not _same_owner_possible(old):
+            # The new file could not be given the old one's owner: write
+            # into the old file instead (not atomic, but it keeps its owner).
+            with open(path, "r+b") as f:
+                f.write(data)
+                f.truncate()
+                f.flush()
+                os.fsync(f.fileno())
+            return
+        # 0o666 lets the umask decide a new file's permissions, as for open().
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            if old is not None:
+                _copy_owner_and_mode(f.fileno(), old)
             os.fsync(f.fileno())
         if overwrite:
             os.replace(tmp, path)
@@ -649,14 +1064,33 @@ def _write_atomically(path: str, data: bytes, overwrite: bool) -> None:
         try:
             os.link(tmp, path)  # atomic, and fails if path appeared meanwhile
         except FileExistsError:
-            raise OutputError(f"{path}: file exists; refusing to overwrite it") from None
+            raise OutputError(f"{shown}: file exists; refusing to overwrite it") from None
         except OSError:
             # File systems without hard links: check, then rename.
             if os.path.lexists(path):
-                raise OutputError(f"{path}: file exists; refusing to overwrite it") from None
+                raise OutputError(f"{shown}: file exists; refusing to overwrite it") from None
             os.replace(tmp, path)
     except OSError as exc:
-        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+        raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from exc
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _same_owner_possible(old: os.stat_result) -> bool:
+    """Whether a new file can be given ``old``'s owner and group."""
+    if not hasattr(os, "geteuid"):
+        return True
+    if os.geteuid() == 0:
+        return True
+    return old.st_uid == os.geteuid() and (
+        old.st_gid == os.getegid() or old.st_gid in os.getgroups()
+    )
+
+
+def _copy_owner_and_mode(fd: int, old: os.stat_result) -> None:
+    if hasattr(os, "fchown"):
+        new = os.fstat(fd)
+        if (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
+            os.fchown(fd, old.st_uid, old.st_gid)
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))

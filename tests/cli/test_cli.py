@@ -104,7 +104,7 @@ GARBAGE = bytes(range(256)) * 2
     [
         ("empty.mlir", b"", ["empty"]),
         ("garbage.bin", GARBAGE, ["cannot tell the format"]),
-        ("garbage.mlir", GARBAGE, [":1:", "unexpected character"]),
+        ("garbage.mlir", GARBAGE, [":2:118:", "not UTF-8"]),
         ("malformed.mlir", (DATA / "malformed.mlir").read_bytes(), [":4:24:", "tensor<3xf64>"]),
         ("unknown.mlir", (DATA / "unknown_op.mlir").read_bytes(), [":4:10:", "mystery"]),
         ("malformed.hlo", (DATA / "malformed.hlo").read_bytes(), [":5:22:", "frobnicate"]),

@@ -25,6 +25,7 @@ a certain overflow is told from a possible one.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -121,6 +122,7 @@ def resolve_input_ranges(
     """Map declared ranges (by argument position or name) to positions of the
     entry function's integer arguments; raise ``ValueError`` naming what does
     not resolve."""
+    validate_input_ranges(input_ranges)
     if not input_ranges:
         return {}
     fn = entry_function(root)
@@ -146,8 +148,47 @@ def resolve_input_ranges(
             raise ValueError(f"argument {key!r} is not an integer ({ftype.inputs[idx]})")
         if int(lo) > int(hi):
             raise ValueError(f"range of argument {key!r} is empty: {lo} > {hi}")
+        if idx in out:
+            raise ValueError(f"argument #{idx} is given two ranges (by position and by name)")
         out[idx] = (int(lo), int(hi))
     return out
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def validate_input_ranges(input_ranges: Any) -> None:
+    """Check the shape of declared input ranges: a mapping from an argument
+    position (``int``) or name (``str``) to an inclusive ``(lo, hi)`` pair of
+    integers.  Raise ``TypeError`` (not a mapping) or ``ValueError`` naming
+    the argument."""
+    if input_ranges is None:
+        return
+    if not isinstance(input_ranges, Mapping):
+        raise TypeError(
+            "input_ranges must be a mapping from argument position or name to (lo, hi), "
+            f"e.g. {{'tokens': (0, 50256)}}, not {type(input_ranges).__name__}"
+        )
+    for key, bounds in input_ranges.items():
+        if not (_is_int(key) or isinstance(key, str)):
+            raise ValueError(
+                f"input_ranges: key {key!r} must be an argument position (int) or name (str), "
+                f"not {type(key).__name__}"
+            )
+        if _is_int(key) and key < 0:
+            raise ValueError(f"input_ranges: argument position {key} is negative")
+        if (
+            isinstance(bounds, (str, bytes))
+            or not isinstance(bounds, Sequence)
+            or len(bounds) != 2
+            or not all(_is_int(b) for b in bounds)
+        ):
+            raise ValueError(
+                f"input_ranges: the range of argument {key!r} must be a pair of integers "
+                f"(lo, hi), not {bounds!r}"
+            )
+
 
 class RangeAnalysis:
     """Demand-driven range analysis over one module.

@@ -46,6 +46,7 @@ from ..errors import (
     NarrowingError,
     UnsupportedOpError,
 )
+from ..analysis.ranges import validate_input_ranges
 from ..kinds import EventKind, IntegerPolicy, RangePolicy, Verdict
 from ..rules.registry import REGISTRY, OpSpec
 from . import constants as C
@@ -155,6 +156,12 @@ def demote(
         verify (a no64 bug).  The module is left unchanged.
     """
     policy = RangePolicy.parse(policy, "policy")
+    if _module_op(module).name != "builtin.module":
+        raise TypeError(
+            f"demote() takes a module (builtin.module), not a {_module_op(module).name} op; "
+            "pass the module that holds it"
+        )
+    validate_input_ranges(input_ranges)
     if input_ranges:
         try:
             resolve_input_ranges(_module_op(module), input_ranges)
@@ -313,6 +320,8 @@ class _Pass:
         values = self.values
         append = values.append
         roles = _roles()
+        context = self.root.context
+        registered: dict[str, bool] = {}
         kept = self.kept_ops.append
         kept_arg = self.kept_args.append
         for op in all_ops(self.root):
@@ -381,6 +390,11 @@ class _Pass:
                 new = convert(ft)
                 if new is not None:
                     self.funcs.append((op, ft, new))
+            known = True
+            if not role:
+                known = registered.get(name)
+                if known is None:
+                    known = registered[name] = context.is_registered_operation(name)
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.arguments:
@@ -390,8 +404,18 @@ class _Pass:
                             new = convert(t)
                         if new is not None:
                             append((arg, t, new))
+                            any64 = True
                         else:
                             kept_arg(arg)
+            if not known and (any64 or any(convert(v.type) is not None for v in op.operands)):
+                # An op of a dialect the context does not know (parsed with
+                # allow_unregistered_dialects): no rule can say what its
+                # 64-bit types mean.  load() refuses such ops at parse time.
+                self.refuse(
+                    op,
+                    "no64 does not know this op (its dialect is not registered), so it cannot "
+                    "tell whether narrowing its 64-bit types keeps its meaning",
+                )
         if not self.candidates:
             # No rule will change the module: settle what was put off.
             for op in self.pending:

@@ -121,7 +121,7 @@ def enclosing_function(op: ir.Operation) -> str | None:
 
 _MISS = object()
 
-def _region_free_ops() -> frozenset[str]:
+def region_free_ops() -> frozenset[str]:
     """Ops that never carry regions (walks skip the region lookup for them),
     from the op registry."""
     from ..rules.registry import REGISTRY
@@ -239,7 +239,7 @@ def has_64bit(module: ir.Module | ir.Operation) -> bool:
     found = False
     advance = ir.WalkResult.ADVANCE
     interrupt = ir.WalkResult.INTERRUPT
-    no_regions = _region_free_ops()
+    no_regions = region_free_ops()
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal found
