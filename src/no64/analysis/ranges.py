@@ -697,18 +697,18 @@ class RangeAnalysis:
         count: int | None
         if name == "stablehlo.scatter":
             inputs, updates = operands[:n], operands[n + 1 :]
-            seeds = [self._join_values([inputs[i], updates[i]], results[i]) for i in range(n)]
+            seeds = [self.moved(results[i], [inputs[i], updates[i]]) for i in range(n)]
             init_of = inputs
             elems = updates
             count = _static_size(updates[0]) if updates else None
         elif name in ("stablehlo.all_reduce", "stablehlo.reduce_scatter"):
-            seeds = [self._join_values([x], r) for x, r in zip(operands, results)]
+            seeds = [self.moved(r, [x]) for x, r in zip(operands, results)]
             init_of = None
             elems = operands
             count = _replica_count(op)
         else:
             inputs, inits = operands[:n], operands[n:]
-            seeds = [self._join_values([inputs[i], inits[i]], results[i]) for i in range(n)]
+            seeds = [self.moved(results[i], [inputs[i], inits[i]]) for i in range(n)]
             init_of = inits
             elems = inputs
             count = _reduced_count(op)
@@ -772,17 +772,21 @@ class RangeAnalysis:
         self._layers[-1][key] = state
         return state
 
-    def _join_values(self, values: Sequence[ir.Value], like: ir.Value) -> Range | None:
-        full = self.full(like)
+    def moved(self, result: ir.Value, sources: Sequence[ir.Value]) -> Range | None:
+        """The range of ``result`` whose elements are elements of ``sources``
+        (joined, sentinels kept); the full range if a source has another
+        element type."""
+        full = self.full(result)
         if full is None:
             return None
         parts = []
-        for x in values:
+        element = ir.ShapedType(result.type).element_type
+        for x in sources:
             r = self.range(x)
-            if r is None or x.type != like.type and ir.ShapedType(x.type).element_type != ir.ShapedType(like.type).element_type:
+            if r is None or ir.ShapedType(x.type).element_type != element:
                 return Range(*full)
             parts.append(r)
-        return join(parts)
+        return join(parts) if parts else Range(*full)
 
 
 def _adds_to(y: ir.Value, acc: ir.Value) -> bool:

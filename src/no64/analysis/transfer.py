@@ -92,16 +92,7 @@ def _same_signedness(a: ir.Value, b: ir.Value) -> bool:
 
 def _moved(q: RangeAnalysis, op: ir.Operation, result: ir.Value, sources: Sequence[ir.Value]) -> Range | None:
     """A result whose elements are elements of ``sources`` (joined)."""
-    full = q.full(result)
-    if full is None:
-        return None
-    parts = []
-    for x in sources:
-        r = q.of(x)
-        if r is None or not _same_signedness(x, result):
-            return Range(*full)
-        parts.append(r)
-    return join(parts) if parts else Range(*full)
+    return q.moved(result, sources)
 
 
 def join_operands(q: RangeAnalysis, op: ir.Operation) -> Results:

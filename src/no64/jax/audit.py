@@ -441,9 +441,10 @@ def _hint(primitive: str, handling: Handling, elem: str, op: str, source: str | 
         return refusal or "no64 refuses this op"
     if handling is Handling.BLOCKED:
         return "no64 refuses this module because of another value (see refused)"
-    hint = spec_of(op).hint
+    # what the op registry says about the op (or the op JAX's primitive lowers to)
+    hint = spec_of(op).hint or spec_of(f"stablehlo.{primitive}").hint
     if hint is not None:
-        return hint  # what the op registry says about the op
+        return hint
     if primitive in ("iota_2x32_shape", "threefry2x32", "random_bits", "random_seed", "random_wrap"):
         return "threefry counters: rewritten exactly"
     if primitive.startswith("<function"):

@@ -341,7 +341,7 @@ def _environment_choice(name: str, choices: tuple[str, ...], default: str, stric
     problem = f"{name}={raw!r} is not one of {', '.join(choices)}"
     if strict:
         raise ValueError(f"invalid no64 environment: {problem}")
-    sys.stderr.write(f"no64: {problem}; using {default!r}\n")
+    sys.stderr.write(f"no64: {problem}; using {str(default)!r}\n")
     return default
 
 
