@@ -101,7 +101,7 @@ def demote(
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
     Every narrowed integer value gets a verdict from the range analysis
-    (:mod:`no64.ranges`): ``exact`` (proven within the 32-bit range),
+    (:mod:`no64.analysis.ranges`): ``exact`` (proven within the 32-bit range),
     ``sentinel`` (an extreme mapped to the 32-bit extreme), ``unproven``
     (might leave the range) or ``overflow`` (proven to leave it); float
     values are ``exact`` (constants that f32 holds exactly) or
@@ -773,7 +773,7 @@ class _Pass:
         Every type is read again from the module -- op results, block
         arguments of every region and function signatures -- for every value
         of the walk the plan made (ops the pass inserts itself send it to
-        :func:`~no64.scan.check`'s own walk instead).  A retyped value is
+        :func:`~no64.core.scan.check`'s own walk instead).  A retyped value is
         compared with the type it was given, each distinct one of which is
         classified afresh; every other type is classified afresh.  No
         decision of the plan is trusted.

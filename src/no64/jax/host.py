@@ -212,7 +212,7 @@ def _record(kind: str, op: str, detail: str, count: int) -> None:
 
 
 def host_records() -> list[Event]:
-    """The host narrowings that were not exact, one :class:`no64.report.Event`
+    """The host narrowings that were not exact, one :class:`no64.core.report.Event`
     per kind and source line (``count`` sums the elements over all calls),
     oldest first; the kinds are those of the pass's report."""
     with _records_lock:

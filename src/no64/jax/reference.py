@@ -1,6 +1,6 @@
 """Run StableHLO modules on the JAX CPU backend and check demoted programs.
 
-This is the JAX layer of no64: the core (:mod:`no64.scan`, :mod:`no64.demote`)
+This is the JAX layer of no64: the core (:mod:`no64.core.scan`, :mod:`no64.core.demote`)
 never imports JAX, while this module compiles modules with the XLA CPU client
 that ships in jaxlib, executes them, and compares a demoted program with its
 64-bit original on the same inputs.
@@ -476,7 +476,7 @@ def expected_after_demotion(reference: np.ndarray) -> np.ndarray:
     ``min`` whose row is all masked returns ``INT64_MAX`` in the reference,
     and should return ``INT32_MAX`` after demotion.  Outputs of other dtypes
     are only widened.  This is written independently of
-    :mod:`no64.constants`, so the check does not trust the code it checks.
+    :mod:`no64.core.constants`, so the check does not trust the code it checks.
     """
     if reference.dtype == np.int64:
         out = reference.copy()
