@@ -368,13 +368,11 @@ class RangeAnalysis:
         if transfer is None:
             return None
         results = transfer(self, op)
-        k = 0
         layer = self._layers[-1]
         mine = None
         for res, r in zip(op.results, results):
             if res == v:
                 mine = r
-                k += 1
             elif r is not None:
                 layer[res] = r
         return mine

@@ -69,12 +69,8 @@ def same_as_operands(q: RangeAnalysis, op: ir.Operation) -> Results:
     ops = op.operands
     out: Results = []
     for i, r in enumerate(op.results):
-        if q.full(r) is None:
-            out.append(None)
-        elif i < len(ops) and q.of(ops[i]) is not None and _same_signedness(ops[i], r):
-            out.append(q.of(ops[i]))
-        else:
-            out.append(Range(*q.full(r)))  # type: ignore[misc]
+        full = q.full(r)
+        out.append(q.moved(r, [ops[i]]) if i < len(ops) else None if full is None else Range(*full))
     return out
 
 
