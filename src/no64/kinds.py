@@ -47,6 +47,8 @@ class Verdict(_Vocabulary):
     EXACT = "exact"
     #: A 64-bit extreme mapped to the 32-bit extreme, keeping its meaning.
     SENTINEL = "sentinel"
+    #: Carried exactly as a pair of 32-bit words (see :mod:`no64.core.emulate`).
+    EMULATED = "emulated"
     #: An out-of-range integer constant clipped (``integer_policy="saturate"``).
     SATURATED = "saturated"
     #: An out-of-range integer constant wrapped (``integer_policy="wrap"``).
@@ -65,7 +67,7 @@ class Verdict(_Vocabulary):
 
 
 #: Verdicts that keep every value (a sentinel keeps its meaning).
-EXACT_VERDICTS: frozenset[Verdict] = frozenset({Verdict.EXACT, Verdict.SENTINEL})
+EXACT_VERDICTS: frozenset[Verdict] = frozenset({Verdict.EXACT, Verdict.SENTINEL, Verdict.EMULATED})
 
 
 class EventKind(_Vocabulary):
@@ -83,6 +85,8 @@ class EventKind(_Vocabulary):
     FLOAT_OVERFLOW = "float-overflow"
     #: An op replaced by an exact 32-bit equivalent.
     REWRITE = "rewrite"
+    #: An op computed exactly on 64-bit integers carried as 32-bit word pairs.
+    EMULATED = "emulated"
     #: An op replaced by a 32-bit equivalent that computes with fewer bits.
     PRECISION_REDUCED = "precision-reduced"
     #: An integer value the pass cannot prove fits in 32 bits.
@@ -98,7 +102,7 @@ class EventKind(_Vocabulary):
         """
         if self in (EventKind.FLOAT_INEXACT, EventKind.FLOAT_OVERFLOW):
             return True
-        if self is EventKind.REWRITE:
+        if self in (EventKind.REWRITE, EventKind.EMULATED):
             return False
         return Verdict(self.value).lossy
 
@@ -116,6 +120,9 @@ class RangePolicy(_Vocabulary):
     STRICT = "strict"
     #: Refuses nothing; reports both.
     PERMISSIVE = "permissive"
+    #: Emulates every integer not proven to fit (exact 64-bit results in
+    #: 32-bit words); refuses what is left unproven, like ``strict``.
+    EXACT = "exact"
 
     @property
     def refuses(self) -> frozenset[Verdict]:
@@ -127,6 +134,7 @@ _REFUSES: dict[RangePolicy, frozenset[Verdict]] = {
     RangePolicy.DEFAULT: frozenset({Verdict.OVERFLOW}),
     RangePolicy.STRICT: frozenset({Verdict.OVERFLOW, Verdict.UNPROVEN}),
     RangePolicy.PERMISSIVE: frozenset(),
+    RangePolicy.EXACT: frozenset({Verdict.OVERFLOW, Verdict.UNPROVEN}),
 }
 
 
@@ -171,6 +179,7 @@ class Handling(_Vocabulary):
     EXACT = "exact"
     SENTINEL = "sentinel"
     REWRITTEN = "rewritten"
+    EMULATED = "emulated"
     FLOAT32 = "float32"
     ROUNDED = "rounded"
     PRECISION_REDUCED = "precision-reduced"
@@ -215,6 +224,7 @@ _NOT_REMOVABLE = frozenset({Handling.REFUSED, Handling.BLOCKED, Handling.UNPROVE
 _OF_VERDICT: dict[Verdict, Handling] = {
     Verdict.EXACT: Handling.EXACT,
     Verdict.SENTINEL: Handling.SENTINEL,
+    Verdict.EMULATED: Handling.EMULATED,
     Verdict.SATURATED: Handling.OVERFLOW,
     Verdict.WRAPPED: Handling.OVERFLOW,
     Verdict.PRECISION_REDUCED: Handling.PRECISION_REDUCED,
@@ -223,6 +233,7 @@ _OF_VERDICT: dict[Verdict, Handling] = {
 }
 _OF_EVENT: dict[EventKind, Handling] = {
     EventKind.REWRITE: Handling.REWRITTEN,
+    EventKind.EMULATED: Handling.EMULATED,
     EventKind.SENTINEL: Handling.SENTINEL,
     EventKind.FLOAT_INEXACT: Handling.ROUNDED,
     EventKind.SATURATED: Handling.OVERFLOW,

@@ -35,20 +35,21 @@ def test_every_word_round_trips_through_json(vocabulary: type) -> None:
 
 def test_spellings() -> None:
     assert Verdict.values() == (
-        "exact", "sentinel", "saturated", "wrapped", "precision-reduced", "unproven", "overflow"
+        "exact", "sentinel", "emulated", "saturated", "wrapped", "precision-reduced", "unproven",
+        "overflow",
     )
     assert EventKind.values() == (
-        "sentinel", "saturated", "wrapped", "float-inexact", "float-overflow", "rewrite",
+        "sentinel", "saturated", "wrapped", "float-inexact", "float-overflow", "rewrite", "emulated",
         "precision-reduced", "unproven", "overflow",
     )
-    assert RangePolicy.values() == ("default", "strict", "permissive")
+    assert RangePolicy.values() == ("default", "strict", "permissive", "exact")
     assert IntegerPolicy.values() == ("error", "saturate", "wrap")
     assert Mode.values() == ("fix", "check", "off")
     assert FailOn.values() == ("any", "lossy", "refused")
 
 
 def test_derived_sets() -> None:
-    assert EXACT_VERDICTS == {"exact", "sentinel"}
+    assert EXACT_VERDICTS == {"exact", "sentinel", "emulated"}
     # "overflow" is lossy as an event kind as well as a verdict
     assert LOSSY_EVENTS == {
         "float-inexact", "float-overflow", "saturated", "wrapped", "precision-reduced",
@@ -60,13 +61,14 @@ def test_derived_sets() -> None:
     assert RangePolicy.DEFAULT.refuses == {"overflow"}
     assert RangePolicy.STRICT.refuses == {"overflow", "unproven"}
     assert RangePolicy.PERMISSIVE.refuses == frozenset()
+    assert RangePolicy.EXACT.refuses == {"overflow", "unproven"}
     assert IntegerPolicy.SATURATE.verdict is Verdict.SATURATED
     assert IntegerPolicy.WRAP.verdict is Verdict.WRAPPED
     assert IntegerPolicy.ERROR.verdict is None
 
 
 def test_handlings_order_levels_and_fail_on() -> None:
-    assert [h.rank for h in Handling] == list(range(10))
+    assert [h.rank for h in Handling] == list(range(11))
     assert Handling.OVERFLOW.rank > Handling.UNPROVEN.rank > Handling.EXACT.rank
     assert {h for h in Handling if h.sarif_level == "error"} == {"overflow", "refused", "blocked"}
     assert {h for h in Handling if h.sarif_level == "warning"} == {"precision-reduced", "unproven"}
@@ -84,14 +86,14 @@ def test_handlings_order_levels_and_fail_on() -> None:
 
 def test_parse_names_the_choices() -> None:
     assert RangePolicy.parse("strict", "policy") is RangePolicy.STRICT
-    with pytest.raises(ValueError, match=r"^policy must be one of \('default', 'strict', 'permissive'\), not 'lax'$"):
+    with pytest.raises(ValueError, match=r"^policy must be one of \('default', 'strict', 'permissive', 'exact'\), not 'lax'$"):
         RangePolicy.parse("lax", "policy")
 
 
 def test_demote_rejects_unknown_policies_with_the_old_messages() -> None:
     m = ir.Module.parse("func.func public @main(%x: tensor<i64>) -> tensor<i64> { return %x : tensor<i64> }",
                         make_context())
-    with pytest.raises(ValueError, match=r"policy must be one of \('default', 'strict', 'permissive'\), not 'x'"):
+    with pytest.raises(ValueError, match=r"policy must be one of \('default', 'strict', 'permissive', 'exact'\), not 'x'"):
         no64.demote(m, policy="x")
     with pytest.raises(ValueError, match=r"integer_policy must be one of \('error', 'saturate', 'wrap'\), not 'y'"):
         no64.demote(m, integer_policy="y")

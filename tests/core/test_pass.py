@@ -235,8 +235,26 @@ def test_sentinels_map_to_32bit_extremes(decl: str, ty: str, expected: str, sent
         assert str(ev.location) == "const at prog.py:3:1"
 
 
-def test_out_of_range_integer_is_an_error_by_default_and_module_unchanged() -> None:
+def test_out_of_range_integer_is_emulated_by_default() -> None:
+    """An out-of-range constant is carried exactly as (low, high) words."""
     m = const_module("dense<[1, 5000000000]>", "tensor<2xi64>")
+    report = no64.demote(m)
+    assert report.emulated_outputs == [0]
+    text = str(m)
+    assert "-> tensor<2x2xi32>" in text and "i64>" not in text
+    # 5000000000 = 1 * 2**32 + 705032704: low words [1, 705032704], high [0, 1]
+    assert "dense<[1, 705032704]>" in text and "dense<[0, 1]>" in text, text
+
+
+def test_out_of_range_integer_is_an_error_where_it_cannot_be_emulated() -> None:
+    m = parse(
+        """
+func.func @main(%x: tensor<2xi64>) -> tensor<i64> {
+  %c = stablehlo.constant dense<[1, 5000000000]> : tensor<2xi64> loc("jit(f)/const"("prog.py":3:1))
+  %d = stablehlo.dot_general %x, %c, contracting_dims = [0] x [0] : (tensor<2xi64>, tensor<2xi64>) -> tensor<i64> loc("jit(f)/dot"("prog.py":4:1))
+  return %d : tensor<i64>
+}"""
+    )
     before = str(m)
     with pytest.raises(no64.ConstantRangeError) as exc:
         no64.demote(m)
@@ -342,36 +360,6 @@ REFUSALS = [
         "'my_kernel'",
     ),
     (
-        "stablehlo.shift_right_logical",
-        """%b = stablehlo.convert %a : (tensor<4xf64>) -> tensor<4xi64>
-  %s = stablehlo.constant dense<63> : tensor<4xi64>
-  %c = stablehlo.shift_right_logical %b, %s : tensor<4xi64> loc("jit(f)/shift_right_logical"("u.py":7:2))
-  %1 = stablehlo.convert %c : (tensor<4xi64>) -> tensor<4xf64>""",
-        "shift by 63 bits",
-    ),
-    (
-        "stablehlo.shift_left",
-        """%b = stablehlo.convert %a : (tensor<4xf64>) -> tensor<4xi64>
-  %s = stablehlo.constant dense<40> : tensor<4xi64>
-  %c = stablehlo.shift_left %b, %s : tensor<4xi64> loc("jit(f)/shift_left"("u.py":7:2))
-  %1 = stablehlo.convert %c : (tensor<4xi64>) -> tensor<4xf64>""",
-        "shift by 40 bits",
-    ),
-    (
-        "stablehlo.shift_left",
-        """%b = stablehlo.convert %a : (tensor<4xf64>) -> tensor<4xi64>
-  %c = stablehlo.shift_left %b, %b : tensor<4xi64> loc("jit(f)/shift_left"("u.py":7:2))
-  %1 = stablehlo.convert %c : (tensor<4xi64>) -> tensor<4xf64>""",
-        "cannot be shown to stay below 32",
-    ),
-    (
-        "stablehlo.not",
-        """%b = stablehlo.convert %a : (tensor<4xf64>) -> tensor<4xui64>
-  %c = stablehlo.not %b : tensor<4xui64> loc("jit(f)/not"("u.py":7:2))
-  %1 = stablehlo.convert %c : (tensor<4xui64>) -> tensor<4xf64>""",
-        "upper 32 bits",
-    ),
-    (
         "stablehlo.rng_bit_generator",
         """%st = stablehlo.constant dense<[1, 2]> : tensor<2xui64>
   %s2, %bits = stablehlo.rng_bit_generator %st, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui64>) loc("jit(f)/rng_bit_generator"("u.py":7:2))
@@ -379,6 +367,36 @@ REFUSALS = [
         "random numbers",
     ),
 ]
+
+
+#: Width-dependent ops with no 32-bit form of their own: emulated in words.
+EMULATED = [
+    ("shift_right_logical", "%s = stablehlo.constant dense<63> : tensor<4xi64>", "%x, %s", "tensor<4xi64>"),
+    ("shift_left", "%s = stablehlo.constant dense<40> : tensor<4xi64>", "%x, %s", "tensor<4xi64>"),
+    ("shift_left", "", "%x, %n", "tensor<4xi64>"),
+    ("shift_right_arithmetic", "", "%x, %n", "tensor<4xi64>"),
+    ("not", "", "%x", "tensor<4xui64>"),
+]
+
+
+@pytest.mark.parametrize("opname,pre,args,ty", EMULATED, ids=[f"{e[0]}({e[2]})" for e in EMULATED])
+def test_width_dependent_ops_are_emulated_exactly(opname: str, pre: str, args: str, ty: str) -> None:
+    from runner import compare_on_adversarial_inputs
+
+    text = f"""
+func.func public @main(%x: {ty}, %n: {ty}) -> {ty} {{
+  {pre}
+  %c = stablehlo.{opname} {args} : {ty}
+  return %c : {ty}
+}}"""
+    m = parse(text)
+    unsigned = "ui64" in ty
+    ranges = {0: (0, 2**32 - 1) if unsigned else (-(2**31), 2**31 - 1), 1: (0, 64)}
+    report = no64.demote(m, input_ranges=ranges)
+    assert report.emulated_by_op == {f"stablehlo.{opname}": 1}
+    assert report.emulated_outputs == [0]
+    assert no64.find_64bit(m) == []
+    compare_on_adversarial_inputs(parse(text), m, ranges, f"{opname} emulated")
 
 
 @pytest.mark.parametrize("opname,body,reason", REFUSALS, ids=[r[2] for r in REFUSALS])

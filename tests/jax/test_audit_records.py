@@ -16,17 +16,17 @@ def handlings(text: str) -> dict[tuple[str, str, int | None], Handling]:
 
 
 def test_refusal_goes_to_the_op_at_the_errors_location() -> None:
-    # two shifts of the same name: only the one by 40 bits (line 11) is refused
+    # two custom calls of the same name: only the one on 64-bit data (line 11) is refused
     text = """
-func.func public @main(%x: tensor<i64> loc("a.py":1:1)) -> (tensor<i64>, tensor<i64>) {
+func.func public @main(%x: tensor<i64> loc("a.py":1:1), %y: tensor<i32> loc("a.py":1:2)) -> (tensor<i64>, tensor<i32>) {
   %c3 = stablehlo.constant dense<3> : tensor<i64> loc("a.py":2:1)
-  %c40 = stablehlo.constant dense<40> : tensor<i64> loc("a.py":3:1)
   %a = stablehlo.shift_left %x, %c3 : tensor<i64> loc("jit(f)/shift_left"("a.py":10:5))
-  %b = stablehlo.shift_left %x, %c40 : tensor<i64> loc("jit(f)/shift_left"("a.py":11:5))
-  return %a, %b : tensor<i64>, tensor<i64>
+  %b = stablehlo.custom_call @my_kernel(%a) : (tensor<i64>) -> tensor<i64> loc("jit(f)/my_kernel"("a.py":11:5))
+  %d = stablehlo.custom_call @my_kernel(%y) : (tensor<i32>) -> tensor<i32> loc("jit(f)/my_kernel"("a.py":12:5))
+  return %b, %d : tensor<i64>, tensor<i32>
 }"""
     got = handlings(text)
-    assert got["stablehlo.shift_left", "result #0", 11] is Handling.REFUSED
+    assert got["stablehlo.custom_call", "result #0", 11] is Handling.REFUSED
     assert got["stablehlo.shift_left", "result #0", 10] is Handling.BLOCKED
     assert [h for h in got.values()].count(Handling.REFUSED) == 1
     report = analyze([Compiled("m", "cpu", text)])

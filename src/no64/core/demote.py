@@ -47,6 +47,7 @@ from ..errors import (
     UnsupportedOpError,
 )
 from ..analysis.ranges import validate_input_ranges
+from .emulate import exact_input_ranges, plan_emulation
 from ..kinds import EventKind, IntegerPolicy, RangePolicy, Verdict
 from ..rules.registry import REGISTRY, OpSpec
 from . import constants as C
@@ -97,6 +98,7 @@ def demote(
     input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
     verify: bool = True,
     check: bool = False,
+    outputs: str = "words",
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
@@ -129,6 +131,15 @@ def demote(
         :class:`~no64.errors.Remaining64BitError`, leaving the module as it
         was, if any 64-bit value remains.  ``demote(m, check=True)`` is
         ``demote(m); check(m)`` at a lower cost.
+      outputs: What becomes of a 64-bit integer result of the entry function
+        that is emulated (see :mod:`no64.core.emulate`): ``"words"``
+        (default) returns it as ``S x 2`` words, ``[..., 0]`` the low and
+        ``[..., 1]`` the high 32 bits (``report.emulated_outputs`` lists
+        them); ``"narrow"`` keeps the signature and returns it clipped to the
+        32-bit range (sentinels become the 32-bit extremes), judged like any
+        narrowed value (``unproven``/``overflow``, refused
+        as ``policy`` says) -- for callers whose runtime fixes the result
+        types, such as JAX's compile hook.
       verify: Verify the whole module after the rewrite (default).  A
         failure raises :class:`~no64.errors.InvalidModuleError` and leaves
         the module as it was.  A caller that hands the module straight to a
@@ -173,17 +184,42 @@ def demote(
         backup: ir.Operation | None = None
         changing: _Pass | None = None
         try:
+            if policy is RangePolicy.EXACT:
+                # the program's inputs are 32-bit values (checked by the host)
+                input_ranges = exact_input_ranges(root, input_ranges)
             p = _Pass(root, integer_policy, policy, input_ranges)
-            p.plan()  # refusals raise here, before anything is changed
+            p.plan(settle=False)
             if p.candidates:
                 # Exact rewrite rules insert and erase ops, which the undo
                 # log of the pass cannot take back: back the module up first.
                 backup = root.clone()
                 p.run_rules()
+                p = p.replan(settle=False)
+            # Values that may not fit (under policy "exact") and ops with no
+            # 32-bit form are computed exactly in 32-bit word pairs.
+            if outputs not in ("words", "narrow"):
+                raise ValueError(f"outputs must be 'words' or 'narrow', not {outputs!r}")
+            em = p.emulation(everything=policy is RangePolicy.EXACT, words_out=outputs == "words")
+            if em is not None:
+                refused = RangePolicy(policy).refuses
+                for value in em.narrowed:
+                    verdict, r = em.analysis.verdict(value)
+                    if verdict not in ("exact", "sentinel"):
+                        p._record_range(value, Verdict(verdict), r.interval, refused)
+                if backup is None:
+                    backup = root.clone()
+                p.report.ops_emulated, by_op = em.apply()
+                p.report.emulated_by_op = by_op
+                p.report.values_emulated = len(em.wide)
+                p.report.emulated_outputs = list(em.outputs)
                 p = p.replan()
+            else:
+                p.settle()  # refusals raise here, before anything is changed
             p.judge()
+            if p.report.values_emulated:
+                p.report.verdicts[Verdict.EMULATED] = p.report.values_emulated
             p.report.ops_rewritten = p.rewrites
-            if not (p.values or p.funcs or p.rewrites):
+            if not (p.values or p.funcs or p.rewrites or p.report.ops_emulated):
                 if check:
                     p.check()
                 return p.report
@@ -286,7 +322,7 @@ class _Pass:
         self.kept_args: list[ir.BlockArgument] = []
         self.func_ops: list[ir.Operation] = []
         self.candidates: list[ir.Operation] = []
-        self.deferred: list[ConstantRangeError] = []
+        self.deferred: list[tuple[ir.Operation, ConstantRangeError]] = []
         self.pending: list[ir.Operation] = []
         self.rewrites = 0
         self.tally: collections.Counter[int] = collections.Counter()  # values per converted type
@@ -300,17 +336,49 @@ class _Pass:
                     self.rewrites += 1
                     break
 
-    def replan(self) -> "_Pass":
+    def replan(self, settle: bool = True) -> "_Pass":
         """A fresh plan of the rewritten module; rules are not run again."""
         p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges)
         p.report = self.report
         p.rewrites = self.rewrites
         p.rules_enabled = False
-        p.plan()
+        p.plan(settle=settle)
         return p
 
+    def emulation(self, everything: bool, words_out: bool = True) -> Any:
+        """Plan the emulation step (:mod:`no64.core.emulate`): the values of
+        the ops the pass would refuse for want of a 32-bit form (when they
+        have an emulation rule), the users of out-of-range constants, and --
+        if ``everything`` -- every value not proven to fit."""
+        forced = []
+        for op in self.pending:
+            spec = REGISTRY[op.name]
+            if spec.refuse is None:
+                continue
+            try:
+                spec.refuse(op, self)
+            except UnsupportedOpError:
+                if spec.emulate is None or not getattr(spec.emulate, "applies", lambda _op: True)(op):
+                    raise
+                forced.extend(r for r in op.results)
+        constants = {op.results[0]: exc for op, exc in self.deferred}
+        if not (everything or forced or constants):
+            return None
+        return plan_emulation(
+            self.root, self.ranges(), everything=everything, forced_values=forced, forced_users=constants,
+            words_out=words_out,
+        )
+
+    def settle(self) -> None:
+        """Raise what planning put off: refusals of width-dependent ops no
+        rule rewrote, out-of-range constants."""
+        for op in self.pending:
+            self._special(op, REGISTRY[op.name])
+        if self.deferred:
+            raise self.deferred[0][1]
+
     # ------------------------------------------------------------------ plan
-    def plan(self) -> None:
+    def plan(self, settle: bool = True) -> None:
         # The hot loop of the pass: every op of the module goes through it,
         # so it reads each op's name and result types once and touches
         # nothing else unless a type or the op name calls for it.
@@ -356,10 +424,11 @@ class _Pass:
                         self._plan_constant(op, t, new)
                     except ConstantRangeError as exc:
                         # A rule may still remove the constant's use (e.g. a
-                        # low-word mask); decide once the rules have run.
-                        if not self.rules_enabled:
+                        # low-word mask), or emulation take it; decide once
+                        # they have run.
+                        if settle and not self.rules_enabled:
                             raise
-                        self.deferred.append(exc)
+                        self.deferred.append((op, exc))
                 continue
             if role & _CONVERT:
                 self.converts.append(op)
@@ -416,12 +485,9 @@ class _Pass:
                     "no64 does not know this op (its dialect is not registered), so it cannot "
                     "tell whether narrowing its 64-bit types keeps its meaning",
                 )
-        if not self.candidates:
-            # No rule will change the module: settle what was put off.
-            for op in self.pending:
-                self._special(op, REGISTRY[op.name])
-            if self.deferred:
-                raise self.deferred[0]
+        if settle and not self.candidates:
+            # Nothing will change the module: settle what was put off.
+            self.settle()
 
     def _sensitive(self, op: ir.Operation, spec: OpSpec) -> None:
         """A width-dependent op with 64-bit types: a candidate for its rules,
@@ -446,6 +512,9 @@ class _Pass:
         if self._ranges is None:
             self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls)
         return self._ranges
+
+    def input_ranges_32(self) -> RangeAnalysis:
+        return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges))
 
     def _special(self, op: ir.Operation, spec: OpSpec) -> None:
         """A width-dependent op no rule rewrote: refuse it, or fix it up

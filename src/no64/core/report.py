@@ -156,6 +156,14 @@ class DemotionReport:
       constants_narrowed: Constant ops whose value was rewritten.
       converts_removed: ``convert`` ops that became no-ops and were erased.
       ops_rewritten: Width-dependent ops replaced by rewrite rules.
+      values_emulated: 64-bit integer values carried exactly as pairs of
+        32-bit words (see :mod:`no64.core.emulate`).
+      ops_emulated: Ops computed on such pairs (by op name in
+        ``emulated_by_op``).
+      emulated_outputs: Indices of the entry function's results that come
+        back as word pairs: shape ``S x 2``, ``[..., 0]`` the low and
+        ``[..., 1]`` the high 32 bits (``ui32`` for unsigned results, ``i32``
+        bit patterns for signed ones).
       retyped_by_type: Count of retyped values per original element type.
       verdicts: Count of narrowed values per :class:`~no64.kinds.Verdict`.
       events: Every sentinel, saturation, wrap, precision loss, overflow and
@@ -171,6 +179,10 @@ class DemotionReport:
     constants_narrowed: int = 0
     converts_removed: int = 0
     ops_rewritten: int = 0
+    values_emulated: int = 0
+    ops_emulated: int = 0
+    emulated_by_op: dict[str, int] = dataclasses.field(default_factory=dict)
+    emulated_outputs: list[int] = dataclasses.field(default_factory=list)
     retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
     verdicts: dict[Verdict, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
@@ -183,6 +195,7 @@ class DemotionReport:
             or self.functions_retyped
             or self.constants_narrowed
             or self.ops_rewritten
+            or self.ops_emulated
         )
 
     @property
@@ -228,6 +241,10 @@ class DemotionReport:
             "constants_narrowed": self.constants_narrowed,
             "converts_removed": self.converts_removed,
             "ops_rewritten": self.ops_rewritten,
+            "values_emulated": self.values_emulated,
+            "ops_emulated": self.ops_emulated,
+            "emulated_by_op": dict(self.emulated_by_op),
+            "emulated_outputs": list(self.emulated_outputs),
             "retyped_by_type": dict(self.retyped_by_type),
             "verdicts": dict(self.verdicts),
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
@@ -242,6 +259,13 @@ class DemotionReport:
             f"and their bodies; narrowed {self.constants_narrowed} constant(s); "
             f"removed {self.converts_removed} no-op convert(s)"
         ]
+        if self.ops_emulated:
+            lines.append(
+                f"emulated {self.values_emulated} value(s) exactly as 32-bit word pairs in "
+                f"{self.ops_emulated} op(s)"
+                + (f"; outputs {self.emulated_outputs} come back as [..., 2] word pairs (low, high)"
+                   if self.emulated_outputs else "")
+            )
         if self.retyped_by_type:
             parts = ", ".join(
                 f"{t}: {n}" for t, n in sorted(self.retyped_by_type.items(), key=lambda kv: -kv[1])

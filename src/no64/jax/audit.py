@@ -97,6 +97,7 @@ _DESCRIPTION = {
     Handling.EXACT: "narrowed to 32 bits, value unchanged",
     Handling.SENTINEL: "64-bit extreme mapped to the 32-bit extreme",
     Handling.REWRITTEN: "op rewritten exactly in 32 bits",
+    Handling.EMULATED: "64-bit integer computed exactly in 32-bit word pairs",
     Handling.FLOAT32: "f64 computed in f32",
     Handling.ROUNDED: "f64 constant rounded to f32",
     Handling.PRECISION_REDUCED: "op replaced by a lower-precision 32-bit equivalent",

@@ -617,7 +617,8 @@ def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modul
         # The strict check runs inside the pass (over the ops it already
         # holds); the backend verifies the module it receives, so the pass
         # does not verify it a second time (see _compile_or_get_cached).
-        report = demote(copy, integer_policy=config.integer_policy, verify=False, check=True)
+        report = demote(copy, integer_policy=config.integer_policy, verify=False, check=True,
+                        outputs="narrow")
     except No64Error as exc:
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise

@@ -531,7 +531,7 @@ class Lowered:
         buf = io.BytesIO()
         lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
         module = no64_io.load(buf.getvalue(), format="mlirbc")
-        report = demote(module, integer_policy=integer_policy)
+        report = demote(module, integer_policy=integer_policy, outputs="narrow")
         check(module)
         return cls(module, report, lowered, name)
 

@@ -38,6 +38,7 @@ from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
 from ..core._mlir import func, ir, make_context
 from ..core.demote import demote
+from ..core.emulate import join_words
 from ..errors import InputError
 from ..core.report import DemotionReport
 from ..core.scan import check
@@ -563,25 +564,28 @@ def compare_output(
     name: str = "output",
     index: int = 0,
     tolerance: Tolerance | None = None,
+    wide: bool = False,
 ) -> OutputComparison:
     """Compare one demoted output with its 64-bit reference (no raising).
 
     The demoted output must have the reference's shape and its narrowed dtype
     (else ``AssertionError``).  Sentinels are mapped first
     (:func:`expected_after_demotion`); integers and booleans must then be
-    equal, floats within ``tolerance`` (:class:`Tolerance`).
+    equal, floats within ``tolerance`` (:class:`Tolerance`).  A ``wide``
+    output (an emulated one, joined from its words) must keep the
+    reference's 64-bit dtype and equal it bit for bit, sentinels included.
     """
     tol = tolerance or Tolerance()
     reference = np.asarray(reference)
     demoted = np.asarray(demoted)
-    expected_dtype = narrow_dtype(reference.dtype)
+    expected_dtype = reference.dtype if wide else narrow_dtype(reference.dtype)
     if demoted.dtype != expected_dtype or demoted.shape != reference.shape:
         raise AssertionError(
             f"{name}: the reference is {reference.dtype}{list(reference.shape)}, so the "
             f"demoted program should return {expected_dtype}{list(reference.shape)}, "
             f"but it returned {demoted.dtype}{list(demoted.shape)}"
         )
-    expected = expected_after_demotion(reference)
+    expected = reference if wide else expected_after_demotion(reference)
     if not np.issubdtype(reference.dtype, np.inexact):
         got = demoted.astype(expected.dtype)
         bad = expected != got
@@ -620,6 +624,7 @@ def compare_outputs(
     names: Sequence[str] | None = None,
     tolerance: Tolerance | None = None,
     what: str = "demoted program",
+    wide: Sequence[int] = (),
 ) -> list[OutputComparison]:
     """Compare every output (see :func:`compare_output`); raise on any mismatch.
 
@@ -633,7 +638,7 @@ def compare_outputs(
         )
     names = list(names) if names is not None else [f"result #{i}" for i in range(len(reference))]
     results = [
-        compare_output(r, d, name=n, index=i, tolerance=tolerance)
+        compare_output(r, d, name=n, index=i, tolerance=tolerance, wide=i in wide)
         for i, (n, r, d) in enumerate(zip(names, reference, demoted))
     ]
     failures = [o for o in results if not o.ok]
@@ -677,12 +682,27 @@ class ComparisonResult:
         return "\n".join(str(o) for o in self.outputs)
 
 
+def word_pair_outputs(original: ir.Module, converted: ir.Module) -> list[int]:
+    """Indices of the entry function's results that the conversion returns
+    as 32-bit word pairs: a 64-bit integer result of shape ``S`` that became
+    a 32-bit one of shape ``S x 2``."""
+    _, before = main_signature(original)
+    _, after = main_signature(converted)
+    out = []
+    for j, (b, a) in enumerate(zip(before, after)):
+        if np.dtype(b.dtype).itemsize == 8 and np.dtype(b.dtype).kind in "iu" \
+                and tuple(a.shape) == tuple(b.shape) + (2,) and np.dtype(a.dtype).itemsize == 4:
+            out.append(j)
+    return out
+
+
 def compare_with_reference(
     fn: Callable[..., Any],
     args: Sequence[Any],
     *,
     jit_kwargs: Mapping[str, Any] | None = None,
     integer_policy: str = "error",
+    policy: str = "default",
     tolerance: Tolerance | None = None,
     num_partitions: int | None = None,
 ) -> ComparisonResult:
@@ -700,7 +720,9 @@ def compare_with_reference(
     they are flattened as ``jax.jit`` flattens them.  ``jit_kwargs`` go to
     ``jax.jit`` (shardings, ...).  Outputs are compared by
     :func:`compare_outputs`: integers and booleans exactly, floats within
-    ``tolerance``, sentinels mapped as demotion maps them.
+    ``tolerance``, sentinels mapped as demotion maps them; outputs that
+    come back as 32-bit word pairs (``report.emulated_outputs``) are joined
+    into 64-bit integers first and compared bit for bit.
 
     Raises:
       AssertionError: an output differs, naming the output, its errors and
@@ -721,11 +743,13 @@ def compare_with_reference(
             "array leaves were given (closed-over constants passed as arguments?)"
         )
     demoted = _reparse(original)
-    report = demote(demoted, integer_policy=integer_policy)
+    report = demote(demoted, integer_policy=integer_policy, policy=policy)
     check(demoted)
 
     reference_values = run_module(original, same, num_partitions=num_partitions, strict=False)
     demoted_values = run_module(demoted, narrowed, num_partitions=num_partitions, strict=True)
+    for j in report.emulated_outputs:
+        demoted_values[j] = join_words(demoted_values[j])
 
     outputs = compare_outputs(
         reference_values,
@@ -733,5 +757,6 @@ def compare_with_reference(
         names=[spec.name for spec in out_specs],
         tolerance=tolerance,
         what=f"demoted program of {getattr(fn, '__name__', repr(fn))}",
+        wide=report.emulated_outputs,
     )
     return ComparisonResult(outputs, report, original, demoted, reference_values, demoted_values)

@@ -74,8 +74,10 @@ def _signed_i64(v: ir.Value) -> bool:
 def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
     """``x >> k`` (k >= 32) of a signed 64-bit ``x`` that holds a 32-bit value.
 
-    Every narrowed ``i64`` holds a value of the 32-bit range, i.e. the sign
-    extension of its low word, so its high bits are copies of the sign:
+    An ``i64`` that holds a value of the 32-bit range (proven so, given that
+    the program's 64-bit inputs are 32-bit values checked by the host) is
+    the sign extension of its low word, so its high bits are copies of the
+    sign:
     ``x >>arith k`` is ``x < 0 ? -1 : 0``, and ``x >>logical k`` is
     ``x < 0 ? 2**(64-k) - 1 : 0``.  The logical form does not fit in 32 bits,
     so it is rewritten only where every user keeps just its low 32 bits (a
@@ -83,8 +85,14 @@ def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
     into two uint32 words.
     """
     x = op.operands[0]
-    amounts = ctx.ranges().constant(op.operands[1])
+    ranges = ctx.ranges()
+    amounts = ranges.constant(op.operands[1])
     if amounts is None or not _signed_i64(x):
+        return False
+    r = ctx.input_ranges_32().range(x)
+    if r is None or r.sentinels or r.lo < -(2**31) or r.hi > 2**31 - 1:
+        # x may hold more than 32 bits even with 32-bit inputs: the shift
+        # is emulated instead
         return False
     k = min(amounts)
     if k != max(amounts) or not 32 <= k < 64:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..analysis import transfer as T
 from . import bits, checks, custom_call, floats, rng_bit_generator
+from . import wide as E
 from .registry import declare
 
 _SH = "stablehlo."
@@ -29,59 +30,63 @@ for _op in (
     "broadcast dynamic_broadcast_in_dim slice dynamic_slice real_dynamic_slice reverse transpose "
     "gather dynamic_reshape"
 ).split():
-    declare(_SH + _op, transfer=T.same_as_first, region_free=True)
-declare(_SH + "broadcast_in_dim", transfer=T.same_as_first, fold=T.fold_broadcast, region_free=True)
-declare(_SH + "reshape", transfer=T.same_as_first, fold=T.fold_reshape, region_free=True)
+    declare(_SH + _op, transfer=T.same_as_first, emulate=E.moved, region_free=True)
+declare(_SH + "broadcast_in_dim", transfer=T.same_as_first, fold=T.fold_broadcast, emulate=E.moved,
+        region_free=True)
+declare(_SH + "reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=E.moved, region_free=True)
 
 # Result i holds elements of operand i.
-for _op in ("optimization_barrier", "copy", "all_gather", "all_to_all", "collective_permute",
+declare(_SH + "copy", transfer=T.same_as_operands, emulate=E.moved, region_free=True)
+for _op in ("optimization_barrier", "all_gather", "all_to_all", "collective_permute",
             "collective_broadcast"):
     declare(_SH + _op, transfer=T.same_as_operands, region_free=True)
 for _name in ("sdy.sharding_constraint", "sdy.reshard"):
     declare(_name, transfer=T.same_as_operands, region_free=True)
-for _op in ("concatenate", "pad", "dynamic_pad"):
-    declare(_SH + _op, transfer=T.join_operands, region_free=True)
-declare(_SH + "dynamic_update_slice", transfer=T.dynamic_update_slice, region_free=True)
-declare(_SH + "select", transfer=T.select, region_free=True)
-declare(_SH + "clamp", transfer=T.clamp, region_free=True)
-declare(_SH + "maximum", transfer=T.minmax("max"), region_free=True)
-declare(_SH + "minimum", transfer=T.minmax("min"), region_free=True)
+declare(_SH + "concatenate", transfer=T.join_operands, emulate=E.moved_all, region_free=True)
+declare(_SH + "pad", transfer=T.join_operands, emulate=E.pad, region_free=True)
+declare(_SH + "dynamic_pad", transfer=T.join_operands, region_free=True)
+declare(_SH + "dynamic_update_slice", transfer=T.dynamic_update_slice, emulate=E.dynamic_update_slice,
+        region_free=True)
+declare(_SH + "select", transfer=T.select, emulate=E.select, region_free=True)
+declare(_SH + "clamp", transfer=T.clamp, emulate=E.clamp, region_free=True)
+declare(_SH + "maximum", transfer=T.minmax("max"), emulate=E.maximum, region_free=True)
+declare(_SH + "minimum", transfer=T.minmax("min"), emulate=E.minimum, region_free=True)
 
 # ------------------------------------------------------------- predicates
-declare(_SH + "compare", transfer=T.predicate, meets=True, region_free=True)
+declare(_SH + "compare", transfer=T.predicate, meets=True, emulate=E.compare, region_free=True)
 declare(_SH + "is_finite", transfer=T.predicate, region_free=True)
 declare(_SH + "convert", transfer=T.convert, fold=T.fold_convert, convert=True, meets=True,
-        region_free=True)
+        emulate=E.convert, region_free=True)
 
 # ------------------------------------------------------------- arithmetic
-declare(_SH + "add", transfer=T.add, fold=T.fold_add, region_free=True)
-declare(_SH + "subtract", transfer=T.subtract, fold=T.fold_subtract, region_free=True)
-declare(_SH + "multiply", transfer=T.multiply, fold=T.fold_multiply, region_free=True)
-declare(_SH + "negate", transfer=T.negate, fold=T.fold_negate, region_free=True)
+declare(_SH + "add", transfer=T.add, fold=T.fold_add, emulate=E.add, region_free=True)
+declare(_SH + "subtract", transfer=T.subtract, fold=T.fold_subtract, emulate=E.subtract, region_free=True)
+declare(_SH + "multiply", transfer=T.multiply, fold=T.fold_multiply, emulate=E.multiply, region_free=True)
+declare(_SH + "negate", transfer=T.negate, fold=T.fold_negate, emulate=E.negate, region_free=True)
 declare(_SH + "divide", transfer=T.divide, region_free=True)
 declare(_SH + "remainder", transfer=T.remainder, region_free=True)
-declare(_SH + "abs", transfer=T.absolute, region_free=True)
-declare(_SH + "sign", transfer=T.sign, region_free=True)
+declare(_SH + "abs", transfer=T.absolute, emulate=E.absolute, region_free=True)
+declare(_SH + "sign", transfer=T.sign, emulate=E.sign, region_free=True)
 declare(_SH + "dot_general", transfer=T.dot_general, region_free=True)
 
 # ------------------------------------------- width-dependent: bits and words
-declare(_SH + "shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, region_free=True)
+declare(_SH + "shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
 declare(_SH + "shift_right_arithmetic", transfer=T.shift_right_arithmetic,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
-        refuse=bits.shift_amount_below_32, region_free=True)
+        refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
 declare(_SH + "shift_right_logical", transfer=T.shift_right_logical,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
-        refuse=bits.shift_amount_below_32, region_free=True)
-declare(_SH + "and", transfer=T.bit_and, rewrites=(bits.low_word_mask,), region_free=True)
-declare(_SH + "or", transfer=T.bit_or_xor, region_free=True)
-declare(_SH + "xor", transfer=T.bit_or_xor, region_free=True)
-declare(_SH + "not", transfer=T.bit_not, refuse=bits.unsigned_not, region_free=True)
+        refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
+declare(_SH + "and", transfer=T.bit_and, rewrites=(bits.low_word_mask,), emulate=E.bit_and, region_free=True)
+declare(_SH + "or", transfer=T.bit_or_xor, emulate=E.bit_or, region_free=True)
+declare(_SH + "xor", transfer=T.bit_or_xor, emulate=E.bit_xor, region_free=True)
+declare(_SH + "not", transfer=T.bit_not, refuse=bits.unsigned_not, emulate=E.bit_not, region_free=True)
 for _op in ("count_leading_zeros", "popcnt"):
     declare(_SH + _op, transfer=T.bit_count, refuse=bits.static_bit_count, fixup=bits.bit_count_fixup,
             region_free=True)
 declare(_SH + "bitcast_convert",
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
-        refuse=floats.bitcast_is_width_dependent, region_free=True)
+        refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert, region_free=True)
 declare(_SH + "reduce_precision", rewrites=(floats.clamp_reduce_precision,), region_free=True)
 declare(_SH + "rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,

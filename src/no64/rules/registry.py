@@ -11,6 +11,8 @@ this registry:
 * what the range analysis knows: a ``transfer`` function giving one range
   per result, an ``arguments`` function for the arguments of its regions,
   and a ``fold`` function evaluating it on constant elements;
+* how it is computed exactly in 32-bit words when one of its 64-bit values
+  may not fit in 32 bits (``emulate``, see :mod:`no64.rules.wide`);
 * whether its operands meet sentinels (``meets``: compares and converts,
   where a sentinel could be confused with an ordinary value);
 * what the audit tells the user about it (``hint``).
@@ -35,6 +37,7 @@ from ..core.types import TypeConverter
 if TYPE_CHECKING:
     from ..analysis.ranges import RangeAnalysis
     from ..analysis.transfer import ArgTransfer, Fold, Transfer
+    from .wide import EmulateRule
 
 __all__ = [
     "RuleContext",
@@ -45,6 +48,7 @@ __all__ = [
     "UNKNOWN",
     "declare",
     "register",
+    "emulates",
     "spec_of",
     "check_reachable",
 ]
@@ -68,6 +72,12 @@ class RuleContext(Protocol):
         """A range analysis of the module as it is now."""
         ...
 
+    def input_ranges_32(self) -> "RangeAnalysis":
+        """A range analysis of the module as it is now, with the entry
+        function's 64-bit integer inputs taken as 32-bit values (as the
+        host narrows and checks them)."""
+        ...
+
 
 #: ``rule(op, ctx) -> bool``: rewrite ``op`` exactly (True) or leave it (False).
 Rule = Callable[[ir.Operation, RuleContext], bool]
@@ -88,6 +98,8 @@ class OpSpec:
     fixup: Rule | None = None
     meets: bool = False
     hint: str | None = None
+    #: Its exact meaning on 64-bit integers carried as 32-bit word pairs.
+    emulate: "EmulateRule | None" = None
     #: The op never has regions (lets walks skip looking for them).
     region_free: bool = False
     #: Structural roles the pass needs: a constant whose ``value`` attribute
@@ -134,6 +146,20 @@ def register(*op_names: str) -> Callable[[Rule], Rule]:
         for name in op_names:
             spec = REGISTRY.get(name) or OpSpec(name=name)
             REGISTRY[name] = dataclasses.replace(spec, rewrites=spec.rewrites + (fn,))
+        return fn
+
+    return deco
+
+
+def emulates(*op_names: str) -> Callable[["EmulateRule"], "EmulateRule"]:
+    """Register the emulation rule of the given ops (one per op)."""
+
+    def deco(fn: "EmulateRule") -> "EmulateRule":
+        for name in op_names:
+            spec = REGISTRY.get(name) or OpSpec(name=name)
+            if spec.emulate is not None:
+                raise ValueError(f"op {name!r} has two emulation rules")
+            REGISTRY[name] = dataclasses.replace(spec, emulate=fn)
         return fn
 
     return deco

@@ -1,0 +1,697 @@
+"""Exact 64-bit integers in 32-bit words, where 64 bits are load-bearing.
+
+The narrowing pass keeps a 64-bit integer value exact only if it fits in 32
+bits.  This step runs before it and takes the values that may not fit out of
+its hands: each becomes a pair of ``ui32`` words (:mod:`no64.rules.words`),
+computed by the op's ``emulate`` rule in the op registry, so that the
+converted program computes what the 64-bit program computes, bit for bit.
+
+Which values are emulated (the set *E*):
+
+* under ``policy="exact"``, every 64-bit integer value the range analysis
+  cannot prove inside the 32-bit range (with the entry function's 64-bit
+  inputs taken as 32-bit values: the host narrows them and checks each);
+* under every policy, values whose op has no 32-bit form: a 64-bit shift by
+  32 or more, an out-of-range constant that is not a sentinel (under the
+  ``"error"`` integer policy), ... -- the ops the pass would otherwise refuse;
+* then, to keep them exact: every 64-bit result computed from an emulated
+  value that is not proven to fit, and every value that may hold a sentinel
+  (``INT64_MAX``, ...) and meets an emulated one (its 32-bit image would not
+  keep its meaning there).
+
+Values that must share one representation -- a loop's carried value, its
+body and condition arguments and its result; the results of a ``case``; a
+function's argument or result and what its callers pass or receive -- are
+emulated together, and carried *packed* as one ``S x 2`` tensor.  An op
+that reads an emulated value is emulated too; where its result fits in 32
+bits, it leaves the words as the single 32-bit value the narrowing pass
+expects (the low word).  A value that enters an emulated op from the
+narrowed program is sign- or zero-extended; a constant enters with its
+exact 64-bit elements.  An op that touches an emulated value and has no
+``emulate`` rule is refused with its location.
+
+The entry function's 64-bit results that are emulated come back packed:
+shape ``S x 2``, ``[..., 0]`` the low and ``[..., 1]`` the high word
+(``ui32`` for unsigned results, ``i32`` bit patterns for signed ones).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..analysis.intervals import INT32, UINT32
+from ..analysis.ranges import RangeAnalysis, defining_op, entry_function
+from ..errors import UnsupportedOpError
+from ..rules import words as W
+from ..rules.registry import spec_of
+from ._mlir import ir
+from .locations import decode_location
+
+__all__ = ["Emulation", "plan_emulation", "exact_input_ranges", "is_wide_int", "join_words"]
+
+
+def join_words(packed: Any) -> np.ndarray:
+    """The 64-bit integers of an emulated output: ``packed`` has shape
+    ``S x 2`` (``[..., 0]`` the low, ``[..., 1]`` the high 32 bits);
+    ``uint32`` words give ``uint64``, ``int32`` words give ``int64``."""
+    a = np.asarray(packed)
+    if a.ndim == 0 or a.shape[-1] != 2 or a.dtype not in (np.dtype(np.int32), np.dtype(np.uint32)):
+        raise ValueError(f"not a packed pair of 32-bit words: {a.dtype}{list(a.shape)}")
+    bits = a.view(np.uint32).astype(np.uint64)
+    joined = bits[..., 0] | (bits[..., 1] << np.uint64(32))
+    return joined if a.dtype == np.uint32 else joined.view(np.int64)
+
+#: Ops whose regions belong to the op: their emulate rule rebuilds them whole.
+_OWN_REGIONS = frozenset(
+    "stablehlo." + n
+    for n in "reduce reduce_window sort scatter select_and_scatter all_reduce reduce_scatter".split()
+)
+#: Ops whose operands flow into carried values (tie slots).
+_TIE_OPS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if", "func.call"})
+_TERMINATORS = frozenset({"stablehlo.return", "func.return"})
+#: The mark the plan leaves on each op to emulate: the operands (of a
+#: carrying op or terminator) that must be handed packed values.
+_MARK = "no64.emulate"
+#: Pure ops that may be erased once nothing reads them.
+_PURE = frozenset(
+    "stablehlo." + n
+    for n in (
+        "constant broadcast_in_dim reshape convert iota add subtract multiply negate and or xor not "
+        "shift_left shift_right_logical shift_right_arithmetic compare select transpose slice "
+        "concatenate maximum minimum clamp abs sign"
+    ).split()
+)
+
+
+def is_wide_int(t: ir.Type) -> bool:
+    """Whether ``t`` is a tensor of 64-bit integers."""
+    if not isinstance(t, ir.RankedTensorType):
+        return False
+    e = t.element_type
+    return isinstance(e, ir.IntegerType) and e.width == 64
+
+
+def _unsigned(t: ir.Type) -> bool:
+    return ir.IntegerType(ir.RankedTensorType(t).element_type).is_unsigned
+
+
+def _as_op(x: Any) -> ir.Operation:
+    return x.operation if hasattr(x, "operation") else x
+
+
+def exact_input_ranges(
+    root: ir.Operation, declared: Mapping[int | str, tuple[int, int]] | None
+) -> dict[int | str, tuple[int, int]]:
+    """The declared input ranges, plus the 32-bit range for every other
+    64-bit integer argument of the entry function: under emulation the
+    program's inputs are 32-bit values (the host narrows and checks them)."""
+    out: dict[int | str, tuple[int, int]] = dict(declared or {})
+    fn = entry_function(root)
+    if fn is None:
+        return out
+    from ..analysis.ranges import resolve_input_ranges
+
+    taken = set(resolve_input_ranges(root, declared)) if declared else set()
+    block = fn.regions[0].blocks[0]
+    for i, arg in enumerate(block.arguments):
+        if i in taken or not is_wide_int(arg.type):
+            continue
+        out[i] = UINT32 if _unsigned(arg.type) else INT32
+    return out
+
+
+class _Groups:
+    """Union-find over values that must share one representation."""
+
+    def __init__(self) -> None:
+        self.parent: dict[ir.Value, ir.Value] = {}
+
+    def find(self, v: ir.Value) -> ir.Value:
+        p = self.parent.get(v, v)
+        if p == v:
+            return v
+        root = self.find(p)
+        self.parent[v] = root
+        return root
+
+    def union(self, a: ir.Value, b: ir.Value) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+@dataclasses.dataclass
+class Emulation:
+    """What the emulation step decided: the values, the ops, the boundary."""
+
+    root: ir.Operation
+    analysis: RangeAnalysis
+    wide: set[ir.Value]
+    ops: list[ir.Operation]
+    #: (function, result index) of entry-function results that come back packed
+    outputs: list[int]
+    slots: dict[ir.Value, list[ir.Value]]  # group root -> members
+    groups: _Groups
+    #: Entry-function results narrowed to their low word instead
+    #: (``outputs="narrow"``): the 64-bit values returned there.
+    narrowed: list[ir.Value] = dataclasses.field(default_factory=list)
+    _words: dict[ir.Value, W.Words] = dataclasses.field(default_factory=dict)
+    _consts: dict[Any, W.Words] = dataclasses.field(default_factory=dict)
+
+    # ------------------------------------------------------------ for rules
+    def __post_init__(self) -> None:
+        self.by_op: dict[str, int] = {}
+        self.marks: list[tuple[ir.Operation, list[int]]] = []
+        self._types: dict[ir.Value, ir.Type] = {}
+        self._packed = {m for members in self.slots.values() for m in members}
+
+    def type(self, v: ir.Value) -> ir.Type:
+        """The type ``v`` has in the 64-bit program (carried values are
+        retyped to their packed form before the rules run)."""
+        return self._types.get(v) or v.type
+
+    def is_wide(self, v: ir.Value) -> bool:
+        return v in self.wide
+
+    def words(self, v: ir.Value, unsigned: bool | None = None) -> W.Words:
+        """The words of operand ``v`` at the current insertion point."""
+        w = self._words.get(v)
+        if w is None:
+            w = self._value_words(v) if v in self._packed else self._entry(v)
+        if unsigned is not None and w.unsigned != unsigned:
+            w = w.retag(unsigned)
+        return w
+
+    def refuse(self, op: ir.Operation, reason: str) -> None:
+        raise UnsupportedOpError(op.name, decode_location(op.location), reason)
+
+    def _entry(self, v: ir.Value) -> W.Words:
+        t = v.type
+        if not is_wide_int(t):
+            if isinstance(t, ir.RankedTensorType) and isinstance(t.element_type, ir.IntegerType):
+                return W.from_single(v, t.element_type.is_unsigned)
+            raise TypeError(f"no words for a value of type {t}")
+        unsigned = _unsigned(t)
+        shape = list(ir.RankedTensorType(t).shape)
+        op = defining_op(v)
+        if op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.reshape", "stablehlo.convert"):
+            folded = self.analysis.fold(v, sentinels=True)
+            if folded is not None and folded.size and folded.size <= (1 << 16):
+                return W.from_ints(shape, folded, unsigned)
+        # a value of the narrowed program: the pass makes ``v`` 32-bit, and
+        # this convert a no-op
+        single = W.convert(v, W.u32() if unsigned else W.i32())
+        return W.from_single(single, unsigned)
+
+    # ------------------------------------------------------------ apply
+    def apply(self) -> tuple[int, dict[str, int]]:
+        """Rewrite the module; returns the number of ops emulated, and the
+        count by op name."""
+        # (Ops are found again by the mark the plan left on them: an op's
+        # Python hash changes with its operands.)
+        # Mark the ops to emulate (the plan changed nothing in the module).
+        for op, indices in self.marks:
+            op.attributes[_MARK] = ir.DenseI64ArrayAttr.get(indices)
+        erase: list[ir.Operation] = []
+        funcs: dict[str, ir.Operation] = {}
+        # retype the carried values (packed)
+        for members in self.slots.values():
+            for v in members:
+                self._types[v] = v.type
+                v.set_type(W.packed_type(ir.RankedTensorType(v.type).shape, _unsigned(v.type)))
+                if isinstance(v, ir.BlockArgument):
+                    owner = _as_op(v.owner.owner)
+                    if owner.name == "func.func":
+                        funcs[_sym(owner)] = owner
+        for fn in _functions(self.root):
+            self._walk(fn, erase, funcs)
+        for op in reversed(erase):
+            for r in op.results:
+                if any(True for _ in r.uses):
+                    raise AssertionError(f"emulated {op.name} still has users")
+            op.erase()
+        _sweep(self.root)
+        for fn in funcs.values():
+            _refresh_signature(fn)
+        return sum(self.by_op.values()), dict(sorted(self.by_op.items()))
+
+    def _walk(self, fn: ir.Operation, erase: list[ir.Operation], funcs: dict[str, ir.Operation]) -> None:
+        by_op = self.by_op
+        stack = [fn]
+        while stack:
+            cur = stack.pop()
+            for region in cur.regions:
+                for block in region.blocks:
+                    for child in list(block.operations):
+                        child = _as_op(child)
+                        name = child.name
+                        attrs = child.attributes
+                        if _MARK in attrs:
+                            fed = list(ir.DenseI64ArrayAttr(attrs[_MARK]))
+                            del attrs[_MARK]
+                            if name in _TIE_OPS or name in _TERMINATORS:
+                                self._tie_uses(child, fed, funcs)
+                                if name in _TIE_OPS:
+                                    stack.append(child)
+                                continue
+                            self._emulate(child)
+                            erase.append(child)
+                            by_op[name] = by_op.get(name, 0) + 1
+                            if name not in _OWN_REGIONS:
+                                stack.append(child)
+                        elif len(child.regions) and name not in _OWN_REGIONS:
+                            stack.append(child)
+
+    def _value_words(self, v: ir.Value) -> W.Words:
+        """Words of a packed carried value, unpacked right after it is defined."""
+        w = self._words.get(v)
+        if w is not None:
+            return w
+        if isinstance(v, ir.BlockArgument):
+            block = v.owner
+            ops = list(block.operations)
+            ip = ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(block)
+            loc = _as_op(block.owner).location
+        else:
+            op = _as_op(v.owner)
+            from ..rules.util import after
+
+            ip = after(op)
+            loc = op.location
+        with ip, loc:
+            w = self._words[v] = W.unpack(v)
+        return w
+
+    def _tie_uses(self, op: ir.Operation, fed: list[int], funcs: dict[str, ir.Operation]) -> None:
+        """Hand packed values to the carried values (or outputs) ``op`` feeds."""
+        if op.name == "func.return" and fed:
+            fn = _as_op(op.parent)
+            funcs[_sym(fn)] = fn
+        narrow = op.name == "func.return" and bool(self.narrowed) and not self.outputs
+        for i in fed:
+            x = op.operands[i]
+            with ir.InsertionPoint(op), op.location:
+                w = self._operand_words(x)
+                if narrow:
+                    single = W.saturated_single(w)
+                    op.operands[i] = W.make("convert", [single], self.type(x))
+                else:
+                    op.operands[i] = W.pack(w)
+
+    def _operand_words(self, x: ir.Value) -> W.Words:
+        if x in self.wide and self._is_packed(x):
+            return self._value_words(x)
+        return self.words(x)
+
+    def _is_packed(self, v: ir.Value) -> bool:
+        return v in self._packed
+
+    def _emulate(self, op: ir.Operation) -> None:
+        spec = spec_of(op.name)
+        assert spec.emulate is not None
+        with ir.InsertionPoint(op), op.location:
+            outs = spec.emulate(op, self)
+            for r, out in zip(op.results, outs):
+                if out is None:
+                    continue
+                if isinstance(out, W.Words):
+                    if r in self.wide:
+                        self._words[r] = out
+                    else:
+                        r.replace_all_uses_with(_exit(out, r.type))
+                else:
+                    r.replace_all_uses_with(out)
+
+
+def _exit(w: W.Words, t: ir.Type) -> ir.Value:
+    """A 64-bit typed value holding the low word: the narrowing pass makes it
+    the 32-bit value (the convert becomes a no-op)."""
+    rt = ir.RankedTensorType(t)
+    src = w.lo if _unsigned(t) else W.bitcast(w.lo, W.i32())
+    return W.make("convert", [src], rt)
+
+
+def _slots_fed(op: ir.Operation) -> list[Any]:
+    """For each operand of ``op``: the carried value it flows into (a
+    member of the slot's group), ``"output"`` for the entry function's
+    results, or ``None``."""
+    name = op.name
+    n = len(op.operands)
+    if name == "stablehlo.while":
+        return list(op.results)
+    if name == "func.call":
+        callee = _callee(op)
+        if callee is None:
+            return [None] * n
+        return list(callee.regions[0].blocks[0].arguments)
+    if name in ("stablehlo.case", "stablehlo.if"):
+        return [None] * n
+    if name == "stablehlo.return":
+        parent = _as_op(op.parent)
+        if parent.name == "stablehlo.while":
+            # the condition returns i1; the body returns the carried values
+            if op.block == parent.regions[1].blocks[0]:
+                return list(parent.results)
+            return [None] * n
+        if parent.name in ("stablehlo.case", "stablehlo.if"):
+            return list(parent.results)
+        return [None] * n
+    if name == "func.return":
+        fn = _as_op(op.parent)
+        if _is_public(fn):
+            return ["output"] * n
+        return [("ret", _sym(fn), j) for j in range(n)]
+    return [None] * n
+
+
+def _sym(fn: ir.Operation) -> str:
+    return ir.StringAttr(fn.attributes["sym_name"]).value
+
+
+def _is_public(fn: ir.Operation) -> bool:
+    if "sym_visibility" not in fn.attributes:
+        return True
+    return ir.StringAttr(fn.attributes["sym_visibility"]).value == "public"
+
+
+def _callee(op: ir.Operation) -> ir.Operation | None:
+    name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    mod = op
+    while mod.name != "builtin.module":
+        mod = _as_op(mod.parent)
+    for fn in _functions(mod):
+        if _sym(fn) == name:
+            return fn
+    return None
+
+
+def _functions(root: ir.Operation) -> list[ir.Operation]:
+    return [_as_op(o) for o in root.regions[0].blocks[0].operations if _as_op(o).name == "func.func"]
+
+
+def _sweep(root: ir.Operation) -> None:
+    """Erase the pure ops with a 64-bit integer result that nothing reads any
+    more (what fed the emulated ops: constants, broadcasts, converts)."""
+    stack = [root]
+    while stack:
+        cur = stack.pop()
+        for region in cur.regions:
+            for block in region.blocks:
+                for op in reversed(list(block.operations)):
+                    op = _as_op(op)
+                    if len(op.regions):
+                        stack.append(op)
+                        continue
+                    if op.name not in _PURE or len(op.results) != 1:
+                        continue
+                    r = op.results[0]
+                    if is_wide_int(r.type) and not any(True for _ in r.uses):
+                        op.erase()
+
+
+def _refresh_signature(fn: ir.Operation) -> None:
+    block = fn.regions[0].blocks[0]
+    inputs = [a.type for a in block.arguments]
+    results: list[ir.Type] | None = None
+    for op in block.operations:
+        op = _as_op(op)
+        if op.name == "func.return":
+            results = [v.type for v in op.operands]
+    if results is None:
+        results = list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+
+
+# ---------------------------------------------------------------- planning
+def plan_emulation(
+    root: ir.Operation,
+    analysis: RangeAnalysis,
+    *,
+    everything: bool,
+    forced_values: Iterable[ir.Value] = (),
+    forced_users: Mapping[ir.Value, Exception] | None = None,
+    words_out: bool = True,
+) -> Emulation | None:
+    """Decide which values to emulate; ``None`` if none.
+
+    ``everything``: seed every 64-bit integer value the analysis cannot prove
+    to fit (``policy="exact"``); else only the forced ones.  ``forced_users``
+    maps values (out-of-range constants) whose every user must be emulated
+    to the error to raise if one cannot be.  ``words_out``: emulated results
+    of the entry function come back as packed words; else as their low word
+    (listed in ``narrowed``, for the caller to judge).  Raises
+    :class:`~no64.errors.UnsupportedOpError` for any other op that would
+    have to be emulated and has no rule.
+    """
+    groups = _Groups()
+    all_values: list[ir.Value] = []
+    calls: list[ir.Operation] = []
+    funcs = _functions(root)
+    entry = entry_function(root)
+    for fn in funcs:
+        _collect(fn, all_values, calls)
+    by_name = {_sym(f): f for f in funcs}
+    # carried values: those tied together share one group
+    tied: list[ir.Value] = []
+    ret_slots: dict[tuple[str, int], list[ir.Value]] = {}
+    for fn in funcs:
+        if fn != entry:
+            tied.extend(fn.regions[0].blocks[0].arguments)
+        for op in _ops_with_regions_and_calls(fn):
+            if op.name == "stablehlo.while":
+                for i, r in enumerate(op.results):
+                    tied.append(r)
+                    for region in op.regions:
+                        a = region.blocks[0].arguments[i]
+                        tied.append(a)
+                        groups.union(a, r)
+            elif op.name in ("stablehlo.case", "stablehlo.if"):
+                tied.extend(op.results)
+            elif op.name == "func.call":
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                for j, r in enumerate(op.results):
+                    tied.append(r)
+                    ret_slots.setdefault((callee, j), []).append(r)
+    for members in ret_slots.values():
+        for m in members[1:]:
+            groups.union(m, members[0])
+    group_members: dict[ir.Value, list[ir.Value]] = {}
+    for v in tied:
+        group_members.setdefault(groups.find(v), []).append(v)
+
+    def slot_of(op: ir.Operation, i: int) -> Any:
+        """The group root (or ``"output"``) operand ``i`` of ``op`` flows into."""
+        s = _slots_fed(op)[i]
+        if isinstance(s, tuple):
+            members = ret_slots.get((s[1], s[2]))
+            return groups.find(members[0]) if members else None
+        if s is None or s == "output":
+            return s
+        return groups.find(s)
+
+    # the uses feeding each group
+    feeders: dict[Any, list[tuple[ir.Operation, int]]] = {}
+    for fn in funcs:
+        for op in _tie_users(fn):
+            for i in range(len(op.operands)):
+                s = slot_of(op, i)
+                if s is not None:
+                    feeders.setdefault(s, []).append((op, i))
+
+    wide: set[ir.Value] = set()
+    ops: dict[ir.Operation, None] = {}
+    outputs: set[int] = set()
+    narrowed: dict[int, ir.Value] = {}
+    emulated_groups: set[ir.Value] = set()
+    work: list[ir.Value] = []
+
+    def needs(v: ir.Value) -> bool:
+        verdict, _ = analysis.verdict(v)
+        return verdict != "exact"
+
+    def mark_op(op: ir.Operation) -> None:
+        if op in ops:
+            return
+        ops[op] = None
+        for r in op.results:
+            if is_wide_int(r.type) and needs(r):
+                work.append(r)
+        for x in op.operands:
+            if _carries_sentinel(x, analysis):
+                work.append(x)
+
+    def mark_user(user: ir.Operation, v: ir.Value) -> None:
+        if user.name in _TIE_OPS or user.name in _TERMINATORS:
+            for i, x in enumerate(user.operands):
+                if x != v:
+                    continue
+                s = slot_of(user, i)
+                if s == "output":
+                    outputs.add(i)
+                    narrowed[i] = v
+                    ops[user] = None
+                elif s is not None:
+                    ops[user] = None
+                    work.extend(group_members[s][:1])
+            return
+        mark_op(user)
+
+    if everything:
+        for v in all_values:
+            if not is_wide_int(v.type) or (isinstance(v, ir.BlockArgument) and _as_op(v.owner.owner) == entry):
+                continue
+            if needs(v):
+                d = defining_op(v)
+                if d is not None and d.name in CONSTANTS:
+                    for user in _users(v):
+                        mark_user(user, v)
+                else:
+                    work.append(v)
+    work.extend(forced_values)
+    forced_users = dict(forced_users or {})
+    for c, exc in forced_users.items():
+        for user in _users(c):
+            if user.name == "stablehlo.convert" and not is_wide_int(user.results[0].type):
+                # An out-of-range constant converted straight to 32 bits or
+                # fewer: JAX writes this when it lowers a 64-bit array with x64
+                # off (the truncation is not the user's); refuse as before.
+                raise exc
+            mark_user(user, c)
+
+    while work:
+        v = work.pop()
+        if v in wide or not is_wide_int(v.type):
+            continue
+        if isinstance(v, ir.BlockArgument) and _as_op(v.owner.owner) == entry:
+            raise UnsupportedOpError(
+                "func.func", decode_location(v.location),
+                f"argument #{v.arg_number} of the entry function would have to carry a 64-bit "
+                "value beyond the 32-bit range, but the program's inputs are 32-bit values",
+            )
+        wide.add(v)
+        g = groups.find(v)
+        if g in group_members:
+            if g not in emulated_groups:
+                emulated_groups.add(g)
+                work.extend(group_members[g])
+                for op, i in feeders.get(g, []):
+                    ops[op] = None
+                    x = op.operands[i]
+                    if _carries_sentinel(x, analysis):
+                        work.append(x)
+        else:
+            d = defining_op(v)
+            if d is not None and d.name not in CONSTANTS:
+                mark_op(d)
+        for user in _users(v):
+            mark_user(user, v)
+    if not wide and not ops:
+        return None
+    for op in ops:
+        if op.name in _TIE_OPS or op.name in _TERMINATORS:
+            continue
+        rule = spec_of(op.name).emulate
+        if rule is None or not getattr(rule, "applies", lambda _op: True)(op):
+            for x in op.operands:
+                if x in forced_users:
+                    raise forced_users[x]
+            raise UnsupportedOpError(
+                op.name,
+                decode_location(op.location),
+                "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
+                "cannot compute it exactly in 32-bit words (no emulation for this op)",
+            )
+    slots = {g: group_members[g] for g in emulated_groups}
+    fed: dict[ir.Operation, list[int]] = {}
+    for g in emulated_groups:
+        for op, i in feeders.get(g, []):
+            fed.setdefault(op, []).append(i)
+    marks: list[tuple[ir.Operation, list[int]]] = []
+    for op in ops:
+        if op.name == "func.return" and _as_op(op.parent) == entry:
+            marks.append((op, sorted(outputs)))
+        else:
+            marks.append((op, sorted(fed.get(op, []))))
+    em = Emulation(root, analysis, wide, [op for op, _ in marks], sorted(outputs), slots, groups)
+    em.marks = marks
+    if not words_out:
+        em.narrowed = [narrowed[i] for i in sorted(narrowed)]
+        em.outputs = []
+    return em
+
+
+CONSTANTS = frozenset({"stablehlo.constant", "chlo.constant", "mhlo.constant"})
+
+
+def _tie_users(fn: ir.Operation) -> list[ir.Operation]:
+    out = []
+    stack = [fn]
+    while stack:
+        cur = stack.pop()
+        for region in cur.regions:
+            for block in region.blocks:
+                for op in block.operations:
+                    op = _as_op(op)
+                    if op.name in _TIE_OPS or op.name in _TERMINATORS:
+                        out.append(op)
+                    if len(op.regions) and op.name not in _OWN_REGIONS:
+                        stack.append(op)
+    return out
+
+
+def _carries_sentinel(x: ir.Value, analysis: RangeAnalysis) -> bool:
+    if not is_wide_int(x.type):
+        return False
+    d = defining_op(x)
+    if d is not None and analysis.fold(x, sentinels=True) is not None:
+        return False  # constants enter with their exact elements
+    r = analysis.range(x)
+    return bool(r is not None and r.sentinels)
+
+
+def _users(v: ir.Value) -> list[ir.Operation]:
+    out = []
+    seen = set()
+    for use in v.uses:
+        op = _as_op(use.owner)
+        if op not in seen:
+            seen.add(op)
+            out.append(op)
+    return out
+
+
+def _collect(fn: ir.Operation, values: list[ir.Value], calls: list[ir.Operation]) -> None:
+    """Every value defined in ``fn`` outside the regions of ops that own them."""
+    stack = [fn]
+    while stack:
+        cur = stack.pop()
+        for region in cur.regions:
+            for block in region.blocks:
+                values.extend(block.arguments)
+                for op in block.operations:
+                    op = _as_op(op)
+                    values.extend(op.results)
+                    if op.name == "func.call":
+                        calls.append(op)
+                    if len(op.regions) and op.name not in _OWN_REGIONS:
+                        stack.append(op)
+
+
+def _ops_with_regions_and_calls(fn: ir.Operation) -> list[ir.Operation]:
+    out = []
+    stack = [fn]
+    while stack:
+        cur = stack.pop()
+        for region in cur.regions:
+            for block in region.blocks:
+                for op in block.operations:
+                    op = _as_op(op)
+                    if op.name in ("stablehlo.while", "func.call", "stablehlo.case", "stablehlo.if"):
+                        out.append(op)
+                    if len(op.regions) and op.name not in _OWN_REGIONS:
+                        stack.append(op)
+    return out

@@ -1,0 +1,216 @@
+"""Emulation rules: each op's exact 64-bit meaning in 32-bit words.
+
+A rule is ``rule(op, em) -> list`` with one entry per result of ``op``: a
+:class:`~no64.rules.words.Words` for a 64-bit integer result, a value of
+the result's own type for any other result (an ``i1`` compare, a 32-bit
+convert, a float), built at the current insertion point (right before
+``op``).  ``em`` (:class:`no64.core.emulate.Emulation`) gives the words of
+an operand (``em.words``: emulated, a constant's exact elements, or a
+narrowed value sign- or zero-extended), says whether an operand is
+emulated (``em.is_wide``) and refuses (``em.refuse``).  The step that runs
+the rules (:mod:`no64.core.emulate`) decides which ops are emulated; the op
+table (:mod:`no64.rules.ops`) names each op's rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+from ..core._mlir import ir
+from . import words as W
+
+if TYPE_CHECKING:
+    from ..core.emulate import Emulation
+
+__all__ = ["EmulateRule"]
+
+Out = Union[W.Words, ir.Value, None]
+#: ``rule(op, em) -> one entry per result``
+EmulateRule = Callable[[ir.Operation, "Emulation"], list[Out]]
+
+
+def _is64(t: ir.Type) -> bool:
+    if not isinstance(t, ir.RankedTensorType):
+        return False
+    e = t.element_type
+    return isinstance(e, ir.IntegerType) and e.width == 64
+
+
+def _unsigned_result(op: ir.Operation, i: int = 0) -> bool:
+    return ir.IntegerType(ir.RankedTensorType(op.results[i].type).element_type).is_unsigned
+
+
+def _shape(v: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(v.type).shape)
+
+
+def _broadcast_to(w: W.Words, shape: Sequence[int]) -> W.Words:
+    if w.shape == list(shape):
+        return w
+    t = ir.RankedTensorType.get(list(shape), W.u32())
+    dims = ir.DenseI64ArrayAttr.get([])
+    return W.Words(
+        W.make("broadcast_in_dim", [w.lo], t, broadcast_dimensions=dims),
+        W.make("broadcast_in_dim", [w.hi], t, broadcast_dimensions=dims),
+        w.unsigned,
+    )
+
+
+# ------------------------------------------------------------- elementwise
+def binary(fn: Callable[[W.Words, W.Words], W.Words]) -> EmulateRule:
+    def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
+        u = _unsigned_result(op)
+        a, b = (em.words(x, u) for x in op.operands)
+        return [fn(a, b)]
+
+    return rule
+
+
+def unary(fn: Callable[[W.Words], W.Words]) -> EmulateRule:
+    def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
+        return [fn(em.words(op.operands[0], _unsigned_result(op)))]
+
+    return rule
+
+
+add = binary(W.add)
+subtract = binary(W.subtract)
+multiply = binary(W.multiply)
+maximum = binary(lambda a, b: W.minmax("max", a, b))
+minimum = binary(lambda a, b: W.minmax("min", a, b))
+bit_and = binary(lambda a, b: W.bitwise("and", a, b))
+bit_or = binary(lambda a, b: W.bitwise("or", a, b))
+bit_xor = binary(lambda a, b: W.bitwise("xor", a, b))
+negate = unary(W.negate)
+bit_not = unary(W.bit_not)
+absolute = unary(W.absolute)
+sign = unary(W.sign)
+
+
+def shift(op: ir.Operation, em: "Emulation") -> list[Out]:
+    u = _unsigned_result(op)
+    a, n = (em.words(x, u) for x in op.operands)
+    return [W.shift(op.name.removeprefix("stablehlo."), a, n)]
+
+
+def _attr_word(op: ir.Operation, name: str) -> str:
+    # e.g. "#stablehlo<comparison_direction LT>" -> "LT"
+    return str(op.attributes[name]).rstrip(">").split()[-1]
+
+
+def compare(op: ir.Operation, em: "Emulation") -> list[Out]:
+    direction = _attr_word(op, "comparison_direction")
+    kind = _attr_word(op, "compare_type") if "compare_type" in op.attributes else None
+    x, y = op.operands
+    unsigned = ir.IntegerType(ir.RankedTensorType(em.type(x)).element_type).is_unsigned
+    if kind is not None:
+        unsigned = kind == "UNSIGNED"
+    a, b = em.words(x), em.words(y)
+    return [W.compare(direction, a, b, unsigned)]
+
+
+def select(op: ir.Operation, em: "Emulation") -> list[Out]:
+    p, x, y = op.operands
+    u = _unsigned_result(op)
+    a, b = em.words(x, u), em.words(y, u)
+    shape = _shape(op.results[0])
+    if _shape(p) != shape:  # a scalar predicate
+        p = W.make(
+            "broadcast_in_dim", [p], ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)),
+            broadcast_dimensions=ir.DenseI64ArrayAttr.get([]),
+        )
+    return [W.select(p, a, b)]
+
+
+def clamp(op: ir.Operation, em: "Emulation") -> list[Out]:
+    u = _unsigned_result(op)
+    shape = _shape(op.results[0])
+    lo, x, hi = (_broadcast_to(em.words(v, u), shape) for v in op.operands)
+    return [W.minmax("min", W.minmax("max", x, lo), hi)]
+
+
+def convert(op: ir.Operation, em: "Emulation") -> list[Out]:
+    x = op.operands[0]
+    rt = ir.RankedTensorType(op.results[0].type)
+    re = rt.element_type
+    xe = ir.RankedTensorType(em.type(x)).element_type
+    if _is64(em.type(x)):
+        w = em.words(x)
+        if _is64(rt):
+            return [w.retag(ir.IntegerType(re).is_unsigned)]
+        if isinstance(re, ir.IntegerType):
+            return [W.low_single(w, re)]
+        if isinstance(re, (ir.F32Type, ir.F16Type, ir.BF16Type)):
+            return [W.to_float(w, re)]
+        if isinstance(re, ir.F64Type):
+            # f64 is narrowed to f32: the value rounded once to f32, then
+            # typed f64 for the narrowing pass
+            return [W.make("convert", [W.to_float(w, ir.F32Type.get())], rt)]
+        em.refuse(op, f"no exact emulation of a 64-bit integer converted to {re}")
+    unsigned = ir.IntegerType(re).is_unsigned
+    if isinstance(xe, ir.IntegerType):
+        return [W.from_single(x, unsigned)]
+    if isinstance(xe, ir.F64Type):
+        x = W.make("convert", [x], ir.RankedTensorType.get(_shape(x), ir.F32Type.get()))
+    return [W.from_float(x, unsigned)]
+
+
+def _bitcast_applies(op: ir.Operation) -> bool:
+    """64-bit integers to 64-bit integers or to/from 32-bit integer words."""
+    elems = [ir.RankedTensorType(v.type).element_type for v in (op.operands[0], op.results[0])]
+    return all(isinstance(e, ir.IntegerType) for e in elems)
+
+
+def bitcast_convert(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """Between 64-bit integers and pairs of 32-bit words (``S x 2``)."""
+    x = op.operands[0]
+    xt, rt = ir.RankedTensorType(em.type(x)), ir.RankedTensorType(op.results[0].type)
+    if _is64(xt) and _is64(rt):
+        return [em.words(x).retag(ir.IntegerType(rt.element_type).is_unsigned)]
+    if _is64(rt) and isinstance(xt.element_type, ir.IntegerType) and xt.element_type.width == 32 \
+            and list(xt.shape)[-1:] == [2]:
+        packed = W.bitcast(x, W.u32() if ir.IntegerType(rt.element_type).is_unsigned else W.i32())
+        return [W.unpack(packed).retag(ir.IntegerType(rt.element_type).is_unsigned)]
+    if _is64(xt) and isinstance(rt.element_type, ir.IntegerType) and rt.element_type.width == 32 \
+            and list(rt.shape)[-1:] == [2]:
+        w = em.words(x)
+        return [W.bitcast(W.pack(w.retag(True)), rt.element_type)]
+    em.refuse(op, f"no exact emulation of bitcast_convert from {xt} to {rt}")
+    return [None]
+
+
+bitcast_convert.applies = _bitcast_applies  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------- moving elements
+def per_word(*data: int, rest: str = "keep") -> EmulateRule:
+    """An op that moves elements of its data operands (``data``: their
+    indices; ``-1`` for every operand) without looking at them: built twice,
+    once over the low and once over the high words.  Other operands
+    (indices, sizes) must not be emulated: they keep their narrowed value."""
+
+    def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
+        operands = list(op.operands)
+        idx = set(range(len(operands))) if data == (-1,) else set(data)
+        for i, x in enumerate(operands):
+            if i not in idx and em.is_wide(x):
+                em.refuse(op, f"operand #{i} (an index or size) may not fit in 32 bits")
+        u = _unsigned_result(op)
+        ws = {i: em.words(operands[i], u) for i in idx}
+        attrs = {name: op.attributes[name] for name in op.attributes}
+        rtypes = [ir.RankedTensorType.get(_shape(r), W.u32()) for r in op.results]
+        out = []
+        for k in (0, 1):
+            ops_ = [ws[i][k] if i in ws else x for i, x in enumerate(operands)]
+            new = ir.Operation.create(op.name, results=rtypes, operands=ops_, attributes=attrs)
+            out.append(new.results[0])
+        return [W.Words(out[0], out[1], u)]
+
+    return rule
+
+
+moved = per_word(0)
+moved_all = per_word(-1)
+dynamic_update_slice = per_word(0, 1)
+pad = per_word(0, 1)

@@ -1,0 +1,453 @@
+"""Exact 64-bit integer arithmetic on pairs of 32-bit words.
+
+A 64-bit integer tensor of shape ``S`` is carried as a :class:`Words`: two
+``ui32`` tensors of shape ``S``, the low and the high 32 bits, and whether
+the 64-bit type was unsigned.  Every function here builds StableHLO ops at
+the current insertion point and computes exactly what the 64-bit op
+computes (two's-complement wrap-around, StableHLO's rules for shifts of 64
+or more).  Only 32-bit (and ``i1``) types are used.
+
+Between regions and at a function's boundary the pair is *packed* into one
+tensor of shape ``S x 2`` (:func:`pack`): ``[..., 0]`` the low and
+``[..., 1]`` the high word, ``ui32`` for unsigned and ``i32`` bit patterns
+for signed values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core._mlir import ir
+
+__all__ = [
+    "Words",
+    "u32",
+    "i32",
+    "packed_type",
+    "make",
+    "const",
+    "splat",
+    "from_ints",
+    "pack",
+    "unpack",
+    "from_single",
+    "low_single",
+    "saturated_single",
+    "add",
+    "subtract",
+    "negate",
+    "multiply",
+    "bitwise",
+    "bit_not",
+    "shift",
+    "compare",
+    "select",
+    "minmax",
+    "absolute",
+    "sign",
+    "to_float",
+    "from_float",
+    "mul_wide32",
+]
+
+_MASK = 0xFFFFFFFF
+
+
+class Words(NamedTuple):
+    """A 64-bit integer tensor as its low and high ``ui32`` words."""
+
+    lo: ir.Value
+    hi: ir.Value
+    unsigned: bool
+
+    @property
+    def shape(self) -> list[int]:
+        return list(ir.RankedTensorType(self.lo.type).shape)
+
+    def retag(self, unsigned: bool) -> "Words":
+        """The same bits read as another signedness."""
+        return Words(self.lo, self.hi, unsigned)
+
+
+# ------------------------------------------------------------------ basics
+def u32() -> ir.Type:
+    return ir.IntegerType.get_unsigned(32)
+
+
+def i32() -> ir.Type:
+    return ir.IntegerType.get_signless(32)
+
+
+def _i1() -> ir.Type:
+    return ir.IntegerType.get_signless(1)
+
+
+def _tensor(shape: Sequence[int], elem: ir.Type) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(list(shape), elem)
+
+
+def _shape(v: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(v.type).shape)
+
+
+def _elem(v: ir.Value) -> ir.Type:
+    return ir.RankedTensorType(v.type).element_type
+
+
+def packed_type(shape: Sequence[int], unsigned: bool) -> ir.RankedTensorType:
+    """The type of a packed pair of shape ``shape``: ``shape x 2``."""
+    return _tensor(list(shape) + [2], u32() if unsigned else i32())
+
+
+def make(name: str, operands: Sequence[ir.Value], result: ir.Type, **attrs: ir.Attribute) -> ir.Value:
+    """Build ``stablehlo.<name>`` with one result."""
+    op = ir.Operation.create(
+        "stablehlo." + name, results=[result], operands=list(operands), attributes=attrs
+    )
+    return op.results[0]
+
+
+def _same(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    return make(name, [a, b], a.type)
+
+
+def const(shape: Sequence[int], values: np.ndarray | int, elem: ir.Type | None = None) -> ir.Value:
+    """A constant tensor (``ui32`` unless ``elem`` says otherwise)."""
+    elem = elem or u32()
+    t = _tensor(shape, elem)
+    if isinstance(values, (int, np.integer)):
+        return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, int(values))))
+    arr = np.asarray(values)
+    if arr.size and (arr == arr.flat[0]).all():
+        v = int(arr.flat[0])
+        return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, v)))
+    dtype = np.uint32 if elem == u32() else (np.int32 if elem == i32() else None)
+    if dtype is None:
+        raise TypeError(f"no constant of element type {elem}")
+    arr = np.ascontiguousarray(arr.astype(dtype).reshape(list(shape)))
+    return make("constant", [], t, value=ir.DenseElementsAttr.get(arr, type=t))
+
+
+def splat(like: ir.Value, value: int) -> ir.Value:
+    """A constant of ``like``'s type with every element ``value``."""
+    t = ir.RankedTensorType(like.type)
+    return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value)))
+
+
+def from_ints(shape: Sequence[int], values: np.ndarray | int, unsigned: bool) -> Words:
+    """The words of integer constant(s) (any 64-bit values, as Python ints or an array)."""
+    arr = np.asarray(values, dtype=object).reshape(-1)
+    bits = np.array([int(x) & ((1 << 64) - 1) for x in arr], dtype=np.uint64)
+    if bits.size == 1 and int(np.prod(shape, dtype=np.int64)) != 1:
+        bits = np.full(int(np.prod(shape, dtype=np.int64)), bits[0], dtype=np.uint64)
+    lo = (bits & np.uint64(_MASK)).astype(np.uint32)
+    hi = (bits >> np.uint64(32)).astype(np.uint32)
+    return Words(const(shape, lo), const(shape, hi), unsigned)
+
+
+def bitcast(v: ir.Value, elem: ir.Type) -> ir.Value:
+    if _elem(v) == elem:
+        return v
+    return make("bitcast_convert", [v], _tensor(_shape(v), elem))
+
+
+def convert(v: ir.Value, elem: ir.Type) -> ir.Value:
+    if _elem(v) == elem:
+        return v
+    return make("convert", [v], _tensor(_shape(v), elem))
+
+
+def _cmp(a: ir.Value, b: ir.Value, direction: str, kind: str) -> ir.Value:
+    return make(
+        "compare",
+        [a, b],
+        _tensor(_shape(a), _i1()),
+        comparison_direction=ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>"),
+        compare_type=ir.Attribute.parse(f"#stablehlo<comparison_type {kind}>"),
+    )
+
+
+def _sel(p: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+    return make("select", [p, a, b], a.type)
+
+
+def _bit(p: ir.Value) -> ir.Value:
+    """An ``i1`` tensor as ``ui32`` 0/1."""
+    return convert(p, u32())
+
+
+# ------------------------------------------------------------ pack / unpack
+def pack(w: Words) -> ir.Value:
+    """The packed ``S x 2`` form of ``w``."""
+    shape = w.shape
+    elem = u32() if w.unsigned else i32()
+    col = _tensor(shape + [1], elem)
+    lo = make("reshape", [bitcast(w.lo, elem)], col)
+    hi = make("reshape", [bitcast(w.hi, elem)], col)
+    return make(
+        "concatenate", [lo, hi], packed_type(shape, w.unsigned),
+        dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)),
+    )
+
+
+def unpack(p: ir.Value) -> Words:
+    """The words of a packed ``S x 2`` tensor."""
+    t = ir.RankedTensorType(p.type)
+    shape = list(t.shape)[:-1]
+    unsigned = t.element_type == u32()
+    rank = len(shape)
+    out = []
+    for k in (0, 1):
+        s = make(
+            "slice", [p], _tensor(shape + [1], t.element_type),
+            start_indices=ir.DenseI64ArrayAttr.get([0] * rank + [k]),
+            limit_indices=ir.DenseI64ArrayAttr.get(shape + [k + 1]),
+            strides=ir.DenseI64ArrayAttr.get([1] * (rank + 1)),
+        )
+        out.append(bitcast(make("reshape", [s], _tensor(shape, t.element_type)), u32()))
+    return Words(out[0], out[1], unsigned)
+
+
+def from_single(x: ir.Value, unsigned: bool) -> Words:
+    """The words of a value held in one (narrower) integer tensor: sign- or
+    zero-extended from its own type (``i1`` counts as unsigned)."""
+    e = ir.IntegerType(_elem(x))
+    signed_src = not e.is_unsigned and e.width > 1
+    if signed_src:
+        xi = convert(x, i32())
+        hi = bitcast(make("shift_right_arithmetic", [xi, splat(xi, 31)], xi.type), u32())
+        lo = bitcast(xi, u32())
+    else:
+        lo = convert(x, u32())
+        hi = splat(lo, 0)
+    return Words(lo, hi, unsigned)
+
+
+def low_single(w: Words, elem: ir.Type) -> ir.Value:
+    """The low bits of ``w`` as integer element type ``elem`` (truncating,
+    as a 64-bit convert to a narrower type does)."""
+    e = ir.IntegerType(elem)
+    if e.width == 32:
+        return bitcast(w.lo, elem)
+    if e.width == 1:
+        return _cmp(make("or", [w.lo, w.hi], w.lo.type), splat(w.lo, 0), "NE", "UNSIGNED")
+    # narrower: truncating converts of the low word
+    return convert(bitcast(w.lo, i32()) if not e.is_unsigned else w.lo, elem)
+
+
+def saturated_single(w: Words) -> ir.Value:
+    """``w`` as one 32-bit value (``i32``, or ``ui32`` if unsigned), clipped to
+    the 32-bit range: values that fit are kept, the 64-bit extremes (the
+    sentinels ``INT64_MAX``/``INT64_MIN``/``UINT64_MAX``) become the 32-bit
+    ones, as the narrowing pass maps them."""
+    if w.unsigned:
+        fits = _cmp(w.hi, splat(w.hi, 0), "EQ", "UNSIGNED")
+        return _sel(fits, w.lo, splat(w.lo, _MASK))
+    lo_s = bitcast(w.lo, i32())
+    sign = bitcast(make("shift_right_arithmetic", [lo_s, splat(lo_s, 31)], lo_s.type), u32())
+    fits = _cmp(w.hi, sign, "EQ", "UNSIGNED")
+    negative = _cmp(bitcast(w.hi, i32()), splat(lo_s, 0), "LT", "SIGNED")
+    clipped = _sel(negative, splat(lo_s, -(2**31)), splat(lo_s, 2**31 - 1))
+    return _sel(fits, lo_s, clipped)
+
+
+# --------------------------------------------------------------- arithmetic
+def add(a: Words, b: Words) -> Words:
+    lo = _same("add", a.lo, b.lo)
+    carry = _bit(_cmp(lo, a.lo, "LT", "UNSIGNED"))
+    hi = _same("add", _same("add", a.hi, b.hi), carry)
+    return Words(lo, hi, a.unsigned)
+
+
+def subtract(a: Words, b: Words) -> Words:
+    lo = _same("subtract", a.lo, b.lo)
+    borrow = _bit(_cmp(a.lo, b.lo, "LT", "UNSIGNED"))
+    hi = _same("subtract", _same("subtract", a.hi, b.hi), borrow)
+    return Words(lo, hi, a.unsigned)
+
+
+def negate(a: Words) -> Words:
+    zero = splat(a.lo, 0)
+    return subtract(Words(zero, zero, a.unsigned), a)
+
+
+def mul_wide32(a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The full 64-bit product of two ``ui32`` tensors, as (low, high) words,
+    from 16-bit partial products (each fits in 32 bits)."""
+    m16 = splat(a, 0xFFFF)
+    s16 = splat(a, 16)
+    a0, a1 = _same("and", a, m16), _same("shift_right_logical", a, s16)
+    b0, b1 = _same("and", b, m16), _same("shift_right_logical", b, s16)
+    p00 = _same("multiply", a0, b0)
+    p01 = _same("multiply", a0, b1)
+    p10 = _same("multiply", a1, b0)
+    p11 = _same("multiply", a1, b1)
+    mid = _same("add", p01, p10)
+    mid_carry = _bit(_cmp(mid, p01, "LT", "UNSIGNED"))  # 2**32 of mid, i.e. 2**48
+    lo = _same("add", p00, _same("shift_left", mid, s16))
+    lo_carry = _bit(_cmp(lo, p00, "LT", "UNSIGNED"))
+    hi = _same("add", p11, _same("shift_right_logical", mid, s16))
+    hi = _same("add", hi, _same("shift_left", mid_carry, s16))
+    hi = _same("add", hi, lo_carry)
+    return lo, hi
+
+
+def multiply(a: Words, b: Words) -> Words:
+    """The low 64 bits of the product (the same for signed and unsigned)."""
+    lo, hi = mul_wide32(a.lo, b.lo)
+    cross = _same("add", _same("multiply", a.lo, b.hi), _same("multiply", a.hi, b.lo))
+    return Words(lo, _same("add", hi, cross), a.unsigned)
+
+
+def bitwise(name: str, a: Words, b: Words) -> Words:
+    """``and``, ``or`` or ``xor``, word by word."""
+    return Words(_same(name, a.lo, b.lo), _same(name, a.hi, b.hi), a.unsigned)
+
+
+def bit_not(a: Words) -> Words:
+    return Words(make("not", [a.lo], a.lo.type), make("not", [a.hi], a.hi.type), a.unsigned)
+
+
+def shift(name: str, a: Words, amount: Words) -> Words:
+    """``shift_left``, ``shift_right_logical`` or ``shift_right_arithmetic``
+    by a 64-bit amount (an amount of 64 or more, or negative, shifts
+    everything out: 0, or the sign for an arithmetic right shift)."""
+    lo, hi = a.lo, a.hi
+    # n = min(amount, 64) as an unsigned 64-bit number
+    big = _cmp(amount.hi, splat(hi, 0), "NE", "UNSIGNED")
+    c64 = splat(lo, 64)
+    n = _sel(big, c64, make("minimum", [amount.lo, c64], lo.type))
+    c32 = splat(lo, 32)
+    wide = _cmp(n, c32, "GE", "UNSIGNED")  # n >= 32
+    n_hi = _same("subtract", n, c32)  # n - 32 (only read when wide)
+    back = _same("subtract", c32, n)  # 32 - n (only read when not wide; 32 when n == 0)
+    if name == "shift_left":
+        # n < 32: lo << n, (hi << n) | (lo >> (32 - n)); n >= 32: 0, lo << (n - 32)
+        # (StableHLO shifts of 32 or more give 0, which covers n == 0 and n >= 64.)
+        lo_small = _same("shift_left", lo, n)
+        hi_small = _same("or", _same("shift_left", hi, n), _same("shift_right_logical", lo, back))
+        hi_wide = _same("shift_left", lo, n_hi)
+        zero = splat(lo, 0)
+        return Words(_sel(wide, zero, lo_small), _sel(wide, hi_wide, hi_small), a.unsigned)
+    lo_small = _same("or", _same("shift_right_logical", lo, n), _same("shift_left", hi, back))
+    if name == "shift_right_logical":
+        hi_small = _same("shift_right_logical", hi, n)
+        lo_wide = _same("shift_right_logical", hi, n_hi)
+        zero = splat(lo, 0)
+        return Words(_sel(wide, lo_wide, lo_small), _sel(wide, zero, hi_small), a.unsigned)
+    # arithmetic: the high word's sign fills in
+    hs = bitcast(hi, i32())
+    c31 = splat(n, 31)
+    hi_small = bitcast(make("shift_right_arithmetic", [hs, bitcast(make("minimum", [n, c31], n.type), i32())], hs.type), u32())
+    lo_wide = bitcast(
+        make("shift_right_arithmetic", [hs, bitcast(make("minimum", [n_hi, c31], n.type), i32())], hs.type), u32()
+    )
+    fill = bitcast(make("shift_right_arithmetic", [hs, splat(hs, 31)], hs.type), u32())
+    return Words(_sel(wide, lo_wide, lo_small), _sel(wide, fill, hi_small), a.unsigned)
+
+
+# -------------------------------------------------------------- comparisons
+def compare(direction: str, a: Words, b: Words, unsigned: bool) -> ir.Value:
+    """``a <direction> b`` as an ``i1`` tensor (signed or unsigned order)."""
+    eq_hi = _cmp(a.hi, b.hi, "EQ", "UNSIGNED")
+    if direction in ("EQ", "NE"):
+        eq = _same("and", eq_hi, _cmp(a.lo, b.lo, "EQ", "UNSIGNED"))
+        return eq if direction == "EQ" else make("not", [eq], eq.type)
+    if unsigned:
+        hi_cmp = _cmp(a.hi, b.hi, direction, "UNSIGNED")
+    else:
+        hi_cmp = _cmp(bitcast(a.hi, i32()), bitcast(b.hi, i32()), direction, "SIGNED")
+    lo_cmp = _cmp(a.lo, b.lo, direction, "UNSIGNED")
+    return _sel(eq_hi, lo_cmp, hi_cmp)
+
+
+def select(p: ir.Value, a: Words, b: Words) -> Words:
+    return Words(_sel(p, a.lo, b.lo), _sel(p, a.hi, b.hi), a.unsigned)
+
+
+def minmax(which: str, a: Words, b: Words) -> Words:
+    lt = compare("LT", a, b, a.unsigned)
+    return select(lt, a, b) if which == "min" else select(lt, b, a)
+
+
+def _is_negative(a: Words) -> ir.Value:
+    return _cmp(bitcast(a.hi, i32()), splat(bitcast(a.hi, i32()), 0), "LT", "SIGNED")
+
+
+def absolute(a: Words) -> Words:
+    if a.unsigned:
+        return a
+    return select(_is_negative(a), negate(a), a)
+
+
+def sign(a: Words) -> Words:
+    zero = splat(a.lo, 0)
+    nz = _bit(_cmp(make("or", [a.lo, a.hi], a.lo.type), zero, "NE", "UNSIGNED"))
+    if a.unsigned:
+        return Words(nz, zero, True)
+    neg = _is_negative(a)
+    ones = splat(a.lo, _MASK)
+    return Words(_sel(neg, ones, nz), _sel(neg, ones, zero), False)
+
+
+# ------------------------------------------------------------------- floats
+def to_float(a: Words, elem: ir.Type) -> ir.Value:
+    """``a`` converted to float type ``elem`` (``f32``; ``f16``/``bf16`` via f32)
+    with one rounding: the value is first brought into 24 significant bits
+    with a sticky bit, then converted."""
+    f32 = ir.F32Type.get()
+    neg = _is_negative(a) if not a.unsigned else None
+    mag = absolute(a) if not a.unsigned else a
+    lo, hi = mag.lo, mag.hi
+    zero = splat(lo, 0)
+    # k = number of low bits to drop so that the rest fits in 32 bits
+    clz = make("count_leading_zeros", [hi], hi.type)
+    k = _same("subtract", splat(lo, 32), clz)  # 0..32 (0 when hi == 0)
+    shifted = shift("shift_right_logical", Words(lo, hi, True), Words(k, zero, True))
+    # sticky: any dropped bit set -> or 1 into bit 0 (below f32's precision
+    # for values of 33 bits or more, so the rounding stays correct)
+    dropped_mask = _same("subtract", _same("shift_left", splat(lo, 1), k), splat(lo, 1))  # k==32 -> 0-1
+    dropped_mask = _sel(_cmp(k, splat(lo, 32), "EQ", "UNSIGNED"), splat(lo, _MASK), dropped_mask)
+    sticky = _bit(_cmp(_same("and", lo, dropped_mask), zero, "NE", "UNSIGNED"))
+    top = _same("or", shifted.lo, sticky)
+    # top < 2**32: f32(top) rounds once (the sticky bit breaks ties right);
+    # then scale by 2**k exactly
+    f = make("convert", [top], _tensor(_shape(lo), f32))
+    scale = make(
+        "bitcast_convert",
+        [_same("shift_left", _same("add", k, splat(k, 127)), splat(k, 23))],
+        _tensor(_shape(lo), f32),
+    )
+    f = make("multiply", [f, scale], f.type)
+    if neg is not None:
+        f = _sel(neg, make("negate", [f], f.type), f)
+    if elem != f32:
+        f = make("convert", [f], _tensor(_shape(lo), elem))
+    return f
+
+
+def from_float(x: ir.Value, unsigned: bool) -> Words:
+    """A float tensor (``f32`` or narrower) converted to a 64-bit integer,
+    truncating toward zero.  (StableHLO leaves values beyond the 64-bit
+    range, infinities and NaN undefined.)"""
+    f32 = ir.F32Type.get()
+    if ir.RankedTensorType(x.type).element_type != f32:
+        x = make("convert", [x], _tensor(_shape(x), f32))
+    shape = _shape(x)
+    neg = make("compare", [x, make("constant", [], x.type, value=ir.DenseElementsAttr.get_splat(x.type, ir.FloatAttr.get(f32, 0.0)))],
+               _tensor(shape, _i1()),
+               comparison_direction=ir.Attribute.parse("#stablehlo<comparison_direction LT>"),
+               compare_type=ir.Attribute.parse("#stablehlo<comparison_type FLOAT>"))
+    mag = make("abs", [x], x.type)
+    two32 = make("constant", [], x.type, value=ir.DenseElementsAttr.get_splat(x.type, ir.FloatAttr.get(f32, 4294967296.0)))
+    q = make("floor", [make("divide", [mag, two32], x.type)], x.type)  # exact: a power of two
+    rest = make("subtract", [mag, make("multiply", [q, two32], x.type)], x.type)  # exact
+    hi = make("convert", [q], _tensor(shape, u32()))
+    lo = make("convert", [make("floor", [rest], x.type)], _tensor(shape, u32()))
+    w = Words(lo, hi, unsigned)
+    if not unsigned:
+        w = select(neg, negate(w), w)
+    return w
