@@ -167,6 +167,7 @@ class Emulation:
         self.by_op: dict[str, int] = {}
         self.marks: list[tuple[ir.Operation, list[int]]] = []
         self._types: dict[ir.Value, ir.Type] = {}
+        self._subst: dict[ir.Value, ir.Value] = {}
         self._packed = {m for members in self.slots.values() for m in members}
 
     def type(self, v: ir.Value) -> ir.Type:
@@ -185,6 +186,65 @@ class Emulation:
         if unsigned is not None and w.unsigned != unsigned:
             w = w.retag(unsigned)
         return w
+
+    def value(self, v: ir.Value) -> ir.Value:
+        """The value that stands for ``v`` (a value of a region being
+        rebuilt maps to its copy; any other value is itself)."""
+        return self._subst.get(v, v)
+
+    def bind(self, old: ir.Value, new: ir.Value) -> None:
+        """``new`` stands for ``old`` (in a region being rebuilt)."""
+        self._subst[old] = new
+
+    def bind_words(self, old: ir.Value, words: W.Words) -> None:
+        """``words`` are the words of 64-bit ``old`` (in a region being rebuilt)."""
+        self._words[old] = words
+
+    def emulate_block(self, block: ir.Block, returned: Callable[[W.Words], W.Words] | None = None) -> None:
+        """Copy ``block``'s ops to the insertion point, every 64-bit integer
+        computed on words by its op's rule; its terminator returns the words
+        of 64-bit values as two values each (first passed through
+        ``returned``, if given).  (The body of an op rebuilt by
+        its rule: ``reduce``, ``sort``, ``scatter``, ...)"""
+        for op in block.operations:
+            op = _as_op(op)
+            if op.name in _TERMINATORS:
+                values: list[ir.Value] = []
+                for x in op.operands:
+                    if is_wide_int(self.type(x)):
+                        w = self.words(x)
+                        if returned is not None:
+                            w = returned(w)
+                        values += [w.lo, w.hi]
+                    else:
+                        values.append(self.value(x))
+                ir.Operation.create(op.name, results=[], operands=values)
+                continue
+            touches = any(is_wide_int(x.type) for x in op.operands) or any(
+                is_wide_int(r.type) for r in op.results
+            )
+            if not touches:
+                if len(op.regions):
+                    self.refuse(op, "no64 cannot copy an op with regions inside this region")
+                attrs = {name: op.attributes[name] for name in op.attributes}
+                new = ir.Operation.create(
+                    op.name, results=[r.type for r in op.results],
+                    operands=[self.value(x) for x in op.operands], attributes=attrs, loc=op.location,
+                )
+                for r, nr in zip(op.results, new.results):
+                    self._subst[r] = nr
+                continue
+            spec = spec_of(op.name)
+            if spec.emulate is None or not getattr(spec.emulate, "applies", lambda _op: True)(op):
+                self.refuse(op, "no64 cannot compute this op on 64-bit words inside the region")
+            with op.location:
+                outs = spec.emulate(op, self)
+            for r, out in zip(op.results, outs):
+                if isinstance(out, W.Words):
+                    self._words[r] = out
+                elif out is not None:
+                    self._subst[r] = out
+            self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
 
     def refuse(self, op: ir.Operation, reason: str) -> None:
         raise UnsupportedOpError(op.name, decode_location(op.location), reason)

@@ -97,12 +97,17 @@ for _op in ("infeed", "outfeed", "send", "recv"):
     declare(_SH + _op, refuse=checks.host_transfer, region_free=True)
 
 # ------------------------------------------------- multi-result and regions
-declare(_SH + "sort", transfer=T.sort, arguments=T.sort_arguments)
+declare(_SH + "sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort)
 declare("chlo.top_k", transfer=T.top_k, region_free=True)
 declare(_SH + "while", transfer=T.while_results, arguments=T.while_arguments)
 declare(_SH + "case", transfer=T.branches)
 declare(_SH + "if", transfer=T.branches)
-for _op in ("reduce", "reduce_window", "scatter", "all_reduce", "reduce_scatter"):
+declare(_SH + "reduce", transfer=T.reduction_results, arguments=T.reduction_arguments,
+        emulate=E.reduction)
+declare(_SH + "reduce_window", transfer=T.reduction_results, arguments=T.reduction_arguments,
+        emulate=E.reduction)
+declare(_SH + "scatter", transfer=T.reduction_results, arguments=T.reduction_arguments, emulate=E.scatter)
+for _op in ("all_reduce", "reduce_scatter"):
     declare(_SH + _op, transfer=T.reduction_results, arguments=T.reduction_arguments)
 declare(_SH + "select_and_scatter")
 declare("func.func", arguments=T.function_arguments)

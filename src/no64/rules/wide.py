@@ -112,6 +112,7 @@ def compare(op: ir.Operation, em: "Emulation") -> list[Out]:
 
 def select(op: ir.Operation, em: "Emulation") -> list[Out]:
     p, x, y = op.operands
+    p = em.value(p)
     u = _unsigned_result(op)
     a, b = em.words(x, u), em.words(y, u)
     shape = _shape(op.results[0])
@@ -149,6 +150,7 @@ def convert(op: ir.Operation, em: "Emulation") -> list[Out]:
             return [W.make("convert", [W.to_float(w, ir.F32Type.get())], rt)]
         em.refuse(op, f"no exact emulation of a 64-bit integer converted to {re}")
     unsigned = ir.IntegerType(re).is_unsigned
+    x = em.value(x)
     if isinstance(xe, ir.IntegerType):
         return [W.from_single(x, unsigned)]
     if isinstance(xe, ir.F64Type):
@@ -202,7 +204,7 @@ def per_word(*data: int, rest: str = "keep") -> EmulateRule:
         rtypes = [ir.RankedTensorType.get(_shape(r), W.u32()) for r in op.results]
         out = []
         for k in (0, 1):
-            ops_ = [ws[i][k] if i in ws else x for i, x in enumerate(operands)]
+            ops_ = [ws[i][k] if i in ws else em.value(x) for i, x in enumerate(operands)]
             new = ir.Operation.create(op.name, results=rtypes, operands=ops_, attributes=attrs)
             out.append(new.results[0])
         return [W.Words(out[0], out[1], u)]
@@ -214,3 +216,187 @@ moved = per_word(0)
 moved_all = per_word(-1)
 dynamic_update_slice = per_word(0, 1)
 pad = per_word(0, 1)
+
+
+# ------------------------------------------------- ops with their own regions
+def _scalar_u32() -> ir.RankedTensorType:
+    return ir.RankedTensorType.get([], W.u32())
+
+
+def _split(em: "Emulation", values: Sequence[ir.Value], wide: Sequence[bool]) -> list[ir.Value]:
+    """Operands of the rebuilt op: each 64-bit slot as its (low, high) words."""
+    out: list[ir.Value] = []
+    for v, w in zip(values, wide):
+        if w:
+            words = em.words(v)
+            out += [words.lo, words.hi]
+        else:
+            out.append(em.value(v))
+    return out
+
+
+def _split_types(types: Sequence[ir.Type], wide: Sequence[bool]) -> list[ir.Type]:
+    out: list[ir.Type] = []
+    for t, w in zip(types, wide):
+        if w:
+            u = ir.RankedTensorType.get(list(ir.RankedTensorType(t).shape), W.u32())
+            out += [u, u]
+        else:
+            out.append(t)
+    return out
+
+
+def _rebuild(
+    op: ir.Operation,
+    em: "Emulation",
+    operands: list[ir.Value],
+    result_types: list[ir.Type],
+    block_args: list[tuple[ir.Value, bool, bool]],
+    hi_key: int | None = None,
+) -> ir.Operation:
+    """A copy of ``op`` (attributes kept) with new operands and result types,
+    whose one-block region computes the old body on words: ``block_args`` are
+    the old block's arguments, each with whether it is a 64-bit slot and
+    whether that slot is unsigned.  With ``hi_key``, the high words the
+    region sees and returns are XORed with it (see :func:`scatter`)."""
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create(op.name, results=result_types, operands=operands, attributes=attrs, regions=1)
+    old_block = op.regions[0].blocks[0]
+    arg_types: list[ir.Type] = []
+    for arg, wide, _ in block_args:
+        arg_types += [_scalar_u32(), _scalar_u32()] if wide else [arg.type]
+        if wide and list(ir.RankedTensorType(arg.type).shape):
+            raise AssertionError("region arguments of this op are scalars")
+    block = new.regions[0].blocks.append(*arg_types)
+    with ir.InsertionPoint(block):
+        k = 0
+        for arg, wide, unsigned in block_args:
+            if wide:
+                hi = block.arguments[k + 1]
+                if hi_key is not None:
+                    hi = W.make("xor", [hi, W.splat(hi, hi_key)], hi.type)
+                em.bind_words(arg, W.Words(block.arguments[k], hi, unsigned))
+                k += 2
+            else:
+                em.bind(arg, block.arguments[k])
+                k += 1
+        unkey = None
+        if hi_key is not None:
+            def unkey(w: W.Words) -> W.Words:
+                return W.Words(w.lo, W.make("xor", [w.hi, W.splat(w.hi, hi_key)], w.hi.type), w.unsigned)
+        em.emulate_block(old_block, unkey)
+    return new
+
+
+def _slot_results(new: ir.Operation, wide: Sequence[bool], unsigned: Sequence[bool]) -> list[Out]:
+    out: list[Out] = []
+    k = 0
+    for w, u in zip(wide, unsigned):
+        if w:
+            out.append(W.Words(new.results[k], new.results[k + 1], u))
+            k += 2
+        else:
+            out.append(new.results[k])
+            k += 1
+    return out
+
+
+def _is_wide_type(em: "Emulation", v: ir.Value) -> bool:
+    return _is64(em.type(v))
+
+
+def _unsigned_type(t: ir.Type) -> bool:
+    return ir.IntegerType(ir.RankedTensorType(t).element_type).is_unsigned
+
+
+def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """``reduce`` and ``reduce_window``: inputs and initial values per slot,
+    the body applied to (accumulator, element) words."""
+    n = len(op.results)
+    inputs, inits = list(op.operands[:n]), list(op.operands[n:])
+    wide = [_is_wide_type(em, x) or _is_wide_type(em, i) for x, i in zip(inputs, inits)]
+    unsigned = [_unsigned_type(r.type) for r in op.results]
+    operands = _split(em, inputs, wide) + _split(em, inits, wide)
+    rtypes = _split_types([r.type for r in op.results], wide)
+    args = list(op.regions[0].blocks[0].arguments)
+    block_args = [(a, wide[i % n], unsigned[i % n]) for i, a in enumerate(args)]
+    new = _rebuild(op, em, operands, rtypes, block_args)
+    return _slot_results(new, wide, unsigned)
+
+
+def sort(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """``sort``: each 64-bit operand as two (low, high) operands; the
+    comparator sees both words of each side."""
+    inputs = list(op.operands)
+    wide = [_is_wide_type(em, x) for x in inputs]
+    unsigned = [_unsigned_type(r.type) for r in op.results]
+    operands = _split(em, inputs, wide)
+    rtypes = _split_types([r.type for r in op.results], wide)
+    old = list(op.regions[0].blocks[0].arguments)
+    # the comparator takes (lhs, rhs) per operand; a split operand takes
+    # (lhs_lo, rhs_lo, lhs_hi, rhs_hi): bind each side to its two words
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create(op.name, results=rtypes, operands=operands, attributes=attrs, regions=1)
+    arg_types: list[ir.Type] = []
+    for i, w in enumerate(wide):
+        arg_types += [_scalar_u32()] * 4 if w else [old[2 * i].type, old[2 * i + 1].type]
+    block = new.regions[0].blocks.append(*arg_types)
+    k = 0
+    for i, w in enumerate(wide):
+        lhs, rhs = old[2 * i], old[2 * i + 1]
+        if w:
+            a = block.arguments
+            em.bind_words(lhs, W.Words(a[k], a[k + 2], unsigned[i]))
+            em.bind_words(rhs, W.Words(a[k + 1], a[k + 3], unsigned[i]))
+            k += 4
+        else:
+            em.bind(lhs, block.arguments[k])
+            em.bind(rhs, block.arguments[k + 1])
+            k += 2
+    with ir.InsertionPoint(block):
+        em.emulate_block(op.regions[0].blocks[0])
+    return _slot_results(new, wide, unsigned)
+
+
+#: XORed into the high words of a rebuilt scatter (see :func:`scatter`).
+_SCATTER_KEY = 0x9E3779B9
+
+
+def scatter(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """``scatter``: inputs and updates per slot (the indices stay as they
+    are); the body combines (current, update) words.
+
+    XLA's CPU backend updates a variadic scatter's inputs in place and gets
+    it wrong when two inputs share one buffer -- which its common
+    subexpression elimination makes of equal words (a zero-initialised
+    accumulator has equal low and high words).  So the high words are
+    scattered XORed with a key, which the body takes off and puts back."""
+    n = len(op.results)
+    inputs, indices, updates = list(op.operands[:n]), op.operands[n], list(op.operands[n + 1:])
+    if em.is_wide(indices):
+        em.refuse(op, "scatter indices may not fit in 32 bits")
+    wide = [_is_wide_type(em, x) or _is_wide_type(em, u) for x, u in zip(inputs, updates)]
+    unsigned = [_unsigned_type(r.type) for r in op.results]
+
+    def keyed(values: list[ir.Value]) -> list[ir.Value]:
+        out: list[ir.Value] = []
+        for v, w in zip(values, wide):
+            if w:
+                words = em.words(v)
+                hi = W.make("xor", [words.hi, W.splat(words.hi, _SCATTER_KEY)], words.hi.type)
+                out += [words.lo, hi]
+            else:
+                out.append(em.value(v))
+        return out
+
+    operands = keyed(inputs) + [em.value(indices)] + keyed(updates)
+    rtypes = _split_types([r.type for r in op.results], wide)
+    args = list(op.regions[0].blocks[0].arguments)
+    block_args = [(a, wide[i % n], unsigned[i % n]) for i, a in enumerate(args)]
+    new = _rebuild(op, em, operands, rtypes, block_args, hi_key=_SCATTER_KEY)
+    out = _slot_results(new, wide, unsigned)
+    return [
+        W.Words(o.lo, W.make("xor", [o.hi, W.splat(o.hi, _SCATTER_KEY)], o.hi.type), o.unsigned)
+        if isinstance(o, W.Words) else o
+        for o in out
+    ]
