@@ -186,25 +186,38 @@ bitcast_convert.applies = _bitcast_applies  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------- moving elements
-def per_word(*data: int, rest: str = "keep") -> EmulateRule:
+def _index(em: "Emulation", x: ir.Value) -> ir.Value:
+    """An index operand: its narrowed value, or -- when it is emulated -- its
+    value clipped to the 32-bit range.  Start indices are clamped into the
+    operand (gather, dynamic slices) and scatter skips indices out of
+    bounds, so a clipped index selects what the 64-bit one selects."""
+    if not em.is_wide(x):
+        return em.value(x)
+    return W.make("convert", [W.saturated_single(em.words(x))], em.type(x))
+
+
+def per_word(*data: int) -> EmulateRule:
     """An op that moves elements of its data operands (``data``: their
     indices; ``-1`` for every operand) without looking at them: built twice,
     once over the low and once over the high words.  Other operands
-    (indices, sizes) must not be emulated: they keep their narrowed value."""
+    (indices, sizes) keep their value (see :func:`_index`)."""
 
     def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
         operands = list(op.operands)
         idx = set(range(len(operands))) if data == (-1,) else set(data)
-        for i, x in enumerate(operands):
-            if i not in idx and em.is_wide(x):
-                em.refuse(op, f"operand #{i} (an index or size) may not fit in 32 bits")
+        index_values = {i: _index(em, x) for i, x in enumerate(operands) if i not in idx}
+        attrs = {name: op.attributes[name] for name in op.attributes}
+        if not _is64(op.results[0].type):
+            # only an index is emulated: the op itself stays as it is
+            ops_ = [index_values.get(i) or em.value(x) for i, x in enumerate(operands)]
+            new = ir.Operation.create(op.name, results=[r.type for r in op.results], operands=ops_, attributes=attrs)
+            return list(new.results)
         u = _unsigned_result(op)
         ws = {i: em.words(operands[i], u) for i in idx}
-        attrs = {name: op.attributes[name] for name in op.attributes}
         rtypes = [ir.RankedTensorType.get(_shape(r), W.u32()) for r in op.results]
         out = []
         for k in (0, 1):
-            ops_ = [ws[i][k] if i in ws else em.value(x) for i, x in enumerate(operands)]
+            ops_ = [ws[i][k] if i in ws else index_values[i] for i, x in enumerate(operands)]
             new = ir.Operation.create(op.name, results=rtypes, operands=ops_, attributes=attrs)
             out.append(new.results[0])
         return [W.Words(out[0], out[1], u)]
@@ -373,8 +386,6 @@ def scatter(op: ir.Operation, em: "Emulation") -> list[Out]:
     scattered XORed with a key, which the body takes off and puts back."""
     n = len(op.results)
     inputs, indices, updates = list(op.operands[:n]), op.operands[n], list(op.operands[n + 1:])
-    if em.is_wide(indices):
-        em.refuse(op, "scatter indices may not fit in 32 bits")
     wide = [_is_wide_type(em, x) or _is_wide_type(em, u) for x, u in zip(inputs, updates)]
     unsigned = [_unsigned_type(r.type) for r in op.results]
 
@@ -389,7 +400,7 @@ def scatter(op: ir.Operation, em: "Emulation") -> list[Out]:
                 out.append(em.value(v))
         return out
 
-    operands = keyed(inputs) + [em.value(indices)] + keyed(updates)
+    operands = keyed(inputs) + [_index(em, indices)] + keyed(updates)
     rtypes = _split_types([r.type for r in op.results], wide)
     args = list(op.regions[0].blocks[0].arguments)
     block_args = [(a, wide[i % n], unsigned[i % n]) for i, a in enumerate(args)]

@@ -430,24 +430,39 @@ def to_float(a: Words, elem: ir.Type) -> ir.Value:
 
 
 def from_float(x: ir.Value, unsigned: bool) -> Words:
-    """A float tensor (``f32`` or narrower) converted to a 64-bit integer,
-    truncating toward zero.  (StableHLO leaves values beyond the 64-bit
-    range, infinities and NaN undefined.)"""
+    """A float tensor (``f32`` or narrower) converted to a 64-bit integer as
+    XLA converts it: truncating toward zero, saturating at the type's
+    extremes (infinities included), NaN to 0, and negative values to 0 for
+    an unsigned result."""
     f32 = ir.F32Type.get()
     if ir.RankedTensorType(x.type).element_type != f32:
         x = make("convert", [x], _tensor(_shape(x), f32))
     shape = _shape(x)
-    neg = make("compare", [x, make("constant", [], x.type, value=ir.DenseElementsAttr.get_splat(x.type, ir.FloatAttr.get(f32, 0.0)))],
-               _tensor(shape, _i1()),
-               comparison_direction=ir.Attribute.parse("#stablehlo<comparison_direction LT>"),
-               compare_type=ir.Attribute.parse("#stablehlo<comparison_type FLOAT>"))
+
+    def fconst(value: float) -> ir.Value:
+        return make("constant", [], x.type, value=ir.DenseElementsAttr.get_splat(x.type, ir.FloatAttr.get(f32, value)))
+
+    def fcmp(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
+        return _cmp(a, b, direction, "FLOAT")
+
     mag = make("abs", [x], x.type)
-    two32 = make("constant", [], x.type, value=ir.DenseElementsAttr.get_splat(x.type, ir.FloatAttr.get(f32, 4294967296.0)))
+    two32 = fconst(4294967296.0)
     q = make("floor", [make("divide", [mag, two32], x.type)], x.type)  # exact: a power of two
     rest = make("subtract", [mag, make("multiply", [q, two32], x.type)], x.type)  # exact
     hi = make("convert", [q], _tensor(shape, u32()))
     lo = make("convert", [make("floor", [rest], x.type)], _tensor(shape, u32()))
     w = Words(lo, hi, unsigned)
-    if not unsigned:
-        w = select(neg, negate(w), w)
-    return w
+    zero = splat(lo, 0)
+    ones = splat(lo, _MASK)
+    nan = fcmp(x, x, "NE")
+    if unsigned:
+        out_low = _same("or", fcmp(x, fconst(0.0), "LT"), nan)
+        over = fcmp(x, fconst(18446744073709551616.0), "GE")
+        w = select(over, Words(ones, ones, True), w)
+        return select(out_low, Words(zero, zero, True), w)
+    w = select(fcmp(x, fconst(0.0), "LT"), negate(w), w)
+    over = fcmp(x, fconst(9223372036854775808.0), "GE")
+    under = fcmp(x, fconst(-9223372036854775808.0), "LT")
+    w = select(over, Words(ones, splat(lo, 0x7FFFFFFF), False), w)
+    w = select(under, Words(zero, splat(lo, 0x80000000), False), w)
+    return select(nan, Words(zero, zero, False), w)
