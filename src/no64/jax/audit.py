@@ -1508,6 +1508,8 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         sys.stdout.flush()
     except (OSError, ValueError):
         pass
+    if line is not None:
+        line.show(f"no64 audit: analysing {len(pred.results)} module(s)")
     platforms = sorted(pred.platforms)
     if not label:
         from jax._src import xla_bridge
@@ -1619,7 +1621,7 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
         "host": {
             "type": "array",
             "items": _object({
-                "kind": {"enum": EventKind.values()},
+                "kind": {"enum": list(EventKind.values())},
                 "handling": {"enum": list(HANDLINGS)},
                 "file": _NULLABLE_STR,
                 "line": _NULLABLE_INT,
