@@ -276,7 +276,7 @@ def _library_frame(frame: tuple[str | None, str, int]) -> str:
 _HELPER_ALIASES = {
     "shuffle": "permutation", "normal_real": "normal", "threefry_seed": "key",
     "threefry_split": "split", "threefry_fold_in": "fold_in", "threefry_random_bits": "bits",
-    "random_bits": "bits", "uniform_real": "uniform",
+    "random_bits": "bits", "uniform_real": "uniform", "threefry_split_foldlike": "split",
 }
 
 
@@ -300,6 +300,9 @@ class CallGraph:
     def __init__(self, module: ir.Module | ir.Operation) -> None:
         op = module.operation if isinstance(module, ir.Module) else module
         self.callers: dict[str, list[tuple[str, str]]] = {}
+        #: Per function, the location of its return: for the entry function
+        #: (``main``), the line that called the jitted function.
+        self.returns: dict[str, str] = {}
         self._sites: dict[tuple[str | None, str], Site] = {}
         for fn in op.regions[0].blocks[0].operations:
             fn = fn.operation
@@ -307,6 +310,8 @@ class CallGraph:
                 continue
             caller = ir.StringAttr(fn.attributes["sym_name"]).value
             for inner in all_ops(fn):
+                if inner.name == "func.return" and caller not in self.returns:
+                    self.returns[caller] = str(inner.location)
                 if inner.name == "func.call" and "callee" in inner.attributes:
                     callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
                     self.callers.setdefault(callee, []).append((caller, str(inner.location)))
@@ -492,6 +497,9 @@ def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling
     out = []
     for f, h in zip(findings, handlings):
         site = graph.site(f.function, f.location.raw)
+        if site.file is None and f.op == "func.func" and f.function == "main" and "main" in graph.returns:
+            # the entry's arguments and results: the line that called the jitted function
+            site = graph.site(None, graph.returns["main"])
         if helper is not None and site.via is None:
             site = dataclasses.replace(site, via=helper)
         out.append(Value(f.op, _primitive(f), _element(f.type), h, site, f.function))
@@ -696,6 +704,12 @@ class Predictor:
 
     def __enter__(self) -> "Predictor":
         from . import hook, host
+        from jax._src import traceback_util
+
+        # The audit's wrappers are not part of the program's traceback (a
+        # run under NO64_PLATFORMS has none): JAX leaves them out as it
+        # leaves out its own frames.
+        traceback_util.register_exclusion(__file__)
 
         warnings.filterwarnings("ignore", category=X64DisabledWarning)
         with hook._lock:
@@ -786,11 +800,14 @@ class Predictor:
             return
         site = _stack_site()
         with self._lock:
+            fun = fun_name or "dtype"
             for e in self.dtypes:
-                if e.site == site and e.requested == requested.name and e.function == fun_name:
+                if e.site == site and e.requested == requested.name:
                     e.count += 1
+                    if fun not in e.function.split(", "):
+                        e.function += f", {fun}"
                     return
-            self.dtypes.append(DtypeEvent(site, requested.name, became.name, fun_name or "dtype"))
+            self.dtypes.append(DtypeEvent(site, requested.name, became.name, fun))
 
     def _record(self, name: str, platform: str, mode: Any, report: Any) -> None:
         self._tls.report = report
@@ -1179,8 +1196,10 @@ def _way_out(exc: BaseException | None, refusal: str | None) -> str:
 
 def _reason(refusal: str | None, exc: BaseException | None = None) -> str:
     """The reason for a refusal, in one line of at most 200 characters."""
-    text = getattr(exc, "reason", None) or getattr(exc, "detail", None) or refusal
-    text = " ".join(str(text or "no64 refuses this module").split())
+    text = getattr(exc, "reason", None) or getattr(exc, "detail", None)
+    if text is None and exc is not None:
+        text = str(exc).split("\n", 1)[0]  # the first line says what; the rest lists values
+    text = " ".join(str(text or refusal or "no64 refuses this module").split())
     text = re.sub(r"^no64(?: \(mode '\w+'\))? refuses [^:]*: ", "", text)
     return text if len(text) <= 200 else text[:197] + "..."
 
@@ -1301,12 +1320,21 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
         causes.append(Cause("explicit-dtype", Handling.EXACT, d.site.file, d.site.line, d.site.via,
                             text, d.count))
     # values: random draws per line, everything else per line and handling
+    def drawn(v: Value) -> bool:
+        return v.primitive in _RANDOM_PRIMITIVES or (v.site.via or "").startswith("jax.random.")
+
+    # lines that draw random bits: their other exact ui64 values (counter
+    # constants) belong to the draw
+    random_lines = {(v.site.file, v.site.line) for r in results for v in r.values if drawn(v)}
     by_key: dict[tuple[Any, ...], list[tuple[ModuleResult, Value]]] = {}
     for r in results:
         if r.status == "refused":
             continue  # said above
         for v in r.values:
-            rng = v.primitive in _RANDOM_PRIMITIVES or (v.site.via or "").startswith("jax.random.")
+            rng = drawn(v) or (
+                (v.site.file, v.site.line) in random_lines and v.element == "ui64"
+                and v.handling.rank <= Handling.REWRITTEN.rank
+            )
             key = ("random", v.site.file, v.site.line) if rng else (
                 "value", v.site.file, v.site.line, v.handling)
             by_key.setdefault(key, []).append((r, v))
@@ -1318,7 +1346,10 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
         if key[0] == "random":
             names = [v.site.via for v in values if (v.site.via or "").startswith("jax.random.")]
             # the function the user called: the most frequent public name
-            what = max(dict.fromkeys(names), key=names.count) if names else (site.via or values[0].primitive)
+            if names:
+                what = max(dict.fromkeys(names), key=names.count)
+            else:
+                what = f"via {site.via}" if site.via else values[0].primitive
             rbg = any(v.primitive == "rng_bit_generator" for v in values)
             if worst is Handling.PRECISION_REDUCED:
                 how = "f64 random floats drawn from 32-bit words (precision reduced)"
