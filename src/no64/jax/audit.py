@@ -1200,7 +1200,7 @@ def _reason(refusal: str | None, exc: BaseException | None = None) -> str:
     if text is None and exc is not None:
         text = str(exc).split("\n", 1)[0]  # the first line says what; the rest lists values
     text = " ".join(str(text or refusal or "no64 refuses this module").split())
-    text = re.sub(r"^no64(?: \(mode '\w+'\))? refuses [^:]*: ", "", text)
+    text = re.sub(r"^no64(?: \(mode '\w+'\))? refuses [^:]*: ", "", text).rstrip(".")
     return text if len(text) <= 200 else text[:197] + "..."
 
 
