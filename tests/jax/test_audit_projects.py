@@ -143,14 +143,11 @@ def test_text_report_and_fail_on() -> None:
     assert not any(_GLOG.match(text) for text in report)  # no XLA log lines inside the report
     assert report[1].startswith("  x64 turned on at settings.py:")
     assert "X64DisabledWarning" not in proc.stderr  # the report says it instead
-    verbose = _report_lines(_python(["-m", "no64", "audit", "-v", "train.py"], cwd).stderr)
-    assert "values, per primitive, line and handling:" in verbose and "modules:" in verbose
-    strict = _python(["-m", "no64", "audit", "--fail-on", "any", "train.py"], cwd)
-    assert strict.returncode == 1, strict.stderr
+    strict = _python(["-m", "no64", "audit", "-v", "--fail-on", "any", "train.py"], cwd)
+    assert strict.returncode == 1, strict.stderr  # random counters and host values are 64-bit
     assert strict.stdout == proc.stdout
-    # the stricter gates pass where nothing is lossy or unproven
-    assert _python(["-m", "no64", "audit", "--fail-on", "unproven", "-o", os.devnull, "train.py"],
-                   cwd).returncode == 0
+    verbose = _report_lines(strict.stderr)
+    assert "values, per primitive, line and handling:" in verbose and "modules:" in verbose
 
 
 def test_refused_module_fails_the_run(tmp_path: Path) -> None:
@@ -169,11 +166,6 @@ def test_refused_module_fails_the_run(tmp_path: Path) -> None:
     assert (refused["file"], refused["line"], refused["handling"]) == ("refused.py", line, "refused")
     assert "way out:" in refused["message"] and "64-bit arrays" in refused["message"]
     assert [m["status"] for m in data["modules"]] == ["refused"]
-    # the same program as is: the module is what the x64 scope makes, rewritten
-    as_is = tmp_path / "as_is.json"
-    proc = _python(["-m", "no64", "audit", "--as-is", "--json", "-o", str(as_is), "refused.py"], cwd)
-    assert proc.returncode == 0 and "not reached" in proc.stdout
-    assert json.loads(as_is.read_text())["view"] == "as-is"
 
 
 @pytest.mark.skipif(
