@@ -10,10 +10,11 @@
     cannot be written.
 
 ``no64 audit [OPTIONS] SCRIPT [ARGS...]`` / ``no64 audit [OPTIONS] -m MODULE [ARGS...]``
-    Run a Python program as ``python`` would and explain every 64-bit value
-    in the modules JAX compiles (see :mod:`no64.audit`).  Exit with the
-    program's status when it is not 0; else 1 when findings meet
-    ``--fail-on``, 0 otherwise; 2 on bad usage.
+    Run a Python program as ``NO64_PLATFORMS=P python ...`` would and report
+    what the compile hook did, cause by cause, with the user's lines (see
+    :mod:`no64.jax.audit`; ``--as-is``: without the hook).  Exit with the
+    program's status when it is not 0; else 1 when a cause meets
+    ``--fail-on`` (default ``refused``), 0 otherwise; 2 on bad usage.
 
 ``check`` also takes directories: XLA (``--xla_dump_to``) and JAX
 (``jax_dump_ir_to``) dump folders are walked for modules.
@@ -143,29 +144,47 @@ def _build_parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser(
         "audit",
-        help="run a Python program and explain the 64-bit values JAX compiles",
+        help="run a Python program under the compile hook and report what no64 does",
         usage="no64 audit [OPTIONS] SCRIPT [ARGS...] | no64 audit [OPTIONS] -m MODULE [ARGS...]",
-        description="Run SCRIPT (or -m MODULE) in this process as python would, observe "
-        "every module JAX compiles, and explain each 64-bit value: the JAX primitive, "
-        "the source line, what no64 does with it, and a hint. The program's output and "
-        "exit status are kept. The report goes to stderr, or to -o FILE. Exit: the "
-        "program's status when it is not 0; else 1 when findings meet --fail-on; else 0; "
-        "2 on bad usage.",
+        description="Run SCRIPT (or -m MODULE) in this process as NO64_PLATFORMS=P would "
+        "run it (NO64_MODE and NO64_INTEGER_POLICY apply as they do there) and report what "
+        "the compile hook did: modules passed through, rewritten or refused, host values "
+        "narrowed, and their causes by the lines of your code (where x64 is turned on, "
+        "random draws, sentinels, explicit 64-bit dtypes). --as-is runs the program "
+        "without the hook instead and explains the modules its own x64 setting produces. "
+        "The program's output and exit status are kept. The report goes to stderr, or to "
+        "-o FILE. Exit: the program's status when it is not 0; else 1 when a cause meets "
+        "--fail-on; else 0; 2 on bad usage.",
     )
     audit.add_argument("target", nargs="?", metavar="SCRIPT", help="the Python script to run")
     audit.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
     audit.add_argument(
-        "--platform", metavar="P", help="only modules compiled for platform P (cpu, gpu, tpu, ...)"
+        "--platform",
+        metavar="P",
+        help="the platform(s) no64 protects, as in NO64_PLATFORMS (default: $NO64_PLATFORMS, "
+        "else the backend the program runs on here, which stands in for P); with --as-is: "
+        "only modules compiled for platform P",
+    )
+    audit.add_argument(
+        "--as-is",
+        action="store_true",
+        help="run the program without the hook, with its own x64 setting, and explain the "
+        "modules it compiles as no64 would handle them",
     )
     fmt = audit.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="write the report as JSON")
     fmt.add_argument("--sarif", action="store_true", help="write the report as SARIF 2.1.0")
     audit.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="list every cause, the values per primitive, line and handling, and the modules",
+    )
+    audit.add_argument(
         "--fail-on",
         choices=FailOn.values(),
-        default=FailOn.LOSSY.value,
-        help="exit 1 on: any 64-bit value; lossy (default): precision-reduced, unproven, "
-        "overflow, refused or blocked values; refused: refused or blocked modules",
+        default=FailOn.REFUSED.value,
+        help="exit 1 on: refused (default): a refused module (a run under the hook fails); "
+        "unproven: also integers that may not fit in 32 bits and overflows; lossy: also "
+        "precision-reduced values; any: any 64-bit value or narrowed host value",
     )
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     return parser
@@ -387,11 +406,12 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
             module=args.module is not None,
             platform=args.platform,
             progress=sys.stderr if sys.stderr.isatty() else None,
+            as_is=args.as_is,
         )
         fmt = "json" if args.json else "sarif" if args.sarif else "text"
         stream = out if out is not None else sys.stderr
         color = out is None and fmt == "text" and sys.stderr.isatty() and not os.environ.get("NO_COLOR")
-        write_report(report, fmt, stream, color)
+        write_report(report, fmt, stream, color, verbose=args.verbose)
     finally:
         if out is not None:
             out.close()

@@ -252,12 +252,14 @@ class FailOn(_Vocabulary):
     ANY = "any"
     #: Values that may change or block: ``precision-reduced`` and worse.
     LOSSY = "lossy"
-    #: Refused modules only: ``refused`` and ``blocked``.
+    #: Values that may not fit in 32 bits, or block: ``unproven`` and worse.
+    UNPROVEN = "unproven"
+    #: Refused modules only: ``refused`` and ``blocked`` (the audit's default).
     REFUSED = "refused"
 
     @property
     def handlings(self) -> frozenset[Handling]:
         """The handlings this level fails on."""
         floor = {FailOn.ANY: Handling.EXACT, FailOn.LOSSY: Handling.PRECISION_REDUCED,
-                 FailOn.REFUSED: Handling.REFUSED}[self]
+                 FailOn.UNPROVEN: Handling.UNPROVEN, FailOn.REFUSED: Handling.REFUSED}[self]
         return frozenset(h for h in Handling if h.rank >= floor.rank)

@@ -45,7 +45,7 @@ def test_spellings() -> None:
     assert RangePolicy.values() == ("default", "strict", "permissive", "exact")
     assert IntegerPolicy.values() == ("error", "saturate", "wrap")
     assert Mode.values() == ("fix", "check", "off")
-    assert FailOn.values() == ("any", "lossy", "refused")
+    assert FailOn.values() == ("any", "lossy", "unproven", "refused")
 
 
 def test_derived_sets() -> None:
@@ -73,6 +73,7 @@ def test_handlings_order_levels_and_fail_on() -> None:
     assert {h for h in Handling if h.sarif_level == "error"} == {"overflow", "refused", "blocked"}
     assert {h for h in Handling if h.sarif_level == "warning"} == {"precision-reduced", "unproven"}
     assert FailOn.LOSSY.handlings == {"precision-reduced", "unproven", "overflow", "refused", "blocked"}
+    assert FailOn.UNPROVEN.handlings == {"unproven", "overflow", "refused", "blocked"}
     assert FailOn.REFUSED.handlings == {"refused", "blocked"}
     assert FailOn.ANY.handlings == set(Handling)
     assert {h for h in Handling if not h.removable} == {"refused", "blocked", "unproven", "overflow"}

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 import no64
-from no64.jax.audit import AUDIT_JSON_SCHEMA, FAIL_ON, HANDLINGS, AuditReport
+from no64.jax.audit import AUDIT_JSON_SCHEMA, CAUSE_KINDS, FAIL_ON, AuditReport
 from no64.cli import main
 
 pytest_plugins = ["pytester"]
@@ -72,12 +72,12 @@ def _validate_sarif(data: Any) -> None:
 def test_optax_training_step_json(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     script = "tests/audit_scripts/train_optax.py"
-    proc = _audit("--json", "-o", str(out), script, JAX_ENABLE_X64="1")
+    proc = _audit("--as-is", "--json", "-o", str(out), script, JAX_ENABLE_X64="1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("loss ") and "float64" in proc.stdout
     data = json.loads(out.read_text())
     _validate_json(data)
-    assert data["exit_status"] == 0 and data["program"] == script
+    assert data["exit_status"] == 0 and data["program"] == script and data["view"] == "as-is"
     groups = data["groups"]
     assert sum(g["count"] for g in groups) == data["values"] > 0
     by_line = {(g["primitive"], g["line"]) for g in groups if g["file"] == script}
@@ -92,20 +92,26 @@ def test_optax_training_step_json(tmp_path: Path) -> None:
 
 def test_explicit_int64_keeps_output_and_status() -> None:
     script = "tests/audit_scripts/explicit_int64.py"
-    direct = _run([script, "3"])
+    direct = _run([script, "3"], NO64_PLATFORMS="cpu")
     audited = _audit(script, "3")
     assert direct.returncode == audited.returncode == 3
     assert audited.stdout == direct.stdout
     assert "args ['3']" in direct.stdout
-    direct_err, audit_err = _clean(direct.stderr), _clean(audited.stderr)
-    assert audit_err[: len(direct_err)] == direct_err
-    report = "\n".join(audit_err[len(direct_err) :])
+    audit_err = _clean(audited.stderr)
+    head = next(i for i, text in enumerate(audit_err) if text.startswith("no64 audit of "))
+    assert "to stderr" in audit_err[:head]  # the program's own stderr, before the report
+    report = "\n".join(audit_err[head:])
     line = _line_of("explicit_int64.py", "INT64 LINE")
-    assert report.startswith("no64 audit:")
-    row = next(r for r in report.splitlines() if f"{script}:{line}" in r and "iota" in r)
+    x64 = _line_of("explicit_int64.py", "jax_enable_x64")
+    assert "as NO64_PLATFORMS=cpu runs it" in report.splitlines()[0]
+    assert f"x64 turned on at {script}:{x64} (no64 turned it off" in report
+    assert f"int64 requested explicitly at {script}:{line} (in arange): JAX makes it int32" in report
+    assert "\x1b[" not in report  # no colour when stderr is not a terminal
+    # as is, the module keeps the int64 iota, named by the same line
+    as_is = "\n".join(_clean(_audit("--as-is", script, "3").stderr))
+    row = next(r for r in as_is.splitlines() if f"{script}:{line}" in r and "iota" in r)
     assert "i64" in row and "exact" in row
     assert f"int64 requested explicitly at {script}:{line}" in row
-    assert "\x1b[" not in report  # no colour when stderr is not a terminal
 
 
 def test_module_mode_and_exit_status() -> None:
@@ -130,7 +136,7 @@ def test_rbg_keys_sarif(tmp_path: Path) -> None:
     driver = run["tool"]["driver"]
     assert driver["name"] == "no64"
     rule_ids = [r["id"] for r in driver["rules"]]
-    assert len(rule_ids) == len(set(rule_ids)) == len(HANDLINGS)
+    assert len(rule_ids) == len(set(rule_ids)) == len(CAUSE_KINDS)
     for rule in driver["rules"]:
         assert rule["shortDescription"]["text"]
     results = run["results"]
@@ -144,10 +150,12 @@ def test_rbg_keys_sarif(tmp_path: Path) -> None:
             phys = loc["physicalLocation"]
             assert phys["artifactLocation"]["uri"]
             assert phys.get("region", {"startLine": 1})["startLine"] >= 1
-    rbg = [r for r in results if r["properties"]["primitive"] == "rng_bit_generator"]
-    assert rbg and rbg[0]["ruleId"] == "no64/rewritten"
-    assert "rbg keys need a u64 state" in rbg[0]["message"]["text"]
-    assert "ui64" in rbg[0]["properties"]["elementTypes"]
+    line = _line_of("rbg_keys.py", "RBG LINE")
+    rbg = [r for r in results if r["ruleId"] == "no64/random"]
+    assert len(rbg) == 1 and "rbg state rewritten exactly" in rbg[0]["message"]["text"]
+    assert f"rbg_keys.py:{line} (jax.random.uniform)" in rbg[0]["message"]["text"]
+    assert rbg[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == line
+    assert rbg[0]["properties"]["handling"] == "rewritten"
 
 
 def test_sarif_locations_name_user_lines() -> None:
@@ -185,8 +193,10 @@ def test_crash_is_the_programs() -> None:
     frames = [line.strip() for line in direct_err if line.strip().startswith('File "')]
     assert frames and all(line.startswith('File "') and 'crash.py", line' in line for line in frames), frames
     assert not any(package in line for line in audit_err), package
-    assert audit_err[len(direct_err)].startswith("no64 audit: ")
-    assert "no 64-bit values" in audit_err[len(direct_err)]
+    head = audit_err[len(direct_err)]
+    assert head.startswith("no64 audit of tests/audit_scripts/crash.py as NO64_PLATFORMS=cpu runs it: ")
+    assert "3 modules compiled, 3 passed through" in head  # what it compiled before the crash
+    assert "no 64-bit values" in audit_err[len(direct_err) + 1]
 
 
 def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -217,7 +227,7 @@ def test_api_explains_a_function() -> None:
 
     report = no64.audit(scale, jnp.arange(4))
     assert isinstance(report, no64.AuditReport) and report.exit_status is None
-    assert report.modules[0].status == "demotable"
+    assert report.modules[0].status == "rewritten" and report.view == "as-is"
     mul = [g for g in report.groups if g.primitive == "mul"]
     assert mul and all(os.path.abspath(g.file) == __file__ for g in mul)
     assert {"unproven"} <= {g.handling for g in report.groups}
@@ -240,7 +250,8 @@ def test_api_reports_refusals() -> None:
     refused = [g for g in report.groups if g.handling == "refused"]
     assert len(refused) == 1 and refused[0].primitive == "rng_bit_generator"
     assert "ui64" in refused[0].hint
-    assert report.failing("refused") == [g for g in report.groups if g.handling in FAIL_ON["refused"]]
+    assert report.failing("refused") == [c for c in report.causes if c.handling in FAIL_ON["refused"]]
+    assert [c.kind for c in report.failing("refused")] == ["refused"]
     assert "refused" in report.format_text()
 
 
@@ -333,7 +344,7 @@ def test_flax_training_script_names_user_lines(tmp_path: Path) -> None:
     out = tmp_path / "flax.json"
     script = "tests/audit_scripts/train_flax.py"
     direct = _run([script], JAX_ENABLE_X64="1")
-    proc = _audit("--json", "-o", str(out), script, JAX_ENABLE_X64="1")
+    proc = _audit("--as-is", "--fail-on", "lossy", "--json", "-o", str(out), script, JAX_ENABLE_X64="1")
     assert direct.returncode == 0, direct.stderr
     # int64 labels of unknown range are unproven: lossy, so exit 1
     assert proc.returncode == 1, proc.stderr
@@ -349,7 +360,8 @@ def test_flax_training_script_names_user_lines(tmp_path: Path) -> None:
     unproven = [g for g in groups if g["handling"] == "unproven"]
     assert unproven and all("declare" in g["hint"] or "range" in g["hint"] for g in unproven)
     sarif_out = tmp_path / "flax.sarif"
-    assert _audit("--sarif", "-o", str(sarif_out), script, JAX_ENABLE_X64="1").returncode == 1
+    assert _audit("--as-is", "--fail-on", "unproven", "--sarif", "-o", str(sarif_out), script,
+                  JAX_ENABLE_X64="1").returncode == 1
     _validate_sarif(json.loads(sarif_out.read_text()))
 
 

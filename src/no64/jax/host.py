@@ -243,6 +243,18 @@ def _policy_hint() -> str:
     )
 
 
+def _sentinel_detail(a: np.ndarray, unsigned: bool) -> str:
+    """Which 64-bit extremes ``a`` holds, and what they become."""
+    if unsigned:
+        return "mapped UINT64_MAX \u2192 UINT32_MAX"
+    names = []
+    if (a == _I64.max).any():
+        names.append("INT64_MAX \u2192 INT32_MAX")
+    if (a == _I64.min).any():
+        names.append("INT64_MIN \u2192 INT32_MIN")
+    return "mapped " + " and ".join(names)
+
+
 def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                       scalar: bool = False) -> np.ndarray:
     """``a`` (of a 64-bit dtype) as its 32-bit dtype, by no64's rules.
@@ -257,8 +269,7 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         # 1-d: narrow_integers' saturating clip returns a scalar for 0-d input.
         res = C.narrow_integers(a.reshape(-1), unsigned, policy)
         if res.sentinels:
-            what = "UINT64_MAX" if unsigned else "INT64_MAX/INT64_MIN"
-            _record("sentinel", op, f"{what} mapped to the 32-bit extreme", res.sentinels)
+            _record("sentinel", op, _sentinel_detail(a, unsigned), res.sentinels)
         if res.out_of_range:
             if res.values is None:
                 info = _U32 if unsigned else _I32
@@ -282,12 +293,11 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         return res.values.reshape(a.shape)
     fres = C.narrow_floats(a.reshape(-1))
     if fres.sentinels:
-        _record("sentinel", op, "float64 max/lowest mapped to float32 max/lowest", fres.sentinels)
+        _record("sentinel", op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
     if fres.inexact:
-        _record("float-inexact", op, "float64 rounded to nearest float32", fres.inexact)
+        _record("float-inexact", op, "rounded to the nearest float32", fres.inexact)
     if fres.overflow:
-        _record("float-overflow", op, "finite float64 beyond float32 range became inf",
-                fres.overflow)
+        _record("float-overflow", op, "beyond float32's range: became inf", fres.overflow)
     return fres.values.reshape(a.shape)
 
 
@@ -309,8 +319,7 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
         a = np.array([v], np.int64)
     res = C.narrow_integers(a, unsigned, policy)
     if res.sentinels:
-        what = "UINT64_MAX" if unsigned else "INT64_MAX/INT64_MIN"
-        _record("sentinel", op, f"{what} mapped to the 32-bit extreme", 1)
+        _record("sentinel", op, _sentinel_detail(a, unsigned), 1)
     elif res.values is None:
         source = user_source()
         raise HostRangeError(
@@ -331,10 +340,10 @@ def _narrow_python_float(v: float, op: str) -> float:
     recorded: they are weakly typed and round to float32 in the x64 program
     too wherever they meet float32 arrays."""
     if v == _F64_MAX or v == -_F64_MAX:
-        _record("sentinel", op, "float64 max/lowest mapped to float32 max/lowest", 1)
+        _record("sentinel", op, "mapped float64 max/lowest \u2192 float32 max/lowest", 1)
         return _F32_MAX if v > 0 else -_F32_MAX
     if abs(v) > _F32_MAX and v == v and abs(v) != float("inf"):
-        _record("float-overflow", op, "finite float64 beyond float32 range became inf", 1)
+        _record("float-overflow", op, "beyond float32's range: became inf", 1)
     return v
 
 

@@ -1,0 +1,5 @@
+"""Configuration shared by the project: 64-bit JAX."""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)  # X64 LINE
