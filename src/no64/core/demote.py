@@ -212,7 +212,7 @@ def demote(
                 p.report.emulated_by_op = by_op
                 p.report.values_emulated = len(em.wide)
                 p.report.emulated_outputs = list(em.outputs)
-                p = p.replan()
+                p = p.replan(known=em.known)
             else:
                 p.settle()  # refusals raise here, before anything is changed
             p.judge()
@@ -312,6 +312,9 @@ class _Pass:
         # ordinary values there)
         self.meets: list[ir.Operation] = []
         self._ranges: RangeAnalysis | None = None
+        # ranges of values the emulation step put in place of 64-bit
+        # results that fit (see no64.core.emulate.Emulation.known)
+        self.known: dict[ir.Value, Any] = {}
         self._resources: dict[str, bytes] | None = None
         self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], str]] = {}
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
@@ -336,9 +339,12 @@ class _Pass:
                     self.rewrites += 1
                     break
 
-    def replan(self, settle: bool = True) -> "_Pass":
-        """A fresh plan of the rewritten module; rules are not run again."""
+    def replan(self, settle: bool = True, known: Mapping[ir.Value, Any] | None = None) -> "_Pass":
+        """A fresh plan of the rewritten module; rules are not run again.
+        ``known``: ranges of values the rewrite introduced (kept from the
+        analysis of the module before it)."""
         p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges)
+        p.known = {**self.known, **(known or {})}
         p.report = self.report
         p.rewrites = self.rewrites
         p.rules_enabled = False
@@ -508,13 +514,13 @@ class _Pass:
         """A range analysis of the module as it is now: a fresh one while
         rules may still change the module, one shared analysis after."""
         if self.candidates:
-            return RangeAnalysis(self.root, self.input_ranges)
+            return RangeAnalysis(self.root, self.input_ranges, known=self.known)
         if self._ranges is None:
-            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls)
+            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls, known=self.known)
         return self._ranges
 
     def input_ranges_32(self) -> RangeAnalysis:
-        return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges))
+        return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges), known=self.known)
 
     def _special(self, op: ir.Operation, spec: OpSpec) -> None:
         """A width-dependent op no rule rewrote: refuse it, or fix it up

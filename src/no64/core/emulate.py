@@ -159,6 +159,9 @@ class Emulation:
     #: Entry-function results narrowed to their low word instead
     #: (``outputs="narrow"``): the 64-bit values returned there.
     narrowed: list[ir.Value] = dataclasses.field(default_factory=list)
+    #: The range of each 64-bit result of an emulated op that fits in 32
+    #: bits (not emulated itself), from the analysis of the 64-bit program.
+    fits: dict[ir.Value, Any] = dataclasses.field(default_factory=dict)
     _words: dict[ir.Value, W.Words] = dataclasses.field(default_factory=dict)
     _consts: dict[Any, W.Words] = dataclasses.field(default_factory=dict)
 
@@ -169,6 +172,10 @@ class Emulation:
         self._types: dict[ir.Value, ir.Type] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._packed = {m for members in self.slots.values() for m in members}
+        #: The values :meth:`apply` put in place of the results in ``fits``,
+        #: with their ranges: the range analysis of the rewritten module
+        #: cannot see through the words to them, and starts from these.
+        self.known: dict[ir.Value, Any] = {}
 
     def type(self, v: ir.Value) -> ir.Type:
         """The type ``v`` has in the 64-bit program (carried values are
@@ -381,10 +388,11 @@ class Emulation:
                 if isinstance(out, W.Words):
                     if r in self.wide:
                         self._words[r] = out
-                    else:
-                        r.replace_all_uses_with(_exit(out, r.type))
-                else:
-                    r.replace_all_uses_with(out)
+                        continue
+                    out = _exit(out, r.type)
+                if r in self.fits:
+                    self.known[out] = self.fits[r]
+                r.replace_all_uses_with(out)
 
 
 def _exit(w: W.Words, t: ir.Type) -> ir.Value:
@@ -678,6 +686,11 @@ def plan_emulation(
             marks.append((op, sorted(fed.get(op, []))))
     em = Emulation(root, analysis, wide, [op for op, _ in marks], sorted(outputs), slots, groups)
     em.marks = marks
+    em.fits = {
+        r: analysis.range(r)
+        for op in ops if op.name not in _TIE_OPS and op.name not in _TERMINATORS
+        for r in op.results if is_wide_int(r.type) and r not in wide
+    }
     if not words_out:
         em.narrowed = [narrowed[i] for i in sorted(narrowed)]
         em.outputs = []
