@@ -50,3 +50,20 @@ def test_an_out_of_range_constant_converted_to_a_float_is_emulated() -> None:
     result = exact(lambda x, y: (jnp.asarray(big).astype(jnp.float32) * 1e-10).astype(jnp.uint64) + y)
     assert result.report.emulated_by_op.get("stablehlo.convert", 0) >= 1
     exact(lambda x, y: jnp.asarray(big.view(np.uint64)).astype(jnp.float32) + x.astype(jnp.float32))
+
+
+def test_a_64bit_value_that_fits_bitcast_to_its_words_is_emulated() -> None:
+    """``bitcast_convert`` of a 64-bit value to its two 32-bit words has an
+    exact emulation, but when the value itself fits in 32 bits (so nothing
+    else was emulated) the op was refused as having no 32-bit form."""
+    def swap(v):
+        return lax.bitcast_convert_type(lax.bitcast_convert_type(v, jnp.uint32)[:, ::-1], v.dtype)
+
+    for policy in ("exact", "default", "strict"):
+        result = compare_with_reference(lambda x, y: (lax.bitcast_convert_type(x.astype(jnp.int64), jnp.uint32),
+                                                      swap(y.astype(jnp.uint64))), [X, Y], policy=policy)
+        assert no64.find_64bit(result.demoted) == []
+        assert result.report.emulated_by_op.get("stablehlo.bitcast_convert") == 3, result.report.emulated_by_op
+        words = result.demoted_values[0]
+        assert words.dtype == np.uint32 and words.shape == (X.size, 2)
+        assert np.array_equal(words, X.astype(np.int64).view(np.uint32).reshape(-1, 2))

@@ -352,11 +352,12 @@ class _Pass:
         return p
 
     def emulation(self, everything: bool, words_out: bool = True) -> Any:
-        """Plan the emulation step (:mod:`no64.core.emulate`): the values of
-        the ops the pass would refuse for want of a 32-bit form (when they
-        have an emulation rule), the users of out-of-range constants, and --
+        """Plan the emulation step (:mod:`no64.core.emulate`): the ops the
+        pass would refuse for want of a 32-bit form (when they have an
+        emulation rule) and their values, the users of out-of-range constants, and --
         if ``everything`` -- every value not proven to fit."""
         forced = []
+        forced_ops = []
         for op in self.pending:
             spec = REGISTRY[op.name]
             if spec.refuse is None:
@@ -367,12 +368,13 @@ class _Pass:
                 if spec.emulate is None or not getattr(spec.emulate, "applies", lambda _op: True)(op):
                     raise
                 forced.extend(r for r in op.results)
+                forced_ops.append(op)
         constants = {op.results[0]: exc for op, exc in self.deferred}
-        if not (everything or forced or constants):
+        if not (everything or forced_ops or constants):
             return None
         return plan_emulation(
-            self.root, self.ranges(), everything=everything, forced_values=forced, forced_users=constants,
-            words_out=words_out,
+            self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
+            forced_users=constants, words_out=words_out,
         )
 
     def settle(self) -> None:

@@ -509,13 +509,16 @@ def plan_emulation(
     *,
     everything: bool,
     forced_values: Iterable[ir.Value] = (),
+    forced_ops: Iterable[ir.Operation] = (),
     forced_users: Mapping[ir.Value, Exception] | None = None,
     words_out: bool = True,
 ) -> Emulation | None:
     """Decide which values to emulate; ``None`` if none.
 
     ``everything``: seed every 64-bit integer value the analysis cannot prove
-    to fit (``policy="exact"``); else only the forced ones.  ``forced_users``
+    to fit (``policy="exact"``); else only the forced ones.  ``forced_ops``
+    are emulated whatever their operands (ops with no 32-bit form, such as a
+    bitcast of a 64-bit value that fits in 32 bits to its two words).  ``forced_users``
     maps values (out-of-range constants) whose every user must be emulated
     to the error to raise if one cannot be.  ``words_out``: emulated results
     of the entry function come back as packed words; else as their low word
@@ -628,6 +631,8 @@ def plan_emulation(
                 else:
                     work.append(v)
     work.extend(forced_values)
+    for op in forced_ops:
+        mark_op(op)
     forced_users = dict(forced_users or {})
     for c, exc in forced_users.items():
         for user in _users(c):
