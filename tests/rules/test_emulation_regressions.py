@@ -67,3 +67,22 @@ def test_a_64bit_value_that_fits_bitcast_to_its_words_is_emulated() -> None:
         words = result.demoted_values[0]
         assert words.dtype == np.uint32 and words.shape == (X.size, 2)
         assert np.array_equal(words, X.astype(np.int64).view(np.uint32).reshape(-1, 2))
+
+
+def test_a_large_out_of_range_constant_enters_with_its_exact_elements() -> None:
+    """A non-splat 64-bit constant of more than 2**16 elements read by an
+    emulated op was handed to the narrowing pass (constant folding stops at
+    2**16 elements), which refused it as out of range."""
+    n = 70_000
+    rng = np.random.default_rng(3)
+    x = rng.integers(I32.min, I32.max, n, dtype=np.int32, endpoint=True)
+    y = rng.integers(0, U32.max, n, dtype=np.uint32, endpoint=True)
+    big = np.arange(n, dtype=np.int64) * 2**33 - 2**62
+    for policy in ("exact", "default"):
+        # (under "default", the constant's users are emulated; joined(a, b),
+        # unproven, would be narrowed and reported)
+        result = compare_with_reference(
+            lambda a, b: (jnp.asarray(big) ^ a.astype(jnp.int64), jnp.asarray(big) + a), [x, y], policy=policy)
+        assert no64.find_64bit(result.demoted) == []
+        assert np.array_equal(result.demoted_values[1], big + x)
+    exact(lambda a, b: joined(a, b) ^ jnp.asarray(big), x, y)

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.intervals import INT32, UINT32
-from ..analysis.ranges import RangeAnalysis, defining_op, entry_function
+from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op, entry_function
 from ..errors import UnsupportedOpError
 from ..rules import words as W
 from ..rules.registry import spec_of
@@ -273,6 +273,12 @@ class Emulation:
         unsigned = _unsigned(t)
         shape = list(ir.RankedTensorType(t).shape)
         op = defining_op(v)
+        if op is not None and op.name in CONSTANTS:
+            # its exact elements, however many (an out-of-range constant
+            # must not reach the narrowing pass)
+            elements = _constant_elements(op)
+            if elements is not None:
+                return W.from_ints(shape, elements, unsigned)
         if op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.reshape", "stablehlo.convert"):
             folded = self.analysis.fold(v, sentinels=True)
             if folded is not None and folded.size and folded.size <= (1 << 16):

@@ -139,8 +139,13 @@ def splat(like: ir.Value, value: int) -> ir.Value:
 
 def from_ints(shape: Sequence[int], values: np.ndarray | int, unsigned: bool) -> Words:
     """The words of integer constant(s) (any 64-bit values, as Python ints or an array)."""
-    arr = np.asarray(values, dtype=object).reshape(-1)
-    bits = np.array([int(x) & ((1 << 64) - 1) for x in arr], dtype=np.uint64)
+    arr = np.asarray(values)
+    if arr.dtype.kind == "i":
+        bits = arr.reshape(-1).astype(np.int64).view(np.uint64)
+    elif arr.dtype.kind == "u":
+        bits = arr.reshape(-1).astype(np.uint64)
+    else:
+        bits = np.array([int(x) & ((1 << 64) - 1) for x in arr.reshape(-1)], dtype=np.uint64)
     if bits.size == 1 and int(np.prod(shape, dtype=np.int64)) != 1:
         bits = np.full(int(np.prod(shape, dtype=np.int64)), bits[0], dtype=np.uint64)
     lo = (bits & np.uint64(_MASK)).astype(np.uint32)
