@@ -13,6 +13,7 @@ from no64.jax.reference import compare_with_reference
 
 I32 = np.iinfo(np.int32)
 U32 = np.iinfo(np.uint32)
+I64_MIN = -(2**63)
 X = np.array([I32.max, I32.min, 0, -1, 1, 46341, -65536, 12345], np.int32)
 Y = np.array([U32.max, 0, 2**31, 1, 65535, 7, 2**31 - 1, 3037000499], np.uint32)
 
@@ -86,3 +87,34 @@ def test_a_large_out_of_range_constant_enters_with_its_exact_elements() -> None:
         assert no64.find_64bit(result.demoted) == []
         assert np.array_equal(result.demoted_values[1], big + x)
     exact(lambda a, b: joined(a, b) ^ jnp.asarray(big), x, y)
+
+
+def test_cumulative_ops_over_thousands_of_elements_compile() -> None:
+    """A cumulative sum of 300 or more emulated elements was rebuilt as a
+    two-operand reduce_window (one per word), which XLA's CPU backend runs
+    out of memory compiling (std::bad_alloc, the process aborted).  Windows
+    of a common body are now combined elementwise by doubling."""
+    n = 3000
+    rng = np.random.default_rng(4)
+    x = rng.integers(I32.min, I32.max, n, dtype=np.int32, endpoint=True)
+    y = rng.integers(0, U32.max, n, dtype=np.uint32, endpoint=True)
+    x[:4] = [I32.max, I32.min, I32.max, I32.min]
+    result = exact(lambda a, b: (jnp.cumsum(a.astype(jnp.int64) ** 2), lax.cummax(joined(a, b)),
+                                 lax.cumsum(joined(b, a), reverse=True), jnp.cumprod(joined(a, b) | 1)), x, y)
+    assert "reduce_window" not in str(result.demoted)
+    assert result.report.emulated_by_op["stablehlo.reduce_window"] == 4
+    total = sum(v * v for v in x.tolist()) % 2**64  # wraps around 64 bits
+    assert int(result.demoted_values[0][-1]) % 2**64 == total
+
+
+def test_windows_with_strides_padding_and_other_initial_values() -> None:
+    """Strided, padded, two-dimensional windows (doubling), and windows whose
+    initial value is not the body's identity (the generic rebuild)."""
+    x2, y2 = X.reshape(2, 4), Y.reshape(2, 4)
+    exact(lambda a, b: (
+        lax.reduce_window(joined(a, b), np.int64(0), lax.add, (2, 3), (1, 2), [(1, 0), (2, 1)]),
+        lax.reduce_window(joined(a, b), np.int64(I64_MIN), lax.max, (1, 2), (1, 1), "SAME"),
+        lax.reduce_window(joined(a, b), np.int64(5), lax.add, (1, 3), (1, 1), "VALID"),
+        lax.reduce_window(joined(a, b).astype(jnp.uint64), np.uint64(2**64 - 1), lax.bitwise_and, (2, 2), (1, 1),
+                          "VALID"),
+    ), x2, y2)

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+import numpy as np
+
 from ..core._mlir import ir
 from . import words as W
 
@@ -322,9 +324,113 @@ def _unsigned_type(t: ir.Type) -> bool:
     return ir.IntegerType(ir.RankedTensorType(t).element_type).is_unsigned
 
 
+#: Bodies a one-operand ``reduce_window`` is computed from by doubling
+#: (associative and commutative), with their identities (``None``: the
+#: type's least / greatest value).
+_WINDOW_BODIES: dict[str, tuple[Callable[[W.Words, W.Words], W.Words], int | None]] = {
+    "stablehlo.add": (W.add, 0),
+    "stablehlo.multiply": (W.multiply, 1),
+    "stablehlo.maximum": (lambda a, b: W.minmax("max", a, b), None),
+    "stablehlo.minimum": (lambda a, b: W.minmax("min", a, b), None),
+    "stablehlo.and": (lambda a, b: W.bitwise("and", a, b), -1),
+    "stablehlo.or": (lambda a, b: W.bitwise("or", a, b), 0),
+    "stablehlo.xor": (lambda a, b: W.bitwise("xor", a, b), 0),
+}
+
+
+def _ints(op: ir.Operation, name: str, default: list[int]) -> list[int]:
+    if name not in op.attributes:
+        return default
+    attr = op.attributes[name]
+    return [int(v) for v in (ir.DenseIntElementsAttr(attr) if isinstance(attr, ir.DenseIntElementsAttr) else attr)]
+
+
+def _slice_words(w: W.Words, dim: int, start: int, limit: int, stride: int = 1) -> W.Words:
+    shape = w.shape
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[dim], limits[dim], strides[dim] = start, limit, stride
+    out = list(shape)
+    out[dim] = (limit - start + stride - 1) // stride
+    t = ir.RankedTensorType.get(out, W.u32())
+    attrs = dict(start_indices=ir.DenseI64ArrayAttr.get(starts), limit_indices=ir.DenseI64ArrayAttr.get(limits),
+                 strides=ir.DenseI64ArrayAttr.get(strides))
+    return W.Words(W.make("slice", [w.lo], t, **attrs), W.make("slice", [w.hi], t, **attrs), w.unsigned)
+
+
+def _window_by_doubling(op: ir.Operation, em: "Emulation") -> list[Out] | None:
+    """A one-operand ``reduce_window`` whose body is one associative,
+    commutative op and whose initial value is that op's identity (the
+    cumulative sums, products, maxima and minima JAX writes), computed
+    elementwise on words: the window combination of width ``w`` from those
+    of widths 1, 2, 4, ... (``log2 w`` steps per dimension).  XLA's CPU
+    backend runs out of memory compiling a two-operand ``reduce_window``
+    over some hundreds of elements, as the generic rebuild would make it.
+    ``None`` where this does not apply."""
+    if len(op.results) != 1 or not _is_wide_type(em, op.operands[0]):
+        return None
+    block = op.regions[0].blocks[0]
+    body = [o if isinstance(o, ir.Operation) else o.operation for o in block.operations]
+    if len(body) != 2 or body[0].name not in _WINDOW_BODIES or body[1].name != "stablehlo.return":
+        return None
+    a, b = block.arguments
+    if list(body[1].operands) != [body[0].results[0]] or {*body[0].operands} != {a, b} or a == b:
+        return None
+    rank = len(_shape(op.results[0]))
+    if _ints(op, "base_dilations", [1] * rank) != [1] * rank or _ints(op, "window_dilations", [1] * rank) != [1] * rank:
+        return None
+    combine, identity = _WINDOW_BODIES[body[0].name]
+    unsigned = _unsigned_result(op)
+    if identity is None:
+        least = (body[0].name == "stablehlo.maximum")
+        identity = (0 if least else 2**64 - 1) if unsigned else (-(2**63) if least else 2**63 - 1)
+    init = em.analysis.fold(op.operands[1], sentinels=True)
+    if init is None or any(int(v) % 2**64 != identity % 2**64 for v in np.asarray(init).ravel()):
+        return None
+    window = _ints(op, "window_dimensions", [1] * rank)
+    strides = _ints(op, "window_strides", [1] * rank)
+    padding = _ints(op, "padding", [0] * (2 * rank))
+    x = em.words(op.operands[0], unsigned)
+    if any(padding):
+        ident = W.from_ints([], identity, unsigned)
+        cfg = {"edge_padding_low": ir.DenseI64ArrayAttr.get(padding[0::2]),
+               "edge_padding_high": ir.DenseI64ArrayAttr.get(padding[1::2]),
+               "interior_padding": ir.DenseI64ArrayAttr.get([0] * rank)}
+        shape = [d + padding[2 * k] + padding[2 * k + 1] for k, d in enumerate(x.shape)]
+        t = ir.RankedTensorType.get(shape, W.u32())
+        x = W.Words(W.make("pad", [x.lo, ident.lo], t, **cfg), W.make("pad", [x.hi, ident.hi], t, **cfg), unsigned)
+    for dim in range(rank):
+        w, length = window[dim], x.shape[dim]
+        if w > 1:
+            # tables[m]: the combination of each m consecutive elements
+            tables = {1: x}
+            m = 1
+            while 2 * m <= w:
+                t_m = tables[m]
+                tables[2 * m] = combine(_slice_words(t_m, dim, 0, length - 2 * m + 1),
+                                        _slice_words(t_m, dim, m, length - m + 1))
+                m *= 2
+            out, offset = None, 0
+            while m:
+                if w & m:
+                    piece = _slice_words(tables[m], dim, offset, offset + length - w + 1)
+                    out = piece if out is None else combine(out, piece)
+                    offset += m
+                m //= 2
+            x = out
+        if strides[dim] > 1:
+            x = _slice_words(x, dim, 0, x.shape[dim], strides[dim])
+    assert x.shape == _shape(op.results[0]), (x.shape, _shape(op.results[0]))
+    return [x]
+
+
 def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
     """``reduce`` and ``reduce_window``: inputs and initial values per slot,
-    the body applied to (accumulator, element) words."""
+    the body applied to (accumulator, element) words (a one-operand
+    ``reduce_window`` of a common body: see :func:`_window_by_doubling`)."""
+    if op.name == "stablehlo.reduce_window":
+        doubled = _window_by_doubling(op, em)
+        if doubled is not None:
+            return doubled
     n = len(op.results)
     inputs, inits = list(op.operands[:n]), list(op.operands[n:])
     wide = [_is_wide_type(em, x) or _is_wide_type(em, i) for x, i in zip(inputs, inits)]
