@@ -328,6 +328,10 @@ FAMILIES: dict[str, dict[str, Op]] = {
         "sort": Op(1, lambda ins, a: jnp.sort(a)),
         "sort_two_keys": Op(2, lambda ins, a, b: lax.sort((a >> k64(a, 40), like(b, a), a),
                                                           num_keys=2)[2]),
+        "sort_by_float": Op(2, lambda ins, a, b: lax.sort((a.astype(jnp.float32), like(b, a)), num_keys=1)[1]),
+        "reduce_with_float": Op(2, lambda ins, a, b: jnp.broadcast_to(lax.reduce(
+            (a.astype(jnp.float32), like(b, a)), (np.float32(0), k64(a, 0)),
+            lambda p, q: (p[0] + q[0], p[1] ^ q[1]), (0,))[1], (N,)) + a),
         "sort_payload": Op(2, lambda ins, a, b: lax.sort((a, like(b, a)), num_keys=1)[1]),
         "argsort": Op(1, lambda ins, a: jnp.argsort(a).astype(a.dtype) * k64(a, 2**40 + 1)),
     },

@@ -118,3 +118,20 @@ def test_windows_with_strides_padding_and_other_initial_values() -> None:
         lax.reduce_window(joined(a, b).astype(jnp.uint64), np.uint64(2**64 - 1), lax.bitwise_and, (2, 2), (1, 1),
                           "VALID"),
     ), x2, y2)
+
+
+def test_sorts_and_reductions_carrying_floats_beside_emulated_values() -> None:
+    """A sort, reduce or reduce_window with a float operand beside an
+    emulated one crashed (``ValueError: Cannot cast type to IntegerType``)
+    while asking whether each result was unsigned."""
+    def sums(p, q):
+        return p[0] + q[0], p[1] + q[1]
+
+    result = exact(lambda x, y: (
+        lax.sort((x.astype(jnp.float32), joined(x, y)), num_keys=1),  # int64 ids by float scores
+        lax.sort((joined(x, y), y.astype(jnp.float32)), num_keys=1),
+        lax.reduce((x.astype(jnp.float32), joined(x, y)), (np.float32(0), np.int64(0)), sums, (0,)),
+        lax.reduce_window((x.astype(jnp.float32), joined(y, x)), (np.float32(0), np.int64(0)), sums, (3,), (1,),
+                          "SAME"),
+    ))
+    assert result.report.emulated_outputs == [1, 2, 5, 7]

@@ -321,7 +321,10 @@ def _is_wide_type(em: "Emulation", v: ir.Value) -> bool:
 
 
 def _unsigned_type(t: ir.Type) -> bool:
-    return ir.IntegerType(ir.RankedTensorType(t).element_type).is_unsigned
+    """Whether ``t`` is a tensor of unsigned integers (``False`` for floats,
+    which a sort, reduction or scatter may carry beside 64-bit integers)."""
+    e = ir.RankedTensorType(t).element_type
+    return isinstance(e, ir.IntegerType) and e.is_unsigned
 
 
 #: Bodies a one-operand ``reduce_window`` is computed from by doubling
