@@ -261,6 +261,7 @@ FAMILIES: dict[str, dict[str, Op]] = {
     "moved": {
         "reshape_transpose": Op(1, lambda ins, a: a.reshape(2, N // 2).T.reshape(N)),
         "reverse": Op(1, lambda ins, a: a[::-1]),
+        "barrier": Op(2, lambda ins, a, b: sum(lax.optimization_barrier((a, like(b, a), ins[0]))[:2])),
         "broadcast": Op(1, lambda ins, a, k: jnp.broadcast_to(a[k], (N,)), _p(st.integers(0, N - 1))),
         "concatenate": Op(2, lambda ins, a, b, k: jnp.concatenate([a[k:], like(b, a)[:k]]),
                           _p(st.integers(1, N - 1))),

@@ -135,3 +135,12 @@ def test_sorts_and_reductions_carrying_floats_beside_emulated_values() -> None:
                           "SAME"),
     ))
     assert result.report.emulated_outputs == [1, 2, 5, 7]
+
+
+def test_an_optimization_barrier_passes_emulated_values() -> None:
+    """``optimization_barrier`` (``jax.lax.optimization_barrier``, and what
+    rematerialisation writes) had no emulation: an emulated value through
+    it was refused."""
+    result = exact(lambda x, y: lax.optimization_barrier((joined(x, y), x, x.astype(jnp.int64) * 3,
+                                                          y.astype(jnp.float32)))[0] + 1)
+    assert result.report.emulated_by_op.get("stablehlo.optimization_barrier") == 1

@@ -233,6 +233,15 @@ dynamic_update_slice = per_word(0, 1)
 pad = per_word(0, 1)
 
 
+def barrier(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """``optimization_barrier``: each 64-bit operand passes as its two words."""
+    wide = [_is64(em.type(x)) for x in op.operands]
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create(op.name, results=_split_types([r.type for r in op.results], wide),
+                              operands=_split(em, list(op.operands), wide), attributes=attrs)
+    return _slot_results(new, wide, [_unsigned_type(r.type) for r in op.results])
+
+
 # ------------------------------------------------- ops with their own regions
 def _scalar_u32() -> ir.RankedTensorType:
     return ir.RankedTensorType.get([], W.u32())
