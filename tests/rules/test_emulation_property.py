@@ -338,6 +338,7 @@ FAMILIES: dict[str, dict[str, Op]] = {
     },
 }
 OPS: dict[str, Op] = {name: op for family in FAMILIES.values() for name, op in family.items()}
+assert len(OPS) == sum(map(len, FAMILIES.values())), "an op name appears in two families"
 #: What surrounds the op under test.
 FILLER = sorted(FAMILIES["elementwise"])
 #: What the drawn bodies of loops and branches hold.
