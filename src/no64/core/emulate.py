@@ -62,7 +62,7 @@ def join_words(packed: Any) -> np.ndarray:
     if a.ndim == 0 or a.shape[-1] != 2 or a.dtype not in (np.dtype(np.int32), np.dtype(np.uint32)):
         raise ValueError(f"not a packed pair of 32-bit words: {a.dtype}{list(a.shape)}")
     bits = a.view(np.uint32).astype(np.uint64)
-    joined = bits[..., 0] | (bits[..., 1] << np.uint64(32))
+    joined = np.asarray(bits[..., 0] | (bits[..., 1] << np.uint64(32)))
     return joined if a.dtype == np.uint32 else joined.view(np.int64)
 
 #: Ops whose regions belong to the op: their emulate rule rebuilds them whole.
