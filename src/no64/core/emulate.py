@@ -493,13 +493,16 @@ def plan_emulation(
     *,
     everything: bool,
     forced_values: Iterable[ir.Value] = (),
+    forced_ops: Iterable[ir.Operation] = (),
     forced_users: Mapping[ir.Value, Exception] | None = None,
     words_out: bool = True,
 ) -> Emulation | None:
     """Decide which values to emulate; ``None`` if none.
 
     ``everything``: seed every 64-bit integer value the analysis cannot prove
-    to fit (``policy="exact"``); else only the forced ones.  ``forced_users``
+    to fit (``policy="exact"``); else only the forced ones (``forced_ops``:
+    ops to emulate whose results are not 64-bit, such as a bitcast of a
+    64-bit integer to its two words).  ``forced_users``
     maps values (out-of-range constants) whose every user must be emulated
     to the error to raise if one cannot be.  ``words_out``: emulated results
     of the entry function come back as packed words; else as their low word
@@ -612,6 +615,8 @@ def plan_emulation(
                 else:
                     work.append(v)
     work.extend(forced_values)
+    for op in forced_ops:
+        mark_op(op)
     forced_users = dict(forced_users or {})
     for c, exc in forced_users.items():
         for user in _users(c):
