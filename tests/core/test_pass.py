@@ -246,6 +246,35 @@ def test_out_of_range_integer_is_emulated_by_default() -> None:
     assert "dense<[1, 705032704]>" in text and "dense<[0, 1]>" in text, text
 
 
+def test_emulated_output_narrowed_at_a_fixed_signature() -> None:
+    """outputs="narrow" (the compile hook's choice: JAX's executables return the types JAX
+    lowered) keeps the signature: an emulated result comes back clipped to the 32-bit
+    range, judged like any narrowed value, its sentinels mapped to the 32-bit extremes."""
+    from runner import compile_module
+
+    text = """
+func.func public @main(%x: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
+  %c = stablehlo.constant dense<3000000007> : tensor<4xi64>
+  %m = stablehlo.constant dense<9223372036854775807> : tensor<4xi64>
+  %p = stablehlo.multiply %x, %c : tensor<4xi64>
+  %z = stablehlo.constant dense<0> : tensor<4xi64>
+  %neg = stablehlo.compare LT, %x, %z : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+  %s = stablehlo.select %neg, %m, %p : tensor<4xi1>, tensor<4xi64>
+  return %p, %s : tensor<4xi64>, tensor<4xi64>
+}"""
+    m = parse(text)
+    report = no64.demote(m, outputs="narrow", input_ranges={0: (-(2**31), 2**31 - 1)})
+    assert report.emulated_outputs == [] and report.values_emulated > 0
+    assert "-> (tensor<4xi32>, tensor<4xi32>)" in str(m)
+    assert {n.verdict for n in report.narrowings} == {"unproven"} and len(report.narrowings) == 2
+    x = np.array([0, 1, -1, 715827882], dtype=np.int32)
+    p, s = compile_module(m, strict=True)([x])
+    full = x.astype(object) * 3000000007
+    clipped = [int(np.clip(v, -(2**31), 2**31 - 1)) for v in full]
+    np.testing.assert_array_equal(p, np.array(clipped, dtype=np.int32))
+    np.testing.assert_array_equal(s, np.where(x < 0, 2**31 - 1, clipped).astype(np.int32))
+
+
 def test_out_of_range_integer_is_an_error_where_it_cannot_be_emulated() -> None:
     m = parse(
         """
