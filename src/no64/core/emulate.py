@@ -664,11 +664,13 @@ def plan_emulation(
             for x in op.operands:
                 if x in forced_users:
                     raise forced_users[x]
+            why = getattr(rule, "why_not", None)
             raise UnsupportedOpError(
                 op.name,
                 decode_location(op.location),
                 "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
-                "cannot compute it exactly in 32-bit words (no emulation for this op)",
+                "cannot compute it exactly in 32-bit words "
+                f"({why(op) if why is not None else 'no emulation for this op'})",
             )
     slots = {g: group_members[g] for g in emulated_groups}
     fed: dict[ir.Operation, list[int]] = {}
