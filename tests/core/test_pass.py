@@ -633,3 +633,24 @@ def test_strict_check_inside_the_pass_catches_a_value_left_64bit(
     monkeypatch.undo()
     no64.demote(m, check=True)
     no64.check(m)
+
+
+def test_strict_accepts_emulated_values() -> None:
+    """Emulated values are exact: policy="strict" converts a shift by 40 and an
+    out-of-range constant (which it would refuse as narrowings) and the result matches
+    the 64-bit program."""
+    from runner import compare_on_adversarial_inputs
+
+    text = """
+func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %s = stablehlo.constant dense<40> : tensor<4xi64>
+  %c = stablehlo.constant dense<5000000000> : tensor<4xi64>
+  %y = stablehlo.shift_left %x, %s : tensor<4xi64>
+  %z = stablehlo.add %y, %c : tensor<4xi64>
+  return %z : tensor<4xi64>
+}"""
+    m = parse(text)
+    ranges = {0: (-(2**31), 2**31 - 1)}
+    report = no64.demote(m, policy="strict", input_ranges=ranges)
+    assert report.values_emulated > 0 and report.exact and report.emulated_outputs == [0]
+    compare_on_adversarial_inputs(parse(text), m, ranges, "strict, emulated")
