@@ -589,8 +589,9 @@ def print_table(results: list[CaseResult], size: int, repeats: int, scan_length:
         )
     print(
         "Every row times the whole program: int32 inputs cast to int64 and multiplied by constants "
-        "beyond 32 bits (the first row alone),\nthe op, and its outputs (64-bit ones as S x 2 word "
-        "pairs when emulated); every emulated result was checked bit-identical to the native one.\n"
+        "beyond 32 bits (the first row: that alone,\nfor one operand), the op, and its outputs "
+        "(64-bit ones as S x 2 word pairs when emulated); every emulated result was checked "
+        "bit-identical to the native one.\n"
         "ops i64->words: StableHLO ops of the op under test (its named scope, constants not "
         "counted) in the native module and after emulation.\n"
         f"int32: the same function over int32 (x64 off), a floor; '-' where 32 bits change the op's "
