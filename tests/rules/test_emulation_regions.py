@@ -115,3 +115,40 @@ def test_a_dot_beyond_the_word_rule_is_refused_with_its_line() -> None:
     x = np.arange(n, dtype=np.int32)
     with pytest.raises(no64.UnsupportedOpError, match=r"dot_general.*contraction over 70000 elements"):
         compare_with_reference(lambda v: jnp.dot(wide(v) * 3, wide(v)), [x], policy="exact")
+
+
+LONG = np.resize(X, 1000)
+LONG_2D = np.resize(X, (3, 300))
+
+#: Cumulative reductions longer than 256 elements: XLA's CPU compiler aborts on
+#: a cumulative reduce_window that long over two operands (the words), so they
+#: are computed by doubling.
+LONG_PROGRAMS = {
+    "cumsum_1000": (lambda x: jnp.cumsum(wide(x) ** 2), LONG),
+    "cumsum_unsigned": (lambda x: jnp.cumsum(uwide(x) * np.uint64(2**33 + 1)), LONG),
+    "cummax": (lambda x: lax.cummax(wide(x) * 2**33), LONG),
+    "cummin_reverse": (lambda x: lax.cummin(wide(x) * -(2**33), reverse=True), LONG),
+    "cumsum_reverse_2d": (lambda x: lax.cumsum(wide(x) * 3_000_000_007, axis=1, reverse=True), LONG_2D),
+    "cumprod": (lambda x: jnp.cumprod(wide(x) | 1), LONG),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_PROGRAMS))
+def test_long_cumulative_reductions(name: str) -> None:
+    fn, x = LONG_PROGRAMS[name]
+    result = compare_with_reference(fn, [x], policy="exact")
+    assert all(o.ok for o in result.outputs)
+    assert result.report.emulated_by_op.get("stablehlo.reduce_window") == 1
+    windows = [op for op in str(result.demoted).splitlines() if "reduce_window" in op]
+    assert len(windows) == 10 if x.ndim == 1 else 9, windows  # ceil(log2(length)) steps
+
+
+def test_long_whole_axis_window_without_identity_is_refused() -> None:
+    """A whole-axis window of more than 256 elements whose initial value is not its
+    body's identity cannot be computed by doubling: refused with its line (XLA's CPU
+    compiler would abort on the two-word form)."""
+    def f(x):
+        return lax.reduce_window(wide(x) ** 2, jnp.int64(5), lax.add, (x.size,), (1,), [(x.size - 1, 0)])
+
+    with pytest.raises(no64.UnsupportedOpError, match=r"reduce_window.*whole axis longer than 256"):
+        compare_with_reference(f, [LONG], policy="exact")
