@@ -75,6 +75,7 @@ PROGRAMS = {
     "einsum_batched": lambda x: jnp.einsum("bij,bjk->bik", wide(x)[:12].reshape(2, 2, 3) ** 2,
                                           wide(x)[:12].reshape(2, 3, 2)),
     "dot_preferred_int64": lambda x: lax.dot(x.reshape(2, 7), x.reshape(7, 2), preferred_element_type=jnp.int64),
+    "optimization_barrier": lambda x: sum(lax.optimization_barrier((wide(x) * 2**33, x, wide(x) ** 2))[::2]),
     # moved elements
     "gather": lambda x: (wide(x) * 2**33)[jnp.abs(x) % 13],
     "dynamic_slice": lambda x: lax.dynamic_slice(wide(x) * 2**33, (x[0] % 5,), (4,)),
@@ -94,7 +95,8 @@ def test_emulated_program_matches_the_64bit_program(name: str) -> None:
 
 def test_reductions_and_sorts_are_rebuilt_on_words() -> None:
     for name, op in [("sum_of_squares", "stablehlo.reduce"), ("cumsum_of_squares", "stablehlo.reduce_window"),
-                     ("sort", "stablehlo.sort"), ("scatter_add", "stablehlo.scatter")]:
+                     ("sort", "stablehlo.sort"), ("scatter_add", "stablehlo.scatter"),
+                     ("optimization_barrier", "stablehlo.optimization_barrier"), ("dot", "stablehlo.dot_general")]:
         report = compare_with_reference(PROGRAMS[name], [X], policy="exact").report
         assert report.emulated_by_op.get(op) == 1, (name, report.emulated_by_op)
 

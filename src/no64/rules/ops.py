@@ -37,8 +37,8 @@ declare(_SH + "reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=
 
 # Result i holds elements of operand i.
 declare(_SH + "copy", transfer=T.same_as_operands, emulate=E.moved, region_free=True)
-for _op in ("optimization_barrier", "all_gather", "all_to_all", "collective_permute",
-            "collective_broadcast"):
+declare(_SH + "optimization_barrier", transfer=T.same_as_operands, emulate=E.per_operand, region_free=True)
+for _op in ("all_gather", "all_to_all", "collective_permute", "collective_broadcast"):
     declare(_SH + _op, transfer=T.same_as_operands, region_free=True)
 for _name in ("sdy.sharding_constraint", "sdy.reshard"):
     declare(_name, transfer=T.same_as_operands, region_free=True)

@@ -612,3 +612,16 @@ def _dot_why_not(op: ir.Operation) -> str:
 
 dot_general.applies = _dot_applies  # type: ignore[attr-defined]
 dot_general.why_not = _dot_why_not  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------- element-for-element ops
+def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """An op whose result *i* is operand *i* (``optimization_barrier``, ``copy``
+    with several values): rebuilt with each 64-bit operand as its two words."""
+    values = list(op.operands)
+    wide = [_is_wide_type(em, v) for v in values]
+    unsigned = [_is64(em.type(v)) and _unsigned_type(em.type(v)) for v in values]
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create(op.name, results=_split_types([em.type(v) for v in values], wide),
+                              operands=_split(em, values, wide), attributes=attrs)
+    return _slot_results(new, wide, unsigned)
