@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.intervals import collides
-from ..analysis.ranges import RangeAnalysis, resolve_input_ranges
+from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..errors import (
     ConstantRangeError,
     InputRangeError,
@@ -370,12 +370,31 @@ class _Pass:
                 forced.extend(r for r in op.results)
                 forced_ops.append(op)
         constants = {op.results[0]: exc for op, exc in self.deferred}
-        if not (everything or forced or forced_ops or constants):
+        if not (forced or forced_ops or constants) and (not everything or self._all_integers_fit()):
             return None
         return plan_emulation(
             self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
             forced_users=constants, words_out=words_out,
         )
+
+    def _all_integers_fit(self) -> bool:
+        """Whether every 64-bit integer value the plan retypes (the entry
+        function's arguments aside: they are 32-bit values under emulation)
+        is proven to fit: then policy "exact" has nothing to emulate."""
+        ranges = self.ranges()
+        entry = entry_function(self.root)
+        entry_block = entry.regions[0].blocks[0] if entry is not None else None
+        # converted types are cached objects: the integer ones, by identity
+        ints = {id(new) for new in self.conv._cache.values()
+                if new is not None and _kind_of(new) in ("int", "uint")}
+        for value, _, new in self.values:
+            if id(new) not in ints:
+                continue
+            if isinstance(value, ir.BlockArgument) and value.owner == entry_block:
+                continue
+            if ranges.verdict(value)[0] != "exact":
+                return False
+        return True
 
     def settle(self) -> None:
         """Raise what planning put off: refusals of width-dependent ops no
