@@ -36,16 +36,17 @@ by constants that make the operands emulated, the op, and the outputs
 (a multiply by a 64-bit constant) is the preparation of one operand alone,
 a baseline to read the other rows against.  XLA fuses the elementwise
 preparation and the op into one loop, in the native and in the emulated
-program alike; a gather fused with the product it reads computes that
-product at each gathered index (the operands cannot be materialised
-first: ``optimization_barrier`` has no emulation rule).  The ops column
+program alike; the gather reads its operand through an
+``optimization_barrier``, so that the product is computed once, not at
+each gathered index.  The ops column
 counts the StableHLO ops of the op under test (its named scope, constants
 not counted) in the native module and in the emulated one.
 
-``jnp.cumsum`` is taken over rows of ``--scan-length`` (default 256)
-elements: XLA's CPU compiler in jaxlib 0.10 aborts the process
-(``std::bad_alloc``) when it compiles the two-operand ``reduce_window``
-that an emulated cumulative sum becomes over a longer axis.
+``jnp.cumsum`` is taken over rows of ``--scan-length`` (default 4096)
+elements.  An emulated cumulative reduction longer than 256 elements is
+computed by doubling (``ceil(log2 n)`` two-element windows), because XLA's
+CPU compiler in jaxlib 0.10 aborts the process (``std::bad_alloc``) on the
+two-operand ``reduce_window`` it would otherwise be.
 
 Divide and remainder run only where the op registry has their emulation
 rule (``no64.rules.registry.spec_of(op).emulate``); otherwise their rows
@@ -260,7 +261,7 @@ CASES: tuple[OpCase, ...] = (
            ("stablehlo.reduce_window",)),
     OpCase("sort (int64 key)", unary(jnp.sort), ("stablehlo.sort",)),
     OpCase("gather",
-           lambda d, x, y: scoped(lambda a, i: a.at[i].get(mode="promise_in_bounds"),
+           lambda d, x, y: scoped(lambda a, i: jax.lax.optimization_barrier(a).at[i].get(mode="promise_in_bounds"),
                                   operands(d, x, y)[0], _index(d, y)),
            ("stablehlo.gather",)),
     OpCase("scatter-add",
@@ -619,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1 << 20, help="elements per tensor (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per program (default: %(default)s)")
-    parser.add_argument("--scan-length", type=int, default=256,
+    parser.add_argument("--scan-length", type=int, default=4096,
                         help="length of the rows cumsum scans (default: %(default)s; see the module docstring)")
     parser.add_argument("--ops", nargs="+", metavar="NAME", help="run only the cases whose name contains NAME")
     parser.add_argument("--list", action="store_true", help="list the op cases and exit")
