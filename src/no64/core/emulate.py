@@ -169,6 +169,10 @@ class Emulation:
         self._types: dict[ir.Value, ir.Type] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._packed = {m for members in self.slots.values() for m in members}
+        #: The values that stand for 64-bit results proven to fit, built from
+        #: their low words, with the ranges of those results: a later range
+        #: analysis of the rewritten module would see only a 32-bit convert.
+        self.exit_ranges: dict[ir.Value, Any] = {}
 
     def type(self, v: ir.Value) -> ir.Type:
         """The type ``v`` has in the 64-bit program (carried values are
@@ -382,7 +386,11 @@ class Emulation:
                     if r in self.wide:
                         self._words[r] = out
                     else:
-                        r.replace_all_uses_with(_exit(out, r.type))
+                        single = _exit(out, r.type)
+                        known = self.analysis.range(r)
+                        if known is not None:
+                            self.exit_ranges[single] = known
+                        r.replace_all_uses_with(single)
                 else:
                     r.replace_all_uses_with(out)
 
