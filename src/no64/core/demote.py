@@ -212,7 +212,7 @@ def demote(
                 p.report.emulated_by_op = by_op
                 p.report.values_emulated = len(em.wide)
                 p.report.emulated_outputs = list(em.outputs)
-                p.known_ranges = em.exit_ranges
+                p.known_ranges = em.known_ranges
                 p = p.replan()
             else:
                 p.settle()  # refusals raise here, before anything is changed

@@ -169,10 +169,14 @@ class Emulation:
         self._types: dict[ir.Value, ir.Type] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._packed = {m for members in self.slots.values() for m in members}
-        #: The values that stand for 64-bit results proven to fit, built from
-        #: their low words, with the ranges of those results: a later range
-        #: analysis of the rewritten module would see only a 32-bit convert.
-        self.exit_ranges: dict[ir.Value, Any] = {}
+        #: Ranges the analysis of the 64-bit program established, for a
+        #: later analysis of the rewritten module: the values that stand for
+        #: 64-bit results proven to fit (built from their low words, where
+        #: a fresh analysis would see only a 32-bit convert), and the 64-bit
+        #: results of calls that stay as they are (bounded per call site,
+        #: where a fresh analysis would join what the callee's rewritten
+        #: body returns to every caller).
+        self.known_ranges: dict[ir.Value, Any] = {}
 
     def type(self, v: ir.Value) -> ir.Type:
         """The type ``v`` has in the 64-bit program (carried values are
@@ -280,6 +284,15 @@ class Emulation:
         # Mark the ops to emulate (the plan changed nothing in the module).
         for op, indices in self.marks:
             op.attributes[_MARK] = ir.DenseI64ArrayAttr.get(indices)
+        for fn in _functions(self.root):
+            for op in _ops_with_regions_and_calls(fn):
+                if op.name != "func.call":
+                    continue
+                for r in op.results:
+                    if is_wide_int(r.type) and r not in self.wide:
+                        known = self.analysis.range(r)
+                        if known is not None:
+                            self.known_ranges[r] = known
         erase: list[ir.Operation] = []
         funcs: dict[str, ir.Operation] = {}
         # retype the carried values (packed)
@@ -389,7 +402,7 @@ class Emulation:
                         single = _exit(out, r.type)
                         known = self.analysis.range(r)
                         if known is not None:
-                            self.exit_ranges[single] = known
+                            self.known_ranges[single] = known
                         r.replace_all_uses_with(single)
                 else:
                     r.replace_all_uses_with(out)
