@@ -346,3 +346,29 @@ def test_divide_and_remainder_ranges_hold_what_xla_computes(unsigned: bool, rng:
     for (lo, hi), out, op in zip(bounds, outputs, ops):
         values = [int(v) for v in out]
         assert lo <= min(values) and max(values) <= hi, (op.name, (lo, hi), min(values), max(values))
+
+
+# ------------------------------------------------------------ dynamic shapes
+
+@pytest.mark.parametrize(
+    ("op", "policy", "reason"),
+    [
+        ("divide", "exact", "only in statically shaped tensors"),
+        ("count_leading_zeros", "default", "dynamically shaped tensor is not supported"),
+        ("popcnt", "exact", "dynamically shaped tensor is not supported"),
+    ],
+)
+def test_dynamically_shaped_64bit_values_are_refused(op: str, policy: str, reason: str) -> None:
+    """Words are built on static shapes: a dynamically shaped 64-bit value
+    that would need them (the quotient of two 32-bit inputs needs 33 bits:
+    INT32_MIN / -1) is refused with the op, and the module is left as it
+    was."""
+    operands = "%x, %y" if op in ("divide", "remainder") else "%x"
+    text = (f"func.func public @main(%x: tensor<?xi64>, %y: tensor<?xi64>) -> tensor<?xi64> {{\n"
+            f"  %r = stablehlo.{op} {operands} : tensor<?xi64>\n  return %r : tensor<?xi64>\n}}")
+    m = ir.Module.parse(text, make_context())
+    before = str(m)
+    with pytest.raises(no64.UnsupportedOpError, match=reason) as info:
+        no64.demote(m, policy=policy)
+    assert info.value.op == "stablehlo." + op
+    assert str(m) == before

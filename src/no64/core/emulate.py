@@ -686,6 +686,13 @@ def plan_emulation(
                 "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
                 "cannot compute it exactly in 32-bit words (no emulation for this op)",
             )
+        if not _static_words(op):
+            raise UnsupportedOpError(
+                op.name,
+                decode_location(op.location),
+                "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
+                "computes such integers in 32-bit words only in statically shaped tensors",
+            )
     slots = {g: group_members[g] for g in emulated_groups}
     fed: dict[ir.Operation, list[int]] = {}
     for g in emulated_groups:
@@ -706,6 +713,14 @@ def plan_emulation(
 
 
 CONSTANTS = frozenset({"stablehlo.constant", "chlo.constant", "mhlo.constant"})
+
+
+def _static_words(op: ir.Operation) -> bool:
+    """Whether every 64-bit integer operand and result of ``op`` has a static shape."""
+    for v in list(op.operands) + list(op.results):
+        if is_wide_int(v.type) and not ir.RankedTensorType(v.type).has_static_shape:
+            return False
+    return True
 
 
 def _tie_users(fn: ir.Operation) -> list[ir.Operation]:

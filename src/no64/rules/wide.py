@@ -126,8 +126,13 @@ def _bit_count(fn: Callable[[W.Words], ir.Value]) -> EmulateRule:
     return rule
 
 
+def _static_shape(op: ir.Operation) -> bool:
+    return ir.RankedTensorType(op.results[0].type).has_static_shape
+
+
 count_leading_zeros = _bit_count(W.count_leading_zeros)
 popcnt = _bit_count(W.popcount)
+count_leading_zeros.applies = popcnt.applies = _static_shape  # type: ignore[attr-defined]
 
 
 def shift(op: ir.Operation, em: "Emulation") -> list[Out]:
