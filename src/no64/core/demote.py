@@ -218,6 +218,7 @@ def demote(
                 p.report.emulated_by_op = by_op
                 p.report.values_emulated = len(em.wide)
                 p.report.emulated_outputs = list(em.outputs)
+                p.known_ranges = em.known_ranges
                 p = p.replan()
             else:
                 p.settle()  # refusals raise here, before anything is changed
@@ -318,6 +319,9 @@ class _Pass:
         # ordinary values there)
         self.meets: list[ir.Operation] = []
         self._ranges: RangeAnalysis | None = None
+        #: Ranges established before the module was rewritten (the values
+        #: that stand for emulated results proven to fit).
+        self.known_ranges: Mapping[ir.Value, Any] = {}
         self._resources: dict[str, bytes] | None = None
         self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], str]] = {}
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
@@ -347,6 +351,7 @@ class _Pass:
         p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges)
         p.report = self.report
         p.rewrites = self.rewrites
+        p.known_ranges = self.known_ranges
         p.rules_enabled = False
         p.plan(settle=settle)
         return p
@@ -535,9 +540,9 @@ class _Pass:
         """A range analysis of the module as it is now: a fresh one while
         rules may still change the module, one shared analysis after."""
         if self.candidates:
-            return RangeAnalysis(self.root, self.input_ranges)
+            return RangeAnalysis(self.root, self.input_ranges, known=self.known_ranges)
         if self._ranges is None:
-            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls)
+            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls, known=self.known_ranges)
         return self._ranges
 
     def input_ranges_32(self) -> RangeAnalysis:

@@ -90,6 +90,53 @@ absolute = unary(W.absolute)
 sign = unary(W.sign)
 
 
+def _small_divisor(em: "Emulation", x: ir.Value) -> bool:
+    """Whether every element of divisor ``x`` has ``|x| < 2**32``: its range
+    says so, or its words are a narrowed 32-bit value extended (neither
+    emulated nor a constant entering with its 64-bit elements)."""
+    r = em.analysis.range(x)
+    if r is not None:
+        p = r.plain()
+        if p.lo > p.hi or (-(2**32) < p.lo and p.hi < 2**32):
+            return True
+    return not em.is_wide(x) and em.analysis.fold(x, sentinels=True) is None
+
+
+def _divmod(op: ir.Operation, em: "Emulation") -> tuple[W.Words, W.Words]:
+    u = _unsigned_result(op)
+    n, d = (em.words(x, u) for x in op.operands)
+    small = _small_divisor(em, op.operands[1])
+    return W.divmod_unsigned(n, d, small) if u else W.divmod_signed(n, d, small)
+
+
+def divide(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """Truncating division, with XLA's results for a zero divisor (all ones)
+    and for ``INT64_MIN / -1`` (``INT64_MIN``)."""
+    return [_divmod(op, em)[0]]
+
+
+def remainder(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """The remainder with the dividend's sign (``x % 0`` is ``x``)."""
+    return [_divmod(op, em)[1]]
+
+
+def _bit_count(fn: Callable[[W.Words], ir.Value]) -> EmulateRule:
+    def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
+        count = fn(em.words(op.operands[0]))
+        return [W.Words(count, W.splat(count, 0), _unsigned_result(op))]
+
+    return rule
+
+
+def _static_shape(op: ir.Operation) -> bool:
+    return ir.RankedTensorType(op.results[0].type).has_static_shape
+
+
+count_leading_zeros = _bit_count(W.count_leading_zeros)
+popcnt = _bit_count(W.popcount)
+count_leading_zeros.applies = popcnt.applies = _static_shape  # type: ignore[attr-defined]
+
+
 def shift(op: ir.Operation, em: "Emulation") -> list[Out]:
     u = _unsigned_result(op)
     a, n = (em.words(x, u) for x in op.operands)
