@@ -268,6 +268,18 @@ def test_import_stays_cheap() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
 
 
+def test_no64_before_jax_keeps_xla_start_up_quiet() -> None:
+    # no64 loads jaxlib's native code before JAX does (``import no64`` first,
+    # the ``no64`` command): XLA must log at the level ``import jax`` sets
+    env = _env()
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    code = "import no64.core.demote, jax; print(len(jax.devices()))"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and int(proc.stdout) >= 1, proc.stderr
+    assert not [line for line in proc.stderr.splitlines() if _GLOG.match(line)], proc.stderr
+
+
 # --------------------------------------------------------------------------- check DIR
 
 
