@@ -109,6 +109,8 @@ def test_explicit_int64_keeps_output_and_status() -> None:
     assert "\x1b[" not in report  # no colour when stderr is not a terminal
     # as is, the module keeps the int64 iota, named by the same line
     as_is = "\n".join(_clean(_audit("--as-is", script, "3").stderr))
+    head = next(text for text in as_is.splitlines() if text.startswith("no64 audit of "))
+    assert head.startswith(f"no64 audit of {script} as is (its own x64 setting; no hook): ")
     row = next(r for r in as_is.splitlines() if f"{script}:{line}" in r and "iota" in r)
     assert "i64" in row and "exact" in row
     assert f"int64 requested explicitly at {script}:{line}" in row
@@ -121,6 +123,99 @@ def test_module_mode_and_exit_status() -> None:
     assert "explicit_int64.py:" in proc.stderr
     proc = _audit("--fail-on", "any", "-m", "explicit_int64", "4", cwd=SCRIPTS)
     assert proc.returncode == 4  # the program's own failure comes first
+
+
+def test_emulated_module_under_the_hook(tmp_path: Path) -> None:
+    out = tmp_path / "emulated.json"
+    script = "tests/audit_scripts/emulated.py"
+    direct = _run([script], NO64_PLATFORMS="cpu")
+    proc = _audit("--json", "-o", str(out), "--fail-on", "lossy", script)
+    assert direct.returncode == proc.returncode == 0, proc.stderr  # emulation is exact: not lossy
+    assert proc.stdout == direct.stdout
+    assert "emulated ['jit_round_trip']" in direct.stdout  # the hook's own report: values_emulated > 0
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    (module,) = [m for m in data["modules"] if m["name"] == "jit_round_trip"]
+    assert (module["status"], module["how"]) == ("rewritten", "emulated")
+    assert module["handlings"]["emulated"] >= 2
+    causes = {c["line"]: c for c in data["causes"] if c["kind"] == "value" and c["file"] == script}
+    shift, back = _line_of("emulated.py", "SHIFT LINE"), _line_of("emulated.py", "BACK LINE")
+    assert causes[shift]["handling"] == causes[back]["handling"] == "emulated"
+    assert "computed exactly in 32-bit word pairs" in causes[back]["message"]
+    assert f"int64 requested explicitly at {script}:{shift}" in causes[shift]["message"]
+    assert "requested explicitly" not in causes[back]["message"]
+    # the literal 40 belongs to the shifts, not to the line that called the function
+    assert {c["line"] for c in data["causes"] if c["kind"] == "value"} == {shift, back}
+    # no finding names a frame of no64's own wrappers
+    assert not [c for c in data["causes"] + data["groups"] if (c["via"] or "").startswith("no64/")]
+
+
+def test_requested_explicitly_only_where_named(tmp_path: Path) -> None:
+    out = tmp_path / "named.json"
+    script = "tests/audit_scripts/not_requested.py"
+    proc = _audit("--as-is", "--json", "-o", str(out), script)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    assert data["view"] == "as-is"
+    line = {m: _line_of("not_requested.py", f"{m} LINE") for m in ("ARGMAX", "ARANGE", "DRAW", "INT64", "CALL")}
+    # each of these lines makes 64-bit values (x64 is on) ...
+    assert set(line.values()) <= {g["line"] for g in data["groups"] if g["file"] == script}
+    # ... and only the one that names int64 requests it
+    named = {(g["file"], g["line"]) for g in data["groups"] if "requested explicitly" in g["hint"]}
+    named |= {(c["file"], c["line"]) for c in data["causes"] if "requested explicitly" in c["message"]}
+    assert named == {(script, line["INT64"])}
+
+
+def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit reads every setting of the hook's Config from the variable the
+    environment activation reads, with the same result."""
+    import dataclasses
+
+    from no64.jax import hook
+    from no64.jax.audit import _hook_settings
+
+    default = hook.Config(frozenset({"cpu"}))
+    chosen = {}
+    for field in dataclasses.fields(hook.Config):
+        if field.name == "platforms":
+            continue
+        value = getattr(default, field.name)
+        chosen[field.name] = next(v for v in type(value).values() if v != value)
+        monkeypatch.setenv(f"NO64_{field.name.upper()}", f" {chosen[field.name].upper()} ")
+    assert {"mode", "integer_policy"} <= set(chosen)
+    activated: list[hook.Config] = []
+    monkeypatch.setenv("NO64_PLATFORMS", "cpu")
+    monkeypatch.setattr(hook, "_explicit", False)
+    monkeypatch.setattr(hook, "_activate", lambda config, **_: activated.append(config))
+    hook.initialize_from_environment(strict=True)
+    (config,) = activated
+    settings = _hook_settings({})
+    assert settings == chosen == {name: str(getattr(config, name)) for name in chosen}
+    assert _hook_settings({"mode": "off"})["mode"] == "off"  # an explicit choice wins
+
+
+def test_modes_from_the_environment(tmp_path: Path) -> None:
+    out = tmp_path / "check.json"
+    script = "tests/audit_scripts/rbg_keys.py"
+    direct = _run([script], NO64_PLATFORMS="cpu", NO64_MODE="check")
+    proc = _audit("--json", "-o", str(out), script, NO64_MODE="check")
+    assert direct.returncode == proc.returncode == 1  # mode check refuses the rbg draw
+    assert "Remaining64BitError" in direct.stderr and "Remaining64BitError" in proc.stderr
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    assert data["mode"] == "check" and data["exit_status"] == 1
+    (refused,) = [c for c in data["causes"] if c["kind"] == "refused"]
+    assert refused["file"] == script and refused["line"] == _line_of("rbg_keys.py", "RBG LINE")
+    assert "remain in the module; way out: NO64_MODE=fix" in refused["message"]
+    # mode off: no64 leaves x64 on and every module as it is
+    off = _audit("tests/audit_scripts/explicit_int64.py", "0", NO64_MODE="off")
+    assert off.returncode == 0, off.stderr
+    report = _clean(off.stderr)
+    head = next(i for i, text in enumerate(report) if text.startswith("no64 audit of "))
+    assert "(NO64_MODE=off)" in report[head] and "passed through" in report[head]
+    assert report[head + 1].startswith("  x64 turned on at tests/audit_scripts/explicit_int64.py:")
+    assert "(no64 left it on, NO64_MODE=off: " in report[head + 1]
 
 
 def test_rbg_keys_sarif(tmp_path: Path) -> None:
