@@ -123,7 +123,8 @@ def _build_parser() -> argparse.ArgumentParser:
         default=RangePolicy.DEFAULT.value,
         help="which range-analysis verdicts are refused: default refuses integers proven "
         "to overflow 32 bits and reports unproven ones; strict refuses both; permissive "
-        "reports both",
+        "reports both; exact computes every integer not proven to fit exactly in 32-bit "
+        "word pairs (an output that needs 64 bits comes back as [..., 2] words)",
     )
     convert.add_argument(
         "--range",

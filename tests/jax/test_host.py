@@ -303,7 +303,7 @@ def test_messages(tmp_path: Path) -> None:
     strict default is used); the X64DisabledWarning is two short lines; with
     NO64_PLATFORMS=neuron where the default backend is cpu the warning says so."""
     bad = _run_script(tmp_path, "bad", NO64_PLATFORMS="cpu", NO64_MODE="bogus",
-                      NO64_INTEGER_POLICY="saturat", JAX_PLATFORMS="cpu")
+                      NO64_INTEGER_POLICY="saturat", NO64_POLICY="exakt", JAX_PLATFORMS="cpu")
     neuron = _run_script(tmp_path, "neuron", NO64_PLATFORMS="neuron")
     pinned = _run_script(tmp_path, "pinned", NO64_PLATFORMS="neuron", JAX_PLATFORMS="cpu")
     outs = {tag: p.communicate(timeout=300) + (p.returncode,)
@@ -316,6 +316,8 @@ def test_messages(tmp_path: Path) -> None:
     assert "no64: NO64_MODE='bogus' is not one of fix, check, off; using 'fix'" in stderr.splitlines()
     assert ("no64: NO64_INTEGER_POLICY='saturat' is not one of error, saturate, wrap; "
             "using 'error'") in stderr.splitlines()
+    assert ("no64: NO64_POLICY='exakt' is not one of default, strict, permissive, exact; "
+            "using 'default'") in stderr.splitlines()
     assert "x64 False" in stdout
     warning = stderr[stderr.index("X64DisabledWarning"):].splitlines()
     assert warning[0].endswith("no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu): "

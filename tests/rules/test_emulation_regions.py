@@ -64,7 +64,17 @@ PROGRAMS = {
     "scan": lambda x: lax.scan(lambda c, v: (c * 31 + v, c), jnp.int64(7), wide(x))[0],
     "cond": lambda x: lax.cond(x[0] > 0, lambda: wide(x) * 2**40, lambda: wide(x) - 2**40),
     "switch": lambda x: lax.switch(jnp.abs(x[1]) % 3, [lambda: wide(x) * 2**33, lambda: -wide(x), lambda: wide(x) ** 2]),
+    # sentinels meeting emulated values keep their 64-bit meaning
+    "masked_min_sentinel": lambda x: jnp.min(jnp.where(x > 0, wide(x) * wide(x), np.iinfo(np.int64).max)),
+    "masked_min_nothing_left": lambda x: jnp.min(jnp.where(x > 2**31 - 1, wide(x) ** 2, np.iinfo(np.int64).max)),
     "calls": lambda x: jnp.where(x > 0, wide(x) * 2**33, jnp.int64(-(2**40))),
+    # integer dot products (8-bit limbs contracted in 32 bits)
+    "dot": lambda x: jnp.dot(wide(x)[:12].reshape(3, 4) * 3_000_000_007, wide(x)[:12].reshape(4, 3)),
+    "vdot_sum_of_squares": lambda x: jnp.vdot(wide(x), wide(x)),
+    "dot_unsigned": lambda x: jnp.dot(uwide(x).reshape(2, 7), uwide(x).reshape(7, 2) << 20),
+    "einsum_batched": lambda x: jnp.einsum("bij,bjk->bik", wide(x)[:12].reshape(2, 2, 3) ** 2,
+                                          wide(x)[:12].reshape(2, 3, 2)),
+    "dot_preferred_int64": lambda x: lax.dot(x.reshape(2, 7), x.reshape(7, 2), preferred_element_type=jnp.int64),
     # moved elements
     "gather": lambda x: (wide(x) * 2**33)[jnp.abs(x) % 13],
     "dynamic_slice": lambda x: lax.dynamic_slice(wide(x) * 2**33, (x[0] % 5,), (4,)),
@@ -96,3 +106,12 @@ def test_a_zero_initialised_scatter_keeps_both_words() -> None:
     result = compare_with_reference(lambda v: jnp.zeros(4, jnp.int64).at[jnp.array([0, 1, 3])].add(wide(v) * 2**33 + 1),
                                     [x], policy="exact")
     assert result.outputs[0].ok
+
+
+def test_a_dot_beyond_the_word_rule_is_refused_with_its_line() -> None:
+    """The limb products of a contraction over more than 66051 elements could overflow
+    their 32-bit sums: refused, naming the op, its line and the reason."""
+    n = 70_000
+    x = np.arange(n, dtype=np.int32)
+    with pytest.raises(no64.UnsupportedOpError, match=r"dot_general.*contraction over 70000 elements"):
+        compare_with_reference(lambda v: jnp.dot(wide(v) * 3, wide(v)), [x], policy="exact")

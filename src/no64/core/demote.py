@@ -115,7 +115,13 @@ def demote(
       policy: Which verdicts are refused with
         :class:`~no64.errors.NarrowingError`: ``"default"`` refuses
         ``overflow`` and reports ``unproven``; ``"strict"`` refuses both;
-        ``"permissive"`` reports both.
+        ``"permissive"`` reports both; ``"exact"`` computes every 64-bit
+        integer value the analysis cannot prove inside the 32-bit range
+        exactly as a pair of 32-bit words (:mod:`no64.core.emulate`), taking
+        the entry function's 64-bit integer inputs as 32-bit values, and
+        refuses what it cannot compute so.  Under every policy, ops with no
+        32-bit form (a 64-bit shift by 32 or more, an out-of-range constant
+        that is not a sentinel) are emulated the same way.
       input_ranges: Declared inclusive ranges ``(lo, hi)`` of the public
         entry function's integer arguments, by position or by name (the
         name JAX gives the argument, e.g. ``"tokens"``): token ids below the
@@ -355,7 +361,8 @@ class _Pass:
         the ops the pass would refuse for want of a 32-bit form (when they
         have an emulation rule), the users of out-of-range constants, and --
         if ``everything`` -- every value not proven to fit."""
-        forced = []
+        forced: list[ir.Value] = []
+        forced_ops: list[ir.Operation] = []
         for op in self.pending:
             spec = REGISTRY[op.name]
             if spec.refuse is None:
@@ -366,12 +373,13 @@ class _Pass:
                 if spec.emulate is None or not getattr(spec.emulate, "applies", lambda _op: True)(op):
                     raise
                 forced.extend(r for r in op.results)
+                forced_ops.append(op)
         constants = {op.results[0]: exc for op, exc in self.deferred}
-        if not (everything or forced or constants):
+        if not (everything or forced or forced_ops or constants):
             return None
         return plan_emulation(
-            self.root, self.ranges(), everything=everything, forced_values=forced, forced_users=constants,
-            words_out=words_out,
+            self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
+            forced_users=constants, words_out=words_out,
         )
 
     def settle(self) -> None:

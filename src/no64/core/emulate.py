@@ -62,7 +62,7 @@ def join_words(packed: Any) -> np.ndarray:
     if a.ndim == 0 or a.shape[-1] != 2 or a.dtype not in (np.dtype(np.int32), np.dtype(np.uint32)):
         raise ValueError(f"not a packed pair of 32-bit words: {a.dtype}{list(a.shape)}")
     bits = a.view(np.uint32).astype(np.uint64)
-    joined = bits[..., 0] | (bits[..., 1] << np.uint64(32))
+    joined = np.asarray(bits[..., 0] | (bits[..., 1] << np.uint64(32)))
     return joined if a.dtype == np.uint32 else joined.view(np.int64)
 
 #: Ops whose regions belong to the op: their emulate rule rebuilds them whole.
@@ -493,13 +493,16 @@ def plan_emulation(
     *,
     everything: bool,
     forced_values: Iterable[ir.Value] = (),
+    forced_ops: Iterable[ir.Operation] = (),
     forced_users: Mapping[ir.Value, Exception] | None = None,
     words_out: bool = True,
 ) -> Emulation | None:
     """Decide which values to emulate; ``None`` if none.
 
     ``everything``: seed every 64-bit integer value the analysis cannot prove
-    to fit (``policy="exact"``); else only the forced ones.  ``forced_users``
+    to fit (``policy="exact"``); else only the forced ones (``forced_ops``:
+    ops to emulate whose results are not 64-bit, such as a bitcast of a
+    64-bit integer to its two words).  ``forced_users``
     maps values (out-of-range constants) whose every user must be emulated
     to the error to raise if one cannot be.  ``words_out``: emulated results
     of the entry function come back as packed words; else as their low word
@@ -612,6 +615,8 @@ def plan_emulation(
                 else:
                     work.append(v)
     work.extend(forced_values)
+    for op in forced_ops:
+        mark_op(op)
     forced_users = dict(forced_users or {})
     for c, exc in forced_users.items():
         for user in _users(c):
@@ -659,11 +664,13 @@ def plan_emulation(
             for x in op.operands:
                 if x in forced_users:
                     raise forced_users[x]
+            why = getattr(rule, "why_not", None)
             raise UnsupportedOpError(
                 op.name,
                 decode_location(op.location),
                 "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
-                "cannot compute it exactly in 32-bit words (no emulation for this op)",
+                "cannot compute it exactly in 32-bit words "
+                f"({why(op) if why is not None else 'no emulation for this op'})",
             )
     slots = {g: group_members[g] for g in emulated_groups}
     fed: dict[ir.Operation, list[int]] = {}

@@ -67,7 +67,7 @@ declare(_SH + "divide", transfer=T.divide, region_free=True)
 declare(_SH + "remainder", transfer=T.remainder, region_free=True)
 declare(_SH + "abs", transfer=T.absolute, emulate=E.absolute, region_free=True)
 declare(_SH + "sign", transfer=T.sign, emulate=E.sign, region_free=True)
-declare(_SH + "dot_general", transfer=T.dot_general, region_free=True)
+declare(_SH + "dot_general", transfer=T.dot_general, emulate=E.dot_general, region_free=True)
 
 # ------------------------------------------- width-dependent: bits and words
 declare(_SH + "shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
