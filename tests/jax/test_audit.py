@@ -195,6 +195,35 @@ def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.Monke
     assert _hook_settings({"mode": "off"})["mode"] == "off"  # an explicit choice wins
 
 
+def test_range_policy_from_the_environment(tmp_path: Path) -> None:
+    script = "tests/audit_scripts/square.py"
+    line = _line_of("square.py", "SQUARE LINE")
+    # default policy: the square is narrowed, unproven: --fail-on unproven fails
+    unproven = _audit("--fail-on", "unproven", script)
+    assert unproven.returncode == 1, unproven.stderr
+    report = _clean(unproven.stderr)
+    head = next(i for i, text in enumerate(report) if text.startswith("no64 audit of "))
+    assert "1 rewritten (1 unproven)" in report[head]
+    assert report[head + 1].startswith(f"  unproven at {script}:{line}: ")
+    # NO64_POLICY=exact: emulated, and the program computes the 64-bit result
+    out = tmp_path / "exact.json"
+    exact = _audit("--json", "-o", str(out), "--fail-on", "unproven", script, NO64_POLICY="exact")
+    direct = _run([script], NO64_PLATFORMS="cpu", NO64_POLICY="exact")
+    reference = _run([script], JAX_ENABLE_X64="1")
+    assert exact.returncode == direct.returncode == 0, exact.stderr
+    assert exact.stdout == direct.stdout == reference.stdout == "high [0, 1, 1073741824]\n"
+    data = json.loads(out.read_text())
+    assert data["policy"] == "exact"
+    assert [m["how"] for m in data["modules"] if m["status"] == "rewritten"] == ["emulated"]
+    # NO64_POLICY=strict: refused, with the reason and the way out
+    strict = _audit("--json", "-o", str(out), script, NO64_POLICY="strict")
+    assert strict.returncode == 1 and "NarrowingError" in strict.stderr
+    (refused,) = [c for c in json.loads(out.read_text())["causes"] if c["kind"] == "refused"]
+    assert (refused["file"], refused["line"]) == (script, line)
+    assert "may not fit in 32 bits (unproven; refused by policy 'strict'); way out: NO64_POLICY=exact" in (
+        refused["message"])
+
+
 def test_modes_from_the_environment(tmp_path: Path) -> None:
     out = tmp_path / "check.json"
     script = "tests/audit_scripts/rbg_keys.py"

@@ -87,6 +87,7 @@ from ..core.types import TypeConverter
 from ..errors import (
     Boundary64BitError,
     ConstantRangeError,
+    NarrowingError,
     No64Error,
     Remaining64BitError,
     UnsupportedOpError,
@@ -1361,6 +1362,9 @@ def _way_out(exc: BaseException | None, refusal: str | None) -> str:
         return "trace it with x64 off, or pass 64-bit host data through no64.jit"
     if isinstance(exc, Remaining64BitError):
         return "NO64_MODE=fix rewrites such modules instead of refusing them"
+    if isinstance(exc, NarrowingError):
+        return ("NO64_POLICY=exact computes such integers exactly in 32-bit word pairs; "
+                "or keep the value in int32's range")
     if isinstance(exc, ConstantRangeError):
         return ("keep the value in int32's range or use INT64_MAX/INT64_MIN as a sentinel; "
                 "NO64_INTEGER_POLICY=saturate or wrap narrows it anyway")
@@ -1374,6 +1378,9 @@ def _reason(refusal: str | None, exc: BaseException | None = None) -> str:
     text = getattr(exc, "reason", None) or getattr(exc, "detail", None)
     if text is None and exc is not None:
         text = str(exc).split("\n", 1)[0]  # the first line says what; the rest lists values
+        if isinstance(exc, NarrowingError):
+            # the op and its location are said by the cause; the hint by the way out
+            text = text.removeprefix(f"{exc.op} at {exc.location}: ").split("); ", 1)[0] + ")"
     text = " ".join(str(text or refusal or "no64 refuses this module").split())
     text = re.sub(r"^no64(?: \(mode '\w+'\))? refuses [^:]*: ", "", text).rstrip(".:")
     return text if len(text) <= 200 else text[:197] + "..."
