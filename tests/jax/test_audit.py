@@ -167,6 +167,44 @@ def test_requested_explicitly_only_where_named(tmp_path: Path) -> None:
     assert named == {(script, line["INT64"])}
 
 
+_LIBRARY = """
+import jax.numpy as jnp
+
+
+def count(x):
+    return jnp.sum(x > 0, dtype=jnp.int64)  # LIBRARY LINE
+"""
+
+_USER = """
+import jax
+import jax.numpy as jnp
+import countlib
+
+print(int(jax.jit(countlib.count)(jnp.arange(-2, 3))))  # USER LINE
+"""
+
+
+def test_requested_explicitly_in_a_library_is_said_as_via(tmp_path: Path) -> None:
+    lib = tmp_path / "site-packages" / "countlib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(_LIBRARY)
+    (tmp_path / "user.py").write_text(_USER)
+    env = {"PYTHONPATH": str(tmp_path / "site-packages")}
+    out = tmp_path / "as_is.json"
+    as_is = _audit("--as-is", "--json", "-o", str(out), "user.py", cwd=tmp_path, JAX_ENABLE_X64="1", **env)
+    assert as_is.returncode == 0 and as_is.stdout == "2\n", as_is.stderr
+    groups = [g for g in json.loads(out.read_text())["groups"] if "requested explicitly" in g["hint"]]
+    assert groups and all(g["file"] == "user.py" and g["line"] == 6 for g in groups)
+    assert all(g["hint"].endswith("; int64 requested explicitly at countlib/__init__.py:6 (via)")
+               for g in groups), groups
+    hook = _audit("--json", "-o", str(out), "user.py", cwd=tmp_path, **env)
+    assert hook.returncode == 0 and hook.stdout == "2\n", hook.stderr
+    (dtype,) = [c for c in json.loads(out.read_text())["causes"] if c["kind"] == "explicit-dtype"]
+    assert (dtype["file"], dtype["line"], dtype["via"]) == ("user.py", 6, "countlib/__init__.py:6")
+    assert dtype["message"].startswith(
+        "int64 requested explicitly at user.py:6 (in sum, convert_element_type via countlib/__init__.py:6)")
+
+
 def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit reads every setting of the hook's Config from the variable the
     environment activation reads, with the same result."""

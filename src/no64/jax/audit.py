@@ -409,17 +409,19 @@ class CallGraph:
 
 def _stack_site(skip: int = 1) -> Site:
     """The innermost user frame of the Python stack, and the library frame
-    it called (``via``, left out when that frame is JAX's own: the report
-    then names the JAX function)."""
+    it called (``via``): the outermost frame of a library other than JAX
+    (the library the user called, also through ``jax.jit``), left out when
+    there is none: the report then names the JAX function."""
     frame: Any = sys._getframe(skip + 1)
     called: str | None = None
+    called_line = 0
     while frame is not None:
         path = frame.f_code.co_filename
         if _is_own(path) or path == runpy.__file__:
             pass
         elif _is_library(path):
-            called = path if not _is_jax(path) else None
-            called_line = frame.f_lineno
+            if not _is_jax(path):
+                called, called_line = path, frame.f_lineno
         else:
             via = f"{_short_library(called)}:{called_line}" if called else None
             return Site(_relative(path), frame.f_lineno, via, os.path.abspath(path),
