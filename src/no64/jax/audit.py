@@ -1345,7 +1345,8 @@ def _how_hint(primitive: str, handling: Handling, op: str) -> str:
         what = "inputs" if "argument" in primitive else "outputs"
         return f"64-bit {what} of the compiled function: the caller passes or receives 64-bit arrays"
     if handling is Handling.UNPROVEN:
-        return "range not provable within 32 bits: use int32, or declare input ranges (no64 convert --range)"
+        return ("range not provable within 32 bits: NO64_POLICY=exact computes it exactly in 32-bit "
+                "word pairs; or use int32, or declare input ranges (no64 convert --range)")
     if handling is Handling.OVERFLOW:
         return "the value does not fit in 32 bits: the 32-bit program computes something else"
     if handling is Handling.PRECISION_REDUCED:
