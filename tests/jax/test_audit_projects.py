@@ -172,6 +172,10 @@ def test_text_report_and_fail_on() -> None:
     assert not any(_GLOG.match(text) for text in report)  # no XLA log lines inside the report
     assert report[1].startswith("  x64 turned on at settings.py:")
     assert "X64DisabledWarning" not in proc.stderr  # the report says it instead
+    # the README shows this very report
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    shown = readme.split("## Audit\n", 1)[1].split("$ no64 audit train.py\n", 1)[1].split("```", 1)[0]
+    assert shown.splitlines() == proc.stdout.splitlines() + report
     strict = _python(["-m", "no64", "audit", "-v", "--fail-on", "any", "train.py"], cwd)
     assert strict.returncode == 1, strict.stderr  # random counters and host values are 64-bit
     assert strict.stdout == proc.stdout
