@@ -4,10 +4,10 @@ Two views of a program:
 
 *the hook's view* (the default of ``no64 audit``, :func:`run_program`)
     The program runs exactly as with ``NO64_PLATFORMS=P``: no64 is activated
-    when JAX is imported, with the mode and integer policy of ``NO64_MODE``
-    and ``NO64_INTEGER_POLICY``; it turns ``jax_enable_x64`` off, narrows
-    64-bit host values and rewrites (or refuses) every module before the
-    backend compiles it.  The backend the program runs on here stands in for
+    when JAX is imported, with the settings of ``NO64_MODE``,
+    ``NO64_INTEGER_POLICY`` and ``NO64_POLICY``; it turns ``jax_enable_x64``
+    off, narrows 64-bit host values and rewrites, emulates or refuses every
+    module before the backend compiles it.  The backend the program runs on here stands in for
     P.  :class:`Predictor` records what the hook did with each module --
     passed through, rewritten (and how) or refused -- and where x64 was
     turned on, which explicit 64-bit dtypes JAX truncated and which host
@@ -26,6 +26,8 @@ Each 64-bit value gets a handling (:class:`no64.kinds.Handling`):
 ``rewritten``
     an op replaced by an exact 32-bit equivalent (random-number counters and
     rbg state, bit counts, ...).
+``emulated``
+    a 64-bit integer computed exactly in a pair of 32-bit words.
 ``float32``
     an f64 value computed in f32 (the x64 program run without x64).
 ``rounded``
