@@ -201,6 +201,8 @@ class RangeAnalysis:
         as JAX writes it, e.g. ``"tokens"``); each an inclusive ``(lo, hi)``.
       calls: Every ``func.call`` of the module, when the caller has already
         walked it (saves a walk).
+      known: Ranges already established for some values (sound for every
+        execution), taken as they are.
     """
 
     def __init__(
@@ -208,6 +210,7 @@ class RangeAnalysis:
         root: ir.Operation | None = None,
         input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
         calls: Sequence[ir.Operation] | None = None,
+        known: Mapping[ir.Value, Range] | None = None,
     ) -> None:
         from ..rules.registry import spec_of
 
@@ -217,7 +220,7 @@ class RangeAnalysis:
         self._entry = entry_function(root) if root is not None else None
         # Memo layers: a loop, call or reduction being solved pushes one, so
         # that ranges computed from a provisional state are dropped.
-        self._layers: list[dict[Any, Any]] = [{}]
+        self._layers: list[dict[Any, Any]] = [dict(known or {})]
         self._depth = 0
         self._funcs: dict[str, ir.Operation] | None = None
         self._callers: dict[str, list[ir.Operation]] | None = None

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.intervals import collides
-from ..analysis.ranges import RangeAnalysis, resolve_input_ranges
+from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..errors import (
     ConstantRangeError,
     InputRangeError,
@@ -223,6 +223,7 @@ def demote(
                 p.report.emulated_by_op = by_op
                 p.report.values_emulated = len(em.wide)
                 p.report.emulated_outputs = list(em.outputs)
+                p.known_ranges = em.known_ranges
                 p = p.replan()
             else:
                 p.settle()  # refusals raise here, before anything is changed
@@ -323,6 +324,9 @@ class _Pass:
         # ordinary values there)
         self.meets: list[ir.Operation] = []
         self._ranges: RangeAnalysis | None = None
+        #: Ranges established before the module was rewritten (the values
+        #: that stand for emulated results proven to fit).
+        self.known_ranges: Mapping[ir.Value, Any] = {}
         self._resources: dict[str, bytes] | None = None
         self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], str]] = {}
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
@@ -352,6 +356,7 @@ class _Pass:
         p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges)
         p.report = self.report
         p.rewrites = self.rewrites
+        p.known_ranges = self.known_ranges
         p.rules_enabled = False
         p.plan(settle=settle)
         return p
@@ -375,12 +380,31 @@ class _Pass:
                 forced.extend(r for r in op.results)
                 forced_ops.append(op)
         constants = {op.results[0]: exc for op, exc in self.deferred}
-        if not (everything or forced or forced_ops or constants):
+        if not (forced or forced_ops or constants) and (not everything or self._all_integers_fit()):
             return None
         return plan_emulation(
             self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
             forced_users=constants, words_out=words_out,
         )
+
+    def _all_integers_fit(self) -> bool:
+        """Whether every 64-bit integer value the plan retypes (the entry
+        function's arguments aside: they are 32-bit values under emulation)
+        is proven to fit: then policy "exact" has nothing to emulate."""
+        ranges = self.ranges()
+        entry = entry_function(self.root)
+        entry_block = entry.regions[0].blocks[0] if entry is not None else None
+        # converted types are cached objects: the integer ones, by identity
+        ints = {id(new) for new in self.conv._cache.values()
+                if new is not None and _kind_of(new) in ("int", "uint")}
+        for value, _, new in self.values:
+            if id(new) not in ints:
+                continue
+            if isinstance(value, ir.BlockArgument) and value.owner == entry_block:
+                continue
+            if ranges.verdict(value)[0] != "exact":
+                return False
+        return True
 
     def settle(self) -> None:
         """Raise what planning put off: refusals of width-dependent ops no
@@ -521,9 +545,9 @@ class _Pass:
         """A range analysis of the module as it is now: a fresh one while
         rules may still change the module, one shared analysis after."""
         if self.candidates:
-            return RangeAnalysis(self.root, self.input_ranges)
+            return RangeAnalysis(self.root, self.input_ranges, known=self.known_ranges)
         if self._ranges is None:
-            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls)
+            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls, known=self.known_ranges)
         return self._ranges
 
     def input_ranges_32(self) -> RangeAnalysis:

@@ -169,6 +169,14 @@ class Emulation:
         self._types: dict[ir.Value, ir.Type] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._packed = {m for members in self.slots.values() for m in members}
+        #: Ranges the analysis of the 64-bit program established, for a
+        #: later analysis of the rewritten module: the values that stand for
+        #: 64-bit results proven to fit (built from their low words, where
+        #: a fresh analysis would see only a 32-bit convert), and the 64-bit
+        #: results of calls that stay as they are (bounded per call site,
+        #: where a fresh analysis would join what the callee's rewritten
+        #: body returns to every caller).
+        self.known_ranges: dict[ir.Value, Any] = {}
 
     def type(self, v: ir.Value) -> ir.Type:
         """The type ``v`` has in the 64-bit program (carried values are
@@ -276,6 +284,15 @@ class Emulation:
         # Mark the ops to emulate (the plan changed nothing in the module).
         for op, indices in self.marks:
             op.attributes[_MARK] = ir.DenseI64ArrayAttr.get(indices)
+        for fn in _functions(self.root):
+            for op in _ops_with_regions_and_calls(fn):
+                if op.name != "func.call":
+                    continue
+                for r in op.results:
+                    if is_wide_int(r.type) and r not in self.wide:
+                        known = self.analysis.range(r)
+                        if known is not None:
+                            self.known_ranges[r] = known
         erase: list[ir.Operation] = []
         funcs: dict[str, ir.Operation] = {}
         # retype the carried values (packed)
@@ -382,7 +399,11 @@ class Emulation:
                     if r in self.wide:
                         self._words[r] = out
                     else:
-                        r.replace_all_uses_with(_exit(out, r.type))
+                        single = _exit(out, r.type)
+                        known = self.analysis.range(r)
+                        if known is not None:
+                            self.known_ranges[single] = known
+                        r.replace_all_uses_with(single)
                 else:
                     r.replace_all_uses_with(out)
 
@@ -672,6 +693,13 @@ def plan_emulation(
                 "cannot compute it exactly in 32-bit words "
                 f"({why(op) if why is not None else 'no emulation for this op'})",
             )
+        if not _static_words(op):
+            raise UnsupportedOpError(
+                op.name,
+                decode_location(op.location),
+                "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
+                "computes such integers in 32-bit words only in statically shaped tensors",
+            )
     slots = {g: group_members[g] for g in emulated_groups}
     fed: dict[ir.Operation, list[int]] = {}
     for g in emulated_groups:
@@ -692,6 +720,14 @@ def plan_emulation(
 
 
 CONSTANTS = frozenset({"stablehlo.constant", "chlo.constant", "mhlo.constant"})
+
+
+def _static_words(op: ir.Operation) -> bool:
+    """Whether every 64-bit integer operand and result of ``op`` has a static shape."""
+    for v in list(op.operands) + list(op.results):
+        if is_wide_int(v.type) and not ir.RankedTensorType(v.type).has_static_shape:
+            return False
+    return True
 
 
 def _tie_users(fn: ir.Operation) -> list[ir.Operation]:

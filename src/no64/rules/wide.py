@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+import numpy as np
+
 from ..core._mlir import ir
 from . import words as W
 
@@ -86,6 +88,53 @@ negate = unary(W.negate)
 bit_not = unary(W.bit_not)
 absolute = unary(W.absolute)
 sign = unary(W.sign)
+
+
+def _small_divisor(em: "Emulation", x: ir.Value) -> bool:
+    """Whether every element of divisor ``x`` has ``|x| < 2**32``: its range
+    says so, or its words are a narrowed 32-bit value extended (neither
+    emulated nor a constant entering with its 64-bit elements)."""
+    r = em.analysis.range(x)
+    if r is not None:
+        p = r.plain()
+        if p.lo > p.hi or (-(2**32) < p.lo and p.hi < 2**32):
+            return True
+    return not em.is_wide(x) and em.analysis.fold(x, sentinels=True) is None
+
+
+def _divmod(op: ir.Operation, em: "Emulation") -> tuple[W.Words, W.Words]:
+    u = _unsigned_result(op)
+    n, d = (em.words(x, u) for x in op.operands)
+    small = _small_divisor(em, op.operands[1])
+    return W.divmod_unsigned(n, d, small) if u else W.divmod_signed(n, d, small)
+
+
+def divide(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """Truncating division, with XLA's results for a zero divisor (all ones)
+    and for ``INT64_MIN / -1`` (``INT64_MIN``)."""
+    return [_divmod(op, em)[0]]
+
+
+def remainder(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """The remainder with the dividend's sign (``x % 0`` is ``x``)."""
+    return [_divmod(op, em)[1]]
+
+
+def _bit_count(fn: Callable[[W.Words], ir.Value]) -> EmulateRule:
+    def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
+        count = fn(em.words(op.operands[0]))
+        return [W.Words(count, W.splat(count, 0), _unsigned_result(op))]
+
+    return rule
+
+
+def _static_shape(op: ir.Operation) -> bool:
+    return ir.RankedTensorType(op.results[0].type).has_static_shape
+
+
+count_leading_zeros = _bit_count(W.count_leading_zeros)
+popcnt = _bit_count(W.popcount)
+count_leading_zeros.applies = popcnt.applies = _static_shape  # type: ignore[attr-defined]
 
 
 def shift(op: ir.Operation, em: "Emulation") -> list[Out]:
@@ -266,13 +315,15 @@ def _rebuild(
     result_types: list[ir.Type],
     block_args: list[tuple[ir.Value, bool, bool]],
     hi_key: int | None = None,
+    attributes: dict[str, ir.Attribute] | None = None,
 ) -> ir.Operation:
-    """A copy of ``op`` (attributes kept) with new operands and result types,
-    whose one-block region computes the old body on words: ``block_args`` are
-    the old block's arguments, each with whether it is a 64-bit slot and
-    whether that slot is unsigned.  With ``hi_key``, the high words the
-    region sees and returns are XORed with it (see :func:`scatter`)."""
-    attrs = {name: op.attributes[name] for name in op.attributes}
+    """A copy of ``op`` (attributes kept, or ``attributes`` instead) with new
+    operands and result types, whose one-block region computes the old body
+    on words: ``block_args`` are the old block's arguments, each with whether
+    it is a 64-bit slot and whether that slot is unsigned.  With ``hi_key``,
+    the high words the region sees and returns are XORed with it (see
+    :func:`scatter`)."""
+    attrs = attributes if attributes is not None else {name: op.attributes[name] for name in op.attributes}
     new = ir.Operation.create(op.name, results=result_types, operands=operands, attributes=attrs, regions=1)
     old_block = op.regions[0].blocks[0]
     arg_types: list[ir.Type] = []
@@ -333,8 +384,126 @@ def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
     rtypes = _split_types([r.type for r in op.results], wide)
     args = list(op.regions[0].blocks[0].arguments)
     block_args = [(a, wide[i % n], unsigned[i % n]) for i, a in enumerate(args)]
-    new = _rebuild(op, em, operands, rtypes, block_args)
+    prefix = _long_prefix(op, em) if op.name == "stablehlo.reduce_window" else None
+    if prefix is not None:
+        new = _prefix_by_doubling(op, em, operands, rtypes, block_args, *prefix)
+    else:
+        if op.name == "stablehlo.reduce_window" and _whole_axis_window(op, em):
+            em.refuse(op, f"a window over a whole axis longer than {_PREFIX_LIMIT} elements, computed on "
+                      "two words, which XLA's CPU compiler cannot compile; no64 computes it by doubling "
+                      "only when the body is one add, multiply, min, max, and, or or xor with its "
+                      "identity as the initial value")
+        new = _rebuild(op, em, operands, rtypes, block_args)
     return _slot_results(new, wide, unsigned)
+
+
+#: Cumulative ``reduce_window``s longer than this are computed by doubling
+#: (XLA's CPU compiler aborts on longer ones with several operands).
+_PREFIX_LIMIT = 256
+
+#: Body ops whose identity makes a padded window element a no-op.
+_IDENTITIES = {
+    "stablehlo.add": lambda bits, signed: 0,
+    "stablehlo.or": lambda bits, signed: 0,
+    "stablehlo.xor": lambda bits, signed: 0,
+    "stablehlo.multiply": lambda bits, signed: 1,
+    "stablehlo.and": lambda bits, signed: -1,
+    "stablehlo.maximum": lambda bits, signed: -(1 << (bits - 1)) if signed else 0,
+    "stablehlo.minimum": lambda bits, signed: (1 << (bits - 1)) - 1 if signed else -1,
+}
+
+
+def _ints(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
+    if name not in op.attributes:
+        return [default] * rank
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def _long_prefix(op: ir.Operation, em: "Emulation") -> tuple[int, int, bool] | None:
+    """``(axis, length, reverse)`` when ``op`` is a cumulative reduction
+    longer than :data:`_PREFIX_LIMIT` (``jnp.cumsum``, ``lax.cummax``, ...:
+    one window as long as its axis, padded by one less in front -- or behind,
+    for a reverse one -- unit strides and dilations) whose body combines each
+    slot with one op whose identity is the slot's initial value; else ``None``."""
+    shape = list(ir.RankedTensorType(em.type(op.operands[0])).shape)  # as in the 64-bit program
+    rank = len(shape)
+    window = _ints(op, "window_dimensions", rank, 1)
+    if any(_ints(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
+        return None
+    axes = [i for i, w in enumerate(window) if w != 1]
+    if len(axes) != 1 or window[axes[0]] != shape[axes[0]] or shape[axes[0]] <= _PREFIX_LIMIT:
+        return None
+    axis, length = axes[0], shape[axes[0]]
+    pad = [[0, 0]] * rank
+    if "padding" in op.attributes:
+        pad = np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(rank, 2).tolist()
+    others_zero = all(p == [0, 0] for i, p in enumerate(pad) if i != axis)
+    if not others_zero or pad[axis] not in ([length - 1, 0], [0, length - 1]):
+        return None
+    n = len(op.results)
+    block = op.regions[0].blocks[0]
+    ret = _as_op(list(block.operations)[-1])
+    for i in range(n):
+        combine = ret.operands[i].owner
+        combine = _as_op(combine) if not isinstance(combine, ir.Block) else None
+        identity = _IDENTITIES.get(combine.name) if combine is not None else None
+        if identity is None or set(combine.operands) != {block.arguments[i], block.arguments[i + n]}:
+            return None
+        elem = ir.RankedTensorType(op.results[i].type).element_type
+        if not isinstance(elem, ir.IntegerType):
+            return None
+        init = em.analysis.fold(op.operands[n + i], sentinels=True)
+        if init is None or np.asarray(init).size != 1:
+            return None
+        mask = (1 << elem.width) - 1
+        signed = not elem.is_unsigned and elem.width > 1
+        if int(np.asarray(init).reshape(-1)[0]) & mask != identity(elem.width, signed) & mask:
+            return None
+    return axis, length, pad[axis][0] == 0
+
+
+def _whole_axis_window(op: ir.Operation, em: "Emulation") -> bool:
+    shape = list(ir.RankedTensorType(em.type(op.operands[0])).shape)
+    window = _ints(op, "window_dimensions", len(shape), 1)
+    return any(w == n > _PREFIX_LIMIT for w, n in zip(window, shape))
+
+
+def _as_op(x: Any) -> ir.Operation:
+    return x.operation if hasattr(x, "operation") else x
+
+
+def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Value], rtypes: list[ir.Type],
+                        block_args: list[tuple[ir.Value, bool, bool]], axis: int, length: int,
+                        reverse: bool) -> ir.Operation:
+    """A cumulative reduction as ``ceil(log2(length))`` reduce_windows of two
+    elements each, the second ``d = 1, 2, 4, ...`` elements away (padded by
+    ``d`` with the initial value, the body's identity): after the step with
+    distance ``d`` each element combines the ``2d`` elements up to it."""
+    rank = len(_shape(op.results[0]))
+    k = len(rtypes)
+    values, inits = operands[:k], operands[k:]
+    i64 = ir.IntegerType.get_signless(64)
+    new = None
+    d = 1
+    while d < length:
+        window = [1] * rank
+        window[axis] = 2
+        dilation = [1] * rank
+        dilation[axis] = d
+        pad = np.zeros((rank, 2), dtype=np.int64)
+        pad[axis] = (0, d) if reverse else (d, 0)
+        attrs = {
+            "window_dimensions": ir.DenseI64ArrayAttr.get(window),
+            "window_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+            "base_dilations": ir.DenseI64ArrayAttr.get([1] * rank),
+            "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
+            "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
+        }
+        new = _rebuild(op, em, values + inits, rtypes, block_args, attributes=attrs)
+        values = list(new.results)
+        d *= 2
+    assert new is not None
+    return new
 
 
 def sort(op: ir.Operation, em: "Emulation") -> list[Out]:
@@ -490,3 +659,16 @@ def _dot_why_not(op: ir.Operation) -> str:
 
 dot_general.applies = _dot_applies  # type: ignore[attr-defined]
 dot_general.why_not = _dot_why_not  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------- element-for-element ops
+def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """An op whose result *i* is operand *i* (``optimization_barrier``, ``copy``
+    with several values): rebuilt with each 64-bit operand as its two words."""
+    values = list(op.operands)
+    wide = [_is_wide_type(em, v) for v in values]
+    unsigned = [_is64(em.type(v)) and _unsigned_type(em.type(v)) for v in values]
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create(op.name, results=_split_types([em.type(v) for v in values], wide),
+                              operands=_split(em, values, wide), attributes=attrs)
+    return _slot_results(new, wide, unsigned)
