@@ -90,7 +90,7 @@ def _check_sites(data: dict[str, Any], project: str) -> None:
     assert "-:" not in json.dumps(data)
 
 
-# XLA logs its start-up at INFO level, on the 8 CPU devices of the test session
+# XLA logs its start-up at INFO level (on the CPU devices conftest.py asks for)
 _XLA_LOGS = {"TF_CPP_MIN_LOG_LEVEL": "0"}
 _X64_WARNING = re.compile(r"^\S+: X64DisabledWarning: ")
 
