@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import warnings
 import sys
 from pathlib import Path
 from typing import Any
@@ -336,3 +337,18 @@ def test_messages(tmp_path: Path) -> None:
     assert "x64 True" in stdout
     assert ("jax_enable_x64 stays on for the default backend (cpu), which is not a no64 "
             "platform (neuron; NO64_PLATFORMS=neuron).") in stderr, stderr[-3000:]
+
+
+def test_jax_dtype_warnings_name_the_users_line() -> None:
+    """no64's wrapper of jnp.array is not where JAX's warning about a 64-bit dtype points."""
+    def f(x):
+        return x + jnp.array([1, 2], dtype=jnp.int64)  # WARN LINE
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        no64.jit(f)(np.ones(2, np.int32))
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if "# WARN LINE" in t and "next(" not in t)
+    found = [w for w in caught if "requested dtype int64 requested in array" in str(w.message)]
+    assert found and all((w.filename, w.lineno) == (__file__, line) for w in found), [
+        (w.filename, w.lineno) for w in found]

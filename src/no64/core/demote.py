@@ -214,6 +214,11 @@ def demote(
                         p._record_range(value, Verdict(verdict), r.interval, refused)
                 if backup is None:
                     backup = root.clone()
+                # one record per emulated value, taken before the ops change
+                records = [p._record(v, Verdict.EMULATED, None, "computed exactly as a pair of 32-bit words",
+                                     keep=False) for v in em.wide]
+                records.sort(key=lambda n: (str(n._loc), n.op, n.role, n.index))
+                p.report.narrowings.extend(records)
                 p.report.ops_emulated, by_op = em.apply()
                 p.report.emulated_by_op = by_op
                 p.report.values_emulated = len(em.wide)
