@@ -283,6 +283,12 @@ CASES: tuple[OpCase, ...] = (
     OpCase("remainder (unsigned)",
            lambda d, x, y: scoped(lax.rem, uoperands(d, x, y)[0], _denominator(d, y, True)),
            ("stablehlo.remainder",), needs=("stablehlo.remainder",)),
+    OpCase("divide (signed) by a 32-bit divisor",
+           lambda d, x, y: scoped(lax.div, operands(d, x, y)[0], d.w(y)),
+           ("stablehlo.divide",), needs=("stablehlo.divide",)),
+    OpCase("remainder (unsigned) by a constant",
+           lambda d, x, y: scoped(lambda a: lax.rem(a, d.c(1_000_000_007, True)), uoperands(d, x, y)[0]),
+           ("stablehlo.remainder",), needs=("stablehlo.remainder",)),
 )
 
 
@@ -443,6 +449,9 @@ def check_identical(p: Prepared, args: Sequence[Any]) -> None:
     for j in p.report.emulated_outputs:
         emulated[j] = join_words(emulated[j])
     for j, (a, b) in enumerate(zip(native, emulated)):
+        wide = {np.dtype(np.int64): np.int32, np.dtype(np.uint64): np.uint32}.get(a.dtype)
+        if j not in p.report.emulated_outputs and wide is not None and b.dtype == wide:
+            b = b.astype(a.dtype)  # a 64-bit result proven to fit, returned as 32 bits
         if a.dtype != b.dtype or a.shape != b.shape:
             raise MismatchError(
                 f"{p.case.name}: output #{j} is {b.dtype}{list(b.shape)}, the native program's "
