@@ -283,10 +283,10 @@ CASES: tuple[OpCase, ...] = (
     OpCase("remainder (unsigned)",
            lambda d, x, y: scoped(lax.rem, uoperands(d, x, y)[0], _denominator(d, y, True)),
            ("stablehlo.remainder",), needs=("stablehlo.remainder",)),
-    OpCase("divide (signed) by a 32-bit divisor",
+    OpCase("signed divide by a 32-bit divisor",
            lambda d, x, y: scoped(lax.div, operands(d, x, y)[0], d.w(y)),
            ("stablehlo.divide",), needs=("stablehlo.divide",)),
-    OpCase("remainder (unsigned) by a constant",
+    OpCase("unsigned remainder by a constant",
            lambda d, x, y: scoped(lambda a: lax.rem(a, d.c(1_000_000_007, True)), uoperands(d, x, y)[0]),
            ("stablehlo.remainder",), needs=("stablehlo.remainder",)),
 )
