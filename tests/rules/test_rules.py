@@ -126,3 +126,21 @@ def test_reduce_precision_is_clamped_to_f32() -> None:
     np.testing.assert_array_equal(got[0], x.astype(np.float32))
     np.testing.assert_array_equal(got[1], ref[1].astype(np.float32))
     assert report.count("rewrite") == 1
+
+
+@pytest.mark.parametrize("policy", ["default", "strict", "exact"])
+def test_arithmetic_shift_of_unsigned_64bit_values_is_exact(policy: str) -> None:
+    """An arithmetic right shift of a ``ui64`` value in [2**31, 2**32) fills
+    with zeros (bit 63); narrowed to a ``ui32`` shift it filled with bit 31
+    (``UINT32_MAX >> 1`` came back as ``UINT32_MAX``): it is a logical shift."""
+    from jax import lax
+
+    y = np.array([2**32 - 1, 2**31, 2**31 - 1, 0, 1, 3037000499], np.uint32)
+    cases = [(1, lambda v: lax.shift_right_arithmetic(v.astype(jnp.uint64), jnp.uint64(1)), [y])]
+    if policy != "strict":  # (strict refuses a 64-bit input with no declared range)
+        cases.append((7, lambda v: lax.shift_right_arithmetic(v, jnp.full(v.shape, 7, jnp.uint64)),
+                      [y.astype(np.uint64)]))
+    for k, fn, args in cases:
+        result = compare_with_reference(fn, args, policy=policy)
+        assert np.array_equal(result.demoted_values[0], y >> np.uint32(k))
+        assert any("is a logical shift" in e.detail for e in result.report.events if e.kind == "rewrite")

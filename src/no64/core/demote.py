@@ -362,9 +362,9 @@ class _Pass:
         return p
 
     def emulation(self, everything: bool, words_out: bool = True) -> Any:
-        """Plan the emulation step (:mod:`no64.core.emulate`): the values of
-        the ops the pass would refuse for want of a 32-bit form (when they
-        have an emulation rule), the users of out-of-range constants, and --
+        """Plan the emulation step (:mod:`no64.core.emulate`): the ops the
+        pass would refuse for want of a 32-bit form (when they have an
+        emulation rule) and their values, the users of out-of-range constants, and --
         if ``everything`` -- every value not proven to fit."""
         forced: list[ir.Value] = []
         forced_ops: list[ir.Operation] = []
@@ -551,7 +551,8 @@ class _Pass:
         return self._ranges
 
     def input_ranges_32(self) -> RangeAnalysis:
-        return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges))
+        return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges),
+                             known=self.known_ranges)
 
     def _special(self, op: ir.Operation, spec: OpSpec) -> None:
         """A width-dependent op no rule rewrote: refuse it, or fix it up

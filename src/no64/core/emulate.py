@@ -95,6 +95,14 @@ def is_wide_int(t: ir.Type) -> bool:
     return isinstance(e, ir.IntegerType) and e.width == 64
 
 
+def _narrower_int(t: ir.Type) -> bool:
+    """Whether ``t`` is a tensor of integers of 32 bits or fewer."""
+    if not isinstance(t, ir.RankedTensorType):
+        return False
+    e = t.element_type
+    return isinstance(e, ir.IntegerType) and e.width <= 32
+
+
 def _unsigned(t: ir.Type) -> bool:
     return ir.IntegerType(ir.RankedTensorType(t).element_type).is_unsigned
 
@@ -641,10 +649,11 @@ def plan_emulation(
     forced_users = dict(forced_users or {})
     for c, exc in forced_users.items():
         for user in _users(c):
-            if user.name == "stablehlo.convert" and not is_wide_int(user.results[0].type):
-                # An out-of-range constant converted straight to 32 bits or
-                # fewer: JAX writes this when it lowers a 64-bit array with x64
-                # off (the truncation is not the user's); refuse as before.
+            if user.name == "stablehlo.convert" and _narrower_int(user.results[0].type):
+                # An out-of-range constant converted straight to a 32-bit or
+                # narrower integer: JAX writes this when it lowers a 64-bit
+                # array with x64 off (the truncation is not the user's);
+                # refuse as before.  (A convert to a float is the user's.)
                 raise exc
             mark_user(user, c)
 

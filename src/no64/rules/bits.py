@@ -126,6 +126,31 @@ def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
     return True
 
 
+def unsigned_arithmetic_shift(op: ir.Operation, ctx: RuleContext) -> bool:
+    """``x >>arith k`` of a ``ui64`` ``x`` below ``2**63`` is ``x >>logical k``.
+
+    An arithmetic shift fills with bit 63, which is clear there; a 32-bit
+    arithmetic shift would fill with bit 31 instead, which is set for the
+    values in ``[2**31, 2**32)`` that ``ui32`` holds.  (Given that the
+    program's 64-bit inputs are 32-bit values, checked by the host.)"""
+    x = op.operands[0]
+    e = ir.ShapedType(x.type).element_type
+    if not (isinstance(e, ir.IntegerType) and e.width == 64 and e.is_unsigned):
+        return False
+    r = ctx.input_ranges_32().range(x)
+    if r is None or r.hi >= 2**63:
+        return False
+    with ir.InsertionPoint(op), op.location:
+        out = stablehlo.ShiftRightLogicalOp(x, op.operands[1]).result
+    op.results[0].replace_all_uses_with(out)
+    ctx.report.add(
+        EventKind.REWRITE, op.name, op.location,
+        "arithmetic shift of an unsigned 64-bit value below 2**63 is a logical shift",
+    )
+    op.erase()
+    return True
+
+
 def low_word_mask(op: ir.Operation, ctx: RuleContext) -> bool:
     """``x & 0xFFFFFFFF`` feeding only converts to 32-bit integers is ``x``."""
     ranges = ctx.ranges()

@@ -72,7 +72,7 @@ declare(_SH + "dot_general", transfer=T.dot_general, emulate=E.dot_general, regi
 # ------------------------------------------- width-dependent: bits and words
 declare(_SH + "shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
 declare(_SH + "shift_right_arithmetic", transfer=T.shift_right_arithmetic,
-        rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
+        rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended, bits.unsigned_arithmetic_shift),
         refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
 declare(_SH + "shift_right_logical", transfer=T.shift_right_logical,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
