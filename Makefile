@@ -13,7 +13,7 @@ SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all demo test bench clean distclean
+.PHONY: all demo test bench bench-emulation clean distclean
 
 all: test
 
@@ -40,6 +40,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(VPY) benchmarks/bench_gpt2.py $(BENCH_ARGS)
+
+# Runtime of each emulated 64-bit op kind (policy="exact") against its native
+# 64-bit form on the CPU backend, e.g. BENCH_ARGS="--size 1048576 --repeats 5".
+bench-emulation: $(STAMP)
+	$(VPY) benchmarks/bench_emulation.py $(BENCH_ARGS)
 
 # Remove everything the targets produced except the virtual environment.
 clean:

@@ -20,6 +20,16 @@ For each requested depth it measures, in one run:
   module it receives);
 * the same with ``no64.demote``'s default, which also runs MLIR's verifier
   over the whole module (as the API and the CLI do);
+* ``no64.demote(policy="exact", verify=False, check=True)``: the pass with
+  exact 64-bit integer emulation on, given the input ranges its user knows
+  (token ids below the vocabulary size, a step counter below 2**31 - 1),
+  with which every integer of the step is index math proven to fit in 32
+  bits and nothing is emulated.  Without them two things are: the step
+  counter's increment (``step + 1`` leaves the 32-bit range when ``step``
+  is ``INT32_MAX``; its conversion to a float reads it) and JAX's
+  wrap-around of negative token ids in the embedding lookup ``wte[tokens]``
+  (``where(i < 0, i + n, i)``: the analysis does not narrow ``i + n`` by
+  the condition that selects it);
 * the binding floor: the least any pass written against jaxlib's Python
   bindings can cost on the module (visit every op, read, set and re-read each
   result type), to show how much of the cost is crossing the bindings at all;
@@ -263,6 +273,11 @@ class Result:
     find_s: float
     pass_s: float
     verified_s: float
+    exact_s: float
+    exact_values_emulated: int
+    exact_emulated_by_op: dict[str, int]
+    #: emulated values without the declared input ranges
+    undeclared_emulated_by_op: dict[str, int]
     floor_s: float
     jax32_s: float
     clean_check_s: float
@@ -277,6 +292,10 @@ class Result:
         return 100.0 * self.verified_s / self.jax_s
 
     @property
+    def exact_percent(self) -> float:
+        return 100.0 * self.exact_s / self.jax_s
+
+    @property
     def floor_percent(self) -> float:
         return 100.0 * self.floor_s / self.jax_s
 
@@ -287,6 +306,12 @@ class Result:
     @property
     def us_per_op(self) -> float:
         return 1e6 * self.pass_s / self.ops
+
+
+def declared_ranges(cfg: GPTConfig) -> dict[str, tuple[int, int]]:
+    """The integer input ranges the step's user knows (by JAX's argument names)."""
+    tokens = (0, cfg.vocab - 1)
+    return {"tokens": tokens, "targets": tokens, "opt_state['step']": (0, 2**31 - 2)}
 
 
 def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
@@ -303,6 +328,9 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
     jax_times: list[float] = []
     pass_times: list[float] = []
     verified_times: list[float] = []
+    exact_times: list[float] = []
+    exact_emulated: list[int] = []
+    exact_by_op: dict[str, int] = {}
     floor_times: list[float] = []
     jax32_times: list[float] = []
     clone_times: list[float] = []
@@ -326,6 +354,15 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         copy = clone_module(module)
         t_verified, _ = timed(lambda m=copy: (no64.demote(m), no64.check(m)))
         verified_times.append(t_verified)
+        # The same as the hook's pass, with exact 64-bit integer emulation.
+        copy = clone_module(module)
+        t_exact, exact_report = timed(
+            lambda m=copy: no64.demote(m, policy="exact", verify=False, check=True,
+                                       input_ranges=declared_ranges(cfg))
+        )
+        exact_times.append(t_exact)
+        exact_emulated.append(exact_report.values_emulated)
+        exact_by_op = dict(exact_report.emulated_by_op)
         copy = clone_module(module)
         t_floor, _ = timed(lambda m=copy: binding_floor(m))
         floor_times.append(t_floor)
@@ -345,7 +382,8 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         del module32
         log(
             f"  layers={cfg.layers} repeat {i + 1}/{repeats}: JAX trace+lower {t_jax:.3f} s, "
-            f"no64 demote+check {t_pass:.3f} s ({t_verified:.3f} s with MLIR verification)"
+            f"no64 demote+check {t_pass:.3f} s ({t_verified:.3f} s with MLIR verification, "
+            f"{t_exact:.3f} s with policy=\"exact\", {exact_report.values_emulated} value(s) emulated)"
         )
 
     assert module is not None
@@ -356,6 +394,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         t_find, findings = timed(lambda m=module: no64.find_64bit(m))
         find_times.append(t_find)
     log(f"  layers={cfg.layers}: {ops} ops, find_64bit {statistics.median(find_times):.3f} s")
+    undeclared = no64.demote(clone_module(module), policy="exact", verify=False, check=True)
     del module
 
     return Result(
@@ -366,6 +405,10 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         find_s=statistics.median(find_times),
         pass_s=statistics.median(pass_times),
         verified_s=statistics.median(verified_times),
+        exact_s=statistics.median(exact_times),
+        exact_values_emulated=max(exact_emulated),
+        exact_emulated_by_op=exact_by_op,
+        undeclared_emulated_by_op=dict(undeclared.emulated_by_op),
         floor_s=statistics.median(floor_times),
         jax32_s=statistics.median(jax32_times),
         clean_check_s=statistics.median(clean_times),
@@ -384,7 +427,7 @@ def print_report(results: list[Result], cfg: GPTConfig, repeats: int) -> bool:
     header = (
         f"{'layers':>6} {'ops':>7} {'64-bit values':>13} {'JAX trace+lower':>16} "
         f"{'find_64bit':>11} {'demote+check':>13} {'pass/JAX':>9} {'pass per op':>12} "
-        f"{'+ verify':>9} {'/JAX':>7} {'floor':>8} {'/JAX':>7}"
+        f"{'+ verify':>9} {'/JAX':>7} {'exact':>8} {'/JAX':>7} {'floor':>8} {'/JAX':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -393,12 +436,15 @@ def print_report(results: list[Result], cfg: GPTConfig, repeats: int) -> bool:
             f"{r.layers:>6} {r.ops:>7} {r.findings:>13} {r.jax_s:>14.3f} s {r.find_s:>9.3f} s "
             f"{r.pass_s:>11.3f} s {r.percent:>8.2f}% {r.us_per_op:>9.2f} us "
             f"{r.verified_s:>7.3f} s {r.verified_percent:>6.2f}% "
+            f"{r.exact_s:>6.3f} s {r.exact_percent:>6.2f}% "
             f"{r.floor_s:>6.3f} s {r.floor_percent:>6.2f}%"
         )
     print(
         "demote+check: no64.demote(verify=False, check=True), as the compile hook runs it on every "
         "compile (the strict check inside the pass; the backend verifies every module it receives);\n"
         "+ verify: no64.demote's default, which also runs MLIR's verifier on the whole module;\n"
+        "exact: demote+check with policy=\"exact\" (64-bit integers that may not fit in 32 bits "
+        "emulated as word pairs);\n"
         "floor: the least any pass through jaxlib's Python bindings can cost on this module "
         "(visit every op, read, set and re-read each result type; see binding_floor)."
     )
@@ -406,6 +452,18 @@ def print_report(results: list[Result], cfg: GPTConfig, repeats: int) -> bool:
         print(
             f"the hook also copies the 64-bit module before the pass (JAX keeps the original), "
             f"{r.layers} layers: {r.clone_s:.3f} s ({100.0 * r.clone_s / r.jax_s:.2f}%)"
+        )
+    for r in results:
+        print(
+            f"policy=\"exact\" with the declared input ranges, {r.layers} layers: "
+            f"{r.exact_values_emulated} value(s) emulated"
+            + (
+                " in " + ", ".join(f"{n} {op}" for op, n in sorted(r.exact_emulated_by_op.items()))
+                if r.exact_emulated_by_op else ""
+            )
+            + f"; demote+check {r.exact_s:.3f} s against {r.pass_s:.3f} s with the default policy "
+            f"(x{r.exact_s / r.pass_s:.2f}); without the ranges, ops emulated: "
+            + (", ".join(f"{n} {op}" for op, n in sorted(r.undeclared_emulated_by_op.items())) or "none")
         )
     for r in results:
         print(
@@ -462,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
                 | {
                     "percent": r.percent,
                     "verified_percent": r.verified_percent,
+                    "exact_percent": r.exact_percent,
                     "floor_percent": r.floor_percent,
                     "clean_check_percent": r.clean_check_percent,
                     "us_per_op": r.us_per_op,

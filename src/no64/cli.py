@@ -123,7 +123,8 @@ def _build_parser() -> argparse.ArgumentParser:
         default=RangePolicy.DEFAULT.value,
         help="which range-analysis verdicts are refused: default refuses integers proven "
         "to overflow 32 bits and reports unproven ones; strict refuses both; permissive "
-        "reports both",
+        "reports both; exact computes every integer not proven to fit exactly in 32-bit "
+        "word pairs (an output that needs 64 bits comes back as [..., 2] words)",
     )
     convert.add_argument(
         "--range",
@@ -147,8 +148,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help="run a Python program under the compile hook and report what no64 does",
         usage="no64 audit [OPTIONS] SCRIPT [ARGS...] | no64 audit [OPTIONS] -m MODULE [ARGS...]",
         description="Run SCRIPT (or -m MODULE) in this process as NO64_PLATFORMS=P would "
-        "run it (NO64_MODE and NO64_INTEGER_POLICY apply as they do there) and report what "
-        "the compile hook did: modules passed through, rewritten or refused, host values "
+        "run it (NO64_MODE, NO64_INTEGER_POLICY and NO64_POLICY apply as they do there) and "
+        "report what the compile hook did: modules passed through, rewritten (and how) or "
+        "refused, host values "
         "narrowed, and their causes by the lines of your code (where x64 is turned on, "
         "random draws, sentinels, explicit 64-bit dtypes). --as-is runs the program "
         "without the hook instead and explains the modules its own x64 setting produces. "

@@ -862,6 +862,16 @@ def _dump_hlopb(module: ir.Module) -> bytes:
     return bytes(_xla_computation(module).as_serialized_hlo_module_proto())
 
 
+def _entry_result_types(module: ir.Module) -> list[ir.Type] | None:
+    """The result types of the module's public entry function (``main``)."""
+    with module.context:
+        for op in module.body.operations:
+            op = op.operation
+            if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+                return list(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).results)
+    return None
+
+
 _NARROWED_DTYPES = {"int64": "int32", "uint64": "uint32", "float64": "float32",
                     "complex128": "complex64"}
 
@@ -883,10 +893,27 @@ def _dump_jaxexport(module: ir.Module) -> bytes:
         name = _NARROWED_DTYPES.get(str(getattr(aval, "dtype", "")))
         return aval.update(dtype=np.dtype(name)) if name else aval
 
+    results = _entry_result_types(module)
+    out_avals = []
+    for i, aval in enumerate(exported.out_avals):
+        aval = narrow(aval)
+        t = results[i] if results is not None and i < len(results) else None
+        if (isinstance(t, ir.RankedTensorType) and t.rank == len(aval.shape) + 1
+                and t.shape[-1] == 2 and str(aval.dtype) in ("int32", "uint32")):
+            # an output emulated in 32-bit words: shape S x 2 (low, high)
+            sharding = exported.out_shardings_hlo[i] if i < len(exported.out_shardings_hlo) else None
+            if sharding is not None and not sharding.is_replicated():
+                raise OutputError(
+                    f"output #{i} comes back as 32-bit word pairs but is sharded ({sharding}); "
+                    "a jax.export artifact cannot say how its words are sharded"
+                )
+            aval = aval.update(shape=(*aval.shape, 2))
+        out_avals.append(aval)
+
     new = dataclasses.replace(
         exported,
         in_avals=tuple(narrow(a) for a in exported.in_avals),
-        out_avals=tuple(narrow(a) for a in exported.out_avals),
+        out_avals=tuple(out_avals),
         mlir_module_serialized=_dump_vhlo(module),
         _get_vjp=None,
     )

@@ -302,3 +302,39 @@ def test_arithmetic_on_a_sentinel_is_not_exact() -> None:
     x = np.array([1, 0, 100000, 5], np.int64)
     y = np.array([7, 0, 0, 7], np.int64)
     refused_or_exact(m, [[x, y]], input_ranges={0: (0, 100000), 1: (0, 7)}, policy="strict")
+
+
+# ---------------------------------------------- min/max next to a sentinel
+
+MAX_WITH_SENTINEL = """
+func.func public @main(%m: tensor<4xi1>, %x: tensor<4xi64>, %y: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
+  %min = stablehlo.constant dense<-9223372036854775808> : tensor<4xi64>
+  %a = stablehlo.select %m, %x, %min : tensor<4xi1>, tensor<4xi64>
+  %r = stablehlo.maximum %a, %y : tensor<4xi64>
+  %c = stablehlo.maximum %min, %x : tensor<4xi64>
+  return %r, %c : tensor<4xi64>, tensor<4xi64>
+}
+"""
+
+
+def test_max_of_a_masked_value_holds_the_other_operand_below_it() -> None:
+    """``max(where(m, x, INT64_MIN), y)`` is ``y`` where the mask is off, also
+    when ``y`` lies below every ``x``: an earlier analysis bounded it by the
+    lowest ``x`` (0 here) while it can be -10.  ``max(INT64_MIN, x)`` is
+    ``x`` and holds no sentinel."""
+    from no64.analysis.ranges import RangeAnalysis
+
+    m = parse(MAX_WITH_SENTINEL)
+    declared = {1: (0, 5), 2: (-10, -5)}
+    with m.context:
+        analysis = RangeAnalysis(m.operation, declared)
+        ret = list(m.body.operations[0].regions[0].blocks[0].operations)[-1]
+        r, c = (analysis.range(v) for v in ret.operands)
+    mask = np.array([True, False, True, False])
+    x = np.array([0, 5, 3, 1], np.int64)
+    y = np.array([-10, -5, -7, -10], np.int64)
+    got_r, got_c = run_module(m, [mask, x, y], strict=False)
+    for values, rng_ in ((got_r, r), (got_c, c)):
+        for v in values.tolist():
+            assert rng_.lo <= v <= rng_.hi or v in rng_.sentinels, (v, rng_)
+    assert (c.lo, c.hi, c.sentinels) == (0, 5, frozenset())

@@ -203,11 +203,11 @@ def test_convert_out_of_range_constant(capsys: pytest.CaptureFixture[str], tmp_p
     dest.unlink()
 
     # read by an op with no 32-bit word form: refused, nothing written
-    big_dot = str(DATA / "big_constant_dot.mlir")
-    code, out, err = run(capsys, "convert", big_dot, "-o", str(dest))
+    big_power = str(DATA / "big_constant_power.mlir")
+    code, out, err = run(capsys, "convert", big_power, "-o", str(dest))
     assert code == 2
     assert out == ""
-    assert_one_error_line(err, "stablehlo.constant", f"{big_dot}:5:", "5000000000")
+    assert_one_error_line(err, "stablehlo.constant", f"{big_power}:5:", "5000000000")
     assert not dest.exists()
 
     code, out, _ = run(capsys, "convert", BIG, "-o", str(dest), "--integer-policy", "saturate")
@@ -316,7 +316,7 @@ def test_python_dash_m(tmp_path: Path) -> None:
     env.pop("NO64_DEBUG", None)
     dest = tmp_path / "out.mlir"
     proc = subprocess.run(
-        [sys.executable, "-m", "no64", "convert", str(DATA / "big_constant_dot.mlir"), "-o", str(dest)],
+        [sys.executable, "-m", "no64", "convert", str(DATA / "big_constant_power.mlir"), "-o", str(dest)],
         capture_output=True,
         text=True,
         env=env,
@@ -324,5 +324,5 @@ def test_python_dash_m(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert_one_error_line(proc.stderr, "stablehlo.constant", "big_constant_dot.mlir:5:")
+    assert_one_error_line(proc.stderr, "stablehlo.constant", "big_constant_power.mlir:5:")
     assert not dest.exists()

@@ -246,13 +246,44 @@ def test_out_of_range_integer_is_emulated_by_default() -> None:
     assert "dense<[1, 705032704]>" in text and "dense<[0, 1]>" in text, text
 
 
+def test_emulated_output_narrowed_at_a_fixed_signature() -> None:
+    """outputs="narrow" (the compile hook's choice: JAX's executables return the types JAX
+    lowered) keeps the signature: an emulated result comes back clipped to the 32-bit
+    range, judged like any narrowed value, its sentinels mapped to the 32-bit extremes."""
+    from runner import compile_module
+
+    text = """
+func.func public @main(%x: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
+  %c = stablehlo.constant dense<3000000007> : tensor<4xi64>
+  %m = stablehlo.constant dense<9223372036854775807> : tensor<4xi64>
+  %p = stablehlo.multiply %x, %c : tensor<4xi64>
+  %z = stablehlo.constant dense<0> : tensor<4xi64>
+  %neg = stablehlo.compare LT, %x, %z : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+  %s = stablehlo.select %neg, %m, %p : tensor<4xi1>, tensor<4xi64>
+  return %p, %s : tensor<4xi64>, tensor<4xi64>
+}"""
+    m = parse(text)
+    report = no64.demote(m, outputs="narrow", input_ranges={0: (-(2**31), 2**31 - 1)})
+    assert report.emulated_outputs == [] and report.values_emulated > 0
+    assert "-> (tensor<4xi32>, tensor<4xi32>)" in str(m)
+    # the two narrowed outputs are unproven; the emulated values have their own records
+    assert [n.verdict for n in report.narrowings if n.verdict != "emulated"] == ["unproven"] * 2
+    assert sum(n.verdict == "emulated" for n in report.narrowings) == report.values_emulated
+    x = np.array([0, 1, -1, 715827882], dtype=np.int32)
+    p, s = compile_module(m, strict=True)([x])
+    full = x.astype(object) * 3000000007
+    clipped = [int(np.clip(v, -(2**31), 2**31 - 1)) for v in full]
+    np.testing.assert_array_equal(p, np.array(clipped, dtype=np.int32))
+    np.testing.assert_array_equal(s, np.where(x < 0, 2**31 - 1, clipped).astype(np.int32))
+
+
 def test_out_of_range_integer_is_an_error_where_it_cannot_be_emulated() -> None:
     m = parse(
         """
-func.func @main(%x: tensor<2xi64>) -> tensor<i64> {
+func.func @main(%x: tensor<2xi64>) -> tensor<2xi64> {
   %c = stablehlo.constant dense<[1, 5000000000]> : tensor<2xi64> loc("jit(f)/const"("prog.py":3:1))
-  %d = stablehlo.dot_general %x, %c, contracting_dims = [0] x [0] : (tensor<2xi64>, tensor<2xi64>) -> tensor<i64> loc("jit(f)/dot"("prog.py":4:1))
-  return %d : tensor<i64>
+  %d = stablehlo.power %x, %c : tensor<2xi64> loc("jit(f)/pow"("prog.py":4:1))
+  return %d : tensor<2xi64>
 }"""
     )
     before = str(m)
@@ -604,3 +635,24 @@ def test_strict_check_inside_the_pass_catches_a_value_left_64bit(
     monkeypatch.undo()
     no64.demote(m, check=True)
     no64.check(m)
+
+
+def test_strict_accepts_emulated_values() -> None:
+    """Emulated values are exact: policy="strict" converts a shift by 40 and an
+    out-of-range constant (which it would refuse as narrowings) and the result matches
+    the 64-bit program."""
+    from runner import compare_on_adversarial_inputs
+
+    text = """
+func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %s = stablehlo.constant dense<40> : tensor<4xi64>
+  %c = stablehlo.constant dense<5000000000> : tensor<4xi64>
+  %y = stablehlo.shift_left %x, %s : tensor<4xi64>
+  %z = stablehlo.add %y, %c : tensor<4xi64>
+  return %z : tensor<4xi64>
+}"""
+    m = parse(text)
+    ranges = {0: (-(2**31), 2**31 - 1)}
+    report = no64.demote(m, policy="strict", input_ranges=ranges)
+    assert report.values_emulated > 0 and report.exact and report.emulated_outputs == [0]
+    compare_on_adversarial_inputs(parse(text), m, ranges, "strict, emulated")

@@ -114,10 +114,10 @@ func.func public @main(%x: tensor<i64>) -> tensor<i64> {
 
 def test_constant_range_error_carries_a_source_location() -> None:
     src = """
-func.func public @main(%x: tensor<2xi64>) -> tensor<i64> {
+func.func public @main(%x: tensor<2xi64>) -> tensor<2xi64> {
   %c = stablehlo.constant dense<5000000000> : tensor<2xi64> loc("k.py":5:9)
-  %y = stablehlo.dot_general %x, %c, contracting_dims = [0] x [0] : (tensor<2xi64>, tensor<2xi64>) -> tensor<i64>
-  return %y : tensor<i64>
+  %y = stablehlo.power %x, %c : tensor<2xi64>
+  return %y : tensor<2xi64>
 }"""
     with pytest.raises(no64.ConstantRangeError) as info:
         no64.demote(parse(src))
@@ -152,3 +152,28 @@ def test_narrowing_is_frozen_and_validates() -> None:
     r = DemotionReport()
     assert r.add_narrowing("stablehlo.add", "result", 0, loc, Verdict.OVERFLOW) in r.narrowings
     assert not r.exact
+
+
+# A shift by 40 has no 32-bit form: both shifts are emulated under every policy.
+EMULATED_SRC = """
+func.func public @main(%x: tensor<3xi32> loc("x"("in.py":1:1))) -> tensor<3xi32> {
+  %w = stablehlo.convert %x : (tensor<3xi32>) -> tensor<3xi64> loc("jit(f)/convert"("p.py":5:1))
+  %c = stablehlo.constant dense<40> : tensor<3xi64> loc("jit(f)/c"("p.py":6:1))
+  %l = stablehlo.shift_left %w, %c : tensor<3xi64> loc("jit(f)/shift_left"("p.py":6:9))
+  %r = stablehlo.shift_right_arithmetic %l, %c : tensor<3xi64> loc("jit(f)/shift_right"("p.py":7:9))
+  %n = stablehlo.convert %r : (tensor<3xi64>) -> tensor<3xi32> loc("jit(f)/convert"("p.py":8:1))
+  return %n : tensor<3xi32>
+}"""
+
+
+@pytest.mark.parametrize("policy", ["default", "exact"])
+def test_emulated_values_have_records(policy: str) -> None:
+    report = no64.demote(parse(EMULATED_SRC), policy=policy)
+    assert report.values_emulated > 0
+    emulated = [n for n in report.narrowings if n.verdict is Verdict.EMULATED]
+    # one record per emulated value, each with its op's location
+    assert len(emulated) == report.values_emulated == report.verdicts[Verdict.EMULATED]
+    assert len({(n.op, n.role, n.index, str(n.location)) for n in emulated}) == len(emulated)
+    lines = {(n.op, n.location.line) for n in emulated}
+    assert {("stablehlo.shift_left", 6), ("stablehlo.shift_right_arithmetic", 7)} <= lines
+    assert report.exact  # emulated values keep every value

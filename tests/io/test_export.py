@@ -125,3 +125,26 @@ def test_writing_an_artifact_needs_one_as_input(exported: jax.export.Exported) -
     with pytest.raises(no64.io.OutputError, match="calling convention"):
         no64.io.dumps(module, "jaxexport")
     assert no64.io.format_from_extension("m.jaxexport") == "jaxexport"
+
+
+def test_emulated_outputs_are_word_pairs_in_the_artifact(tmp_path: Path, capsys) -> None:
+    """An output that needs 64 bits (converted with --policy exact) is declared as its
+    shape plus a trailing 2 in the written artifact, and calling it returns the words of
+    the x64 program's result."""
+    def hashed(ids, scale):
+        return ids.astype(jnp.uint64) * np.uint64(0x9E3779B97F4A7C15) + scale, ids * 2
+
+    specs = (jax.ShapeDtypeStruct((6,), jnp.int32), jax.ShapeDtypeStruct((), jnp.uint64))
+    exp = jax.export.export(jax.jit(hashed), platforms=["cpu"])(*specs)
+    src, out = tmp_path / "h.jaxexport", tmp_path / "h32.jaxexport"
+    src.write_bytes(bytes(exp.serialize()))
+    assert cli.main(["convert", str(src), "-o", str(out), "--policy", "exact"]) == 0
+    assert "come back as [..., 2] word pairs" in capsys.readouterr().out
+    converted = jax.export.deserialize(out.read_bytes())
+    assert [(a.shape, str(a.dtype)) for a in converted.out_avals] == [((6, 2), "uint32"), ((6,), "int32")]
+    ids = np.array([0, 1, -1, 2**31 - 1, -(2**31), 12345], np.int32)
+    scale = np.uint64(2**32 - 1)
+    words, doubled = converted.call(ids, np.uint32(scale))
+    expected, expected_doubled = exp.call(ids, scale)
+    np.testing.assert_array_equal(no64.join_words(np.asarray(words)), np.asarray(expected))
+    np.testing.assert_array_equal(np.asarray(doubled), np.asarray(expected_doubled))

@@ -109,6 +109,8 @@ def test_explicit_int64_keeps_output_and_status() -> None:
     assert "\x1b[" not in report  # no colour when stderr is not a terminal
     # as is, the module keeps the int64 iota, named by the same line
     as_is = "\n".join(_clean(_audit("--as-is", script, "3").stderr))
+    head = next(text for text in as_is.splitlines() if text.startswith("no64 audit of "))
+    assert head.startswith(f"no64 audit of {script} as is (its own x64 setting; no hook): ")
     row = next(r for r in as_is.splitlines() if f"{script}:{line}" in r and "iota" in r)
     assert "i64" in row and "exact" in row
     assert f"int64 requested explicitly at {script}:{line}" in row
@@ -121,6 +123,166 @@ def test_module_mode_and_exit_status() -> None:
     assert "explicit_int64.py:" in proc.stderr
     proc = _audit("--fail-on", "any", "-m", "explicit_int64", "4", cwd=SCRIPTS)
     assert proc.returncode == 4  # the program's own failure comes first
+
+
+def test_emulated_module_under_the_hook(tmp_path: Path) -> None:
+    out = tmp_path / "emulated.json"
+    script = "tests/audit_scripts/emulated.py"
+    direct = _run([script], NO64_PLATFORMS="cpu")
+    proc = _audit("--json", "-o", str(out), "--fail-on", "lossy", script)
+    assert direct.returncode == proc.returncode == 0, proc.stderr  # emulation is exact: not lossy
+    assert proc.stdout == direct.stdout
+    assert "emulated ['jit_round_trip']" in direct.stdout  # the hook's own report: values_emulated > 0
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    (module,) = [m for m in data["modules"] if m["name"] == "jit_round_trip"]
+    assert (module["status"], module["how"]) == ("rewritten", "emulated")
+    assert module["handlings"]["emulated"] >= 2
+    causes = {c["line"]: c for c in data["causes"] if c["kind"] == "value" and c["file"] == script}
+    shift, back = _line_of("emulated.py", "SHIFT LINE"), _line_of("emulated.py", "BACK LINE")
+    assert causes[shift]["handling"] == causes[back]["handling"] == "emulated"
+    assert "computed exactly in 32-bit word pairs" in causes[back]["message"]
+    assert f"int64 requested explicitly at {script}:{shift}" in causes[shift]["message"]
+    assert "requested explicitly" not in causes[back]["message"]
+    # the literal 40 belongs to the shifts, not to the line that called the function
+    assert {c["line"] for c in data["causes"] if c["kind"] == "value"} == {shift, back}
+    # no finding names a frame of no64's own wrappers
+    assert not [c for c in data["causes"] + data["groups"] if (c["via"] or "").startswith("no64/")]
+
+
+def test_requested_explicitly_only_where_named(tmp_path: Path) -> None:
+    out = tmp_path / "named.json"
+    script = "tests/audit_scripts/not_requested.py"
+    proc = _audit("--as-is", "--json", "-o", str(out), script)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    assert data["view"] == "as-is"
+    line = {m: _line_of("not_requested.py", f"{m} LINE") for m in ("ARGMAX", "ARANGE", "DRAW", "INT64", "CALL")}
+    # each of these lines makes 64-bit values (x64 is on) ...
+    assert set(line.values()) <= {g["line"] for g in data["groups"] if g["file"] == script}
+    # ... and only the one that names int64 requests it
+    named = {(g["file"], g["line"]) for g in data["groups"] if "requested explicitly" in g["hint"]}
+    named |= {(c["file"], c["line"]) for c in data["causes"] if "requested explicitly" in c["message"]}
+    assert named == {(script, line["INT64"])}
+
+
+_LIBRARY = """
+import jax.numpy as jnp
+
+
+def count(x):
+    return jnp.sum(x > 0, dtype=jnp.int64)  # LIBRARY LINE
+"""
+
+_USER = """
+import jax
+import jax.numpy as jnp
+import countlib
+
+print(int(jax.jit(countlib.count)(jnp.arange(-2, 3))))  # USER LINE
+"""
+
+
+def test_requested_explicitly_in_a_library_is_said_as_via(tmp_path: Path) -> None:
+    lib = tmp_path / "site-packages" / "countlib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(_LIBRARY)
+    (tmp_path / "user.py").write_text(_USER)
+    env = {"PYTHONPATH": str(tmp_path / "site-packages")}
+    out = tmp_path / "as_is.json"
+    as_is = _audit("--as-is", "--json", "-o", str(out), "user.py", cwd=tmp_path, JAX_ENABLE_X64="1", **env)
+    assert as_is.returncode == 0 and as_is.stdout == "2\n", as_is.stderr
+    groups = [g for g in json.loads(out.read_text())["groups"] if "requested explicitly" in g["hint"]]
+    assert groups and all(g["file"] == "user.py" and g["line"] == 6 for g in groups)
+    assert all(g["hint"].endswith("; int64 requested explicitly at countlib/__init__.py:6 (via)")
+               for g in groups), groups
+    hook = _audit("--json", "-o", str(out), "user.py", cwd=tmp_path, **env)
+    assert hook.returncode == 0 and hook.stdout == "2\n", hook.stderr
+    (dtype,) = [c for c in json.loads(out.read_text())["causes"] if c["kind"] == "explicit-dtype"]
+    assert (dtype["file"], dtype["line"], dtype["via"]) == ("user.py", 6, "countlib/__init__.py:6")
+    assert dtype["message"].startswith(
+        "int64 requested explicitly at user.py:6 (in sum, convert_element_type via countlib/__init__.py:6)")
+
+
+def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit reads every setting of the hook's Config from the variable the
+    environment activation reads, with the same result."""
+    import dataclasses
+
+    from no64.jax import hook
+    from no64.jax.audit import _hook_settings
+
+    default = hook.Config(frozenset({"cpu"}))
+    chosen = {}
+    for field in dataclasses.fields(hook.Config):
+        if field.name == "platforms":
+            continue
+        value = getattr(default, field.name)
+        chosen[field.name] = next(v for v in type(value).values() if v != value)
+        monkeypatch.setenv(f"NO64_{field.name.upper()}", f" {chosen[field.name].upper()} ")
+    assert {"mode", "integer_policy"} <= set(chosen)
+    activated: list[hook.Config] = []
+    monkeypatch.setenv("NO64_PLATFORMS", "cpu")
+    monkeypatch.setattr(hook, "_explicit", False)
+    monkeypatch.setattr(hook, "_activate", lambda config, **_: activated.append(config))
+    hook.initialize_from_environment(strict=True)
+    (config,) = activated
+    settings = _hook_settings({})
+    assert settings == chosen == {name: str(getattr(config, name)) for name in chosen}
+    assert _hook_settings({"mode": "off"})["mode"] == "off"  # an explicit choice wins
+
+
+def test_range_policy_from_the_environment(tmp_path: Path) -> None:
+    script = "tests/audit_scripts/square.py"
+    line = _line_of("square.py", "SQUARE LINE")
+    # default policy: the square is narrowed, unproven: --fail-on unproven fails
+    unproven = _audit("--fail-on", "unproven", script)
+    assert unproven.returncode == 1, unproven.stderr
+    report = _clean(unproven.stderr)
+    head = next(i for i, text in enumerate(report) if text.startswith("no64 audit of "))
+    assert "1 rewritten (1 unproven)" in report[head]
+    assert report[head + 1].startswith(f"  unproven at {script}:{line}: ")
+    # NO64_POLICY=exact: emulated, and the program computes the 64-bit result
+    out = tmp_path / "exact.json"
+    exact = _audit("--json", "-o", str(out), "--fail-on", "unproven", script, NO64_POLICY="exact")
+    direct = _run([script], NO64_PLATFORMS="cpu", NO64_POLICY="exact")
+    reference = _run([script], JAX_ENABLE_X64="1")
+    assert exact.returncode == direct.returncode == 0, exact.stderr
+    assert exact.stdout == direct.stdout == reference.stdout == "high [0, 1, 1073741824]\n"
+    data = json.loads(out.read_text())
+    assert data["policy"] == "exact"
+    assert [m["how"] for m in data["modules"] if m["status"] == "rewritten"] == ["emulated"]
+    # NO64_POLICY=strict: refused, with the reason and the way out
+    strict = _audit("--json", "-o", str(out), script, NO64_POLICY="strict")
+    assert strict.returncode == 1 and "NarrowingError" in strict.stderr
+    (refused,) = [c for c in json.loads(out.read_text())["causes"] if c["kind"] == "refused"]
+    assert (refused["file"], refused["line"]) == (script, line)
+    assert "may not fit in 32 bits (unproven; refused by policy 'strict'); way out: NO64_POLICY=exact" in (
+        refused["message"])
+
+
+def test_modes_from_the_environment(tmp_path: Path) -> None:
+    out = tmp_path / "check.json"
+    script = "tests/audit_scripts/rbg_keys.py"
+    direct = _run([script], NO64_PLATFORMS="cpu", NO64_MODE="check")
+    proc = _audit("--json", "-o", str(out), script, NO64_MODE="check")
+    assert direct.returncode == proc.returncode == 1  # mode check refuses the rbg draw
+    assert "Remaining64BitError" in direct.stderr and "Remaining64BitError" in proc.stderr
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    assert data["mode"] == "check" and data["exit_status"] == 1
+    (refused,) = [c for c in data["causes"] if c["kind"] == "refused"]
+    assert refused["file"] == script and refused["line"] == _line_of("rbg_keys.py", "RBG LINE")
+    assert "remain in the module; way out: NO64_MODE=fix" in refused["message"]
+    # mode off: no64 leaves x64 on and every module as it is
+    off = _audit("tests/audit_scripts/explicit_int64.py", "0", NO64_MODE="off")
+    assert off.returncode == 0, off.stderr
+    report = _clean(off.stderr)
+    head = next(i for i, text in enumerate(report) if text.startswith("no64 audit of "))
+    assert "(NO64_MODE=off)" in report[head] and "passed through" in report[head]
+    assert report[head + 1].startswith("  x64 turned on at tests/audit_scripts/explicit_int64.py:")
+    assert "(no64 left it on, NO64_MODE=off: " in report[head + 1]
 
 
 def test_rbg_keys_sarif(tmp_path: Path) -> None:
@@ -266,6 +428,18 @@ def test_import_stays_cheap() -> None:
     code = "import sys, no64; assert 'jax' not in sys.modules; print(callable(no64.audit))"
     proc = _run(["-c", code])
     assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
+
+
+def test_no64_before_jax_keeps_xla_start_up_quiet() -> None:
+    # no64 loads jaxlib's native code before JAX does (``import no64`` first,
+    # the ``no64`` command): XLA must log at the level ``import jax`` sets
+    env = _env()
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    code = "import no64.core.demote, jax; print(len(jax.devices()))"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and int(proc.stdout) >= 1, proc.stderr
+    assert not [line for line in proc.stderr.splitlines() if _GLOG.match(line)], proc.stderr
 
 
 # --------------------------------------------------------------------------- check DIR

@@ -66,10 +66,11 @@ def _report_lines(stderr: str) -> list[str]:
     return lines[head:]
 
 
-def _agree(project: str, script: str, data: dict[str, Any], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _agree(project: str, script: str, data: dict[str, Any], tmp_path: Path,
+           **env: str) -> subprocess.CompletedProcess[str]:
     """The audit's modules and host narrowings are those of a run under the hook."""
     out = tmp_path / "direct.json"
-    direct = _python(["-c", _DIRECT, script, str(out)], PROJECTS / project, NO64_PLATFORMS="cpu")
+    direct = _python(["-c", _DIRECT, script, str(out)], PROJECTS / project, NO64_PLATFORMS="cpu", **env)
     hook = json.loads(out.read_text())
     rewritten = sorted({m["name"] for m in data["modules"] if m["status"] == "rewritten"})
     assert rewritten == hook["rewritten"]
@@ -85,18 +86,39 @@ def _check_sites(data: dict[str, Any], project: str) -> None:
     for item in data["causes"] + data["groups"]:
         if item["file"] is not None:
             assert item["file"] in files, item
+        assert not (item["via"] or "").startswith("no64/"), item
     assert "-:" not in json.dumps(data)
+
+
+# XLA logs its start-up at INFO level (on the CPU devices conftest.py asks for)
+_XLA_LOGS = {"TF_CPP_MIN_LOG_LEVEL": "0"}
+_X64_WARNING = re.compile(r"^\S+: X64DisabledWarning: ")
+
+
+def _program_stderr(stderr: str) -> list[str]:
+    """Standard error without XLA's time stamps and thread ids, and without
+    no64's x64 warning (the audit's report says it instead)."""
+    lines = stderr.splitlines()
+    for i, text in enumerate(lines):
+        if _X64_WARNING.match(text):
+            del lines[i:i + 3]  # the warning's two lines and the source line
+            break
+    return [re.sub(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ", r"\1 ", text) for text in lines]
 
 
 def test_jnp_optax_project(tmp_path: Path) -> None:
     project = "jnp_optax"
     out = tmp_path / "audit.json"
-    proc = _python(["-m", "no64", "audit", "--json", "-o", str(out), "train.py"], PROJECTS / project)
+    proc = _python(["-m", "no64", "audit", "--json", "-o", str(out), "train.py"], PROJECTS / project,
+                   **_XLA_LOGS)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     jsonschema.validate(data, AUDIT_JSON_SCHEMA)
     assert data["view"] == "hook" and data["platforms"] == ["cpu"] and data["mode"] == "fix"
+    assert data["integer_policy"] == "error" and data["policy"] == "default"
     assert not [m for m in data["modules"] if m["status"] == "refused"]
+    rewritten = [m for m in data["modules"] if m["status"] == "rewritten"]
+    assert rewritten and all(m["how"] == "exact" for m in rewritten)
     _check_sites(data, project)
     messages = [c["message"] for c in data["causes"]]
     kinds = {(c["kind"], c["file"], c["line"]) for c in data["causes"]}
@@ -127,22 +149,33 @@ def test_jnp_optax_project(tmp_path: Path) -> None:
     for g in data["groups"]:
         if "requested explicitly" in g["hint"]:
             assert g["file"] == "metrics.py" and g["line"] == int64, g
-    direct = _agree(project, "train.py", data, tmp_path)
+    direct = _agree(project, "train.py", data, tmp_path, **_XLA_LOGS)
     assert direct.returncode == 0, direct.stderr
     assert proc.stdout == direct.stdout  # the program computes what it computes under the hook
+    # and writes to stderr what it writes there: XLA's start-up log, JAX's warnings at the same lines
+    assert any(_GLOG.match(text) for text in proc.stderr.splitlines()), proc.stderr
+    assert "Explicitly requested dtype int64" in proc.stderr
+    assert _program_stderr(proc.stderr) == _program_stderr(direct.stderr)
 
 
 def test_text_report_and_fail_on() -> None:
     cwd = PROJECTS / "jnp_optax"
-    proc = _python(["-m", "no64", "audit", "train.py"], cwd)
+    proc = _python(["-m", "no64", "audit", "train.py"], cwd, **_XLA_LOGS)
     assert proc.returncode == 0, proc.stderr  # the default --fail-on refused: nothing refused
     assert proc.stdout.count("epoch ") == 2  # the program's output, untouched
+    before = proc.stderr.split("no64 audit of ", 1)[0].splitlines()
+    assert any(_GLOG.match(text) for text in before)  # XLA's start-up log, with the program's stderr
     report = _report_lines(proc.stderr)
     assert report[0].startswith("no64 audit of train.py as NO64_PLATFORMS=cpu runs it: ")
+    assert ", 4 rewritten (4 exact), " in report[0]
     assert 3 < len(report) <= 20, report  # fits on a screen
     assert not any(_GLOG.match(text) for text in report)  # no XLA log lines inside the report
     assert report[1].startswith("  x64 turned on at settings.py:")
     assert "X64DisabledWarning" not in proc.stderr  # the report says it instead
+    # the README shows this very report
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    shown = readme.split("## Audit\n", 1)[1].split("$ no64 audit train.py\n", 1)[1].split("```", 1)[0]
+    assert shown.splitlines() == proc.stdout.splitlines() + report
     strict = _python(["-m", "no64", "audit", "-v", "--fail-on", "any", "train.py"], cwd)
     assert strict.returncode == 1, strict.stderr  # random counters and host values are 64-bit
     assert strict.stdout == proc.stdout
@@ -186,9 +219,23 @@ def test_flax_equinox_project(tmp_path: Path) -> None:
     assert dense["via"].startswith("flax/linen/") and "counters rewritten exactly" in dense["message"]
     dropout = draws[("models.py", _line(project, "models.py", "nn.Dropout"))]
     assert dropout["via"].startswith("flax/linen/stochastic.py")
+    assert "(jax.random.bernoulli via flax/linen/stochastic.py:" in dropout["message"]
     assert draws[("models.py", _line(project, "models.py", "NNX INIT LINE"))]["via"].startswith("flax/nnx/")
     assert draws[("models.py", _line(project, "models.py", "EQX INIT LINE"))]["via"].startswith("equinox/")
-    assert all(c["handling"] in ("exact", "rewritten") for c in data["causes"])
+    shuffle = draws[("train.py", _line(project, "train.py", "RBG SHUFFLE LINE"))]
+    assert "(jax.random.permutation): rbg state rewritten exactly" in shuffle["message"]
+    # the host sentinel and the explicit int64 dtypes: JAX's in the metric, no64's for host data
+    causes = {(c["kind"], c["file"], c["line"]): c["message"] for c in data["causes"]}
+    sentinel = _line(project, "metrics.py", "SENTINEL LINE")
+    assert "mapped INT64_MIN \u2192 INT32_MIN" in causes[("host", "metrics.py", sentinel)]
+    int64 = _line(project, "metrics.py", "INT64 LINE")
+    assert "(in sum, convert_element_type): JAX makes it int32" in causes[("explicit-dtype", "metrics.py", int64)]
+    labels = _line(project, "train.py", "LABELS LINE")
+    assert causes[("explicit-dtype", "train.py", labels)] == (
+        f"int64 requested explicitly at train.py:{labels} (in asarray): "
+        "no64 converts the data to int32, each value checked")
+    assert all(c["handling"] in ("exact", "sentinel", "rewritten") for c in data["causes"])
+    assert len(data["causes"]) < 20  # the text report: one line each, after the headline
     direct = _agree(project, "train.py", data, tmp_path)
     assert direct.returncode == 0, direct.stderr
     assert proc.stdout == direct.stdout

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import warnings
 import sys
 from pathlib import Path
 from typing import Any
@@ -302,7 +303,7 @@ def test_messages(tmp_path: Path) -> None:
     strict default is used); the X64DisabledWarning is two short lines; with
     NO64_PLATFORMS=neuron where the default backend is cpu the warning says so."""
     bad = _run_script(tmp_path, "bad", NO64_PLATFORMS="cpu", NO64_MODE="bogus",
-                      NO64_INTEGER_POLICY="saturat", JAX_PLATFORMS="cpu")
+                      NO64_INTEGER_POLICY="saturat", NO64_POLICY="exakt", JAX_PLATFORMS="cpu")
     neuron = _run_script(tmp_path, "neuron", NO64_PLATFORMS="neuron")
     pinned = _run_script(tmp_path, "pinned", NO64_PLATFORMS="neuron", JAX_PLATFORMS="cpu")
     outs = {tag: p.communicate(timeout=300) + (p.returncode,)
@@ -315,6 +316,8 @@ def test_messages(tmp_path: Path) -> None:
     assert "no64: NO64_MODE='bogus' is not one of fix, check, off; using 'fix'" in stderr.splitlines()
     assert ("no64: NO64_INTEGER_POLICY='saturat' is not one of error, saturate, wrap; "
             "using 'error'") in stderr.splitlines()
+    assert ("no64: NO64_POLICY='exakt' is not one of default, strict, permissive, exact; "
+            "using 'default'") in stderr.splitlines()
     assert "x64 False" in stdout
     warning = stderr[stderr.index("X64DisabledWarning"):].splitlines()
     assert warning[0].endswith("no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu): "
@@ -334,3 +337,18 @@ def test_messages(tmp_path: Path) -> None:
     assert "x64 True" in stdout
     assert ("jax_enable_x64 stays on for the default backend (cpu), which is not a no64 "
             "platform (neuron; NO64_PLATFORMS=neuron).") in stderr, stderr[-3000:]
+
+
+def test_jax_dtype_warnings_name_the_users_line() -> None:
+    """no64's wrapper of jnp.array is not where JAX's warning about a 64-bit dtype points."""
+    def f(x):
+        return x + jnp.array([1, 2], dtype=jnp.int64)  # WARN LINE
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        no64.jit(f)(np.ones(2, np.int32))
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if "# WARN LINE" in t and "next(" not in t)
+    found = [w for w in caught if "requested dtype int64 requested in array" in str(w.message)]
+    assert found and all((w.filename, w.lineno) == (__file__, line) for w in found), [
+        (w.filename, w.lineno) for w in found]

@@ -815,6 +815,57 @@ def test_environment_configuration(restore_global: None, monkeypatch: pytest.Mon
     assert jaxhook.initialize_from_environment().mode == "off"
 
 
+def test_environment_range_policy(restore_global: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NO64_POLICY picks the range policy of the hook's demotion; a bad value is refused
+    (strict) or reported and the default used."""
+    monkeypatch.setattr(jaxhook, "_explicit", False)
+    monkeypatch.setenv("NO64_PLATFORMS", "cpu")
+    monkeypatch.setenv("NO64_POLICY", "Exact")
+    assert jaxhook.initialize_from_environment().policy == "exact"
+    monkeypatch.setenv("NO64_POLICY", "exakt")
+    with pytest.raises(ValueError, match="NO64_POLICY"):
+        jaxhook.initialize_from_environment(strict=True)
+    monkeypatch.setattr(jaxhook, "_explicit", False)
+    assert jaxhook.initialize_from_environment().policy == "default"
+    with pytest.raises(ValueError, match="policy"):
+        no64.install("cpu", policy="loose")
+
+
+I32_MAX, I32_MIN = int(np.iinfo(np.int32).max), int(np.iinfo(np.int32).min)
+
+
+def _product_bits(x):
+    """32-bit in and out, a product that needs 64 bits in between."""
+    wide = x.astype(jnp.int64)
+    return ((wide * wide + 12345) >> 20).astype(jnp.int32)
+
+
+def test_exact_policy_in_the_hook(restore_global: None) -> None:
+    """Under the hook, a 64-bit product the analysis cannot bound is narrowed with an
+    'unproven' verdict by the default policy (its 32-bit result differs from the x64
+    program's), and computed exactly in word pairs under policy='exact'."""
+    x = np.array([0, 1, -1, 7, -7, 65536, 46341, I32_MAX, I32_MIN, I32_MAX - 1, I32_MIN + 1],
+                 dtype=np.int32)
+    f = jax.jit(_product_bits)
+    expected = np.asarray(f(x))  # x64 on, no64 not installed: the 64-bit program
+    with pytest.warns(no64.X64DisabledWarning):
+        no64.install("cpu")
+    with jax.enable_x64(True):
+        narrowed = np.asarray(f(x))
+    record = no64.compile_records()[-1]
+    assert record.report is not None and not record.exact
+    assert record.report.verdicts.get("unproven", 0) > 0
+    assert not np.array_equal(narrowed, expected)
+
+    no64.install("cpu", policy="exact")
+    with Intercept() as seen, jax.enable_x64(True):
+        got = np.asarray(f(x))
+    assert seen.modules and not seen.with_64bit()
+    record = no64.compile_records()[-1]
+    assert record.report.values_emulated > 0 and record.exact
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_x64_on_again_is_undone_and_scoped_x64_is_refused(
     restore_global: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

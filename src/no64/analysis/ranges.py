@@ -201,9 +201,8 @@ class RangeAnalysis:
         as JAX writes it, e.g. ``"tokens"``); each an inclusive ``(lo, hi)``.
       calls: Every ``func.call`` of the module, when the caller has already
         walked it (saves a walk).
-      known: Ranges already established for values of the module (the
-        values the emulation step leaves in place of 64-bit results that
-        fit, whose ranges come from the program before it was rewritten).
+      known: Ranges already established for some values (sound for every
+        execution), taken as they are.
     """
 
     def __init__(

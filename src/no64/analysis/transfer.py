@@ -151,7 +151,12 @@ def clamp(q: RangeAnalysis, op: ir.Operation) -> Results:
 
 
 def minmax(which: str) -> Transfer:
-    """min/max pick one of their operands: sentinels are carried along."""
+    """min/max pick one of their operands: sentinels are carried along.
+
+    Every result lies between the picks of the operands' bounds (sentinels
+    counted at their 64-bit values); it is an ordinary value of an operand
+    or one of their sentinels, and a sentinel outside those bounds cannot
+    be picked (``max(x, INT64_MIN)`` is ``x``)."""
 
     def transfer(q: RangeAnalysis, op: ir.Operation) -> Results:
         full = q.full(op.results[0])
@@ -160,11 +165,16 @@ def minmax(which: str) -> Transfer:
         a, b = q.of(op.operands[0]), q.of(op.operands[1])
         if a is None or b is None:
             return [Range(*full)]
-        if a.empty or b.empty:
-            # a bare sentinel on one side: the other side or the sentinel
-            return [join([a, b])]
+        pa, pb = a.plain(), b.plain()
+        if pa.empty or pb.empty:
+            return [join([a, b])]  # no value on one side (unreachable code)
         pick = max if which == "max" else min
-        return [Range(pick(a.lo, b.lo), pick(a.hi, b.hi), a.sentinels | b.sentinels)]
+        lo, hi = pick(pa.lo, pb.lo), pick(pa.hi, pb.hi)
+        ordinary = join([Range(a.lo, a.hi), Range(b.lo, b.hi)])
+        sentinels = frozenset(s for s in a.sentinels | b.sentinels if lo <= s <= hi)
+        if ordinary.empty:
+            return [Range(1, 0, sentinels)]
+        return [Range(max(lo, ordinary.lo), min(hi, ordinary.hi), sentinels)]
 
     transfer.__name__ = which
     return transfer

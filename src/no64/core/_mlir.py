@@ -6,7 +6,15 @@ imports ``ir`` and the dialect modules from here.
 
 from __future__ import annotations
 
+import os
+
 from ._compat import check_jaxlib_version
+
+# XLA's C++ logging reads its level when jaxlib's native code is loaded.
+# ``import jax`` sets this default before loading it; no64 may load it first
+# (``import no64`` before ``import jax``, the ``no64`` command), and then
+# must set the same default, or XLA logs its start-up at INFO level.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 check_jaxlib_version()
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.intervals import collides
-from ..analysis.ranges import RangeAnalysis, resolve_input_ranges
+from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..errors import (
     ConstantRangeError,
     InputRangeError,
@@ -115,7 +115,13 @@ def demote(
       policy: Which verdicts are refused with
         :class:`~no64.errors.NarrowingError`: ``"default"`` refuses
         ``overflow`` and reports ``unproven``; ``"strict"`` refuses both;
-        ``"permissive"`` reports both.
+        ``"permissive"`` reports both; ``"exact"`` computes every 64-bit
+        integer value the analysis cannot prove inside the 32-bit range
+        exactly as a pair of 32-bit words (:mod:`no64.core.emulate`), taking
+        the entry function's 64-bit integer inputs as 32-bit values, and
+        refuses what it cannot compute so.  Under every policy, ops with no
+        32-bit form (a 64-bit shift by 32 or more, an out-of-range constant
+        that is not a sentinel) are emulated the same way.
       input_ranges: Declared inclusive ranges ``(lo, hi)`` of the public
         entry function's integer arguments, by position or by name (the
         name JAX gives the argument, e.g. ``"tokens"``): token ids below the
@@ -208,11 +214,17 @@ def demote(
                         p._record_range(value, Verdict(verdict), r.interval, refused)
                 if backup is None:
                     backup = root.clone()
+                # one record per emulated value, taken before the ops change
+                records = [p._record(v, Verdict.EMULATED, None, "computed exactly as a pair of 32-bit words",
+                                     keep=False) for v in em.wide]
+                records.sort(key=lambda n: (str(n._loc), n.op, n.role, n.index))
+                p.report.narrowings.extend(records)
                 p.report.ops_emulated, by_op = em.apply()
                 p.report.emulated_by_op = by_op
                 p.report.values_emulated = len(em.wide)
                 p.report.emulated_outputs = list(em.outputs)
-                p = p.replan(known=em.known)
+                p.known_ranges = em.known_ranges
+                p = p.replan()
             else:
                 p.settle()  # refusals raise here, before anything is changed
             p.judge()
@@ -312,9 +324,9 @@ class _Pass:
         # ordinary values there)
         self.meets: list[ir.Operation] = []
         self._ranges: RangeAnalysis | None = None
-        # ranges of values the emulation step put in place of 64-bit
-        # results that fit (see no64.core.emulate.Emulation.known)
-        self.known: dict[ir.Value, Any] = {}
+        #: Ranges established before the module was rewritten (the values
+        #: that stand for emulated results proven to fit).
+        self.known_ranges: Mapping[ir.Value, Any] = {}
         self._resources: dict[str, bytes] | None = None
         self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], str]] = {}
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
@@ -339,14 +351,12 @@ class _Pass:
                     self.rewrites += 1
                     break
 
-    def replan(self, settle: bool = True, known: Mapping[ir.Value, Any] | None = None) -> "_Pass":
-        """A fresh plan of the rewritten module; rules are not run again.
-        ``known``: ranges of values the rewrite introduced (kept from the
-        analysis of the module before it)."""
+    def replan(self, settle: bool = True) -> "_Pass":
+        """A fresh plan of the rewritten module; rules are not run again."""
         p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges)
-        p.known = {**self.known, **(known or {})}
         p.report = self.report
         p.rewrites = self.rewrites
+        p.known_ranges = self.known_ranges
         p.rules_enabled = False
         p.plan(settle=settle)
         return p
@@ -356,8 +366,8 @@ class _Pass:
         pass would refuse for want of a 32-bit form (when they have an
         emulation rule) and their values, the users of out-of-range constants, and --
         if ``everything`` -- every value not proven to fit."""
-        forced = []
-        forced_ops = []
+        forced: list[ir.Value] = []
+        forced_ops: list[ir.Operation] = []
         for op in self.pending:
             spec = REGISTRY[op.name]
             if spec.refuse is None:
@@ -370,12 +380,31 @@ class _Pass:
                 forced.extend(r for r in op.results)
                 forced_ops.append(op)
         constants = {op.results[0]: exc for op, exc in self.deferred}
-        if not (everything or forced_ops or constants):
+        if not (forced or forced_ops or constants) and (not everything or self._all_integers_fit()):
             return None
         return plan_emulation(
             self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
             forced_users=constants, words_out=words_out,
         )
+
+    def _all_integers_fit(self) -> bool:
+        """Whether every 64-bit integer value the plan retypes (the entry
+        function's arguments aside: they are 32-bit values under emulation)
+        is proven to fit: then policy "exact" has nothing to emulate."""
+        ranges = self.ranges()
+        entry = entry_function(self.root)
+        entry_block = entry.regions[0].blocks[0] if entry is not None else None
+        # converted types are cached objects: the integer ones, by identity
+        ints = {id(new) for new in self.conv._cache.values()
+                if new is not None and _kind_of(new) in ("int", "uint")}
+        for value, _, new in self.values:
+            if id(new) not in ints:
+                continue
+            if isinstance(value, ir.BlockArgument) and value.owner == entry_block:
+                continue
+            if ranges.verdict(value)[0] != "exact":
+                return False
+        return True
 
     def settle(self) -> None:
         """Raise what planning put off: refusals of width-dependent ops no
@@ -516,13 +545,14 @@ class _Pass:
         """A range analysis of the module as it is now: a fresh one while
         rules may still change the module, one shared analysis after."""
         if self.candidates:
-            return RangeAnalysis(self.root, self.input_ranges, known=self.known)
+            return RangeAnalysis(self.root, self.input_ranges, known=self.known_ranges)
         if self._ranges is None:
-            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls, known=self.known)
+            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls, known=self.known_ranges)
         return self._ranges
 
     def input_ranges_32(self) -> RangeAnalysis:
-        return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges), known=self.known)
+        return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges),
+                             known=self.known_ranges)
 
     def _special(self, op: ir.Operation, spec: OpSpec) -> None:
         """A width-dependent op no rule rewrote: refuse it, or fix it up

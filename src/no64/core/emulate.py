@@ -62,7 +62,7 @@ def join_words(packed: Any) -> np.ndarray:
     if a.ndim == 0 or a.shape[-1] != 2 or a.dtype not in (np.dtype(np.int32), np.dtype(np.uint32)):
         raise ValueError(f"not a packed pair of 32-bit words: {a.dtype}{list(a.shape)}")
     bits = a.view(np.uint32).astype(np.uint64)
-    joined = bits[..., 0] | (bits[..., 1] << np.uint64(32))
+    joined = np.asarray(bits[..., 0] | (bits[..., 1] << np.uint64(32)))
     return joined if a.dtype == np.uint32 else joined.view(np.int64)
 
 #: Ops whose regions belong to the op: their emulate rule rebuilds them whole.
@@ -167,9 +167,6 @@ class Emulation:
     #: Entry-function results narrowed to their low word instead
     #: (``outputs="narrow"``): the 64-bit values returned there.
     narrowed: list[ir.Value] = dataclasses.field(default_factory=list)
-    #: The range of each 64-bit result of an emulated op that fits in 32
-    #: bits (not emulated itself), from the analysis of the 64-bit program.
-    fits: dict[ir.Value, Any] = dataclasses.field(default_factory=dict)
     _words: dict[ir.Value, W.Words] = dataclasses.field(default_factory=dict)
     _consts: dict[Any, W.Words] = dataclasses.field(default_factory=dict)
 
@@ -180,10 +177,14 @@ class Emulation:
         self._types: dict[ir.Value, ir.Type] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._packed = {m for members in self.slots.values() for m in members}
-        #: The values :meth:`apply` put in place of the results in ``fits``,
-        #: with their ranges: the range analysis of the rewritten module
-        #: cannot see through the words to them, and starts from these.
-        self.known: dict[ir.Value, Any] = {}
+        #: Ranges the analysis of the 64-bit program established, for a
+        #: later analysis of the rewritten module: the values that stand for
+        #: 64-bit results proven to fit (built from their low words, where
+        #: a fresh analysis would see only a 32-bit convert), and the 64-bit
+        #: results of calls that stay as they are (bounded per call site,
+        #: where a fresh analysis would join what the callee's rewritten
+        #: body returns to every caller).
+        self.known_ranges: dict[ir.Value, Any] = {}
 
     def type(self, v: ir.Value) -> ir.Type:
         """The type ``v`` has in the 64-bit program (carried values are
@@ -297,6 +298,15 @@ class Emulation:
         # Mark the ops to emulate (the plan changed nothing in the module).
         for op, indices in self.marks:
             op.attributes[_MARK] = ir.DenseI64ArrayAttr.get(indices)
+        for fn in _functions(self.root):
+            for op in _ops_with_regions_and_calls(fn):
+                if op.name != "func.call":
+                    continue
+                for r in op.results:
+                    if is_wide_int(r.type) and r not in self.wide:
+                        known = self.analysis.range(r)
+                        if known is not None:
+                            self.known_ranges[r] = known
         erase: list[ir.Operation] = []
         funcs: dict[str, ir.Operation] = {}
         # retype the carried values (packed)
@@ -402,11 +412,14 @@ class Emulation:
                 if isinstance(out, W.Words):
                     if r in self.wide:
                         self._words[r] = out
-                        continue
-                    out = _exit(out, r.type)
-                if r in self.fits:
-                    self.known[out] = self.fits[r]
-                r.replace_all_uses_with(out)
+                    else:
+                        single = _exit(out, r.type)
+                        known = self.analysis.range(r)
+                        if known is not None:
+                            self.known_ranges[single] = known
+                        r.replace_all_uses_with(single)
+                else:
+                    r.replace_all_uses_with(out)
 
 
 def _exit(w: W.Words, t: ir.Type) -> ir.Value:
@@ -522,9 +535,9 @@ def plan_emulation(
     """Decide which values to emulate; ``None`` if none.
 
     ``everything``: seed every 64-bit integer value the analysis cannot prove
-    to fit (``policy="exact"``); else only the forced ones.  ``forced_ops``
-    are emulated whatever their operands (ops with no 32-bit form, such as a
-    bitcast of a 64-bit value that fits in 32 bits to its two words).  ``forced_users``
+    to fit (``policy="exact"``); else only the forced ones (``forced_ops``:
+    ops to emulate whose results are not 64-bit, such as a bitcast of a
+    64-bit integer to its two words).  ``forced_users``
     maps values (out-of-range constants) whose every user must be emulated
     to the error to raise if one cannot be.  ``words_out``: emulated results
     of the entry function come back as packed words; else as their low word
@@ -687,11 +700,20 @@ def plan_emulation(
             for x in op.operands:
                 if x in forced_users:
                     raise forced_users[x]
+            why = getattr(rule, "why_not", None)
             raise UnsupportedOpError(
                 op.name,
                 decode_location(op.location),
                 "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
-                "cannot compute it exactly in 32-bit words (no emulation for this op)",
+                "cannot compute it exactly in 32-bit words "
+                f"({why(op) if why is not None else 'no emulation for this op'})",
+            )
+        if not _static_words(op):
+            raise UnsupportedOpError(
+                op.name,
+                decode_location(op.location),
+                "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
+                "computes such integers in 32-bit words only in statically shaped tensors",
             )
     slots = {g: group_members[g] for g in emulated_groups}
     fed: dict[ir.Operation, list[int]] = {}
@@ -706,11 +728,6 @@ def plan_emulation(
             marks.append((op, sorted(fed.get(op, []))))
     em = Emulation(root, analysis, wide, [op for op, _ in marks], sorted(outputs), slots, groups)
     em.marks = marks
-    em.fits = {
-        r: analysis.range(r)
-        for op in ops if op.name not in _TIE_OPS and op.name not in _TERMINATORS
-        for r in op.results if is_wide_int(r.type) and r not in wide
-    }
     if not words_out:
         em.narrowed = [narrowed[i] for i in sorted(narrowed)]
         em.outputs = []
@@ -718,6 +735,14 @@ def plan_emulation(
 
 
 CONSTANTS = frozenset({"stablehlo.constant", "chlo.constant", "mhlo.constant"})
+
+
+def _static_words(op: ir.Operation) -> bool:
+    """Whether every 64-bit integer operand and result of ``op`` has a static shape."""
+    for v in list(op.operands) + list(op.results):
+        if is_wide_int(v.type) and not ir.RankedTensorType(v.type).has_static_shape:
+            return False
+    return True
 
 
 def _tie_users(fn: ir.Operation) -> list[ir.Operation]:

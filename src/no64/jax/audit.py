@@ -4,10 +4,10 @@ Two views of a program:
 
 *the hook's view* (the default of ``no64 audit``, :func:`run_program`)
     The program runs exactly as with ``NO64_PLATFORMS=P``: no64 is activated
-    when JAX is imported, with the mode and integer policy of ``NO64_MODE``
-    and ``NO64_INTEGER_POLICY``; it turns ``jax_enable_x64`` off, narrows
-    64-bit host values and rewrites (or refuses) every module before the
-    backend compiles it.  The backend the program runs on here stands in for
+    when JAX is imported, with the settings of ``NO64_MODE``,
+    ``NO64_INTEGER_POLICY`` and ``NO64_POLICY``; it turns ``jax_enable_x64``
+    off, narrows 64-bit host values and rewrites, emulates or refuses every
+    module before the backend compiles it.  The backend the program runs on here stands in for
     P.  :class:`Predictor` records what the hook did with each module --
     passed through, rewritten (and how) or refused -- and where x64 was
     turned on, which explicit 64-bit dtypes JAX truncated and which host
@@ -26,6 +26,8 @@ Each 64-bit value gets a handling (:class:`no64.kinds.Handling`):
 ``rewritten``
     an op replaced by an exact 32-bit equivalent (random-number counters and
     rbg state, bit counts, ...).
+``emulated``
+    a 64-bit integer computed exactly in a pair of 32-bit words.
 ``float32``
     an f64 value computed in f32 (the x64 program run without x64).
 ``rounded``
@@ -60,8 +62,10 @@ on every 64-bit value.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import io
 import json
 import linecache
 import os
@@ -70,6 +74,7 @@ import runpy
 import sys
 import sysconfig
 import threading
+import tokenize
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -80,9 +85,11 @@ from .. import __version__
 from ..core._mlir import ir, make_context
 from ..core.demote import demote
 from ..core.scan import Finding, all_ops, find_64bit
+from ..core.types import TypeConverter
 from ..errors import (
     Boundary64BitError,
     ConstantRangeError,
+    NarrowingError,
     No64Error,
     Remaining64BitError,
     UnsupportedOpError,
@@ -107,7 +114,7 @@ __all__ = [
 ]
 
 #: Version of the JSON document (:data:`AUDIT_JSON_SCHEMA`).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Every handling, from harmless to blocking (see the module docstring and
 #: :class:`no64.kinds.Handling`).
@@ -225,12 +232,14 @@ def _short_library(path: str) -> str:
 class Site:
     """Where a finding comes from: the user's ``file``/``line`` (``None``: no
     user frame) and the library function or frame it came through (``via``).
-    ``path`` is the file's absolute path, for reading the line."""
+    ``path`` is the file's absolute path, for reading the line; ``via_at``
+    the library frame's path and line."""
 
     file: str | None
     line: int | None
     via: str | None = None
     path: str | None = dataclasses.field(default=None, compare=False)
+    via_at: tuple[str, int] | None = dataclasses.field(default=None, compare=False)
 
     @property
     def source(self) -> str | None:
@@ -244,12 +253,25 @@ class Site:
             return f"with no line in your code (in {self.via})" if self.via else "with no source line"
         return f"at {self.source}"
 
-    def names_64bit(self) -> bool:
-        """Whether the user's line names a 64-bit dtype."""
-        if self.path is None or self.line is None:
-            return False
-        text = _LIMITS.sub("", linecache.getline(self.path, self.line))
-        return bool(_NAMES_64BIT.search(text))
+    def names_64bit(self) -> str | None:
+        """Where a 64-bit dtype is named: ``"here"`` (the user's line), ``"via"``
+        (the library line it came through), or ``None``."""
+        if self.path is not None and self.line is not None and _line_names_64bit(self.path, self.line):
+            return "here"
+        if self.via_at is not None and _line_names_64bit(*self.via_at):
+            return "via"
+        return None
+
+
+def _line_names_64bit(path: str, line: int) -> bool:
+    """Whether the code of a line (not its comments) names a 64-bit dtype."""
+    text = linecache.getline(path, line)
+    try:
+        code = " ".join(t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                        if t.type != tokenize.COMMENT)
+    except (tokenize.TokenError, SyntaxError):  # a line of a longer statement
+        code = text.split("#", 1)[0] if "'" not in text and '"' not in text else text
+    return bool(_NAMES_64BIT.search(_LIMITS.sub("", code)))
 
 
 _NO_SITE = Site(None, None)
@@ -294,6 +316,11 @@ def _helper_name(function: str) -> str:
     return f"jit({name})"
 
 
+def _bare(raw: str) -> str:
+    """A location as MLIR prints it (``loc(...)``) or as decoded (``...``): the latter."""
+    return raw[4:-1] if raw.startswith("loc(") and raw.endswith(")") else raw
+
+
 class CallGraph:
     """The call sites of each function of a module, to follow a value inside
     a private function (one of JAX's jitted helpers) out to the user's line."""
@@ -305,6 +332,10 @@ class CallGraph:
         #: (``main``), the line that called the jitted function.
         self.returns: dict[str, str] = {}
         self._sites: dict[tuple[str | None, str], Site] = {}
+        #: Per function and location, the first user's location of each
+        #: 64-bit constant there, in walk order.
+        self._constant_users: dict[tuple[str, str], list[str | None]] = {}
+        holds = TypeConverter().holds_64bit
         for fn in op.regions[0].blocks[0].operations:
             fn = fn.operation
             if fn.name != "func.func":
@@ -316,6 +347,35 @@ class CallGraph:
                 if inner.name == "func.call" and "callee" in inner.attributes:
                     callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
                     self.callers.setdefault(callee, []).append((caller, str(inner.location)))
+                if inner.name == "stablehlo.constant" and holds(inner.results[0].type):
+                    user = next(iter(inner.results[0].uses), None)
+                    self._constant_users.setdefault((caller, _bare(str(inner.location))), []).append(
+                        str(user.owner.location) if user is not None else None)
+
+    def outer_helper(self, function: str | None) -> str | None:
+        """The outermost of JAX's public random functions on the call chain
+        from ``function`` out to the entry (``jax.random.bernoulli`` for a
+        value in the ``_uniform`` that ``_bernoulli`` calls)."""
+        found = None
+        seen: set[str] = set()
+        while function is not None and function != "main" and function not in seen:
+            seen.add(function)
+            name = _helper_name(function)
+            if name.startswith("jax.random."):
+                found = name
+            callers = self.callers.get(function)
+            function = callers[0][0] if callers else None
+        return found
+
+    def constant_user(self, function: str, raw: str, k: int) -> str | None:
+        """The location of the first user of the ``k``-th 64-bit constant at
+        ``raw`` in ``function``, when ``raw`` is the function's call site
+        (JAX gives literals that location: the jit call line)."""
+        ret = self.returns.get(function)
+        if ret is None or _bare(raw) != _bare(ret):
+            return None
+        users = self._constant_users.get((function, _bare(raw)), [])
+        return users[k] if k < len(users) else None
 
     def site(self, function: str | None, raw: str, depth: int = 0) -> Site:
         """The innermost user frame of a value at location ``raw`` in ``function``."""
@@ -326,22 +386,24 @@ class CallGraph:
         return found
 
     def _site(self, function: str | None, raw: str, depth: int) -> Site:
-        frames = _frames(raw)
+        # no64's own frames (its wrappers of JAX functions) are never named
+        frames = [f for f in _frames(raw) if not _is_own(f[1])]
         for i, (_, path, line) in enumerate(frames):
             if not _is_library(path):
-                via = _library_frame(frames[i - 1]) if i > 0 else None
-                return Site(_relative(path), line, via, os.path.abspath(path))
+                inner = frames[i - 1] if i > 0 else None
+                return Site(_relative(path), line, _library_frame(inner) if inner else None,
+                            os.path.abspath(path), (inner[1], inner[2]) if inner else None)
         if function is not None and depth < 32:
             for caller, call_raw in self.callers.get(function, ())[:8]:
                 outer = self.site(caller, call_raw, depth + 1)
                 if outer.file is not None:
                     if outer.via is None:
                         via = _library_frame(frames[0]) if frames else _helper_name(function)
-                        outer = dataclasses.replace(outer, via=via)
+                        at = (frames[0][1], frames[0][2]) if frames else None
+                        outer = dataclasses.replace(outer, via=via, via_at=at)
                     return outer
-        for frame in frames:
-            if not _is_own(frame[1]):
-                return Site(None, None, _library_frame(frame))
+        if frames:
+            return Site(None, None, _library_frame(frames[0]), via_at=(frames[0][1], frames[0][2]))
         if function is not None and function != "main":
             return Site(None, None, _helper_name(function))
         return _NO_SITE
@@ -349,20 +411,23 @@ class CallGraph:
 
 def _stack_site(skip: int = 1) -> Site:
     """The innermost user frame of the Python stack, and the library frame
-    it called (``via``, left out when that frame is JAX's own: the report
-    then names the JAX function)."""
+    it called (``via``): the outermost frame of a library other than JAX
+    (the library the user called, also through ``jax.jit``), left out when
+    there is none: the report then names the JAX function."""
     frame: Any = sys._getframe(skip + 1)
     called: str | None = None
+    called_line = 0
     while frame is not None:
         path = frame.f_code.co_filename
         if _is_own(path) or path == runpy.__file__:
             pass
         elif _is_library(path):
-            called = path if not _is_jax(path) else None
-            called_line = frame.f_lineno
+            if not _is_jax(path):
+                called, called_line = path, frame.f_lineno
         else:
             via = f"{_short_library(called)}:{called_line}" if called else None
-            return Site(_relative(path), frame.f_lineno, via, os.path.abspath(path))
+            return Site(_relative(path), frame.f_lineno, via, os.path.abspath(path),
+                        (called, called_line) if called else None)
         frame = frame.f_back
     return _NO_SITE
 
@@ -385,6 +450,8 @@ class Value:
     handling: Handling
     site: Site
     function: str | None = None
+    #: The outermost of JAX's public random functions it is computed in.
+    helper: str | None = None
 
 
 @dataclasses.dataclass
@@ -398,6 +465,7 @@ class ModuleResult:
     refusal: str | None = None
     error: BaseException | None = None
     order: int = 0
+    emulated: int = 0  # the report's values_emulated
 
 
 def _element(type_text: str) -> str:
@@ -496,14 +564,24 @@ def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling
         if not helper.startswith("jax."):
             helper = None
     out = []
+    constants: dict[tuple[str | None, str], int] = {}
     for f, h in zip(findings, handlings):
         site = graph.site(f.function, f.location.raw)
+        if f.op == "stablehlo.constant" and f.function is not None:
+            # a literal where it is used, not at the jit call line
+            k = constants[(f.function, f.location.raw)] = constants.get((f.function, f.location.raw), -1) + 1
+            user = graph.constant_user(f.function, f.location.raw, k)
+            if user is not None:
+                at_user = graph.site(f.function, user)
+                if at_user.file is not None:
+                    site = at_user
         if site.file is None and f.op == "func.func" and f.function == "main" and "main" in graph.returns:
             # the entry's arguments and results: the line that called the jitted function
             site = graph.site(None, graph.returns["main"])
         if helper is not None and site.via is None:
             site = dataclasses.replace(site, via=helper)
-        out.append(Value(f.op, _primitive(f), _element(f.type), h, site, f.function))
+        out.append(Value(f.op, _primitive(f), _element(f.type), h, site, f.function,
+                         graph.outer_helper(f.function)))
     return out
 
 
@@ -633,7 +711,7 @@ def _stand_in_class() -> type:
             return platform.lower() == default.lower() or hook.Config.applies_to(self, platform)
 
         def describe(self) -> str:
-            return f"mode {self.mode.value!r} for {', '.join(sorted(self.platforms))} (audited here)"
+            return f"{hook.Config.describe(self)} (audited here)"
 
     return StandIn
 
@@ -641,11 +719,32 @@ def _stand_in_class() -> type:
 _StandIn_cls: type | None = None
 
 
-def _StandIn(platforms: frozenset[str], mode: str, integer_policy: str) -> Any:  # noqa: N802
+def _StandIn(platforms: frozenset[str], **settings: Any) -> Any:  # noqa: N802
     global _StandIn_cls
     if _StandIn_cls is None:
         _StandIn_cls = _stand_in_class()
-    return _StandIn_cls(platforms, mode, integer_policy)
+    return _StandIn_cls(platforms, **settings)
+
+
+def _hook_settings(given: dict[str, Any]) -> dict[str, str]:
+    """Every field of the hook's :class:`~no64.jax.hook.Config` but its
+    platforms, as ``NO64_PLATFORMS`` sets it: from the environment variable
+    ``NO64_<FIELD>`` (``NO64_MODE``, ``NO64_INTEGER_POLICY``,
+    ``NO64_POLICY``, ...), read as the hook reads it, unless ``given``."""
+    from . import hook
+
+    defaults = hook.Config(frozenset({"default"}))
+    out: dict[str, str] = {}
+    for field in dataclasses.fields(hook.Config):
+        if field.name == "platforms":
+            continue
+        default = getattr(defaults, field.name)
+        value = given.get(field.name)
+        if value is None:
+            choices = type(default).values() if hasattr(type(default), "values") else (str(default),)
+            value = hook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
+        out[field.name] = str(value)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -660,38 +759,43 @@ class X64Event:
 
 @dataclasses.dataclass
 class DtypeEvent:
-    """An explicit 64-bit dtype JAX truncated (x64 off)."""
+    """An explicit 64-bit dtype JAX truncated (x64 off), or that no64 took
+    over (``by_no64``: ``jnp.array``/``jnp.asarray`` of 64-bit host data,
+    converted and range-checked by no64)."""
 
     site: Site
     requested: str
     became: str
     function: str
     count: int = 1
+    by_no64: bool = False
 
 
 class Predictor:
     """Run a program under the compile hook, as ``NO64_PLATFORMS`` would,
     and record what the hook does (a context manager; see :func:`run_program`).
 
-    On entry no64 is activated for ``platforms`` with ``mode`` and
-    ``integer_policy`` (by default from ``NO64_MODE`` /
-    ``NO64_INTEGER_POLICY``, as the environment activation reads them), the
-    default backend here standing in for them.  While active it records each
+    On entry no64 is activated for ``platforms`` with the hook's settings
+    (``mode``, ``integer_policy``, ``policy``: every field of its
+    :class:`~no64.jax.hook.Config`), each by default from its environment
+    variable (``NO64_MODE``, ``NO64_INTEGER_POLICY``, ``NO64_POLICY``) as the
+    environment activation reads it, the default backend here standing in
+    for the platforms.  While active it records each
     module the hook handles (:class:`ModuleResult`), where x64 is turned on
     (:class:`X64Event`), and explicit 64-bit dtypes that JAX truncates
     (:class:`DtypeEvent`); host narrowings are no64's own
     :func:`no64.host_records`.  On exit the previous configuration is put back.
     """
 
-    def __init__(self, platforms: str, *, mode: str | None = None, integer_policy: str | None = None,
-                 progress: Callable[[int], None] | None = None) -> None:
+    def __init__(self, platforms: str, *, progress: Callable[[int], None] | None = None,
+                 **settings: Any) -> None:
         from . import hook
 
         self.platforms = hook._normalize_platforms(platforms) or frozenset({"default"})
-        self.mode = mode if mode is not None else hook._environment_choice(
-            hook.ENV_MODE, hook.MODES, Mode.FIX, False)
-        self.integer_policy = integer_policy if integer_policy is not None else hook._environment_choice(
-            hook.ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, False)
+        #: The hook's settings, by field of its Config.
+        self.settings = _hook_settings(settings)
+        self.mode = self.settings["mode"]
+        self.integer_policy = self.settings["integer_policy"]
         self.progress = progress
         self.results: list[ModuleResult] = []
         self.x64: list[X64Event] = []
@@ -742,7 +846,7 @@ class Predictor:
         state._update_global_hook = x64_hook
         hook._get_state()
         self._saved["config"] = hook._state.get_global() if hook._state is not None else None
-        config = _StandIn(self.platforms, self.mode, self.integer_policy)
+        config = _StandIn(self.platforms, **self.settings)
         self.config = config
         label = ",".join(sorted(self.platforms))
         with hook._lock:
@@ -769,6 +873,21 @@ class Predictor:
             return out
 
         dtypes._maybe_canonicalize_explicit_dtype = explicit_dtype
+        # jnp.array/asarray of 64-bit host data with a 64-bit dtype: no64
+        # converts the data itself and JAX never sees the dtype
+        self._saved["array_input"] = original_input = host._array_input
+
+        def array_input(object: Any, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+            out = original_input(object, dtype, *args, **kwargs)
+            if self._recording and dtype is not None and out[1] is None:
+                try:
+                    self._note_dtype(dtype, getattr(out[0], "dtype", None), sys._getframe(1).f_code.co_name,
+                                     by_no64=True)
+                except Exception:  # noqa: BLE001
+                    pass
+            return out
+
+        host._array_input = array_input
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -777,6 +896,8 @@ class Predictor:
         from jax._src import config as jax_config
 
         self._recording = False
+        #: Whether x64 is still on when the program ends (no64 left it on).
+        self.x64_kept = bool(jax_config.enable_x64.get_global())
         if compiler.compile_or_get_cached == self._compile:
             compiler.compile_or_get_cached = self._saved["compile"]
         if hook.prepare_module == self._prepare:
@@ -784,6 +905,9 @@ class Predictor:
         if hook._record == self._record:
             hook._record = self._saved["record"]
         dtypes._maybe_canonicalize_explicit_dtype = self._saved["explicit_dtype"]
+        from . import host
+
+        host._array_input = self._saved["array_input"]
         with hook._lock:
             hook._state._set(self._saved["config"])
             hook._explicit = self._saved["explicit"]
@@ -793,22 +917,25 @@ class Predictor:
 
     # -- recording
 
-    def _note_dtype(self, dtype: Any, out: Any, fun_name: str) -> None:
+    def _note_dtype(self, dtype: Any, out: Any, fun_name: str, by_no64: bool = False) -> None:
         import numpy as np
 
-        requested, became = np.dtype(dtype), np.dtype(out)
-        if requested == became or requested.itemsize != 8 and requested.kind != "c":
+        requested = np.dtype(getattr(dtype, "dtype", dtype))
+        if out is None or requested.itemsize != 8 and requested.kind != "c":
+            return
+        became = np.dtype(out)
+        if requested == became:
             return
         site = _stack_site()
         with self._lock:
             fun = fun_name or "dtype"
             for e in self.dtypes:
-                if e.site == site and e.requested == requested.name:
+                if e.site == site and e.requested == requested.name and e.by_no64 == by_no64:
                     e.count += 1
                     if fun not in e.function.split(", "):
                         e.function += f", {fun}"
                     return
-            self.dtypes.append(DtypeEvent(site, requested.name, became.name, fun))
+            self.dtypes.append(DtypeEvent(site, requested.name, became.name, fun, by_no64=by_no64))
 
     def _record(self, name: str, platform: str, mode: Any, report: Any) -> None:
         self._tls.report = report
@@ -855,7 +982,8 @@ class Predictor:
                     status = "passed"
                 result = ModuleResult(name, platform, status,
                                       _values(module, findings, handlings) if status != "passed" else [],
-                                      _one_line(exc) if exc is not None else None, exc)
+                                      _one_line(exc) if exc is not None else None, exc,
+                                      emulated=getattr(report, "values_emulated", 0) or 0)
         except Exception as problem:  # noqa: BLE001 - recording must never break the program
             result = ModuleResult("<module>", platform, "passed", [], f"(not analysed: {problem})")
         with self._lock:
@@ -876,8 +1004,9 @@ class ModuleAudit:
 
     ``status`` is ``"passed"`` (no 64-bit value: the backend gets it as it
     is), ``"rewritten"`` (no64 removes every 64-bit value; ``handlings``
-    counts how) or ``"refused"`` (``refusal`` says why); ``compiles``
-    counts identical compilations.
+    counts how, and ``how`` sums it up: one of :data:`MODULE_HOW`) or
+    ``"refused"`` (``refusal`` says why); ``compiles`` counts identical
+    compilations.
     """
 
     name: str
@@ -887,6 +1016,7 @@ class ModuleAudit:
     status: str
     refusal: str | None = None
     handlings: dict[str, int] = dataclasses.field(default_factory=dict)
+    how: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -995,6 +1125,7 @@ class AuditReport:
     platforms: list[str] = dataclasses.field(default_factory=list)
     mode: str | None = None
     integer_policy: str | None = None
+    policy: str | None = None
 
     @property
     def values(self) -> int:
@@ -1015,6 +1146,7 @@ class AuditReport:
             "platforms": list(self.platforms),
             "mode": self.mode,
             "integer_policy": self.integer_policy,
+            "policy": self.policy,
             "exit_status": self.exit_status,
             "values": self.values,
             "causes": [c.to_dict() for c in self.causes],
@@ -1083,8 +1215,11 @@ class AuditReport:
         if self.view == HOOK:
             plats = ",".join(self.platforms)
             head = f"no64 audit of {self.program or 'the program'} as NO64_PLATFORMS={plats} runs it"
-            if self.mode and self.mode != Mode.FIX:
-                head += f" (NO64_MODE={self.mode})"
+            chosen = [f"NO64_{name.upper()}={value}" for name, value, default in (
+                ("mode", self.mode, Mode.FIX), ("integer_policy", self.integer_policy, IntegerPolicy.ERROR),
+                ("policy", self.policy, RangePolicy.DEFAULT)) if value and value != default]
+            if chosen:
+                head += f" ({', '.join(chosen)})"
         else:
             head = f"no64 audit of {self.program or 'the program'} as is (its own x64 setting; no hook)"
         parts = [f"{n} module{'s' if n != 1 else ''} compiled"]
@@ -1092,7 +1227,14 @@ class AuditReport:
         if self.view == AS_IS:
             verb = {"passed": "without 64-bit values", "rewritten": "would be rewritten",
                     "refused": "would be refused"}
-        parts += [f"{by[s]} {verb[s]}" for s in ("passed", "rewritten", "refused") if by[s]]
+        for s in ("passed", "rewritten", "refused"):
+            if not by[s]:
+                continue
+            part = f"{by[s]} {verb[s]}"
+            if s == "rewritten":
+                hows = collections.Counter(m.how for m in self.modules if m.status == s)
+                part += " (" + ", ".join(f"{hows[h]} {h}" for h in MODULE_HOW if hows[h]) + ")"
+            parts.append(part)
         if self.host:
             k = sum(h.count for h in self.host)
             parts.append(f"{k} host value{'s' if k != 1 else ''} narrowed")
@@ -1137,6 +1279,27 @@ class AuditReport:
         return "\n".join(lines) + "\n"
 
 
+#: How a module was rewritten, from harmless to worst: its worst value's
+#: handling, in these words.
+MODULE_HOW = ("exact", "sentinel", "emulated", "precision-reduced", "unproven", "overflow")
+_HOW_OF = {
+    Handling.EXACT: "exact", Handling.REWRITTEN: "exact", Handling.SENTINEL: "sentinel",
+    Handling.EMULATED: "emulated", Handling.FLOAT32: "precision-reduced",
+    Handling.ROUNDED: "precision-reduced", Handling.PRECISION_REDUCED: "precision-reduced",
+    Handling.UNPROVEN: "unproven", Handling.OVERFLOW: "overflow",
+}
+
+
+def _module_how(r: ModuleResult) -> str | None:
+    """How a rewritten module was rewritten (one of :data:`MODULE_HOW`)."""
+    if r.status != "rewritten":
+        return None
+    worst = max((v.handling for v in r.values), key=lambda h: h.rank, default=Handling.EXACT)
+    if r.emulated and worst.rank < Handling.EMULATED.rank:
+        worst = Handling.EMULATED  # the report says so even where no value record does
+    return _HOW_OF.get(worst, "exact")
+
+
 def _uri(path: str) -> str:
     p = Path(path)
     if p.is_absolute():
@@ -1149,10 +1312,29 @@ def _uri(path: str) -> str:
 
 def _hint(primitive: str, handling: Handling, elem: str, op: str, site: Site,
           refusal: str | None) -> str:
+    """What no64 does with such a value, and what to do about it; where the
+    user's line (or the library line it came through) names a 64-bit dtype,
+    that it was requested explicitly."""
     if handling is Handling.REFUSED:
         return refusal or "no64 refuses this op"
     if handling is Handling.BLOCKED:
         return "no64 refuses this module because of another value (see refused)"
+    how = _how_hint(primitive, handling, op)
+    named = site.names_64bit() if elem in _DTYPE_NAMES else None
+    if named == "here":
+        return f"{how}; {_DTYPE_NAMES[elem]} requested explicitly at {site.source}"
+    if named == "via":
+        return f"{how}; {_DTYPE_NAMES[elem]} requested explicitly at {site.via} (via)"
+    return how
+
+
+_DTYPE_NAMES = {"i64": "int64", "si64": "int64", "ui64": "uint64", "f64": "float64",
+                "complex<f64>": "complex128"}
+
+
+def _how_hint(primitive: str, handling: Handling, op: str) -> str:
+    if handling is Handling.EMULATED:
+        return _DESCRIPTION[handling]
     # what the op registry says about the op (or the op JAX's primitive lowers to)
     hint = spec_of(op).hint or spec_of(f"stablehlo.{primitive}").hint
     if hint is not None:
@@ -1164,11 +1346,9 @@ def _hint(primitive: str, handling: Handling, elem: str, op: str, site: Site,
             return "64-bit integer inputs of unknown range: pass int32 arrays, or declare input ranges (no64 convert --range)"
         what = "inputs" if "argument" in primitive else "outputs"
         return f"64-bit {what} of the compiled function: the caller passes or receives 64-bit arrays"
-    if elem in ("i64", "si64", "ui64") and site.names_64bit():
-        kind = "uint64" if elem == "ui64" else "int64"
-        return f"{kind} requested explicitly at {site.source}"
     if handling is Handling.UNPROVEN:
-        return "range not provable within 32 bits: use int32, or declare input ranges (no64 convert --range)"
+        return ("range not provable within 32 bits: NO64_POLICY=exact computes it exactly in 32-bit "
+                "word pairs; or use int32, or declare input ranges (no64 convert --range)")
     if handling is Handling.OVERFLOW:
         return "the value does not fit in 32 bits: the 32-bit program computes something else"
     if handling is Handling.PRECISION_REDUCED:
@@ -1187,6 +1367,9 @@ def _way_out(exc: BaseException | None, refusal: str | None) -> str:
         return "trace it with x64 off, or pass 64-bit host data through no64.jit"
     if isinstance(exc, Remaining64BitError):
         return "NO64_MODE=fix rewrites such modules instead of refusing them"
+    if isinstance(exc, NarrowingError):
+        return ("NO64_POLICY=exact computes such integers exactly in 32-bit word pairs; "
+                "or keep the value in int32's range")
     if isinstance(exc, ConstantRangeError):
         return ("keep the value in int32's range or use INT64_MAX/INT64_MIN as a sentinel; "
                 "NO64_INTEGER_POLICY=saturate or wrap narrows it anyway")
@@ -1200,8 +1383,11 @@ def _reason(refusal: str | None, exc: BaseException | None = None) -> str:
     text = getattr(exc, "reason", None) or getattr(exc, "detail", None)
     if text is None and exc is not None:
         text = str(exc).split("\n", 1)[0]  # the first line says what; the rest lists values
+        if isinstance(exc, NarrowingError):
+            # the op and its location are said by the cause; the hint by the way out
+            text = text.removeprefix(f"{exc.op} at {exc.location}: ").split("); ", 1)[0] + ")"
     text = " ".join(str(text or refusal or "no64 refuses this module").split())
-    text = re.sub(r"^no64(?: \(mode '\w+'\))? refuses [^:]*: ", "", text).rstrip(".")
+    text = re.sub(r"^no64(?: \(mode '\w+'\))? refuses [^:]*: ", "", text).rstrip(".:")
     return text if len(text) <= 200 else text[:197] + "..."
 
 
@@ -1209,25 +1395,28 @@ def build_report(results: Sequence[ModuleResult], *, program: str | None = None,
                  x64: Sequence[X64Event] = (), dtypes: Sequence[DtypeEvent] = (),
                  host: Sequence[Any] = (), crash: BaseException | None = None,
                  platforms: Sequence[str] = (), mode: str | None = None,
-                 integer_policy: str | None = None) -> AuditReport:
+                 integer_policy: str | None = None, policy: str | None = None,
+                 x64_kept: bool = False) -> AuditReport:
     """An :class:`AuditReport` from what was recorded: module results, x64
     events, truncated explicit dtypes, host records (:func:`no64.host_records`)
-    and the exception the program ended with, if any."""
+    and the exception the program ended with, if any; ``x64_kept``: the hook
+    left x64 on (``NO64_MODE=off``, a default backend it does not protect)."""
     report = AuditReport(program=program, view=view, platforms=list(platforms), mode=mode,
-                         integer_policy=integer_policy)
+                         integer_policy=integer_policy, policy=policy)
     # modules: identical results count as one module compiled several times
     merged: dict[tuple[Any, ...], ModuleAudit] = {}
     for r in results:
         hist: dict[str, int] = {}
         for v in r.values:
             hist[str(v.handling)] = hist.get(str(v.handling), 0) + 1
-        key = (r.name, r.platform, r.status, r.refusal, tuple(sorted(hist.items())))
+        how = _module_how(r)
+        key = (r.name, r.platform, r.status, r.refusal, tuple(sorted(hist.items())), how)
         compiles = getattr(r, "compiles", 1)
         if key in merged:
             merged[key].compiles += compiles
             continue
         merged[key] = ModuleAudit(r.name, r.platform, compiles, len(r.values), r.status, r.refusal,
-                                  dict(sorted(hist.items(), key=lambda kv: Handling(kv[0]).rank)))
+                                  dict(sorted(hist.items(), key=lambda kv: Handling(kv[0]).rank)), how)
     report.modules = list(merged.values())
     # groups: values per primitive, user line and handling
     groups: dict[tuple[Any, ...], Group] = {}
@@ -1252,7 +1441,7 @@ def build_report(results: Sequence[ModuleResult], *, program: str | None = None,
                       e.location.line, e.detail, e.count)
         for e in host
     ]
-    report.causes = _causes(report, results, view, x64, dtypes, crash)
+    report.causes = _causes(report, results, view, x64, dtypes, crash, x64_kept)
     return report
 
 
@@ -1262,7 +1451,7 @@ def _plural(n: int, word: str) -> str:
 
 def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
             x64: Sequence[X64Event], dtypes: Sequence[DtypeEvent],
-            crash: BaseException | None) -> list[Cause]:
+            crash: BaseException | None, x64_kept: bool = False) -> list[Cause]:
     causes: list[Cause] = []
     # x64: each place it was turned on, once
     seen_x64: set[Any] = set()
@@ -1277,7 +1466,12 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
             where = f"by the environment ({e.environment})"
         else:
             where = e.site.where() + (f" (via {e.site.via})" if e.site.via else "")
-        if view == HOOK:
+        if view == HOOK and x64_kept:
+            why = ", NO64_MODE=off" if report.mode == Mode.OFF else ""
+            text = (f"x64 turned on {where} (no64 left it on{why}: {_plural(len(after), 'module')} "
+                    "compiled after it reach the backend unchanged)")
+            handling = Handling.EXACT
+        elif view == HOOK:
             parts = [f"{_plural(len(after), 'module')} compiled after it are 32-bit"]
             if dtypes:
                 parts.append(f"{_plural(sum(d.count for d in dtypes), 'explicit 64-bit dtype')} became 32-bit")
@@ -1316,11 +1510,14 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
     # explicit 64-bit dtypes JAX truncated (x64 off)
     for d in dtypes:
         via = f" via {d.site.via}" if d.site.via else ""
-        text = (f"{d.requested} requested explicitly {d.site.where()} (in {d.function}{via}): "
-                f"JAX makes it {d.became} (x64 is off)")
+        if d.by_no64:
+            how = f"no64 converts the data to {d.became}, each value checked"
+        else:
+            how = f"JAX makes it {d.became} (x64 is off)"
+        text = f"{d.requested} requested explicitly {d.site.where()} (in {d.function}{via}): {how}"
         causes.append(Cause("explicit-dtype", Handling.EXACT, d.site.file, d.site.line, d.site.via,
                             text, d.count))
-    # values: random draws per line, everything else per line and handling
+    # values: random draws per line, everything else per line
     def drawn(v: Value) -> bool:
         return v.primitive in _RANDOM_PRIMITIVES or (v.site.via or "").startswith("jax.random.")
 
@@ -1337,7 +1534,7 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
                 and v.handling.rank <= Handling.REWRITTEN.rank
             )
             key = ("random", v.site.file, v.site.line) if rng else (
-                "value", v.site.file, v.site.line, v.handling)
+                "value", v.site.file, v.site.line, v.site.via if v.site.file is None else None)
             by_key.setdefault(key, []).append((r, v))
     for key, items in by_key.items():
         values = [v for _, v in items]
@@ -1346,15 +1543,21 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
         site = values[0].site
         if key[0] == "random":
             names = [v.site.via for v in values if (v.site.via or "").startswith("jax.random.")]
-            # the function the user called: the most frequent public name
+            # the function the user called: the most frequent public name;
+            # through a library, the JAX function the library called
             if names:
                 what = max(dict.fromkeys(names), key=names.count)
             else:
-                what = f"via {site.via}" if site.via else values[0].primitive
+                inner = [v.helper for v in values if v.helper]
+                name = max(dict.fromkeys(inner), key=inner.count) if inner else None
+                if site.via:
+                    what = f"{name} via {site.via}" if name else f"via {site.via}"
+                else:
+                    what = name or values[0].primitive
             rbg = any(v.primitive == "rng_bit_generator" for v in values)
             if worst is Handling.PRECISION_REDUCED:
                 how = "f64 random floats drawn from 32-bit words (precision reduced)"
-            elif worst.rank >= Handling.UNPROVEN.rank:
+            elif worst.rank > Handling.REWRITTEN.rank:
                 how = f"{worst} ({_DESCRIPTION[worst]})"
             elif rbg:
                 how = "rbg state rewritten exactly (ThreeFry/Philox in 32-bit words)"
@@ -1366,13 +1569,17 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
             continue
         prims = sorted({v.primitive for v in values})
         elems = sorted({v.element for v in values})
-        hint = _hint(values[0].primitive, worst, values[0].element, values[0].op, site, None)
+        first = next(v for v in values if v.handling is worst)
+        hint = _hint(first.primitive, worst, first.element, first.op, first.site, None)
         via = f" via {site.via}" if site.via and site.file else ""
         where = site.where() if site.file is not None or site.via else (
             f"in the inputs/outputs of {', '.join(modules[:3])}{' ...' if len(modules) > 3 else ''} "
             "(no line in your code)")
+        counts = collections.Counter(v.handling for v in values)
+        split = "" if len(counts) == 1 else " (" + ", ".join(
+            f"{counts[h]} {h}" for h in sorted(counts, key=lambda h: -h.rank)) + ")"
         text = (f"{worst} {where}{via}: {_plural(len(values), ','.join(elems) + ' value')} "
-                f"from {', '.join(prims[:4])}{' ...' if len(prims) > 4 else ''}: {hint}")
+                f"from {', '.join(prims[:4])}{' ...' if len(prims) > 4 else ''}{split}: {hint}")
         causes.append(Cause("value", worst, site.file, site.line, site.via, text, len(values), modules))
     # host values no64 narrowed
     for h in report.host:
@@ -1552,7 +1759,10 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
             platforms = [jax.default_backend()]
     report = build_report(pred.results, program=target, view=HOOK, x64=pred.x64, dtypes=pred.dtypes,
                           host=records, crash=crash, platforms=platforms, mode=str(Mode(pred.mode)),
-                          integer_policy=str(IntegerPolicy(pred.integer_policy)))
+                          integer_policy=str(IntegerPolicy(pred.integer_policy)),
+                          # the range policy the hook's pass uses (its Config's, else the pass's default)
+                          policy=str(RangePolicy(pred.settings.get("policy", RangePolicy.DEFAULT))),
+                          x64_kept=pred.x64_kept)
     if line is not None:
         line.clear()
     report.exit_status = status
@@ -1634,6 +1844,7 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
         "platforms": {"type": "array", "items": {"type": "string"}},
         "mode": {"enum": [*Mode.values(), None]},
         "integer_policy": {"enum": [*IntegerPolicy.values(), None]},
+        "policy": {"enum": [*RangePolicy.values(), None]},
         "exit_status": _NULLABLE_INT,
         "values": {"type": "integer", "minimum": 0},
         "causes": {
@@ -1672,6 +1883,7 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
                 "status": {"enum": ["passed", "rewritten", "refused"]},
                 "refusal": _NULLABLE_STR,
                 "handlings": _COUNTS,
+                "how": {"enum": [*MODULE_HOW, None]},
             }),
         },
         "groups": {

@@ -73,7 +73,7 @@ from ..errors import (
     X64DisabledWarning,
 )
 from ..core.report import DemotionReport
-from ..kinds import LOSSY_EVENTS, IntegerPolicy, Mode
+from ..kinds import LOSSY_EVENTS, IntegerPolicy, Mode, RangePolicy
 from ..core.scan import check, find_64bit, has_64bit
 from ..core.types import TypeConverter
 
@@ -85,6 +85,7 @@ __all__ = [
     "ENV_INTEGER_POLICY",
     "ENV_MODE",
     "ENV_PLATFORMS",
+    "ENV_POLICY",
     "LOSSY_EVENT_KINDS",
     "MODES",
     "X64DisabledWarning",
@@ -105,6 +106,8 @@ ENV_PLATFORMS = "NO64_PLATFORMS"
 ENV_MODE = "NO64_MODE"
 #: Environment variable selecting the integer policy used with :data:`ENV_PLATFORMS`.
 ENV_INTEGER_POLICY = "NO64_INTEGER_POLICY"
+#: Environment variable selecting the range policy used with :data:`ENV_PLATFORMS`.
+ENV_POLICY = "NO64_POLICY"
 
 #: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
 #: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
@@ -153,17 +156,21 @@ class Config:
         with any 64-bit value with :class:`no64.Remaining64BitError`) or
         ``"off"`` (modules pass through untouched).
       integer_policy: Passed to :func:`no64.demote` in ``"fix"`` mode.
+      policy: The range policy passed to :func:`no64.demote` in ``"fix"``
+        mode (``"default"``, ``"strict"``, ``"permissive"`` or ``"exact"``).
     """
 
     platforms: frozenset[str]
     mode: Mode = Mode.FIX
     integer_policy: IntegerPolicy = IntegerPolicy.ERROR
+    policy: RangePolicy = RangePolicy.DEFAULT
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode.parse(self.mode, "no64 mode"))
         object.__setattr__(
             self, "integer_policy", IntegerPolicy.parse(self.integer_policy, "integer_policy")
         )
+        object.__setattr__(self, "policy", RangePolicy.parse(self.policy, "policy"))
 
     def applies_to(self, platform: str) -> bool:
         """Whether modules compiled for ``platform`` go through no64."""
@@ -181,7 +188,8 @@ class Config:
 
     def describe(self) -> str:
         plats = "every platform" if ALL_PLATFORMS in self.platforms else ", ".join(sorted(self.platforms))
-        return f"mode {self.mode.value!r} for {plats}"
+        extra = "" if self.policy is RangePolicy.DEFAULT else f", policy {self.policy.value!r}"
+        return f"mode {self.mode.value!r}{extra} for {plats}"
 
 
 def _platform_names(platform: str) -> set[str]:
@@ -258,6 +266,7 @@ def install(
     *,
     mode: Mode | str = Mode.FIX,
     integer_policy: IntegerPolicy | str = IntegerPolicy.ERROR,
+    policy: RangePolicy | str = RangePolicy.DEFAULT,
 ) -> Config:
     """Make every module JAX compiles for ``platforms`` pass through no64.
 
@@ -270,6 +279,9 @@ def install(
         modules untouched.
       integer_policy: For ``"fix"``: what :func:`no64.demote` does with
         out-of-range 64-bit integer constants.
+      policy: For ``"fix"``: the range policy of :func:`no64.demote`;
+        ``"exact"`` computes every integer not proven to fit in 32 bits
+        exactly in 32-bit word pairs.
 
     Returns:
       The installed :class:`Config`.
@@ -281,7 +293,7 @@ def install(
     never reuses executables compiled under another one.
     """
     global _explicit
-    config = Config(_normalize_platforms(platforms), mode, integer_policy)
+    config = Config(_normalize_platforms(platforms), mode, integer_policy, policy)
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
     from jax._src import xla_bridge
@@ -307,23 +319,24 @@ def uninstall() -> None:
 
 
 def initialize_from_environment(*, strict: bool = False) -> Config | None:
-    """Install from ``NO64_PLATFORMS`` / ``NO64_MODE`` / ``NO64_INTEGER_POLICY``.
+    """Install from ``NO64_PLATFORMS`` / ``NO64_MODE`` / ``NO64_INTEGER_POLICY`` / ``NO64_POLICY``.
 
     Called by the ``jax_plugins`` entry point while JAX starts its backends
     (so it must not start them itself).  Does nothing when the variable is
     empty or when :func:`install` / :func:`uninstall` was already called.
 
-    A bad ``NO64_MODE`` or ``NO64_INTEGER_POLICY`` raises ``ValueError`` when
-    ``strict``; otherwise it is reported in one line on standard error and
-    the default (``fix``, ``error``: the strict choices) is used, so that
+    A bad ``NO64_MODE``, ``NO64_INTEGER_POLICY`` or ``NO64_POLICY`` raises
+    ``ValueError`` when ``strict``; otherwise it is reported in one line on
+    standard error and the default (``fix``, ``error``, ``default``) is used, so that
     ``import jax`` never fails with a traceback over a typo.
     """
     platforms = _normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
     if not platforms:
         return None
     mode = _environment_choice(ENV_MODE, MODES, Mode.FIX, strict)
-    policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, strict)
-    config = Config(platforms, mode, policy)
+    integer_policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, strict)
+    policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict)
+    config = Config(platforms, mode, integer_policy, policy)
     with _lock:
         if _explicit:
             return active_config()
@@ -617,8 +630,8 @@ def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modul
         # The strict check runs inside the pass (over the ops it already
         # holds); the backend verifies the module it receives, so the pass
         # does not verify it a second time (see _compile_or_get_cached).
-        report = demote(copy, integer_policy=config.integer_policy, verify=False, check=True,
-                        outputs="narrow")
+        report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
+                        verify=False, check=True, outputs="narrow")
     except No64Error as exc:
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise

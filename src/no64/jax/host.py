@@ -377,6 +377,7 @@ def install_hooks() -> None:
         _install_array()
         _install_fastpath_guard()
         _install_aot_guard()
+        _install_warning_levels()
         _installed = True
 
 
@@ -601,6 +602,45 @@ def _install_array() -> None:
 
     _replace("array", original_array, array, modules)
     _replace("asarray", original_asarray, asarray, modules)
+
+
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+class _WarningsPastNo64:
+    """The ``warnings`` module as ``jax._src.dtypes`` sees it: ``warn`` with a
+    ``stacklevel`` counts no frame of no64's own wrappers (``jnp.array``
+    above, the audit's), so that JAX's warning about an explicit 64-bit
+    dtype names the line it names without no64, not one of no64's."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def warn(self, message: Any, category: Any = None, stacklevel: int = 1, *args: Any,
+             **kwargs: Any) -> None:
+        frame = sys._getframe(1)  # the frame that warns: level 1
+        level = counted = 1
+        while counted < stacklevel and frame.f_back is not None:
+            frame = frame.f_back
+            filename = frame.f_code.co_filename
+            if "importlib" in filename and "_bootstrap" in filename:
+                continue  # warn() does not count these either
+            level += 1
+            if not filename.startswith(_OWN_DIR):
+                counted += 1
+        self._module.warn(message, category, level + 1, *args, **kwargs)
+
+
+def _install_warning_levels() -> None:
+    import warnings
+
+    from jax._src import dtypes
+
+    if getattr(dtypes, "warnings", None) is warnings:
+        dtypes.warnings = _WarningsPastNo64(warnings)
 
 
 def _install_fastpath_guard() -> None:

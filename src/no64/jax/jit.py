@@ -28,11 +28,12 @@ offline compilers.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import jax
 import numpy as np
@@ -42,9 +43,10 @@ from . import hook as jaxhook
 from . import host
 from ..core._mlir import ir
 from ..core.demote import demote
+from ..core.emulate import join_words
 from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
 from ..core.report import DemotionReport
-from ..kinds import Mode
+from ..kinds import Mode, RangePolicy
 from ..core.scan import check
 
 __all__ = [
@@ -92,32 +94,37 @@ def _float_out_of_range(a: np.ndarray) -> np.ndarray:
         return np.isfinite(a) & (np.abs(a) > _F32_MAX) & (np.abs(a) != _F64_MAX)
 
 
-def _range_problem(a: np.ndarray, policy: str) -> tuple[tuple[int, ...], Any, str] | None:
+def _range_problem(a: np.ndarray, policy: str, sentinels: bool = True
+                   ) -> tuple[tuple[int, ...], Any, str] | None:
     """(index, value, reason) of the first element no64 refuses to narrow.
 
     Integers outside the 32-bit range are refused under the ``"error"``
     policy unless they are sentinels (``INT64_MAX``, ``INT64_MIN``,
     ``UINT64_MAX``), which map to the 32-bit extremes; finite floats beyond
     float32's largest finite value are refused unless they are float64's
-    largest finite value or its negation (sentinels too).
+    largest finite value or its negation (sentinels too).  With
+    ``sentinels=False`` (``policy="exact"``, whose inputs are plain 32-bit
+    values) integer sentinels are refused like any other out-of-range value.
     """
     dt = a.dtype
     if dt == np.int64 or dt == np.uint64:
         if policy != "error" or a.size == 0:
             return None
         if dt == np.int64:
-            bad = ((a < _I32.min) | (a > _I32.max)) & (a != _I64.max) & (a != _I64.min)
+            bad = (a < _I32.min) | (a > _I32.max)
+            if sentinels:
+                bad &= (a != _I64.max) & (a != _I64.min)
             info = _I32
         else:
-            bad = (a > _U32.max) & (a != _U64.max)
+            bad = a > _U32.max
+            if sentinels:
+                bad &= a != _U64.max
             info = _U32
         idx = _first_bad(bad)
         if idx is None:
             return None
-        return idx, a[idx].item(), (
-            f"outside {NARROWED[dt]}'s range [{info.min}, {info.max}] and no sentinel; no64 never "
-            "wraps (integer_policy='saturate' or 'wrap' narrows it anyway)"
-        )
+        return idx, a[idx].item(), _integer_reason(f"{NARROWED[dt]}'s range [{info.min}, {info.max}]",
+                                                   sentinels)
     if dt == np.float64:
         idx = _first_bad(_float_out_of_range(a))
         if idx is None:
@@ -131,14 +138,21 @@ def _range_problem(a: np.ndarray, policy: str) -> tuple[tuple[int, ...], Any, st
     return None
 
 
-def _python_problem(x: int | float | complex, policy: str) -> str | None:
+def _integer_reason(what: str, sentinels: bool) -> str:
+    if not sentinels:
+        return (f"outside {what}; under policy='exact' the inputs are 32-bit values and no64 "
+                "maps no sentinel there (integer_policy='saturate' or 'wrap' narrows it anyway)")
+    return (f"outside {what} and no sentinel; no64 never wraps (integer_policy='saturate' or "
+            "'wrap' narrows it anyway)")
+
+
+def _python_problem(x: int | float | complex, policy: str, sentinels: bool = True) -> str | None:
     if isinstance(x, int):
-        if _I32.min <= x <= _I32.max or x in (_I64.max, _I64.min):
+        if _I32.min <= x <= _I32.max or (sentinels and x in (_I64.max, _I64.min)):
             return None
         if policy != "error" and _I64.min <= x <= _I64.max:
             return None
-        return (f"outside int32's range [{_I32.min}, {_I32.max}] and no sentinel; no64 never "
-                "wraps (integer_policy='saturate' or 'wrap' narrows it anyway)")
+        return _integer_reason(f"int32's range [{_I32.min}, {_I32.max}]", sentinels)
     parts = (x.real, x.imag) if isinstance(x, complex) else (x,)
     for p in parts:
         if np.isfinite(p) and abs(p) > _F32_MAX and abs(p) != _F64_MAX:
@@ -147,7 +161,7 @@ def _python_problem(x: int | float | complex, policy: str) -> str | None:
 
 
 def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
-                    integer_policy: str = "error") -> Any:
+                    integer_policy: str = "error", sentinels: bool = True) -> Any:
     """``x`` with its 64-bit values converted to 32 bits, by no64's rules.
 
     Handles numpy arrays and scalars, Python ``int``/``float``/``complex``
@@ -157,7 +171,8 @@ def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
     (``INT64_MAX``, ``INT64_MIN``, ``UINT64_MAX``, float64's largest finite
     value and its negation) map to the 32-bit extremes; other integers
     outside the 32-bit range follow ``integer_policy``; narrowings that are
-    not exact are recorded in :func:`no64.host_records`.
+    not exact are recorded in :func:`no64.host_records`.  ``sentinels=False``
+    refuses integer sentinels too (the inputs of ``policy="exact"``).
 
     Raises:
       ArgumentRangeError: a value no64 refuses to narrow; the message names
@@ -167,7 +182,7 @@ def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
         return x
     op = f"{where} {path}"
     if isinstance(x, (int, float, complex)):
-        problem = _python_problem(x, integer_policy)
+        problem = _python_problem(x, integer_policy, sentinels)
         if problem:
             raise ArgumentRangeError(
                 f"{where}: {path} is the Python {type(x).__name__} {x!r}, {problem}{_at_user()}",
@@ -184,7 +199,7 @@ def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
         if target is None:
             return x
         a = np.asarray(x)
-        _raise_if_out_of_range(a, path, where, integer_policy)
+        _raise_if_out_of_range(a, path, where, integer_policy, sentinels)
         out = host.narrow_host_array(a, integer_policy, op=op)
         return out if isinstance(x, np.ndarray) else out[()]
     if isinstance(x, jax.core.Tracer):
@@ -206,7 +221,7 @@ def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
                 "no64 converts 64-bit arrays on the host and cannot fetch it. Pass 32-bit data."
             )
         a = np.asarray(x)
-        _raise_if_out_of_range(a, path, where, integer_policy)
+        _raise_if_out_of_range(a, path, where, integer_policy, sentinels)
         return jax.device_put(host.narrow_host_array(a, integer_policy, op=op), x.sharding)
     return x
 
@@ -216,8 +231,9 @@ def _at_user() -> str:
     return f" (at {source.source})" if source.source else ""
 
 
-def _raise_if_out_of_range(a: np.ndarray, path: str, where: str, policy: str) -> None:
-    problem = _range_problem(a, policy)
+def _raise_if_out_of_range(a: np.ndarray, path: str, where: str, policy: str,
+                           sentinels: bool = True) -> None:
+    problem = _range_problem(a, policy, sentinels)
     if problem is None:
         return
     idx, value, reason = problem
@@ -283,12 +299,17 @@ class Jitted:
         restore_dtypes: bool,
         integer_policy: str,
         jit_kwargs: Mapping[str, Any],
+        policy: str = "default",
     ) -> None:
         self._fun = fun
         self._restore = restore_dtypes
-        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX, integer_policy)
+        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX, integer_policy,
+                                      policy)
         self._jit_kwargs = dict(jit_kwargs)
         self.jitted = jax.jit(fun, **jit_kwargs)
+        self._exact: _ExactPath | None = None
+        if self._config.policy is RangePolicy.EXACT:
+            self._exact = _ExactPath(fun, self._jit_kwargs, self._config)
         try:
             sig: inspect.Signature | None = inspect.signature(fun)
         except (TypeError, ValueError):
@@ -357,13 +378,17 @@ class Jitted:
                 if paths is None:
                     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
                 x = narrow_argument(x, f"argument {name}{jax.tree_util.keystr(paths[i])}", where=where,
-                                    integer_policy=self._config.integer_policy)
+                                    integer_policy=self._config.integer_policy,
+                                    sentinels=self._exact is None)
             out.append(x)
         return jax.tree_util.tree_unflatten(treedef, out)
 
     # -- calling ---------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         nargs, nkwargs = self._narrow(args, kwargs)
+        if self._exact is not None:
+            return self._exact.call(self._abstract(args, kwargs), self._dynamic_leaves(nargs, nkwargs),
+                                    self._restore, self._name)
         with self.scope():
             out = self.jitted(*nargs, **nkwargs)
         if self._restore:
@@ -394,7 +419,16 @@ class Jitted:
             restored.append(x)
         return jax.tree_util.tree_unflatten(out_tree, restored)
 
-    def _expected_out_dtypes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any] | None:
+    def _dynamic_leaves(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        """The leaves of the non-static arguments, in JAX's order."""
+        n = len(args)
+        dynamic = (tuple(a for i, a in enumerate(args) if not self._is_static(i, n)),
+                   {k: v for k, v in kwargs.items() if k not in self._static_names})
+        return jax.tree_util.tree_leaves(dynamic)
+
+    def _abstract(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> "_Abstract":
+        """The call's arguments with arrays replaced by their shapes and
+        dtypes (as the caller gave them), and a cache key for them."""
         def spec(x: Any) -> Any:
             if isinstance(x, (np.ndarray, np.generic)) or (
                 isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
@@ -422,6 +456,11 @@ class Jitted:
             hash(key)
         except TypeError:
             key = None
+        return _Abstract(sargs, skwargs, key)
+
+    def _expected_out_dtypes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any] | None:
+        abstract = self._abstract(args, kwargs)
+        sargs, skwargs, key = abstract.args, abstract.kwargs, abstract.key
         if key is not None and key in self._out_dtypes:
             return self._out_dtypes[key]
         with jax.enable_x64(True):
@@ -439,6 +478,9 @@ class Jitted:
     def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
         """Lower for these arguments (converted as for a call) to a 64-bit-free :class:`Lowered`."""
         nargs, nkwargs = self._narrow(args, kwargs)
+        if self._exact is not None:
+            abstract = self._abstract(args, kwargs)
+            return self._exact.lowered(abstract, self._name)
         with self.scope():
             lowered = self.jitted.lower(*nargs, **nkwargs)
         return Lowered._from_jax(lowered, self._config.integer_policy, self._name)
@@ -447,6 +489,8 @@ class Jitted:
         """Drop this function's compiled executables and traces."""
         self.jitted.clear_cache()
         self._out_dtypes.clear()
+        if self._exact is not None:
+            self._exact.clear()
 
 
 def _spec_key(x: Any) -> Any:
@@ -463,6 +507,7 @@ def jit(
     *,
     restore_dtypes: bool = False,
     integer_policy: str = "error",
+    policy: str = "default",
     **jit_kwargs: Any,
 ) -> Any:
     """Like :func:`jax.jit`, but 32-bit and 64-bit free whatever ``jax_enable_x64`` says.
@@ -479,6 +524,17 @@ def jit(
         are no sentinels -- in arguments, host constants and the module
         (:func:`no64.demote`): ``"error"`` refuses them, ``"saturate"`` and
         ``"wrap"`` narrow them and record it.
+      policy: The range policy of :func:`no64.demote` for the call's
+        modules.  ``"exact"`` runs the function's *x64* program instead:
+        it is traced with x64 on (for the caller's argument dtypes), every
+        integer not proven to fit in 32 bits is computed exactly in 32-bit
+        word pairs, and the module is compiled and run on the default
+        device.  Its 64-bit inputs must hold 32-bit values (sentinels
+        included: they have no 32-bit meaning there); an emulated output
+        comes back as its shape plus a trailing 2 (low, high words), or,
+        with ``restore_dtypes``, joined into an int64/uint64 numpy array.
+        Shardings (``in_shardings``, ``out_shardings``, ``device``,
+        ``backend``) are refused and donation is not applied.
       **jit_kwargs: Passed to :func:`jax.jit` (``static_argnums``,
         ``in_shardings``, ``donate_argnums``, ...).  Static arguments are
         never converted.
@@ -497,10 +553,134 @@ def jit(
     """
     if fun is None:
         return functools.partial(jit, restore_dtypes=restore_dtypes,
-                                 integer_policy=integer_policy, **jit_kwargs)
+                                 integer_policy=integer_policy, policy=policy, **jit_kwargs)
     return Jitted(fun, restore_dtypes=restore_dtypes, integer_policy=integer_policy,
-                  jit_kwargs=jit_kwargs)
+                  jit_kwargs=jit_kwargs, policy=policy)
 
+
+
+# ---------------------------------------------------------------------------
+# policy="exact": the x64 program, emulated, compiled and run by no64
+# ---------------------------------------------------------------------------
+
+
+class _Abstract(NamedTuple):
+    """A call's arguments as shapes and dtypes (statics kept), and their cache key."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    key: Any
+
+
+@dataclasses.dataclass
+class _Executable:
+    lowered: "Lowered"
+    executable: Any
+    device: Any
+    in_dtypes: list[np.dtype]
+    out_tree: Any
+    #: per output: the dtype of the x64 program's output (``None``: not 64-bit)
+    out_dtypes: list[np.dtype | None]
+    #: outputs that come back as ``S x 2`` words
+    words: frozenset[int]
+
+
+class _ExactPath:
+    """How :func:`jit` runs under ``policy="exact"``.
+
+    JAX's executables return what the module JAX lowered declares, so an
+    output that comes back as word pairs cannot go through them: the x64
+    program is lowered by JAX (x64 on, every argument kept), demoted with
+    ``policy="exact"`` and compiled by no64 on the default device, one
+    executable per argument signature."""
+
+    _SHARDING_KWARGS = ("in_shardings", "out_shardings", "device", "backend")
+
+    def __init__(self, fun: Callable[..., Any], jit_kwargs: Mapping[str, Any], config: Any) -> None:
+        bad = [k for k in self._SHARDING_KWARGS if jit_kwargs.get(k) is not None]
+        if bad:
+            raise ValueError(
+                f"no64.jit(policy='exact') runs the program on one device and takes no "
+                f"{', '.join(bad)}; use policy='default' for sharded programs"
+            )
+        kwargs = {k: v for k, v in jit_kwargs.items() if k not in ("donate_argnums", "donate_argnames")}
+        kwargs["keep_unused"] = True
+        self.jitted = jax.jit(fun, **kwargs)
+        self.config = config
+        self._cache: dict[Any, _Executable] = {}
+
+    def clear(self) -> None:
+        self._cache.clear()
+        self.jitted.clear_cache()
+
+    def _lower_x64(self, abstract: _Abstract) -> Any:
+        with jax.enable_x64(True):
+            return self.jitted.lower(*abstract.args, **abstract.kwargs)
+
+    def lowered(self, abstract: _Abstract, name: str) -> "Lowered":
+        return Lowered._from_jax(self._lower_x64(abstract), self.config.integer_policy, name,
+                                 policy=RangePolicy.EXACT, outputs="words")
+
+    def _compiled(self, abstract: _Abstract, name: str) -> _Executable:
+        if abstract.key is not None and abstract.key in self._cache:
+            return self._cache[abstract.key]
+        import jax.extend.backend
+        from jax._src.lib import xla_client as xc
+
+        from .reference import main_signature
+
+        jax_lowered = self._lower_x64(abstract)
+        low = Lowered._from_jax(jax_lowered, self.config.integer_policy, name,
+                                policy=RangePolicy.EXACT, outputs="words")
+        in_specs, out_specs = main_signature(low.module)
+        out_info = jax.tree_util.tree_leaves(
+            jax_lowered.out_info, is_leaf=lambda x: hasattr(x, "shape") and hasattr(x, "dtype"))
+        if len(in_specs) != jax_lowered.in_tree.num_leaves or len(out_specs) != len(out_info):
+            raise No64Error(
+                f"no64.jit({name}, policy='exact'): the lowered program has effects (tokens) or "
+                "arguments JAX does not pass through; no64 cannot run it itself"
+            )
+        out_dtypes: list[np.dtype | None] = []
+        for info in out_info:
+            if jax.dtypes.issubdtype(info.dtype, jax.dtypes.extended):
+                raise No64Error(f"no64.jit({name}, policy='exact') cannot return {info.dtype} values")
+            d = np.dtype(info.dtype)
+            out_dtypes.append(d if d in _WIDENED.values() else None)
+        device = jax.config.jax_default_device or jax.devices()[0]
+        if isinstance(device, str):
+            device = jax.devices(device)[0]
+        backend = jax.extend.backend.get_backend(device.platform)
+        options = jax.extend.backend.get_compile_options(
+            num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
+        executable = backend.compile_and_load(
+            low.module.operation.get_asm(enable_debug_info=True),
+            executable_devices=xc.DeviceList((device,)), compile_options=options)
+        compiled = _Executable(low, executable, device, [s.dtype for s in in_specs],
+                               jax_lowered.out_tree, out_dtypes, frozenset(low.report.emulated_outputs))
+        if abstract.key is not None:
+            if len(self._cache) >= 64:
+                self._cache.clear()
+            self._cache[abstract.key] = compiled
+        return compiled
+
+    def call(self, abstract: _Abstract, leaves: list[Any], restore: bool, name: str) -> Any:
+        c = self._compiled(abstract, name)
+        arrays = []
+        for x, dtype in zip(leaves, c.in_dtypes):
+            if not (isinstance(x, jax.Array) and x.dtype == dtype):
+                x = np.asarray(x)
+                if x.dtype != dtype:
+                    x = x.astype(dtype)  # a Python number or a narrowed value (range-checked)
+            arrays.append(jax.device_put(x, c.device))
+        results = c.executable.execute_sharded(arrays).disassemble_into_single_device_arrays()
+        outs: list[Any] = [per_device[0] for per_device in results]
+        if restore:
+            for i, (x, want) in enumerate(zip(outs, c.out_dtypes)):
+                if i in c.words:
+                    outs[i] = join_words(np.asarray(x))
+                elif want is not None and _WIDENED.get(np.dtype(x.dtype)) == want:
+                    outs[i] = np.asarray(x).astype(want)
+        return jax.tree_util.tree_unflatten(c.out_tree, outs)
 
 # ---------------------------------------------------------------------------
 # no64.lower
@@ -525,13 +705,14 @@ class Lowered:
         self.name = name
 
     @classmethod
-    def _from_jax(cls, lowered: Any, integer_policy: str, name: str) -> "Lowered":
+    def _from_jax(cls, lowered: Any, integer_policy: str, name: str, *,
+                  policy: str = "default", outputs: str = "narrow") -> "Lowered":
         import io
 
         buf = io.BytesIO()
         lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
         module = no64_io.load(buf.getvalue(), format="mlirbc")
-        report = demote(module, integer_policy=integer_policy, outputs="narrow")
+        report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
         check(module)
         return cls(module, report, lowered, name)
 

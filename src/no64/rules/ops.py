@@ -37,7 +37,7 @@ declare(_SH + "reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=
 
 # Result i holds elements of operand i.
 declare(_SH + "copy", transfer=T.same_as_operands, emulate=E.moved, region_free=True)
-declare(_SH + "optimization_barrier", transfer=T.same_as_operands, emulate=E.barrier, region_free=True)
+declare(_SH + "optimization_barrier", transfer=T.same_as_operands, emulate=E.per_operand, region_free=True)
 for _op in ("all_gather", "all_to_all", "collective_permute", "collective_broadcast"):
     declare(_SH + _op, transfer=T.same_as_operands, region_free=True)
 for _name in ("sdy.sharding_constraint", "sdy.reshard"):
@@ -63,11 +63,11 @@ declare(_SH + "add", transfer=T.add, fold=T.fold_add, emulate=E.add, region_free
 declare(_SH + "subtract", transfer=T.subtract, fold=T.fold_subtract, emulate=E.subtract, region_free=True)
 declare(_SH + "multiply", transfer=T.multiply, fold=T.fold_multiply, emulate=E.multiply, region_free=True)
 declare(_SH + "negate", transfer=T.negate, fold=T.fold_negate, emulate=E.negate, region_free=True)
-declare(_SH + "divide", transfer=T.divide, region_free=True)
-declare(_SH + "remainder", transfer=T.remainder, region_free=True)
+declare(_SH + "divide", transfer=T.divide, emulate=E.divide, region_free=True)
+declare(_SH + "remainder", transfer=T.remainder, emulate=E.remainder, region_free=True)
 declare(_SH + "abs", transfer=T.absolute, emulate=E.absolute, region_free=True)
 declare(_SH + "sign", transfer=T.sign, emulate=E.sign, region_free=True)
-declare(_SH + "dot_general", transfer=T.dot_general, region_free=True)
+declare(_SH + "dot_general", transfer=T.dot_general, emulate=E.dot_general, region_free=True)
 
 # ------------------------------------------- width-dependent: bits and words
 declare(_SH + "shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
@@ -81,9 +81,10 @@ declare(_SH + "and", transfer=T.bit_and, rewrites=(bits.low_word_mask,), emulate
 declare(_SH + "or", transfer=T.bit_or_xor, emulate=E.bit_or, region_free=True)
 declare(_SH + "xor", transfer=T.bit_or_xor, emulate=E.bit_xor, region_free=True)
 declare(_SH + "not", transfer=T.bit_not, refuse=bits.unsigned_not, emulate=E.bit_not, region_free=True)
-for _op in ("count_leading_zeros", "popcnt"):
-    declare(_SH + _op, transfer=T.bit_count, refuse=bits.static_bit_count, fixup=bits.bit_count_fixup,
-            region_free=True)
+declare(_SH + "count_leading_zeros", transfer=T.bit_count, refuse=bits.static_bit_count,
+        fixup=bits.bit_count_fixup, emulate=E.count_leading_zeros, region_free=True)
+declare(_SH + "popcnt", transfer=T.bit_count, refuse=bits.static_bit_count, fixup=bits.bit_count_fixup,
+        emulate=E.popcnt, region_free=True)
 declare(_SH + "bitcast_convert",
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
         refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert, region_free=True)

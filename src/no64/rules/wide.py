@@ -90,6 +90,53 @@ absolute = unary(W.absolute)
 sign = unary(W.sign)
 
 
+def _small_divisor(em: "Emulation", x: ir.Value) -> bool:
+    """Whether every element of divisor ``x`` has ``|x| < 2**32``: its range
+    says so, or its words are a narrowed 32-bit value extended (neither
+    emulated nor a constant entering with its 64-bit elements)."""
+    r = em.analysis.range(x)
+    if r is not None:
+        p = r.plain()
+        if p.lo > p.hi or (-(2**32) < p.lo and p.hi < 2**32):
+            return True
+    return not em.is_wide(x) and em.analysis.fold(x, sentinels=True) is None
+
+
+def _divmod(op: ir.Operation, em: "Emulation") -> tuple[W.Words, W.Words]:
+    u = _unsigned_result(op)
+    n, d = (em.words(x, u) for x in op.operands)
+    small = _small_divisor(em, op.operands[1])
+    return W.divmod_unsigned(n, d, small) if u else W.divmod_signed(n, d, small)
+
+
+def divide(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """Truncating division, with XLA's results for a zero divisor (all ones)
+    and for ``INT64_MIN / -1`` (``INT64_MIN``)."""
+    return [_divmod(op, em)[0]]
+
+
+def remainder(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """The remainder with the dividend's sign (``x % 0`` is ``x``)."""
+    return [_divmod(op, em)[1]]
+
+
+def _bit_count(fn: Callable[[W.Words], ir.Value]) -> EmulateRule:
+    def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
+        count = fn(em.words(op.operands[0]))
+        return [W.Words(count, W.splat(count, 0), _unsigned_result(op))]
+
+    return rule
+
+
+def _static_shape(op: ir.Operation) -> bool:
+    return ir.RankedTensorType(op.results[0].type).has_static_shape
+
+
+count_leading_zeros = _bit_count(W.count_leading_zeros)
+popcnt = _bit_count(W.popcount)
+count_leading_zeros.applies = popcnt.applies = _static_shape  # type: ignore[attr-defined]
+
+
 def shift(op: ir.Operation, em: "Emulation") -> list[Out]:
     u = _unsigned_result(op)
     a, n = (em.words(x, u) for x in op.operands)
@@ -233,15 +280,6 @@ dynamic_update_slice = per_word(0, 1)
 pad = per_word(0, 1)
 
 
-def barrier(op: ir.Operation, em: "Emulation") -> list[Out]:
-    """``optimization_barrier``: each 64-bit operand passes as its two words."""
-    wide = [_is64(em.type(x)) for x in op.operands]
-    attrs = {name: op.attributes[name] for name in op.attributes}
-    new = ir.Operation.create(op.name, results=_split_types([r.type for r in op.results], wide),
-                              operands=_split(em, list(op.operands), wide), attributes=attrs)
-    return _slot_results(new, wide, [_unsigned_type(r.type) for r in op.results])
-
-
 # ------------------------------------------------- ops with their own regions
 def _scalar_u32() -> ir.RankedTensorType:
     return ir.RankedTensorType.get([], W.u32())
@@ -277,13 +315,15 @@ def _rebuild(
     result_types: list[ir.Type],
     block_args: list[tuple[ir.Value, bool, bool]],
     hi_key: int | None = None,
+    attributes: dict[str, ir.Attribute] | None = None,
 ) -> ir.Operation:
-    """A copy of ``op`` (attributes kept) with new operands and result types,
-    whose one-block region computes the old body on words: ``block_args`` are
-    the old block's arguments, each with whether it is a 64-bit slot and
-    whether that slot is unsigned.  With ``hi_key``, the high words the
-    region sees and returns are XORed with it (see :func:`scatter`)."""
-    attrs = {name: op.attributes[name] for name in op.attributes}
+    """A copy of ``op`` (attributes kept, or ``attributes`` instead) with new
+    operands and result types, whose one-block region computes the old body
+    on words: ``block_args`` are the old block's arguments, each with whether
+    it is a 64-bit slot and whether that slot is unsigned.  With ``hi_key``,
+    the high words the region sees and returns are XORed with it (see
+    :func:`scatter`)."""
+    attrs = attributes if attributes is not None else {name: op.attributes[name] for name in op.attributes}
     new = ir.Operation.create(op.name, results=result_types, operands=operands, attributes=attrs, regions=1)
     old_block = op.regions[0].blocks[0]
     arg_types: list[ir.Type] = []
@@ -336,113 +376,9 @@ def _unsigned_type(t: ir.Type) -> bool:
     return isinstance(e, ir.IntegerType) and e.is_unsigned
 
 
-#: Bodies a one-operand ``reduce_window`` is computed from by doubling
-#: (associative and commutative), with their identities (``None``: the
-#: type's least / greatest value).
-_WINDOW_BODIES: dict[str, tuple[Callable[[W.Words, W.Words], W.Words], int | None]] = {
-    "stablehlo.add": (W.add, 0),
-    "stablehlo.multiply": (W.multiply, 1),
-    "stablehlo.maximum": (lambda a, b: W.minmax("max", a, b), None),
-    "stablehlo.minimum": (lambda a, b: W.minmax("min", a, b), None),
-    "stablehlo.and": (lambda a, b: W.bitwise("and", a, b), -1),
-    "stablehlo.or": (lambda a, b: W.bitwise("or", a, b), 0),
-    "stablehlo.xor": (lambda a, b: W.bitwise("xor", a, b), 0),
-}
-
-
-def _ints(op: ir.Operation, name: str, default: list[int]) -> list[int]:
-    if name not in op.attributes:
-        return default
-    attr = op.attributes[name]
-    return [int(v) for v in (ir.DenseIntElementsAttr(attr) if isinstance(attr, ir.DenseIntElementsAttr) else attr)]
-
-
-def _slice_words(w: W.Words, dim: int, start: int, limit: int, stride: int = 1) -> W.Words:
-    shape = w.shape
-    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
-    starts[dim], limits[dim], strides[dim] = start, limit, stride
-    out = list(shape)
-    out[dim] = (limit - start + stride - 1) // stride
-    t = ir.RankedTensorType.get(out, W.u32())
-    attrs = dict(start_indices=ir.DenseI64ArrayAttr.get(starts), limit_indices=ir.DenseI64ArrayAttr.get(limits),
-                 strides=ir.DenseI64ArrayAttr.get(strides))
-    return W.Words(W.make("slice", [w.lo], t, **attrs), W.make("slice", [w.hi], t, **attrs), w.unsigned)
-
-
-def _window_by_doubling(op: ir.Operation, em: "Emulation") -> list[Out] | None:
-    """A one-operand ``reduce_window`` whose body is one associative,
-    commutative op and whose initial value is that op's identity (the
-    cumulative sums, products, maxima and minima JAX writes), computed
-    elementwise on words: the window combination of width ``w`` from those
-    of widths 1, 2, 4, ... (``log2 w`` steps per dimension).  XLA's CPU
-    backend runs out of memory compiling a two-operand ``reduce_window``
-    over some hundreds of elements, as the generic rebuild would make it.
-    ``None`` where this does not apply."""
-    if len(op.results) != 1 or not _is_wide_type(em, op.operands[0]):
-        return None
-    block = op.regions[0].blocks[0]
-    body = [o if isinstance(o, ir.Operation) else o.operation for o in block.operations]
-    if len(body) != 2 or body[0].name not in _WINDOW_BODIES or body[1].name != "stablehlo.return":
-        return None
-    a, b = block.arguments
-    if list(body[1].operands) != [body[0].results[0]] or {*body[0].operands} != {a, b} or a == b:
-        return None
-    rank = len(_shape(op.results[0]))
-    if _ints(op, "base_dilations", [1] * rank) != [1] * rank or _ints(op, "window_dilations", [1] * rank) != [1] * rank:
-        return None
-    combine, identity = _WINDOW_BODIES[body[0].name]
-    unsigned = _unsigned_result(op)
-    if identity is None:
-        least = (body[0].name == "stablehlo.maximum")
-        identity = (0 if least else 2**64 - 1) if unsigned else (-(2**63) if least else 2**63 - 1)
-    init = em.analysis.fold(op.operands[1], sentinels=True)
-    if init is None or any(int(v) % 2**64 != identity % 2**64 for v in np.asarray(init).ravel()):
-        return None
-    window = _ints(op, "window_dimensions", [1] * rank)
-    strides = _ints(op, "window_strides", [1] * rank)
-    padding = _ints(op, "padding", [0] * (2 * rank))
-    x = em.words(op.operands[0], unsigned)
-    if any(padding):
-        ident = W.from_ints([], identity, unsigned)
-        cfg = {"edge_padding_low": ir.DenseI64ArrayAttr.get(padding[0::2]),
-               "edge_padding_high": ir.DenseI64ArrayAttr.get(padding[1::2]),
-               "interior_padding": ir.DenseI64ArrayAttr.get([0] * rank)}
-        shape = [d + padding[2 * k] + padding[2 * k + 1] for k, d in enumerate(x.shape)]
-        t = ir.RankedTensorType.get(shape, W.u32())
-        x = W.Words(W.make("pad", [x.lo, ident.lo], t, **cfg), W.make("pad", [x.hi, ident.hi], t, **cfg), unsigned)
-    for dim in range(rank):
-        w, length = window[dim], x.shape[dim]
-        if w > 1:
-            # tables[m]: the combination of each m consecutive elements
-            tables = {1: x}
-            m = 1
-            while 2 * m <= w:
-                t_m = tables[m]
-                tables[2 * m] = combine(_slice_words(t_m, dim, 0, length - 2 * m + 1),
-                                        _slice_words(t_m, dim, m, length - m + 1))
-                m *= 2
-            out, offset = None, 0
-            while m:
-                if w & m:
-                    piece = _slice_words(tables[m], dim, offset, offset + length - w + 1)
-                    out = piece if out is None else combine(out, piece)
-                    offset += m
-                m //= 2
-            x = out
-        if strides[dim] > 1:
-            x = _slice_words(x, dim, 0, x.shape[dim], strides[dim])
-    assert x.shape == _shape(op.results[0]), (x.shape, _shape(op.results[0]))
-    return [x]
-
-
 def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
     """``reduce`` and ``reduce_window``: inputs and initial values per slot,
-    the body applied to (accumulator, element) words (a one-operand
-    ``reduce_window`` of a common body: see :func:`_window_by_doubling`)."""
-    if op.name == "stablehlo.reduce_window":
-        doubled = _window_by_doubling(op, em)
-        if doubled is not None:
-            return doubled
+    the body applied to (accumulator, element) words."""
     n = len(op.results)
     inputs, inits = list(op.operands[:n]), list(op.operands[n:])
     wide = [_is_wide_type(em, x) or _is_wide_type(em, i) for x, i in zip(inputs, inits)]
@@ -451,8 +387,126 @@ def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
     rtypes = _split_types([r.type for r in op.results], wide)
     args = list(op.regions[0].blocks[0].arguments)
     block_args = [(a, wide[i % n], unsigned[i % n]) for i, a in enumerate(args)]
-    new = _rebuild(op, em, operands, rtypes, block_args)
+    prefix = _long_prefix(op, em) if op.name == "stablehlo.reduce_window" else None
+    if prefix is not None:
+        new = _prefix_by_doubling(op, em, operands, rtypes, block_args, *prefix)
+    else:
+        if op.name == "stablehlo.reduce_window" and _whole_axis_window(op, em):
+            em.refuse(op, f"a window over a whole axis longer than {_PREFIX_LIMIT} elements, computed on "
+                      "two words, which XLA's CPU compiler cannot compile; no64 computes it by doubling "
+                      "only when the body is one add, multiply, min, max, and, or or xor with its "
+                      "identity as the initial value")
+        new = _rebuild(op, em, operands, rtypes, block_args)
     return _slot_results(new, wide, unsigned)
+
+
+#: Cumulative ``reduce_window``s longer than this are computed by doubling
+#: (XLA's CPU compiler aborts on longer ones with several operands).
+_PREFIX_LIMIT = 256
+
+#: Body ops whose identity makes a padded window element a no-op.
+_IDENTITIES = {
+    "stablehlo.add": lambda bits, signed: 0,
+    "stablehlo.or": lambda bits, signed: 0,
+    "stablehlo.xor": lambda bits, signed: 0,
+    "stablehlo.multiply": lambda bits, signed: 1,
+    "stablehlo.and": lambda bits, signed: -1,
+    "stablehlo.maximum": lambda bits, signed: -(1 << (bits - 1)) if signed else 0,
+    "stablehlo.minimum": lambda bits, signed: (1 << (bits - 1)) - 1 if signed else -1,
+}
+
+
+def _ints(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
+    if name not in op.attributes:
+        return [default] * rank
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def _long_prefix(op: ir.Operation, em: "Emulation") -> tuple[int, int, bool] | None:
+    """``(axis, length, reverse)`` when ``op`` is a cumulative reduction
+    longer than :data:`_PREFIX_LIMIT` (``jnp.cumsum``, ``lax.cummax``, ...:
+    one window as long as its axis, padded by one less in front -- or behind,
+    for a reverse one -- unit strides and dilations) whose body combines each
+    slot with one op whose identity is the slot's initial value; else ``None``."""
+    shape = list(ir.RankedTensorType(em.type(op.operands[0])).shape)  # as in the 64-bit program
+    rank = len(shape)
+    window = _ints(op, "window_dimensions", rank, 1)
+    if any(_ints(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
+        return None
+    axes = [i for i, w in enumerate(window) if w != 1]
+    if len(axes) != 1 or window[axes[0]] != shape[axes[0]] or shape[axes[0]] <= _PREFIX_LIMIT:
+        return None
+    axis, length = axes[0], shape[axes[0]]
+    pad = [[0, 0]] * rank
+    if "padding" in op.attributes:
+        pad = np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(rank, 2).tolist()
+    others_zero = all(p == [0, 0] for i, p in enumerate(pad) if i != axis)
+    if not others_zero or pad[axis] not in ([length - 1, 0], [0, length - 1]):
+        return None
+    n = len(op.results)
+    block = op.regions[0].blocks[0]
+    ret = _as_op(list(block.operations)[-1])
+    for i in range(n):
+        combine = ret.operands[i].owner
+        combine = _as_op(combine) if not isinstance(combine, ir.Block) else None
+        identity = _IDENTITIES.get(combine.name) if combine is not None else None
+        if identity is None or set(combine.operands) != {block.arguments[i], block.arguments[i + n]}:
+            return None
+        elem = ir.RankedTensorType(op.results[i].type).element_type
+        if not isinstance(elem, ir.IntegerType):
+            return None
+        init = em.analysis.fold(op.operands[n + i], sentinels=True)
+        if init is None or np.asarray(init).size != 1:
+            return None
+        mask = (1 << elem.width) - 1
+        signed = not elem.is_unsigned and elem.width > 1
+        if int(np.asarray(init).reshape(-1)[0]) & mask != identity(elem.width, signed) & mask:
+            return None
+    return axis, length, pad[axis][0] == 0
+
+
+def _whole_axis_window(op: ir.Operation, em: "Emulation") -> bool:
+    shape = list(ir.RankedTensorType(em.type(op.operands[0])).shape)
+    window = _ints(op, "window_dimensions", len(shape), 1)
+    return any(w == n > _PREFIX_LIMIT for w, n in zip(window, shape))
+
+
+def _as_op(x: Any) -> ir.Operation:
+    return x.operation if hasattr(x, "operation") else x
+
+
+def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Value], rtypes: list[ir.Type],
+                        block_args: list[tuple[ir.Value, bool, bool]], axis: int, length: int,
+                        reverse: bool) -> ir.Operation:
+    """A cumulative reduction as ``ceil(log2(length))`` reduce_windows of two
+    elements each, the second ``d = 1, 2, 4, ...`` elements away (padded by
+    ``d`` with the initial value, the body's identity): after the step with
+    distance ``d`` each element combines the ``2d`` elements up to it."""
+    rank = len(_shape(op.results[0]))
+    k = len(rtypes)
+    values, inits = operands[:k], operands[k:]
+    i64 = ir.IntegerType.get_signless(64)
+    new = None
+    d = 1
+    while d < length:
+        window = [1] * rank
+        window[axis] = 2
+        dilation = [1] * rank
+        dilation[axis] = d
+        pad = np.zeros((rank, 2), dtype=np.int64)
+        pad[axis] = (0, d) if reverse else (d, 0)
+        attrs = {
+            "window_dimensions": ir.DenseI64ArrayAttr.get(window),
+            "window_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+            "base_dilations": ir.DenseI64ArrayAttr.get([1] * rank),
+            "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
+            "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
+        }
+        new = _rebuild(op, em, values + inits, rtypes, block_args, attributes=attrs)
+        values = list(new.results)
+        d *= 2
+    assert new is not None
+    return new
 
 
 def sort(op: ir.Operation, em: "Emulation") -> list[Out]:
@@ -529,3 +583,95 @@ def scatter(op: ir.Operation, em: "Emulation") -> list[Out]:
         if isinstance(o, W.Words) else o
         for o in out
     ]
+
+
+# ------------------------------------------------------------ dot_general
+#: Largest contraction whose 8-bit limb products sum below 2**32 (255 * 255 * K).
+_DOT_MAX_CONTRACTION = (2**32 - 1) // (255 * 255)
+
+
+def _dot_applies(op: ir.Operation) -> bool:
+    t = ir.RankedTensorType(op.operands[0].type)
+    if not (t.has_static_shape and isinstance(ir.RankedTensorType(op.results[0].type).element_type,
+                                              ir.IntegerType)):
+        return False
+    return _contraction(op) <= _DOT_MAX_CONTRACTION
+
+
+def _contraction(op: ir.Operation) -> int:
+    from ..core._mlir import stablehlo
+
+    t = ir.RankedTensorType(op.operands[0].type)
+    dims = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    n = 1
+    for i in dims.lhs_contracting_dimensions:
+        n *= t.shape[i]
+    return n
+
+
+def dot_general(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """An integer ``dot_general`` with a 64-bit result: each operand split
+    into eight 8-bit limbs, the limb pairs that reach the low 64 bits (36 of
+    them) contracted by 32-bit ``dot_general`` ops with the same dimension
+    numbers (each sum stays below 2**32 for contractions of up to 66051
+    elements), and the partial sums added at their bit offsets in words --
+    the low 64 bits of the sum of products, which is the same for signed and
+    unsigned operands."""
+    u = _unsigned_result(op)
+    a, b = (em.words(x, True) for x in op.operands)
+    rshape = _shape(op.results[0])
+    rtype = ir.RankedTensorType.get(rshape, W.u32())
+    attrs = {name: op.attributes[name] for name in op.attributes}
+
+    def limbs(w: W.Words) -> list[ir.Value]:
+        out = []
+        for word in (w.lo, w.hi):
+            for k in range(4):
+                shifted = W.make("shift_right_logical", [word, W.splat(word, 8 * k)], word.type) if k else word
+                out.append(W.make("and", [shifted, W.splat(word, 0xFF)], word.type))
+        return out
+
+    la, lb = limbs(a), limbs(b)
+    zero = W.const(rshape, 0)
+    total = W.Words(zero, zero, True)
+    for s in range(8):
+        for i in range(s + 1):
+            d = ir.Operation.create("stablehlo.dot_general", results=[rtype], operands=[la[i], lb[s - i]],
+                                    attributes=attrs).results[0]
+            total = W.add(total, _shifted_u32(d, 8 * s, zero))
+    return [total.retag(u)]
+
+
+def _shifted_u32(d: ir.Value, n: int, zero: ir.Value) -> W.Words:
+    """The words of ``ui32`` ``d`` shifted left by the constant ``n`` (0 <= n < 64)."""
+    if n == 0:
+        return W.Words(d, zero, True)
+    if n < 32:
+        lo = W.make("shift_left", [d, W.splat(d, n)], d.type)
+        return W.Words(lo, W.make("shift_right_logical", [d, W.splat(d, 32 - n)], d.type), True)
+    hi = W.make("shift_left", [d, W.splat(d, n - 32)], d.type) if n > 32 else d
+    return W.Words(zero, hi, True)
+
+
+def _dot_why_not(op: ir.Operation) -> str:
+    if not ir.RankedTensorType(op.operands[0].type).has_static_shape:
+        return "a dot_general of dynamic shape"
+    return (f"a contraction over {_contraction(op)} elements; the word rule covers up to "
+            f"{_DOT_MAX_CONTRACTION}")
+
+
+dot_general.applies = _dot_applies  # type: ignore[attr-defined]
+dot_general.why_not = _dot_why_not  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------- element-for-element ops
+def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """An op whose result *i* is operand *i* (``optimization_barrier``, ``copy``
+    with several values): rebuilt with each 64-bit operand as its two words."""
+    values = list(op.operands)
+    wide = [_is_wide_type(em, v) for v in values]
+    unsigned = [_is64(em.type(v)) and _unsigned_type(em.type(v)) for v in values]
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create(op.name, results=_split_types([em.type(v) for v in values], wide),
+                              operands=_split(em, values, wide), attributes=attrs)
+    return _slot_results(new, wide, unsigned)

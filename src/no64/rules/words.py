@@ -51,6 +51,10 @@ __all__ = [
     "to_float",
     "from_float",
     "mul_wide32",
+    "divmod_unsigned",
+    "divmod_signed",
+    "count_leading_zeros",
+    "popcount",
 ]
 
 _MASK = 0xFFFFFFFF
@@ -352,6 +356,135 @@ def shift(name: str, a: Words, amount: Words) -> Words:
     )
     fill = bitcast(make("shift_right_arithmetic", [hs, splat(hs, 31)], hs.type), u32())
     return Words(_sel(wide, lo_wide, lo_small), _sel(wide, fill, hi_small), a.unsigned)
+
+
+# ----------------------------------------------------------------- division
+#
+# Unsigned 64-bit division is schoolbook division in base 2**16 (Knuth's
+# algorithm D), built on one 64-by-32-bit step :func:`_div_64_by_32` that
+# uses the native 32-bit division twice.  Divisors below 2**32 (the common
+# case: a 32-bit value or a constant) take a native 32-bit division of the
+# high word and one step; larger divisors give a quotient below 2**32,
+# estimated by one step on the top 32 bits of the normalised divisor and
+# corrected once.  Both run for every element (chosen by ``select``), with
+# no loop; a divisor known to be below 2**32 skips the second case.
+
+
+def _div_64_by_32(u1: ir.Value, u0: ir.Value, v: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The quotient and remainder of ``u1 * 2**32 + u0`` by ``v`` (``ui32``
+    tensors, ``u1 < v``, so that the quotient fits in 32 bits; ``v != 0``).
+
+    ``v`` is normalised (shifted left until its top bit is set, and the
+    dividend with it) and each 16-bit digit of the quotient is estimated
+    from the top digits by a native division, then corrected: the estimate
+    is at most 2 too big, and the test of the next digit tells when
+    (Knuth, TAOCP vol. 2, 4.3.1)."""
+    b = 1 << 16
+    c16, m16, cb = splat(v, 16), splat(v, 0xFFFF), splat(v, b)
+    s = make("count_leading_zeros", [v], v.type)
+    vn = _same("shift_left", v, s)
+    vn1, vn0 = _same("shift_right_logical", vn, c16), _same("and", vn, m16)
+    # (a shift by 32 gives 0, so s == 0 needs no special case)
+    un32 = _same("or", _same("shift_left", u1, s), _same("shift_right_logical", u0, _same("subtract", splat(v, 32), s)))
+    un10 = _same("shift_left", u0, s)
+    un1, un0 = _same("shift_right_logical", un10, c16), _same("and", un10, m16)
+
+    def too_big(q: ir.Value, rhat: ir.Value, nxt: ir.Value) -> ir.Value:
+        # q >= b, or q * vn0 > rhat * b + nxt (read only when q < b and
+        # rhat < b, where neither side wraps)
+        over = _cmp(_same("multiply", q, vn0), _same("add", _same("shift_left", rhat, c16), nxt), "GT", "UNSIGNED")
+        return _same("or", _cmp(q, cb, "GE", "UNSIGNED"), over)
+
+    def digit(top: ir.Value, nxt: ir.Value) -> ir.Value:
+        q = _same("divide", top, vn1)
+        rhat = _same("subtract", top, _same("multiply", q, vn1))
+        c1 = too_big(q, rhat, nxt)
+        q = _same("subtract", q, _bit(c1))
+        rhat = _sel(c1, _same("add", rhat, vn1), rhat)
+        c2 = _same("and", _same("and", c1, _cmp(rhat, cb, "LT", "UNSIGNED")), too_big(q, rhat, nxt))
+        return _same("subtract", q, _bit(c2))
+
+    q1 = digit(un32, un1)
+    # the partial remainder is below vn, so its 32-bit wrap-around is exact
+    un21 = _same("subtract", _same("add", _same("shift_left", un32, c16), un1), _same("multiply", q1, vn))
+    q0 = digit(un21, un0)
+    q = _same("add", _same("shift_left", q1, c16), q0)
+    r = _same("subtract", _same("add", _same("shift_left", un21, c16), un0), _same("multiply", q0, vn))
+    return q, _same("shift_right_logical", r, s)
+
+
+def divmod_unsigned(n: Words, d: Words, small_divisor: bool = False) -> tuple[Words, Words]:
+    """The quotient and remainder of unsigned 64-bit division, as XLA
+    computes them: ``n / 0`` is all ones and ``n % 0`` is ``n``.
+
+    ``small_divisor``: ``d`` is known to be below ``2**32`` (its high word
+    is zero), which saves the case of a large divisor."""
+    zero, one = splat(n.lo, 0), splat(n.lo, 1)
+    ones = splat(n.lo, _MASK)
+    d_zero = _cmp(_same("or", d.lo, d.hi), zero, "EQ", "UNSIGNED")
+    # divisor below 2**32: the high word by a native division, then one step
+    v = _sel(_cmp(d.lo, zero, "EQ", "UNSIGNED"), one, d.lo)
+    q_hi = _same("divide", n.hi, v)
+    r_hi = _same("subtract", n.hi, _same("multiply", q_hi, v))
+    if small_divisor:
+        q_lo, r = _div_64_by_32(r_hi, n.lo, v)
+        quot, rem = Words(q_lo, q_hi, True), Words(r, zero, True)
+    else:
+        # divisor of 2**32 or more: the quotient fits in 32 bits.  With s
+        # the leading zeros of d's high word, v1 the top 32 bits of d << s
+        # and q1 = (n >> 1) / v1, the quotient is q1 >> (31 - s), minus 1
+        # if that is not zero, plus 1 if the remainder is then still >= d.
+        large = _cmp(d.hi, zero, "NE", "UNSIGNED")
+        s = make("count_leading_zeros", [d.hi], d.hi.type)
+        v1 = _same("or", _same("shift_left", d.hi, s), _same("shift_right_logical", d.lo, _same("subtract", splat(s, 32), s)))
+        half_lo = _same("or", _same("shift_right_logical", n.lo, one), _same("shift_left", n.hi, splat(n.lo, 31)))
+        half_hi = _same("shift_right_logical", n.hi, one)
+        q, r = _div_64_by_32(_sel(large, half_hi, r_hi), _sel(large, half_lo, n.lo), _sel(large, v1, v))
+        qb = _same("shift_right_logical", q, _same("subtract", splat(s, 31), s))
+        qb = _same("subtract", qb, _bit(_cmp(qb, zero, "NE", "UNSIGNED")))
+        lo, hi = mul_wide32(qb, d.lo)
+        prod = Words(lo, _same("add", hi, _same("multiply", qb, d.hi)), True)
+        rb = subtract(n.retag(True), prod)
+        again = compare("GE", rb, d, True)
+        qb = _same("add", qb, _bit(again))
+        rb = select(again, subtract(rb, d.retag(True)), rb)
+        quot = select(large, Words(qb, zero, True), Words(q, q_hi, True))
+        rem = select(large, rb, Words(r, zero, True))
+    quot = select(d_zero, Words(ones, ones, True), quot)
+    rem = select(d_zero, n.retag(True), rem)
+    return quot.retag(n.unsigned), rem.retag(n.unsigned)
+
+
+def divmod_signed(n: Words, d: Words, small_divisor: bool = False) -> tuple[Words, Words]:
+    """The quotient and remainder of signed 64-bit division, as XLA computes
+    them: truncating toward zero, the remainder with the dividend's sign,
+    ``n / 0 == -1``, ``n % 0 == n``, ``INT64_MIN / -1 == INT64_MIN`` and
+    ``INT64_MIN % -1 == 0``.
+
+    ``small_divisor``: ``|d|`` is known to be below ``2**32``."""
+    neg_n, neg_d = _is_negative(n), _is_negative(d)
+    # |INT64_MIN| is 2**63 as an unsigned number: its quotient by 1 wraps
+    # back to INT64_MIN, as XLA's does
+    quot, rem = divmod_unsigned(select(neg_n, negate(n), n).retag(True),
+                                select(neg_d, negate(d), d).retag(True), small_divisor)
+    d_zero = _cmp(_same("or", d.lo, d.hi), splat(d.lo, 0), "EQ", "UNSIGNED")
+    flip = _same("and", _same("xor", neg_n, neg_d), make("not", [d_zero], d_zero.type))
+    quot = select(flip, negate(quot), quot)
+    rem = select(neg_n, negate(rem), rem)
+    return quot.retag(False), rem.retag(False)
+
+
+def count_leading_zeros(a: Words) -> ir.Value:
+    """The leading zero bits of the 64-bit value (0..64), as ``ui32``."""
+    hi_clz = make("count_leading_zeros", [a.hi], a.hi.type)
+    lo_clz = make("count_leading_zeros", [a.lo], a.lo.type)
+    high_zero = _cmp(a.hi, splat(a.hi, 0), "EQ", "UNSIGNED")
+    return _sel(high_zero, _same("add", lo_clz, splat(lo_clz, 32)), hi_clz)
+
+
+def popcount(a: Words) -> ir.Value:
+    """The set bits of the 64-bit value (0..64), as ``ui32``."""
+    return _same("add", make("popcnt", [a.lo], a.lo.type), make("popcnt", [a.hi], a.hi.type))
 
 
 # -------------------------------------------------------------- comparisons

@@ -1,4 +1,5 @@
-"""Initialise and apply three models; a linen training step with dropout."""
+"""Initialise and apply three models; a linen training step with dropout; metrics
+on a batch shuffled with an rbg key."""
 
 import config  # noqa: F401  (turns x64 on)
 
@@ -8,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+import metrics
 import models
 
 x = jnp.asarray(np.linspace(-1.0, 1.0, 24).reshape(6, 4), dtype=jnp.float32)
@@ -29,6 +31,10 @@ def step(params, key):
 
 
 params, value = step(params, jax.random.key(1))
+order = jax.random.permutation(jax.random.key(4, impl="rbg"), x.shape[0])  # RBG SHUFFLE LINE
+count = metrics.hits(linen.apply(params, x[order], train=False), labels[order])
+masked = metrics.masked_labels(labels, order % 2 == 0)
 nnx_model = models.Nnx(nnx.Rngs(2))
 eqx_model = eqx.filter_jit(models.equinox_mlp)(jax.random.key(3))  # EQX CALL LINE
-print(f"linen {float(value):.4f} nnx {nnx_model(x).shape} eqx {jax.vmap(eqx_model)(x).shape}")
+print(f"linen {float(value):.4f} hits {int(count)} masked {masked.tolist()} nnx {nnx_model(x).shape} "
+      f"eqx {jax.vmap(eqx_model)(x).shape}")

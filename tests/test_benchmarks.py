@@ -1,0 +1,116 @@
+"""The emulation benchmark's machinery, on tiny tensors and without timing.
+
+Every op case of ``benchmarks/bench_emulation.py`` is built, converted
+under ``policy="exact"``, compiled and run once, and its emulated result is
+checked bit-identical to the 64-bit program's (the check the benchmark
+itself runs before it times anything), so that the benchmark cannot rot:
+a case that stops being emulated, stops lowering or computes something else
+fails here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+BENCH_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_emulation.py"
+
+
+def _load_benchmark():
+    spec = importlib.util.spec_from_file_location("bench_emulation", BENCH_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_benchmark()
+
+#: Enough elements for every pair of the extreme inputs to meet once.
+SIZE = 512
+SCAN = 256
+
+
+@pytest.fixture(scope="module")
+def inputs() -> tuple[np.ndarray, np.ndarray]:
+    return bench.make_inputs(SIZE)
+
+
+def test_inputs_pair_every_extreme_with_every_other() -> None:
+    x, y = bench.make_inputs(SIZE)
+    pairs = set(zip(x.tolist(), y.tolist()))
+    extremes = bench.EXTREMES.tolist()
+    assert all((a, b) in pairs for a in extremes for b in extremes)
+    assert x.dtype == y.dtype == np.int32
+
+
+@pytest.mark.parametrize("name", [c.name for c in bench.CASES])
+def test_case_is_emulated_and_bit_identical(name: str, inputs: tuple[np.ndarray, np.ndarray]) -> None:
+    case = next(c for c in bench.CASES if c.name == name)
+    x, y = inputs
+    result = bench.run_case(case, x, y, scan_length=SCAN, repeats=1, timing=False)
+    missing = [op for op in case.needs if bench.spec_of(op).emulate is None]
+    if missing:
+        # Without its emulation rule the case reports itself, and runs nothing.
+        assert result.status == "not emulated"
+        assert result.missing_rules == missing
+        return
+    # run_case raised if a result differed or the op was not emulated.
+    assert result.status == "ok"
+    assert result.values_emulated and result.values_emulated > 0
+    assert all(op in result.emulated_by_op for op in case.emulates), result.emulated_by_op
+    assert result.ops_emulated >= 1 and result.ops_native >= 1
+    assert result.native_s is None and result.emulated_s is None  # nothing was timed
+
+
+def test_the_check_catches_a_different_program(inputs: tuple[np.ndarray, np.ndarray]) -> None:
+    """The bit-for-bit check fails when the converted program computes
+    something else: ``add``'s native program against ``subtract``'s
+    emulated one."""
+    x, y = inputs
+    add = next(c for c in bench.CASES if c.name == "add")
+    sub = next(c for c in bench.CASES if c.name == "subtract")
+    p_add = bench.prepare(add, x, y, SCAN, floor=False)
+    p_sub = bench.prepare(sub, x, y, SCAN, floor=False)
+    device = jax.devices("cpu")[0]
+    args = [jax.device_put(x, device), jax.device_put(y, device)]
+    bench.check_identical(p_add, args)
+    p_add.emulated = p_sub.emulated
+    with pytest.raises(bench.MismatchError, match="output #0 differs from the 64-bit program"):
+        bench.check_identical(p_add, args)
+
+
+def test_every_case_name_is_unique_and_selectable() -> None:
+    names = [c.name for c in bench.CASES]
+    assert len(names) == len(set(names))
+    assert [c.name for c in bench.select_cases(["shift left"])] == [
+        n for n in names if "shift left" in n
+    ]
+    with pytest.raises(SystemExit):
+        bench.select_cases(["no such op"])
+
+
+def test_command_line_checks_without_timing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_json = tmp_path / "emulation.json"
+    argv = ["--size", str(SIZE), "--scan-length", str(SCAN), "--check-only", "--quiet",
+            "--ops", "subtract", "divide (signed)", "--json", str(out_json)]
+    assert bench.main(argv) == 0
+    out = capsys.readouterr().out
+    data = json.loads(out_json.read_text())
+    rows = {r["name"]: r for r in data["results"]}
+    assert set(rows) == {"subtract", "divide (signed)"}
+    sub = rows["subtract"]
+    assert sub["status"] == "ok" and sub["native_s"] is None and sub["values_emulated"] > 0
+    sub_line = next(line for line in out.splitlines() if line.startswith("subtract "))
+    assert f"{sub['ops_native']} -> {sub['ops_emulated']}" in sub_line
+    divide_line = next(line for line in out.splitlines() if line.startswith("divide (signed)"))
+    assert rows["divide (signed)"]["status"] == "ok" and "not emulated" not in divide_line
