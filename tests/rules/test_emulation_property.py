@@ -23,10 +23,17 @@ run on more input sets, drawn over the whole 32-bit ranges, one of them
 the extremes.  Every output must equal the 64-bit program's, emulated
 ones joined from their words.
 
-No program may be refused: every op drawn has an exact emulation (64-bit
-division and remainder are left out until they have one).  The runs are
-derandomized, with a seed per op, and each checks that emulation did
-happen (so the property is not vacuous).
+No program may be refused: every op drawn has an exact emulation.  (64-bit
+division, remainder and bit counts are tested in test_emulation_divide.py;
+each would be one more line of the table.)  The runs are derandomized,
+with a seed per op, and each checks that emulation did happen (so the
+property is not vacuous).
+
+The reference is XLA's CPU backend, whose algebraic simplifier takes a
+signed square or ``abs`` to be non-negative: it folds ``x * x < 0`` and
+``abs(x) < 0`` to false although the square of a large ``int64`` wraps
+around, and ``abs(INT64_MIN)`` is negative.  A mismatch on such a compare
+is the reference's: the emulated program computes the wrapped value.
 """
 
 from __future__ import annotations
@@ -363,7 +370,7 @@ class Program:
         return [x.astype(np.int64), y.astype(np.uint64)] if self.wide_inputs else [x, y]
 
     def __call__(self, x: Any, y: Any) -> tuple:
-        # (index arithmetic on the inputs stays 32-bit: int64 remainders have no emulation yet)
+        # (index arithmetic on the inputs stays 32-bit: the table leaves int64 remainders out)
         ins = (x.astype(jnp.int32), y.astype(jnp.uint32)) if self.wide_inputs else (x, y)
         pool = [x.astype(jnp.int64), y.astype(jnp.uint64)]
         pool.append(lax.shift_left(pool[0], full(pool[0], 32)) | pool[1].astype(jnp.int64))
