@@ -3,6 +3,8 @@ through the error's SourceLocation and the report's per-value records."""
 
 from __future__ import annotations
 
+import os
+
 from no64.core._mlir import ir, make_context
 from no64.core.scan import find_64bit
 from no64.jax.audit import Compiled, _handlings, analyze
@@ -65,3 +67,34 @@ func.func public @main(%x: tensor<i64> loc("a.py":1:1)) -> (tensor<i64>, tensor<
     for region in (0, 1):
         assert got["stablehlo.while", f"region {region} block 0 argument #0", 7] is Handling.EXACT
         assert got["stablehlo.while", f"region {region} block 0 argument #1", 7] is Handling.UNPROVEN
+
+
+def test_the_x64_guard_outlives_an_audit_in_the_process(tmp_path) -> None:
+    """An audit run in-process that activates no64 first (its watch on jax_enable_x64
+    below the compile hook's x64 guard) leaves the guard working after it: a later
+    global jax_enable_x64=True under no64.install is still undone, with its warning."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "prog.py"
+    script.write_text("import jax, jax.numpy as jnp\nprint(int(jax.jit(lambda x: x + 1)(jnp.int32(1))))\n")
+    check = textwrap.dedent(f"""
+        import os, sys, warnings
+        os.environ.pop("NO64_PLATFORMS", None)
+        import jax, no64
+        from no64.jax import audit
+        report = audit.run_program({str(script)!r}, [], platform="cpu")
+        assert report.exit_status == 0, report.exit_status
+        no64.install("cpu")
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            jax.config.update("jax_enable_x64", True)
+        assert not jax.config.jax_enable_x64, "the x64 guard is gone"
+        assert any("turned on while no64 is active" in str(w.message) for w in seen), seen
+        print("guard ok")
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_") and k != "JAX_ENABLE_X64"}
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "guard ok" in proc.stdout, proc.stderr[-3000:]

@@ -844,6 +844,7 @@ class Predictor:
 
         self._recording = True
         state._update_global_hook = x64_hook
+        self._saved["x64_watch"] = x64_hook
         hook._get_state()
         self._saved["config"] = hook._state.get_global() if hook._state is not None else None
         config = _StandIn(self.platforms, **self.settings)
@@ -911,7 +912,7 @@ class Predictor:
         with hook._lock:
             hook._state._set(self._saved["config"])
             hook._explicit = self._saved["explicit"]
-        jax_config.enable_x64._update_global_hook = self._saved["x64_hook"]
+        _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
         if self._saved["x64"] and not jax_config.enable_x64.get_global():
             jax_config.enable_x64.set_global(True)
 
@@ -1796,14 +1797,25 @@ class _X64Watch:
             if previous is not None:
                 previous(value)
 
-        state._update_global_hook = hook
+        state._update_global_hook = self._hook = hook
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from jax._src import config as jax_config
-
         self._active = False
-        jax_config.enable_x64._update_global_hook = self._previous
+        _unchain_x64_hook(self._hook, self._previous)
+
+
+def _unchain_x64_hook(ours: Any, previous: Any) -> None:
+    """Take the audit's watch off ``jax_enable_x64``'s update hook: put back
+    the hook it replaced if it is still on top; if something chained onto it
+    meanwhile (the compile hook's x64 guard, installed when no64 was first
+    activated inside the watch), the watch stays in the chain, switched off,
+    so that the later hook keeps working."""
+    from jax._src import config as jax_config
+
+    state = jax_config.enable_x64
+    if state._update_global_hook is ours:
+        state._update_global_hook = previous
 
 
 def write_report(report: AuditReport, fmt: str, stream: TextIO, color: bool = False,
