@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..core._mlir import ir
+from ..core._mlir import as_operation as _as_op
 from .intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
 
 __all__ = [
@@ -86,9 +87,6 @@ def constant_ints(v: ir.Value) -> list[int] | None:
     constant, possibly broadcast, reshaped or converted), flat; else ``None``."""
     return RangeAnalysis().constant(v)
 
-
-def _as_op(x: Any) -> ir.Operation:
-    return x if isinstance(x, ir.Operation) else x.operation
 
 
 def _direction(op: ir.Operation) -> str:

@@ -22,7 +22,12 @@ from jaxlib.mlir import ir  # noqa: E402
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext  # noqa: E402
 from jaxlib.mlir.dialects import chlo, func, mhlo, sdy, stablehlo  # noqa: E402
 
-__all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context"]
+__all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context", "as_operation"]
+
+
+def as_operation(x: "ir.Operation | ir.OpView") -> ir.Operation:
+    """The ``ir.Operation`` of an op (the bindings hand out op views too)."""
+    return x if isinstance(x, ir.Operation) else x.operation
 
 
 def make_context() -> ir.Context:

@@ -52,6 +52,7 @@ from ..kinds import EventKind, IntegerPolicy, RangePolicy, Verdict
 from ..rules.registry import REGISTRY, OpSpec
 from . import constants as C
 from ._mlir import ir
+from ._mlir import as_operation as _as_op
 from .locations import SourceLocation, decode_location
 from .report import DemotionReport, Narrowing
 from .scan import _module_op, all_ops, gc_paused
@@ -966,5 +967,3 @@ def _int_of(attr: ir.Attribute, unsigned: bool) -> int:
     return v
 
 
-def _as_op(x: Any) -> ir.Operation:
-    return x if isinstance(x, ir.Operation) else x.operation

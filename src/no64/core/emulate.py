@@ -49,6 +49,7 @@ from ..errors import UnsupportedOpError
 from ..rules import words as W
 from ..rules.registry import spec_of
 from ._mlir import ir
+from ._mlir import as_operation as _as_op
 from .locations import decode_location
 
 __all__ = ["Emulation", "plan_emulation", "exact_input_ranges", "is_wide_int", "join_words"]
@@ -106,9 +107,6 @@ def _narrower_int(t: ir.Type) -> bool:
 def _unsigned(t: ir.Type) -> bool:
     return ir.IntegerType(ir.RankedTensorType(t).element_type).is_unsigned
 
-
-def _as_op(x: Any) -> ir.Operation:
-    return x.operation if hasattr(x, "operation") else x
 
 
 def exact_input_ranges(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from ..core._mlir import ir
+from ..core._mlir import as_operation as _as_op
 from . import words as W
 
 if TYPE_CHECKING:
@@ -470,9 +471,6 @@ def _whole_axis_window(op: ir.Operation, em: "Emulation") -> bool:
     window = _ints(op, "window_dimensions", len(shape), 1)
     return any(w == n > _PREFIX_LIMIT for w, n in zip(window, shape))
 
-
-def _as_op(x: Any) -> ir.Operation:
-    return x.operation if hasattr(x, "operation") else x
 
 
 def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Value], rtypes: list[ir.Type],
