@@ -128,8 +128,10 @@ def resolve_input_ranges(
         raise ValueError("input ranges were declared but the module has no public function")
     ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
     n = len(ftype.inputs)
-    names = {_arg_name(fn, i): i for i in range(n)}
-    names.pop(None, None)
+    names: dict[str | None, int] = {}
+    if any(isinstance(key, str) for key in input_ranges):
+        names = {_arg_name(fn, i): i for i in range(n)}
+        names.pop(None, None)
     out: dict[int, Interval] = {}
     for key, (lo, hi) in input_ranges.items():
         if isinstance(key, int):

@@ -115,16 +115,16 @@ def exact_input_ranges(
     """The declared input ranges, plus the 32-bit range for every other
     64-bit integer argument of the entry function: under emulation the
     program's inputs are 32-bit values (the host narrows and checks them)."""
-    out: dict[int | str, tuple[int, int]] = dict(declared or {})
     fn = entry_function(root)
     if fn is None:
-        return out
+        return dict(declared or {})
     from ..analysis.ranges import resolve_input_ranges
 
-    taken = set(resolve_input_ranges(root, declared)) if declared else set()
+    # by position: the analyses that take these need not look names up again
+    out: dict[int | str, tuple[int, int]] = dict(resolve_input_ranges(root, declared)) if declared else {}
     block = fn.regions[0].blocks[0]
     for i, arg in enumerate(block.arguments):
-        if i in taken or not is_wide_int(arg.type):
+        if i in out or not is_wide_int(arg.type):
             continue
         out[i] = UINT32 if _unsigned(arg.type) else INT32
     return out
