@@ -863,13 +863,14 @@ def _dump_hlopb(module: ir.Module) -> bytes:
 
 
 def _entry_result_types(module: ir.Module) -> list[ir.Type] | None:
-    """The result types of the module's public entry function (``main``)."""
+    """The result types of the module's public entry function."""
+    from .analysis.ranges import entry_function
+
     with module.context:
-        for op in module.body.operations:
-            op = op.operation
-            if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
-                return list(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).results)
-    return None
+        fn = entry_function(module.operation)
+        if fn is None:
+            return None
+        return list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
 
 
 _NARROWED_DTYPES = {"int64": "int32", "uint64": "uint32", "float64": "float32",

@@ -629,9 +629,8 @@ class _ExactPath:
 
         from .reference import main_signature
 
-        jax_lowered = self._lower_x64(abstract)
-        low = Lowered._from_jax(jax_lowered, self.config.integer_policy, name,
-                                policy=RangePolicy.EXACT, outputs="words")
+        low = self.lowered(abstract, name)
+        jax_lowered = low.jax_lowered
         in_specs, out_specs = main_signature(low.module)
         out_info = jax.tree_util.tree_leaves(
             jax_lowered.out_info, is_leaf=lambda x: hasattr(x, "shape") and hasattr(x, "dtype"))
