@@ -33,6 +33,7 @@ import numpy as np
 
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
+from ..kinds import Verdict
 from .intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
 
 __all__ = [
@@ -268,7 +269,7 @@ class RangeAnalysis:
         r = self.range(v)
         return None if r is None else r.interval
 
-    def verdict(self, v: ir.Value) -> tuple[str, Range]:
+    def verdict(self, v: ir.Value) -> tuple[Verdict, Range]:
         """The verdict for narrowing integer value ``v`` to 32 bits, and its range.
 
         A value whose range says ``unproven`` but that is computed from
@@ -279,12 +280,12 @@ class RangeAnalysis:
         assert r is not None, "not an integer value"
         unsigned = self.full(v)[0] == 0  # type: ignore[index]
         v_ = verdict_of(r, unsigned)
-        if v_ in ("unproven", "overflow") and not r.sentinels:
+        if v_ in (Verdict.UNPROVEN, Verdict.OVERFLOW) and not r.sentinels:
             folded = self.fold(v)
             if folded is not None and folded.size:
                 lo32, hi32 = UINT32 if unsigned else INT32
                 lo, hi = int(folded.min()), int(folded.max())
-                return ("exact" if lo32 <= lo and hi <= hi32 else "overflow"), Range(lo, hi)
+                return (Verdict.EXACT if lo32 <= lo and hi <= hi32 else Verdict.OVERFLOW), Range(lo, hi)
         return v_, r
 
     def constant(self, v: ir.Value) -> list[int] | None:

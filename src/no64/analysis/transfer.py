@@ -423,10 +423,13 @@ def _fold_binary(fn: Callable[[Any, Any], Any]) -> Fold:
 def _fold_broadcast(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:
     shape = ir.RankedTensorType(t).shape
     dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
-    x = args[0]
+    # operand dimension i becomes result dimension dims[i]: put the operand's
+    # dimensions in the order of the result's first (they may be permuted)
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    x = np.transpose(args[0], order)
     expanded = [1] * len(shape)
-    for i, d in enumerate(dims):
-        expanded[d] = x.shape[i]
+    for i in order:
+        expanded[dims[i]] = args[0].shape[i]
     return np.broadcast_to(x.reshape(expanded), shape)
 
 

@@ -742,7 +742,7 @@ class _Pass:
                 if analysis is None:
                     analysis = self.ranges()
                 v, r = analysis.verdict(value)
-                if v is not Verdict.EXACT and v is not Verdict.SENTINEL:
+                if v not in (Verdict.EXACT, Verdict.SENTINEL):
                     self._record_range(value, v, r.interval, refused)
             counts[v] = counts.get(v, 0) + 1
         # Floats: constants f32 holds exactly are exact, constants beyond its
