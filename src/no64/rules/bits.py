@@ -50,9 +50,9 @@ def _is_negative(x: ir.Value) -> ir.Value:
     return compare(x, splat(ir.RankedTensorType(x.type), 0), "LT", "SIGNED")
 
 
-def _narrow_int_users(v: ir.Value) -> list[ir.Operation] | None:
+def _int_convert_users(v: ir.Value) -> list[ir.Operation] | None:
     """The users of ``v`` if every one is a convert to an integer of at most
-    32 bits (so only the low 32 bits of ``v`` matter), else ``None``."""
+    32 bits, else ``None``.  (Each is judged apart: see :func:`_truncates`.)"""
     users: list[ir.Operation] = []
     for use in v.uses:
         user = use.owner
@@ -64,6 +64,13 @@ def _narrow_int_users(v: ir.Value) -> list[ir.Operation] | None:
             return None
         users.append(user)
     return users
+
+
+def _truncates(user: ir.Operation) -> bool:
+    """Whether ``user`` (a convert to an integer of at most 32 bits) keeps
+    only the low bits of its operand: a convert to an integer of 2 to 32
+    bits truncates, but one to ``i1`` tests the whole operand against zero."""
+    return ir.IntegerType(ir.ShapedType(user.results[0].type).element_type).width > 1
 
 
 def _signed_i64(v: ir.Value) -> bool:
@@ -101,7 +108,7 @@ def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
     if not t.has_static_shape:
         return False
     arithmetic = op.name == "stablehlo.shift_right_arithmetic"
-    users = [] if arithmetic else _narrow_int_users(op.results[0])
+    users = [] if arithmetic else _int_convert_users(op.results[0])
     if users is None:
         return False
     with ir.InsertionPoint(op), op.location:
@@ -112,7 +119,9 @@ def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
         else:
             for user in users:
                 ut = ir.RankedTensorType(user.results[0].type)
-                ones = ((1 << (64 - k)) - 1) % (1 << ir.IntegerType(ut.element_type).width)
+                high = (1 << (64 - k)) - 1  # the shifted value of a negative x
+                # what the user makes of it: its low bits, or (i1) whether it is not zero
+                ones = high % (1 << ir.IntegerType(ut.element_type).width) if _truncates(user) else int(high != 0)
                 sel = stablehlo.SelectOp(neg, splat(ut, ones), splat(ut, 0)).result
                 user.results[0].replace_all_uses_with(sel)
                 user.erase()
@@ -152,7 +161,10 @@ def unsigned_arithmetic_shift(op: ir.Operation, ctx: RuleContext) -> bool:
 
 
 def low_word_mask(op: ir.Operation, ctx: RuleContext) -> bool:
-    """``x & 0xFFFFFFFF`` feeding only converts to 32-bit integers is ``x``."""
+    """``x & 0xFFFFFFFF`` read by a convert to an integer of 2 to 32 bits is
+    ``x`` for that convert (it keeps only the low bits).  Each user is judged
+    apart: a convert to ``i1`` tests the masked value against zero, and a
+    convert to 16 bits or another op needs the mask; those keep it."""
     ranges = ctx.ranges()
     x, mask = op.operands[0], op.operands[1]
     c = ranges.constant(mask)
@@ -161,16 +173,25 @@ def low_word_mask(op: ir.Operation, ctx: RuleContext) -> bool:
         c = ranges.constant(mask)
         if c is None or any(v % 2**64 != 0xFFFFFFFF for v in c):
             return False
-    if _narrow_int_users(op.results[0]) is None:
+    users = {use.owner.operation for use in op.results[0].uses}
+    truncating = [u for u in users if u.name == "stablehlo.convert" and _truncating_int(u)]
+    if not truncating:
         return False
-    op.results[0].replace_all_uses_with(x)
+    for user in truncating:
+        user.operands[0] = x
     ctx.report.add(
         EventKind.REWRITE, op.name, op.location, "mask of the low 32 bits before a 32-bit convert is a no-op"
     )
-    mask_op = defining_op(mask)
-    op.erase()
-    erase_dead(mask_op)
+    if len(truncating) == len(users):
+        mask_op = defining_op(mask)
+        op.erase()
+        erase_dead(mask_op)
     return True
+
+
+def _truncating_int(user: ir.Operation) -> bool:
+    e = ir.ShapedType(user.results[0].type).element_type
+    return isinstance(e, ir.IntegerType) and e.width <= 32 and _truncates(user)
 
 
 # ----------------------------------------------------------------- refusals
