@@ -19,6 +19,7 @@ __all__ = [
     "IntegerPolicy",
     "Mode",
     "RangePolicy",
+    "SentinelUse",
     "Verdict",
 ]
 
@@ -109,6 +110,26 @@ class EventKind(_Vocabulary):
 
 #: Event kinds whose narrowing may change a value.
 LOSSY_EVENTS: frozenset[EventKind] = frozenset(k for k in EventKind if k.lossy)
+
+
+class SentinelUse(_Vocabulary):
+    """What an op does with a 64-bit sentinel (``INT64_MAX``, ``INT64_MIN``,
+    ``UINT64_MAX``) in one of its operands: declared per op in the op table
+    (:mod:`no64.rules.ops`), the one place that decides where a sentinel may
+    stand for itself as its 32-bit extreme."""
+
+    #: Moves, selects or orders it into its results (or its regions'
+    #: arguments) unchanged: broadcasts, slices, gathers, select, min/max,
+    #: clamp, sorts, reductions, loops, branches, calls and returns.
+    CARRIES = "carries"
+    #: Only its order against the other operands matters (``compare``): the
+    #: narrowed program keeps the outcome where no ordinary value can equal
+    #: the sentinel's 32-bit extreme.
+    COMPARES = "compares"
+    #: Computes with the 64-bit number it is: arithmetic, division,
+    #: remainder, shifts, bit counts, bitwise ops, converts to another type,
+    #: indices, and every op the table does not declare otherwise.
+    READS = "reads"
 
 
 class RangePolicy(_Vocabulary):

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
-from ..kinds import Verdict
+from ..kinds import SentinelUse, Verdict
 from .intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
 
 __all__ = [
@@ -264,6 +264,11 @@ class RangeAnalysis:
 
     of = range
 
+    def carries(self, op: ir.Operation, i: int) -> bool:
+        """Whether ``op`` hands a sentinel in its operand ``i`` on unchanged
+        (as the op table declares: :class:`~no64.kinds.SentinelUse`)."""
+        return self._spec_of(op.name).sentinel_use(op, i) is SentinelUse.CARRIES
+
     def interval(self, v: ir.Value) -> Interval | None:
         """Every value ``v`` can take in the 64-bit program, as ``(lo, hi)``."""
         r = self.range(v)
@@ -368,10 +373,19 @@ class RangeAnalysis:
         op = defining_op(v)
         if op is None:
             return None
-        transfer = self._spec_of(op.name).transfer
+        spec = self._spec_of(op.name)
+        transfer = spec.transfer
         if transfer is None:
             return None
         results = transfer(self, op)
+        n = len(op.operands)
+        if n and any(r is not None and r.sentinels for r in results) and not any(
+            spec.sentinel_use(op, i) is SentinelUse.CARRIES for i in range(n)
+        ):
+            # only an op the op table declares to carry sentinels hands one
+            # on (constants make them); any other computes with the 64-bit
+            # numbers they are
+            results = [r.plain() if r is not None else None for r in results]
         layer = self._layers[-1]
         mine = None
         for res, r in zip(op.results, results):

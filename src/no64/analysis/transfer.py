@@ -131,32 +131,46 @@ def convert(q: RangeAnalysis, op: ir.Operation) -> Results:
     src = q.of(op.operands[0])
     if src is None:
         return [Range(*full)]  # from float or complex: unbounded in general
-    if src.sentinels and _same_signedness(op.operands[0], op.results[0]):
+    if src.sentinels and q.carries(op, 0):
         return [src]  # a no-op convert
     p = _nonempty(src.plain())
     return [fit(p.lo, p.hi, full)]
 
 
+def _pick(which: str, a: Range, b: Range) -> Range:
+    """The range of ``max(a, b)`` or ``min(a, b)``: sentinels carried along.
+
+    Every result lies between the picks of the operands' bounds (sentinels
+    counted at their 64-bit values); it is an ordinary value of an operand
+    or one of their sentinels, and a sentinel outside those bounds cannot
+    be picked (``max(x, INT64_MIN)`` is ``x``)."""
+    pa, pb = a.plain(), b.plain()
+    if pa.empty or pb.empty:
+        return join([a, b])  # no value on one side (unreachable code)
+    pick = max if which == "max" else min
+    lo, hi = pick(pa.lo, pb.lo), pick(pa.hi, pb.hi)
+    ordinary = join([Range(a.lo, a.hi), Range(b.lo, b.hi)])
+    sentinels = frozenset(s for s in a.sentinels | b.sentinels if lo <= s <= hi)
+    if ordinary.empty:
+        return Range(1, 0, sentinels)
+    return Range(max(lo, ordinary.lo), min(hi, ordinary.hi), sentinels)
+
+
 def clamp(q: RangeAnalysis, op: ir.Operation) -> Results:
+    """clamp(lo, x, hi) = min(max(x, lo), hi), whatever the order of lo and
+    hi: it picks one of its operands, so sentinels are carried along."""
     full = q.full(op.results[0])
     if full is None:
         return [None]
     rs = [q.of(x) for x in op.operands]
     if any(r is None for r in rs):
         return [Range(*full)]
-    lo, x, hi = (_nonempty(r.plain()) for r in rs)  # type: ignore[union-attr]
-    # clamp(lo, x, hi) = min(max(x, lo), hi), whatever the order of lo and hi
-    m_lo, m_hi = max(x.lo, lo.lo), max(x.hi, lo.hi)
-    return [Range(min(m_lo, hi.lo), min(m_hi, hi.hi))]
+    lo, x, hi = rs
+    return [_pick("min", _pick("max", x, lo), hi)]  # type: ignore[arg-type]
 
 
 def minmax(which: str) -> Transfer:
-    """min/max pick one of their operands: sentinels are carried along.
-
-    Every result lies between the picks of the operands' bounds (sentinels
-    counted at their 64-bit values); it is an ordinary value of an operand
-    or one of their sentinels, and a sentinel outside those bounds cannot
-    be picked (``max(x, INT64_MIN)`` is ``x``)."""
+    """min/max pick one of their operands: sentinels are carried along (see :func:`_pick`)."""
 
     def transfer(q: RangeAnalysis, op: ir.Operation) -> Results:
         full = q.full(op.results[0])
@@ -165,16 +179,7 @@ def minmax(which: str) -> Transfer:
         a, b = q.of(op.operands[0]), q.of(op.operands[1])
         if a is None or b is None:
             return [Range(*full)]
-        pa, pb = a.plain(), b.plain()
-        if pa.empty or pb.empty:
-            return [join([a, b])]  # no value on one side (unreachable code)
-        pick = max if which == "max" else min
-        lo, hi = pick(pa.lo, pb.lo), pick(pa.hi, pb.hi)
-        ordinary = join([Range(a.lo, a.hi), Range(b.lo, b.hi)])
-        sentinels = frozenset(s for s in a.sentinels | b.sentinels if lo <= s <= hi)
-        if ordinary.empty:
-            return [Range(1, 0, sentinels)]
-        return [Range(max(lo, ordinary.lo), min(hi, ordinary.hi), sentinels)]
+        return [_pick(which, a, b)]
 
     transfer.__name__ = which
     return transfer

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.intervals import collides
+from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..errors import (
     ConstantRangeError,
@@ -48,7 +49,7 @@ from ..errors import (
 )
 from ..analysis.ranges import validate_input_ranges
 from .emulate import exact_input_ranges, plan_emulation
-from ..kinds import EventKind, IntegerPolicy, RangePolicy, Verdict
+from ..kinds import EventKind, IntegerPolicy, RangePolicy, SentinelUse, Verdict
 from ..rules.registry import REGISTRY, OpSpec
 from . import constants as C
 from ._mlir import ir
@@ -79,7 +80,7 @@ def _roles() -> dict[str, int]:
             (_CONSTANT if spec.constant else 0)
             | (_CONVERT if spec.convert else 0)
             | (_CALL if spec.call else 0)
-            | (_INSPECT if spec.width_dependent or spec.meets else 0)
+            | (_INSPECT if spec.width_dependent else 0)
             | (_REGION_FREE if spec.region_free else 0)
         )
     return out
@@ -321,9 +322,6 @@ class _Pass:
         self.converts: list[ir.Operation] = []
         self.calls: list[ir.Operation] = []
         self.fixups: list[tuple[ir.Operation, OpSpec]] = []
-        # compares and converts that read a 64-bit integer (sentinels meet
-        # ordinary values there)
-        self.meets: list[ir.Operation] = []
         self._ranges: RangeAnalysis | None = None
         #: Ranges established before the module was rewritten (the values
         #: that stand for emulated results proven to fit).
@@ -381,8 +379,21 @@ class _Pass:
                 forced.extend(r for r in op.results)
                 forced_ops.append(op)
         constants = {op.results[0]: exc for op, exc in self.deferred}
-        if not (forced or forced_ops or constants) and (not everything or self._all_integers_fit()):
+        # ops that read a sentinel as the 64-bit number it is
+        readers = self._sentinel_readers()
+        if not (forced or forced_ops or constants or readers) and (not everything or self._all_integers_fit()):
             return None
+        try:
+            return plan_emulation(
+                self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
+                forced_users=constants, words_out=words_out, sentinel_readers=readers,
+            )
+        except UnsupportedOpError:
+            if everything or not readers:
+                raise
+        # Some value computed from a sentinel reaches an op with no rule on
+        # words: the readers are left to the narrowed program, and judged
+        # unproven (see _sentinel_meetings).
         return plan_emulation(
             self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
             forced_users=constants, words_out=words_out,
@@ -487,8 +498,6 @@ class _Pass:
                     spec = REGISTRY[name]
                     if spec.width_dependent:
                         self._sensitive(op, spec)
-                    if spec.meets:
-                        self.meets.append(op)
             if role & _REGION_FREE:
                 continue
             if name == "func.func":
@@ -726,7 +735,7 @@ class _Pass:
         floats = {k for k, kind in kinds.items() if kind == "float"}
         n_float = sum(n for k, n in tally.items() if k in floats)  # judged in bulk below
         others = [(v, id(new)) for v, _, new in self.values if id(new) not in floats]
-        confused = self._sentinel_meetings(refused) if self.meets else set()
+        confused = self._sentinel_meetings(refused) if self._int_sentinels() else set()
         analysis: RangeAnalysis | None = None
         for value, key in others:
             kind = kinds[key]
@@ -757,47 +766,64 @@ class _Pass:
                 counts[v] = counts.get(v, 0) + n
         self.report.verdicts = counts
 
+    def _int_sentinels(self) -> bool:
+        """Whether a 64-bit integer constant of the module holds a sentinel."""
+        return any(
+            v is Verdict.SENTINEL and isinstance(ir.ShapedType(c.type).element_type, ir.IntegerType)
+            for c, v in self.sentinel_values.items()
+        )
+
+    def _int_values(self) -> list[ir.Value]:
+        """The 64-bit integer values the plan retypes."""
+        ints = {id(new) for new in self.conv._cache.values() if new is not None and _kind_of(new) in ("int", "uint")}
+        return [v for v, _, new in self.values if id(new) in ints]
+
+    def _sentinel_readers(self) -> list[ir.Operation]:
+        """The ops that read a value that may hold a sentinel as the 64-bit
+        number it is (arithmetic, bits, converts, indices: the op table's
+        ``READS``): the emulation step computes them on words."""
+        if not self._int_sentinels():
+            return []
+        seen: dict[ir.Operation, None] = {}
+        for reading in sentinel_readings(self.ranges(), self._int_values()):
+            if reading.use is SentinelUse.READS:
+                seen.setdefault(reading.op, None)
+        return list(seen)
+
     def _sentinel_meetings(self, refused: frozenset[str]) -> set[ir.Value]:
-        """Where a value that may hold a sentinel meets another value -- a
-        compare, or a convert to another type -- the narrowed program keeps
-        the 64-bit outcome only if no ordinary value reaches the 32-bit
-        extreme the sentinel becomes.  Returns the sentinel-carrying values
-        for which that is not proven (each recorded as unproven)."""
+        """Where a value that may hold a sentinel meets another value in a
+        compare, the narrowed program keeps the 64-bit outcome only if no
+        ordinary value reaches the 32-bit extreme the sentinel becomes; where
+        an op reads it as a number (and emulation could not compute the op on
+        words), the narrowed program computes with the 32-bit extreme instead.
+        Returns the sentinel-carrying values for which either holds (each
+        recorded as unproven at the op)."""
         analysis = self.ranges()
         confused: set[ir.Value] = set()
-        for op in self.meets:
-            operands = list(op.operands)
-            ranges = [analysis.range(x) for x in operands]
-            if not any(r is not None and r.sentinels for r in ranges):
-                continue
-            if op.name == "stablehlo.convert":
-                x, r = operands[0], ranges[0]
-                if r is None or not r.sentinels:
-                    continue
-                if ir.ShapedType(x.type).element_type == ir.ShapedType(op.results[0].type).element_type:
-                    continue  # a no-op convert
+        for reading in sentinel_readings(analysis, self._int_values()):
+            op, x = reading.op, reading.value
+            names = sentinel_names(reading.sentinels)
+            if reading.use is SentinelUse.READS:
                 why = (
-                    f"converts a value that may be a 64-bit sentinel ({_sentinel_names(r.sentinels)}) "
-                    f"to {ir.ShapedType(op.results[0].type).element_type}: the 64-bit program "
-                    "converts the sentinel itself, the 32-bit one its 32-bit extreme"
+                    f"reads a value that may be a 64-bit sentinel ({names}) as a number: the 64-bit "
+                    "program computes with the sentinel, the 32-bit one with its 32-bit extreme, and "
+                    "no64 cannot compute this op on 32-bit words here"
                 )
-                self._record_meeting(op, x, r.interval, why, refused)
+                self._record_meeting(op, x, analysis.range(x).interval, why, refused)
                 confused.add(x)
                 continue
-            for i, (x, r) in enumerate(zip(operands, ranges)):
-                if r is None or not r.sentinels:
+            for j, y in enumerate(op.operands):
+                other = analysis.range(y) if j != reading.operand else None
+                if other is None or not collides(other, reading.sentinels):
                     continue
-                for j, other in enumerate(ranges):
-                    if j == i or other is None or not collides(other, r.sentinels):
-                        continue
-                    why = (
-                        f"compares a 64-bit sentinel ({_sentinel_names(r.sentinels)}) with a value "
-                        f"in [{other.lo}, {other.hi}], which may equal the sentinel's 32-bit extreme: "
-                        "the narrowed comparison could change its outcome"
-                    )
-                    self._record_meeting(op, x, other.interval, why, refused)
-                    confused.add(x)
-                    break
+                why = (
+                    f"compares a 64-bit sentinel ({names}) with a value "
+                    f"in [{other.lo}, {other.hi}], which may equal the sentinel's 32-bit extreme: "
+                    "the narrowed comparison could change its outcome"
+                )
+                self._record_meeting(op, x, other.interval, why, refused)
+                confused.add(x)
+                break
         return confused
 
     def _record_range(
@@ -932,11 +958,6 @@ class _Pass:
         for op, old_attr, _ in self.consts:
             assert old_attr is not None, "a complex constant is restored from a backup"
             op.attributes["value"] = old_attr
-
-
-def _sentinel_names(sentinels: frozenset[int]) -> str:
-    names = {2**63 - 1: "INT64_MAX", -(2**63): "INT64_MIN", 2**64 - 1: "UINT64_MAX"}
-    return "/".join(names[s] for s in sorted(sentinels))
 
 
 def _float_class(events: list[tuple[str, str, int]]) -> str:

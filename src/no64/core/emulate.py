@@ -14,10 +14,14 @@ Which values are emulated (the set *E*):
 * under every policy, values whose op has no 32-bit form: a 64-bit shift by
   32 or more, an out-of-range constant that is not a sentinel (under the
   ``"error"`` integer policy), ... -- the ops the pass would otherwise refuse;
+* under every policy, the ops that read a value that may hold a sentinel
+  (``INT64_MAX``, ...) as the 64-bit number it is (the op table's
+  ``SentinelUse.READS``: ``INT64_MAX % 1000``, ``clz``, ``>> 33``, a convert
+  to float, ...), where they have a rule (the pass judges the others);
 * then, to keep them exact: every 64-bit result computed from an emulated
   value that is not proven to fit, and every value that may hold a sentinel
-  (``INT64_MAX``, ...) and meets an emulated one (its 32-bit image would not
-  keep its meaning there).
+  and meets an emulated one (its 32-bit image would not keep its meaning
+  there: it enters with its 64-bit value).
 
 Values that must share one representation -- a loop's carried value, its
 body and condition arguments and its result; the results of a ``case``; a
@@ -529,6 +533,7 @@ def plan_emulation(
     forced_ops: Iterable[ir.Operation] = (),
     forced_users: Mapping[ir.Value, Exception] | None = None,
     words_out: bool = True,
+    sentinel_readers: Iterable[ir.Operation] = (),
 ) -> Emulation | None:
     """Decide which values to emulate; ``None`` if none.
 
@@ -539,7 +544,10 @@ def plan_emulation(
     maps values (out-of-range constants) whose every user must be emulated
     to the error to raise if one cannot be.  ``words_out``: emulated results
     of the entry function come back as packed words; else as their low word
-    (listed in ``narrowed``, for the caller to judge).  Raises
+    (listed in ``narrowed``, for the caller to judge).  ``sentinel_readers``:
+    ops that read a possible sentinel as a number, emulated (an op inside a
+    region its op owns, such as a reduction's body, through that op) where
+    a rule can compute them on words.  Raises
     :class:`~no64.errors.UnsupportedOpError` for any other op that would
     have to be emulated and has no rule.
     """
@@ -650,6 +658,11 @@ def plan_emulation(
     work.extend(forced_values)
     for op in forced_ops:
         mark_op(op)
+    for op in sentinel_readers:
+        owner = _region_owner(op)
+        rule = spec_of(owner.name).emulate
+        if rule is not None and getattr(rule, "applies", lambda _op: True)(owner) and _static_words(owner):
+            mark_op(owner)
     forced_users = dict(forced_users or {})
     for c, exc in forced_users.items():
         for user in _users(c):
@@ -741,6 +754,23 @@ def _static_words(op: ir.Operation) -> bool:
         if is_wide_int(v.type) and not ir.RankedTensorType(v.type).has_static_shape:
             return False
     return True
+
+
+def _region_owner(op: ir.Operation) -> ir.Operation:
+    """``op``, or the outermost op that owns a region holding it (its rule
+    rebuilds the region whole: a reduction's body, a sort's comparator)."""
+    owner = op
+    cur = op
+    while True:
+        parent = cur.parent
+        if parent is None:
+            return owner
+        parent = _as_op(parent)
+        if parent.name in ("func.func", "builtin.module"):
+            return owner
+        if parent.name in _OWN_REGIONS:
+            owner = parent
+        cur = parent
 
 
 def _tie_users(fn: ir.Operation) -> list[ir.Operation]:

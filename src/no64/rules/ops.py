@@ -7,6 +7,15 @@ retyping, the refusal check when none applies, and the fix-up after
 retyping.  Ops not listed are retyped plainly and get the full range of
 their types.
 
+Each entry also says what the op does with a 64-bit sentinel (``INT64_MAX``,
+``INT64_MIN``, ``UINT64_MAX``) in each operand (``sentinels``): ``CARRIES``
+(it is moved, selected or ordered into the results unchanged, so it may stand
+for itself as its 32-bit extreme), ``COMPARES`` (``compare``: its order
+against the other operands), or ``READS`` (every other op, the default: the
+op computes with the 64-bit number it is).  This is the one place that
+decides where a sentinel may pass through unchanged; the range analysis, the
+pass's verdicts and the emulation plan all read it.
+
 Adding support for an op is one entry here (plus its functions, in
 :mod:`no64.analysis.transfer` or a rule module) and one test.
 """
@@ -14,11 +23,31 @@ Adding support for an op is one entry here (plus its functions, in
 from __future__ import annotations
 
 from ..analysis import transfer as T
+from ..core._mlir import ir
+from ..kinds import SentinelUse
 from . import bits, checks, custom_call, floats, rng_bit_generator
 from . import wide as E
 from .registry import declare
 
 _SH = "stablehlo."
+
+#: What an op does with a sentinel operand (see the module docstring).
+CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
+#: Operand 0 carries (the elements moved); the others are indices or shapes, read.
+FIRST_CARRIES = (CARRIES,)
+
+
+def _convert_use(op: ir.Operation, i: int) -> SentinelUse:
+    """A convert to the same element type is a no-op: it carries a sentinel;
+    to any other type (float, narrower integer, other signedness) it reads it."""
+    same = ir.ShapedType(op.operands[0].type).element_type == ir.ShapedType(op.results[0].type).element_type
+    return CARRIES if same else READS
+
+
+def _scatter_use(op: ir.Operation, i: int) -> SentinelUse:
+    """Inputs and updates carry; the indices (operand ``n``, after the ``n``
+    inputs) are read."""
+    return READS if i == len(op.results) else CARRIES
 
 # ----------------------------------------------------- constants and shapes
 for _name in ("stablehlo.constant", "chlo.constant", "mhlo.constant"):
@@ -30,32 +59,35 @@ for _op in (
     "broadcast dynamic_broadcast_in_dim slice dynamic_slice real_dynamic_slice reverse transpose "
     "gather dynamic_reshape"
 ).split():
-    declare(_SH + _op, transfer=T.same_as_first, emulate=E.moved, region_free=True)
+    declare(_SH + _op, transfer=T.same_as_first, emulate=E.moved, region_free=True, sentinels=FIRST_CARRIES)
 declare(_SH + "broadcast_in_dim", transfer=T.same_as_first, fold=T.fold_broadcast, emulate=E.moved,
-        region_free=True)
-declare(_SH + "reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=E.moved, region_free=True)
+        region_free=True, sentinels=FIRST_CARRIES)
+declare(_SH + "reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=E.moved, region_free=True,
+        sentinels=FIRST_CARRIES)
 
 # Result i holds elements of operand i.
-declare(_SH + "copy", transfer=T.same_as_operands, emulate=E.moved, region_free=True)
-declare(_SH + "optimization_barrier", transfer=T.same_as_operands, emulate=E.per_operand, region_free=True)
+declare(_SH + "copy", transfer=T.same_as_operands, emulate=E.moved, region_free=True, sentinels=CARRIES)
+declare(_SH + "optimization_barrier", transfer=T.same_as_operands, emulate=E.per_operand, region_free=True,
+        sentinels=CARRIES)
 for _op in ("all_gather", "all_to_all", "collective_permute", "collective_broadcast"):
-    declare(_SH + _op, transfer=T.same_as_operands, region_free=True)
+    declare(_SH + _op, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES)
 for _name in ("sdy.sharding_constraint", "sdy.reshard"):
-    declare(_name, transfer=T.same_as_operands, region_free=True)
-declare(_SH + "concatenate", transfer=T.join_operands, emulate=E.moved_all, region_free=True)
-declare(_SH + "pad", transfer=T.join_operands, emulate=E.pad, region_free=True)
-declare(_SH + "dynamic_pad", transfer=T.join_operands, region_free=True)
+    declare(_name, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES)
+declare(_SH + "concatenate", transfer=T.join_operands, emulate=E.moved_all, region_free=True, sentinels=CARRIES)
+declare(_SH + "pad", transfer=T.join_operands, emulate=E.pad, region_free=True, sentinels=(CARRIES, CARRIES))
+declare(_SH + "dynamic_pad", transfer=T.join_operands, region_free=True, sentinels=(CARRIES, CARRIES))
 declare(_SH + "dynamic_update_slice", transfer=T.dynamic_update_slice, emulate=E.dynamic_update_slice,
-        region_free=True)
-declare(_SH + "select", transfer=T.select, emulate=E.select, region_free=True)
-declare(_SH + "clamp", transfer=T.clamp, emulate=E.clamp, region_free=True)
-declare(_SH + "maximum", transfer=T.minmax("max"), emulate=E.maximum, region_free=True)
-declare(_SH + "minimum", transfer=T.minmax("min"), emulate=E.minimum, region_free=True)
+        region_free=True, sentinels=(CARRIES, CARRIES))
+# select, min/max and clamp pick one of their operands
+declare(_SH + "select", transfer=T.select, emulate=E.select, region_free=True, sentinels=CARRIES)
+declare(_SH + "clamp", transfer=T.clamp, emulate=E.clamp, region_free=True, sentinels=CARRIES)
+declare(_SH + "maximum", transfer=T.minmax("max"), emulate=E.maximum, region_free=True, sentinels=CARRIES)
+declare(_SH + "minimum", transfer=T.minmax("min"), emulate=E.minimum, region_free=True, sentinels=CARRIES)
 
 # ------------------------------------------------------------- predicates
-declare(_SH + "compare", transfer=T.predicate, meets=True, emulate=E.compare, region_free=True)
+declare(_SH + "compare", transfer=T.predicate, emulate=E.compare, region_free=True, sentinels=COMPARES)
 declare(_SH + "is_finite", transfer=T.predicate, region_free=True)
-declare(_SH + "convert", transfer=T.convert, fold=T.fold_convert, convert=True, meets=True,
+declare(_SH + "convert", transfer=T.convert, fold=T.fold_convert, convert=True, sentinels=_convert_use,
         emulate=E.convert, region_free=True)
 
 # ------------------------------------------------------------- arithmetic
@@ -98,29 +130,32 @@ for _op in ("infeed", "outfeed", "send", "recv"):
     declare(_SH + _op, refuse=checks.host_transfer, region_free=True)
 
 # ------------------------------------------------- multi-result and regions
-declare(_SH + "sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort)
-declare("chlo.top_k", transfer=T.top_k, region_free=True)
-declare(_SH + "while", transfer=T.while_results, arguments=T.while_arguments)
-declare(_SH + "case", transfer=T.branches)
-declare(_SH + "if", transfer=T.branches)
+# (What a region does with a sentinel its op hands it is up to the ops inside.)
+declare(_SH + "sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort, sentinels=CARRIES)
+declare("chlo.top_k", transfer=T.top_k, region_free=True, sentinels=CARRIES)
+declare(_SH + "while", transfer=T.while_results, arguments=T.while_arguments, sentinels=CARRIES)
+declare(_SH + "case", transfer=T.branches, sentinels=CARRIES)
+declare(_SH + "if", transfer=T.branches, sentinels=CARRIES)
 declare(_SH + "reduce", transfer=T.reduction_results, arguments=T.reduction_arguments,
-        emulate=E.reduction)
+        emulate=E.reduction, sentinels=CARRIES)
 declare(_SH + "reduce_window", transfer=T.reduction_results, arguments=T.reduction_arguments,
-        emulate=E.reduction)
-declare(_SH + "scatter", transfer=T.reduction_results, arguments=T.reduction_arguments, emulate=E.scatter)
+        emulate=E.reduction, sentinels=CARRIES)
+declare(_SH + "scatter", transfer=T.reduction_results, arguments=T.reduction_arguments, emulate=E.scatter,
+        sentinels=_scatter_use)
 for _op in ("all_reduce", "reduce_scatter"):
-    declare(_SH + _op, transfer=T.reduction_results, arguments=T.reduction_arguments)
+    declare(_SH + _op, transfer=T.reduction_results, arguments=T.reduction_arguments, sentinels=CARRIES)
 declare(_SH + "select_and_scatter")
 declare("func.func", arguments=T.function_arguments)
-declare("func.call", transfer=T.call, call=True, region_free=True)
-declare("sdy.manual_computation", arguments=T.forwarded_arguments)
+declare("func.call", transfer=T.call, call=True, region_free=True, sentinels=CARRIES)
+declare("sdy.manual_computation", arguments=T.forwarded_arguments, sentinels=CARRIES)
 
 # ops that never carry regions and need no more than plain retyping
 for _op in (
     "exponential log sqrt rsqrt tanh logistic power floor ceil round_nearest_even round_nearest_afz "
     "get_tuple_element tuple real imag complex fft convolution rng cosine sine log_plus_one "
-    "exponential_minus_one cbrt atan2 tan return get_dimension_size"
+    "exponential_minus_one cbrt atan2 tan get_dimension_size"
 ).split():
     declare(_SH + _op, region_free=True)
-for _name in ("func.return", "sdy.return"):
-    declare(_name, region_free=True)
+# terminators hand their operands to the results of the op or call they end
+for _name in ("stablehlo.return", "func.return", "sdy.return"):
+    declare(_name, region_free=True, sentinels=CARRIES)

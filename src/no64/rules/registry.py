@@ -13,8 +13,10 @@ this registry:
   and a ``fold`` function evaluating it on constant elements;
 * how it is computed exactly in 32-bit words when one of its 64-bit values
   may not fit in 32 bits (``emulate``, see :mod:`no64.rules.wide`);
-* whether its operands meet sentinels (``meets``: compares and converts,
-  where a sentinel could be confused with an ordinary value);
+* what it does with a 64-bit sentinel in each operand (``sentinels``, a
+  :class:`~no64.kinds.SentinelUse`): carries it unchanged (moving,
+  selecting, ordering ops), compares it, or reads it as the 64-bit number
+  it is (everything else, the default);
 * what the audit tells the user about it (``hint``).
 
 An op no entry knows gets :data:`UNKNOWN`: the full range of its types and
@@ -33,6 +35,7 @@ from ..core._mlir import ir
 from ..core.locations import SourceLocation
 from ..core.report import DemotionReport
 from ..core.types import TypeConverter
+from ..kinds import SentinelUse
 
 if TYPE_CHECKING:
     from ..analysis.ranges import RangeAnalysis
@@ -51,6 +54,7 @@ __all__ = [
     "emulates",
     "spec_of",
     "check_reachable",
+    "SentinelUses",
 ]
 
 
@@ -79,6 +83,10 @@ class RuleContext(Protocol):
         ...
 
 
+#: What an op does with a sentinel in each operand: one use for all operands,
+#: one per leading operand (the others ``READS``), or ``f(op, i)``.
+SentinelUses = SentinelUse | tuple[SentinelUse, ...] | Callable[[ir.Operation, int], SentinelUse]
+
 #: ``rule(op, ctx) -> bool``: rewrite ``op`` exactly (True) or leave it (False).
 Rule = Callable[[ir.Operation, RuleContext], bool]
 #: ``check(op, ctx)``: raise (through ``ctx.refuse``) if ``op`` cannot be narrowed.
@@ -96,7 +104,10 @@ class OpSpec:
     rewrites: tuple[Rule, ...] = ()
     refuse: Check | None = None
     fixup: Rule | None = None
-    meets: bool = False
+    #: What the op does with a 64-bit sentinel in each operand (see
+    #: :class:`~no64.kinds.SentinelUse`): an op not declared otherwise reads
+    #: it as the 64-bit number it is.
+    sentinels: SentinelUses = SentinelUse.READS
     hint: str | None = None
     #: Its exact meaning on 64-bit integers carried as 32-bit word pairs.
     emulate: "EmulateRule | None" = None
@@ -107,6 +118,15 @@ class OpSpec:
     constant: bool = False
     convert: bool = False
     call: bool = False
+
+    def sentinel_use(self, op: ir.Operation, i: int) -> SentinelUse:
+        """What ``op`` does with a sentinel in its operand ``i``."""
+        uses = self.sentinels
+        if isinstance(uses, SentinelUse):
+            return uses
+        if isinstance(uses, tuple):
+            return uses[i] if i < len(uses) else SentinelUse.READS
+        return uses(op, i)
 
     @property
     def width_dependent(self) -> bool:
