@@ -207,6 +207,7 @@ def demote(
                 # by position: the analyses that take them need not look names up again
                 input_ranges = dict(resolve_input_ranges(root, input_ranges))
             p = _Pass(root, integer_policy, policy, input_ranges, words_in=words_in, assumed_inputs=assumed)
+            p.judge_assumed_inputs()
             p.plan(settle=False)
             if p.candidates:
                 # Exact rewrite rules insert and erase ops, which the undo
@@ -753,19 +754,11 @@ class _Pass:
         others = [(v, id(new)) for v, _, new in self.values if id(new) not in floats]
         confused = self._sentinel_meetings(refused) if self.meets else set()
         analysis: RangeAnalysis | None = None
-        assumed: set[ir.Value] = set()
-        if self.assumed_inputs:
-            entry = entry_function(self.root)
-            if entry is not None:
-                args = entry.regions[0].blocks[0].arguments
-                assumed = {args[i] for i in self.assumed_inputs if i < len(args)}
+        assumed = set(self._assumed_args())
         for value, key in others:
             kind = kinds[key]
             if value in assumed:
-                # taken as a 32-bit value, which nothing proves
-                v = Verdict.UNPROVEN
-                self._record_range(value, v, _full_range(value.type), refused,
-                                   "is taken as a 32-bit value without a declared range")
+                v = Verdict.UNPROVEN  # recorded by judge_assumed_inputs
             elif kind == "other":
                 v = Verdict.PRECISION_REDUCED  # tuples and other aggregates
                 self._record(value, v, None, "aggregate narrowed element by element")
@@ -792,6 +785,22 @@ class _Pass:
             if n:
                 counts[v] = counts.get(v, 0) + n
         self.report.verdicts = counts
+
+    def _assumed_args(self) -> list[ir.Value]:
+        entry = entry_function(self.root) if self.assumed_inputs else None
+        if entry is None:
+            return []
+        args = entry.regions[0].blocks[0].arguments
+        return [args[i] for i in sorted(self.assumed_inputs) if i < len(args)]
+
+    def judge_assumed_inputs(self) -> None:
+        """The entry inputs taken as 32-bit values without a declared range
+        are narrowed without proof: ``unproven`` (recorded, or refused as
+        the range policy says), before anything else is planned."""
+        refused = RangePolicy(self.range_policy).refuses
+        for value in self._assumed_args():
+            self._record_range(value, Verdict.UNPROVEN, _full_range(value.type), refused,
+                               "is taken as a 32-bit value without a declared range")
 
     def _sentinel_meetings(self, refused: frozenset[str]) -> set[ir.Value]:
         """Where a value that may hold a sentinel meets another value -- a
@@ -856,7 +865,7 @@ class _Pass:
         if v in refused:
             raise NarrowingError(
                 op.name, decode_location(loc), v, iv, self.range_policy,
-                narrowing=self._record(value, v, iv, detail, keep=False),
+                narrowing=self._record(value, v, iv, detail, keep=False), reason=detail if why else None,
             )
         self.report.add(v, op.name, loc, detail)
         self._record(value, v, iv, detail)
