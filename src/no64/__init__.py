@@ -21,7 +21,7 @@ import importlib
 from typing import Any
 
 from .core.demote import demote
-from .core.emulate import join_words
+from .core.emulate import join_words, split_words
 from .core.locations import SourceLocation, decode_location
 from .core.report import DemotionReport, Narrowing
 from .core.scan import Finding, check, find_64bit
@@ -71,6 +71,7 @@ __all__ = [
     "demote",
     "find_64bit",
     "join_words",
+    "split_words",
     # errors and warnings
     "ArgumentRangeError",
     "Boundary64BitError",

@@ -164,6 +164,10 @@ class DemotionReport:
         back as word pairs: shape ``S x 2``, ``[..., 0]`` the low and
         ``[..., 1]`` the high 32 bits (``ui32`` for unsigned results, ``i32``
         bit patterns for signed ones).
+      emulated_inputs: Indices of the entry function's arguments that enter
+        as word pairs, in the same layout (``policy="exact"``: 64-bit
+        integer inputs not proven to fit; :func:`no64.split_words` makes
+        them from ``int64``/``uint64`` values).
       retyped_by_type: Count of retyped values per original element type.
       verdicts: Count of narrowed values per :class:`~no64.kinds.Verdict`.
       events: Every sentinel, saturation, wrap, precision loss, overflow and
@@ -183,6 +187,7 @@ class DemotionReport:
     ops_emulated: int = 0
     emulated_by_op: dict[str, int] = dataclasses.field(default_factory=dict)
     emulated_outputs: list[int] = dataclasses.field(default_factory=list)
+    emulated_inputs: list[int] = dataclasses.field(default_factory=list)
     retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
     verdicts: dict[Verdict, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
@@ -245,6 +250,7 @@ class DemotionReport:
             "ops_emulated": self.ops_emulated,
             "emulated_by_op": dict(self.emulated_by_op),
             "emulated_outputs": list(self.emulated_outputs),
+            "emulated_inputs": list(self.emulated_inputs),
             "retyped_by_type": dict(self.retyped_by_type),
             "verdicts": dict(self.verdicts),
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
@@ -263,6 +269,8 @@ class DemotionReport:
             lines.append(
                 f"emulated {self.values_emulated} value(s) exactly as 32-bit word pairs in "
                 f"{self.ops_emulated} op(s)"
+                + (f"; inputs {self.emulated_inputs} enter as [..., 2] word pairs (low, high)"
+                   if self.emulated_inputs else "")
                 + (f"; outputs {self.emulated_outputs} come back as [..., 2] word pairs (low, high)"
                    if self.emulated_outputs else "")
             )
