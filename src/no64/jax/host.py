@@ -64,7 +64,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -163,6 +163,19 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(dirs)
 
 
+def _user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | None:
+    """The innermost frame of a JAX ``Traceback`` outside ``inside``."""
+    from jax._src import source_info_util
+
+    codes, lastis = traceback.raw_frames()
+    for code, lasti in zip(codes, lastis):
+        filename = code.co_filename
+        if not (filename.startswith(inside) or filename.startswith("<frozen")):
+            line = source_info_util.raw_frame_to_frame(code, lasti).start_line
+            return SourceLocation(None, code.co_name, filename, line, None, f"{filename}:{line}")
+    return None
+
+
 def user_source() -> SourceLocation:
     """The innermost frame outside no64, JAX, numpy, common JAX libraries
     and the standard library: the user's line.
@@ -176,13 +189,9 @@ def user_source() -> SourceLocation:
 
     traceback = source_info_util._source_info_context.context.traceback
     if traceback is not None:
-        codes, lastis = traceback.raw_frames()
-        for code, lasti in zip(codes, lastis):
-            filename = code.co_filename
-            if not (filename.startswith(inside) or filename.startswith("<frozen")):
-                line = source_info_util.raw_frame_to_frame(code, lasti).start_line
-                return SourceLocation(None, code.co_name, filename, line, None,
-                                      f"{filename}:{line}")
+        found = _user_frame(traceback, inside)
+        if found is not None:
+            return found
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -193,13 +202,27 @@ def user_source() -> SourceLocation:
     return SourceLocation(None, None, None, None, None, "<unknown>")
 
 
+_local = threading.local()
+
+
+def _mapped() -> set[int]:
+    """The 32-bit extremes that host sentinels were mapped to in this thread
+    since the innermost trace being watched began (see :func:`_install_sentinel_reads`)."""
+    images = getattr(_local, "images", None)
+    if images is None:
+        images = _local.images = set()
+    return images
+
+
 _records_lock = threading.Lock()
 _records: dict[tuple[Any, ...], Event] = {}
 _MAX_SITES = 1024
 
 
-def _record(kind: str, op: str, detail: str, count: int) -> None:
-    source = user_source()
+def _record(kind: str, op: str, detail: str, count: int,
+            source: SourceLocation | None = None) -> None:
+    if source is None:
+        source = user_source()
     key = (kind, op, source.file, source.line)
     with _records_lock:
         event = _records.get(key)
@@ -255,6 +278,52 @@ def _sentinel_detail(a: np.ndarray, unsigned: bool) -> str:
     return "mapped " + " and ".join(names)
 
 
+#: (sentinel, its name, the 32-bit image, its name) per signedness.
+_PAIRS = {
+    False: ((int(_I64.max), "INT64_MAX", int(_I32.max), "INT32_MAX"),
+            (int(_I64.min), "INT64_MIN", int(_I32.min), "INT32_MIN")),
+    True: ((int(_U64.max), "UINT64_MAX", int(_U32.max), "UINT32_MAX"),),
+}
+
+
+def _index_of(hit: np.ndarray) -> tuple[int, ...]:
+    flat = int(np.argmax(hit.reshape(-1)))
+    return tuple(int(i) for i in np.unravel_index(flat, hit.shape)) if hit.shape else ()
+
+
+def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool) -> None:
+    """Refuse ``a`` if it holds a sentinel and, as an ordinary value, the
+    32-bit extreme that sentinel maps to: in the 32-bit program the two would
+    be one number.  Otherwise note which extremes now stand for sentinels."""
+    for sentinel, name, image, image_name in _PAIRS[unsigned]:
+        is_sentinel = a == np.array(sentinel, a.dtype)
+        if not is_sentinel.any():
+            continue
+        is_image = a == np.array(image, a.dtype)
+        if is_image.any():
+            source = user_source()
+            what = _describe(a, scalar)
+            if op != "host value":
+                what = f"{what} ({op})"
+            at_s, at_i = _index_of(is_sentinel), _index_of(is_image)
+            raise HostRangeError(
+                f"no64: {what} at {source.source or source.raw} holds both the sentinel "
+                f"{name} ({sentinel}{f' at index {at_s}' if at_s else ''}) and {image_name} "
+                f"({image}{f' at index {at_i}' if at_i else ''}): no64 maps {name} to "
+                f"{image_name}, so the 32-bit program could not tell them apart. Use another "
+                f"value for one of them, or no64.jit(..., policy='exact'), which computes with "
+                f"the 64-bit values",
+                value=sentinel, dtype=str(a.dtype), index=at_s, source=source,
+            )
+        _mapped().add(image)
+
+
+def _note_images(a: np.ndarray, unsigned: bool) -> None:
+    for sentinel, _, image, _ in _PAIRS[unsigned]:
+        if (a == np.array(sentinel, a.dtype)).any():
+            _mapped().add(image)
+
+
 def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                       scalar: bool = False) -> np.ndarray:
     """``a`` (of a 64-bit dtype) as its 32-bit dtype, by no64's rules.
@@ -269,6 +338,7 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         # 1-d: narrow_integers' saturating clip returns a scalar for 0-d input.
         res = C.narrow_integers(a.reshape(-1), unsigned, policy)
         if res.sentinels:
+            _refuse_collision(a, unsigned, op, scalar)
             _record("sentinel", op, _sentinel_detail(a, unsigned), res.sentinels)
         if res.out_of_range:
             if res.values is None:
@@ -319,6 +389,7 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
         a = np.array([v], np.int64)
     res = C.narrow_integers(a, unsigned, policy)
     if res.sentinels:
+        _note_images(a, unsigned)
         _record("sentinel", op, _sentinel_detail(a, unsigned), 1)
     elif res.values is None:
         source = user_source()
@@ -374,9 +445,11 @@ def install_hooks() -> None:
         _install_canonicalize_handlers()
         _install_int_aval()
         _install_convert_element_type()
+        _install_coerce_to_array()
         _install_array()
         _install_fastpath_guard()
         _install_aot_guard()
+        _install_sentinel_reads()
         _install_warning_levels()
         _installed = True
 
@@ -393,7 +466,8 @@ def _install_canonicalize_handlers() -> None:
         if dt in NARROWED:
             policy = host_policy()
             if policy is not None:
-                return typed(np.ascontiguousarray(narrow_host_array(np.asarray(x), policy)))
+                # np.asarray, not np.ascontiguousarray: that makes a 0-d array 1-d.
+                return typed(np.asarray(narrow_host_array(np.asarray(x), policy), order="C"))
         check_valid(dt)
         return typed(np.asarray(x, dtype=canonical(dt), order="C"))
 
@@ -523,6 +597,28 @@ def _install_convert_element_type() -> None:
     _convert_element_type.__wrapped__ = original  # type: ignore[attr-defined]
     _convert_element_type.__no64__ = True  # type: ignore[attr-defined]
     lax._convert_element_type = _convert_element_type
+
+
+def _install_coerce_to_array() -> None:
+    """``dtypes.coerce_to_array``: a Python scalar made a numpy array with
+    JAX's dtype rules (``lax.asarray`` of a Python number, the overflow check
+    of ``jnp.array``), where JAX raises ``OverflowError`` for an int beyond
+    the canonical dtype."""
+    from jax._src import dtypes
+
+    original = dtypes.coerce_to_array
+    if getattr(original, "__no64__", False):
+        return
+
+    def coerce_to_array(x: Any, dtype: Any = None) -> np.ndarray:
+        t = type(x)
+        if t is int or t is float:
+            policy = host_policy()
+            if policy is not None:
+                x = _pre_narrow(x, dtype, policy, "host value")
+        return original(x, dtype)
+
+    _replace("coerce_to_array", original, coerce_to_array, (dtypes,))
 
 
 def _leaves_need_narrowing(obj: Any) -> bool:
@@ -696,3 +792,346 @@ def _install_aot_guard() -> None:
     create_cpp_call.__no64__ = True  # type: ignore[attr-defined]
     pxla.MeshExecutable.create_cpp_call = create_cpp_call
 
+
+
+# ---------------------------------------------------------------------------
+# Host sentinels that the program reads as numbers
+# ---------------------------------------------------------------------------
+#
+# A host sentinel becomes the 32-bit extreme before JAX traces the program,
+# so the 32-bit program holds INT32_MAX where the 64-bit one holds INT64_MAX.
+# That is the same program only while the value is moved, selected, ordered
+# or compared: arithmetic, bit operations and conversions read the number
+# itself and compute with INT32_MAX (``INT64_MAX - x`` becomes
+# ``INT32_MAX - x``).  Each traced program is therefore followed from the
+# values that came from host sentinels -- its arguments that held one, and,
+# when host sentinels were mapped while it was traced, its constants holding
+# their 32-bit images -- and every primitive that reads one as a number is
+# reported (``unproven`` in host_records() at the user's line) or, under the
+# range policies that refuse unproven values (``strict``, ``exact``), refused.
+
+#: Primitives whose results hold elements of their operands (moved, selected,
+#: or the minimum/maximum of them): a sentinel passes through unchanged.
+SENTINEL_MOVES = frozenset(
+    "broadcast_in_dim reshape squeeze expand_dims transpose rev slice dynamic_slice "
+    "dynamic_update_slice gather concatenate pad select_n copy copy_p device_put min max clamp "
+    "reduce_min reduce_max cummin cummax sort scatter optimization_barrier sharding_constraint "
+    "mesh_cast reshard split all_gather all_to_all ppermute pbroadcast psum_invariant".split()
+)
+#: Primitives that read their operands only by order or equality, the way
+#: the 64-bit program does; their results hold no operand element.
+SENTINEL_ORDERS = frozenset("eq ne lt le gt ge argmin argmax".split())
+#: Primitives whose first results hold operand elements and whose others are indices.
+_FIRST_RESULT_MOVES = frozenset({"top_k"})
+
+_NAMES = {int(_I32.max): "INT64_MAX", int(_I32.min): "INT64_MIN", int(_U32.max): "UINT64_MAX"}
+_WIDE = {int(_I32.max): int(_I64.max), int(_I32.min): int(_I64.min), int(_U32.max): int(_U64.max)}
+_TARGET = {int(_I32.max): "INT32_MAX", int(_I32.min): "INT32_MIN", int(_U32.max): "UINT32_MAX"}
+
+
+def _images_in(x: Any, images: frozenset[int]) -> frozenset[int]:
+    """Which of ``images`` the 32-bit integer value ``x`` holds."""
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        if type(x) is int:
+            return frozenset(i for i in images if x == i)
+        return frozenset()
+    try:
+        dt = np.dtype(dt)
+    except TypeError:
+        return frozenset()
+    if dt == _INT32:
+        wanted = [i for i in images if i != _U32.max]
+    elif dt == _UINT32:
+        wanted = [i for i in images if i == _U32.max]
+    else:
+        return frozenset()
+    if not wanted:
+        return frozenset()
+    a = np.asarray(x)
+    return frozenset(i for i in wanted if (a == np.array(i, dt)).any())
+
+
+def _sentinel_images(x: Any) -> frozenset[int]:
+    """The 32-bit images of the sentinels a 64-bit host value holds."""
+    t = type(x)
+    if t is int:
+        if x == _I64.max or x == _I64.min:
+            return frozenset({int(_I32.max) if x > 0 else int(_I32.min)})
+        return frozenset()
+    if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (_INT64, _UINT64):
+        unsigned = x.dtype == _UINT64
+        return frozenset(image for sentinel, _, image, _ in _PAIRS[unsigned]
+                         if (x == np.array(sentinel, x.dtype)).any())
+    return frozenset()
+
+
+class SentinelRead(NamedTuple):
+    """A primitive that reads a host sentinel as a number."""
+
+    primitive: str
+    images: frozenset[int]
+    source: SourceLocation
+
+
+def _sub_jaxpr(params: dict[str, Any], n_in: int, n_out: int) -> Any:
+    """The one sub-jaxpr of a call-like primitive whose inputs and outputs are
+    the equation's, one for one (``jit``, ``closed_call``, ``remat``,
+    ``custom_jvp_call``, ...), or ``None``."""
+    from jax._src import core
+
+    subs = list(core.jaxprs_in_params(params))
+    if len(subs) != 1:
+        return None
+    sub = subs[0]
+    if len(sub.invars) != n_in or len(sub.outvars) != n_out:
+        return None
+    return sub
+
+
+def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
+                   images: frozenset[int]) -> list[SentinelRead]:
+    """The primitives of ``jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``) that read
+    a host sentinel as a number.
+
+    Args:
+      seeds: Input positions holding host sentinels -> their 32-bit images.
+      images: 32-bit images of host sentinels mapped while ``jaxpr`` was
+        traced: constants and literals holding them may be such sentinels.
+    """
+    from jax._src import core
+
+    inside = _library_dirs()
+    found: list[SentinelRead] = []
+    seen: set[tuple[str, str | None, int | None]] = set()
+
+    def taint_of(v: Any, env: dict[Any, frozenset[int]]) -> frozenset[int]:
+        if isinstance(v, core.Literal):
+            return _images_in(v.val, images) if images else frozenset()
+        return env.get(v, frozenset())
+
+    def report(eqn: Any, t: frozenset[int]) -> None:
+        source = None
+        tb = getattr(eqn.source_info, "traceback", None)
+        if tb is not None:
+            source = _user_frame(tb, inside)
+        if source is None:
+            source = user_source()  # while JAX traces: the line that called the function
+        key = (eqn.primitive.name, source.file, source.line)
+        if key not in seen:
+            seen.add(key)
+            found.append(SentinelRead(eqn.primitive.name, t, source))
+
+    def run(jx: Any, ins: list[frozenset[int]], consts: Any = ()) -> list[frozenset[int]]:
+        env: dict[Any, frozenset[int]] = {}
+        for var, c in zip(jx.constvars, consts):
+            if images:
+                env[var] = _images_in(c, images)
+        for var, t in zip(jx.invars, ins):
+            if t:
+                env[var] = t
+        for eqn in jx.eqns:
+            ts = [taint_of(v, env) for v in eqn.invars]
+            t_all = frozenset().union(*ts) if ts else frozenset()
+            # Sub-jaxprs hold constants of their own: look into them whenever
+            # constants may be sentinels, even if no operand is one.
+            if not t_all and not images:
+                continue
+            outs = _step(eqn, ts, t_all)
+            if outs is None:
+                report(eqn, t_all)
+                continue
+            for var, t in zip(eqn.outvars, outs):
+                if t:
+                    env[var] = t
+        return [taint_of(v, env) for v in jx.outvars]
+
+    def closed(cj: Any, ins: list[frozenset[int]]) -> list[frozenset[int]]:
+        if isinstance(cj, core.ClosedJaxpr):
+            return run(cj.jaxpr, ins, cj.consts)
+        return run(cj, ins)
+
+    def loop(body: Any, n_consts: list[frozenset[int]], carry: list[frozenset[int]],
+             rest: list[frozenset[int]], n_out_extra: int) -> list[frozenset[int]]:
+        """A carried loop body to a fixpoint: taint only grows."""
+        outs: list[frozenset[int]] = []
+        for _ in range(len(carry) + 2):
+            outs = closed(body, n_consts + carry + rest)
+            new = [c | o for c, o in zip(carry, outs[:len(carry)])]
+            if new == carry:
+                break
+            carry = new
+        return carry + outs[len(carry):len(carry) + n_out_extra]
+
+    def _step(eqn: Any, ts: list[frozenset[int]], t_all: frozenset[int]
+              ) -> list[frozenset[int]] | None:
+        """The taint of ``eqn``'s results, or ``None`` if it reads one as a number."""
+        name = eqn.primitive.name
+        params = eqn.params
+        n_out = len(eqn.outvars)
+        if name in SENTINEL_MOVES:
+            if name == "select_n":
+                t_all = frozenset().union(*ts[1:]) if len(ts) > 1 else frozenset()
+            elif name == "scatter" and ts:
+                t_all = ts[0] | (ts[2] if len(ts) > 2 else frozenset())
+                if len(ts) > 1 and ts[1]:
+                    return None  # a sentinel used as an index
+            elif name in ("gather", "dynamic_slice", "dynamic_update_slice") and ts:
+                moved = ts[:2] if name == "dynamic_update_slice" else ts[:1]
+                if any(ts[len(moved):]):
+                    return None  # a sentinel used as an index
+                t_all = frozenset().union(*moved)
+            return [t_all] * n_out
+        if name in _FIRST_RESULT_MOVES:
+            return [t_all] + [frozenset()] * (n_out - 1)
+        if name in SENTINEL_ORDERS:
+            return [frozenset()] * n_out
+        if name == "convert_element_type":
+            same = np.dtype(params["new_dtype"]) == np.dtype(eqn.invars[0].aval.dtype)
+            return [t_all] * n_out if same or not t_all else None
+        if name == "while":
+            nc, nb = params["cond_nconsts"], params["body_nconsts"]
+            carry = ts[nc + nb:]
+            carry = loop(params["body_jaxpr"], ts[nc:nc + nb], carry, [], 0)
+            closed(params["cond_jaxpr"], ts[:nc] + carry)
+            return carry
+        if name == "cond":
+            branches_in = ts[1:]
+            outs = [frozenset()] * n_out
+            for branch in params["branches"]:
+                outs = [a | b for a, b in zip(outs, closed(branch, branches_in))]
+            if ts and ts[0]:
+                return None  # a sentinel as the branch index
+            return outs
+        if name == "scan":
+            nc, ncarry = params["num_consts"], params["num_carry"]
+            consts, carry, xs = ts[:nc], ts[nc:nc + ncarry], ts[nc + ncarry:]
+            return loop(params["jaxpr"], consts, carry, xs, n_out - ncarry)
+        sub = _sub_jaxpr(params, len(ts), n_out)
+        if sub is not None:
+            return closed(sub, ts)
+        if not t_all:
+            return [frozenset()] * n_out  # no sentinel reaches it (constants looked for)
+        return None
+
+    if isinstance(jaxpr, core.ClosedJaxpr):
+        ins = [seeds.get(i, frozenset()) for i in range(len(jaxpr.jaxpr.invars))]
+    else:
+        ins = [seeds.get(i, frozenset()) for i in range(len(jaxpr.invars))]
+    closed(jaxpr, ins)
+    return found
+
+
+def _describe_images(images: frozenset[int]) -> str:
+    return " / ".join(f"{_NAMES[i]} ({_WIDE[i]}) \u2192 {_TARGET[i]}" for i in sorted(images))
+
+
+def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
+    """Refuse (range policies ``strict`` and ``exact``) or record as
+    ``unproven`` (``default``, ``permissive``) each read of a host sentinel
+    as a number."""
+    if not reads:
+        return
+    from . import hook
+    from ..kinds import RangePolicy
+
+    config = hook.active_config()
+    policy = config.policy if config is not None else RangePolicy.DEFAULT
+    for r in reads:
+        what = (f"the host sentinel {_describe_images(r.images)} is read as a number by "
+                f"{r.primitive}")
+        if policy in (RangePolicy.STRICT, RangePolicy.EXACT):
+            image = min(r.images)
+            raise HostRangeError(
+                f"no64: {what} at {r.source.source or r.source.raw}: the 32-bit program would "
+                f"compute with {_TARGET[image]} where the 64-bit one computes with {_WIDE[image]} "
+                f"(policy {policy.value!r} refuses it). Keep sentinels to moves, selections, "
+                "min/max, sorting and comparisons, or use no64.jit(..., policy='exact'), "
+                "which computes with the 64-bit values",
+                value=_WIDE[image], dtype="uint64" if image == _U32.max else "int64", index=(),
+                source=r.source,
+            )
+        _record("unproven", r.primitive,
+                f"{what}: the 32-bit program computes with the 32-bit extreme instead", 1,
+                source=r.source)
+
+
+_reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]"
+
+
+def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
+                         images: frozenset[int]) -> None:
+    """:func:`sentinel_reads` (cached per jaxpr, seeds and images), then
+    :func:`act_on_sentinel_reads`."""
+    key = (tuple(sorted(seeds.items())), images)
+    try:
+        per = _reads_cache.get(jaxpr)
+    except TypeError:
+        per = None
+    if per is not None and key in per:
+        reads = per[key]
+    else:
+        reads = sentinel_reads(jaxpr, seeds, images)
+        try:
+            _reads_cache.setdefault(jaxpr, {})[key] = reads
+        except TypeError:
+            pass
+    act_on_sentinel_reads(reads)
+
+
+def argument_seeds(leaves: list[Any], offset: int = 0) -> dict[int, frozenset[int]]:
+    """Positions (plus ``offset``) of the host values among ``leaves`` that
+    hold sentinels, and the 32-bit images they map to."""
+    seeds: dict[int, frozenset[int]] = {}
+    for i, x in enumerate(leaves):
+        images = _sentinel_images(x)
+        if images:
+            seeds[i + offset] = images
+    return seeds
+
+
+def _install_sentinel_reads() -> None:
+    """Wrap ``pjit._infer_params`` (the Python path of every ``jit`` call,
+    ``.trace()`` and ``.lower()``: a call with a 64-bit numpy argument always
+    takes it, see ``_install_fastpath_guard``): the host sentinels mapped
+    while it traces, and the arguments holding sentinels, are followed
+    through the traced program (:func:`sentinel_reads`)."""
+    import weakref
+
+    from jax._src import pjit
+
+    global _reads_cache
+    _reads_cache = weakref.WeakKeyDictionary()
+    source_info_util_exclude()
+    original = pjit._infer_params
+    if getattr(original, "__no64__", False):
+        return
+
+    def _infer_params(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
+        if host_policy() is None:
+            return original(fun, ji, args, kwargs)
+        outer = _mapped()
+        _local.images = set()
+        try:
+            p, args_flat = original(fun, ji, args, kwargs)
+            images = frozenset(_local.images)
+        finally:
+            outer |= _local.images
+            _local.images = outer
+        seeds = argument_seeds(args_flat)
+        if images or seeds:
+            check_sentinel_reads(p.params["jaxpr"], seeds, images)
+        return p, args_flat
+
+    _infer_params.__wrapped__ = original  # type: ignore[attr-defined]
+    _infer_params.__no64__ = True  # type: ignore[attr-defined]
+    pjit._infer_params = _infer_params
+
+
+def source_info_util_exclude() -> None:
+    """No frame of no64 is the user's frame in JAX's source locations (the
+    locations of a module's ops, which the pass's reports and refusals name)."""
+    from jax._src import source_info_util
+
+    if _OWN_DIR not in source_info_util._exclude_paths:
+        source_info_util.register_exclusion(_OWN_DIR)
