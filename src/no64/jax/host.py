@@ -910,11 +910,15 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             return _images_in(v.val, images) if images else frozenset()
         return env.get(v, frozenset())
 
-    def report(eqn: Any, t: frozenset[int]) -> None:
-        source = None
+    def where(eqn: Any, site: SourceLocation | None) -> SourceLocation | None:
+        """The user's line of ``eqn``; inside a library's own jitted function
+        (``jnp.floor_divide``) its equations have none: the call's line."""
         tb = getattr(eqn.source_info, "traceback", None)
-        if tb is not None:
-            source = _user_frame(tb, inside)
+        found = _user_frame(tb, inside) if tb is not None else None
+        return found if found is not None else site
+
+    def report(eqn: Any, t: frozenset[int], site: SourceLocation | None) -> None:
+        source = where(eqn, site)
         if source is None:
             source = user_source()  # while JAX traces: the line that called the function
         key = (eqn.primitive.name, source.file, source.line)
@@ -922,7 +926,8 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             seen.add(key)
             found.append(SentinelRead(eqn.primitive.name, t, source))
 
-    def run(jx: Any, ins: list[frozenset[int]], consts: Any = ()) -> list[frozenset[int]]:
+    def run(jx: Any, ins: list[frozenset[int]], consts: Any = (),
+            site: SourceLocation | None = None) -> list[frozenset[int]]:
         env: dict[Any, frozenset[int]] = {}
         for var, c in zip(jx.constvars, consts):
             if images:
@@ -937,34 +942,36 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             # constants may be sentinels, even if no operand is one.
             if not t_all and not images:
                 continue
-            outs = _step(eqn, ts, t_all)
+            outs = _step(eqn, ts, t_all, where(eqn, site))
             if outs is None:
-                report(eqn, t_all)
+                report(eqn, t_all, site)
                 continue
             for var, t in zip(eqn.outvars, outs):
                 if t:
                     env[var] = t
         return [taint_of(v, env) for v in jx.outvars]
 
-    def closed(cj: Any, ins: list[frozenset[int]]) -> list[frozenset[int]]:
+    def closed(cj: Any, ins: list[frozenset[int]], site: SourceLocation | None = None
+               ) -> list[frozenset[int]]:
         if isinstance(cj, core.ClosedJaxpr):
-            return run(cj.jaxpr, ins, cj.consts)
-        return run(cj, ins)
+            return run(cj.jaxpr, ins, cj.consts, site)
+        return run(cj, ins, (), site)
 
     def loop(body: Any, n_consts: list[frozenset[int]], carry: list[frozenset[int]],
-             rest: list[frozenset[int]], n_out_extra: int) -> list[frozenset[int]]:
+             rest: list[frozenset[int]], n_out_extra: int, site: SourceLocation | None
+             ) -> list[frozenset[int]]:
         """A carried loop body to a fixpoint: taint only grows."""
         outs: list[frozenset[int]] = []
         for _ in range(len(carry) + 2):
-            outs = closed(body, n_consts + carry + rest)
+            outs = closed(body, n_consts + carry + rest, site)
             new = [c | o for c, o in zip(carry, outs[:len(carry)])]
             if new == carry:
                 break
             carry = new
         return carry + outs[len(carry):len(carry) + n_out_extra]
 
-    def _step(eqn: Any, ts: list[frozenset[int]], t_all: frozenset[int]
-              ) -> list[frozenset[int]] | None:
+    def _step(eqn: Any, ts: list[frozenset[int]], t_all: frozenset[int],
+              site: SourceLocation | None) -> list[frozenset[int]] | None:
         """The taint of ``eqn``'s results, or ``None`` if it reads one as a number."""
         name = eqn.primitive.name
         params = eqn.params
@@ -992,24 +999,24 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         if name == "while":
             nc, nb = params["cond_nconsts"], params["body_nconsts"]
             carry = ts[nc + nb:]
-            carry = loop(params["body_jaxpr"], ts[nc:nc + nb], carry, [], 0)
-            closed(params["cond_jaxpr"], ts[:nc] + carry)
+            carry = loop(params["body_jaxpr"], ts[nc:nc + nb], carry, [], 0, site)
+            closed(params["cond_jaxpr"], ts[:nc] + carry, site)
             return carry
         if name == "cond":
             branches_in = ts[1:]
             outs = [frozenset()] * n_out
             for branch in params["branches"]:
-                outs = [a | b for a, b in zip(outs, closed(branch, branches_in))]
+                outs = [a | b for a, b in zip(outs, closed(branch, branches_in, site))]
             if ts and ts[0]:
                 return None  # a sentinel as the branch index
             return outs
         if name == "scan":
             nc, ncarry = params["num_consts"], params["num_carry"]
             consts, carry, xs = ts[:nc], ts[nc:nc + ncarry], ts[nc + ncarry:]
-            return loop(params["jaxpr"], consts, carry, xs, n_out - ncarry)
+            return loop(params["jaxpr"], consts, carry, xs, n_out - ncarry, site)
         sub = _sub_jaxpr(params, len(ts), n_out)
         if sub is not None:
-            return closed(sub, ts)
+            return closed(sub, ts, site)
         if not t_all:
             return [frozenset()] * n_out  # no sentinel reaches it (constants looked for)
         return None
@@ -1135,3 +1142,71 @@ def source_info_util_exclude() -> None:
 
     if _OWN_DIR not in source_info_util._exclude_paths:
         source_info_util.register_exclusion(_OWN_DIR)
+
+
+# ---------------------------------------------------------------------------
+# The user's line of a refused op inside a library's own jitted function
+# ---------------------------------------------------------------------------
+
+
+def name_callers_line(exc: BaseException, module: Any) -> None:
+    """Give a refusal of an op that has no source line of its own the line of
+    the call that reached it.
+
+    JAX lowers a library's own jitted function (``jnp.where``'s ``_where``) to
+    a private function whose ops carry no user frame; the user's line is that
+    of a ``func.call`` of it (followed outwards through nested calls).  Only
+    on the error path: nothing is looked up while a module converts.
+    """
+    from ..core._mlir import ir
+    from ..core.locations import decode_location
+
+    loc = getattr(exc, "location", None)
+    if not isinstance(loc, SourceLocation) or loc.file is not None or not exc.args:
+        return
+    wanted = f"loc({loc.raw})"
+    found: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        if str(op.location) == wanted:
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    try:
+        module.operation.walk(visit)
+    except Exception:  # noqa: BLE001 - a best effort on the error path only
+        return
+    if not found:
+        return
+    calls: dict[str, list[Any]] = {}
+
+    def collect(op: Any) -> Any:
+        if op.name == "func.call":
+            calls.setdefault(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, []).append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    op = found[0]
+    for _ in range(16):
+        fn = op.parent
+        while fn is not None and fn.name != "func.func":
+            fn = fn.parent
+        if fn is None:
+            return
+        sites = calls.get(ir.StringAttr(fn.attributes["sym_name"]).value)
+        if not sites:
+            return
+        op = sites[0]
+        site = decode_location(op.location)
+        if site.file is not None:
+            new = SourceLocation(loc.primitive, loc.scope, site.file, site.line, site.column,
+                                 loc.raw)
+            old_text, new_text = f" at {loc}", f" at {new}"
+            message = str(exc.args[0])
+            if old_text in message:
+                exc.args = (message.replace(old_text, new_text, 1), *exc.args[1:])
+            else:
+                exc.args = (f"{message} (called at {new.source})", *exc.args[1:])
+            exc.location = new  # type: ignore[attr-defined]
+            return

@@ -728,7 +728,11 @@ class Lowered:
         buf = io.BytesIO()
         lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
         module = no64_io.load(buf.getvalue(), format="mlirbc")
-        report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
+        try:
+            report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
+        except No64Error as exc:
+            host.name_callers_line(exc, module)
+            raise
         check(module)
         return cls(module, report, lowered, name)
 
