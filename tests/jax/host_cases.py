@@ -112,12 +112,32 @@ READS: dict[str, Callable[[Any], Any]] = {
     "read_literal": lambda x: I64.max - x,
     "read_closed": lambda x: S_MAX - x,
     "read_floordiv": lambda x: jnp.full(x.shape, I64.min, jnp.int64) // 2,
-    "read_rem": lambda x: jnp.where(x > 5, x, I64.max) % 1000,
-    "read_divisor": lambda x: lax.rem(x + 7, jnp.where(x > 5, x, I64.max)),
-    "read_clz": lambda x: lax.clz(jnp.where(x > 5, x, I64.max)),
-    "read_to_float": lambda x: jnp.where(x > 5, x, I64.max).astype(jnp.float32) > 1e10,
+    "read_rem": lambda x: jnp.where(x > 5, jnp.arange(3), I64.max) % 1000,
+    "read_divisor": lambda x: lax.rem(x + 7, jnp.where(x > 5, jnp.arange(3), I64.max)),
+    "read_clz": lambda x: lax.clz(jnp.where(x > 5, jnp.arange(3), I64.max)),
+    "read_to_float": lambda x: jnp.where(x > 5, jnp.arange(3), I64.max).astype(jnp.float32) > 1e10,
     "read_loop": lambda x: lax.fori_loop(0, 3, lambda i, c: c + 1, jnp.full(3, I64.min)),
-    "read_u": lambda x: jnp.where(x > 5, u64(x), S_UMAX) % 1000,
+    "read_u": lambda x: jnp.where(x > 5, u64(jnp.arange(3)), S_UMAX) % 1000,
+}
+
+#: name -> f(x) where a host sentinel meets (is selected among, ordered or
+#: compared with) values that may be its 32-bit image: x may hold INT32_MAX,
+#: so no64 reports it ("unproven") or, under strict and exact, refuses it.
+MEETS: dict[str, Callable[[Any], Any]] = {
+    "meet_argmin": lambda x: jnp.argmin(jnp.where(x > 0, x, S_MIN)),
+    "meet_eq": lambda x: x == I64.max,
+    "meet_min": lambda x: jnp.min(jnp.where(x > 5, x, I64.max)),
+    "meet_unique": lambda x: jnp.unique(x, size=7, fill_value=I64.max),
+}
+
+#: name -> f(x) where a host sentinel meets only values proven never to be its
+#: 32-bit image (an iota, a narrow type, constants): the x64 result, under
+#: every policy.
+PROVEN: dict[str, Callable[[Any], Any]] = {
+    "proven_min": lambda x: jnp.min(jnp.where(x > 5, jnp.arange(3), I64.max)),
+    "proven_argmax": lambda x: jnp.argmax(jnp.where(x > 0, x.astype(jnp.int16).astype(jnp.int64), S_MIN)),
+    "proven_eq": lambda x: jnp.where(x > 1, jnp.arange(3), I64.max) == I64.max,
+    "proven_closed": lambda x: jnp.sort(jnp.where(x > 0, jnp.arange(3), V_INT)),
 }
 
 
@@ -269,7 +289,7 @@ def run_sentinel_cases() -> dict[str, Any]:
     """COLLISIONS, READS (eagerly and under jax.jit) and ARGUMENT_CASES (under jax.jit)."""
     x = np.arange(3)
     out: dict[str, Any] = {}
-    for name, f in {**COLLISIONS, **READS}.items():
+    for name, f in {**COLLISIONS, **READS, **MEETS, **PROVEN}.items():
         out[f"jit/{name}"] = encode(lambda: jax.jit(f)(x))
     for name, (f, arg) in ARGUMENT_CASES.items():
         out[f"arg/{name}"] = encode(lambda: jax.jit(f)(arg))  # SENTINEL ARGUMENT LINE

@@ -377,10 +377,10 @@ def _collision_problem(got: dict[str, Any], line: int) -> str | None:
     return None
 
 
-def _read_refused(got: dict[str, Any], line: int) -> str | None:
+def _read_refused(got: dict[str, Any], line: int, meets: bool = False) -> str | None:
     if (p := refused_at(got, line)) is not None:
         return p
-    if "is read as a number by" not in got["message"]:
+    if ("values that may be" if meets else "is read as a number by") not in got["message"]:
         return f"not a sentinel read: {got['message'][:300]}"
     return None
 
@@ -404,7 +404,7 @@ def test_environment_sentinel_collisions_and_reads(tmp_path: Path) -> None:
     }
     out = {tag: _finish(*p) for tag, p in procs.items()}
     ref = out["ref"]
-    lines = hc.lines_of({**hc.COLLISIONS, **hc.READS})
+    lines = hc.lines_of({**hc.COLLISIONS, **hc.READS, **hc.MEETS, **hc.PROVEN})
     arg_line = _line_of("# SENTINEL ARGUMENT LINE")
     problems: list[str] = []
     for policy in ("default", "strict", "exact"):
@@ -420,14 +420,21 @@ def test_environment_sentinel_collisions_and_reads(tmp_path: Path) -> None:
         read_lines = {**{f"jit/{n}": lines[n] for n in hc.READS},
                       "arg/read_argument": hc.read_argument.__code__.co_firstlineno + 1,
                       "arg/read_argument_int": hc.read_argument.__code__.co_firstlineno + 1}
-        for key, line in read_lines.items():
+        meet_lines = {f"jit/{n}": lines[n] for n in hc.MEETS}
+        for key, line in {**read_lines, **meet_lines}.items():
             if policy == "default":
                 if "error" in got[key]:
                     problems.append(f"{policy} {key}: raised {got[key]['message'][:300]}")
                 elif line not in unproven:
                     problems.append(f"{policy} {key}: no 'unproven' record at line {line}")
-            elif (p := _read_refused(got[key], line)) is not None:
+            elif (p := _read_refused(got[key], line, key in meet_lines)) is not None:
                 problems.append(f"{policy} {key}: {p}")
+        for name in hc.PROVEN:
+            key = f"jit/{name}"
+            if (p := same(got[key], narrowed(ref[key]))) is not None:
+                problems.append(f"{policy} {key}: {p}")
+            if lines[name] in unproven:
+                problems.append(f"{policy} {key}: recorded unproven")
         if (p := same(got["arg/move_argument"], narrowed(ref["arg/move_argument"]))) is not None:
             problems.append(f"{policy} arg/move_argument: {p}")
     # The reference differs from what the 32-bit program computes: reporting is needed.
@@ -519,3 +526,31 @@ def test_refusal_inside_a_library_function_names_the_users_line() -> None:
                 if "# REFUSED LINE" in t and "next(" not in t)
     assert err.value.location.file == __file__ and err.value.location.line == line
     assert f"{__file__}:{line}:" in str(err.value) and "no64/jax/" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", sorted(hc.MEETS))
+def test_jit_sentinel_meets(name: str) -> None:
+    """x may hold INT32_MAX: recorded "unproven" when traced (the result is right for
+    these inputs), refused under strict; with x holding it, x == INT64_MAX differs from
+    the x64 program's."""
+    f = hc.MEETS[name]
+    line = hc.lines_of(hc.MEETS)[name]
+    x = np.array([0, 3, 7])
+    host.clear_host_records()
+    assert same(encoded(no64.jit(f)(x)), narrowed(_reference(f, x))) is None
+    assert any(e.kind == "unproven" and e.location.line == line for e in host.host_records())
+    with pytest.raises(no64.HostRangeError, match="values that may be"):
+        no64.jit(f, policy="strict")(x)
+    if name == "meet_eq":  # what the record warns of: x holding INT32_MAX
+        edge = np.array([np.iinfo(np.int32).max, 7])
+        assert same(encoded(no64.jit(f)(edge)), narrowed(_reference(f, edge))) is not None
+
+
+@pytest.mark.parametrize("name", sorted(hc.PROVEN))
+def test_jit_sentinel_proven(name: str) -> None:
+    f = hc.PROVEN[name]
+    x = np.array([np.iinfo(np.int32).max, 0, np.iinfo(np.int32).min])
+    host.clear_host_records()
+    got = encoded(no64.jit(f, policy="strict")(x))
+    assert same(got, narrowed(_reference(f, x))) is None
+    assert not [e for e in host.host_records() if e.kind == "unproven"]

@@ -816,11 +816,12 @@ SENTINEL_MOVES = frozenset(
     "broadcast_in_dim reshape squeeze expand_dims transpose rev slice dynamic_slice "
     "dynamic_update_slice gather concatenate pad select_n copy copy_p device_put min max clamp "
     "reduce_min reduce_max cummin cummax sort scatter optimization_barrier sharding_constraint "
-    "mesh_cast reshard split all_gather all_to_all ppermute pbroadcast psum_invariant".split()
+    "mesh_cast reshard split stack unstack tile all_gather all_to_all ppermute pbroadcast pmax "
+    "pmin".split()
 )
 #: Primitives that read their operands only by order or equality, the way
 #: the 64-bit program does; their results hold no operand element.
-SENTINEL_ORDERS = frozenset("eq ne lt le gt ge argmin argmax".split())
+SENTINEL_ORDERS = frozenset("eq ne lt le gt ge eq_to lt_to le_to argmin argmax".split())
 #: Primitives whose first results hold operand elements and whose others are indices.
 _FIRST_RESULT_MOVES = frozenset({"top_k"})
 
@@ -867,11 +868,56 @@ def _sentinel_images(x: Any) -> frozenset[int]:
 
 
 class SentinelRead(NamedTuple):
-    """A primitive that reads a host sentinel as a number."""
+    """A primitive that reads a host sentinel as a number (``meets=False``), or
+    where one meets values that may be its 32-bit image (``meets=True``)."""
 
     primitive: str
     images: frozenset[int]
     source: SourceLocation
+    meets: bool = False
+
+
+class _Fact(NamedTuple):
+    """What the walk knows of a value: the 32-bit images of the host
+    sentinels it may hold, and the range ``[lo, hi]`` of its other elements
+    (``None``: its type's range; ``lo > hi``: none)."""
+
+    taint: frozenset[int] = frozenset()
+    lo: int | None = None
+    hi: int | None = None
+
+
+_UNKNOWN = _Fact()
+
+
+def _dtype_range(dtype: Any) -> tuple[int, int] | None:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return None
+    if dt == np.bool_:
+        return (0, 1)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return (int(info.min), int(info.max))
+    return None
+
+
+def _join(facts: list[_Fact]) -> _Fact:
+    taint = frozenset().union(*(f.taint for f in facts)) if facts else frozenset()
+    lo = hi = None
+    known = True
+    for f in facts:
+        if f.lo is None or f.hi is None:
+            known = False
+            break
+        if f.lo > f.hi:
+            continue
+        lo = f.lo if lo is None else min(lo, f.lo)
+        hi = f.hi if hi is None else max(hi, f.hi)
+    if not known:
+        return _Fact(taint)
+    return _Fact(taint, 1, 0) if lo is None else _Fact(taint, lo, hi)
 
 
 def _sub_jaxpr(params: dict[str, Any], n_in: int, n_out: int) -> Any:
@@ -889,13 +935,29 @@ def _sub_jaxpr(params: dict[str, Any], n_in: int, n_out: int) -> Any:
     return sub
 
 
+#: Data operands that meet (are selected among, ordered or compared with one
+#: another) in each primitive that combines several: ``None`` is all of them.
+_MEETING: dict[str, slice | tuple[int, ...] | None] = {
+    **{name: None for name in "min max clamp concatenate pad pmax pmin stack".split()},
+    **{name: None for name in SENTINEL_ORDERS if name not in ("argmin", "argmax")},
+    "select_n": slice(1, None),
+    "dynamic_update_slice": (0, 1),
+    "scatter": (0, 2),
+}
+
+
 def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
                    images: frozenset[int]) -> list[SentinelRead]:
     """The primitives of ``jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``) that read
-    a host sentinel as a number.
+    a host sentinel as a number, or where one meets values that may be its
+    32-bit image (the ranges of other values are known from constants,
+    iotas, narrow integer types and the ops that move them; anything else
+    may be any value of its type).
 
     Args:
-      seeds: Input positions holding host sentinels -> their 32-bit images.
+      seeds: Input positions holding host sentinels -> their 32-bit images
+        (the input holds no other element equal to one: host narrowing
+        refuses such an array).
       images: 32-bit images of host sentinels mapped while ``jaxpr`` was
         traced: constants and literals holding them may be such sentinels.
     """
@@ -903,128 +965,193 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
 
     inside = _library_dirs()
     found: list[SentinelRead] = []
-    seen: set[tuple[str, str | None, int | None]] = set()
+    seen: set[tuple[str, str | None, int | None, bool]] = set()
 
-    def taint_of(v: Any, env: dict[Any, frozenset[int]]) -> frozenset[int]:
+    def constant_fact(val: Any) -> _Fact:
+        if _dtype_range(getattr(val, "dtype", type(val))) is None and type(val) is not int:
+            return _UNKNOWN
+        a = np.asarray(val)
+        if a.dtype.kind not in "iub" or a.size == 0 or a.size > 1 << 20:
+            return _UNKNOWN
+        taint = _images_in(val, images) if images else frozenset()
+        if taint:
+            a = a[~np.isin(a, np.array(sorted(taint), dtype=np.int64).astype(a.dtype))]
+        if a.size == 0:
+            return _Fact(taint, 1, 0)
+        return _Fact(taint, int(a.min()), int(a.max()))
+
+    def fact_of(v: Any, env: dict[Any, _Fact]) -> _Fact:
         if isinstance(v, core.Literal):
-            return _images_in(v.val, images) if images else frozenset()
-        return env.get(v, frozenset())
+            return constant_fact(v.val)
+        return env.get(v, _UNKNOWN)
+
+    def bounds(f: _Fact, v: Any) -> tuple[int, int] | None:
+        if f.lo is not None and f.hi is not None:
+            return (f.lo, f.hi)
+        return _dtype_range(getattr(getattr(v, "aval", None), "dtype", None))
 
     def where(eqn: Any, site: SourceLocation | None) -> SourceLocation | None:
         """The user's line of ``eqn``; inside a library's own jitted function
         (``jnp.floor_divide``) its equations have none: the call's line."""
         tb = getattr(eqn.source_info, "traceback", None)
-        found = _user_frame(tb, inside) if tb is not None else None
-        return found if found is not None else site
+        here = _user_frame(tb, inside) if tb is not None else None
+        return here if here is not None else site
 
-    def report(eqn: Any, t: frozenset[int], site: SourceLocation | None) -> None:
+    def report(eqn: Any, t: frozenset[int], site: SourceLocation | None, meets: bool) -> None:
         source = where(eqn, site)
         if source is None:
             source = user_source()  # while JAX traces: the line that called the function
-        key = (eqn.primitive.name, source.file, source.line)
+        key = (eqn.primitive.name, source.file, source.line, meets)
         if key not in seen:
             seen.add(key)
-            found.append(SentinelRead(eqn.primitive.name, t, source))
+            found.append(SentinelRead(eqn.primitive.name, t, source, meets))
 
-    def run(jx: Any, ins: list[frozenset[int]], consts: Any = (),
-            site: SourceLocation | None = None) -> list[frozenset[int]]:
-        env: dict[Any, frozenset[int]] = {}
+    def meeting(eqn: Any, fs: list[_Fact]) -> frozenset[int]:
+        """The images of sentinels that meet, in ``eqn``, other values that may equal them."""
+        which = _MEETING.get(eqn.primitive.name, False)
+        if which is False:
+            return frozenset()
+        idx = list(range(len(fs)))
+        if isinstance(which, slice):
+            idx = idx[which]
+        elif isinstance(which, tuple):
+            idx = [i for i in which if i < len(fs)]
+        hit: set[int] = set()
+        for i in idx:
+            if not fs[i].taint:
+                continue
+            for j in idx:
+                if j == i:
+                    continue
+                b = bounds(fs[j], eqn.invars[j])
+                if b is None:
+                    continue
+                hit.update(image for image in fs[i].taint if b[0] <= image <= b[1])
+        return frozenset(hit)
+
+    def run(jx: Any, ins: list[_Fact], consts: Any = (),
+            site: SourceLocation | None = None) -> list[_Fact]:
+        env: dict[Any, _Fact] = {}
         for var, c in zip(jx.constvars, consts):
-            if images:
-                env[var] = _images_in(c, images)
-        for var, t in zip(jx.invars, ins):
-            if t:
-                env[var] = t
+            env[var] = constant_fact(c)
+        for var, f in zip(jx.invars, ins):
+            env[var] = f
         for eqn in jx.eqns:
-            ts = [taint_of(v, env) for v in eqn.invars]
-            t_all = frozenset().union(*ts) if ts else frozenset()
-            # Sub-jaxprs hold constants of their own: look into them whenever
-            # constants may be sentinels, even if no operand is one.
-            if not t_all and not images:
-                continue
-            outs = _step(eqn, ts, t_all, where(eqn, site))
+            fs = [fact_of(v, env) for v in eqn.invars]
+            t_all = frozenset().union(*(f.taint for f in fs)) if fs else frozenset()
+            here = where(eqn, site)
+            met = meeting(eqn, fs) if t_all else frozenset()
+            if met:
+                report(eqn, met, site, True)
+            outs = _step(eqn, fs, t_all, here)
             if outs is None:
-                report(eqn, t_all, site)
+                report(eqn, t_all, site, False)
                 continue
-            for var, t in zip(eqn.outvars, outs):
-                if t:
-                    env[var] = t
-        return [taint_of(v, env) for v in jx.outvars]
+            for var, f in zip(eqn.outvars, outs):
+                env[var] = f
+        return [fact_of(v, env) for v in jx.outvars]
 
-    def closed(cj: Any, ins: list[frozenset[int]], site: SourceLocation | None = None
-               ) -> list[frozenset[int]]:
+    def closed(cj: Any, ins: list[_Fact], site: SourceLocation | None = None) -> list[_Fact]:
         if isinstance(cj, core.ClosedJaxpr):
             return run(cj.jaxpr, ins, cj.consts, site)
         return run(cj, ins, (), site)
 
-    def loop(body: Any, n_consts: list[frozenset[int]], carry: list[frozenset[int]],
-             rest: list[frozenset[int]], n_out_extra: int, site: SourceLocation | None
-             ) -> list[frozenset[int]]:
-        """A carried loop body to a fixpoint: taint only grows."""
-        outs: list[frozenset[int]] = []
-        for _ in range(len(carry) + 2):
-            outs = closed(body, n_consts + carry + rest, site)
-            new = [c | o for c, o in zip(carry, outs[:len(carry)])]
+    def loop(body: Any, consts: list[_Fact], carry: list[_Fact], rest: list[_Fact],
+             n_out_extra: int, site: SourceLocation | None) -> list[_Fact]:
+        """A carried loop body to a fixpoint: a carried range that changes
+        becomes its type's range, and taint only grows."""
+        outs: list[_Fact] = []
+        for _ in range(2 * len(carry) + 2):
+            outs = closed(body, consts + carry + rest, site)
+            new = []
+            for c, o in zip(carry, outs[:len(carry)]):
+                j = _join([c, o])
+                new.append(j if (j.lo, j.hi) == (c.lo, c.hi) else _Fact(j.taint))
             if new == carry:
                 break
             carry = new
         return carry + outs[len(carry):len(carry) + n_out_extra]
 
-    def _step(eqn: Any, ts: list[frozenset[int]], t_all: frozenset[int],
-              site: SourceLocation | None) -> list[frozenset[int]] | None:
-        """The taint of ``eqn``'s results, or ``None`` if it reads one as a number."""
+    def _step(eqn: Any, fs: list[_Fact], t_all: frozenset[int],
+              site: SourceLocation | None) -> list[_Fact] | None:
+        """The facts of ``eqn``'s results, or ``None`` if it reads a sentinel as a number."""
         name = eqn.primitive.name
         params = eqn.params
         n_out = len(eqn.outvars)
         if name in SENTINEL_MOVES:
+            moved = fs
             if name == "select_n":
-                t_all = frozenset().union(*ts[1:]) if len(ts) > 1 else frozenset()
-            elif name == "scatter" and ts:
-                t_all = ts[0] | (ts[2] if len(ts) > 2 else frozenset())
-                if len(ts) > 1 and ts[1]:
+                moved = fs[1:]
+            elif name == "scatter" and fs:
+                if len(fs) > 1 and fs[1].taint:
                     return None  # a sentinel used as an index
-            elif name in ("gather", "dynamic_slice", "dynamic_update_slice") and ts:
-                moved = ts[:2] if name == "dynamic_update_slice" else ts[:1]
-                if any(ts[len(moved):]):
+                moved = [fs[0]] + fs[2:3]
+            elif name in ("gather", "dynamic_slice", "dynamic_update_slice") and fs:
+                n = 2 if name == "dynamic_update_slice" else 1
+                if any(f.taint for f in fs[n:]):
                     return None  # a sentinel used as an index
-                t_all = frozenset().union(*moved)
-            return [t_all] * n_out
+                moved = fs[:n]
+            elif name == "clamp" and len(fs) == 3:
+                moved = fs
+            return [_join(moved)] * n_out
         if name in _FIRST_RESULT_MOVES:
-            return [t_all] + [frozenset()] * (n_out - 1)
+            return [_join(fs[:1])] + [_UNKNOWN] * (n_out - 1)
         if name in SENTINEL_ORDERS:
-            return [frozenset()] * n_out
+            return [_UNKNOWN] * n_out
+        if name == "iota":
+            size = params["shape"][params["dimension"]]
+            return [_Fact(frozenset(), 0, max(int(size) - 1, 0))]
         if name == "convert_element_type":
-            same = np.dtype(params["new_dtype"]) == np.dtype(eqn.invars[0].aval.dtype)
-            return [t_all] * n_out if same or not t_all else None
+            src = eqn.invars[0].aval.dtype
+            new = params["new_dtype"]
+            if np.dtype(new) == np.dtype(src):
+                return [fs[0]] * n_out
+            if fs[0].taint:
+                return None
+            b, target = bounds(fs[0], eqn.invars[0]), _dtype_range(new)
+            if b is not None and target is not None and target[0] <= b[0] and b[1] <= target[1]:
+                return [_Fact(frozenset(), b[0], b[1])] * n_out
+            return [_UNKNOWN] * n_out
         if name == "while":
             nc, nb = params["cond_nconsts"], params["body_nconsts"]
-            carry = ts[nc + nb:]
-            carry = loop(params["body_jaxpr"], ts[nc:nc + nb], carry, [], 0, site)
-            closed(params["cond_jaxpr"], ts[:nc] + carry, site)
+            carry = loop(params["body_jaxpr"], fs[nc:nc + nb], fs[nc + nb:], [], 0, site)
+            closed(params["cond_jaxpr"], fs[:nc] + carry, site)
             return carry
         if name == "cond":
-            branches_in = ts[1:]
-            outs = [frozenset()] * n_out
-            for branch in params["branches"]:
-                outs = [a | b for a, b in zip(outs, closed(branch, branches_in, site))]
-            if ts and ts[0]:
+            if fs and fs[0].taint:
                 return None  # a sentinel as the branch index
-            return outs
+            outs: list[_Fact] | None = None
+            for branch in params["branches"]:
+                got = closed(branch, fs[1:], site)
+                outs = got if outs is None else [_join([a, b]) for a, b in zip(outs, got)]
+            return outs or [_UNKNOWN] * n_out
         if name == "scan":
             nc, ncarry = params["num_consts"], params["num_carry"]
-            consts, carry, xs = ts[:nc], ts[nc:nc + ncarry], ts[nc + ncarry:]
+            consts, carry, xs = fs[:nc], fs[nc:nc + ncarry], fs[nc + ncarry:]
             return loop(params["jaxpr"], consts, carry, xs, n_out - ncarry, site)
-        sub = _sub_jaxpr(params, len(ts), n_out)
+        sub = _sub_jaxpr(params, len(fs), n_out)
         if sub is not None:
-            return closed(sub, ts, site)
-        if not t_all:
-            return [frozenset()] * n_out  # no sentinel reaches it (constants looked for)
-        return None
+            return closed(sub, fs, site)
+        if t_all:
+            return None
+        if images:  # constants of sub-jaxprs may be sentinels: look into them
+            for sub_jaxpr in core.jaxprs_in_params(params):
+                run(sub_jaxpr, [_UNKNOWN] * len(sub_jaxpr.invars))
+        return [_UNKNOWN] * n_out
 
-    if isinstance(jaxpr, core.ClosedJaxpr):
-        ins = [seeds.get(i, frozenset()) for i in range(len(jaxpr.jaxpr.invars))]
-    else:
-        ins = [seeds.get(i, frozenset()) for i in range(len(jaxpr.invars))]
+    inner = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+    ins = []
+    for i, var in enumerate(inner.invars):
+        taint = seeds.get(i, frozenset())
+        if taint:
+            # The input holds no ordinary element equal to the images of the
+            # sentinels it holds (refused otherwise), and they are extremes.
+            r = _dtype_range(var.aval.dtype) or (0, 0)
+            lo = r[0] + 1 if r[0] in taint else r[0]
+            hi = r[1] - 1 if r[1] in taint else r[1]
+            ins.append(_Fact(taint, lo, hi))
+        else:
+            ins.append(_UNKNOWN)
     closed(jaxpr, ins)
     return found
 
@@ -1045,22 +1172,28 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
     config = hook.active_config()
     policy = config.policy if config is not None else RangePolicy.DEFAULT
     for r in reads:
-        what = (f"the host sentinel {_describe_images(r.images)} is read as a number by "
-                f"{r.primitive}")
+        image = min(r.images)
+        sentinel = _describe_images(r.images)
+        if r.meets:
+            what = (f"the host sentinel {sentinel} meets, in {r.primitive}, values that may be "
+                    f"{' / '.join(_TARGET[i] for i in sorted(r.images))} themselves")
+            why = "the 32-bit program could not tell them apart"
+            way = ("Declare a value range that excludes it (a narrower type, a clip), use "
+                   "another \"no value\" marker")
+        else:
+            what = f"the host sentinel {sentinel} is read as a number by {r.primitive}"
+            why = (f"the 32-bit program would compute with {_TARGET[image]} where the 64-bit "
+                   f"one computes with {_WIDE[image]}")
+            way = "Keep sentinels to moves, selections, min/max, sorting and comparisons"
         if policy in (RangePolicy.STRICT, RangePolicy.EXACT):
-            image = min(r.images)
             raise HostRangeError(
-                f"no64: {what} at {r.source.source or r.source.raw}: the 32-bit program would "
-                f"compute with {_TARGET[image]} where the 64-bit one computes with {_WIDE[image]} "
-                f"(policy {policy.value!r} refuses it). Keep sentinels to moves, selections, "
-                "min/max, sorting and comparisons, or use no64.jit(..., policy='exact'), "
+                f"no64: {what} at {r.source.source or r.source.raw}: {why} (policy "
+                f"{policy.value!r} refuses it). {way}, or use no64.jit(..., policy='exact'), "
                 "which computes with the 64-bit values",
                 value=_WIDE[image], dtype="uint64" if image == _U32.max else "int64", index=(),
                 source=r.source,
             )
-        _record("unproven", r.primitive,
-                f"{what}: the 32-bit program computes with the 32-bit extreme instead", 1,
-                source=r.source)
+        _record("unproven", r.primitive, f"{what}: {why}", 1, source=r.source)
 
 
 _reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]"
@@ -1105,6 +1238,7 @@ def _install_sentinel_reads() -> None:
     through the traced program (:func:`sentinel_reads`)."""
     import weakref
 
+    from jax._src import core as jax_core
     from jax._src import pjit
 
     global _reads_cache
@@ -1116,6 +1250,10 @@ def _install_sentinel_reads() -> None:
 
     def _infer_params(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
         if host_policy() is None:
+            return original(fun, ji, args, kwargs)
+        if not jax_core.trace_state_clean():
+            # Traced inside another function (jnp.where's own jit): its
+            # operands are known only there, whose trace is followed whole.
             return original(fun, ji, args, kwargs)
         outer = _mapped()
         _local.images = set()
