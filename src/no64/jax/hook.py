@@ -633,6 +633,9 @@ def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modul
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
                         verify=False, check=True, outputs="narrow")
     except No64Error as exc:
+        from .host import name_callers_line
+
+        name_callers_line(exc, module)
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise
     _record(name, platform, config.mode, report)

@@ -415,11 +415,27 @@ class Jitted:
         if self._exact is not None:
             return self._exact.call(self._abstract(args, kwargs), self._dynamic_leaves(nargs, nkwargs),
                                     self._restore, self._name)
+        self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
         with self.scope():
             out = self.jitted(*nargs, **nkwargs)
         if self._restore:
             out = self._restore_dtypes(args, kwargs, out)
         return out
+
+    def _check_sentinel_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                                  nargs: tuple[Any, ...], nkwargs: dict[str, Any]) -> None:
+        """Arguments that held host sentinels, followed through the traced
+        program: a read of one as a number is reported or refused
+        (:func:`no64.jax.host.sentinel_reads`)."""
+        leaves = self._dynamic_leaves(args, kwargs)
+        seeds = host.argument_seeds(leaves)
+        if not seeds:
+            return
+        with self.scope():
+            jaxpr = self.jitted.trace(*nargs, **nkwargs).jaxpr
+            offset = len(jaxpr.jaxpr.invars) - len(leaves)
+            host.check_sentinel_reads(jaxpr, {i + offset: t for i, t in seeds.items()},
+                                      frozenset())
 
     def _restore_dtypes(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
         """Outputs in the dtypes the x64 program returns for these arguments.
@@ -507,6 +523,7 @@ class Jitted:
         if self._exact is not None:
             abstract = self._abstract(args, kwargs)
             return self._exact.lowered(abstract, self._name)
+        self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
         with self.scope():
             lowered = self.jitted.lower(*nargs, **nkwargs)
         return Lowered._from_jax(lowered, self._config.integer_policy, self._name)
@@ -750,7 +767,11 @@ class Lowered:
         buf = io.BytesIO()
         lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
         module = no64_io.load(buf.getvalue(), format="mlirbc")
-        report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
+        try:
+            report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
+        except No64Error as exc:
+            host.name_callers_line(exc, module)
+            raise
         check(module)
         return cls(module, report, lowered, name)
 
