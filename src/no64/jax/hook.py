@@ -676,20 +676,22 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     (:class:`no64.UnprovenIntegerWarning`) and the report is kept in the
     module's :class:`CompileRecord` (``meaning``).  ``strict`` refuses them
     (:class:`no64.NarrowingError`).  An x64 module no64 cannot convert is
-    not judged (``None``), except under ``strict``, which refuses it.
+    not judged (``None``), except under ``strict``, which refuses it.  The
+    32-bit program is what runs, so nothing else is refused here.
     """
     from ..core.emulate import exact_input_ranges
-    from ..errors import NarrowingError
     from . import intent
 
     name = module_name(module)
     copy = clone_module(meaning)
+    # the 32-bit program runs: its differences are reported (refused only under strict)
+    policy = RangePolicy.STRICT if config.policy is RangePolicy.STRICT else RangePolicy.PERMISSIVE
     try:
-        report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
+        report = demote(copy, integer_policy=config.integer_policy, policy=policy,
                         input_ranges=exact_input_ranges(copy.operation, None),
                         verify=False, outputs="narrow")
     except No64Error as exc:
-        if config.policy is RangePolicy.STRICT or isinstance(exc, NarrowingError):
+        if config.policy is RangePolicy.STRICT:
             exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "
                          f"({config.describe()})")
             raise
