@@ -337,10 +337,15 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     integer_policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, strict)
     policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict)
     config = Config(platforms, mode, integer_policy, policy)
+    global _deferring
     with _lock:
         if _explicit:
             return active_config()
-        _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
+        _deferring = True
+        try:
+            _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
+        finally:
+            _deferring = False
     return config
 
 
@@ -377,11 +382,38 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
 _x64_warnings: set[str] = set()
 
 
+#: Set while no64 activates from the environment (inside ``import jax``):
+#: the x64 warning is then held back until the first compile, so that
+#: ``import jax`` never fails under ``-W error``.
+_deferring = False
+_deferred: list[str] = []
+
+
 def _warn_once(kind: str, message: str) -> None:
     if kind not in _x64_warnings:
         _x64_warnings.add(kind)
-        _warn_at_caller(message)
+        if _deferring:
+            _deferred.append(message)
+        else:
+            _warn_at_caller(message)
     logger.info("%s", message)
+
+
+def _say_deferred() -> None:
+    """Give the x64 warnings held back at start-up: to the pytest plugin's
+    report when pytest runs (a suite configured ``filterwarnings = error``
+    must be able to start), else as a warning at the user's line that
+    compiles first."""
+    with _lock:
+        messages = list(_deferred)
+        _deferred.clear()
+    plugin = sys.modules.get("no64.jax.pytest_plugin")
+    notes = getattr(plugin, "x64_notes", None)
+    for message in messages:
+        if notes is not None:
+            notes.append(message)
+        else:
+            _warn_at_caller(message)
 
 
 def _default_platform(backends_started: bool) -> str | None:
@@ -559,6 +591,8 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
     config = _state.value if _state is not None else None
     assert _original_compile is not None
+    if _deferred:
+        _say_deferred()
     if not _default_noted:
         _note_default_backend()
     platform = str(backend.platform)
@@ -649,6 +683,12 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
                         verify=False, check=True, outputs="narrow")
     except No64Error as exc:
+        from ..errors import NarrowingError
+
+        if not boundary and isinstance(exc, NarrowingError) and config.policy is RangePolicy.EXACT:
+            from .intent import output_error
+
+            raise output_error(name, exc) from None
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise
     _last.report = report

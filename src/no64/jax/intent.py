@@ -256,12 +256,16 @@ def prepare(module: ir.Module, meaning: ir.Module, config: Any, platform: str) -
     if _signature(meaning, narrowed=True) != _signature(module):
         # no comparable x64 meaning: JAX's module runs as it would without one
         return hook.prepare_module(module, config, platform)
-    try:
-        return hook.prepare_module(meaning, config, platform, boundary=False, name=name)
-    except NarrowingError as exc:
-        # under "exact" only an output narrowed to the 32-bit array JAX returns is refused
-        bad = [exc.narrowing] if exc.narrowing is not None else []
-        raise OutputRangeError(_output_message(name, bad, str(exc)), bad) from None
+    return hook.prepare_module(meaning, config, platform, boundary=False, name=name)
+
+
+def output_error(name: str, exc: NarrowingError) -> OutputRangeError:
+    """The error for an x64 output that ``policy="exact"`` cannot return in
+    the 32-bit array JAX lowered (the only value it narrows)."""
+    bad = [exc.narrowing] if exc.narrowing is not None else []
+    out = OutputRangeError(_output_message(name, bad, str(exc)), bad)
+    out.location = exc.location  # type: ignore[attr-defined]
+    return out
 
 
 def _output_message(name: str, bad: list[Narrowing], fallback: str) -> str:
