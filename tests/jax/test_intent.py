@@ -167,3 +167,26 @@ def test_suite_with_warnings_as_errors_starts(runs: dict[str, Any]) -> None:
     assert rc == 0, stdout[-3000:] + stderr[-3000:]
     assert "1 passed" in stdout
     assert "no64: no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu)" in stdout
+
+
+def test_no64_jit_default_policy_reports_the_line() -> None:
+    """no64.jit's default policy judges the call by its x64 meaning (the caller's int64
+    argument): the square that wraps in 32 bits is an UnprovenIntegerWarning at its line,
+    which -W error turns into an error; a program that fits gives no warning."""
+    import warnings
+
+    import numpy as np
+
+    import no64
+    from no64.jax import intent
+
+    intent.clear_warned()
+    square = no64.jit(lambda a: a * a)  # SQUARE LINE
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if t.endswith("# SQUARE LINE"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", no64.UnprovenIntegerWarning)
+        with pytest.raises(no64.UnprovenIntegerWarning, match=f"test_intent.py:{line} "):
+            square(np.array([3, 70_000], np.int64))
+        count = no64.jit(lambda a: (a > 5).sum())
+        assert int(count(np.array([3, 70_000], np.int64))) == 1
