@@ -36,8 +36,10 @@ from .errors import (
     NarrowingError,
     No64Error,
     OutputError,
+    OutputRangeError,
     Remaining64BitError,
     TracedArgumentError,
+    UnprovenIntegerWarning,
     UnsupportedOpError,
     X64DisabledWarning,
 )
@@ -82,9 +84,11 @@ __all__ = [
     "NarrowingError",
     "No64Error",
     "OutputError",
+    "OutputRangeError",
     "Remaining64BitError",
     "HostRangeError",
     "TracedArgumentError",
+    "UnprovenIntegerWarning",
     "UnsupportedOpError",
     "X64DisabledWarning",
     # the JAX layer (loaded on first use)

@@ -325,7 +325,7 @@ def test_messages(tmp_path: Path) -> None:
                                "the default backend (cpu) is a no64 platform.")
     assert warning[1].startswith("JAX computes in 32 bits;")
     assert len(warning[0]) + len(warning[1]) < 260, warning
-    assert f"bad.py:4: X64DisabledWarning" in stderr  # the user's `import jax`
+    assert "bad.py:7: X64DisabledWarning" in stderr  # the user's line that compiles first
 
     stdout, stderr, _ = outs["neuron"]
     assert "x64 False" in stdout

@@ -41,6 +41,7 @@ import numpy as np
 from .. import io as no64_io
 from . import hook as jaxhook
 from . import host
+from . import intent
 from ..core._mlir import ir
 from ..core.demote import demote
 from ..core.emulate import join_words, split_words
@@ -416,7 +417,7 @@ class Jitted:
             return self._exact.call(self._abstract(args, kwargs), self._dynamic_leaves(nargs, nkwargs),
                                     self._restore, self._name)
         self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
-        with self.scope():
+        with self.scope(), intent.with_x64_arguments(args, kwargs):
             out = self.jitted(*nargs, **nkwargs)
         if self._restore:
             out = self._restore_dtypes(args, kwargs, out)
