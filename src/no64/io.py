@@ -864,7 +864,7 @@ def _dump_hlopb(module: ir.Module) -> bytes:
 
 def _entry_result_types(module: ir.Module) -> list[ir.Type] | None:
     """The result types of the module's public entry function."""
-    from .analysis.ranges import entry_function
+    from .core.walk import entry_function
 
     with module.context:
         fn = entry_function(module.operation)

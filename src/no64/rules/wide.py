@@ -15,22 +15,17 @@ table (:mod:`no64.rules.ops`) names each op's rule.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 import numpy as np
 
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
 from . import words as W
-
-if TYPE_CHECKING:
-    from ..core.emulate import Emulation
+from .protocols import EmulateRule, Out
+from .protocols import WordContext as Emulation  # what a rule's ``em`` offers
 
 __all__ = ["EmulateRule"]
-
-Out = Union[W.Words, ir.Value, None]
-#: ``rule(op, em) -> one entry per result``
-EmulateRule = Callable[[ir.Operation, "Emulation"], list[Out]]
 
 
 def _is64(t: ir.Type) -> bool:
