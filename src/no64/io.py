@@ -873,8 +873,7 @@ def _entry_result_types(module: ir.Module) -> list[ir.Type] | None:
         return list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
 
 
-_NARROWED_DTYPES = {"int64": "int32", "uint64": "uint32", "float64": "float32",
-                    "complex128": "complex64"}
+from .core.types import NARROWED_DTYPE_NAMES as _NARROWED_DTYPES  # noqa: E402
 
 
 def _dump_jaxexport(module: ir.Module) -> bytes:

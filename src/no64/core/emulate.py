@@ -51,6 +51,7 @@ from ..rules.registry import spec_of
 from ._mlir import ir
 from ._mlir import as_operation as _as_op
 from .locations import decode_location
+from .types import is_int64_tensor as is_wide_int
 from .walk import callee_of as _callee
 from .walk import functions as _functions
 from .walk import is_public as _is_public
@@ -90,14 +91,6 @@ _PURE = frozenset(
         "concatenate maximum minimum clamp abs sign"
     ).split()
 )
-
-
-def is_wide_int(t: ir.Type) -> bool:
-    """Whether ``t`` is a tensor of 64-bit integers."""
-    if not isinstance(t, ir.RankedTensorType):
-        return False
-    e = t.element_type
-    return isinstance(e, ir.IntegerType) and e.width == 64
 
 
 def _narrower_int(t: ir.Type) -> bool:

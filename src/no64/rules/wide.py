@@ -21,18 +21,12 @@ import numpy as np
 
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
+from ..core.types import is_int64_tensor as _is64
 from . import words as W
 from .protocols import EmulateRule, Out
 from .protocols import WordContext as Emulation  # what a rule's ``em`` offers
 
 __all__ = ["EmulateRule"]
-
-
-def _is64(t: ir.Type) -> bool:
-    if not isinstance(t, ir.RankedTensorType):
-        return False
-    e = t.element_type
-    return isinstance(e, ir.IntegerType) and e.width == 64
 
 
 def _unsigned_result(op: ir.Operation, i: int = 0) -> bool:
