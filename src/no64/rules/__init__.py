@@ -18,8 +18,9 @@ rules are listed in the table; :func:`register` adds one for any op.
 Rules run on a module that the pass has backed up: if anything fails later,
 the module is restored.
 
-Importing this package loads the schema only, so that the layers below the
-rules (the range analysis) can look ops up; ``import no64`` loads the table.
+This package's own ``__init__`` loads the schema only, so that the layers
+below the rules (the range analysis) can look ops up; the package's face
+(``no64/__init__.py``) loads the table.
 """
 
 from __future__ import annotations
