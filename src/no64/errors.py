@@ -8,14 +8,11 @@ location as a :class:`~no64.SourceLocation`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .core.locations import SourceLocation
+from .core.report import Finding, Narrowing
 from .kinds import Verdict
-
-if TYPE_CHECKING:
-    from .core.locations import SourceLocation
-    from .core.report import Narrowing
-    from .core.scan import Finding
 
 __all__ = [
     "ArgumentRangeError",

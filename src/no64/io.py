@@ -864,7 +864,7 @@ def _dump_hlopb(module: ir.Module) -> bytes:
 
 def _entry_types(module: ir.Module) -> tuple[list[ir.Type], list[ir.Type]] | None:
     """The argument and result types of the module's public entry function."""
-    from .analysis.ranges import entry_function
+    from .core.walk import entry_function
 
     with module.context:
         fn = entry_function(module.operation)
@@ -874,8 +874,7 @@ def _entry_types(module: ir.Module) -> tuple[list[ir.Type], list[ir.Type]] | Non
         return list(ftype.inputs), list(ftype.results)
 
 
-_NARROWED_DTYPES = {"int64": "int32", "uint64": "uint32", "float64": "float32",
-                    "complex128": "complex64"}
+from .core.types import NARROWED_DTYPE_NAMES as _NARROWED_DTYPES  # noqa: E402
 
 
 def _dump_jaxexport(module: ir.Module) -> bytes:

@@ -56,6 +56,11 @@ from ..rules.registry import spec_of
 from ._mlir import ir
 from ._mlir import as_operation as _as_op
 from .locations import decode_location
+from .types import is_int64_tensor as is_wide_int
+from .walk import callee_of as _callee
+from .walk import functions as _functions
+from .walk import is_public as _is_public
+from .walk import symbol_name as _sym
 
 __all__ = ["Emulation", "plan_emulation", "exact_input_ranges", "is_wide_int", "join_words", "split_words"]
 
@@ -104,14 +109,6 @@ _PURE = frozenset(
         "concatenate maximum minimum clamp abs sign"
     ).split()
 )
-
-
-def is_wide_int(t: ir.Type) -> bool:
-    """Whether ``t`` is a tensor of 64-bit integers."""
-    if not isinstance(t, ir.RankedTensorType):
-        return False
-    e = t.element_type
-    return isinstance(e, ir.IntegerType) and e.width == 64
 
 
 def _narrower_int(t: ir.Type) -> bool:
@@ -480,31 +477,6 @@ def _slots_fed(op: ir.Operation) -> list[Any]:
             return ["output"] * n
         return [("ret", _sym(fn), j) for j in range(n)]
     return [None] * n
-
-
-def _sym(fn: ir.Operation) -> str:
-    return ir.StringAttr(fn.attributes["sym_name"]).value
-
-
-def _is_public(fn: ir.Operation) -> bool:
-    if "sym_visibility" not in fn.attributes:
-        return True
-    return ir.StringAttr(fn.attributes["sym_visibility"]).value == "public"
-
-
-def _callee(op: ir.Operation) -> ir.Operation | None:
-    name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    mod = op
-    while mod.name != "builtin.module":
-        mod = _as_op(mod.parent)
-    for fn in _functions(mod):
-        if _sym(fn) == name:
-            return fn
-    return None
-
-
-def _functions(root: ir.Operation) -> list[ir.Operation]:
-    return [_as_op(o) for o in root.regions[0].blocks[0].operations if _as_op(o).name == "func.func"]
 
 
 def _sweep(root: ir.Operation) -> None:

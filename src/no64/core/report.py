@@ -10,7 +10,45 @@ from typing import Any
 from ..kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
 from .locations import SourceLocation, decode_location
 
-__all__ = ["DemotionReport", "Event", "Narrowing"]
+__all__ = ["DemotionReport", "Event", "Finding", "Narrowing"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One 64-bit value (or type attribute) in a module.
+
+    Attributes:
+      op: Name of the op that defines the value (``"stablehlo.add"``,
+        ``"func.func"`` for signatures).
+      role: Which value of the op: ``"result #0"``, ``"function argument #1"``,
+        ``"function result #0"``, ``"region 0 block 0 argument #2"``,
+        or ``"operand #1"`` (only with ``uses=True``).
+      type: The value's type as MLIR prints it.
+      location: The decoded location of the op (or block argument).
+      function: Symbol name of the enclosing ``func.func``, if any.
+      value: Which value, for joining with the report's
+        :class:`~no64.core.report.Narrowing` records: ``("result", i)``,
+        ``("argument", n)`` for a block argument (function or region), or
+        ``None`` (function results and operands, which are not definitions).
+    """
+
+    op: str
+    role: str
+    type: str
+    location: SourceLocation
+    function: str | None = None
+    value: tuple[str, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        del d["value"]
+        d["location"] = self.location.to_dict()
+        d["location"]["text"] = str(self.location)
+        return d
+
+    def __str__(self) -> str:
+        fn = f" in @{self.function}" if self.function else ""
+        return f"{self.op} {self.role}: {self.type}{fn} ({self.location})"
 
 
 class Event:

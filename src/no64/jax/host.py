@@ -84,12 +84,7 @@ __all__ = [
     "user_source",
 ]
 
-_I32 = np.iinfo(np.int32)
-_U32 = np.iinfo(np.uint32)
-_I64 = np.iinfo(np.int64)
-_U64 = np.iinfo(np.uint64)
-_F64_MAX = float(np.finfo(np.float64).max)
-_F32_MAX = float(np.finfo(np.float32).max)
+from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 _INT64 = np.dtype(np.int64)
 _UINT64 = np.dtype(np.uint64)
@@ -101,7 +96,7 @@ _FLOAT32 = np.dtype(np.float32)
 _COMPLEX64 = np.dtype(np.complex64)
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
-NARROWED = {_INT64: _INT32, _UINT64: _UINT32, _FLOAT64: _FLOAT32, _COMPLEX128: _COMPLEX64}
+from ..core.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

@@ -61,20 +61,10 @@ __all__ = [
 ]
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
-NARROWED: Mapping[np.dtype, np.dtype] = {
-    np.dtype(np.int64): np.dtype(np.int32),
-    np.dtype(np.uint64): np.dtype(np.uint32),
-    np.dtype(np.float64): np.dtype(np.float32),
-    np.dtype(np.complex128): np.dtype(np.complex64),
-}
+from ..core.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 _WIDENED = {v: k for k, v in NARROWED.items()}
 
-_I32 = np.iinfo(np.int32)
-_U32 = np.iinfo(np.uint32)
-_I64 = np.iinfo(np.int64)
-_U64 = np.iinfo(np.uint64)
-_F32_MAX = float(np.finfo(np.float32).max)
-_F64_MAX = float(np.finfo(np.float64).max)
+from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

@@ -65,12 +65,7 @@ __all__ = [
 ]
 
 #: The 32-bit dtype each 64-bit dtype becomes in a demoted program.
-NARROWED_DTYPES: Mapping[np.dtype, np.dtype] = {
-    np.dtype(np.float64): np.dtype(np.float32),
-    np.dtype(np.int64): np.dtype(np.int32),
-    np.dtype(np.uint64): np.dtype(np.uint32),
-    np.dtype(np.complex128): np.dtype(np.complex64),
-}
+from ..core.types import NARROWED_DTYPES  # noqa: E402
 
 # MLIR element type spelling -> numpy dtype name.  bfloat16 and the small
 # float types come from ml_dtypes (a jax dependency) through jax.numpy.
@@ -461,12 +456,7 @@ class Tolerance:
         return self.rtol * float(finite.max()) if finite.size else 0.0
 
 
-_I32 = np.iinfo(np.int32)
-_I64 = np.iinfo(np.int64)
-_U32 = np.iinfo(np.uint32)
-_U64 = np.iinfo(np.uint64)
-_F32_MAX = float(np.finfo(np.float32).max)
-_F64_MAX = float(np.finfo(np.float64).max)
+from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 def expected_after_demotion(reference: np.ndarray) -> np.ndarray:
