@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("report", ("no64.core.report",)),
     ("errors", ("no64.errors",)),
     ("op schema", ("no64.rules.protocols", "no64.rules.registry", "no64.rules")),
-    ("analysis", ("no64.analysis.ranges", "no64.analysis.transfer")),
+    ("analysis", ("no64.analysis.ranges", "no64.analysis.transfer", "no64.analysis.sentinels")),
     (
         "rules and the op table",
         (
@@ -59,6 +59,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "no64.jax.hook",
             "no64.jax.host",
+            "no64.jax.intent",
             "no64.jax.reference",
             "no64.jax.jit",
             "no64.jax.audit",
