@@ -203,7 +203,7 @@ def demote(
             if policy is RangePolicy.EXACT and not words_in:
                 # The program's inputs are 32-bit values (the runtime fixes
                 # the types): the analysis takes them so, and each input
-                # with no declared range is judged unproven below.
+                # with no declared range is unproven (judge_assumed_inputs).
                 narrowed_in = exact_input_ranges(root, input_ranges)
                 declared = resolve_input_ranges(root, input_ranges) if input_ranges else {}
                 assumed = frozenset(i for i in narrowed_in if i not in declared)
