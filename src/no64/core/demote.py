@@ -119,9 +119,10 @@ def demote(
         ``overflow`` and reports ``unproven``; ``"strict"`` refuses both;
         ``"permissive"`` reports both; ``"exact"`` computes every 64-bit
         integer value the analysis cannot prove inside the 32-bit range
-        exactly as a pair of 32-bit words (:mod:`no64.core.emulate`), taking
-        the entry function's 64-bit integer inputs as 32-bit values, and
-        refuses what it cannot compute so.  Under every policy, ops with no
+        exactly as a pair of 32-bit words (:mod:`no64.core.emulate`) -- an
+        entry function's 64-bit integer input without a declared range
+        included, which then enters as words (``report.emulated_inputs``) --
+        and refuses what it cannot compute so.  Under every policy, ops with no
         32-bit form (a 64-bit shift by 32 or more, an out-of-range constant
         that is not a sentinel) are emulated the same way.
       input_ranges: Declared inclusive ranges ``(lo, hi)`` of the public
@@ -146,8 +147,12 @@ def demote(
         them); ``"narrow"`` keeps the signature and returns it clipped to the
         32-bit range (sentinels become the 32-bit extremes), judged like any
         narrowed value (``unproven``/``overflow``, refused
-        as ``policy`` says) -- for callers whose runtime fixes the result
-        types, such as JAX's compile hook.
+        as ``policy`` says) -- for callers whose runtime fixes the
+        signature's types, such as JAX's compile hook.  Under
+        ``policy="exact"``, ``"words"`` also takes the 64-bit integer inputs
+        not proven to fit as words (``report.emulated_inputs``), and
+        ``"narrow"`` takes them as 32-bit values, each without a declared
+        range ``unproven`` (refused).
       verify: Verify the whole module after the rewrite (default).  A
         failure raises :class:`~no64.errors.InvalidModuleError` and leaves
         the module as it was.  A caller that hands the module straight to a
@@ -199,7 +204,7 @@ def demote(
             if policy is RangePolicy.EXACT and not words_in:
                 # The program's inputs are 32-bit values (the runtime fixes
                 # the types): the analysis takes them so, and each input
-                # with no declared range is judged unproven below.
+                # with no declared range is unproven (judge_assumed_inputs).
                 narrowed_in = exact_input_ranges(root, input_ranges)
                 declared = resolve_input_ranges(root, input_ranges) if input_ranges else {}
                 assumed = frozenset(i for i in narrowed_in if i not in declared)

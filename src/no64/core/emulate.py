@@ -9,8 +9,9 @@ converted program computes what the 64-bit program computes, bit for bit.
 Which values are emulated (the set *E*):
 
 * under ``policy="exact"``, every 64-bit integer value the range analysis
-  cannot prove inside the 32-bit range (with the entry function's 64-bit
-  inputs taken as 32-bit values: the host narrows them and checks each);
+  cannot prove inside the 32-bit range -- the entry function's 64-bit
+  integer inputs included, unless a declared range proves them to fit
+  (with ``words_in=False`` they are taken as 32-bit values instead);
 * under every policy, values whose op has no 32-bit form: a 64-bit shift by
   32 or more, an out-of-range constant that is not a sentinel (under the
   ``"error"`` integer policy), ... -- the ops the pass would otherwise refuse;

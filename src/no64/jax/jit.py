@@ -131,8 +131,9 @@ def _range_problem(a: np.ndarray, policy: str, sentinels: bool = True
 
 def _integer_reason(what: str, sentinels: bool) -> str:
     if not sentinels:
-        return (f"outside {what}; under policy='exact' the inputs are 32-bit values and no64 "
-                "maps no sentinel there (integer_policy='saturate' or 'wrap' narrows it anyway)")
+        return (f"outside {what}; under policy='exact' the program takes this input as a 32-bit "
+                "value and no64 maps no sentinel there (integer_policy='saturate' or 'wrap' "
+                "narrows it anyway)")
     return (f"outside {what} and no sentinel; no64 never wraps (integer_policy='saturate' or "
             "'wrap' narrows it anyway)")
 

@@ -75,7 +75,9 @@ class RuleContext(Protocol):
     def input_ranges_32(self) -> RangeQuery:
         """A range analysis of the module as it is now, with the entry
         function's 64-bit integer inputs taken as 32-bit values (as the
-        host narrows and checks them)."""
+        host narrows and checks them); under ``policy="exact"``, whose
+        inputs enter whole (as words where they may not fit), the same
+        as :meth:`ranges`."""
         ...
 
 
