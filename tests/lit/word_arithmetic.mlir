@@ -1,11 +1,11 @@
 // Word-pair arithmetic under policy "exact": a 64-bit integer that may not
 // fit in 32 bits is computed as two 32-bit words (ui32 low, ui32 high), and
 // an output that is such a value comes back as [..., 2] words (low, high).
-// The inputs are narrowed to i32 by the host; their words are the value's
+// The inputs are declared 32-bit values (--range); their words are the value's
 // bits (low) and its sign, x >> 31 (high).
 
 // An add with carry: low = xl + yl, carry = low < xl (unsigned), high = xh + yh + carry.
-// RUN: no64 convert %s -o %t.mlir --policy exact | filecheck %s --check-prefix=REPORT --match-full-lines
+// RUN: no64 convert %s -o %t.mlir --policy exact --range 0=-2147483648:2147483647 --range 1=-2147483648:2147483647 | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
 // REPORT: verdicts: exact 2, emulated 1
 // CHECK-LABEL: func.func public @main(
@@ -38,7 +38,7 @@ func.func public @main(%x: tensor<4xi64>, %y: tensor<4xi64>) -> tensor<4xi64> {
 // A multiply: the low words' product from 16-bit halves (four partial
 // products, the middle ones' sum with its carry), the cross products
 // xl * yh + xh * yl added to the high word.
-// RUN: no64 convert %s -o %t.mlir --policy exact | filecheck %s --check-prefix=REPORT --match-full-lines
+// RUN: no64 convert %s -o %t.mlir --policy exact --range 0=-2147483648:2147483647 --range 1=-2147483648:2147483647 | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
 // REPORT: verdicts: exact 2, emulated 1
 // CHECK-LABEL: func.func public @main(
@@ -78,7 +78,7 @@ func.func public @main(%x: tensor<4xi64>, %y: tensor<4xi64>) -> tensor<4xi64> {
 // A signed compare of word pairs: the high words decide (signed) unless
 // they are equal, then the low words do (unsigned).  The sum x + 5000000000
 // needs both words; its comparison is a 32-bit i1 and leaves no pair behind.
-// RUN: no64 convert %s -o %t.mlir --policy exact | filecheck %s --check-prefix=REPORT --match-full-lines
+// RUN: no64 convert %s -o %t.mlir --policy exact --range 0=-2147483648:2147483647 | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
 // REPORT: verdicts: exact 1, emulated 1
 // CHECK-LABEL: func.func public @main(
