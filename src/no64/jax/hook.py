@@ -43,6 +43,13 @@ arguments or results when it reaches a listed platform (traced inside a
 ``jax.enable_x64(True)`` scope, or given a 64-bit array made before no64 was
 active) is refused with :class:`Boundary64BitError`, which says why.
 
+A program that asked for x64 is judged by its x64 meaning
+(:mod:`no64.jax.intent`): each top-level ``jit`` is traced and lowered a
+second time with x64 on, and the integers that program computes in 64 bits
+are proven to fit, reported (:class:`no64.UnprovenIntegerWarning`),
+refused (``strict``) or computed exactly (``exact``, where the converted
+x64 module is what the backend compiles).
+
 The backend verifies every module it receives, so the pass does not run
 MLIR's verifier a second time here; a rewritten module that fails the
 backend's verification is reported as :class:`~no64.errors.InvalidModuleError`.

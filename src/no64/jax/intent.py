@@ -240,8 +240,14 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
     if p64 is None:
         return computation
     module = computation._hlo
+    lowered: list[ir.Module | None] = []
 
     def lower_x64() -> ir.Module | None:
+        if not lowered:  # once per module JAX lowered (an AOT executable may compile it again)
+            lowered.append(_lower_x64())
+        return lowered[0]
+
+    def _lower_x64() -> ir.Module | None:
         import jax
 
         assert _original_lower is not None
