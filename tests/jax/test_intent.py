@@ -32,7 +32,7 @@ WRAPPING = ("cumsum", "upcast_sum", "square", "scan_counter", "fori_int64", "bin
             "argmax_products", "cumsum_mod")
 #: their x64 results fit in 32 bits: policy "exact" returns them exactly
 EXACT_FITS = ("argmax_products", "cumsum_mod", "hash_mod")
-FITS = ("fits_count", "fits_index")
+FITS = ("fits_count", "fits_index", "fits_argmax")
 
 EQX_CONFTEST = "import jax\nimport jax.numpy as jnp\n"
 EQX_TEST = """

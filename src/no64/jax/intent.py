@@ -317,9 +317,34 @@ def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], li
         return [str(convert(t)) for t in ftype.inputs], [str(convert(t)) for t in ftype.results]
 
 
+_I32 = (-(2**31), 2**31 - 1)
+_I64 = (-(2**63), 2**63 - 1)
+
+
+def _sentinel_question(n: Narrowing) -> bool:
+    """Whether ``n`` is unproven only because of a signed sentinel: a sentinel
+    compared with values that may reach the 32-bit extreme, or a value that
+    is a 32-bit value or ``INT64_MIN``/``INT64_MAX`` (the identity of a
+    ``min``/``argmax`` reduction, a masked fill).  The 32-bit program holds
+    the mapped 32-bit extreme there (the pass's and the host's sentinel
+    rules, reported as such); it is not a 64-bit value the 32-bit program
+    computes differently."""
+    if n.detail.startswith("compares a 64-bit sentinel"):
+        return True
+    if n.interval is None:
+        return False
+    lo, hi = n.interval
+    lo_ok = lo == _I64[0] or _I32[0] <= lo
+    hi_ok = hi == _I64[1] or hi <= _I32[1]
+    both_extreme = lo == _I64[0] and hi == _I64[1]
+    return lo_ok and hi_ok and not both_extreme and (lo == _I64[0] or hi == _I64[1])
+
+
 def unproven(report: DemotionReport) -> list[Narrowing]:
-    """The integer values of an x64 module that the 32-bit program may compute differently."""
-    return [n for n in report.narrowings if n.verdict in (Verdict.UNPROVEN, Verdict.OVERFLOW)]
+    """The integer values of an x64 module that the 32-bit program may
+    compute differently (sentinel questions left to the sentinel rules)."""
+    return [n for n in report.narrowings if n.verdict in (Verdict.UNPROVEN, Verdict.OVERFLOW)
+            and not _sentinel_question(n)]
 
 
 def prepare(module: ir.Module, meaning: ir.Module, config: Any, platform: str) -> ir.Module:
