@@ -732,9 +732,8 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     name = module_name(module)
     copy = clone_module(meaning)
     # the 32-bit program runs: its differences are reported (refused only under strict)
-    policy = RangePolicy.STRICT if config.policy is RangePolicy.STRICT else RangePolicy.PERMISSIVE
     try:
-        report = demote(copy, integer_policy=config.integer_policy, policy=policy,
+        report = demote(copy, integer_policy=config.integer_policy, policy=RangePolicy.PERMISSIVE,
                         input_ranges=exact_input_ranges(copy.operation, None),
                         verify=False, outputs="narrow")
     except No64Error as exc:
@@ -744,6 +743,17 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
             raise
         logger.debug("no64 could not judge %s by its x64 program: %s", name, exc)
         return None
+    if config.policy is RangePolicy.STRICT:
+        bad = intent.unproven(report)
+        if bad:
+            from ..errors import NarrowingError
+
+            n = bad[0]
+            exc = NarrowingError(n.op, n.location, n.verdict, n.interval or (0, 0), config.policy,
+                                 narrowing=n, reason=None if n.interval else n.detail)
+            exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "
+                         f"({config.describe()})")
+            raise exc
     _last.meaning = report
     intent.warn_unproven(report, name)
     return report
