@@ -31,8 +31,8 @@ POLICIES = ("default", "strict", "exact")
 WRAPPING = ("cumsum", "upcast_sum", "square", "scan_counter", "fori_int64", "bincount_weights",
             "argmax_products", "cumsum_mod")
 #: their x64 results fit in 32 bits: policy "exact" returns them exactly
-EXACT_FITS = ("argmax_products", "cumsum_mod")
-FITS = ("fits_count", "fits_index")
+EXACT_FITS = ("argmax_products", "cumsum_mod", "hash_mod")
+FITS = ("fits_count", "fits_index", "fits_argmax")
 
 EQX_CONFTEST = "import jax\nimport jax.numpy as jnp\n"
 EQX_TEST = """
@@ -76,7 +76,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for policy in POLICIES:
         procs[policy] = _start([str(SCRIPT), "--records"], HERE, NO64_PLATFORMS="cpu", NO64_POLICY=policy)
     procs["audit"] = _start(["-m", "no64", "audit", "--fail-on", "unproven", "--json", str(SCRIPT)], HERE)
-    procs["suite"] = _start(["-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite)], suite,
+    procs["suite"] = _start(["-m", "pytest", "-p", "no:cacheprovider", str(suite)], suite,
                             NO64_PLATFORMS="cpu")
     out: dict[str, Any] = {}
     for tag, proc in procs.items():
@@ -131,9 +131,12 @@ def test_each_policy(runs: dict[str, Any]) -> None:
         assert exact[name].get("error") == "OutputRangeError", (name, exact[name])
         assert _error_at(exact[name], lines[name])
         assert 'no64.jit(..., policy="exact", restore_dtypes=True)' in exact[name]["message"]
-    # a Python int beyond int32 in the function is refused at its line by the 32-bit trace
-    for got in (default, strict, exact):
+    # a Python int beyond int32 in the function (a hash multiplier) is refused at its line by
+    # the 32-bit trace; under "exact" the x64 program, which holds it exactly, runs instead
+    for got in (default, strict):
         assert got["hash_mod"]["error"] == "HostRangeError" and _error_at(got["hash_mod"], lines["hash_mod"])
+    assert exact["hash_mod"]["value"] == ref["hash_mod"]["value"], exact["hash_mod"]
+    assert exact["arange_across"].get("error") == "OutputRangeError", exact["arange_across"]
     # the compile records say which modules are not exact
     assert [False] == sorted({exact for name, exact in default["records"] if not exact})
 
@@ -166,7 +169,9 @@ def test_suite_with_warnings_as_errors_starts(runs: dict[str, Any]) -> None:
     rc, stdout, stderr = runs["suite"]
     assert rc == 0, stdout[-3000:] + stderr[-3000:]
     assert "1 passed" in stdout
-    assert "no64: no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu)" in stdout
+    note = "no64: no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu)"
+    header, summary = stdout.split("collected", 1)
+    assert note in header and note in summary, stdout
 
 
 def test_no64_jit_default_policy_reports_the_line() -> None:

@@ -987,8 +987,12 @@ class Predictor:
 
     @staticmethod
     def _unproven(meaning: Any, report: Any) -> list[Value]:
+        from types import SimpleNamespace
+
+        from .intent import unproven
+
         findings = find_64bit(meaning)
-        handlings = _report_handlings(findings, report)
+        handlings = _report_handlings(findings, SimpleNamespace(events=[], narrowings=unproven(report)))
         keep = [(f, h) for f, h in zip(findings, handlings)
                 if h in (Handling.UNPROVEN, Handling.OVERFLOW)]
         if not keep:

@@ -43,6 +43,13 @@ arguments or results when it reaches a listed platform (traced inside a
 ``jax.enable_x64(True)`` scope, or given a 64-bit array made before no64 was
 active) is refused with :class:`Boundary64BitError`, which says why.
 
+A program that asked for x64 is judged by its x64 meaning
+(:mod:`no64.jax.intent`): each top-level ``jit`` is traced and lowered a
+second time with x64 on, and the integers that program computes in 64 bits
+are proven to fit, reported (:class:`no64.UnprovenIntegerWarning`),
+refused (``strict``) or computed exactly (``exact``, where the converted
+x64 module is what the backend compiles).
+
 The backend verifies every module it receives, so the pass does not run
 MLIR's verifier a second time here; a rewritten module that fails the
 backend's verification is reported as :class:`~no64.errors.InvalidModuleError`.
@@ -727,9 +734,8 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     name = module_name(module)
     copy = clone_module(meaning)
     # the 32-bit program runs: its differences are reported (refused only under strict)
-    policy = RangePolicy.STRICT if config.policy is RangePolicy.STRICT else RangePolicy.PERMISSIVE
     try:
-        report = demote(copy, integer_policy=config.integer_policy, policy=policy,
+        report = demote(copy, integer_policy=config.integer_policy, policy=RangePolicy.PERMISSIVE,
                         input_ranges=exact_input_ranges(copy.operation, None),
                         verify=False, outputs="narrow")
     except No64Error as exc:
@@ -739,6 +745,17 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
             raise
         logger.debug("no64 could not judge %s by its x64 program: %s", name, exc)
         return None
+    if config.policy is RangePolicy.STRICT:
+        bad = intent.unproven(report)
+        if bad:
+            from ..errors import NarrowingError
+
+            n = bad[0]
+            exc = NarrowingError(n.op, n.location, n.verdict, n.interval or (0, 0), config.policy,
+                                 narrowing=n, reason=None if n.interval else n.detail)
+            exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "
+                         f"({config.describe()})")
+            raise exc
     _last.meaning = report
     intent.warn_unproven(report, name)
     return report

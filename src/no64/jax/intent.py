@@ -43,7 +43,7 @@ from typing import Any
 from ..core._mlir import ir
 from ..core.demote import demote
 from ..core.report import DemotionReport, Narrowing
-from ..errors import NarrowingError, OutputRangeError, UnprovenIntegerWarning
+from ..errors import ConstantRangeError, NarrowingError, OutputRangeError, UnprovenIntegerWarning
 from ..kinds import Mode, RangePolicy, Verdict
 
 __all__ = ["clear_warned", "install", "meaning_of", "prepare", "unproven", "warn_unproven", "with_x64_arguments"]
@@ -59,6 +59,10 @@ _meanings: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 _pending: "collections.OrderedDict[int, tuple[ir.Module, Callable[[], ir.Module | None]]]" = (
     collections.OrderedDict())
 _PENDING_MAX = 256
+#: 32-bit ClosedJaxpr -> the refusal its x64 meaning stands in for (see _trace_for_exact)
+_required: "weakref.WeakKeyDictionary[Any, ConstantRangeError]" = weakref.WeakKeyDictionary()
+#: id(module JAX lowered) -> that refusal
+_required_modules: dict[int, ConstantRangeError] = {}
 
 _tls = threading.local()
 
@@ -76,11 +80,26 @@ def install() -> None:
             return
         from jax._src import pjit
 
+        from . import host
+
         _original_trace = pjit._trace_for_jit
         _original_lower = pjit._pjit_lower
         pjit._trace_for_jit = _trace_for_jit
         pjit._pjit_lower = _pjit_lower
+        host.host_policy = _forced_host_policy(host.host_policy)
         _installed = True
+
+
+def _forced_host_policy(original: Callable[[], str | None]) -> Callable[[], str | None]:
+    """``host.host_policy``, with the policy forced for the 32-bit trace of a
+    program whose x64 meaning is what runs (see :func:`_trace_for_exact`)."""
+    def host_policy() -> str | None:
+        policy = original()
+        forced = getattr(_tls, "host_policy", None)
+        return forced if forced is not None and policy is not None else policy
+
+    host_policy.__doc__ = original.__doc__
+    return host_policy
 
 
 @contextmanager
@@ -112,9 +131,23 @@ def _wanted() -> bool:
     return hook.ALL_PLATFORMS in config.platforms or hook._x64_off_by_no64
 
 
+def _exact() -> bool:
+    from . import hook
+
+    config = hook.active_config()
+    return config is not None and config.policy is RangePolicy.EXACT
+
+
 def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:
     assert _original_trace is not None
-    p = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+    try:
+        p = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+    except ConstantRangeError as exc:
+        # a host integer beyond 32 bits (a 64-bit hash multiplier): under
+        # "exact" the x64 program, which holds it exactly, is what runs
+        if not (_wanted() and _exact()):
+            raise
+        return _trace_for_exact(fun, ji, ctx_mesh, dbg, avals, args, kwargs, exc)
     if not _wanted():
         return p
     jaxpr = p.params["jaxpr"]
@@ -127,6 +160,39 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
         _meanings[jaxpr] = meaning
     except TypeError:
         pass
+    return p
+
+
+def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any,
+                     refusal: ConstantRangeError) -> Any:
+    """The 32-bit trace of a program the 32-bit trace refused a host integer
+    of, taken only for its signature: the host integers are wrapped there
+    (and not recorded), and the x64 module, which holds them exactly, must
+    replace the module JAX lowers from it -- else ``refusal`` is raised."""
+    from . import host
+
+    assert _original_trace is not None
+    with host._records_lock:
+        records = dict(host._records)
+    _tls.host_policy = "wrap"
+    try:
+        p = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+    except Exception:  # noqa: BLE001 - not the host integer alone: the refusal stands
+        raise refusal from None
+    finally:
+        _tls.host_policy = None
+        with host._records_lock:
+            host._records.clear()
+            host._records.update(records)
+    try:
+        meaning = _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p)
+    except Exception:  # noqa: BLE001
+        meaning = None
+    if meaning is None:
+        raise refusal
+    jaxpr = p.params["jaxpr"]
+    _meanings[jaxpr] = meaning
+    _required[jaxpr] = refusal
     return p
 
 
@@ -174,8 +240,14 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
     if p64 is None:
         return computation
     module = computation._hlo
+    lowered: list[ir.Module | None] = []
 
     def lower_x64() -> ir.Module | None:
+        if not lowered:  # once per module JAX lowered (an AOT executable may compile it again)
+            lowered.append(_lower_x64())
+        return lowered[0]
+
+    def _lower_x64() -> ir.Module | None:
         import jax
 
         assert _original_lower is not None
@@ -195,7 +267,11 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         _pending[id(module)] = (module, lower_x64)
         _pending.move_to_end(id(module))
         while len(_pending) > _PENDING_MAX:
-            _pending.popitem(last=False)
+            old, _ = _pending.popitem(last=False)
+            _required_modules.pop(old, None)
+        refusal = _required.get(jaxpr)
+        if refusal is not None:
+            _required_modules[id(module)] = refusal
     return computation
 
 
@@ -207,9 +283,19 @@ def meaning_of(module: ir.Module) -> ir.Module | None:
     if entry is None or entry[0] is not module:
         return None
     try:
-        return entry[1]()
+        meaning = entry[1]()
     except Exception:  # noqa: BLE001 - no meaning: the 32-bit program runs as it did
-        return None
+        meaning = None
+    if meaning is None:
+        _refuse_without_meaning(module)
+    return meaning
+
+
+def _refuse_without_meaning(module: ir.Module) -> None:
+    """Raise the host refusal a module's x64 meaning stood in for, if any."""
+    refusal = _required_modules.get(id(module))
+    if refusal is not None:
+        raise refusal
 
 
 # ---------------------------------------------------------------------------
@@ -231,9 +317,34 @@ def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], li
         return [str(convert(t)) for t in ftype.inputs], [str(convert(t)) for t in ftype.results]
 
 
+_I32 = (-(2**31), 2**31 - 1)
+_I64 = (-(2**63), 2**63 - 1)
+
+
+def _sentinel_question(n: Narrowing) -> bool:
+    """Whether ``n`` is unproven only because of a signed sentinel: a sentinel
+    compared with values that may reach the 32-bit extreme, or a value that
+    is a 32-bit value or ``INT64_MIN``/``INT64_MAX`` (the identity of a
+    ``min``/``argmax`` reduction, a masked fill).  The 32-bit program holds
+    the mapped 32-bit extreme there (the pass's and the host's sentinel
+    rules, reported as such); it is not a 64-bit value the 32-bit program
+    computes differently."""
+    if n.detail.startswith("compares a 64-bit sentinel"):
+        return True
+    if n.interval is None:
+        return False
+    lo, hi = n.interval
+    lo_ok = lo == _I64[0] or _I32[0] <= lo
+    hi_ok = hi == _I64[1] or hi <= _I32[1]
+    both_extreme = lo == _I64[0] and hi == _I64[1]
+    return lo_ok and hi_ok and not both_extreme and (lo == _I64[0] or hi == _I64[1])
+
+
 def unproven(report: DemotionReport) -> list[Narrowing]:
-    """The integer values of an x64 module that the 32-bit program may compute differently."""
-    return [n for n in report.narrowings if n.verdict in (Verdict.UNPROVEN, Verdict.OVERFLOW)]
+    """The integer values of an x64 module that the 32-bit program may
+    compute differently (sentinel questions left to the sentinel rules)."""
+    return [n for n in report.narrowings if n.verdict in (Verdict.UNPROVEN, Verdict.OVERFLOW)
+            and not _sentinel_question(n)]
 
 
 def prepare(module: ir.Module, meaning: ir.Module, config: Any, platform: str) -> ir.Module:
@@ -255,6 +366,7 @@ def prepare(module: ir.Module, meaning: ir.Module, config: Any, platform: str) -
         return hook.prepare_module(module, config, platform)
     if _signature(meaning, narrowed=True) != _signature(module):
         # no comparable x64 meaning: JAX's module runs as it would without one
+        _refuse_without_meaning(module)
         return hook.prepare_module(module, config, platform)
     return hook.prepare_module(meaning, config, platform, boundary=False, name=name)
 

@@ -21,6 +21,12 @@
 3. with ``restore_dtypes=True``, returns outputs in the dtypes the function
    returns with x64 on for the caller's arguments.
 
+Every call asks for the x64 meaning: under the default policy the function
+is also traced with x64 on for the caller's argument dtypes, and an integer
+that x64 program computes in 64 bits and that is not proven to fit is
+reported at its line (:class:`no64.UnprovenIntegerWarning`; refused under
+``policy="strict"``; see :mod:`no64.jax.intent`).
+
 ``no64.lower(fun, *args, **kwargs)`` lowers the same way and returns a
 :class:`Lowered` holding the 64-bit-free module and its demotion report, for
 offline compilers.
