@@ -128,6 +128,10 @@ MEETS: dict[str, Callable[[Any], Any]] = {
     "meet_eq": lambda x: x == I64.max,
     "meet_min": lambda x: jnp.min(jnp.where(x > 5, x, I64.max)),
     "meet_unique": lambda x: jnp.unique(x, size=7, fill_value=I64.max),
+    "meet_pad": lambda x: jnp.pad(x, 1, constant_values=I64.max),
+    "meet_append": lambda x: jnp.append(x, I64.max),
+    "meet_scatter": lambda x: x.at[0].set(I64.max),
+    "meet_clip": lambda x: jnp.clip(x, I64.min, 5),
 }
 
 #: name -> f(x) where a host sentinel meets only values proven never to be its
