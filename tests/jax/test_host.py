@@ -554,3 +554,14 @@ def test_jit_sentinel_proven(name: str) -> None:
     got = encoded(no64.jit(f, policy="strict")(x))
     assert same(got, narrowed(_reference(f, x))) is None
     assert not [e for e in host.host_records() if e.kind == "unproven"]
+
+
+def test_jit_sentinel_in_a_64bit_jax_array_argument() -> None:
+    """A 64-bit jax.Array argument holding a sentinel is followed like a numpy one."""
+    arg = jnp.array([np.iinfo(np.int64).max, 2, 3])  # x64 is on here
+    host.clear_host_records()
+    no64.jit(hc.read_argument)(arg)
+    line = hc.read_argument.__code__.co_firstlineno + 1
+    assert any(e.kind == "unproven" and e.location.line == line for e in host.host_records())
+    with pytest.raises(no64.HostRangeError, match="read as a number by sub"):
+        no64.jit(hc.read_argument, policy="strict")(arg)

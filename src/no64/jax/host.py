@@ -860,11 +860,28 @@ def _sentinel_images(x: Any) -> frozenset[int]:
         if x == _I64.max or x == _I64.min:
             return frozenset({int(_I32.max) if x > 0 else int(_I32.min)})
         return frozenset()
+    dt = getattr(x, "dtype", None)
+    if t is not np.ndarray and not isinstance(x, np.generic) and dt is not None:
+        # a 64-bit jax.Array given to no64.jit (fetched there already)
+        try:
+            wide = np.dtype(dt) in (_INT64, _UINT64)
+        except TypeError:
+            wide = False
+        if not wide or isinstance(x, _tracer_type()):
+            return frozenset()
+        x = np.asarray(x)
+        t = np.ndarray
     if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (_INT64, _UINT64):
         unsigned = x.dtype == _UINT64
         return frozenset(image for sentinel, _, image, _ in _PAIRS[unsigned]
                          if (x == np.array(sentinel, x.dtype)).any())
     return frozenset()
+
+
+def _tracer_type() -> type:
+    from jax._src import core
+
+    return core.Tracer
 
 
 class SentinelRead(NamedTuple):
