@@ -64,6 +64,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -1213,7 +1214,9 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
         _record("unproven", r.primitive, f"{what}: {why}", 1, source=r.source)
 
 
-_reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]"
+#: per traced program (weakly): (seeds, images) -> what sentinel_reads found
+_reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]" = (
+    weakref.WeakKeyDictionary())
 
 
 def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
@@ -1253,13 +1256,9 @@ def _install_sentinel_reads() -> None:
     takes it, see ``_install_fastpath_guard``): the host sentinels mapped
     while it traces, and the arguments holding sentinels, are followed
     through the traced program (:func:`sentinel_reads`)."""
-    import weakref
-
     from jax._src import core as jax_core
     from jax._src import pjit
 
-    global _reads_cache
-    _reads_cache = weakref.WeakKeyDictionary()
     source_info_util_exclude()
     original = pjit._infer_params
     if getattr(original, "__no64__", False):
