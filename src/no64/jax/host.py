@@ -12,6 +12,8 @@ to module constants (:mod:`no64.core.constants`):
 * ``INT64_MAX``/``INT64_MIN``/``UINT64_MAX`` and float64's largest finite
   value and its negation map to the 32-bit extremes (report kind
   ``"sentinel"``);
+* an array holding a sentinel and, as an ordinary value, the 32-bit extreme
+  it maps to raises :class:`HostRangeError` naming both;
 * any other integer outside the 32-bit range raises :class:`HostRangeError`
   (a :class:`no64.ConstantRangeError`) naming the value and the user's
   source line, or is narrowed by the integer policy (``"saturated"`` /
@@ -53,6 +55,14 @@ Where JAX 0.10 converts host data, and the hook for each
    calls always go through (1).  32-bit arguments keep it.  An AOT
    ``Compiled`` object's C++ call (``MeshExecutable.create_cpp_call``) is
    wrapped likewise: with 64-bit numpy arguments it takes the Python path.
+
+6. ``dtypes.coerce_to_array``: a Python number made a numpy array with
+   JAX's dtype rules (``lax.asarray``: ``jnp.unique``'s ``fill_value``).
+   Wrapped like (3).
+
+Every function ``jit`` traces is followed from its host sentinels
+(``pjit._infer_params`` wrapped: :func:`sentinel_reads`), and no64's own
+frames are excluded from JAX's source locations.
 
 Lowering (``mlir.ir_constant``) sees only canonicalized values: a 64-bit
 constant that still reaches a module (a ``jax.Array`` made with x64 on) is
@@ -1259,7 +1269,7 @@ def _install_sentinel_reads() -> None:
     from jax._src import core as jax_core
     from jax._src import pjit
 
-    source_info_util_exclude()
+    _exclude_from_source_locations()
     original = pjit._infer_params
     if getattr(original, "__no64__", False):
         return
@@ -1289,7 +1299,7 @@ def _install_sentinel_reads() -> None:
     pjit._infer_params = _infer_params
 
 
-def source_info_util_exclude() -> None:
+def _exclude_from_source_locations() -> None:
     """No frame of no64 is the user's frame in JAX's source locations (the
     locations of a module's ops, which the pass's reports and refusals name)."""
     from jax._src import source_info_util
