@@ -92,6 +92,18 @@ SENTINELS.update({
     "f_closed_0d_max": lambda x: jnp.max(f64(x), where=x > 5, initial=F_0D),
     "eq_sentinel": lambda x: jnp.where(x > 5, x, I64.max) == I64.max,
     "argmin_masked": lambda x: jnp.argmin(jnp.where(x > 0, x, S_MIN)),
+    # more ways a Python int reaches JAX
+    "nonzero_fill": lambda x: jnp.nonzero(x, size=5, fill_value=I64.max)[0],
+    "argwhere_fill": lambda x: jnp.argwhere(x, size=5, fill_value=I64.min)[:, 0],
+    "pad_constant": lambda x: jnp.pad(x, 2, constant_values=I64.max),
+    "lax_pad": lambda x: lax.pad(x, I64.min, [(1, 1, 0)]),
+    "put": lambda x: jnp.put(x, jnp.array([0]), I64.max, inplace=False),
+    "append": lambda x: jnp.append(x, I64.min),
+    "clip": lambda x: jnp.clip(x, I64.min, I64.max),
+    "searchsorted": lambda x: jnp.searchsorted(x, I64.max),
+    "isin": lambda x: jnp.isin(x, jnp.array([I64.max, 2])),
+    "lax_clamp": lambda x: lax.clamp(I64.min, x, I64.max),
+    "dynamic_update": lambda x: lax.dynamic_update_slice(x, jnp.array([I64.max]), (1,)),
 })
 
 #: name -> f(x) whose host constant holds a sentinel and, as an ordinary value,
