@@ -1227,6 +1227,7 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
 #: per traced program (weakly): (seeds, images) -> what sentinel_reads found
 _reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]" = (
     weakref.WeakKeyDictionary())
+_reads_lock = threading.Lock()
 
 
 def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
@@ -1234,18 +1235,19 @@ def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
     """:func:`sentinel_reads` (cached per jaxpr, seeds and images), then
     :func:`act_on_sentinel_reads`."""
     key = (tuple(sorted(seeds.items())), images)
-    try:
-        per = _reads_cache.get(jaxpr)
-    except TypeError:
-        per = None
-    if per is not None and key in per:
-        reads = per[key]
-    else:
-        reads = sentinel_reads(jaxpr, seeds, images)
+    with _reads_lock:
         try:
-            _reads_cache.setdefault(jaxpr, {})[key] = reads
+            per = _reads_cache.get(jaxpr)
         except TypeError:
-            pass
+            per = None
+        reads = per.get(key) if per is not None else None
+    if reads is None:
+        reads = sentinel_reads(jaxpr, seeds, images)
+        with _reads_lock:
+            try:
+                _reads_cache.setdefault(jaxpr, {})[key] = reads
+            except TypeError:
+                pass
     act_on_sentinel_reads(reads)
 
 
