@@ -144,6 +144,8 @@ MEETS: dict[str, Callable[[Any], Any]] = {
     "meet_append": lambda x: jnp.append(x, I64.max),
     "meet_scatter": lambda x: x.at[0].set(I64.max),
     "meet_clip": lambda x: jnp.clip(x, I64.min, 5),
+    "meet_loop": lambda x: jnp.min(lax.fori_loop(0, 3, lambda i, c: x, jnp.full(3, S_MAX))),
+    "meet_cond": lambda x: jnp.min(lax.cond(x[0] > 0, lambda: x, lambda: jnp.full(3, S_MAX))),
 }
 
 #: name -> f(x) where a host sentinel meets only values proven never to be its
@@ -154,6 +156,9 @@ PROVEN: dict[str, Callable[[Any], Any]] = {
     "proven_argmax": lambda x: jnp.argmax(jnp.where(x > 0, x.astype(jnp.int16).astype(jnp.int64), S_MIN)),
     "proven_eq": lambda x: jnp.where(x > 1, jnp.arange(3), I64.max) == I64.max,
     "proven_closed": lambda x: jnp.sort(jnp.where(x > 0, jnp.arange(3), V_INT)),
+    "proven_loop": lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.where(x > i, c, jnp.arange(3)),
+                                           jnp.full(3, S_MAX)),
+    "proven_argsort": lambda x: jnp.argsort(jnp.where(x > 0, jnp.arange(3), S_MAX)) + 1,
 }
 
 

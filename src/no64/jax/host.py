@@ -1044,18 +1044,32 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             idx = idx[which]
         elif isinstance(which, tuple):
             idx = [i for i in which if i < len(fs)]
+        return meets_among([fs[i] for i in idx], [eqn.invars[i] for i in idx])
+
+    def meets_among(fs: list[_Fact], vs: list[Any]) -> frozenset[int]:
+        """The images of sentinels among ``fs`` that another of ``fs`` may hold
+        as an ordinary value (``vs``: the values, for their types)."""
         hit: set[int] = set()
-        for i in idx:
-            if not fs[i].taint:
+        for i, f in enumerate(fs):
+            if not f.taint:
                 continue
-            for j in idx:
+            for j, (g, v) in enumerate(zip(fs, vs)):
                 if j == i:
                     continue
-                b = bounds(fs[j], eqn.invars[j])
-                if b is None:
-                    continue
-                hit.update(image for image in fs[i].taint if b[0] <= image <= b[1])
+                b = bounds(g, v)
+                if b is not None:
+                    hit.update(image for image in f.taint if b[0] <= image <= b[1])
         return frozenset(hit)
+
+    def widened(f: _Fact, v: Any) -> _Fact:
+        """``f`` with its ordinary values anywhere in their type but at the
+        images of the sentinels it may hold (each join was checked for them)."""
+        r = _dtype_range(getattr(getattr(v, "aval", None), "dtype", None))
+        if r is None or not f.taint:
+            return _Fact(f.taint)
+        lo = r[0] + 1 if r[0] in f.taint else r[0]
+        hi = r[1] - 1 if r[1] in f.taint else r[1]
+        return _Fact(f.taint, lo, hi)
 
     def run(jx: Any, ins: list[_Fact], consts: Any = (),
             site: SourceLocation | None = None) -> list[_Fact]:
@@ -1084,17 +1098,24 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             return run(cj.jaxpr, ins, cj.consts, site)
         return run(cj, ins, (), site)
 
-    def loop(body: Any, consts: list[_Fact], carry: list[_Fact], rest: list[_Fact],
+    def loop(eqn: Any, body: Any, consts: list[_Fact], carry: list[_Fact], rest: list[_Fact],
              n_out_extra: int, site: SourceLocation | None) -> list[_Fact]:
-        """A carried loop body to a fixpoint: a carried range that changes
-        becomes its type's range, and taint only grows."""
+        """A carried loop body to a fixpoint: a carried range that changes is
+        widened, and taint only grows.  A carried value joins what each trip
+        computes: a sentinel meeting values that may be its image there is
+        reported at the loop."""
         outs: list[_Fact] = []
+        carried = eqn.outvars[:len(carry)]
         for _ in range(2 * len(carry) + 2):
             outs = closed(body, consts + carry + rest, site)
             new = []
-            for c, o in zip(carry, outs[:len(carry)]):
+            for c, o, v in zip(carry, outs[:len(carry)], carried):
+                met = meets_among([c, o], [v, v])
+                if met:
+                    report(eqn, met, site, True)
                 j = _join([c, o])
-                new.append(j if (j.lo, j.hi) == (c.lo, c.hi) else _Fact(j.taint))
+                new.append(j if (j.lo, j.hi) == (c.lo, c.hi) and j.taint == c.taint
+                           else widened(j, v))
             if new == carry:
                 break
             carry = new
@@ -1109,6 +1130,8 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         if name in SENTINEL_MOVES:
             moved = fs
             if name == "select_n":
+                if fs and fs[0].taint:
+                    return None  # a sentinel as the case index
                 moved = fs[1:]
             elif name == "scatter" and fs:
                 if len(fs) > 1 and fs[1].taint:
@@ -1119,8 +1142,10 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
                 if any(f.taint for f in fs[n:]):
                     return None  # a sentinel used as an index
                 moved = fs[:n]
-            elif name == "clamp" and len(fs) == 3:
-                moved = fs
+            elif name in ("sort", "split", "unstack") and len(fs) == n_out:
+                return list(fs)  # result i holds elements of operand i
+            elif name == "sort":
+                return [_join(fs)] * n_out
             return [_join(moved)] * n_out
         if name in _FIRST_RESULT_MOVES:
             return [_join(fs[:1])] + [_UNKNOWN] * (n_out - 1)
@@ -1142,21 +1167,25 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             return [_UNKNOWN] * n_out
         if name == "while":
             nc, nb = params["cond_nconsts"], params["body_nconsts"]
-            carry = loop(params["body_jaxpr"], fs[nc:nc + nb], fs[nc + nb:], [], 0, site)
+            carry = loop(eqn, params["body_jaxpr"], fs[nc:nc + nb], fs[nc + nb:], [], 0, site)
             closed(params["cond_jaxpr"], fs[:nc] + carry, site)
             return carry
         if name == "cond":
             if fs and fs[0].taint:
                 return None  # a sentinel as the branch index
-            outs: list[_Fact] | None = None
-            for branch in params["branches"]:
-                got = closed(branch, fs[1:], site)
-                outs = got if outs is None else [_join([a, b]) for a, b in zip(outs, got)]
-            return outs or [_UNKNOWN] * n_out
+            results = [closed(branch, fs[1:], site) for branch in params["branches"]]
+            outs = []
+            for k, v in enumerate(eqn.outvars):
+                per_branch = [r[k] for r in results]
+                met = meets_among(per_branch, [v] * len(per_branch))
+                if met:
+                    report(eqn, met, site, True)  # the branches' results meet in the result
+                outs.append(_join(per_branch))
+            return outs
         if name == "scan":
             nc, ncarry = params["num_consts"], params["num_carry"]
             consts, carry, xs = fs[:nc], fs[nc:nc + ncarry], fs[nc + ncarry:]
-            return loop(params["jaxpr"], consts, carry, xs, n_out - ncarry, site)
+            return loop(eqn, params["jaxpr"], consts, carry, xs, n_out - ncarry, site)
         sub = _sub_jaxpr(params, len(fs), n_out)
         if sub is not None:
             return closed(sub, fs, site)
