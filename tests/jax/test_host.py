@@ -494,6 +494,7 @@ def test_jit_sentinel_reads(name: str) -> None:
     with pytest.raises(no64.HostRangeError) as err:
         no64.jit(f, policy="strict")(x)
     assert f"{CASES_FILE}:{line}" in str(err.value) and "read as a number" in str(err.value)
+    assert "no64.jit(..., policy='exact')" in str(err.value)  # the way out
     assert err.value.source.line == line
 
 
