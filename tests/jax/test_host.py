@@ -566,3 +566,16 @@ def test_jit_sentinel_in_a_64bit_jax_array_argument() -> None:
     assert any(e.kind == "unproven" and e.location.line == line for e in host.host_records())
     with pytest.raises(no64.HostRangeError, match="read as a number by sub"):
         no64.jit(hc.read_argument, policy="strict")(arg)
+
+
+def test_jit_training_step_under_strict() -> None:
+    """The Flax/Optax step's sentinels meet only an iota: proven under strict. Optax's own
+    INT32_MAX (its step counter's bound) on another line is no host sentinel."""
+    import functools
+
+    ref = hc.run_training(jax.jit)
+    host.clear_host_records()
+    got = hc.run_training(functools.partial(no64.jit, policy="strict"))
+    for k, r in ref.items():
+        assert same(encoded(got[k]), narrowed(encoded(r)), close=k.startswith("loss")) is None, k
+    assert not [e for e in host.host_records() if e.kind == "unproven"]

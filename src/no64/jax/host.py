@@ -216,7 +216,7 @@ def user_source() -> SourceLocation:
 _local = threading.local()
 
 
-def _mapped() -> set[int]:
+def _mapped() -> set[tuple[int, str | None, int | None]]:
     """The 32-bit extremes that host sentinels were mapped to in this thread
     since the innermost trace being watched began (see :func:`_install_sentinel_reads`)."""
     images = getattr(_local, "images", None)
@@ -326,13 +326,20 @@ def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool) -> N
                 f"the 64-bit values",
                 value=sentinel, dtype=str(a.dtype), index=at_s, source=source,
             )
-        _mapped().add(image)
+        _note_image(image)
+
+
+def _note_image(image: int) -> None:
+    """Note that a host sentinel became ``image`` at the user's current line:
+    a constant holding ``image`` used at that line may be that sentinel."""
+    source = user_source()
+    _mapped().add((image, source.file, source.line))
 
 
 def _note_images(a: np.ndarray, unsigned: bool) -> None:
     for sentinel, _, image, _ in _PAIRS[unsigned]:
         if (a == np.array(sentinel, a.dtype)).any():
-            _mapped().add(image)
+            _note_image(image)
 
 
 def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
@@ -975,7 +982,7 @@ _MEETING: dict[str, slice | tuple[int, ...] | None] = {
 
 
 def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
-                   images: frozenset[int]) -> list[SentinelRead]:
+                   images: frozenset[tuple[int, str | None, int | None]]) -> list[SentinelRead]:
     """The primitives of ``jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``) that read
     a host sentinel as a number, or where one meets values that may be its
     32-bit image (the ranges of other values are known from constants,
@@ -986,32 +993,46 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
       seeds: Input positions holding host sentinels -> their 32-bit images
         (the input holds no other element equal to one: host narrowing
         refuses such an array).
-      images: 32-bit images of host sentinels mapped while ``jaxpr`` was
-        traced: constants and literals holding them may be such sentinels.
+      images: ``(image, file, line)``: a host sentinel became ``image``
+        while ``jaxpr`` was traced, at that user's line: a constant or
+        literal holding ``image`` used by an equation of that line may be
+        that sentinel (a library's own ``INT32_MAX`` elsewhere is not).
     """
     from jax._src import core
+
+    image_set = frozenset(i for i, _, _ in images)
 
     inside = _library_dirs()
     found: list[SentinelRead] = []
     seen: set[tuple[str, str | None, int | None, bool]] = set()
+    consts_of: dict[Any, Any] = {}
 
-    def constant_fact(val: Any) -> _Fact:
+    def images_at(here: SourceLocation | None) -> frozenset[int]:
+        if here is None:
+            return image_set
+        return frozenset(i for i, f, ln in images if (f, ln) == (here.file, here.line))
+
+    def constant_fact(val: Any, here: SourceLocation | None) -> _Fact:
         if _dtype_range(getattr(val, "dtype", type(val))) is None and type(val) is not int:
             return _UNKNOWN
         a = np.asarray(val)
         if a.dtype.kind not in "iub" or a.size == 0 or a.size > 1 << 20:
             return _UNKNOWN
-        taint = _images_in(val, images) if images else frozenset()
+        wanted = images_at(here) if images else frozenset()
+        taint = _images_in(val, wanted) if wanted else frozenset()
         if taint:
             a = a[~np.isin(a, np.array(sorted(taint), dtype=np.int64).astype(a.dtype))]
         if a.size == 0:
             return _Fact(taint, 1, 0)
         return _Fact(taint, int(a.min()), int(a.max()))
 
-    def fact_of(v: Any, env: dict[Any, _Fact]) -> _Fact:
+    def fact_of(v: Any, env: dict[Any, _Fact], here: SourceLocation | None = None) -> _Fact:
         if isinstance(v, core.Literal):
-            return constant_fact(v.val)
-        return env.get(v, _UNKNOWN)
+            return constant_fact(v.val, here)
+        f = env.get(v)
+        if f is None and v in consts_of:
+            return constant_fact(consts_of[v], here)  # a closed-over constant, where it is used
+        return _UNKNOWN if f is None else f
 
     def bounds(f: _Fact, v: Any) -> tuple[int, int] | None:
         if f.lo is not None and f.hi is not None:
@@ -1075,13 +1096,13 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             site: SourceLocation | None = None) -> list[_Fact]:
         env: dict[Any, _Fact] = {}
         for var, c in zip(jx.constvars, consts):
-            env[var] = constant_fact(c)
+            consts_of[var] = c
         for var, f in zip(jx.invars, ins):
             env[var] = f
         for eqn in jx.eqns:
-            fs = [fact_of(v, env) for v in eqn.invars]
-            t_all = frozenset().union(*(f.taint for f in fs)) if fs else frozenset()
             here = where(eqn, site)
+            fs = [fact_of(v, env, here) for v in eqn.invars]
+            t_all = frozenset().union(*(f.taint for f in fs)) if fs else frozenset()
             met = meeting(eqn, fs) if t_all else frozenset()
             if met:
                 report(eqn, met, site, True)
@@ -1091,7 +1112,7 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
                 continue
             for var, f in zip(eqn.outvars, outs):
                 env[var] = f
-        return [fact_of(v, env) for v in jx.outvars]
+        return [fact_of(v, env, site) for v in jx.outvars]
 
     def closed(cj: Any, ins: list[_Fact], site: SourceLocation | None = None) -> list[_Fact]:
         if isinstance(cj, core.ClosedJaxpr):
@@ -1193,7 +1214,7 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             return None
         if images:  # constants of sub-jaxprs may be sentinels: look into them
             for sub_jaxpr in core.jaxprs_in_params(params):
-                run(sub_jaxpr, [_UNKNOWN] * len(sub_jaxpr.invars))
+                run(sub_jaxpr, [_UNKNOWN] * len(sub_jaxpr.invars), (), site)
         return [_UNKNOWN] * n_out
 
     inner = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
@@ -1260,7 +1281,7 @@ _reads_lock = threading.Lock()
 
 
 def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
-                         images: frozenset[int]) -> None:
+                         images: frozenset[tuple[int, str | None, int | None]]) -> None:
     """:func:`sentinel_reads` (cached per jaxpr, seeds and images), then
     :func:`act_on_sentinel_reads`."""
     key = (tuple(sorted(seeds.items())), images)
@@ -1312,14 +1333,14 @@ def _install_sentinel_reads() -> None:
             # Traced inside another function (jnp.where's own jit): its
             # operands are known only there, whose trace is followed whole.
             return original(fun, ji, args, kwargs)
-        outer = _mapped()
+        # A top-level trace: what host sentinels become while it runs (nested
+        # library traces included) is noted afresh, and forgotten after.
         _local.images = set()
         try:
             p, args_flat = original(fun, ji, args, kwargs)
             images = frozenset(_local.images)
         finally:
-            outer |= _local.images
-            _local.images = outer
+            _local.images = set()
         seeds = argument_seeds(args_flat)
         if images or seeds:
             check_sentinel_reads(p.params["jaxpr"], seeds, images)
