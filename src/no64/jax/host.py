@@ -1100,7 +1100,16 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         for var, f in zip(jx.invars, ins):
             env[var] = f
         for eqn in jx.eqns:
-            here = where(eqn, site)
+            # The user's line (a walk of the equation's traceback) only where
+            # it matters: constants that may be sentinels, and sub-programs.
+            if (images and any(isinstance(v, core.Literal) or v in consts_of
+                               for v in eqn.invars)) or any(
+                    isinstance(p, (core.Jaxpr, core.ClosedJaxpr)) or (
+                        type(p) is tuple and p and isinstance(p[0], (core.Jaxpr, core.ClosedJaxpr)))
+                    for p in eqn.params.values()):
+                here = where(eqn, site)
+            else:
+                here = site
             fs = [fact_of(v, env, here) for v in eqn.invars]
             t_all = frozenset().union(*(f.taint for f in fs)) if fs else frozenset()
             met = meeting(eqn, fs) if t_all else frozenset()
