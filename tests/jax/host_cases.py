@@ -92,6 +92,18 @@ SENTINELS.update({
     "f_closed_0d_max": lambda x: jnp.max(f64(x), where=x > 5, initial=F_0D),
     "eq_sentinel": lambda x: jnp.where(x > 5, x, I64.max) == I64.max,
     "argmin_masked": lambda x: jnp.argmin(jnp.where(x > 0, x, S_MIN)),
+    # more ways a Python int reaches JAX
+    "nonzero_fill": lambda x: jnp.nonzero(x, size=5, fill_value=I64.max)[0],
+    "argwhere_fill": lambda x: jnp.argwhere(x, size=5, fill_value=I64.min)[:, 0],
+    "pad_constant": lambda x: jnp.pad(x, 2, constant_values=I64.max),
+    "lax_pad": lambda x: lax.pad(x, I64.min, [(1, 1, 0)]),
+    "put": lambda x: jnp.put(x, jnp.array([0]), I64.max, inplace=False),
+    "append": lambda x: jnp.append(x, I64.min),
+    "clip": lambda x: jnp.clip(x, I64.min, I64.max),
+    "searchsorted": lambda x: jnp.searchsorted(x, I64.max),
+    "isin": lambda x: jnp.isin(x, jnp.array([I64.max, 2])),
+    "lax_clamp": lambda x: lax.clamp(I64.min, x, I64.max),
+    "dynamic_update": lambda x: lax.dynamic_update_slice(x, jnp.array([I64.max]), (1,)),
 })
 
 #: name -> f(x) whose host constant holds a sentinel and, as an ordinary value,
@@ -128,6 +140,12 @@ MEETS: dict[str, Callable[[Any], Any]] = {
     "meet_eq": lambda x: x == I64.max,
     "meet_min": lambda x: jnp.min(jnp.where(x > 5, x, I64.max)),
     "meet_unique": lambda x: jnp.unique(x, size=7, fill_value=I64.max),
+    "meet_pad": lambda x: jnp.pad(x, 1, constant_values=I64.max),
+    "meet_append": lambda x: jnp.append(x, I64.max),
+    "meet_scatter": lambda x: x.at[0].set(I64.max),
+    "meet_clip": lambda x: jnp.clip(x, I64.min, 5),
+    "meet_loop": lambda x: jnp.min(lax.fori_loop(0, 3, lambda i, c: x, jnp.full(3, S_MAX))),
+    "meet_cond": lambda x: jnp.min(lax.cond(x[0] > 0, lambda: x, lambda: jnp.full(3, S_MAX))),
 }
 
 #: name -> f(x) where a host sentinel meets only values proven never to be its
@@ -138,6 +156,9 @@ PROVEN: dict[str, Callable[[Any], Any]] = {
     "proven_argmax": lambda x: jnp.argmax(jnp.where(x > 0, x.astype(jnp.int16).astype(jnp.int64), S_MIN)),
     "proven_eq": lambda x: jnp.where(x > 1, jnp.arange(3), I64.max) == I64.max,
     "proven_closed": lambda x: jnp.sort(jnp.where(x > 0, jnp.arange(3), V_INT)),
+    "proven_loop": lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.where(x > i, c, jnp.arange(3)),
+                                           jnp.full(3, S_MAX)),
+    "proven_argsort": lambda x: jnp.argsort(jnp.where(x > 0, jnp.arange(3), S_MAX)) + 1,
 }
 
 

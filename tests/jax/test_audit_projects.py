@@ -234,7 +234,11 @@ def test_flax_equinox_project(tmp_path: Path) -> None:
     assert causes[("explicit-dtype", "train.py", labels)] == (
         f"int64 requested explicitly at train.py:{labels} (in asarray): "
         "no64 converts the data to int32, each value checked")
-    assert all(c["handling"] in ("exact", "sentinel", "rewritten") for c in data["causes"])
+    # the sentinel meets labels of unknown range in jnp.where: reported, not proven
+    meet = ("host", "metrics.py", _line(project, "metrics.py", "jnp.where(keep, labels, fill)"))
+    assert "meets, in select_n, values that may be INT32_MIN themselves" in causes[meet]
+    assert all(c["handling"] in ("exact", "sentinel", "rewritten") for c in data["causes"]
+               if (c["kind"], c["file"], c["line"]) != meet)
     assert len(data["causes"]) < 20  # the text report: one line each, after the headline
     direct = _agree(project, "train.py", data, tmp_path)
     assert direct.returncode == 0, direct.stderr

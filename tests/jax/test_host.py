@@ -494,6 +494,7 @@ def test_jit_sentinel_reads(name: str) -> None:
     with pytest.raises(no64.HostRangeError) as err:
         no64.jit(f, policy="strict")(x)
     assert f"{CASES_FILE}:{line}" in str(err.value) and "read as a number" in str(err.value)
+    assert "no64.jit(..., policy='exact')" in str(err.value)  # the way out
     assert err.value.source.line == line
 
 
@@ -553,4 +554,28 @@ def test_jit_sentinel_proven(name: str) -> None:
     host.clear_host_records()
     got = encoded(no64.jit(f, policy="strict")(x))
     assert same(got, narrowed(_reference(f, x))) is None
+    assert not [e for e in host.host_records() if e.kind == "unproven"]
+
+
+def test_jit_sentinel_in_a_64bit_jax_array_argument() -> None:
+    """A 64-bit jax.Array argument holding a sentinel is followed like a numpy one."""
+    arg = jnp.array([np.iinfo(np.int64).max, 2, 3])  # x64 is on here
+    host.clear_host_records()
+    no64.jit(hc.read_argument)(arg)
+    line = hc.read_argument.__code__.co_firstlineno + 1
+    assert any(e.kind == "unproven" and e.location.line == line for e in host.host_records())
+    with pytest.raises(no64.HostRangeError, match="read as a number by sub"):
+        no64.jit(hc.read_argument, policy="strict")(arg)
+
+
+def test_jit_training_step_under_strict() -> None:
+    """The Flax/Optax step's sentinels meet only an iota: proven under strict. Optax's own
+    INT32_MAX (its step counter's bound) on another line is no host sentinel."""
+    import functools
+
+    ref = hc.run_training(jax.jit)
+    host.clear_host_records()
+    got = hc.run_training(functools.partial(no64.jit, policy="strict"))
+    for k, r in ref.items():
+        assert same(encoded(got[k]), narrowed(encoded(r)), close=k.startswith("loss")) is None, k
     assert not [e for e in host.host_records() if e.kind == "unproven"]

@@ -12,6 +12,8 @@ to module constants (:mod:`no64.core.constants`):
 * ``INT64_MAX``/``INT64_MIN``/``UINT64_MAX`` and float64's largest finite
   value and its negation map to the 32-bit extremes (report kind
   ``"sentinel"``);
+* an array holding a sentinel and, as an ordinary value, the 32-bit extreme
+  it maps to raises :class:`HostRangeError` naming both;
 * any other integer outside the 32-bit range raises :class:`HostRangeError`
   (a :class:`no64.ConstantRangeError`) naming the value and the user's
   source line, or is narrowed by the integer policy (``"saturated"`` /
@@ -54,6 +56,14 @@ Where JAX 0.10 converts host data, and the hook for each
    ``Compiled`` object's C++ call (``MeshExecutable.create_cpp_call``) is
    wrapped likewise: with 64-bit numpy arguments it takes the Python path.
 
+6. ``dtypes.coerce_to_array``: a Python number made a numpy array with
+   JAX's dtype rules (``lax.asarray``: ``jnp.unique``'s ``fill_value``).
+   Wrapped like (3).
+
+Every function ``jit`` traces is followed from its host sentinels
+(``pjit._infer_params`` wrapped: :func:`sentinel_reads`), and no64's own
+frames are excluded from JAX's source locations.
+
 Lowering (``mlir.ir_constant``) sees only canonicalized values: a 64-bit
 constant that still reaches a module (a ``jax.Array`` made with x64 on) is
 narrowed by the compile hook's pass, with the same rules.
@@ -64,6 +74,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -200,7 +211,7 @@ def user_source() -> SourceLocation:
 _local = threading.local()
 
 
-def _mapped() -> set[int]:
+def _mapped() -> set[tuple[int, str | None, int | None]]:
     """The 32-bit extremes that host sentinels were mapped to in this thread
     since the innermost trace being watched began (see :func:`_install_sentinel_reads`)."""
     images = getattr(_local, "images", None)
@@ -310,13 +321,20 @@ def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool) -> N
                 f"the 64-bit values",
                 value=sentinel, dtype=str(a.dtype), index=at_s, source=source,
             )
-        _mapped().add(image)
+        _note_image(image)
+
+
+def _note_image(image: int) -> None:
+    """Note that a host sentinel became ``image`` at the user's current line:
+    a constant holding ``image`` used at that line may be that sentinel."""
+    source = user_source()
+    _mapped().add((image, source.file, source.line))
 
 
 def _note_images(a: np.ndarray, unsigned: bool) -> None:
     for sentinel, _, image, _ in _PAIRS[unsigned]:
         if (a == np.array(sentinel, a.dtype)).any():
-            _mapped().add(image)
+            _note_image(image)
 
 
 def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
@@ -855,11 +873,28 @@ def _sentinel_images(x: Any) -> frozenset[int]:
         if x == _I64.max or x == _I64.min:
             return frozenset({int(_I32.max) if x > 0 else int(_I32.min)})
         return frozenset()
+    dt = getattr(x, "dtype", None)
+    if t is not np.ndarray and not isinstance(x, np.generic) and dt is not None:
+        # a 64-bit jax.Array given to no64.jit (fetched there already)
+        try:
+            wide = np.dtype(dt) in (_INT64, _UINT64)
+        except TypeError:
+            wide = False
+        if not wide or isinstance(x, _tracer_type()):
+            return frozenset()
+        x = np.asarray(x)
+        t = np.ndarray
     if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (_INT64, _UINT64):
         unsigned = x.dtype == _UINT64
         return frozenset(image for sentinel, _, image, _ in _PAIRS[unsigned]
                          if (x == np.array(sentinel, x.dtype)).any())
     return frozenset()
+
+
+def _tracer_type() -> type:
+    from jax._src import core
+
+    return core.Tracer
 
 
 class SentinelRead(NamedTuple):
@@ -942,7 +977,7 @@ _MEETING: dict[str, slice | tuple[int, ...] | None] = {
 
 
 def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
-                   images: frozenset[int]) -> list[SentinelRead]:
+                   images: frozenset[tuple[int, str | None, int | None]]) -> list[SentinelRead]:
     """The primitives of ``jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``) that read
     a host sentinel as a number, or where one meets values that may be its
     32-bit image (the ranges of other values are known from constants,
@@ -953,32 +988,46 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
       seeds: Input positions holding host sentinels -> their 32-bit images
         (the input holds no other element equal to one: host narrowing
         refuses such an array).
-      images: 32-bit images of host sentinels mapped while ``jaxpr`` was
-        traced: constants and literals holding them may be such sentinels.
+      images: ``(image, file, line)``: a host sentinel became ``image``
+        while ``jaxpr`` was traced, at that user's line: a constant or
+        literal holding ``image`` used by an equation of that line may be
+        that sentinel (a library's own ``INT32_MAX`` elsewhere is not).
     """
     from jax._src import core
+
+    image_set = frozenset(i for i, _, _ in images)
 
     inside = _library_dirs()
     found: list[SentinelRead] = []
     seen: set[tuple[str, str | None, int | None, bool]] = set()
+    consts_of: dict[Any, Any] = {}
 
-    def constant_fact(val: Any) -> _Fact:
+    def images_at(here: SourceLocation | None) -> frozenset[int]:
+        if here is None:
+            return image_set
+        return frozenset(i for i, f, ln in images if (f, ln) == (here.file, here.line))
+
+    def constant_fact(val: Any, here: SourceLocation | None) -> _Fact:
         if _dtype_range(getattr(val, "dtype", type(val))) is None and type(val) is not int:
             return _UNKNOWN
         a = np.asarray(val)
         if a.dtype.kind not in "iub" or a.size == 0 or a.size > 1 << 20:
             return _UNKNOWN
-        taint = _images_in(val, images) if images else frozenset()
+        wanted = images_at(here) if images else frozenset()
+        taint = _images_in(val, wanted) if wanted else frozenset()
         if taint:
             a = a[~np.isin(a, np.array(sorted(taint), dtype=np.int64).astype(a.dtype))]
         if a.size == 0:
             return _Fact(taint, 1, 0)
         return _Fact(taint, int(a.min()), int(a.max()))
 
-    def fact_of(v: Any, env: dict[Any, _Fact]) -> _Fact:
+    def fact_of(v: Any, env: dict[Any, _Fact], here: SourceLocation | None = None) -> _Fact:
         if isinstance(v, core.Literal):
-            return constant_fact(v.val)
-        return env.get(v, _UNKNOWN)
+            return constant_fact(v.val, here)
+        f = env.get(v)
+        if f is None and v in consts_of:
+            return constant_fact(consts_of[v], here)  # a closed-over constant, where it is used
+        return _UNKNOWN if f is None else f
 
     def bounds(f: _Fact, v: Any) -> tuple[int, int] | None:
         if f.lo is not None and f.hi is not None:
@@ -1011,30 +1060,53 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             idx = idx[which]
         elif isinstance(which, tuple):
             idx = [i for i in which if i < len(fs)]
+        return meets_among([fs[i] for i in idx], [eqn.invars[i] for i in idx])
+
+    def meets_among(fs: list[_Fact], vs: list[Any]) -> frozenset[int]:
+        """The images of sentinels among ``fs`` that another of ``fs`` may hold
+        as an ordinary value (``vs``: the values, for their types)."""
         hit: set[int] = set()
-        for i in idx:
-            if not fs[i].taint:
+        for i, f in enumerate(fs):
+            if not f.taint:
                 continue
-            for j in idx:
+            for j, (g, v) in enumerate(zip(fs, vs)):
                 if j == i:
                     continue
-                b = bounds(fs[j], eqn.invars[j])
-                if b is None:
-                    continue
-                hit.update(image for image in fs[i].taint if b[0] <= image <= b[1])
+                b = bounds(g, v)
+                if b is not None:
+                    hit.update(image for image in f.taint if b[0] <= image <= b[1])
         return frozenset(hit)
+
+    def widened(f: _Fact, v: Any) -> _Fact:
+        """``f`` with its ordinary values anywhere in their type but at the
+        images of the sentinels it may hold (each join was checked for them)."""
+        r = _dtype_range(getattr(getattr(v, "aval", None), "dtype", None))
+        if r is None or not f.taint:
+            return _Fact(f.taint)
+        lo = r[0] + 1 if r[0] in f.taint else r[0]
+        hi = r[1] - 1 if r[1] in f.taint else r[1]
+        return _Fact(f.taint, lo, hi)
 
     def run(jx: Any, ins: list[_Fact], consts: Any = (),
             site: SourceLocation | None = None) -> list[_Fact]:
         env: dict[Any, _Fact] = {}
         for var, c in zip(jx.constvars, consts):
-            env[var] = constant_fact(c)
+            consts_of[var] = c
         for var, f in zip(jx.invars, ins):
             env[var] = f
         for eqn in jx.eqns:
-            fs = [fact_of(v, env) for v in eqn.invars]
+            # The user's line (a walk of the equation's traceback) only where
+            # it matters: constants that may be sentinels, and sub-programs.
+            if (images and any(isinstance(v, core.Literal) or v in consts_of
+                               for v in eqn.invars)) or any(
+                    isinstance(p, (core.Jaxpr, core.ClosedJaxpr)) or (
+                        type(p) is tuple and p and isinstance(p[0], (core.Jaxpr, core.ClosedJaxpr)))
+                    for p in eqn.params.values()):
+                here = where(eqn, site)
+            else:
+                here = site
+            fs = [fact_of(v, env, here) for v in eqn.invars]
             t_all = frozenset().union(*(f.taint for f in fs)) if fs else frozenset()
-            here = where(eqn, site)
             met = meeting(eqn, fs) if t_all else frozenset()
             if met:
                 report(eqn, met, site, True)
@@ -1044,24 +1116,31 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
                 continue
             for var, f in zip(eqn.outvars, outs):
                 env[var] = f
-        return [fact_of(v, env) for v in jx.outvars]
+        return [fact_of(v, env, site) for v in jx.outvars]
 
     def closed(cj: Any, ins: list[_Fact], site: SourceLocation | None = None) -> list[_Fact]:
         if isinstance(cj, core.ClosedJaxpr):
             return run(cj.jaxpr, ins, cj.consts, site)
         return run(cj, ins, (), site)
 
-    def loop(body: Any, consts: list[_Fact], carry: list[_Fact], rest: list[_Fact],
+    def loop(eqn: Any, body: Any, consts: list[_Fact], carry: list[_Fact], rest: list[_Fact],
              n_out_extra: int, site: SourceLocation | None) -> list[_Fact]:
-        """A carried loop body to a fixpoint: a carried range that changes
-        becomes its type's range, and taint only grows."""
+        """A carried loop body to a fixpoint: a carried range that changes is
+        widened, and taint only grows.  A carried value joins what each trip
+        computes: a sentinel meeting values that may be its image there is
+        reported at the loop."""
         outs: list[_Fact] = []
+        carried = eqn.outvars[:len(carry)]
         for _ in range(2 * len(carry) + 2):
             outs = closed(body, consts + carry + rest, site)
             new = []
-            for c, o in zip(carry, outs[:len(carry)]):
+            for c, o, v in zip(carry, outs[:len(carry)], carried):
+                met = meets_among([c, o], [v, v])
+                if met:
+                    report(eqn, met, site, True)
                 j = _join([c, o])
-                new.append(j if (j.lo, j.hi) == (c.lo, c.hi) else _Fact(j.taint))
+                new.append(j if (j.lo, j.hi) == (c.lo, c.hi) and j.taint == c.taint
+                           else widened(j, v))
             if new == carry:
                 break
             carry = new
@@ -1076,6 +1155,8 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         if name in SENTINEL_MOVES:
             moved = fs
             if name == "select_n":
+                if fs and fs[0].taint:
+                    return None  # a sentinel as the case index
                 moved = fs[1:]
             elif name == "scatter" and fs:
                 if len(fs) > 1 and fs[1].taint:
@@ -1086,8 +1167,10 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
                 if any(f.taint for f in fs[n:]):
                     return None  # a sentinel used as an index
                 moved = fs[:n]
-            elif name == "clamp" and len(fs) == 3:
-                moved = fs
+            elif name in ("sort", "split", "unstack") and len(fs) == n_out:
+                return list(fs)  # result i holds elements of operand i
+            elif name == "sort":
+                return [_join(fs)] * n_out
             return [_join(moved)] * n_out
         if name in _FIRST_RESULT_MOVES:
             return [_join(fs[:1])] + [_UNKNOWN] * (n_out - 1)
@@ -1109,21 +1192,25 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             return [_UNKNOWN] * n_out
         if name == "while":
             nc, nb = params["cond_nconsts"], params["body_nconsts"]
-            carry = loop(params["body_jaxpr"], fs[nc:nc + nb], fs[nc + nb:], [], 0, site)
+            carry = loop(eqn, params["body_jaxpr"], fs[nc:nc + nb], fs[nc + nb:], [], 0, site)
             closed(params["cond_jaxpr"], fs[:nc] + carry, site)
             return carry
         if name == "cond":
             if fs and fs[0].taint:
                 return None  # a sentinel as the branch index
-            outs: list[_Fact] | None = None
-            for branch in params["branches"]:
-                got = closed(branch, fs[1:], site)
-                outs = got if outs is None else [_join([a, b]) for a, b in zip(outs, got)]
-            return outs or [_UNKNOWN] * n_out
+            results = [closed(branch, fs[1:], site) for branch in params["branches"]]
+            outs = []
+            for k, v in enumerate(eqn.outvars):
+                per_branch = [r[k] for r in results]
+                met = meets_among(per_branch, [v] * len(per_branch))
+                if met:
+                    report(eqn, met, site, True)  # the branches' results meet in the result
+                outs.append(_join(per_branch))
+            return outs
         if name == "scan":
             nc, ncarry = params["num_consts"], params["num_carry"]
             consts, carry, xs = fs[:nc], fs[nc:nc + ncarry], fs[nc + ncarry:]
-            return loop(params["jaxpr"], consts, carry, xs, n_out - ncarry, site)
+            return loop(eqn, params["jaxpr"], consts, carry, xs, n_out - ncarry, site)
         sub = _sub_jaxpr(params, len(fs), n_out)
         if sub is not None:
             return closed(sub, fs, site)
@@ -1131,7 +1218,7 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             return None
         if images:  # constants of sub-jaxprs may be sentinels: look into them
             for sub_jaxpr in core.jaxprs_in_params(params):
-                run(sub_jaxpr, [_UNKNOWN] * len(sub_jaxpr.invars))
+                run(sub_jaxpr, [_UNKNOWN] * len(sub_jaxpr.invars), (), site)
         return [_UNKNOWN] * n_out
 
     inner = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
@@ -1191,26 +1278,30 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
         _record("unproven", r.primitive, f"{what}: {why}", 1, source=r.source)
 
 
-_reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]"
+#: per traced program (weakly): (seeds, images) -> what sentinel_reads found
+_reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]" = (
+    weakref.WeakKeyDictionary())
+_reads_lock = threading.Lock()
 
 
 def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
-                         images: frozenset[int]) -> None:
+                         images: frozenset[tuple[int, str | None, int | None]]) -> None:
     """:func:`sentinel_reads` (cached per jaxpr, seeds and images), then
     :func:`act_on_sentinel_reads`."""
     key = (tuple(sorted(seeds.items())), images)
-    try:
-        per = _reads_cache.get(jaxpr)
-    except TypeError:
-        per = None
-    if per is not None and key in per:
-        reads = per[key]
-    else:
-        reads = sentinel_reads(jaxpr, seeds, images)
+    with _reads_lock:
         try:
-            _reads_cache.setdefault(jaxpr, {})[key] = reads
+            per = _reads_cache.get(jaxpr)
         except TypeError:
-            pass
+            per = None
+        reads = per.get(key) if per is not None else None
+    if reads is None:
+        reads = sentinel_reads(jaxpr, seeds, images)
+        with _reads_lock:
+            try:
+                _reads_cache.setdefault(jaxpr, {})[key] = reads
+            except TypeError:
+                pass
     act_on_sentinel_reads(reads)
 
 
@@ -1231,14 +1322,10 @@ def _install_sentinel_reads() -> None:
     takes it, see ``_install_fastpath_guard``): the host sentinels mapped
     while it traces, and the arguments holding sentinels, are followed
     through the traced program (:func:`sentinel_reads`)."""
-    import weakref
-
     from jax._src import core as jax_core
     from jax._src import pjit
 
-    global _reads_cache
-    _reads_cache = weakref.WeakKeyDictionary()
-    source_info_util_exclude()
+    _exclude_from_source_locations()
     original = pjit._infer_params
     if getattr(original, "__no64__", False):
         return
@@ -1250,14 +1337,14 @@ def _install_sentinel_reads() -> None:
             # Traced inside another function (jnp.where's own jit): its
             # operands are known only there, whose trace is followed whole.
             return original(fun, ji, args, kwargs)
-        outer = _mapped()
+        # A top-level trace: what host sentinels become while it runs (nested
+        # library traces included) is noted afresh, and forgotten after.
         _local.images = set()
         try:
             p, args_flat = original(fun, ji, args, kwargs)
             images = frozenset(_local.images)
         finally:
-            outer |= _local.images
-            _local.images = outer
+            _local.images = set()
         seeds = argument_seeds(args_flat)
         if images or seeds:
             check_sentinel_reads(p.params["jaxpr"], seeds, images)
@@ -1268,7 +1355,7 @@ def _install_sentinel_reads() -> None:
     pjit._infer_params = _infer_params
 
 
-def source_info_util_exclude() -> None:
+def _exclude_from_source_locations() -> None:
     """No frame of no64 is the user's frame in JAX's source locations (the
     locations of a module's ops, which the pass's reports and refusals name)."""
     from jax._src import source_info_util

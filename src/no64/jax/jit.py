@@ -345,6 +345,8 @@ class Jitted:
         self._static_names = frozenset(names)
         self._name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
         self._out_dtypes: dict[Any, Any] = {}
+        #: per argument signature: the traced program and the offset of its arguments
+        self._sentinel_traces: dict[Any, tuple[Any, int]] = {}
         functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
@@ -429,9 +431,17 @@ class Jitted:
         seeds = host.argument_seeds(leaves)
         if not seeds:
             return
+        key = self._abstract(args, kwargs).key
+        traced = self._sentinel_traces.get(key) if key is not None else None
         with self.scope():
-            jaxpr = self.jitted.trace(*nargs, **nkwargs).jaxpr
-            offset = len(jaxpr.jaxpr.invars) - len(leaves)
+            if traced is None:
+                jaxpr = self.jitted.trace(*nargs, **nkwargs).jaxpr
+                traced = (jaxpr, len(jaxpr.jaxpr.invars) - len(leaves))
+                if key is not None:
+                    if len(self._sentinel_traces) >= 64:
+                        self._sentinel_traces.clear()
+                    self._sentinel_traces[key] = traced
+            jaxpr, offset = traced
             host.check_sentinel_reads(jaxpr, {i + offset: t for i, t in seeds.items()},
                                       frozenset())
 
@@ -530,6 +540,7 @@ class Jitted:
         """Drop this function's compiled executables and traces."""
         self.jitted.clear_cache()
         self._out_dtypes.clear()
+        self._sentinel_traces.clear()
         if self._exact is not None:
             self._exact.clear()
 
