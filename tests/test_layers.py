@@ -77,6 +77,11 @@ KNOWN_CIRCLES: dict[tuple[str, str], str] = {
         "installs the host-side narrowing: one state object with listeners "
         "would end it"
     ),
+    ("no64.jax.intent", "no64.jax.hook"): (
+        "the hook asks the x64-intent module for a program's x64 meaning at "
+        "each compile, and that module prepares it with the hook's pass "
+        "settings: the same state object with listeners would end it"
+    ),
 }
 
 #: Layers below this one never import JAX itself (the MLIR bindings of
