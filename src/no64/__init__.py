@@ -22,6 +22,7 @@ from typing import Any
 
 from .core.demote import demote
 from .core.emulate import join_words
+from .core.pairs import join_pairs, split_pairs
 from .core.locations import SourceLocation, decode_location
 from .core.report import DemotionReport, Narrowing
 from .core.scan import Finding, check, find_64bit
@@ -71,6 +72,8 @@ __all__ = [
     "demote",
     "find_64bit",
     "join_words",
+    "join_pairs",
+    "split_pairs",
     # errors and warnings
     "ArgumentRangeError",
     "Boundary64BitError",

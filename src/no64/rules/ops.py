@@ -124,3 +124,6 @@ for _op in (
     declare(_SH + _op, region_free=True)
 for _name in ("func.return", "sdy.return"):
     declare(_name, region_free=True)
+
+# float64 as pairs of f32 (float_policy="pairs"): the rules join their ops' entries
+from . import pair_rules as _pair_rules  # noqa: E402,F401

@@ -80,6 +80,8 @@ __all__ = [
     "sign",
     "floor",
     "ceil",
+    "round_even",
+    "round_afz",
     "finish",
 ]
 
@@ -145,8 +147,9 @@ def _un(name: str, a: ir.Value) -> ir.Value:
     return make(name, [a], a.type)
 
 
-def _cmp(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
-    kind = "FLOAT" if isinstance(ir.RankedTensorType(a.type).element_type, ir.FloatType) else "SIGNED"
+def _cmp(a: ir.Value, b: ir.Value, direction: str, kind: str | None = None) -> ir.Value:
+    if kind is None:
+        kind = "FLOAT" if isinstance(ir.RankedTensorType(a.type).element_type, ir.FloatType) else "SIGNED"
     return make(
         "compare", [a, b], _tensor(_shape(a), _i1()),
         comparison_direction=ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>"),
@@ -408,16 +411,19 @@ def sqrt(x: Pair) -> Pair:
 
 
 # ------------------------------------------------------------ comparisons
-def compare(direction: str, x: Pair, y: Pair) -> ir.Value:
-    """``x <direction> y`` on normalized pairs (``i1``); NaN compares
-    unordered, as in IEEE (only ``NE`` is true)."""
-    eq_hi = _cmp(x.hi, y.hi, "EQ")
+def compare(direction: str, x: Pair, y: Pair, kind: str = "FLOAT") -> ir.Value:
+    """``x <direction> y`` on normalized pairs (``i1``): the hi words
+    decide unless equal, then the lo words.  With ``kind="FLOAT"`` NaN
+    compares unordered, as in IEEE (only ``NE`` is true); with
+    ``"TOTALORDER"`` the hi words are compared in IEEE's total order (as
+    sort comparators do)."""
+    eq_hi = _cmp(x.hi, y.hi, "EQ", kind)
     if direction == "EQ":
         return _and(eq_hi, _cmp(x.lo, y.lo, "EQ"))
     if direction == "NE":
-        return _or(_cmp(x.hi, y.hi, "NE"), _cmp(x.lo, y.lo, "NE"))
+        return _or(_cmp(x.hi, y.hi, "NE", kind), _cmp(x.lo, y.lo, "NE"))
     strict = {"LT": "LT", "LE": "LT", "GT": "GT", "GE": "GT"}[direction]
-    return _or(_cmp(x.hi, y.hi, strict), _and(eq_hi, _cmp(x.lo, y.lo, direction)))
+    return _or(_cmp(x.hi, y.hi, strict, kind), _and(eq_hi, _cmp(x.lo, y.lo, direction)))
 
 
 def select(p: ir.Value, x: Pair, y: Pair) -> Pair:
@@ -457,6 +463,31 @@ def floor(x: Pair) -> Pair:
 
 def ceil(x: Pair) -> Pair:
     return negate(floor(negate(x)))
+
+
+def _round(x: Pair, name: str) -> Pair:
+    """``round_nearest_even``/``_afz``: where ``hi`` is an integer, ``hi``
+    plus ``lo`` rounded; elsewhere ``hi`` rounded, except that a ``hi``
+    exactly halfway between integers goes the way ``lo`` points."""
+    rh = _un(name, x.hi)
+    fh = _un("floor", x.hi)
+    whole = _cmp(fh, x.hi, "EQ")
+    zero = _fsplat(x.lo, 0.0)
+    half = _cmp(_bin("subtract", x.hi, fh), _fsplat(x.hi, 0.5), "EQ")
+    up = _cmp(x.lo, zero, "GT")
+    down = _cmp(x.lo, zero, "LT")
+    ch = _bin("add", fh, _fsplat(fh, 1.0))
+    rh = _sel(_and(half, up), ch, _sel(_and(half, down), fh, rh))
+    lo = _sel(whole, _un(name, x.lo), zero)
+    return finish(fast_two_sum(rh, lo))
+
+
+def round_even(x: Pair) -> Pair:
+    return _round(x, "round_nearest_even")
+
+
+def round_afz(x: Pair) -> Pair:
+    return _round(x, "round_nearest_afz")
 
 
 # --------------------------------------------------------------- converts
