@@ -285,3 +285,26 @@ def test_pair_to_integer_truncates_and_saturates(elem):
     v = h.astype(np.float64) + l
     want = np.where(np.isnan(v), 0, np.clip(np.trunc(np.nan_to_num(v)), info.min, info.max)).astype(dtype)
     assert (got == want).all(), (got, want)
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@pytest.mark.parametrize("mode", ["splat", "dense", "both"])
+def test_constant_operands_bit_for_bit(name, mode):
+    """Constant operands: XLA's CPU compiler turns a division by a constant
+    into a product by its reciprocal and folds pair arithmetic on constants
+    at compile time without its error terms -- unless the constants come
+    through a barrier, as :func:`no64.rules.pairs.constant` makes them."""
+    rng = np.random.default_rng(5)
+    n = 256
+    x = random_values(rng, n)
+    y = np.full(n, 5e-4) if mode == "splat" else random_values(rng, n)
+    xh, xl = P.split_f64(x)
+    yh, yl = P.split_f64(y)
+
+    def body(a, b):
+        xx = P.constant([n], x) if mode == "both" else P.Pair(a, b)
+        return BINARY[name][0](xx, P.constant([n], y))
+
+    zh, zl = run_module(build([(n, "f32")] * 2, 2, body), [xh, xl])
+    mh, ml = BINARY[name][1](xh, xl, yh, yl)
+    assert (bits(zh) == bits(mh)).all() and (bits(zl) == bits(ml)).all()

@@ -239,10 +239,14 @@ def split_f64(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def constant(shape: Sequence[int], values: np.ndarray | float) -> Pair:
-    """The pair of float64 constant(s) ``values`` (one or one per element)."""
+    """The pair of float64 constant(s) ``values`` (one or one per element),
+    through a barrier: a compiler that folds pair arithmetic on constants
+    at compile time does not keep its error terms (XLA's CPU compiler
+    does not)."""
     arr = np.asarray(values, dtype=np.float64)
     hi, lo = split_f64(arr.reshape(-1))
-    return Pair(_fconst(shape, hi), _fconst(shape, lo))
+    h, l = barrier(_fconst(shape, hi), _fconst(shape, lo))
+    return Pair(h, l)
 
 
 def _fconst(shape: Sequence[int], arr: np.ndarray) -> ir.Value:
@@ -384,6 +388,9 @@ def divide(x: Pair, y: Pair) -> Pair:
     up = _cmp(ay, _fsplat(ay, _LOW), "LT")
     f = _sel(up, _fsplat(ay, 2.0**32), _fsplat(ay, 1.0))
     x, y = _scaled(x, f), _scaled(y, f)
+    # (a divisor the compiler can see as a constant would become a product
+    # by its rounded reciprocal)
+    y = Pair(_bar(y.hi), y.lo)
     th = _bin("divide", x.hi, y.hi)
     r = _times_float(y, th)
     pi = two_sum(x.hi, _un("negate", r.hi))
