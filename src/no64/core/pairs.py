@@ -380,8 +380,12 @@ class PairEmulation:
         if spec.pairs is None:
             self.refuse(op, "this op reads or computes a float64 value, and no64 cannot compute it on "
                         "float64 pairs (float_policy='pairs')")
-        with ir.InsertionPoint(op), op.location:
-            outs = spec.pairs(op, self)
+        if self._in_place:
+            with ir.InsertionPoint(op), op.location:
+                outs = spec.pairs(op, self)
+        else:  # copying a region body: at the end of the new block
+            with op.location:
+                outs = spec.pairs(op, self)
         for r, out in zip(op.results, outs):
             if isinstance(out, P.Pair):
                 self._pairs[r] = out

@@ -253,7 +253,7 @@ def custom_call(op: ir.Operation, em: "PairEmulation") -> list[Out]:
     its results taken as exact pairs of f32 values (recorded as
     precision-reduced)."""
     target = ir.StringAttr(op.attributes["call_target_name"]).value
-    if not target.startswith("lapack_d") and not target.startswith("lapack_z"):
+    if not target.startswith("lapack_"):
         em.refuse(op, f"no64 cannot compute custom call {target!r} on float64 pairs")
     em.reduced(op, f"{target} computed in f32 (its f32 sibling) from the float64 pairs rounded to f32")
     operands = []
