@@ -44,6 +44,7 @@ from . import host
 from ..core._mlir import ir
 from ..core.demote import demote
 from ..core.emulate import join_words
+from ..core.pairs import join_pairs, split_pairs
 from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
 from ..core.report import DemotionReport
 from ..kinds import Mode, RangePolicy
@@ -300,7 +301,10 @@ class Jitted:
         integer_policy: str,
         jit_kwargs: Mapping[str, Any],
         policy: str = "default",
+        float_policy: str = "f32",
     ) -> None:
+        if float_policy not in ("f32", "pairs"):
+            raise ValueError(f"float_policy must be one of ('f32', 'pairs'), not {float_policy!r}")
         self._fun = fun
         self._restore = restore_dtypes
         self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX, integer_policy,
@@ -308,8 +312,8 @@ class Jitted:
         self._jit_kwargs = dict(jit_kwargs)
         self.jitted = jax.jit(fun, **jit_kwargs)
         self._exact: _ExactPath | None = None
-        if self._config.policy is RangePolicy.EXACT:
-            self._exact = _ExactPath(fun, self._jit_kwargs, self._config)
+        if self._config.policy is RangePolicy.EXACT or float_policy == "pairs":
+            self._exact = _ExactPath(fun, self._jit_kwargs, self._config, float_policy)
         try:
             sig: inspect.Signature | None = inspect.signature(fun)
         except (TypeError, ValueError):
@@ -379,7 +383,7 @@ class Jitted:
                     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
                 x = narrow_argument(x, f"argument {name}{jax.tree_util.keystr(paths[i])}", where=where,
                                     integer_policy=self._config.integer_policy,
-                                    sentinels=self._exact is None)
+                                    sentinels=self._config.policy is not RangePolicy.EXACT)
             out.append(x)
         return jax.tree_util.tree_unflatten(treedef, out)
 
@@ -388,7 +392,7 @@ class Jitted:
         nargs, nkwargs = self._narrow(args, kwargs)
         if self._exact is not None:
             return self._exact.call(self._abstract(args, kwargs), self._dynamic_leaves(nargs, nkwargs),
-                                    self._restore, self._name)
+                                    self._restore, self._name, self._dynamic_leaves(args, kwargs))
         with self.scope():
             out = self.jitted(*nargs, **nkwargs)
         if self._restore:
@@ -508,6 +512,7 @@ def jit(
     restore_dtypes: bool = False,
     integer_policy: str = "error",
     policy: str = "default",
+    float_policy: str = "f32",
     **jit_kwargs: Any,
 ) -> Any:
     """Like :func:`jax.jit`, but 32-bit and 64-bit free whatever ``jax_enable_x64`` says.
@@ -535,6 +540,13 @@ def jit(
         with ``restore_dtypes``, joined into an int64/uint64 numpy array.
         Shardings (``in_shardings``, ``out_shardings``, ``device``,
         ``backend``) are refused and donation is not applied.
+      float_policy: ``"pairs"`` runs the function's x64 program with every
+        float64 value carried as a pair of f32 (:func:`no64.demote`'s
+        ``float_policy``), compiled and run by no64 as under
+        ``policy="exact"``: float64 arguments are handed over as their
+        pairs (about 48 bits of their significand); a float64 output comes
+        back as its shape plus a trailing 2 (hi, lo) float32, or, with
+        ``restore_dtypes``, joined into a float64 numpy array.
       **jit_kwargs: Passed to :func:`jax.jit` (``static_argnums``,
         ``in_shardings``, ``donate_argnums``, ...).  Static arguments are
         never converted.
@@ -552,10 +564,10 @@ def jit(
     :class:`no64.ConstantRangeError` likewise.
     """
     if fun is None:
-        return functools.partial(jit, restore_dtypes=restore_dtypes,
-                                 integer_policy=integer_policy, policy=policy, **jit_kwargs)
+        return functools.partial(jit, restore_dtypes=restore_dtypes, integer_policy=integer_policy,
+                                 policy=policy, float_policy=float_policy, **jit_kwargs)
     return Jitted(fun, restore_dtypes=restore_dtypes, integer_policy=integer_policy,
-                  jit_kwargs=jit_kwargs, policy=policy)
+                  jit_kwargs=jit_kwargs, policy=policy, float_policy=float_policy)
 
 
 
@@ -583,6 +595,9 @@ class _Executable:
     out_dtypes: list[np.dtype | None]
     #: outputs that come back as ``S x 2`` words
     words: frozenset[int]
+    #: float64 inputs and outputs carried as ``S x 2`` float32 pairs
+    pairs_in: frozenset[int] = frozenset()
+    pairs_out: frozenset[int] = frozenset()
 
 
 class _ExactPath:
@@ -596,11 +611,14 @@ class _ExactPath:
 
     _SHARDING_KWARGS = ("in_shardings", "out_shardings", "device", "backend")
 
-    def __init__(self, fun: Callable[..., Any], jit_kwargs: Mapping[str, Any], config: Any) -> None:
+    def __init__(self, fun: Callable[..., Any], jit_kwargs: Mapping[str, Any], config: Any,
+                 float_policy: str = "f32") -> None:
+        self.float_policy = float_policy
+        what = "float_policy='pairs'" if config.policy is not RangePolicy.EXACT else "policy='exact'"
         bad = [k for k in self._SHARDING_KWARGS if jit_kwargs.get(k) is not None]
         if bad:
             raise ValueError(
-                f"no64.jit(policy='exact') runs the program on one device and takes no "
+                f"no64.jit({what}) runs the program on one device and takes no "
                 f"{', '.join(bad)}; use policy='default' for sharded programs"
             )
         kwargs = {k: v for k, v in jit_kwargs.items() if k not in ("donate_argnums", "donate_argnames")}
@@ -619,7 +637,7 @@ class _ExactPath:
 
     def lowered(self, abstract: _Abstract, name: str) -> "Lowered":
         return Lowered._from_jax(self._lower_x64(abstract), self.config.integer_policy, name,
-                                 policy=RangePolicy.EXACT, outputs="words")
+                                 policy=self.config.policy, outputs="words", float_policy=self.float_policy)
 
     def _compiled(self, abstract: _Abstract, name: str) -> _Executable:
         if abstract.key is not None and abstract.key in self._cache:
@@ -655,17 +673,22 @@ class _ExactPath:
             low.module.operation.get_asm(enable_debug_info=True),
             executable_devices=xc.DeviceList((device,)), compile_options=options)
         compiled = _Executable(low, executable, device, [s.dtype for s in in_specs],
-                               jax_lowered.out_tree, out_dtypes, frozenset(low.report.emulated_outputs))
+                               jax_lowered.out_tree, out_dtypes, frozenset(low.report.emulated_outputs),
+                               frozenset(low.report.pair_inputs), frozenset(low.report.pair_outputs))
         if abstract.key is not None:
             if len(self._cache) >= 64:
                 self._cache.clear()
             self._cache[abstract.key] = compiled
         return compiled
 
-    def call(self, abstract: _Abstract, leaves: list[Any], restore: bool, name: str) -> Any:
+    def call(self, abstract: _Abstract, leaves: list[Any], restore: bool, name: str,
+             originals: list[Any] | None = None) -> Any:
         c = self._compiled(abstract, name)
         arrays = []
-        for x, dtype in zip(leaves, c.in_dtypes):
+        for i, (x, dtype) in enumerate(zip(leaves, c.in_dtypes)):
+            if i in c.pairs_in and originals is not None:
+                # a float64 input as its pairs, from the caller's float64 values
+                x = split_pairs(np.asarray(originals[i], dtype=np.float64))
             if not (isinstance(x, jax.Array) and x.dtype == dtype):
                 x = np.asarray(x)
                 if x.dtype != dtype:
@@ -677,6 +700,8 @@ class _ExactPath:
             for i, (x, want) in enumerate(zip(outs, c.out_dtypes)):
                 if i in c.words:
                     outs[i] = join_words(np.asarray(x))
+                elif i in c.pairs_out:
+                    outs[i] = join_pairs(np.asarray(x))
                 elif want is not None and _WIDENED.get(np.dtype(x.dtype)) == want:
                     outs[i] = np.asarray(x).astype(want)
         return jax.tree_util.tree_unflatten(c.out_tree, outs)
@@ -705,13 +730,14 @@ class Lowered:
 
     @classmethod
     def _from_jax(cls, lowered: Any, integer_policy: str, name: str, *,
-                  policy: str = "default", outputs: str = "narrow") -> "Lowered":
+                  policy: str = "default", outputs: str = "narrow", float_policy: str = "f32") -> "Lowered":
         import io
 
         buf = io.BytesIO()
         lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
         module = no64_io.load(buf.getvalue(), format="mlirbc")
-        report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
+        report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs,
+                        float_policy=float_policy)
         check(module)
         return cls(module, report, lowered, name)
 
