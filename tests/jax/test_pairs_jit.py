@@ -49,3 +49,53 @@ def test_lower_reports_pairs():
 def test_unknown_float_policy():
     with pytest.raises(ValueError, match="float_policy"):
         no64.jit(f, float_policy="f64")
+
+
+HOOK_SCRIPT = r'''
+import jax, jax.numpy as jnp, numpy as np
+import no64
+
+@jax.jit
+def f(x):
+    # float64 inside the program only (traced with x64 on): its result is
+    # rounded to f32 at the end
+    y = x.astype(jnp.float64)
+    return ((y * 1e8 + 1.0) - y * 1e8).astype(jnp.float32)
+
+with jax.enable_x64(True):
+    out = f(np.array([1.5, 3.25, 7.0, 0.1], dtype=np.float32))
+print(no64.active_config().describe())
+print(np.asarray(out).tolist())
+'''
+
+
+@pytest.mark.parametrize("policy, want", [("pairs", [1.0] * 4), ("f32", None)])
+def test_hook_float_policy_from_environment(tmp_path, policy, want):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "hook.py"
+    script.write_text(HOOK_SCRIPT)
+    env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY=policy, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    described, values = r.stdout.strip().splitlines()[-2:]
+    got = eval(values)  # noqa: S307 (a list of floats printed by the child)
+    if want is not None:
+        assert "float policy 'pairs'" in described
+        assert got == want
+    else:
+        assert got != [1.0] * 4  # f32 loses the 1 next to 1e8
+
+
+def test_hook_bad_float_policy_is_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="double", JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-c", "import jax; jax.numpy.zeros(1)"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0
+    assert "no64: NO64_FLOAT_POLICY='double' is not one of f32, pairs; using 'f32'" in r.stderr
