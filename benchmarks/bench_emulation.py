@@ -685,7 +685,7 @@ def run_pair_case(name: str, x: np.ndarray, y: np.ndarray, *, scan_length: int, 
     report = no64.demote(converted, float_policy="pairs", check=True)
     pairs_exe = compile_text(converted.operation.get_asm())
     with jax.enable_x64(False):
-        f32_text = jax.jit(f).lower(x.astype(np.float32), y.astype(np.float32)).as_text()
+        f32_text = jax.jit(f, keep_unused=True).lower(x.astype(np.float32), y.astype(np.float32)).as_text()
     f32_exe = compile_text(f32_text)
     device = _backend().devices()[0]
     args64 = [jax.device_put(x, device), jax.device_put(y, device)]

@@ -82,29 +82,39 @@ def test_variance_of_values_near_1e4():
     assert f > 1e-2
 
 
+#: Seconds since 1970, 0.1 ms apart, from an instant that f32 does not hold.
+T0 = 1712345678.9
+
+
 def test_timestamp_intervals():
-    t = 1.7e9 + np.arange(4096) * 1e-4
+    t = T0 + np.arange(4096) * 1e-4
 
     def intervals(t):
         return jnp.diff(t)
 
     (p,), (f,) = errors(intervals, t)
-    # 48 bits at 1.7e9 s resolve about 4e-6 s: the limit of a pair
-    assert p < 8e-2, p
+    # a pair holds a time near 1.7e9 s to 2**-18 s (3.8e-6 s) at worst --
+    # 4 % of a 0.1 ms interval; f32 holds it to 128 s
+    assert p < 5e-2, p
     assert f >= 1.0
 
 
-def test_timestamps_relative_to_an_epoch_offset():
-    # the same intervals computed from an offset the program subtracts first
-    t = 1.7e9 + np.arange(4096) * 1e-4
+def test_timestamps_generated_in_the_program():
+    # instants made in the program, 1.7e9 s plus steps of 0.1 ms: the pair
+    # (1.7e9, steps) resolves them to 2**-25 s, finer than float64 itself
+    # (2**-22 s there), so the intervals are closer to the exact 0.1 ms than
+    # the x64 program's
+    def intervals(x):
+        t = 1.7e9 + jnp.arange(4096) * 1e-4 + x
+        return jnp.diff(t)
 
-    def intervals(t):
-        s = t - 1.7e9
-        return s[1:] - s[:-1]
-
-    (p,), (f,) = errors(intervals, t)
-    assert p < 8e-2, p
-    assert f >= 1.0
+    x = np.zeros(4096)
+    (ref,) = reference(intervals, x)
+    (got,) = run_pairs(intervals, x)
+    (f32,) = run_pairs(intervals, x, float_policy="f32")
+    exact = np.full(4095, 1e-4)
+    assert rel(got, exact) < 1e-3 and rel(got, exact) < rel(ref, exact) / 2
+    assert rel(f32, exact) >= 1.0
 
 
 def test_finite_difference_derivative():
@@ -195,3 +205,16 @@ def test_complex128_is_refused_with_its_line():
     m = lower_x64(lambda x: (x * (1 + 2j)).real, x)
     with pytest.raises(no64.UnsupportedOpError, match="complex128"):
         no64.demote(m, float_policy="pairs")
+
+
+def test_exponent_range_stays_f32s():
+    # pairs have f32's exponent range: beyond it they overflow or vanish
+    x = np.array([1e20, 1e-300])
+
+    def fn(x):
+        return x[0] * 1e30, x[1] / 1e-300
+
+    big, tiny = run_pairs(fn, x)
+    ref_big, ref_tiny = reference(fn, x)
+    assert np.isclose(ref_big, 1e50) and ref_tiny == 1.0
+    assert np.isinf(big) and np.isnan(tiny)
