@@ -90,13 +90,18 @@ def finish(h, l):
     return h, np.where(np.isfinite(h), l, F(0)).astype(F)
 
 
+def guard(z, plain):
+    fin = np.isfinite(plain)
+    return np.where(fin, z[0], plain).astype(F), np.where(fin, z[1], F(0)).astype(F)
+
+
 def add(xh, xl, yh, yl):
     sh, sl = two_sum(xh, yh)
     th, tl = two_sum(xl, yl)
     c = fadd(sl, th)
     vh, vl = fast_two_sum(sh, c)
     w = fadd(tl, vl)
-    return finish(*fast_two_sum(vh, w))
+    return finish(*guard(fast_two_sum(vh, w), sh))
 
 
 def sub(xh, xl, yh, yl):
@@ -123,7 +128,7 @@ def mul(xh, xl, yh, yl):
     ch, cl1 = two_prod(xh, yh)
     cl2 = fadd(rprod(xh, yl), rprod(xl, yh))
     cl3 = fadd(cl1, cl2)
-    return finish(*fast_two_sum(ch, cl3))
+    return finish(*guard(fast_two_sum(ch, cl3), ch))
 
 
 def times_float(xh, xl, y):

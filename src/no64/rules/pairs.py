@@ -321,6 +321,14 @@ def finish(p: Pair) -> Pair:
     return Pair(p.hi, _sel(fin, p.lo, _fsplat(p.lo, 0.0)))
 
 
+def _guard(z: Pair, plain: ir.Value) -> Pair:
+    """``z``, or -- where ``plain`` (the op on the hi words alone) is not
+    finite -- ``(plain, 0)``: an infinite or NaN operand or an overflow gives
+    what f32 gives, where the error terms would be NaN."""
+    fin = make("is_finite", [plain], _tensor(_shape(plain), _i1()))
+    return Pair(_sel(fin, z.hi, plain), _sel(fin, z.lo, _fsplat(plain, 0.0)))
+
+
 # ------------------------------------------------------------- arithmetic
 def add(x: Pair, y: Pair) -> Pair:
     """DWPlusDW (accurate): relative error <= 3u^2."""
@@ -329,7 +337,7 @@ def add(x: Pair, y: Pair) -> Pair:
     c = _bin("add", s.lo, t.hi)
     v = fast_two_sum(s.hi, c)
     w = _bin("add", t.lo, v.lo)
-    return finish(fast_two_sum(v.hi, w))
+    return finish(_guard(fast_two_sum(v.hi, w), s.hi))
 
 
 def negate(x: Pair) -> Pair:
@@ -368,7 +376,7 @@ def multiply(x: Pair, y: Pair) -> Pair:
     t1, t2 = _rprod(x.hi, y.lo), _rprod(x.lo, y.hi)
     cl2 = _bin("add", t1, t2)
     cl3 = _bin("add", c.lo, cl2)
-    return finish(fast_two_sum(c.hi, cl3))
+    return finish(_guard(fast_two_sum(c.hi, cl3), c.hi))
 
 
 def _times_float(x: Pair, y: ir.Value) -> Pair:
