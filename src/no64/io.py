@@ -862,15 +862,24 @@ def _dump_hlopb(module: ir.Module) -> bytes:
     return bytes(_xla_computation(module).as_serialized_hlo_module_proto())
 
 
-def _entry_result_types(module: ir.Module) -> list[ir.Type] | None:
-    """The result types of the module's public entry function."""
+def _entry_result_types(module: ir.Module, inputs: bool = False) -> list[ir.Type] | None:
+    """The result (or, with ``inputs``, argument) types of the module's
+    public entry function."""
     from .analysis.ranges import entry_function
 
     with module.context:
         fn = entry_function(module.operation)
         if fn is None:
             return None
-        return list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
+        ft = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        return list(ft.inputs if inputs else ft.results)
+
+
+def _paired(t: ir.Type | None, aval: Any, dtypes: tuple[str, ...]) -> bool:
+    """Whether type ``t`` is ``aval`` (narrowed) with a trailing 2: 32-bit
+    words of an emulated integer, or an f32 pair of a float64."""
+    return (isinstance(t, ir.RankedTensorType) and t.rank == len(aval.shape) + 1
+            and t.shape[-1] == 2 and str(aval.dtype) in dtypes)
 
 
 _NARROWED_DTYPES = {"int64": "int32", "uint64": "uint32", "float64": "float32",
@@ -899,9 +908,9 @@ def _dump_jaxexport(module: ir.Module) -> bytes:
     for i, aval in enumerate(exported.out_avals):
         aval = narrow(aval)
         t = results[i] if results is not None and i < len(results) else None
-        if (isinstance(t, ir.RankedTensorType) and t.rank == len(aval.shape) + 1
-                and t.shape[-1] == 2 and str(aval.dtype) in ("int32", "uint32")):
-            # an output emulated in 32-bit words: shape S x 2 (low, high)
+        if _paired(t, aval, ("int32", "uint32", "float32")):
+            # an output emulated in 32-bit words (low, high) or carried as an
+            # f32 pair (hi, lo): shape S x 2
             sharding = exported.out_shardings_hlo[i] if i < len(exported.out_shardings_hlo) else None
             if sharding is not None and not sharding.is_replicated():
                 raise OutputError(
@@ -910,10 +919,25 @@ def _dump_jaxexport(module: ir.Module) -> bytes:
                 )
             aval = aval.update(shape=(*aval.shape, 2))
         out_avals.append(aval)
+    args = _entry_result_types(module, inputs=True)
+    in_avals = []
+    for i, aval in enumerate(exported.in_avals):
+        aval = narrow(aval)
+        t = args[i] if args is not None and i < len(args) else None
+        if _paired(t, aval, ("float32",)):
+            # a float64 input taken as an f32 pair (hi, lo): shape S x 2
+            sharding = exported.in_shardings_hlo[i] if i < len(exported.in_shardings_hlo) else None
+            if sharding is not None and not sharding.is_replicated():
+                raise OutputError(
+                    f"input #{i} is taken as an f32 pair but is sharded ({sharding}); "
+                    "a jax.export artifact cannot say how its pairs are sharded"
+                )
+            aval = aval.update(shape=(*aval.shape, 2))
+        in_avals.append(aval)
 
     new = dataclasses.replace(
         exported,
-        in_avals=tuple(narrow(a) for a in exported.in_avals),
+        in_avals=tuple(in_avals),
         out_avals=tuple(out_avals),
         mlir_module_serialized=_dump_vhlo(module),
         _get_vjp=None,
