@@ -41,6 +41,7 @@ from .errors import (
     TracedArgumentError,
     UnsupportedOpError,
     X64DisabledWarning,
+    PairArithmeticError,
 )
 
 __version__ = "0.1.0"
@@ -89,6 +90,7 @@ __all__ = [
     "TracedArgumentError",
     "UnsupportedOpError",
     "X64DisabledWarning",
+    "PairArithmeticError",
     # the JAX layer (loaded on first use)
     "AuditReport",
     "Lowered",

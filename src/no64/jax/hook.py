@@ -579,6 +579,11 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
     prepared = prepare_module(computation, config, platform)
     if prepared is computation:
         return _original_compile(backend, computation, *args, **kwargs)
+    if config.float_policy == "pairs":
+        # once per platform: the backend must keep IEEE f32 for pairs
+        from .pair_probe import require_ieee_f32
+
+        require_ieee_f32(backend, backend.devices()[0])
     try:
         return _original_compile(backend, prepared, *args, **kwargs)
     except Exception:

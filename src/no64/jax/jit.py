@@ -667,6 +667,10 @@ class _ExactPath:
         if isinstance(device, str):
             device = jax.devices(device)[0]
         backend = jax.extend.backend.get_backend(device.platform)
+        if self.float_policy == "pairs":
+            from .pair_probe import require_ieee_f32
+
+            require_ieee_f32(backend, device)
         options = jax.extend.backend.get_compile_options(
             num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
         executable = backend.compile_and_load(
