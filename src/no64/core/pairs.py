@@ -350,7 +350,10 @@ class PairEmulation:
         if any(_is_c128(t) for t in types):
             self.refuse(op, "complex128 is not computed on float64 pairs (float_policy='pairs'); "
                         "no64 refuses it rather than compute it in complex64")
-        return any(is_f64(t) for t in types)
+        f64 = [t for t in types if is_f64(t)]
+        if any(not ir.RankedTensorType(t).has_static_shape for t in f64):
+            self.refuse(op, "no64 computes float64 pairs only in statically shaped tensors")
+        return bool(f64)
 
     def _walk(self, fn: ir.Operation, entry: ir.Operation | None) -> None:
         stack: list[ir.Operation] = [fn]
