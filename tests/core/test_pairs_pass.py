@@ -179,3 +179,11 @@ def test_cli_float_policy_pairs(tmp_path, capsys):
     (got,) = run_module(no64.io.load(str(out)), [no64.split_pairs(V)])
     assert abs(no64.join_pairs(got) - (np.sum(V * V) - 1e-10)) < 1e-13 * np.sum(V * V)
     assert main(["convert", str(src), "-o", str(out), "--float-policy", "quad", "--force"]) == 2
+
+
+def test_dot_general_over_a_long_contraction_in_chunks():
+    # 150 = 3 chunks of 50, batched
+    a = RNG.standard_normal((2, 5, 150)) * 1e3
+    b = RNG.standard_normal((2, 150, 3))
+    got, ref, _ = run(lambda a, b: jnp.einsum("bik,bkj->bij", a, b), a, b)
+    close(got, ref)

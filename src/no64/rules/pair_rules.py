@@ -453,9 +453,10 @@ def scatter(op: ir.Operation, em: "PairEmulation") -> list[Out]:
 @computes_pairs(_SH + "dot_general")
 def dot_general(op: ir.Operation, em: "PairEmulation") -> list[Out]:
     """Pair products of the operands laid out on a common shape
-    ``batch x lhs-free x rhs-free x contracting``, then a blocked pair sum
-    over the contracting elements -- never an f32 ``dot_general`` of the
-    words (which some backends compute in lower precision)."""
+    ``batch x lhs-free x rhs-free x chunk``, summed in blocks, chunk by
+    chunk of the contraction (:data:`DOT_CHUNK` elements) -- never an f32
+    ``dot_general`` of the words (which some backends compute in lower
+    precision)."""
     lhs, rhs = op.operands
     a = em.pair(lhs) if is_f64(em.type(lhs)) else P.from_float(em.value(lhs))
     b = em.pair(rhs) if is_f64(em.type(rhs)) else P.from_float(em.value(rhs))
@@ -476,28 +477,63 @@ def dot_general(op: ir.Operation, em: "PairEmulation") -> list[Out]:
     batch = [ls[i] for i in lb]
     lfree = [ls[i] for i in lf]
     rfree = [rs[i] for i in rf]
-    contr = [ls[i] for i in lc]
-    common = batch + lfree + rfree + contr
-    nb, nl, nr = len(batch), len(lfree), len(rfree)
-    # where each operand dimension goes in the common shape
-    lmap = {d: k for k, d in enumerate(lb)}
-    lmap.update({d: nb + k for k, d in enumerate(lf)})
-    lmap.update({d: nb + nl + nr + k for k, d in enumerate(lc)})
-    rmap = {d: k for k, d in enumerate(rb)}
-    rmap.update({d: nb + nl + k for k, d in enumerate(rf)})
-    rmap.update({d: nb + nl + nr + k for k, d in enumerate(rc)})
-    t = P.pair_type(common)
-
-    def spread(x: P.Pair, mapping: dict[int, int]) -> P.Pair:
-        attr = ir.DenseI64ArrayAttr.get([mapping[d] for d in range(len(x.shape))])
-        return P.Pair(make("broadcast_in_dim", [x.hi], t, broadcast_dimensions=attr),
-                      make("broadcast_in_dim", [x.lo], t, broadcast_dimensions=attr))
-
-    prod = P.multiply(spread(a, lmap), spread(b, rmap))
-    out = blocked_sum(prod, list(range(nb + nl + nr, len(common))))
+    nbt = int(np.prod(batch, dtype=np.int64))
+    m = int(np.prod(lfree, dtype=np.int64))
+    n = int(np.prod(rfree, dtype=np.int64))
+    k = int(np.prod([ls[i] for i in lc], dtype=np.int64))
+    # each operand as batch x free x contracting
+    a3 = _words(a, lambda w: make("reshape", [_transposed(w, lb + lf + lc)], P.pair_type([nbt, m, k])))
+    b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
+    # the contraction in chunks of at most DOT_CHUNK elements, each chunk's
+    # products laid out batch x m x n x chunk, summed, and added up: the
+    # products are never all in memory at once
+    chunks = max(1, -(-k // DOT_CHUNK))
+    c = -(-k // chunks)
+    if chunks * c != k:
+        a3, b3 = _pad_last(a3, chunks * c - k), _pad_last(b3, chunks * c - k)
+    t4 = P.pair_type([nbt, m, n, c])
+    acc: P.Pair | None = None
+    for j in range(chunks):
+        aj = _words(a3, lambda w: _chunk(w, j * c, c))
+        bj = _words(b3, lambda w: _chunk(w, j * c, c))
+        la = ir.DenseI64ArrayAttr.get([0, 1, 3])
+        ra = ir.DenseI64ArrayAttr.get([0, 2, 3])
+        prod = P.multiply(_words(aj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=la)),
+                          _words(bj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=ra)))
+        part = blocked_sum(prod, [3])
+        acc = part if acc is None else P.add(acc, part)
+    assert acc is not None
+    out = _words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))
     if not is_f64(op.results[0].type):
         em.refuse(op, "no64 computes dot_general on float64 pairs only with a float64 result")
     return [out]
+
+
+#: A ``dot_general`` on pairs sums its contraction this many elements at a time.
+DOT_CHUNK = 64
+
+
+def _words(x: P.Pair, fn: Callable[[ir.Value], ir.Value]) -> P.Pair:
+    return P.Pair(fn(x.hi), fn(x.lo))
+
+
+def _transposed(w: ir.Value, perm: list[int]) -> ir.Value:
+    if perm == list(range(len(perm))):
+        return w
+    shape = _shape(w)
+    return make("transpose", [w], P.pair_type([shape[i] for i in perm]),
+                permutation=ir.DenseI64ArrayAttr.get(perm))
+
+
+def _chunk(w: ir.Value, start: int, size: int) -> ir.Value:
+    shape = _shape(w)
+    if start == 0 and size == shape[-1]:
+        return w
+    rank = len(shape)
+    return make("slice", [w], P.pair_type(shape[:-1] + [size]),
+                start_indices=ir.DenseI64ArrayAttr.get([0] * (rank - 1) + [start]),
+                limit_indices=ir.DenseI64ArrayAttr.get(shape[:-1] + [start + size]),
+                strides=ir.DenseI64ArrayAttr.get([1] * rank))
 
 
 def elementwise_ops() -> list[str]:
