@@ -151,10 +151,6 @@ class PairEmulation:
     def event(self, op: ir.Operation, kind: str, detail: str, count: int = 1) -> None:
         self.events.append((kind, op.name, op.location, detail, count))
 
-    def keep_f64(self, op: ir.Operation) -> None:
-        """``op`` keeps float64 types for the narrowing pass (a LAPACK call
-        handed f32 values: the pass narrows it to its f32 sibling)."""
-
     def constant_elements(self, op: ir.Operation) -> np.ndarray:
         """The float64 elements of a constant op (flat)."""
         attr = op.attributes["value"]

@@ -265,7 +265,6 @@ def custom_call(op: ir.Operation, em: "PairEmulation") -> list[Out]:
     attrs = {name: op.attributes[name] for name in op.attributes}
     new = ir.Operation.create(op.name, results=[r.type for r in op.results], operands=operands,
                               attributes=attrs)
-    em.keep_f64(new)
     return [P.from_f32(make("convert", [n], _f32_type(n.type))) if is_f64(r.type) else n
             for r, n in zip(op.results, new.results)]
 
@@ -534,8 +533,3 @@ def _chunk(w: ir.Value, start: int, size: int) -> ir.Value:
                 start_indices=ir.DenseI64ArrayAttr.get([0] * (rank - 1) + [start]),
                 limit_indices=ir.DenseI64ArrayAttr.get(shape[:-1] + [start + size]),
                 strides=ir.DenseI64ArrayAttr.get([1] * rank))
-
-
-def elementwise_ops() -> list[str]:
-    """The elementwise ops computed on pairs (for the benchmark)."""
-    return ["add", "subtract", "multiply", "divide", "sqrt", "compare", "maximum"]
