@@ -52,6 +52,15 @@ Divide and remainder run only where the op registry has their emulation
 rule (``no64.rules.registry.spec_of(op).emulate``); otherwise their rows
 say "not emulated".
 
+A second table times float64 carried as pairs of f32
+(``no64.demote(module, float_policy="pairs")``), op kind by op kind, on two
+float64 tensors of ``--size`` elements (``sum`` and ``dot`` over a
+``--scan-length`` row, ``cumsum`` over rows of it): the pair program
+against the native float64 program and the native float32 one (x64 off).
+Each pair result is checked against the float64 one (within ``1e-13`` of
+its largest magnitude; a mismatch stops the benchmark).  ``--no-pairs``
+leaves that table out.
+
 Run ``python benchmarks/bench_emulation.py --repeats 5`` (or
 ``make bench-emulation BENCH_ARGS="--repeats 5"``).
 """
@@ -616,6 +625,112 @@ def print_table(results: list[CaseResult], size: int, repeats: int, scan_length:
         )
 
 
+# --------------------------------------------------------------------------
+# float64 as pairs of f32 (float_policy="pairs").
+# --------------------------------------------------------------------------
+
+
+#: Op kinds on float64 pairs: name -> fn(x, y, scan_length).
+PAIR_CASES: dict[str, Callable[[jax.Array, jax.Array, int], Any]] = {
+    "add": lambda x, y, n: x + y,
+    "subtract": lambda x, y, n: x - y,
+    "multiply": lambda x, y, n: x * y,
+    "divide": lambda x, y, n: x / y,
+    "sqrt": lambda x, y, n: jnp.sqrt(jnp.abs(x)),
+    "compare (select)": lambda x, y, n: jnp.where(x < y, x, y),
+    "maximum": lambda x, y, n: jnp.maximum(x, y),
+    "sum (rows of --scan-length)": lambda x, y, n: jnp.sum(x.reshape(-1, n), axis=1),
+    "cumsum (rows of --scan-length)": lambda x, y, n: jnp.cumsum(x.reshape(-1, n), axis=1),
+    "dot (square of --scan-length rows)": lambda x, y, n: _square(x, n) @ _square(y, n),
+}
+
+
+def _square(x: jax.Array, n: int) -> jax.Array:
+    m = min(n, int(math.isqrt(x.shape[0])))
+    return x[: m * m].reshape(m, m)
+
+
+@dataclass
+class PairResult:
+    name: str
+    ops_pairs: int
+    max_rel_error: float
+    f64_s: float | None = None
+    pairs_s: float | None = None
+    f32_s: float | None = None
+
+    @property
+    def vs_f32(self) -> float | None:
+        return None if self.pairs_s is None or self.f32_s is None else self.pairs_s / self.f32_s
+
+    @property
+    def vs_f64(self) -> float | None:
+        return None if self.pairs_s is None or self.f64_s is None else self.pairs_s / self.f64_s
+
+
+def make_float_inputs(size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return 1.0 + rng.standard_normal(size), 2.0 + rng.standard_normal(size)
+
+
+def run_pair_case(name: str, x: np.ndarray, y: np.ndarray, *, scan_length: int, repeats: int,
+                  timing: bool = True) -> PairResult:
+    """Lower with x64 on, convert with ``float_policy="pairs"``, compile the
+    float64, pair and float32 programs, check, and (``timing``) time them."""
+    fn = PAIR_CASES[name]
+    f = lambda a, b: fn(a, b, scan_length)  # noqa: E731
+    native = lower_x64(f, x, y)
+    native_exe = compile_text(native.operation.get_asm())
+    converted = lower_x64(f, x, y)
+    report = no64.demote(converted, float_policy="pairs", check=True)
+    pairs_exe = compile_text(converted.operation.get_asm())
+    with jax.enable_x64(False):
+        f32_text = jax.jit(f, keep_unused=True).lower(x.astype(np.float32), y.astype(np.float32)).as_text()
+    f32_exe = compile_text(f32_text)
+    device = _backend().devices()[0]
+    args64 = [jax.device_put(x, device), jax.device_put(y, device)]
+    args_pairs = [jax.device_put(no64.split_pairs(v), device) for v in (x, y)]
+    args32 = [jax.device_put(v.astype(np.float32), device) for v in (x, y)]
+    ref = np.asarray(execute(native_exe, args64)[0])
+    got = np.asarray(execute(pairs_exe, args_pairs)[0])
+    got = no64.join_pairs(got) if 0 in report.pair_outputs else got
+    err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+    if err > 1e-13:
+        raise MismatchError(f"{name}: pairs differ from float64 by {err:.3g} (relative to the largest value)")
+    result = PairResult(name, report.ops_on_pairs, err)
+    if timing:
+        times = time_programs({
+            "f64": lambda: execute(native_exe, args64),
+            "pairs": lambda: execute(pairs_exe, args_pairs),
+            "f32": lambda: execute(f32_exe, args32),
+        }, repeats)
+        result.f64_s, result.pairs_s, result.f32_s = times["f64"], times["pairs"], times["f32"]
+    return result
+
+
+def print_pair_table(results: list[PairResult], size: int, repeats: int, scan_length: int) -> None:
+    print()
+    print(f"float64 as pairs of f32 (float_policy=\"pairs\") on the CPU backend: {size} elements, "
+          f"median of {repeats} repeat{'s' if repeats != 1 else ''}")
+    width = max(len(r.name) for r in results)
+    header = (f"{'op':<{width}}  {'f64 ms':>9}  {'pairs ms':>9}  {'f32 ms':>9}  {'pairs/f32':>9}  "
+              f"{'pairs/f64':>9}  {'max rel err':>11}")
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        def ratio(q: float | None) -> str:
+            return "-" if q is None else f"{q:.2f}x"
+        print(f"{r.name:<{width}}  {_ms(r.f64_s):>9}  {_ms(r.pairs_s):>9}  {_ms(r.f32_s):>9}  "
+              f"{ratio(r.vs_f32):>9}  {ratio(r.vs_f64):>9}  {r.max_rel_error:>11.2e}")
+    ratios = [r.vs_f32 for r in results if r.vs_f32 is not None]
+    if ratios:
+        geo = math.exp(sum(math.log(q) for q in ratios) / len(ratios))
+        print(f"pairs/f32 over the {len(ratios)} timed rows: geometric mean {geo:.2f}x, "
+              f"range {min(ratios):.2f}x to {max(ratios):.2f}x")
+    print("max rel err: max|pairs - f64| / max|f64| over the outputs; the inputs enter as their pairs "
+          "(48 of their 53 bits).")
+
+
 def select_cases(patterns: Sequence[str] | None) -> list[OpCase]:
     if not patterns:
         return list(CASES)
@@ -637,6 +752,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="build and check every case bit for bit, time nothing")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--quiet", action="store_true", help="print only the final table")
+    parser.add_argument("--no-pairs", action="store_true", help="leave out the float64-as-pairs table")
+    parser.add_argument("--pairs-only", action="store_true", help="run only the float64-as-pairs table")
     opts = parser.parse_args(argv)
     if opts.list:
         for c in CASES:
@@ -646,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--size, --repeats and --scan-length must be positive")
     if opts.scan_length > opts.size:
         parser.error("--scan-length must not exceed --size")
-    cases = select_cases(opts.ops)
+    cases = [] if opts.pairs_only else select_cases(opts.ops)
 
     def log(msg: str) -> None:
         if not opts.quiet:
@@ -667,7 +784,19 @@ def main(argv: list[str] | None = None) -> int:
             log(f"  {case.name}: not emulated")
         results.append(r)
     load_after = os.getloadavg()
-    print_table(results, opts.size, opts.repeats, opts.scan_length, (load_before, load_after))
+    if results:
+        print_table(results, opts.size, opts.repeats, opts.scan_length, (load_before, load_after))
+    pair_results: list[PairResult] = []
+    pair_names = [n for n in PAIR_CASES
+                  if not opts.ops or any(p.lower() in n.lower() for p in opts.ops)]
+    if not opts.no_pairs and pair_names:
+        fx, fy = make_float_inputs(opts.size)
+        for name in pair_names:
+            r2 = run_pair_case(name, fx, fy, scan_length=opts.scan_length, repeats=opts.repeats,
+                               timing=not opts.check_only)
+            log(f"  {name} (pairs): max relative error {r2.max_rel_error:.2e}")
+            pair_results.append(r2)
+        print_pair_table(pair_results, opts.size, opts.repeats, opts.scan_length)
     if opts.json:
         with open(opts.json, "w", encoding="utf-8") as fh:
             rows = [asdict(r) | {"ratio": r.ratio} for r in results]
@@ -677,6 +806,8 @@ def main(argv: list[str] | None = None) -> int:
                     "jax": jax.__version__, "cpus": os.cpu_count(),
                     "load_average": {"before": list(load_before), "after": list(load_after)},
                     "results": rows,
+                    "pair_results": [asdict(r) | {"pairs_over_f32": r.vs_f32, "pairs_over_f64": r.vs_f64}
+                                     for r in pair_results],
                 },
                 fh, indent=2,
             )

@@ -114,3 +114,15 @@ def test_command_line_checks_without_timing(
     assert f"{sub['ops_native']} -> {sub['ops_emulated']}" in sub_line
     divide_line = next(line for line in out.splitlines() if line.startswith("divide (signed)"))
     assert rows["divide (signed)"]["status"] == "ok" and "not emulated" not in divide_line
+
+
+def test_pair_rows_check_against_float64(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_json = tmp_path / "pairs.json"
+    argv = ["--size", str(SIZE), "--scan-length", str(SCAN), "--check-only", "--quiet", "--pairs-only",
+            "--json", str(out_json)]
+    assert bench.main(argv) == 0
+    rows = {r["name"]: r for r in json.loads(out_json.read_text())["pair_results"]}
+    assert set(rows) == set(bench.PAIR_CASES)
+    for r in rows.values():
+        assert r["ops_pairs"] > 0 and r["max_rel_error"] <= 1e-13 and r["pairs_s"] is None
+    assert "float_policy=\"pairs\"" in capsys.readouterr().out

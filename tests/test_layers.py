@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.analysis.intervals",  # the range lattice the schema types against
             "no64.rules.words",  # word-pair IR builders
             "no64.rules.util",  # small IR builders
+            "no64.rules.pairs",  # double-f32 pair IR builders
         ),
     ),
     ("report", ("no64.core.report",)),
@@ -48,10 +49,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.rules.floats",
             "no64.rules.rng_bit_generator",
             "no64.rules.wide",
+            "no64.rules.pair_rules",
             "no64.rules.ops",
         ),
     ),
-    ("transforms", ("no64.core.scan", "no64.core.constants", "no64.core.emulate", "no64.core.demote")),
+    ("transforms", ("no64.core.scan", "no64.core.constants", "no64.core.emulate", "no64.core.pairs",
+                    "no64.core.pair_probe", "no64.core.demote")),
     ("the package's face", ("no64",)),
     ("io", ("no64.io",)),
     (
@@ -60,6 +63,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.jax.hook",
             "no64.jax.host",
             "no64.jax.intent",
+            "no64.jax.pair_probe",
             "no64.jax.reference",
             "no64.jax.jit",
             "no64.jax.audit",

@@ -23,6 +23,7 @@ from typing import Any
 
 from .core.demote import demote
 from .core.emulate import join_words, split_words
+from .core.pairs import join_pairs, split_pairs
 from .core.locations import SourceLocation, decode_location
 from .core.report import DemotionReport, Narrowing
 from .core.scan import Finding, check, find_64bit
@@ -45,6 +46,7 @@ from .errors import (
     UnprovenIntegerWarning,
     UnsupportedOpError,
     X64DisabledWarning,
+    PairArithmeticError,
 )
 
 __version__ = "0.1.0"
@@ -79,6 +81,8 @@ __all__ = [
     "find_64bit",
     "join_words",
     "split_words",
+    "join_pairs",
+    "split_pairs",
     # errors and warnings
     "ArgumentRangeError",
     "Boundary64BitError",
@@ -96,6 +100,7 @@ __all__ = [
     "UnprovenIntegerWarning",
     "UnsupportedOpError",
     "X64DisabledWarning",
+    "PairArithmeticError",
     # the JAX layer (loaded on first use)
     "AuditReport",
     "Lowered",

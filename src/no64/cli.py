@@ -127,6 +127,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "word pairs (an output that needs 64 bits comes back as [..., 2] words)",
     )
     convert.add_argument(
+        "--float-policy",
+        choices=("f32", "pairs"),
+        default="f32",
+        help="how float64 values are computed: f32 (default) narrows them; pairs carries each "
+        "as a normalized pair of f32 (hi, lo), about 48 bits of significand (a float64 input or "
+        "output becomes [..., 2] float32)",
+    )
+    convert.add_argument(
         "--range",
         dest="ranges",
         action="append",
@@ -496,6 +504,7 @@ def _convert(args: argparse.Namespace) -> int:
             policy=args.policy,
             integer_policy=args.integer_policy,
             input_ranges=ranges,
+            float_policy=args.float_policy,
         )
         check(module)
     if args.output_format:

@@ -30,6 +30,7 @@ __all__ = [
     "UnprovenIntegerWarning",
     "UnsupportedOpError",
     "X64DisabledWarning",
+    "PairArithmeticError",
 ]
 
 
@@ -176,6 +177,13 @@ class Boundary64BitError(No64Error):
     traced before no64 turned it off, a 64-bit ``jax.Array`` created while it
     was on) and what to do.
     """
+
+
+class PairArithmeticError(No64Error):
+    """``float_policy="pairs"`` on a backend whose f32 arithmetic is not
+    IEEE's step by step (fast-math): its probe of the pair algorithms gave
+    other words than IEEE f32 does, so its pairs' error terms would be
+    wrong.  The message names the backend and the first word that differs."""
 
 
 class X64DisabledWarning(UserWarning):

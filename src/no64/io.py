@@ -905,13 +905,15 @@ def _dump_jaxexport(module: ir.Module) -> bytes:
             j = positions[i] if positions is not None else i
             t = new_types[j] if new_types is not None and j is not None and j < len(new_types) else None
             if (isinstance(t, ir.RankedTensorType) and t.rank == len(aval.shape) + 1
-                    and t.shape[-1] == 2 and str(aval.dtype) in ("int32", "uint32")):
-                # emulated in 32-bit words: shape S x 2 (low, high)
+                    and t.shape[-1] == 2 and str(aval.dtype) in ("int32", "uint32", "float32")):
+                # emulated in 32-bit words (low, high), or a float64 carried
+                # as an f32 pair (hi, lo): shape S x 2
+                pairs = "an f32 pair" if str(aval.dtype) == "float32" else "32-bit word pairs"
                 sharding = shardings[i] if i < len(shardings) else None
                 if sharding is not None and not sharding.is_replicated():
                     raise OutputError(
-                        f"{what} #{i} {verb} as 32-bit word pairs but is sharded ({sharding}); "
-                        "a jax.export artifact cannot say how its words are sharded"
+                        f"{what} #{i} {verb} as {pairs} but is sharded ({sharding}); "
+                        "a jax.export artifact cannot say how its pairs are sharded"
                     )
                 aval = aval.update(shape=(*aval.shape, 2))
             out.append(aval)

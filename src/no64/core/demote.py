@@ -101,6 +101,7 @@ def demote(
     verify: bool = True,
     check: bool = False,
     outputs: str = "words",
+    float_policy: str = "f32",
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
@@ -153,6 +154,18 @@ def demote(
         not proven to fit as words (``report.emulated_inputs``), and
         ``"narrow"`` takes them as 32-bit values, each without a declared
         range ``unproven`` (refused).
+      float_policy: How float64 values are computed: ``"f32"`` (default)
+        narrows them to f32 (``precision-reduced``); ``"pairs"`` carries
+        every float64 value as a normalized pair of f32 (hi, lo) -- about
+        48 bits of significand, f32's exponent range -- computed by the
+        double-word algorithms of :mod:`no64.rules.pairs`
+        (:mod:`no64.core.pairs`).  Transcendentals and LAPACK calls are
+        then computed in f32 from the rounded pair and recorded per op as
+        ``precision-reduced``; an op with no pair rule is refused.  Float64
+        arguments and results of the entry function become ``S x 2``
+        float32 pairs (``report.pair_inputs``/``pair_outputs``), or, with
+        ``outputs="narrow"``, stay float64 (narrowed to f32: taken as exact
+        pairs, results rounded once).
       verify: Verify the whole module after the rewrite (default).  A
         failure raises :class:`~no64.errors.InvalidModuleError` and leaves
         the module as it was.  A caller that hands the module straight to a
@@ -192,6 +205,8 @@ def demote(
         except ValueError as exc:
             raise InputRangeError(f"input ranges: {exc}") from None
     integer_policy = IntegerPolicy.parse(integer_policy, "integer_policy")
+    if float_policy not in FLOAT_POLICIES:
+        raise ValueError(f"float_policy must be one of {FLOAT_POLICIES}, not {float_policy!r}")
     root = _module_op(module)
     with root.context, ir.Location.unknown(), gc_paused():
         backup: ir.Operation | None = None
@@ -220,6 +235,11 @@ def demote(
                 # log of the pass cannot take back: back the module up first.
                 backup = root.clone()
                 p.run_rules()
+                p = p.replan(settle=False)
+            if float_policy == "pairs":
+                if backup is None:
+                    backup = root.clone()
+                _float_pairs(p, root, "pairs" if outputs == "words" else "narrow")
                 p = p.replan(settle=False)
             # Values that may not fit (under policy "exact") and ops with no
             # 32-bit form are computed exactly in 32-bit word pairs.
@@ -278,6 +298,30 @@ def demote(
             if backup is not None:
                 backup.erase()
         return p.report
+
+
+#: The ``float_policy`` values of :func:`demote`.
+FLOAT_POLICIES = ("f32", "pairs")
+
+
+def _float_pairs(p: "_Pass", root: ir.Operation, boundary: str) -> None:
+    """Every float64 value as a pair of f32 (:mod:`no64.core.pairs`),
+    recorded in the pass's report."""
+    from .pairs import emulate_pairs
+
+    em = emulate_pairs(root, boundary)
+    rep = p.report
+    rep.float_policy = "pairs"
+    rep.values_on_pairs = em.values
+    rep.ops_on_pairs = sum(em.by_op.values())
+    rep.pairs_by_op = dict(sorted(em.by_op.items()))
+    rep.pair_inputs = list(em.inputs)
+    rep.pair_outputs = list(em.outputs)
+    for kind, op, loc, detail, count in em.events:
+        rep.add(kind, op, loc, detail, count)
+    for op, loc, detail in em.reduced_ops:
+        rep.add(EventKind.PRECISION_REDUCED, op, loc, detail)
+        rep.add_narrowing(op, "result", 0, loc, Verdict.PRECISION_REDUCED, None, detail)
 
 
 def _restore(root: ir.Operation, backup: ir.Operation) -> None:

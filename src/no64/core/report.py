@@ -206,6 +206,15 @@ class DemotionReport:
         as word pairs, in the same layout (``policy="exact"``: 64-bit
         integer inputs not proven to fit; :func:`no64.split_words` makes
         them from ``int64``/``uint64`` values).
+      float_policy: How float64 values were computed: ``"f32"`` (narrowed)
+        or ``"pairs"`` (as normalized pairs of f32, see
+        :mod:`no64.core.pairs`).
+      values_on_pairs: Float64 values carried as pairs; ``ops_on_pairs``
+        the ops computed on them (by op name in ``pairs_by_op``).
+      pair_inputs, pair_outputs: Indices of the entry function's arguments
+        and results that are packed pairs: shape ``S x 2`` float32,
+        ``[..., 0]`` hi and ``[..., 1]`` lo (``no64.split_pairs`` /
+        ``no64.join_pairs``).
       retyped_by_type: Count of retyped values per original element type.
       verdicts: Count of narrowed values per :class:`~no64.kinds.Verdict`.
       events: Every sentinel, saturation, wrap, precision loss, overflow and
@@ -226,6 +235,12 @@ class DemotionReport:
     emulated_by_op: dict[str, int] = dataclasses.field(default_factory=dict)
     emulated_outputs: list[int] = dataclasses.field(default_factory=list)
     emulated_inputs: list[int] = dataclasses.field(default_factory=list)
+    float_policy: str = "f32"
+    values_on_pairs: int = 0
+    ops_on_pairs: int = 0
+    pairs_by_op: dict[str, int] = dataclasses.field(default_factory=dict)
+    pair_inputs: list[int] = dataclasses.field(default_factory=list)
+    pair_outputs: list[int] = dataclasses.field(default_factory=list)
     retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
     verdicts: dict[Verdict, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
@@ -239,6 +254,7 @@ class DemotionReport:
             or self.constants_narrowed
             or self.ops_rewritten
             or self.ops_emulated
+            or self.ops_on_pairs
         )
 
     @property
@@ -289,6 +305,12 @@ class DemotionReport:
             "emulated_by_op": dict(self.emulated_by_op),
             "emulated_outputs": list(self.emulated_outputs),
             "emulated_inputs": list(self.emulated_inputs),
+            "float_policy": self.float_policy,
+            "values_on_pairs": self.values_on_pairs,
+            "ops_on_pairs": self.ops_on_pairs,
+            "pairs_by_op": dict(self.pairs_by_op),
+            "pair_inputs": list(self.pair_inputs),
+            "pair_outputs": list(self.pair_outputs),
             "retyped_by_type": dict(self.retyped_by_type),
             "verdicts": dict(self.verdicts),
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
@@ -311,6 +333,14 @@ class DemotionReport:
                    if self.emulated_inputs else "")
                 + (f"; outputs {self.emulated_outputs} come back as [..., 2] word pairs (low, high)"
                    if self.emulated_outputs else "")
+            )
+        if self.ops_on_pairs:
+            lines.append(
+                f"computed {self.values_on_pairs} float64 value(s) as f32 pairs (hi, lo) in "
+                f"{self.ops_on_pairs} op(s)"
+                + (f"; inputs {self.pair_inputs} are [..., 2] pairs" if self.pair_inputs else "")
+                + (f"; outputs {self.pair_outputs} come back as [..., 2] pairs (hi, lo)"
+                   if self.pair_outputs else "")
             )
         if self.retyped_by_type:
             parts = ", ".join(

@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from ..core._mlir import ir
-from ..core.demote import demote
+from ..core.demote import FLOAT_POLICIES, demote
 from ..errors import (
     Boundary64BitError,
     InvalidModuleError,
@@ -115,6 +115,8 @@ ENV_MODE = "NO64_MODE"
 ENV_INTEGER_POLICY = "NO64_INTEGER_POLICY"
 #: Environment variable selecting the range policy used with :data:`ENV_PLATFORMS`.
 ENV_POLICY = "NO64_POLICY"
+#: Environment variable selecting the float policy used with :data:`ENV_PLATFORMS`.
+ENV_FLOAT_POLICY = "NO64_FLOAT_POLICY"
 
 #: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
 #: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
@@ -165,12 +167,16 @@ class Config:
       integer_policy: Passed to :func:`no64.demote` in ``"fix"`` mode.
       policy: The range policy passed to :func:`no64.demote` in ``"fix"``
         mode (``"default"``, ``"strict"``, ``"permissive"`` or ``"exact"``).
+      float_policy: The float policy passed to :func:`no64.demote` in
+        ``"fix"`` mode: ``"f32"`` or ``"pairs"`` (float64 values computed
+        as pairs of f32, outputs rounded to f32 once).
     """
 
     platforms: frozenset[str]
     mode: Mode = Mode.FIX
     integer_policy: IntegerPolicy = IntegerPolicy.ERROR
     policy: RangePolicy = RangePolicy.DEFAULT
+    float_policy: str = "f32"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode.parse(self.mode, "no64 mode"))
@@ -178,6 +184,8 @@ class Config:
             self, "integer_policy", IntegerPolicy.parse(self.integer_policy, "integer_policy")
         )
         object.__setattr__(self, "policy", RangePolicy.parse(self.policy, "policy"))
+        if self.float_policy not in FLOAT_POLICIES:
+            raise ValueError(f"float_policy must be one of {FLOAT_POLICIES}, not {self.float_policy!r}")
 
     def applies_to(self, platform: str) -> bool:
         """Whether modules compiled for ``platform`` go through no64."""
@@ -196,6 +204,8 @@ class Config:
     def describe(self) -> str:
         plats = "every platform" if ALL_PLATFORMS in self.platforms else ", ".join(sorted(self.platforms))
         extra = "" if self.policy is RangePolicy.DEFAULT else f", policy {self.policy.value!r}"
+        if self.float_policy != "f32":
+            extra += f", float policy {self.float_policy!r}"
         return f"mode {self.mode.value!r}{extra} for {plats}"
 
 
@@ -274,6 +284,7 @@ def install(
     mode: Mode | str = Mode.FIX,
     integer_policy: IntegerPolicy | str = IntegerPolicy.ERROR,
     policy: RangePolicy | str = RangePolicy.DEFAULT,
+    float_policy: str = "f32",
 ) -> Config:
     """Make every module JAX compiles for ``platforms`` pass through no64.
 
@@ -289,6 +300,9 @@ def install(
       policy: For ``"fix"``: the range policy of :func:`no64.demote`;
         ``"exact"`` computes every integer not proven to fit in 32 bits
         exactly in 32-bit word pairs.
+      float_policy: For ``"fix"``: ``"pairs"`` computes float64 values as
+        pairs of f32 (:func:`no64.demote`); the executables return what JAX
+        lowered, so float64 outputs are rounded to f32 once, at the end.
 
     Returns:
       The installed :class:`Config`.
@@ -300,7 +314,7 @@ def install(
     never reuses executables compiled under another one.
     """
     global _explicit
-    config = Config(_normalize_platforms(platforms), mode, integer_policy, policy)
+    config = Config(_normalize_platforms(platforms), mode, integer_policy, policy, float_policy)
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
     from jax._src import xla_bridge
@@ -343,7 +357,8 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     mode = _environment_choice(ENV_MODE, MODES, Mode.FIX, strict)
     integer_policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, strict)
     policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict)
-    config = Config(platforms, mode, integer_policy, policy)
+    float_policy = _environment_choice(ENV_FLOAT_POLICY, FLOAT_POLICIES, "f32", strict)
+    config = Config(platforms, mode, integer_policy, policy, float_policy)
     global _deferring
     with _lock:
         if _explicit:
@@ -614,6 +629,11 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
         prepared = prepare_module(computation, config, platform)
     if prepared is computation:
         return _original_compile(backend, computation, *args, **kwargs)
+    if config.float_policy == "pairs":
+        # once per platform: the backend must keep IEEE f32 for pairs
+        from .pair_probe import require_ieee_f32
+
+        require_ieee_f32(backend, backend.devices()[0])
     try:
         return _original_compile(backend, prepared, *args, **kwargs)
     except Exception:
@@ -688,7 +708,7 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
         # holds); the backend verifies the module it receives, so the pass
         # does not verify it a second time (see _compile_or_get_cached).
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
-                        verify=False, check=True, outputs="narrow")
+                        verify=False, check=True, outputs="narrow", float_policy=config.float_policy)
     except No64Error as exc:
         from ..errors import NarrowingError
         from .host import name_callers_line

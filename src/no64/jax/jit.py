@@ -51,6 +51,7 @@ from . import intent
 from ..core._mlir import ir
 from ..core.demote import demote
 from ..core.emulate import join_words, split_words
+from ..core.pairs import join_pairs, split_pairs
 from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
 from ..core.report import DemotionReport
 from ..kinds import Mode, RangePolicy
@@ -313,7 +314,10 @@ class Jitted:
         integer_policy: str,
         jit_kwargs: Mapping[str, Any],
         policy: str = "default",
+        float_policy: str = "f32",
     ) -> None:
+        if float_policy not in ("f32", "pairs"):
+            raise ValueError(f"float_policy must be one of ('f32', 'pairs'), not {float_policy!r}")
         self._fun = fun
         self._restore = restore_dtypes
         self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX, integer_policy,
@@ -321,8 +325,8 @@ class Jitted:
         self._jit_kwargs = dict(jit_kwargs)
         self.jitted = jax.jit(fun, **jit_kwargs)
         self._exact: _ExactPath | None = None
-        if self._config.policy is RangePolicy.EXACT:
-            self._exact = _ExactPath(fun, self._jit_kwargs, self._config)
+        if self._config.policy is RangePolicy.EXACT or float_policy == "pairs":
+            self._exact = _ExactPath(fun, self._jit_kwargs, self._config, float_policy)
         try:
             sig: inspect.Signature | None = inspect.signature(fun)
         except (TypeError, ValueError):
@@ -405,7 +409,8 @@ class Jitted:
                 if paths is None:
                     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
                 x = narrow_argument(x, f"argument {name}{jax.tree_util.keystr(paths[i])}", where=where,
-                                    integer_policy=self._config.integer_policy)
+                                    integer_policy=self._config.integer_policy,
+                                    sentinels=self._config.policy is not RangePolicy.EXACT)
             out.append(x)
         return jax.tree_util.tree_unflatten(treedef, out)
 
@@ -414,7 +419,7 @@ class Jitted:
         nargs, nkwargs = self._narrow(args, kwargs)
         if self._exact is not None:
             return self._exact.call(self._abstract(args, kwargs), self._dynamic_leaves(nargs, nkwargs),
-                                    self._restore, self._name)
+                                    self._restore, self._name, self._dynamic_leaves(args, kwargs))
         self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
         with self.scope(), intent.with_x64_arguments(args, kwargs):
             out = self.jitted(*nargs, **nkwargs)
@@ -560,6 +565,7 @@ def jit(
     restore_dtypes: bool = False,
     integer_policy: str = "error",
     policy: str = "default",
+    float_policy: str = "f32",
     **jit_kwargs: Any,
 ) -> Any:
     """Like :func:`jax.jit`, but 32-bit and 64-bit free whatever ``jax_enable_x64`` says.
@@ -589,6 +595,13 @@ def jit(
         joined into an int64/uint64 numpy array.
         Shardings (``in_shardings``, ``out_shardings``, ``device``,
         ``backend``) are refused and donation is not applied.
+      float_policy: ``"pairs"`` runs the function's x64 program with every
+        float64 value carried as a pair of f32 (:func:`no64.demote`'s
+        ``float_policy``), compiled and run by no64 as under
+        ``policy="exact"``: float64 arguments are handed over as their
+        pairs (about 48 bits of their significand); a float64 output comes
+        back as its shape plus a trailing 2 (hi, lo) float32, or, with
+        ``restore_dtypes``, joined into a float64 numpy array.
       **jit_kwargs: Passed to :func:`jax.jit` (``static_argnums``,
         ``in_shardings``, ``donate_argnums``, ...).  Static arguments are
         never converted.
@@ -606,10 +619,10 @@ def jit(
     :class:`no64.ConstantRangeError` likewise.
     """
     if fun is None:
-        return functools.partial(jit, restore_dtypes=restore_dtypes,
-                                 integer_policy=integer_policy, policy=policy, **jit_kwargs)
+        return functools.partial(jit, restore_dtypes=restore_dtypes, integer_policy=integer_policy,
+                                 policy=policy, float_policy=float_policy, **jit_kwargs)
     return Jitted(fun, restore_dtypes=restore_dtypes, integer_policy=integer_policy,
-                  jit_kwargs=jit_kwargs, policy=policy)
+                  jit_kwargs=jit_kwargs, policy=policy, float_policy=float_policy)
 
 
 
@@ -639,6 +652,9 @@ class _Executable:
     words: frozenset[int]
     #: inputs that enter as ``S x 2`` words
     words_in: frozenset[int] = frozenset()
+    #: float64 inputs and outputs carried as ``S x 2`` float32 pairs
+    pairs_in: frozenset[int] = frozenset()
+    pairs_out: frozenset[int] = frozenset()
 
 
 class _ExactPath:
@@ -652,11 +668,14 @@ class _ExactPath:
 
     _SHARDING_KWARGS = ("in_shardings", "out_shardings", "device", "backend")
 
-    def __init__(self, fun: Callable[..., Any], jit_kwargs: Mapping[str, Any], config: Any) -> None:
+    def __init__(self, fun: Callable[..., Any], jit_kwargs: Mapping[str, Any], config: Any,
+                 float_policy: str = "f32") -> None:
+        self.float_policy = float_policy
+        what = "float_policy='pairs'" if config.policy is not RangePolicy.EXACT else "policy='exact'"
         bad = [k for k in self._SHARDING_KWARGS if jit_kwargs.get(k) is not None]
         if bad:
             raise ValueError(
-                f"no64.jit(policy='exact') runs the program on one device and takes no "
+                f"no64.jit({what}) runs the program on one device and takes no "
                 f"{', '.join(bad)}; use policy='default' for sharded programs"
             )
         kwargs = {k: v for k, v in jit_kwargs.items() if k not in ("donate_argnums", "donate_argnames")}
@@ -675,7 +694,7 @@ class _ExactPath:
 
     def lowered(self, abstract: _Abstract, name: str) -> "Lowered":
         return Lowered._from_jax(self._lower_x64(abstract), self.config.integer_policy, name,
-                                 policy=RangePolicy.EXACT, outputs="words")
+                                 policy=self.config.policy, outputs="words", float_policy=self.float_policy)
 
     def _compiled(self, abstract: _Abstract, name: str) -> _Executable:
         if abstract.key is not None and abstract.key in self._cache:
@@ -705,6 +724,10 @@ class _ExactPath:
         if isinstance(device, str):
             device = jax.devices(device)[0]
         backend = jax.extend.backend.get_backend(device.platform)
+        if self.float_policy == "pairs":
+            from .pair_probe import require_ieee_f32
+
+            require_ieee_f32(backend, device)
         options = jax.extend.backend.get_compile_options(
             num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
         executable = backend.compile_and_load(
@@ -712,18 +735,23 @@ class _ExactPath:
             executable_devices=xc.DeviceList((device,)), compile_options=options)
         compiled = _Executable(low, executable, device, [s.dtype for s in in_specs],
                                jax_lowered.out_tree, out_dtypes, frozenset(low.report.emulated_outputs),
-                               frozenset(low.report.emulated_inputs))
+                               frozenset(low.report.emulated_inputs),
+                               frozenset(low.report.pair_inputs), frozenset(low.report.pair_outputs))
         if abstract.key is not None:
             if len(self._cache) >= 64:
                 self._cache.clear()
             self._cache[abstract.key] = compiled
         return compiled
 
-    def call(self, abstract: _Abstract, leaves: list[Any], restore: bool, name: str) -> Any:
+    def call(self, abstract: _Abstract, leaves: list[Any], restore: bool, name: str,
+             originals: list[Any] | None = None) -> Any:
         c = self._compiled(abstract, name)
         arrays = []
         for i, (x, dtype) in enumerate(zip(leaves, c.in_dtypes)):
-            if i in c.words_in:
+            if i in c.pairs_in and originals is not None:
+                # a float64 input as its pairs, from the caller's float64 values
+                x = split_pairs(np.asarray(originals[i], dtype=np.float64))
+            elif i in c.words_in:
                 # the 64-bit value whole, as its words (low, high)
                 wide = np.dtype(np.uint64) if np.dtype(dtype) == np.uint32 else np.dtype(np.int64)
                 x = split_words(np.asarray(x).astype(wide, copy=False))
@@ -742,6 +770,8 @@ class _ExactPath:
             for i, (x, want) in enumerate(zip(outs, c.out_dtypes)):
                 if i in c.words:
                     outs[i] = join_words(np.asarray(x))
+                elif i in c.pairs_out:
+                    outs[i] = join_pairs(np.asarray(x))
                 elif want is not None and _WIDENED.get(np.dtype(x.dtype)) == want:
                     outs[i] = np.asarray(x).astype(want)
         return jax.tree_util.tree_unflatten(c.out_tree, outs)
@@ -770,14 +800,15 @@ class Lowered:
 
     @classmethod
     def _from_jax(cls, lowered: Any, integer_policy: str, name: str, *,
-                  policy: str = "default", outputs: str = "narrow") -> "Lowered":
+                  policy: str = "default", outputs: str = "narrow", float_policy: str = "f32") -> "Lowered":
         import io
 
         buf = io.BytesIO()
         lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
         module = no64_io.load(buf.getvalue(), format="mlirbc")
         try:
-            report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
+            report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs,
+                            float_policy=float_policy)
         except No64Error as exc:
             host.name_callers_line(exc, module)
             raise

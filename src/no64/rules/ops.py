@@ -159,3 +159,6 @@ for _op in (
 # terminators hand their operands to the results of the op or call they end
 for _name in ("stablehlo.return", "func.return", "sdy.return"):
     declare(_name, region_free=True, sentinels=CARRIES)
+
+# float64 as pairs of f32 (float_policy="pairs"): the rules join their ops' entries
+from . import pair_rules as _pair_rules  # noqa: E402,F401

@@ -12,7 +12,7 @@ layer above it: :class:`~no64.analysis.ranges.RangeAnalysis` implements
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, Union
+from typing import Any, Protocol, Union
 
 import numpy as np
 
@@ -29,6 +29,7 @@ __all__ = [
     "Fold",
     "Out",
     "EmulateRule",
+    "PairRule",
 ]
 
 
@@ -130,3 +131,6 @@ Fold = Callable[[ir.Operation, list[np.ndarray], ir.Type], "np.ndarray | None"]
 Out = Union[W.Words, ir.Value, None]
 #: ``rule(op, em) -> one entry per result``.
 EmulateRule = Callable[[ir.Operation, WordContext], list[Out]]
+#: ``rule(op, em) -> one entry per result`` for float64 values carried as f32
+#: pairs; ``em`` is the pair step's context (:class:`no64.core.pairs.PairEmulation`).
+PairRule = Callable[[ir.Operation, Any], list[Any]]

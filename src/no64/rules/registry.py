@@ -36,7 +36,7 @@ from ..core.locations import SourceLocation
 from ..core.report import DemotionReport
 from ..core.types import TypeConverter
 from ..kinds import SentinelUse
-from .protocols import ArgTransfer, EmulateRule, Fold, RangeQuery, Transfer
+from .protocols import ArgTransfer, EmulateRule, Fold, PairRule, RangeQuery, Transfer
 
 __all__ = [
     "RuleContext",
@@ -48,6 +48,7 @@ __all__ = [
     "declare",
     "register",
     "emulates",
+    "computes_pairs",
     "spec_of",
     "check_reachable",
     "SentinelUses",
@@ -109,6 +110,9 @@ class OpSpec:
     hint: str | None = None
     #: Its exact meaning on 64-bit integers carried as 32-bit word pairs.
     emulate: "EmulateRule | None" = None
+    #: Its meaning on 64-bit floats carried as pairs of f32
+    #: (``float_policy="pairs"``, see :mod:`no64.rules.pair_rules`).
+    pairs: "PairRule | None" = None
     #: The op never has regions (lets walks skip looking for them).
     region_free: bool = False
     #: Structural roles the pass needs: a constant whose ``value`` attribute
@@ -178,6 +182,20 @@ def emulates(*op_names: str) -> Callable[["EmulateRule"], "EmulateRule"]:
             if spec.emulate is not None:
                 raise ValueError(f"op {name!r} has two emulation rules")
             REGISTRY[name] = dataclasses.replace(spec, emulate=fn)
+        return fn
+
+    return deco
+
+
+def computes_pairs(*op_names: str) -> Callable[["PairRule"], "PairRule"]:
+    """Register the float-pair rule of the given ops (one per op)."""
+
+    def deco(fn: "PairRule") -> "PairRule":
+        for name in op_names:
+            spec = REGISTRY.get(name) or OpSpec(name=name)
+            if spec.pairs is not None:
+                raise ValueError(f"op {name!r} has two float-pair rules")
+            REGISTRY[name] = dataclasses.replace(spec, pairs=fn)
         return fn
 
     return deco

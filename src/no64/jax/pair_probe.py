@@ -1,0 +1,51 @@
+"""Runs the pair probe (:mod:`no64.core.pair_probe`) once per platform."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..core import pair_probe as Q
+from ..errors import PairArithmeticError
+
+__all__ = ["require_ieee_f32", "probe_result"]
+
+_lock = threading.Lock()
+#: platform -> None (IEEE) or where the probe differed
+_results: dict[str, str | None] = {}
+
+
+def probe_result(backend: Any, device: Any) -> str | None:
+    """Run the probe on ``device`` of ``backend`` (once per platform)."""
+    platform = device.platform
+    with _lock:
+        if platform in _results:
+            return _results[platform]
+    import jax
+    import jax.extend.backend
+    from jax._src.lib import xla_client as xc
+
+    options = jax.extend.backend.get_compile_options(
+        num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
+    exe = backend.compile_and_load(Q.probe_text(), executable_devices=xc.DeviceList((device,)),
+                                   compile_options=options)
+    args = [jax.device_put(a, device) for a in Q.probe_inputs()]
+    outs = [np.asarray(o) for o in exe.execute(args)]
+    result = Q.check_words(outs)
+    with _lock:
+        _results[platform] = result
+    return result
+
+
+def require_ieee_f32(backend: Any, device: Any) -> None:
+    """Raise :class:`~no64.PairArithmeticError` if the probe's words differ
+    from IEEE f32's on ``device``'s platform."""
+    problem = probe_result(backend, device)
+    if problem is not None:
+        raise PairArithmeticError(
+            f"float_policy='pairs' needs IEEE f32 arithmetic step by step, and the "
+            f"'{device.platform}' backend does not keep it (fast-math?): {problem}; "
+            "use float_policy='f32' there"
+        )

@@ -1,0 +1,532 @@
+"""Float-pair rules: each op's meaning on float64 values carried as pairs of f32.
+
+Under ``float_policy="pairs"`` every float64 value is a normalized pair
+(:class:`~no64.rules.pairs.Pair`) and every op that reads or computes one
+is rebuilt by its rule here.  A rule is ``rule(op, em) -> list`` with one
+entry per result of ``op``: a :class:`~no64.rules.pairs.Pair` for a float64
+result, a value of the result's own type for any other (an ``i1`` compare,
+a converted integer), built at the current insertion point.  ``em``
+(:class:`no64.core.pairs.PairEmulation`) gives the pair of a float64
+operand (``em.pair``), the value standing for any other operand
+(``em.value``), the op's types in the 64-bit program (``em.type``), copies
+region bodies (``em.copy_block``), records an op computed with less
+precision (``em.reduced``) and refuses (``em.refuse``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+from ..core._mlir import ir
+from ..core._mlir import as_operation as _as_op
+from . import pairs as P
+from .registry import computes_pairs
+from .words import make
+
+from .protocols import PairRule
+
+__all__ = ["PairRule", "is_f64", "SUM_BLOCK"]
+
+Out = Union[P.Pair, ir.Value, None]
+
+_SH = "stablehlo."
+#: Sums are taken in blocks of this many terms (a tree of variadic reduces).
+SUM_BLOCK = 16
+
+
+def is_f64(t: ir.Type) -> bool:
+    """Whether ``t`` is a tensor of float64."""
+    return isinstance(t, ir.RankedTensorType) and isinstance(t.element_type, ir.F64Type)
+
+
+def _shape(v: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(v.type).shape)
+
+
+def _attr_word(op: ir.Operation, name: str) -> str:
+    return str(op.attributes[name]).rstrip(">").split()[-1]
+
+
+def _f32_type(t: ir.Type) -> ir.Type:
+    return ir.RankedTensorType.get(list(ir.RankedTensorType(t).shape), P.f32())
+
+
+# ------------------------------------------------------------- elementwise
+def _binary(fn: Callable[[P.Pair, P.Pair], P.Pair]) -> PairRule:
+    def rule(op: ir.Operation, em: Any) -> list[Out]:
+        a, b = (em.pair(x) for x in op.operands)
+        return [fn(a, b)]
+
+    return rule
+
+
+def _unary(fn: Callable[[P.Pair], P.Pair]) -> PairRule:
+    def rule(op: ir.Operation, em: Any) -> list[Out]:
+        return [fn(em.pair(op.operands[0]))]
+
+    return rule
+
+
+for _name, _fn in (("add", P.add), ("subtract", P.subtract), ("multiply", P.multiply), ("divide", P.divide),
+                   ("maximum", lambda a, b: P.minmax("max", a, b)),
+                   ("minimum", lambda a, b: P.minmax("min", a, b))):
+    computes_pairs(_SH + _name)(_binary(_fn))
+for _name, _fn in (("negate", P.negate), ("sqrt", P.sqrt), ("abs", P.absolute), ("sign", P.sign),
+                   ("floor", P.floor), ("ceil", P.ceil), ("round_nearest_even", P.round_even),
+                   ("round_nearest_afz", P.round_afz)):
+    computes_pairs(_SH + _name)(_unary(_fn))
+
+
+@computes_pairs(_SH + "rsqrt")
+def rsqrt(op: ir.Operation, em: Any) -> list[Out]:
+    x = em.pair(op.operands[0])
+    one = P.constant(x.shape, 1.0)
+    return [P.divide(one, P.sqrt(x))]
+
+
+@computes_pairs(_SH + "clamp")
+def clamp(op: ir.Operation, em: Any) -> list[Out]:
+    shape = _shape(op.results[0])
+    lo, x, hi = (_broadcast(em.pair(v), shape) for v in op.operands)
+    return [P.minmax("min", P.minmax("max", x, lo), hi)]
+
+
+@computes_pairs(_SH + "compare")
+def compare(op: ir.Operation, em: Any) -> list[Out]:
+    a, b = (em.pair(x) for x in op.operands)
+    kind = _attr_word(op, "compare_type") if "compare_type" in op.attributes else "FLOAT"
+    return [P.compare(_attr_word(op, "comparison_direction"), a, b, kind)]
+
+
+@computes_pairs(_SH + "select")
+def select(op: ir.Operation, em: Any) -> list[Out]:
+    p, x, y = op.operands
+    pv = em.value(p)
+    shape = _shape(op.results[0])
+    if _shape(pv) != shape:  # a scalar predicate
+        pv = make("broadcast_in_dim", [pv], ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)),
+                  broadcast_dimensions=ir.DenseI64ArrayAttr.get([]))
+    return [P.select(pv, em.pair(x), em.pair(y))]
+
+
+@computes_pairs(_SH + "is_finite")
+def is_finite(op: ir.Operation, em: Any) -> list[Out]:
+    x = em.pair(op.operands[0])
+    return [make("is_finite", [x.hi], op.results[0].type)]
+
+
+def _broadcast(x: P.Pair, shape: Sequence[int]) -> P.Pair:
+    if x.shape == list(shape):
+        return x
+    t = P.pair_type(shape)
+    dims = ir.DenseI64ArrayAttr.get([])
+    return P.Pair(make("broadcast_in_dim", [x.hi], t, broadcast_dimensions=dims),
+                  make("broadcast_in_dim", [x.lo], t, broadcast_dimensions=dims))
+
+
+# --------------------------------------------------------------- constants
+@computes_pairs(_SH + "constant", "chlo.constant", "mhlo.constant")
+def constant(op: ir.Operation, em: Any) -> list[Out]:
+    """Each element split exactly into its pair (``finfo(float64).max`` and
+    its negation, the float sentinels, become f32's; other values beyond
+    f32's range become infinities -- both reported)."""
+    values = em.constant_elements(op)
+    shape = _shape(op.results[0])
+    f64max = np.finfo(np.float64).max
+    sentinel = np.abs(values) == f64max
+    if sentinel.any():
+        em.event(op, "sentinel", "float64 max/lowest mapped to float32 max/lowest", int(sentinel.sum()))
+        values = np.where(sentinel, np.sign(values) * float(np.finfo(np.float32).max), values)
+    with np.errstate(over="ignore"):
+        over = np.isfinite(values) & ~np.isfinite(values.astype(np.float32))
+    if over.any():
+        em.event(op, "float-overflow", "finite f64 constant beyond f32's range became inf", int(over.sum()))
+    return [P.constant(shape, values)]
+
+
+@computes_pairs(_SH + "iota")
+def iota(op: ir.Operation, em: Any) -> list[Out]:
+    shape = _shape(op.results[0])
+    i32 = ir.IntegerType.get_signless(32)
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    ints = ir.Operation.create(op.name, results=[ir.RankedTensorType.get(shape, i32)], attributes=attrs).results[0]
+    # (through a barrier: pair arithmetic folded at compile time loses its error terms)
+    return [P.from_int(P.barrier(ints)[0])]
+
+
+# ---------------------------------------------------------------- converts
+@computes_pairs(_SH + "convert")
+def convert(op: ir.Operation, em: Any) -> list[Out]:
+    x = op.operands[0]
+    xt = em.type(x)
+    rt = op.results[0].type
+    re = ir.RankedTensorType(rt).element_type
+    if is_f64(xt):
+        p = em.pair(x)
+        if isinstance(re, ir.F64Type):
+            return [p]
+        if isinstance(re, ir.IntegerType):
+            return [P.to_int(p, re)]
+        if isinstance(re, (ir.F32Type, ir.F16Type, ir.BF16Type)):
+            return [P.to_float(p, re)]
+        em.refuse(op, f"no64 cannot convert a float64 pair to {re}")
+    xe = ir.RankedTensorType(xt).element_type
+    v = em.value(x)
+    if isinstance(xe, ir.IntegerType):
+        return [P.from_int(v)]
+    if isinstance(xe, (ir.F32Type, ir.F16Type, ir.BF16Type)):
+        return [P.from_float(v)]
+    em.refuse(op, f"no64 cannot convert {xe} to a float64 pair")
+    return [None]
+
+
+# ------------------------------------------------------- ops moving elements
+def _componentwise(op: ir.Operation, em: Any) -> list[Out]:
+    """An op that moves elements (and whose other operands are indices):
+    applied to the hi words and to the lo words alike."""
+    outs = []
+    for k in (0, 1):
+        operands = [em.pair(x)[k] if is_f64(em.type(x)) else em.value(x) for x in op.operands]
+        rtypes = [_f32_type(r.type) if is_f64(r.type) else r.type for r in op.results]
+        attrs = {name: op.attributes[name] for name in op.attributes}
+        outs.append(ir.Operation.create(op.name, results=rtypes, operands=operands, attributes=attrs))
+    return [P.Pair(outs[0].results[i], outs[1].results[i]) if is_f64(r.type) else outs[0].results[i]
+            for i, r in enumerate(op.results)]
+
+
+for _op in ("broadcast_in_dim broadcast reshape transpose slice reverse concatenate pad dynamic_slice "
+            "dynamic_update_slice gather copy real_dynamic_slice dynamic_broadcast_in_dim dynamic_reshape "
+            "dynamic_pad").split():
+    computes_pairs(_SH + _op)(_componentwise)
+for _name in ("sdy.sharding_constraint", "sdy.reshard"):
+    computes_pairs(_name)(_componentwise)
+
+
+@computes_pairs(_SH + "optimization_barrier")
+def per_operand(op: ir.Operation, em: Any) -> list[Out]:
+    """An op whose result *i* is operand *i*: each pair as its two words."""
+    operands: list[ir.Value] = []
+    for x in op.operands:
+        operands += list(em.pair(x)) if is_f64(em.type(x)) else [em.value(x)]
+    new = ir.Operation.create(op.name, results=[v.type for v in operands], operands=operands)
+    outs: list[Out] = []
+    k = 0
+    for x in op.operands:
+        if is_f64(em.type(x)):
+            outs.append(P.Pair(new.results[k], new.results[k + 1]))
+            k += 2
+        else:
+            outs.append(new.results[k])
+            k += 1
+    return outs
+
+
+# ----------------------------------------------- computed in f32, recorded
+def _in_f32(op: ir.Operation, em: Any) -> list[Out]:
+    """Computed in f32 from the operands rounded once; the results enter as
+    exact pairs of those f32 values (recorded as precision-reduced)."""
+    em.reduced(op, "computed in f32 from the float64 pair rounded to f32")
+    operands = [P.to_f32(em.pair(x)) if is_f64(em.type(x)) else em.value(x) for x in op.operands]
+    rtypes = [_f32_type(r.type) if is_f64(r.type) else r.type for r in op.results]
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create(op.name, results=rtypes, operands=operands, attributes=attrs)
+    return [P.from_f32(n) if is_f64(r.type) else n for r, n in zip(op.results, new.results)]
+
+
+for _op in ("exponential log tanh logistic power cosine sine tan log_plus_one exponential_minus_one cbrt "
+            "atan2").split():
+    computes_pairs(_SH + _op)(_in_f32)
+for _op in ("erf erf_inv lgamma digamma asin acos atan sinh cosh asinh acosh atanh".split()):
+    computes_pairs("chlo." + _op)(_in_f32)
+
+
+@computes_pairs(_SH + "custom_call")
+def custom_call(op: ir.Operation, em: Any) -> list[Out]:
+    """A LAPACK float64 call: handed its operands rounded to f32 (typed
+    float64 again, for the pass to narrow the call to its f32 sibling) and
+    its results taken as exact pairs of f32 values (recorded as
+    precision-reduced)."""
+    target = ir.StringAttr(op.attributes["call_target_name"]).value
+    if not target.startswith("lapack_"):
+        em.refuse(op, f"no64 cannot compute custom call {target!r} on float64 pairs")
+    em.reduced(op, f"{target} computed in f32 (its f32 sibling) from the float64 pairs rounded to f32")
+    operands = []
+    for x in op.operands:
+        if is_f64(em.type(x)):
+            operands.append(make("convert", [P.to_f32(em.pair(x))], em.type(x)))
+        else:
+            operands.append(em.value(x))
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create(op.name, results=[r.type for r in op.results], operands=operands,
+                              attributes=attrs)
+    return [P.from_f32(make("convert", [n], _f32_type(n.type))) if is_f64(r.type) else n
+            for r, n in zip(op.results, new.results)]
+
+
+# ------------------------------------------------------------- reductions
+def _body_combiner(op: ir.Operation) -> str | None:
+    """The one op a single-slot reduction's body applies to its two
+    arguments (``"stablehlo.add"``, ...), if that is all it does."""
+    block = op.regions[0].blocks[0]
+    ops = [_as_op(o) for o in block.operations]
+    if len(ops) != 2 or len(block.arguments) != 2:
+        return None
+    combine, ret = ops
+    if ret.operands[0] != combine.results[0]:
+        return None
+    if set(combine.operands) != set(block.arguments):
+        return None
+    return combine.name
+
+
+def _ints(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
+    if name not in op.attributes:
+        return [default] * rank
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def _pair_reduce(x: P.Pair, init: P.Pair, dims: Sequence[int], body: Callable[[P.Pair, P.Pair], P.Pair]) -> P.Pair:
+    """One variadic ``reduce`` of ``x`` over ``dims`` with a pair body."""
+    shape = x.shape
+    rshape = [n for i, n in enumerate(shape) if i not in dims]
+    t = P.pair_type(rshape)
+    new = ir.Operation.create("stablehlo.reduce", results=[t, t], operands=[x.hi, x.lo, init.hi, init.lo],
+                              attributes={"dimensions": ir.DenseI64ArrayAttr.get(list(dims))}, regions=1)
+    st = P.pair_type([])
+    block = new.regions[0].blocks.append(st, st, st, st)
+    with ir.InsertionPoint(block):
+        a = block.arguments
+        z = body(P.Pair(a[0], a[1]), P.Pair(a[2], a[3]))
+        ir.Operation.create("stablehlo.return", operands=[z.hi, z.lo])
+    return P.Pair(new.results[0], new.results[1])
+
+
+def blocked_sum(x: P.Pair, dims: Sequence[int]) -> P.Pair:
+    """The pair sum of ``x`` over ``dims``: the reduced elements laid out
+    last, then summed :data:`SUM_BLOCK` at a time by variadic ``reduce``s
+    (a tree of depth ``log_B n``: error about ``depth * B * 3u^2`` of the
+    sum of magnitudes, where one long accumulation would give ``n * 3u^2``)."""
+    shape = x.shape
+    keep = [i for i in range(len(shape)) if i not in dims]
+    perm = keep + list(dims)
+    rshape = [shape[i] for i in keep]
+    n = int(np.prod([shape[i] for i in dims], dtype=np.int64)) if dims else 1
+    if perm != list(range(len(shape))):
+        t = P.pair_type([shape[i] for i in perm])
+        attr = ir.DenseI64ArrayAttr.get(perm)
+        x = P.Pair(make("transpose", [x.hi], t, permutation=attr), make("transpose", [x.lo], t, permutation=attr))
+    t = P.pair_type(rshape + [n])
+    x = P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))
+    zero = P.constant([], 0.0)
+    while n > SUM_BLOCK:
+        m = -(-n // SUM_BLOCK)
+        if m * SUM_BLOCK != n:
+            x = _pad_last(x, m * SUM_BLOCK - n)
+        t = P.pair_type(rshape + [m, SUM_BLOCK])
+        x = P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))
+        x = _pair_reduce(x, zero, [len(rshape) + 1], P.add)
+        n = m
+    return _pair_reduce(x, zero, [len(rshape)], P.add)
+
+
+def _pad_last(x: P.Pair, extra: int) -> P.Pair:
+    shape = x.shape
+    rank = len(shape)
+    t = P.pair_type(shape[:-1] + [shape[-1] + extra])
+    zero = P.constant([], 0.0)
+    attrs = dict(edge_padding_low=ir.DenseI64ArrayAttr.get([0] * rank),
+                 edge_padding_high=ir.DenseI64ArrayAttr.get([0] * (rank - 1) + [extra]),
+                 interior_padding=ir.DenseI64ArrayAttr.get([0] * rank))
+    return P.Pair(make("pad", [x.hi, zero.hi], t, **attrs), make("pad", [x.lo, zero.lo], t, **attrs))
+
+
+@computes_pairs(_SH + "reduce")
+def reduce(op: ir.Operation, em: Any) -> list[Out]:
+    """A sum in blocks (:func:`blocked_sum`), a minimum or maximum, or any
+    other body computed on pairs (``argmax``'s, ...)."""
+    dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+    if len(op.results) == 1 and is_f64(op.results[0].type):
+        combine = _body_combiner(op)
+        x, init = em.pair(op.operands[0]), em.pair(op.operands[1])
+        if combine == "stablehlo.add":
+            s = blocked_sum(x, dims)
+            return [P.add(s, _broadcast(init, s.shape))]
+        if combine in ("stablehlo.maximum", "stablehlo.minimum"):
+            kind = "max" if combine == "stablehlo.maximum" else "min"
+            return [_pair_reduce(x, init, dims, lambda a, b: P.minmax(kind, a, b))]
+    return em.rebuild_with_body(op, slots=len(op.results))
+
+
+@computes_pairs(_SH + "reduce_window")
+def reduce_window(op: ir.Operation, em: Any) -> list[Out]:
+    """A cumulative sum by doubling (``ceil(log2 n)`` two-element windows,
+    each a variadic ``reduce_window`` on the pair); any other window
+    computed with its body on pairs."""
+    if len(op.results) == 1 and is_f64(op.results[0].type) and _body_combiner(op) == "stablehlo.add":
+        prefix = _prefix(op, em)
+        if prefix is not None:
+            return [_cumsum(em.pair(op.operands[0]), *prefix)]
+        em.refuse(op, "no64 computes a float64 windowed sum on pairs only as a cumulative sum "
+                  "(one window as long as its axis, unit strides)")
+    return em.rebuild_with_body(op, slots=len(op.results))
+
+
+def _prefix(op: ir.Operation, em: Any) -> tuple[int, int, bool] | None:
+    shape = _shape(op.results[0])
+    rank = len(shape)
+    window = _ints(op, "window_dimensions", rank, 1)
+    if any(_ints(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
+        return None
+    axes = [i for i, w in enumerate(window) if w != 1]
+    if len(axes) != 1 or window[axes[0]] != shape[axes[0]]:
+        return None
+    axis, length = axes[0], shape[axes[0]]
+    pad = [[0, 0]] * rank
+    if "padding" in op.attributes:
+        pad = np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(rank, 2).tolist()
+    if any(p != [0, 0] for i, p in enumerate(pad) if i != axis):
+        return None
+    if pad[axis] not in ([length - 1, 0], [0, length - 1]):
+        return None
+    init = em.constant_value(op.operands[1])
+    if init is None or init.size != 1 or float(init.reshape(-1)[0]) != 0.0:
+        return None
+    return axis, length, pad[axis][0] == 0
+
+
+def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool) -> P.Pair:
+    rank = len(x.shape)
+    i64 = ir.IntegerType.get_signless(64)
+    zero = P.constant([], 0.0)
+    t = P.pair_type(x.shape)
+    st = P.pair_type([])
+    d = 1
+    while d < length:
+        window = [1] * rank
+        window[axis] = 2
+        dilation = [1] * rank
+        dilation[axis] = d
+        pad = np.zeros((rank, 2), dtype=np.int64)
+        pad[axis] = (0, d) if reverse else (d, 0)
+        attrs = {
+            "window_dimensions": ir.DenseI64ArrayAttr.get(window),
+            "window_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+            "base_dilations": ir.DenseI64ArrayAttr.get([1] * rank),
+            "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
+            "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
+        }
+        new = ir.Operation.create("stablehlo.reduce_window", results=[t, t],
+                                  operands=[x.hi, x.lo, zero.hi, zero.lo], attributes=attrs, regions=1)
+        block = new.regions[0].blocks.append(st, st, st, st)
+        with ir.InsertionPoint(block):
+            a = block.arguments
+            z = P.add(P.Pair(a[0], a[1]), P.Pair(a[2], a[3]))
+            ir.Operation.create("stablehlo.return", operands=[z.hi, z.lo])
+        x = P.Pair(new.results[0], new.results[1])
+        d *= 2
+    return x
+
+
+@computes_pairs(_SH + "sort")
+def sort(op: ir.Operation, em: Any) -> list[Out]:
+    """``sort``: each float64 operand as two (hi, lo) operands; the
+    comparator compares pairs."""
+    return em.rebuild_sort(op)
+
+
+@computes_pairs(_SH + "scatter")
+def scatter(op: ir.Operation, em: Any) -> list[Out]:
+    """``scatter`` whose body stores the update (``.at[].set``): the hi
+    and lo words scattered alike; a body that combines (``.at[].add``) is
+    computed on pairs."""
+    return em.rebuild_scatter(op)
+
+
+# ------------------------------------------------------------- dot_general
+@computes_pairs(_SH + "dot_general")
+def dot_general(op: ir.Operation, em: Any) -> list[Out]:
+    """Pair products of the operands laid out on a common shape
+    ``batch x lhs-free x rhs-free x chunk``, summed in blocks, chunk by
+    chunk of the contraction (:data:`DOT_CHUNK` elements) -- never an f32
+    ``dot_general`` of the words (which some backends compute in lower
+    precision)."""
+    lhs, rhs = op.operands
+    a = em.pair(lhs) if is_f64(em.type(lhs)) else P.from_float(em.value(lhs))
+    b = em.pair(rhs) if is_f64(em.type(rhs)) else P.from_float(em.value(rhs))
+    dn = op.attributes["dot_dimension_numbers"]
+    text = str(dn)
+
+    def dims(name: str) -> list[int]:
+        import re
+
+        m = re.search(name + r" = \[([0-9, ]*)\]", text)
+        return [int(v) for v in m.group(1).split(",") if v.strip()] if m else []
+
+    lb, rb = dims("lhs_batching_dimensions"), dims("rhs_batching_dimensions")
+    lc, rc = dims("lhs_contracting_dimensions"), dims("rhs_contracting_dimensions")
+    ls, rs = a.shape, b.shape
+    lf = [i for i in range(len(ls)) if i not in lb and i not in lc]
+    rf = [i for i in range(len(rs)) if i not in rb and i not in rc]
+    batch = [ls[i] for i in lb]
+    lfree = [ls[i] for i in lf]
+    rfree = [rs[i] for i in rf]
+    nbt = int(np.prod(batch, dtype=np.int64))
+    m = int(np.prod(lfree, dtype=np.int64))
+    n = int(np.prod(rfree, dtype=np.int64))
+    k = int(np.prod([ls[i] for i in lc], dtype=np.int64))
+    # each operand as batch x free x contracting
+    a3 = _words(a, lambda w: make("reshape", [_transposed(w, lb + lf + lc)], P.pair_type([nbt, m, k])))
+    b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
+    # the contraction in chunks of at most DOT_CHUNK elements, each chunk's
+    # products laid out batch x m x n x chunk, summed, and added up: the
+    # products are never all in memory at once
+    chunks = max(1, -(-k // DOT_CHUNK))
+    c = -(-k // chunks)
+    if chunks * c != k:
+        a3, b3 = _pad_last(a3, chunks * c - k), _pad_last(b3, chunks * c - k)
+    t4 = P.pair_type([nbt, m, n, c])
+    acc: P.Pair | None = None
+    for j in range(chunks):
+        aj = _words(a3, lambda w: _chunk(w, j * c, c))
+        bj = _words(b3, lambda w: _chunk(w, j * c, c))
+        la = ir.DenseI64ArrayAttr.get([0, 1, 3])
+        ra = ir.DenseI64ArrayAttr.get([0, 2, 3])
+        prod = P.multiply(_words(aj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=la)),
+                          _words(bj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=ra)))
+        part = blocked_sum(prod, [3])
+        acc = part if acc is None else P.add(acc, part)
+    assert acc is not None
+    out = _words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))
+    if not is_f64(op.results[0].type):
+        em.refuse(op, "no64 computes dot_general on float64 pairs only with a float64 result")
+    return [out]
+
+
+#: A ``dot_general`` on pairs sums its contraction this many elements at a time.
+DOT_CHUNK = 64
+
+
+def _words(x: P.Pair, fn: Callable[[ir.Value], ir.Value]) -> P.Pair:
+    return P.Pair(fn(x.hi), fn(x.lo))
+
+
+def _transposed(w: ir.Value, perm: list[int]) -> ir.Value:
+    if perm == list(range(len(perm))):
+        return w
+    shape = _shape(w)
+    return make("transpose", [w], P.pair_type([shape[i] for i in perm]),
+                permutation=ir.DenseI64ArrayAttr.get(perm))
+
+
+def _chunk(w: ir.Value, start: int, size: int) -> ir.Value:
+    shape = _shape(w)
+    if start == 0 and size == shape[-1]:
+        return w
+    rank = len(shape)
+    return make("slice", [w], P.pair_type(shape[:-1] + [size]),
+                start_indices=ir.DenseI64ArrayAttr.get([0] * (rank - 1) + [start]),
+                limit_indices=ir.DenseI64ArrayAttr.get(shape[:-1] + [start + size]),
+                strides=ir.DenseI64ArrayAttr.get([1] * rank))

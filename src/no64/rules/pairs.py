@@ -1,0 +1,597 @@
+"""Double-f32 arithmetic: 64-bit floats carried as normalized pairs of f32.
+
+A float64 tensor of shape ``S`` is carried as a :class:`Pair`: two ``f32``
+tensors of shape ``S``, ``hi`` and ``lo``, whose exact sum stands for the
+value, *normalized* so that ``hi`` is that sum rounded to f32 (``|lo| <=
+ulp(hi) / 2``) -- about 48 bits of significand, f32's exponent range.  A
+non-finite value has ``lo = 0``.  Every function here builds StableHLO ops
+at the current insertion point and uses only ``f32``, ``i32`` and ``i1``
+(the integer converts build the 64-bit integer ops they need, for the
+integer steps of the pass to narrow or emulate).
+
+The algorithms are the double-word ones of Joldes, Muller and Popescu
+("Tight and rigorous error bounds for basic building blocks of double-word
+arithmetic", ACM TOMS 2017), in their forms without FMA:
+
+* :func:`add`: DWPlusDW (their Algorithm 6), relative error <= 3u^2;
+* :func:`multiply`: DWTimesDW1 (Algorithm 10), <= 7u^2;
+* :func:`divide`: DWDivDW2 (Algorithm 17) with a product by a float
+  without FMA, <= 15u^2;
+
+with ``u = 2**-24``.  Their error-free transformations are made to survive
+an optimizing compiler:
+
+* every rounded sum that an error term is taken from passes through a
+  ``stablehlo.optimization_barrier``, so that no simplifier can rewrite
+  ``(a + b) - a`` into ``b`` or fold ``(a + C) - C`` with a constant ``C``,
+  and every use of it sees the same rounded value;
+* exact products are built from exact half-products only: each factor is
+  split by masking the low 12 bits of its significand (an integer ``and``,
+  which overflows for no input and which no float simplification
+  touches), so a product of two halves has at most 24 significant bits and
+  is exact, whether or not a backend contracts it into an FMA; the rounded
+  product the error is taken from passes through a barrier, so a fused
+  loop cannot recompute it differently (fused or not) per use.
+
+The results are bit-for-bit those of the same algorithm evaluated step by
+step in IEEE f32 (with denormals flushed to zero, as XLA's CPU runtime
+does): the tests compare the compiled module's words with a numpy model of
+it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core._mlir import ir
+from .words import make
+
+__all__ = [
+    "Pair",
+    "f32",
+    "pair_type",
+    "packed_type",
+    "pack",
+    "unpack",
+    "constant",
+    "split_f64",
+    "from_f32",
+    "from_float",
+    "from_int",
+    "to_f32",
+    "to_float",
+    "to_int",
+    "two_sum",
+    "fast_two_sum",
+    "two_prod",
+    "add",
+    "subtract",
+    "negate",
+    "multiply",
+    "divide",
+    "sqrt",
+    "compare",
+    "select",
+    "minmax",
+    "absolute",
+    "sign",
+    "floor",
+    "ceil",
+    "round_even",
+    "round_afz",
+    "finish",
+]
+
+
+class Pair(NamedTuple):
+    """A float64 tensor as a normalized pair of ``f32`` tensors."""
+
+    hi: ir.Value
+    lo: ir.Value
+
+    @property
+    def shape(self) -> list[int]:
+        return list(ir.RankedTensorType(self.hi.type).shape)
+
+
+# ------------------------------------------------------------------ basics
+def f32() -> ir.Type:
+    return ir.F32Type.get()
+
+
+def _i32() -> ir.Type:
+    return ir.IntegerType.get_signless(32)
+
+
+def _i1() -> ir.Type:
+    return ir.IntegerType.get_signless(1)
+
+
+def _tensor(shape: Sequence[int], elem: ir.Type) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(list(shape), elem)
+
+
+def _shape(v: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(v.type).shape)
+
+
+def pair_type(shape: Sequence[int]) -> ir.RankedTensorType:
+    """The type of one word of a pair of shape ``shape``."""
+    return _tensor(shape, f32())
+
+
+def packed_type(shape: Sequence[int]) -> ir.RankedTensorType:
+    """The packed form of a pair of shape ``shape``: ``shape x 2`` f32,
+    ``[..., 0]`` hi and ``[..., 1]`` lo."""
+    return _tensor(list(shape) + [2], f32())
+
+
+def _fsplat(like: ir.Value, value: float) -> ir.Value:
+    t = ir.RankedTensorType(like.type)
+    return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, value)))
+
+
+def _isplat(like: ir.Value, value: int) -> ir.Value:
+    t = ir.RankedTensorType(like.type)
+    return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value)))
+
+
+def _bin(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    return make(name, [a, b], a.type)
+
+
+def _un(name: str, a: ir.Value) -> ir.Value:
+    return make(name, [a], a.type)
+
+
+def _cmp(a: ir.Value, b: ir.Value, direction: str, kind: str | None = None) -> ir.Value:
+    if kind is None:
+        kind = "FLOAT" if isinstance(ir.RankedTensorType(a.type).element_type, ir.FloatType) else "SIGNED"
+    return make(
+        "compare", [a, b], _tensor(_shape(a), _i1()),
+        comparison_direction=ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>"),
+        compare_type=ir.Attribute.parse(f"#stablehlo<comparison_type {kind}>"),
+    )
+
+
+def _sel(p: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+    return make("select", [p, a, b], a.type)
+
+
+def _and(a: ir.Value, b: ir.Value) -> ir.Value:
+    return _bin("and", a, b)
+
+
+def _or(a: ir.Value, b: ir.Value) -> ir.Value:
+    return _bin("or", a, b)
+
+
+def barrier(*values: ir.Value) -> list[ir.Value]:
+    """``values`` through one ``stablehlo.optimization_barrier``: the
+    compiler must compute each as written and may not look through it."""
+    op = ir.Operation.create(
+        "stablehlo.optimization_barrier", results=[v.type for v in values], operands=list(values)
+    )
+    return list(op.results)
+
+
+def _bar(v: ir.Value) -> ir.Value:
+    return barrier(v)[0]
+
+
+def _convert(v: ir.Value, elem: ir.Type) -> ir.Value:
+    if ir.RankedTensorType(v.type).element_type == elem:
+        return v
+    return make("convert", [v], _tensor(_shape(v), elem))
+
+
+def _bitcast(v: ir.Value, elem: ir.Type) -> ir.Value:
+    return make("bitcast_convert", [v], _tensor(_shape(v), elem))
+
+
+# ------------------------------------------------------------ pack / unpack
+def pack(p: Pair) -> ir.Value:
+    """The packed ``S x 2`` form of ``p`` (``[..., 0]`` hi, ``[..., 1]`` lo)."""
+    shape = p.shape
+    col = _tensor(shape + [1], f32())
+    hi = make("reshape", [p.hi], col)
+    lo = make("reshape", [p.lo], col)
+    return make("concatenate", [hi, lo], packed_type(shape),
+                dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)))
+
+
+def unpack(v: ir.Value) -> Pair:
+    """The pair of a packed ``S x 2`` tensor."""
+    t = ir.RankedTensorType(v.type)
+    shape = list(t.shape)[:-1]
+    rank = len(shape)
+    out = []
+    for k in (0, 1):
+        s = make(
+            "slice", [v], _tensor(shape + [1], f32()),
+            start_indices=ir.DenseI64ArrayAttr.get([0] * rank + [k]),
+            limit_indices=ir.DenseI64ArrayAttr.get(shape + [k + 1]),
+            strides=ir.DenseI64ArrayAttr.get([1] * (rank + 1)),
+        )
+        out.append(make("reshape", [s], _tensor(shape, f32())))
+    return Pair(out[0], out[1])
+
+
+# ------------------------------------------------------------- constants
+def split_f64(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The normalized pairs of float64 ``values``: ``hi`` the value rounded
+    to f32, ``lo`` the rest rounded to f32 (``lo = 0`` where ``hi`` is not
+    finite).  Exact where the value has at most 48 significant bits and
+    its parts are within f32's range; otherwise ``hi + lo`` is the value
+    within ``2**-48`` relative (or what f32's range allows)."""
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        hi = v.astype(np.float32)
+        rest = v - hi.astype(np.float64)
+        lo = np.where(np.isfinite(hi), rest, 0.0).astype(np.float32)
+        # renormalize (the rounded rest may move hi's rounding)
+        s = np.where(lo == 0, hi, (hi + lo).astype(np.float32))
+        lo = np.where(np.isfinite(s), (v - s.astype(np.float64)).astype(np.float32), np.float32(0))
+    return s, lo
+
+
+def constant(shape: Sequence[int], values: np.ndarray | float) -> Pair:
+    """The pair of float64 constant(s) ``values`` (one or one per element),
+    through a barrier: a compiler that folds pair arithmetic on constants
+    at compile time does not keep its error terms (XLA's CPU compiler
+    does not)."""
+    arr = np.asarray(values, dtype=np.float64)
+    hi, lo = split_f64(arr.reshape(-1))
+    h, l = barrier(_fconst(shape, hi), _fconst(shape, lo))
+    return Pair(h, l)
+
+
+def _fconst(shape: Sequence[int], arr: np.ndarray) -> ir.Value:
+    t = pair_type(shape)
+    a = np.asarray(arr, dtype=np.float32).reshape(-1)
+    if a.size == 0 or (a.size >= 1 and (a.view(np.uint32) == a.view(np.uint32)[0]).all()):
+        scalar = float(a[0]) if a.size else 0.0
+        return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(f32(), scalar)))
+    a = np.ascontiguousarray(a.reshape(list(shape)))
+    return make("constant", [], t, value=ir.DenseElementsAttr.get(a, type=t))
+
+
+# ------------------------------------------- error-free transformations
+def two_sum(a: ir.Value, b: ir.Value) -> Pair:
+    """``s = RN(a + b)`` and its exact error (Knuth's TwoSum, 6 additions)."""
+    s = _bar(_bin("add", a, b))
+    bb = _bar(_bin("subtract", s, a))
+    err = _bin("add", _bin("subtract", a, _bin("subtract", s, bb)), _bin("subtract", b, bb))
+    return Pair(s, err)
+
+
+def fast_two_sum(a: ir.Value, b: ir.Value) -> Pair:
+    """``s = RN(a + b)`` and its exact error, for ``|a| >= |b|`` (or ``a = 0``)."""
+    s = _bar(_bin("add", a, b))
+    return Pair(s, _bin("subtract", b, _bin("subtract", s, a)))
+
+
+_HALF_MASK = -4096  # 0xFFFFF000: sign, exponent and the top 12 significand bits
+
+
+def _halves(a: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """``a = ah + al`` with ``ah`` the top 12 bits of ``a``'s significand and
+    ``al`` the remaining (at most 12) bits, both exact."""
+    bits = _bitcast(a, _i32())
+    ah = _bitcast(_and(bits, _isplat(bits, _HALF_MASK)), f32())
+    al = _bin("subtract", a, ah)
+    return ah, al
+
+
+def _halves_product(ah: ir.Value, al: ir.Value, bh: ir.Value, bl: ir.Value) -> ir.Value:
+    """``a * b`` from the exact half-products, smallest first (within
+    ``u * (1 + 2**-10)`` of the product; the same whether or not a backend
+    contracts a product into an FMA with the sum, since each is exact)."""
+    m = lambda x, y: _bin("multiply", x, y)  # noqa: E731
+    return _bin("add", _bin("add", _bin("add", m(al, bl), m(al, bh)), m(ah, bl)), m(ah, bh))
+
+
+def _rprod(a: ir.Value, b: ir.Value) -> ir.Value:
+    """The product of two floats, rounded, built from exact half-products
+    (a plain ``multiply`` followed by an add may be contracted into an FMA
+    by the backend, and so give another result)."""
+    return _halves_product(*_halves(a), *_halves(b))
+
+
+def two_prod(a: ir.Value, b: ir.Value) -> Pair:
+    """``p = RN(a * b)`` and its exact error (Dekker's product, from exact
+    half-products; exact unless a partial product underflows)."""
+    p = _bar(_bin("multiply", a, b))
+    ah, al = _halves(a)
+    bh, bl = _halves(b)
+    m = lambda x, y: _bin("multiply", x, y)  # noqa: E731
+    t = _bin("subtract", m(ah, bh), p)
+    t = _bin("add", t, m(ah, bl))
+    t = _bin("add", t, m(al, bh))
+    err = _bin("add", t, m(al, bl))
+    return Pair(p, err)
+
+
+def finish(p: Pair) -> Pair:
+    """``lo = 0`` where ``hi`` is not finite (inf, nan)."""
+    fin = make("is_finite", [p.hi], _tensor(p.shape, _i1()))
+    return Pair(p.hi, _sel(fin, p.lo, _fsplat(p.lo, 0.0)))
+
+
+def _guard(z: Pair, plain: ir.Value) -> Pair:
+    """``z``, or -- where ``plain`` (the op on the hi words alone) is not
+    finite -- ``(plain, 0)``: an infinite or NaN operand or an overflow gives
+    what f32 gives, where the error terms would be NaN."""
+    fin = make("is_finite", [plain], _tensor(_shape(plain), _i1()))
+    return Pair(_sel(fin, z.hi, plain), _sel(fin, z.lo, _fsplat(plain, 0.0)))
+
+
+# ------------------------------------------------------------- arithmetic
+def add(x: Pair, y: Pair) -> Pair:
+    """DWPlusDW (accurate): relative error <= 3u^2."""
+    s = two_sum(x.hi, y.hi)
+    t = two_sum(x.lo, y.lo)
+    c = _bin("add", s.lo, t.hi)
+    v = fast_two_sum(s.hi, c)
+    w = _bin("add", t.lo, v.lo)
+    return finish(_guard(fast_two_sum(v.hi, w), s.hi))
+
+
+def negate(x: Pair) -> Pair:
+    return Pair(_un("negate", x.hi), _un("negate", x.lo))
+
+
+def subtract(x: Pair, y: Pair) -> Pair:
+    return add(x, negate(y))
+
+
+def _scaled(x: Pair, f: ir.Value) -> Pair:
+    return Pair(_bin("multiply", x.hi, f), _bin("multiply", x.lo, f))
+
+
+def _pick(p: ir.Value, a: float, q: ir.Value, b: float, like: ir.Value) -> ir.Value:
+    """``a`` where ``p``, else ``b`` where ``q``, else 1."""
+    return _sel(p, _fsplat(like, a), _sel(q, _fsplat(like, b), _fsplat(like, 1.0)))
+
+
+#: Below this, a word's low half may be subnormal, which backends flush.
+_LOW = 2.0**-94
+_MID = 2.0**-62
+
+
+def multiply(x: Pair, y: Pair) -> Pair:
+    """DWTimesDW1 (no FMA): relative error <= 7u^2.  A factor so small that
+    its low half would be flushed to zero is scaled up by ``2**32`` and the
+    other one down (both exact)."""
+    ax, ay = _un("abs", x.hi), _un("abs", y.hi)
+    low, mid = _fsplat(ax, _LOW), _fsplat(ax, _MID)
+    up_x = _and(_cmp(ax, low, "LT"), _cmp(ay, mid, "GE"))
+    up_y = _and(_cmp(ay, low, "LT"), _cmp(ax, mid, "GE"))
+    x = _scaled(x, _pick(up_x, 2.0**32, up_y, 2.0**-32, ax))
+    y = _scaled(y, _pick(up_x, 2.0**-32, up_y, 2.0**32, ay))
+    c = two_prod(x.hi, y.hi)
+    t1, t2 = _rprod(x.hi, y.lo), _rprod(x.lo, y.hi)
+    cl2 = _bin("add", t1, t2)
+    cl3 = _bin("add", c.lo, cl2)
+    return finish(_guard(fast_two_sum(c.hi, cl3), c.hi))
+
+
+def _times_float(x: Pair, y: ir.Value) -> Pair:
+    """DWTimesFP1 (no FMA): the pair ``x * y`` for a float ``y``."""
+    c = two_prod(x.hi, y)
+    cl2 = _rprod(x.lo, y)
+    t = fast_two_sum(c.hi, cl2)
+    tl2 = _bin("add", t.lo, c.lo)
+    return fast_two_sum(t.hi, tl2)
+
+
+def divide(x: Pair, y: Pair) -> Pair:
+    """DWDivDW2 with a product by a float without FMA: relative error <= 15u^2.
+    A divisor so small that its low half would be flushed to zero is scaled
+    up by ``2**32``, and the dividend with it (both exact)."""
+    ay = _un("abs", y.hi)
+    up = _cmp(ay, _fsplat(ay, _LOW), "LT")
+    f = _sel(up, _fsplat(ay, 2.0**32), _fsplat(ay, 1.0))
+    x, y = _scaled(x, f), _scaled(y, f)
+    # (a divisor the compiler can see as a constant would become a product
+    # by its rounded reciprocal)
+    y = Pair(_bar(y.hi), y.lo)
+    th = _bin("divide", x.hi, y.hi)
+    r = _times_float(y, th)
+    pi = two_sum(x.hi, _un("negate", r.hi))
+    dh = _bin("subtract", pi.lo, r.lo)
+    dl = _bin("add", dh, x.lo)
+    d = _bin("add", pi.hi, dl)
+    tl = _bin("divide", d, y.hi)
+    z = fast_two_sum(th, tl)
+    # th is what f32 division gives where y.hi is 0 or either is not finite
+    fin = make("is_finite", [z.hi], _tensor(x.shape, _i1()))
+    return finish(Pair(_sel(fin, z.hi, th), _sel(fin, z.lo, _fsplat(th, 0.0))))
+
+
+def sqrt(x: Pair) -> Pair:
+    """One Newton step from the f32 square root: ``s + (x - s*s) / 2s``
+    (relative error a few u^2; 0, inf and nan as f32's sqrt has them)."""
+    s = _un("sqrt", x.hi)
+    sq = two_prod(s, s)
+    r = _bin("add", _bin("subtract", _bin("subtract", x.hi, sq.hi), sq.lo), x.lo)
+    t = _bin("divide", r, _bin("add", s, s))
+    z = fast_two_sum(s, t)
+    zero = _fsplat(s, 0.0)
+    ok = _and(make("is_finite", [s], _tensor(x.shape, _i1())), _cmp(s, zero, "NE"))
+    return finish(Pair(_sel(ok, z.hi, s), _sel(ok, z.lo, zero)))
+
+
+# ------------------------------------------------------------ comparisons
+def compare(direction: str, x: Pair, y: Pair, kind: str = "FLOAT") -> ir.Value:
+    """``x <direction> y`` on normalized pairs (``i1``): the hi words
+    decide unless equal, then the lo words.  With ``kind="FLOAT"`` NaN
+    compares unordered, as in IEEE (only ``NE`` is true); with
+    ``"TOTALORDER"`` the hi words are compared in IEEE's total order (as
+    sort comparators do)."""
+    eq_hi = _cmp(x.hi, y.hi, "EQ", kind)
+    if direction == "EQ":
+        return _and(eq_hi, _cmp(x.lo, y.lo, "EQ"))
+    if direction == "NE":
+        return _or(_cmp(x.hi, y.hi, "NE", kind), _cmp(x.lo, y.lo, "NE"))
+    strict = {"LT": "LT", "LE": "LT", "GT": "GT", "GE": "GT"}[direction]
+    return _or(_cmp(x.hi, y.hi, strict, kind), _and(eq_hi, _cmp(x.lo, y.lo, direction)))
+
+
+def select(p: ir.Value, x: Pair, y: Pair) -> Pair:
+    return Pair(_sel(p, x.hi, y.hi), _sel(p, x.lo, y.lo))
+
+
+def minmax(kind: str, x: Pair, y: Pair) -> Pair:
+    """``maximum``/``minimum``: NaN if either is NaN (as XLA's)."""
+    pick_x = compare("GT" if kind == "max" else "LT", x, y)
+    pick_x = _or(pick_x, _cmp(x.hi, x.hi, "NE"))  # x is NaN
+    return select(pick_x, x, y)
+
+
+def absolute(x: Pair) -> Pair:
+    neg = _cmp(x.hi, _fsplat(x.hi, 0.0), "LT")
+    return Pair(_un("abs", x.hi), _sel(neg, _un("negate", x.lo), x.lo))
+
+
+def sign(x: Pair) -> Pair:
+    """-1, 0 or 1 (signed zeros and NaN kept), as the f64 ``sign``."""
+    return Pair(_un("sign", x.hi), _fsplat(x.lo, 0.0))
+
+
+def _is_integral(v: ir.Value) -> ir.Value:
+    return _cmp(_un("floor", v), v, "EQ")
+
+
+def floor(x: Pair) -> Pair:
+    """The exact floor: where ``hi`` is an integer, ``hi + floor(lo)``;
+    elsewhere ``floor(hi)`` (``|lo|`` is below ``hi``'s distance to the
+    next integer)."""
+    fh = _un("floor", x.hi)
+    whole = _cmp(fh, x.hi, "EQ")
+    lo = _sel(whole, _un("floor", x.lo), _fsplat(x.lo, 0.0))
+    return finish(fast_two_sum(fh, lo))
+
+
+def ceil(x: Pair) -> Pair:
+    return negate(floor(negate(x)))
+
+
+def _round(x: Pair, name: str) -> Pair:
+    """``round_nearest_even``/``_afz``: where ``hi`` is an integer, ``hi``
+    plus ``lo`` rounded; elsewhere ``hi`` rounded, except that a ``hi``
+    exactly halfway between integers goes the way ``lo`` points."""
+    rh = _un(name, x.hi)
+    fh = _un("floor", x.hi)
+    whole = _cmp(fh, x.hi, "EQ")
+    zero = _fsplat(x.lo, 0.0)
+    half = _cmp(_bin("subtract", x.hi, fh), _fsplat(x.hi, 0.5), "EQ")
+    up = _cmp(x.lo, zero, "GT")
+    down = _cmp(x.lo, zero, "LT")
+    ch = _bin("add", fh, _fsplat(fh, 1.0))
+    rh = _sel(_and(half, up), ch, _sel(_and(half, down), fh, rh))
+    lo = _sel(whole, _un(name, x.lo), zero)
+    return finish(fast_two_sum(rh, lo))
+
+
+def round_even(x: Pair) -> Pair:
+    return _round(x, "round_nearest_even")
+
+
+def round_afz(x: Pair) -> Pair:
+    return _round(x, "round_nearest_afz")
+
+
+# --------------------------------------------------------------- converts
+def from_f32(v: ir.Value) -> Pair:
+    return Pair(v, _fsplat(v, 0.0))
+
+
+def from_float(v: ir.Value) -> Pair:
+    """The pair of an f32, f16 or bf16 tensor (exact)."""
+    return from_f32(_convert(v, f32()))
+
+
+def to_f32(x: Pair) -> ir.Value:
+    """The pair rounded once to f32."""
+    return _bin("add", x.hi, x.lo)
+
+
+def to_float(x: Pair, elem: ir.Type) -> ir.Value:
+    """The pair rounded to ``elem`` (f32 once; f16/bf16 from the f32
+    rounding, as a double rounding)."""
+    return _convert(to_f32(x), elem)
+
+
+def _int_chunks_to_pair(chunks: list[tuple[ir.Value, float]]) -> Pair:
+    """The pair of ``sum(chunk * scale)``, chunks exact in f32 and given
+    from the most significant one down."""
+    acc: Pair | None = None
+    for v, scale in chunks:
+        f = _convert(v, f32())
+        if scale != 1.0:
+            f = _bin("multiply", f, _fsplat(f, scale))
+        acc = from_f32(f) if acc is None else add(acc, from_f32(f))
+    assert acc is not None
+    return acc
+
+
+def from_int(v: ir.Value) -> Pair:
+    """The pair of an integer tensor: exact for every 32-bit or narrower
+    integer and for 64-bit integers below ``2**48`` in magnitude (beyond,
+    within ``2**-48`` relative).  A 64-bit integer is split with 64-bit
+    integer ops (which the pass narrows or computes on words)."""
+    e = ir.IntegerType(ir.RankedTensorType(v.type).element_type)
+    if e.width <= 16:
+        return from_f32(_convert(v, f32()))
+    if e.width == 32:
+        # the top 24 bits and the low 8, each exact in f32
+        high = _and(v, _isplat(v, -256 if not e.is_unsigned else 0xFFFFFF00))
+        low = _and(v, _isplat(v, 255))
+        return _int_chunks_to_pair([(high, 1.0), (low, 1.0)])
+    shr = "shift_right_logical" if e.is_unsigned else "shift_right_arithmetic"
+    top = make(shr, [v, _isplat(v, 48)], v.type)
+    mid = _and(make(shr, [v, _isplat(v, 24)], v.type), _isplat(v, 0xFFFFFF))
+    low = _and(v, _isplat(v, 0xFFFFFF))
+    return _int_chunks_to_pair([(top, 2.0**48), (mid, 2.0**24), (low, 1.0)])
+
+
+def to_int(x: Pair, elem: ir.Type) -> ir.Value:
+    """The pair truncated toward zero, as integer type ``elem``; beyond
+    the type's range saturated, NaN to 0 (as XLA's converts).  For a 64-bit
+    ``elem`` this builds 64-bit integer ops (for the pass to narrow or
+    compute on words)."""
+    e = ir.IntegerType(elem)
+    w = e.width
+    if w == 1:
+        return _cmp(x.hi, _fsplat(x.hi, 0.0), "NE")
+    neg = _cmp(x.hi, _fsplat(x.hi, 0.0), "LT")
+    t = select(neg, ceil(x), floor(x))
+    if w <= 16:
+        return _convert(to_f32(t), elem)
+    # hi converted whole, or -- where it may be the type's bound 2**(w-1)
+    # (2**w unsigned), which the type cannot hold while the pair's value
+    # can -- as twice its half; lo converted signed and added wrapping
+    big_at = 2.0 ** (w - 1) if e.is_unsigned else 2.0 ** (w - 2)
+    big = _cmp(_un("abs", t.hi), _fsplat(t.hi, big_at), "GE")
+    half = _convert(_bin("multiply", t.hi, _fsplat(t.hi, 0.5)), elem)
+    ih = _sel(big, _bin("add", half, half), _convert(t.hi, elem))
+    signed = ir.IntegerType.get_signless(w)
+    il = _convert(t.lo, signed)
+    if e.is_unsigned:
+        il = _bitcast(il, elem)
+    r = _bin("add", ih, il)
+    # saturation and NaN, as XLA's float-to-integer converts
+    top = 2.0**w if e.is_unsigned else 2.0 ** (w - 1)
+    bottom = 0.0 if e.is_unsigned else -(2.0 ** (w - 1))
+    info_max = (1 << w) - 1 if e.is_unsigned else (1 << (w - 1)) - 1
+    info_min = 0 if e.is_unsigned else -(1 << (w - 1))
+    over = _cmp(t.hi, _fsplat(t.hi, top), "GE")
+    under = compare("LT", t, from_f32(_fsplat(t.hi, bottom)))
+    nan = _cmp(x.hi, x.hi, "NE")
+    r = _sel(over, _isplat(r, info_max), r)
+    r = _sel(under, _isplat(r, info_min), r)
+    return _sel(nan, _isplat(r, 0), r)

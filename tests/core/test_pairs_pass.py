@@ -1,0 +1,189 @@
+"""``float_policy="pairs"``: each kind of op on float64 pairs, in JAX's own
+x64 programs, compared with the x64 program on the CPU backend.
+
+Every program is converted with ``check=True`` (no 64-bit type remains) and
+its float64 outputs are compared with the x64 results within ``1e-13``
+relative to the output's largest magnitude (ops computed on pairs), or bit
+for bit where the op only moves, selects or compares values.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import no64
+import no64.io
+from no64.cli import main
+from no64.jax.reference import lower_x64, run_module
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((6, 8)) * 1e3 + 1e4 / 3
+Y = RNG.standard_normal((6, 8))
+V = RNG.standard_normal(50)
+I = RNG.integers(-(2**31), 2**31 - 1, (6, 8)).astype(np.int32)
+
+
+def converted(fn, *args, **kw):
+    m = lower_x64(fn, *args)
+    report = no64.demote(m, float_policy="pairs", check=True, **kw)
+    return m, report
+
+
+def inputs(report, args):
+    out = []
+    for i, a in enumerate(args):
+        a = np.asarray(a)
+        if a.dtype == np.float64:
+            out.append(no64.split_pairs(a) if i in report.pair_inputs else a.astype(np.float32))
+        elif a.dtype == np.int64:
+            out.append(a.astype(np.int32))
+        else:
+            out.append(a)
+    return out
+
+
+def run(fn, *args):
+    m, report = converted(fn, *args)
+    outs = run_module(m, inputs(report, args))
+    with jax.enable_x64(True):
+        ref = jax.jit(fn)(*args)
+    ref = ref if isinstance(ref, (tuple, list)) else [ref]
+    got = [no64.join_pairs(o) if i in report.pair_outputs else o for i, o in enumerate(outs)]
+    return got, [np.asarray(r) for r in ref], report
+
+
+def close(got, ref, tol=1e-13):
+    for g, r in zip(got, ref):
+        assert g.shape == r.shape
+        if r.dtype.kind == "f":
+            scale = np.max(np.abs(r[np.isfinite(r)])) if np.isfinite(r).any() else 1.0
+            same = (np.abs(g - r) <= tol * scale) | (np.isnan(g) & np.isnan(r)) | (g == r)
+            assert same.all(), (g[~same][:4], r[~same][:4])
+        else:
+            assert (g == r).all(), (g, r)
+
+
+PROGRAMS = {
+    "arith": lambda x, y: (x + y) * (x - y) / (y * y + 1.0) - jnp.sqrt(jnp.abs(x)),
+    "minmax_clamp_sign": lambda x, y: jnp.clip(x, 1e4 / 3 - 100.0, 1e4 / 3 + 100.0) + jnp.maximum(x, y) * jnp.sign(y),
+    "compare_select": lambda x, y: jnp.where(x > 1e4 / 3, x, -y),
+    "moves": lambda x, y: jnp.concatenate([x.T.reshape(-1), jnp.flip(y[1:4, ::2]).ravel(), jnp.pad(x[0], 2)]),
+    "gather_dynamic": lambda x, y: x[jnp.array([3, 1, 1]), 2:5] + lax.dynamic_slice(y, (1, 2), (3, 3)),
+    "dynamic_update": lambda x, y: lax.dynamic_update_slice(x, y[:2, :3], (2, 4)),
+    "reductions": lambda x, y: (jnp.sum(x, axis=0), jnp.max(x, axis=1), jnp.min(y), jnp.mean(x)),
+    "argmax_argsort": lambda x, y: (jnp.argmax(x, axis=1), jnp.sort(y, axis=1), jnp.argsort(x[0])),
+    "matmul": lambda x, y: x @ y.T,
+    "einsum_batched": lambda x, y: jnp.einsum("bi,bj->bij", x[:, :3], y[:, :4]),
+    "cumsum_axis": lambda x, y: jnp.cumsum(x, axis=1) + jnp.cumsum(y[:, ::-1], axis=0),
+    "floor_round": lambda x, y: (jnp.floor(x / 7.0), jnp.ceil(y * 3), jnp.round(x / 10.0)),
+    "scatter_set": lambda x, y: x.at[jnp.array([0, 2]), 1].set(y[:2, 0]),
+    "int_converts": lambda x, y: ((x * 1e3).astype(jnp.int32), (x * 1e5).astype(jnp.int64), jnp.arange(48.0).reshape(6, 8) + x),
+    "rsqrt_is_finite": lambda x, y: (lax.rsqrt(jnp.abs(y) + 1.0), jnp.isfinite(x / (y - y[0, 0]))),
+    "int64_to_pair": lambda x, y: (jnp.arange(48, dtype=jnp.int64).reshape(6, 8) * 3_000_000_007).astype(jnp.float64) + x,
+    "f32_mix": lambda x, y: x.astype(jnp.float32) * 2 + (y * 3).astype(jnp.float16).astype(jnp.float64),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program(name):
+    got, ref, report = run(PROGRAMS[name], X, Y)
+    assert report.ops_on_pairs > 0
+    close(got, ref)
+
+
+def test_int32_inputs_exact_as_pairs():
+    got, ref, _ = run(lambda i: i.astype(jnp.float64) * 2.0 + 0.5, I)
+    close(got, ref, tol=0)
+
+
+def test_loops_branches_and_calls_carry_packed_pairs():
+    def fn(x, y):
+        @jax.jit
+        def helper(a):
+            return a * 1.0000001 + 1e-9
+
+        def body(i, s):
+            return helper(s) + lax.cond(i % 2 == 0, lambda v: v * 2.0, lambda v: v / 3.0, s)
+
+        out = lax.fori_loop(0, 5, body, x)
+        n = lax.while_loop(lambda c: c[0] < 1e5, lambda c: (c[0] * 1.5 + y[0, 0], c[1] + 1), (x[0, 0], 0))
+        return out, n[0], n[1]
+
+    got, ref, report = run(fn, X, Y)
+    close(got, ref)
+    assert report.pairs_by_op.get("stablehlo.while", 0) >= 2
+
+
+def test_transcendentals_are_f32_and_reported_at_their_line():
+    got, ref, report = run(lambda x, y: jnp.tanh(y) + jnp.log(x), X, Y)
+    reduced = sorted(n.op for n in report.narrowings if n.verdict == "precision-reduced")
+    assert reduced == ["stablehlo.log", "stablehlo.tanh"]
+    close(got, ref, tol=1e-6)  # f32 accuracy, not more
+    assert report.count("precision-reduced") == 2
+
+
+def test_linear_solve_uses_lapack_in_f32_and_says_so():
+    a = RNG.standard_normal((5, 5)) + 5 * np.eye(5)
+    b = RNG.standard_normal(5)
+    got, ref, report = run(jnp.linalg.solve, a, b)
+    assert any(n.op == "stablehlo.custom_call" and n.verdict == "precision-reduced" for n in report.narrowings)
+    close(got, ref, tol=1e-5)
+
+
+def test_hook_boundary_rounds_outputs_once():
+    m, report = converted(lambda x, y: x * y + 1e-9, X, Y, outputs="narrow")
+    assert report.pair_inputs == [] and report.pair_outputs == []
+    (out,) = run_module(m, [X.astype(np.float32), Y.astype(np.float32)])
+    want = (X.astype(np.float32).astype(np.float64) * Y.astype(np.float32) + 1e-9).astype(np.float32)
+    assert out.dtype == np.float32 and (out == want).all()
+
+
+def test_unsupported_op_refused_with_its_line():
+    m = lower_x64(lambda x: lax.reduce_window(x, 0.0, lax.add, (2,), (2,), "VALID"), V)
+    with pytest.raises(no64.UnsupportedOpError) as exc:
+        no64.demote(m, float_policy="pairs")
+    assert "reduce_window" in str(exc.value) and "test_pairs_pass.py" in str(exc.value)
+
+
+def test_unknown_float_policy():
+    m = lower_x64(lambda x: x + 1.0, V)
+    with pytest.raises(ValueError, match="float_policy"):
+        no64.demote(m, float_policy="double")
+
+
+def test_split_and_join_pairs_round_trip():
+    v = np.array([1.0 / 3.0, -1e30, 0.0, -0.0, np.inf, np.nan, 1.7e9 + 1e-4])
+    p = no64.split_pairs(v)
+    assert p.shape == (7, 2) and p.dtype == np.float32
+    j = no64.join_pairs(p)
+    assert np.abs(j[:2] - v[:2]).max() <= 2.0**-48 * 1e30
+    assert np.signbit(j[3]) and np.isinf(j[4]) and np.isnan(j[5])
+    with pytest.raises(ValueError):
+        no64.join_pairs(np.zeros((3, 3), np.float32))
+
+
+def test_cli_float_policy_pairs(tmp_path, capsys):
+    src = tmp_path / "m.mlir"
+    out = tmp_path / "o.mlir"
+    m = lower_x64(lambda x: jnp.sum(x * x) - 1e-10, V)
+    no64.io.save(m, str(src))
+    assert main(["convert", str(src), "-o", str(out), "--float-policy", "pairs", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["float_policy"] == "pairs" and rep["pair_inputs"] == [0] and rep["pair_outputs"] == [0]
+    (got,) = run_module(no64.io.load(str(out)), [no64.split_pairs(V)])
+    assert abs(no64.join_pairs(got) - (np.sum(V * V) - 1e-10)) < 1e-13 * np.sum(V * V)
+    assert main(["convert", str(src), "-o", str(out), "--float-policy", "quad", "--force"]) == 2
+
+
+def test_dot_general_over_a_long_contraction_in_chunks():
+    # 150 = 3 chunks of 50, batched
+    a = RNG.standard_normal((2, 5, 150)) * 1e3
+    b = RNG.standard_normal((2, 150, 3))
+    got, ref, _ = run(lambda a, b: jnp.einsum("bik,bkj->bij", a, b), a, b)
+    close(got, ref)

@@ -1,0 +1,117 @@
+"""``no64.jit(..., float_policy="pairs")``: the x64 program with float64
+carried as f32 pairs, compiled and run by no64, against ``jax.jit`` with
+x64 on."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import no64
+
+
+def f(x, n):
+    # the variance by E[x^2] - E[x]^2 and a count: f64 and int64 outputs
+    return jnp.mean(x * x) - jnp.mean(x) ** 2, jnp.sum(x > 1e4) + n
+
+
+X = 1e4 + np.random.default_rng(3).standard_normal(10_000)
+
+
+def test_restore_dtypes_returns_float64_at_pair_precision():
+    with jax.enable_x64(True):
+        ref_v, ref_n = jax.jit(f)(X, np.int64(3))
+    v, n = no64.jit(f, float_policy="pairs", restore_dtypes=True)(X, np.int64(3))
+    assert isinstance(v, np.ndarray) and v.dtype == np.float64
+    # (cancellation by a factor 1e8: the pairs' 2**-48 leave about 1e-7)
+    assert abs(v - float(ref_v)) <= 1e-6 * abs(float(ref_v))
+    assert n.dtype == np.int64 and int(n) == int(ref_n)
+    # f32 alone loses the variance entirely
+    v32, _ = no64.jit(f, restore_dtypes=True)(X, np.int64(3))
+    assert abs(v32 - float(ref_v)) > 1e-2 * abs(float(ref_v))
+
+
+def test_without_restore_outputs_are_packed_pairs():
+    v, _ = no64.jit(f, float_policy="pairs")(X, np.int64(3))
+    assert v.shape == (2,) and v.dtype == np.float32
+    assert abs(no64.join_pairs(np.asarray(v)) - np.var(X)) <= 1e-6 * np.var(X)
+
+
+def test_lower_reports_pairs():
+    low = no64.jit(f, float_policy="pairs").lower(X, np.int64(3))
+    assert low.report.float_policy == "pairs"
+    assert low.report.pair_inputs == [0] and low.report.pair_outputs == [0]
+    no64.check(low.module)
+
+
+def test_unknown_float_policy():
+    with pytest.raises(ValueError, match="float_policy"):
+        no64.jit(f, float_policy="f64")
+
+
+HOOK_SCRIPT = r'''
+import jax, jax.numpy as jnp, numpy as np
+import no64
+
+@jax.jit
+def f(x):
+    # float64 inside the program only (traced with x64 on): its result is
+    # rounded to f32 at the end
+    y = x.astype(jnp.float64)
+    return ((y * 1e8 + 1.0) - y * 1e8).astype(jnp.float32)
+
+with jax.enable_x64(True):
+    out = f(np.array([1.5, 3.25, 7.0, 0.1], dtype=np.float32))
+print(no64.active_config().describe())
+print(np.asarray(out).tolist())
+'''
+
+
+@pytest.mark.parametrize("policy, want", [("pairs", [1.0] * 4), ("f32", None)])
+def test_hook_float_policy_from_environment(tmp_path, policy, want):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "hook.py"
+    script.write_text(HOOK_SCRIPT)
+    env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY=policy, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    described, values = r.stdout.strip().splitlines()[-2:]
+    got = eval(values)  # noqa: S307 (a list of floats printed by the child)
+    if want is not None:
+        assert "float policy 'pairs'" in described
+        assert got == want
+    else:
+        assert got != [1.0] * 4  # f32 loses the 1 next to 1e8
+
+
+def test_hook_bad_float_policy_is_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="double", JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-c", "import jax; jax.numpy.zeros(1)"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0
+    assert "no64: NO64_FLOAT_POLICY='double' is not one of f32, pairs; using 'f32'" in r.stderr
+
+
+def test_hook_refuses_pairs_where_the_probe_differs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "refuse.py"
+    script.write_text(HOOK_SCRIPT.replace(
+        "import no64\n",
+        "import no64\nimport no64.jax.pair_probe as R\nR._results['cpu'] = 'multiply lo of element 5: got 1, IEEE f32 gives 2'\n"))
+    env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="pairs", JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "PairArithmeticError: float_policy='pairs' needs IEEE f32 arithmetic" in r.stderr
+    assert "'cpu' backend does not keep it" in r.stderr
