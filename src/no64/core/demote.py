@@ -384,16 +384,20 @@ class _Pass:
         if not (forced or forced_ops or constants or readers) and (not everything or self._all_integers_fit()):
             return None
         try:
+            # an emulated op reads no value that may be wrong in 32 bits: a
+            # value not proven to fit is emulated too (under "exact" it is anyway)
             return plan_emulation(
                 self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
                 forced_users=constants, words_out=words_out, sentinel_readers=readers,
+                pull_unproven=not everything,
             )
         except UnsupportedOpError:
-            if everything or not readers:
+            if everything:
                 raise
-        # Some value computed from a sentinel reaches an op with no rule on
-        # words: the readers are left to the narrowed program, and judged
-        # unproven (see _sentinel_meetings).
+        # Some value computed from a sentinel, or not proven to fit, reaches
+        # an op with no rule on words: the readers are left to the narrowed
+        # program and judged unproven (see _sentinel_meetings), as are the
+        # values not proven to fit.
         return plan_emulation(
             self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
             forced_users=constants, words_out=words_out,
