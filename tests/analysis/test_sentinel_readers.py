@@ -244,3 +244,27 @@ def test_one_place_declares_what_carries_a_sentinel() -> None:
     assert UNKNOWN.sentinels is SentinelUse.READS
     # indices are read: a gather carries its operand, not its indices
     assert REGISTRY["stablehlo.gather"].sentinels == (SentinelUse.CARRIES,)
+
+
+POWER_THEN_READER = """
+func.func public @main(%x: tensor<4xi64>, %m: tensor<4xi1>) -> tensor<4xi64> {
+  %two = stablehlo.constant dense<2> : tensor<4xi64>
+  %p = stablehlo.power %x, %two : tensor<4xi64>
+  %s = stablehlo.constant dense<9223372036854775807> : tensor<4xi64>
+  %v = stablehlo.select %m, %p, %s : tensor<4xi1>, tensor<4xi64>
+  %k = stablehlo.constant dense<1000> : tensor<4xi64>
+  %r = stablehlo.remainder %v, %k : tensor<4xi64>
+  return %r : tensor<4xi64>
+}"""
+
+
+def test_a_reader_of_an_unproven_value_with_no_word_rule_is_still_computed_on_words() -> None:
+    """``x ** 2`` may not fit and has no rule on words, so it stays a narrowed
+    value (unproven, reported); the remainder still reads the sentinel's
+    64-bit value: 807 where the mask is off."""
+    m = parse(POWER_THEN_READER)
+    report = no64.demote(m, input_ranges={0: (-(2**20), 2**20)})
+    assert report.verdicts.get("unproven") and report.emulated_by_op.get("stablehlo.remainder") == 1
+    x = np.array([3, 2**20, -5, 0], np.int64)
+    got = run_module(m, [x.astype(np.int32), np.array([True, True, False, False])], strict=True)[0]
+    assert got.tolist()[2:] == [807, 807] and got.tolist()[0] == 9
