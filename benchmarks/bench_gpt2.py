@@ -24,12 +24,13 @@ For each requested depth it measures, in one run:
   exact 64-bit integer emulation on, given the input ranges its user knows
   (token ids below the vocabulary size, a step counter below 2**31 - 1),
   with which every integer of the step is index math proven to fit in 32
-  bits and nothing is emulated.  Without them two things are: the step
-  counter's increment (``step + 1`` leaves the 32-bit range when ``step``
-  is ``INT32_MAX``; its conversion to a float reads it) and JAX's
-  wrap-around of negative token ids in the embedding lookup ``wte[tokens]``
-  (``where(i < 0, i + n, i)``: the analysis does not narrow ``i + n`` by
-  the condition that selects it);
+  bits and nothing is emulated.  Without them the token ids and the step
+  counter enter as 32-bit words (nothing proves their values fit), and
+  what reads them is emulated up to where its results are proven to fit:
+  the step counter's increment (``step + 1``; its conversion to a float
+  reads it) and JAX's wrap-around of negative token ids in the embedding
+  lookup ``wte[tokens]`` (``where(i < 0, i + n, i)``), whose index is
+  clipped to the 32-bit range;
 * the binding floor: the least any pass written against jaxlib's Python
   bindings can cost on the module (visit every op, read, set and re-read each
   result type), to show how much of the cost is crossing the bindings at all;

@@ -22,7 +22,13 @@ from jax._src.lib import xla_client as xc
 import no64
 from no64.core._mlir import ir
 from no64.core.emulate import join_words
-from no64.jax.reference import compare_outputs, main_signature, narrow_inputs, word_pair_outputs
+from no64.jax.reference import (
+    compare_outputs,
+    converted_inputs,
+    main_signature,
+    word_pair_inputs,
+    word_pair_outputs,
+)
 
 I32 = np.iinfo(np.int32)
 
@@ -118,9 +124,10 @@ def compare_on_adversarial_inputs(
     run_original = compile_module(original, strict=False)
     run_converted = compile_module(converted, strict=True)
     wide = word_pair_outputs(original, converted)
+    wide_in = word_pair_inputs(original, converted)
     for args in adversarial_inputs(original, ranges, limit):
         ref = run_original(args)
-        got = run_converted(narrow_inputs(args))
+        got = run_converted(converted_inputs(args, wide_in))
         for j in wide:
             got[j] = join_words(got[j])
         compare_outputs(ref, got, what=f"{what} on inputs {[a.tolist() for a in args]}", wide=wide)

@@ -6,13 +6,14 @@ Accelerators such as AWS Neuron/Trainium reject ``f64``, ``i64``/``si64``,
 report of every narrowing that is not provably exact (:func:`demote`), and
 checks the result as a 64-bit-free device would (:func:`check`).
 
-Layers (each a sub-package): :mod:`no64.core` (types, scan/check, the pass,
-constants, report, locations; never imports JAX), :mod:`no64.kinds` (the
-shared vocabularies: verdicts, event kinds, policies, modes, handlings),
-:mod:`no64.errors` (every error and warning), :mod:`no64.analysis`
-(integer ranges), :mod:`no64.rules` (the registry of op knowledge),
-:mod:`no64.jax` (compile hook, ``jit``/``lower``, audit, reference runner),
-:mod:`no64.io` (file formats) and :mod:`no64.cli`.
+The modules form layers, bottom first: vocabularies and IR helpers
+(:mod:`no64.kinds`, the type converter, locations, :mod:`no64.core.walk`),
+the report, :mod:`no64.errors`, the op schema (:mod:`no64.rules.registry`),
+the range analysis (:mod:`no64.analysis`), the rules and the op table
+(:mod:`no64.rules.ops`), the transforms (scan/check, constants, emulation,
+the pass), this package's face, :mod:`no64.io`, the JAX layer
+(:mod:`no64.jax`: compile hook, ``jit``/``lower``, audit, reference runner)
+and :mod:`no64.cli`.  Nothing below :mod:`no64.io` imports JAX.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import importlib
 from typing import Any
 
 from .core.demote import demote
-from .core.emulate import join_words
+from .core.emulate import join_words, split_words
 from .core.locations import SourceLocation, decode_location
 from .core.report import DemotionReport, Narrowing
 from .core.scan import Finding, check, find_64bit
+from .rules import ops as _table  # noqa: F401  (fills the op registry every layer reads)
+from .rules.registry import check_reachable as _check_reachable
 from .errors import (
     ArgumentRangeError,
     Boundary64BitError,
@@ -36,13 +39,17 @@ from .errors import (
     NarrowingError,
     No64Error,
     OutputError,
+    OutputRangeError,
     Remaining64BitError,
     TracedArgumentError,
+    UnprovenIntegerWarning,
     UnsupportedOpError,
     X64DisabledWarning,
 )
 
 __version__ = "0.1.0"
+
+_check_reachable()
 
 # The JAX layer imports JAX, so its names are loaded on first use:
 # ``import no64`` stays as cheap as the core.
@@ -71,6 +78,7 @@ __all__ = [
     "demote",
     "find_64bit",
     "join_words",
+    "split_words",
     # errors and warnings
     "ArgumentRangeError",
     "Boundary64BitError",
@@ -81,9 +89,11 @@ __all__ = [
     "NarrowingError",
     "No64Error",
     "OutputError",
+    "OutputRangeError",
     "Remaining64BitError",
     "HostRangeError",
     "TracedArgumentError",
+    "UnprovenIntegerWarning",
     "UnsupportedOpError",
     "X64DisabledWarning",
     # the JAX layer (loaded on first use)

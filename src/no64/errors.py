@@ -8,14 +8,11 @@ location as a :class:`~no64.SourceLocation`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .core.locations import SourceLocation
+from .core.report import Finding, Narrowing
 from .kinds import Verdict
-
-if TYPE_CHECKING:
-    from .core.locations import SourceLocation
-    from .core.report import Narrowing
-    from .core.scan import Finding
 
 __all__ = [
     "ArgumentRangeError",
@@ -27,8 +24,10 @@ __all__ = [
     "NarrowingError",
     "No64Error",
     "OutputError",
+    "OutputRangeError",
     "Remaining64BitError",
     "TracedArgumentError",
+    "UnprovenIntegerWarning",
     "UnsupportedOpError",
     "X64DisabledWarning",
 ]
@@ -181,6 +180,25 @@ class Boundary64BitError(No64Error):
 
 class X64DisabledWarning(UserWarning):
     """no64 turned ``jax_enable_x64`` off for a platform without 64-bit types."""
+
+
+class UnprovenIntegerWarning(UserWarning):
+    """The x64 program computes a 64-bit integer that is not proven to fit in
+    32 bits, and the 32-bit program JAX runs may compute a different value
+    there (given once per source line; ``-W error`` turns it into a failure)."""
+
+
+class OutputRangeError(No64Error):
+    """Under ``NO64_POLICY=exact``, the x64 program returns a 64-bit integer
+    not proven to fit in the 32-bit array JAX returns under the compile hook.
+
+    ``narrowings`` lists the outputs (:class:`no64.Narrowing`, with their
+    source locations).
+    """
+
+    def __init__(self, message: str, narrowings: Sequence["Narrowing"] = ()) -> None:
+        super().__init__(message)
+        self.narrowings = tuple(narrowings)
 
 
 class HostRangeError(ConstantRangeError):

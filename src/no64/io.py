@@ -862,19 +862,19 @@ def _dump_hlopb(module: ir.Module) -> bytes:
     return bytes(_xla_computation(module).as_serialized_hlo_module_proto())
 
 
-def _entry_result_types(module: ir.Module) -> list[ir.Type] | None:
-    """The result types of the module's public entry function."""
-    from .analysis.ranges import entry_function
+def _entry_types(module: ir.Module) -> tuple[list[ir.Type], list[ir.Type]] | None:
+    """The argument and result types of the module's public entry function."""
+    from .core.walk import entry_function
 
     with module.context:
         fn = entry_function(module.operation)
         if fn is None:
             return None
-        return list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        return list(ftype.inputs), list(ftype.results)
 
 
-_NARROWED_DTYPES = {"int64": "int32", "uint64": "uint32", "float64": "float32",
-                    "complex128": "complex64"}
+from .core.types import NARROWED_DTYPE_NAMES as _NARROWED_DTYPES  # noqa: E402
 
 
 def _dump_jaxexport(module: ir.Module) -> bytes:
@@ -894,27 +894,40 @@ def _dump_jaxexport(module: ir.Module) -> bytes:
         name = _NARROWED_DTYPES.get(str(getattr(aval, "dtype", "")))
         return aval.update(dtype=np.dtype(name)) if name else aval
 
-    results = _entry_result_types(module)
-    out_avals = []
-    for i, aval in enumerate(exported.out_avals):
-        aval = narrow(aval)
-        t = results[i] if results is not None and i < len(results) else None
-        if (isinstance(t, ir.RankedTensorType) and t.rank == len(aval.shape) + 1
-                and t.shape[-1] == 2 and str(aval.dtype) in ("int32", "uint32")):
-            # an output emulated in 32-bit words: shape S x 2 (low, high)
-            sharding = exported.out_shardings_hlo[i] if i < len(exported.out_shardings_hlo) else None
-            if sharding is not None and not sharding.is_replicated():
-                raise OutputError(
-                    f"output #{i} comes back as 32-bit word pairs but is sharded ({sharding}); "
-                    "a jax.export artifact cannot say how its words are sharded"
-                )
-            aval = aval.update(shape=(*aval.shape, 2))
-        out_avals.append(aval)
+    types = _entry_types(module)
 
+    def avals(old: Any, new_types: list[ir.Type] | None, shardings: Any, what: str, verb: str,
+              positions: Any = None) -> tuple[Any, ...]:
+        out = []
+        for i, aval in enumerate(old):
+            aval = narrow(aval)
+            # the module's position of this aval (JAX drops unused arguments)
+            j = positions[i] if positions is not None else i
+            t = new_types[j] if new_types is not None and j is not None and j < len(new_types) else None
+            if (isinstance(t, ir.RankedTensorType) and t.rank == len(aval.shape) + 1
+                    and t.shape[-1] == 2 and str(aval.dtype) in ("int32", "uint32")):
+                # emulated in 32-bit words: shape S x 2 (low, high)
+                sharding = shardings[i] if i < len(shardings) else None
+                if sharding is not None and not sharding.is_replicated():
+                    raise OutputError(
+                        f"{what} #{i} {verb} as 32-bit word pairs but is sharded ({sharding}); "
+                        "a jax.export artifact cannot say how its words are sharded"
+                    )
+                aval = aval.update(shape=(*aval.shape, 2))
+            out.append(aval)
+        return tuple(out)
+
+    # the module's arguments: platform index, dimension variables and tokens
+    # first, then the arguments JAX kept
+    kept = list(exported.module_kept_var_idx)
+    first = max(len(types[0]) - len(kept), 0) if types else 0
+    in_positions = [first + kept.index(i) if i in kept else None for i in range(len(exported.in_avals))]
     new = dataclasses.replace(
         exported,
-        in_avals=tuple(narrow(a) for a in exported.in_avals),
-        out_avals=tuple(out_avals),
+        in_avals=avals(exported.in_avals, types[0] if types else None, exported.in_shardings_hlo,
+                       "input", "enters", in_positions),
+        out_avals=avals(exported.out_avals, types[1] if types else None, exported.out_shardings_hlo,
+                        "output", "comes back"),
         mlir_module_serialized=_dump_vhlo(module),
         _get_vjp=None,
     )

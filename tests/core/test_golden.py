@@ -1,37 +1,42 @@
-"""Golden cases for the pass: one ``tests/lit/*.mlir`` file per case.
+"""Golden cases for the pass: ``tests/lit/*.mlir``, checked with FileCheck.
 
-Each file is an input module followed (or preceded) by its expectation in
-comment lines, in the spirit of FileCheck:
+A file holds one or more cases separated by ``// -----`` lines.  Each case
+is an input module with its own ``// RUN:`` lines and the check lines they
+name (LLVM FileCheck's ``CHECK``, ``CHECK-LABEL``, ``CHECK-NEXT``,
+``CHECK-SAME``, ``CHECK-NOT``, under any ``--check-prefix``, as the
+``filecheck`` package implements them).  Every RUN line is one ``bash -o
+pipefail`` command line that must exit 0, with
 
-``// EXPECT-REFUSED: <ErrorClass>: <substring>``
-    :func:`no64.demote` raises ``no64.<ErrorClass>`` whose message contains
-    ``<substring>``, and the module is left exactly as it was.
-``// CHECK: <substring>``
-    The printed converted module contains ``<substring>``; several CHECK
-    lines must match in order (each after the previous match).
-``// CHECK-NOT: <substring>``
-    The printed converted module does not contain ``<substring>`` anywhere
-    (``i64>`` catches every 64-bit tensor type, not the ``i64`` attributes
-    such as ``dimension = 0 : i64``).
-``// POLICY: strict``
-    The range policy given to ``demote`` (``default`` when absent).
-``// RANGE: 0=0:100000, 1=-5:5``
-    Declared input ranges, by argument position (several RANGE lines add up).
-``// XFAIL: <reason>``
-    A known defect: the case is expected to fail (strictly) until it is fixed.
+``%s``
+    the case as a file of the same name, every other case of the file
+    blanked so that line numbers (and the locations in messages) are the
+    file's own;
+``%t``
+    a path prefix private to the case;
 
-Every case that converts must be proven exact (no ``unproven`` or
-``overflow`` verdict) and is then run against its 64-bit original on the CPU
-backend, on adversarial inputs: the extremes of the declared ranges,
-INT32_MAX, INT32_MIN, 0 and -1 (those inside the declared range), in every
-position; integer outputs must be equal (sentinels mapped as demotion maps
-them).
+and ``no64`` and ``filecheck`` on the PATH (the installed CLI and the
+``filecheck`` package's tool).
+
+A case that converts writes its module to ``%t.mlir`` with ``no64 convert``
+and checks the report's ``verdicts:`` line under the prefix ``REPORT``; that
+line must show no ``unproven`` or ``overflow`` verdict (a converting golden
+is exact).  The converted module is then run, as its own step, against the
+64-bit original on the CPU backend on adversarial inputs: the extremes of
+the ranges the RUN line declares (``--range I=LO:HI``), INT32_MAX,
+INT32_MIN, 0 and -1 (those inside the declared range), in every position;
+integer outputs must be equal, bit for bit (sentinels mapped as the pass
+maps them, word-pair outputs joined).  A case that is refused writes no
+``%t.mlir``; its RUN lines check the exit status and the one-line message.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass, field
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -41,112 +46,143 @@ from no64.core._mlir import ir, make_context
 from runner import adversarial_inputs, compare_on_adversarial_inputs
 
 LIT = Path(__file__).resolve().parents[1] / "lit"
-CASES = sorted(LIT.glob("*.mlir"))
+FILES = sorted(LIT.glob("*.mlir"))
+#: The installed tools (``no64``, ``filecheck``) live beside the interpreter.
+BIN = Path(sys.executable).parent
 
-_DIRECTIVE = re.compile(r"^\s*//\s*(EXPECT-REFUSED|CHECK-NOT|CHECK|POLICY|RANGE|XFAIL):\s*(.*?)\s*$")
+_SPLIT = re.compile(r"^// -----\s*$")
+_RUN = re.compile(r"^\s*//\s*RUN:\s*(.*?)\s*$")
+_REPORT = re.compile(r"^\s*//\s*REPORT:\s*verdicts:(.*)$")
 
 
 @dataclass
-class Golden:
+class Case:
+    """One case of a golden file."""
+
+    path: Path
+    index: int
+    #: The file's text with every other case blanked (line numbers kept).
     text: str
-    refused: tuple[str, str] | None = None
-    checks: list[str] = field(default_factory=list)
-    check_nots: list[str] = field(default_factory=list)
-    policy: str = "default"
-    ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
-    xfail: str | None = None
+    runs: list[str]
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.stem}:{self.index}"
 
 
-def read_golden(path: Path) -> Golden:
-    text = path.read_text()
-    g = Golden(text)
-    for line in text.splitlines():
-        m = _DIRECTIVE.match(line)
-        if m is None:
-            continue
-        kind, arg = m.groups()
-        if kind == "EXPECT-REFUSED":
-            cls, _, sub = arg.partition(":")
-            g.refused = (cls.strip(), sub.strip())
-        elif kind == "CHECK":
-            g.checks.append(arg)
-        elif kind == "CHECK-NOT":
-            g.check_nots.append(arg)
-        elif kind == "POLICY":
-            g.policy = arg
-        elif kind == "RANGE":
-            for item in arg.split(","):
-                idx, _, bounds = item.strip().partition("=")
-                lo, hi = re.fullmatch(r"(-?\d+):(-?\d+)", bounds.strip()).groups()
-                g.ranges[int(idx)] = (int(lo), int(hi))
-        elif kind == "XFAIL":
-            g.xfail = arg
-    if g.refused is None and not g.checks:
-        raise ValueError(f"{path.name}: no EXPECT-REFUSED and no CHECK line")
-    if g.refused is not None and (g.checks or g.check_nots):
-        raise ValueError(f"{path.name}: EXPECT-REFUSED cannot be combined with CHECK lines")
-    return g
+def read_cases(path: Path) -> list[Case]:
+    """The cases of ``path``, split at ``// -----`` lines."""
+    lines = path.read_text().splitlines()
+    bounds, start = [], 0
+    for i, line in enumerate(lines):
+        if _SPLIT.match(line):
+            bounds.append((start, i))
+            start = i + 1
+    bounds.append((start, len(lines)))
+    cases = []
+    for index, (lo, hi) in enumerate(bounds):
+        own = ["" if not lo <= i < hi else line for i, line in enumerate(lines)]
+        runs = [m.group(1) for line in own if (m := _RUN.match(line))]
+        if not runs:
+            raise ValueError(f"{path.name}: case {index} has no RUN line")
+        cases.append(Case(path, index, "\n".join(own) + "\n", runs))
+    return cases
+
+
+def declared_ranges(runs: list[str]) -> dict[int, tuple[int, int]]:
+    """The ``--range I=LO:HI`` options of the case's ``no64 convert`` line."""
+    ranges: dict[int, tuple[int, int]] = {}
+    for run in runs:
+        words = shlex.split(run)
+        for flag, value in zip(words, words[1:]):
+            if flag == "--range":
+                idx, _, bounds = value.partition("=")
+                lo, hi = re.fullmatch(r"(-?\d+):(-?\d+)", bounds).groups()
+                ranges[int(idx)] = (int(lo), int(hi))
+    return ranges
 
 
 def parse(text: str) -> ir.Module:
     return ir.Module.parse(text, make_context())
 
 
-def printed(m: ir.Module) -> str:
-    return m.operation.get_asm(enable_debug_info=False)
+def run_lines(case: Case, tmp: Path) -> Path:
+    """Run the case's RUN lines in ``tmp``; return where a converted module goes."""
+    src = tmp / case.path.name
+    src.write_text(case.text)
+    prefix = tmp / "out"
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    for run in case.runs:
+        cmd = run.replace("%s", shlex.quote(str(src))).replace("%t", shlex.quote(str(prefix)))
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", cmd], cwd=tmp, env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise AssertionError(
+                f"{case.name}: RUN line exited {done.returncode}: {run}\n"
+                f"--- stdout\n{done.stdout}--- stderr\n{done.stderr}"
+            )
+    return Path(f"{prefix}.mlir")
 
 
-def check_in_order(out: str, checks: list[str]) -> None:
-    pos = 0
-    for c in checks:
-        at = out.find(c, pos)
-        if at < 0:
-            before = out.find(c)
-            where = "only before the previous match" if before >= 0 else "nowhere"
-            raise AssertionError(f"CHECK: {c!r} found {where} in the converted module:\n{out}")
-        pos = at + len(c)
+def run_case(case: Case, tmp: Path) -> None:
+    out = run_lines(case, tmp)
+    if not out.exists():
+        return
+    # A converting case: exact, checked against the 64-bit program.
+    verdicts = [m.group(1) for line in case.text.splitlines() if (m := _REPORT.match(line))]
+    assert verdicts, f"{case.name}: a converting case checks its REPORT: verdicts: line"
+    for v in verdicts:
+        assert "unproven" not in v and "overflow" not in v, f"{case.name}: a converting golden must be exact: {v}"
+    converted = parse(out.read_text())
+    assert no64.find_64bit(converted) == []
+    compare_on_adversarial_inputs(parse(case.text), converted, declared_ranges(case.runs), case.name)
 
 
 # ------------------------------------------------------------------- the test
 
-
-def _params() -> list:
-    params = []
-    for path in CASES:
-        g = read_golden(path)
-        marks = [pytest.mark.xfail(strict=True, reason=g.xfail)] if g.xfail else []
-        params.append(pytest.param(path, id=path.stem, marks=marks))
-    return params
+CASES = [case for path in FILES for case in read_cases(path)]
 
 
 def test_there_are_golden_cases() -> None:
-    assert len(CASES) >= 15, [p.name for p in CASES]
+    assert len(CASES) >= 24, [c.name for c in CASES]
+    refused = [c for c in CASES if not any("--check-prefix=REPORT" in r for r in c.runs)]
+    assert len(refused) >= 5, [c.name for c in refused]
 
 
-@pytest.mark.parametrize("path", _params())
-def test_golden(path: Path) -> None:
-    g = read_golden(path)
-    m = parse(g.text)
-    before = printed(m)
-    if g.refused is not None:
-        cls_name, sub = g.refused
-        cls = getattr(no64, cls_name)
-        with pytest.raises(cls) as exc:
-            no64.demote(m, policy=g.policy, input_ranges=g.ranges)
-        assert sub in str(exc.value), f"{cls_name} without {sub!r}: {exc.value}"
-        assert printed(m) == before, "a refused module must be left unchanged"
-        return
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in CASES])
+def test_golden(case: Case, tmp_path: Path) -> None:
+    run_case(case, tmp_path)
 
-    report = no64.demote(m, policy=g.policy, input_ranges=g.ranges)
-    out = printed(m)
-    check_in_order(out, g.checks)
-    for c in g.check_nots:
-        assert c not in out, f"CHECK-NOT: {c!r} found in the converted module:\n{out}"
-    lossy = {k: n for k, n in report.verdicts.items() if k in ("unproven", "overflow")}
-    assert lossy == {}, f"a converting golden must be exact, got {report.summary()}"
-    assert no64.find_64bit(m) == []
 
-    compare_on_adversarial_inputs(parse(g.text), m, g.ranges, path.name)
+_WRONG = """\
+// RUN: no64 convert %s -o %t.mlir --range 0=0:7 | filecheck %s --check-prefix=REPORT --match-full-lines
+// RUN: filecheck %s --input-file %t.mlir
+// REPORT: verdicts: exact 3
+// CHECK-LABEL: func.func public @main
+// CHECK-NEXT: stablehlo.multiply
+func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %c = stablehlo.constant dense<3> : tensor<4xi64>
+  %z = stablehlo.add %x, %c : tensor<4xi64>
+  return %z : tensor<4xi64>
+}
+"""
+
+
+def test_a_check_that_does_not_match_fails(tmp_path: Path) -> None:
+    """The harness itself: a CHECK-NEXT naming an op the module does not
+    have there fails the case, and so does a case whose RUN line fails."""
+    path = tmp_path / "wrong.mlir"
+    path.write_text(_WRONG)
+    (case,) = read_cases(path)
+    (tmp_path / "wrong").mkdir()
+    with pytest.raises(AssertionError, match="RUN line exited 1: filecheck"):
+        run_case(case, tmp_path / "wrong")
+    right = _WRONG.replace("CHECK-NEXT: stablehlo.multiply", "CHECK-NEXT: stablehlo.constant")
+    path.write_text(right)
+    (case,) = read_cases(path)
+    (tmp_path / "right").mkdir()
+    run_case(case, tmp_path / "right")
 
 
 def test_the_comparison_catches_a_wrong_conversion() -> None:
@@ -169,13 +205,11 @@ func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
     assert {0, 100000, 1, 50000} <= seen
 
 
-def test_directives_are_read() -> None:
-    g = read_golden(LIT / "barrier_shift_amount_emulated.mlir")
-    assert g.refused is None and g.checks == ["-> tensor<2xi32>"] and g.check_nots == ["i64>"]
-    assert g.ranges == {0: (-1, -1), 1: (0, 33)}
-    assert g.xfail is None
-    g = read_golden(LIT / "bitcast_convert_refused.mlir")
-    assert g.refused == ("UnsupportedOpError", "bitcast_convert reinterprets the bits")
-    g = read_golden(LIT / "iota_add_exact.mlir")
-    assert g.policy == "strict" and g.ranges == {0: (-1000, 1000)}
-    assert g.checks[0].startswith("func.func public @main") and g.check_nots == ["i64>"]
+def test_cases_are_split_with_their_own_lines(tmp_path: Path) -> None:
+    path = tmp_path / "two.mlir"
+    path.write_text("// RUN: a --range 0=-5:7\nx\n// -----\n// RUN: b --range 1=0:1\ny\n")
+    first, second = read_cases(path)
+    assert first.runs == ["a --range 0=-5:7"] and second.runs == ["b --range 1=0:1"]
+    assert first.text.splitlines() == ["// RUN: a --range 0=-5:7", "x", "", "", ""]
+    assert second.text.splitlines() == ["", "", "", "// RUN: b --range 1=0:1", "y"]
+    assert declared_ranges(first.runs) == {0: (-5, 7)} and declared_ranges(second.runs) == {1: (0, 1)}

@@ -36,9 +36,10 @@ from no64.core.emulate import join_words
 from no64.jax.reference import (
     compare_outputs,
     compare_with_reference,
+    converted_inputs,
     lower_x64,
-    narrow_inputs,
     run_module,
+    word_pair_inputs,
     word_pair_outputs,
 )
 
@@ -234,9 +235,24 @@ def cli_cases() -> dict:
     return {
         "pcg32": (pcg32, lambda x: [x, streams]),
         "hashed_embedding": (hashed_embedding, lambda x: [x, table]),
-        # 64-bit inputs: the converted program takes them as 32-bit values
-        "cumsum_of_squares_int64_input": (lambda v: jnp.cumsum(v * v), lambda x: [x.astype(np.int64)]),
+        # a 64-bit input over the whole int64 range: the converted program takes its words
+        "cumsum_of_squares_int64_input": (lambda v: jnp.cumsum(v * v), lambda x: [wide_int64(x)]),
+        "seconds_between_timestamps": (lambda t: (t - t[0]) // 10**9, lambda x: [timestamps(x)]),
     }
+
+
+def wide_int64(x: np.ndarray) -> np.ndarray:
+    """int64 values over the whole range from int32 ones: the extremes (INT64_MIN/MAX
+    beside INT32_MIN/MAX), then both words from ``x``."""
+    w = x.astype(np.int64)
+    out = (w << 32) ^ (w & 0xFFFF_FFFF) ^ np.int64(0x5DEE_CE66_D1CE_4E5B)
+    out[:6] = [np.iinfo(np.int64).max, np.iinfo(np.int64).min, I32.max, I32.min, 1 << 40, -(1 << 40)]
+    return out
+
+
+def timestamps(x: np.ndarray) -> np.ndarray:
+    """Nanosecond timestamps around 1.7e18."""
+    return np.int64(1_700_000_000_000_000_000) + np.abs(x.astype(np.int64)) * 1_000_003
 
 
 @pytest.mark.parametrize("name", sorted(cli_cases()))
@@ -253,10 +269,13 @@ def test_cli_convert_exact_runs_bit_identical(name: str, tmp_path: Path, capsys:
     assert no64.find_64bit(converted) == []
     wide = word_pair_outputs(original, converted)
     assert wide and report["emulated_outputs"] == wide and report["values_emulated"] > 0
+    wide_in = word_pair_inputs(original, converted)
+    assert report["emulated_inputs"] == wide_in
+    assert bool(wide_in) == name.endswith(("int64_input", "timestamps"))
     for x in int32_sets():
         args = make_args(x)
         ref = run_module(original, args, strict=False)
-        got = run_module(converted, narrow_inputs(args), strict=True)
+        got = run_module(converted, converted_inputs(args, wide_in), strict=True)
         for j in wide:
             got[j] = join_words(got[j])
         compare_outputs(ref, got, what=f"{dest.name} written by no64 convert --policy exact", wide=wide)

@@ -129,8 +129,9 @@ def test_writing_an_artifact_needs_one_as_input(exported: jax.export.Exported) -
 
 def test_emulated_outputs_are_word_pairs_in_the_artifact(tmp_path: Path, capsys) -> None:
     """An output that needs 64 bits (converted with --policy exact) is declared as its
-    shape plus a trailing 2 in the written artifact, and calling it returns the words of
-    the x64 program's result."""
+    shape plus a trailing 2 in the written artifact, and so is a 64-bit input the program
+    may need all 64 bits of; calling it with the input's words returns the words of the
+    x64 program's result."""
     def hashed(ids, scale):
         return ids.astype(jnp.uint64) * np.uint64(0x9E3779B97F4A7C15) + scale, ids * 2
 
@@ -139,12 +140,60 @@ def test_emulated_outputs_are_word_pairs_in_the_artifact(tmp_path: Path, capsys)
     src, out = tmp_path / "h.jaxexport", tmp_path / "h32.jaxexport"
     src.write_bytes(bytes(exp.serialize()))
     assert cli.main(["convert", str(src), "-o", str(out), "--policy", "exact"]) == 0
-    assert "come back as [..., 2] word pairs" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "come back as [..., 2] word pairs" in text and "inputs [1] enter as [..., 2] word pairs" in text
     converted = jax.export.deserialize(out.read_bytes())
+    assert [(a.shape, str(a.dtype)) for a in converted.in_avals] == [((6,), "int32"), ((2,), "uint32")]
     assert [(a.shape, str(a.dtype)) for a in converted.out_avals] == [((6, 2), "uint32"), ((6,), "int32")]
     ids = np.array([0, 1, -1, 2**31 - 1, -(2**31), 12345], np.int32)
-    scale = np.uint64(2**32 - 1)
-    words, doubled = converted.call(ids, np.uint32(scale))
-    expected, expected_doubled = exp.call(ids, scale)
-    np.testing.assert_array_equal(no64.join_words(np.asarray(words)), np.asarray(expected))
-    np.testing.assert_array_equal(np.asarray(doubled), np.asarray(expected_doubled))
+    for scale in (np.uint64(2**32 - 1), np.uint64(2**64 - 1), np.uint64(0xC2B2_AE3D_27D4_EB4F)):
+        words, doubled = converted.call(ids, no64.split_words(scale))
+        expected, expected_doubled = exp.call(ids, scale)
+        np.testing.assert_array_equal(no64.join_words(np.asarray(words)), np.asarray(expected))
+        np.testing.assert_array_equal(np.asarray(doubled), np.asarray(expected_doubled))
+
+
+def elapsed_and_buckets(t, ids, keys):
+    """Nanosecond timestamps, 64-bit feature ids, 40-bit hash keys."""
+    seconds = (t - t[0]) // 10**9
+    bucket = (ids * np.int64(-0x61C8_8646_80B5_83EB)) % 1_000_003
+    return seconds, bucket, jnp.argmin(keys), jnp.max(keys) - jnp.min(ids)
+
+
+def test_exact_inputs_round_trip_through_jax_export(tmp_path: Path) -> None:
+    """A converted artifact declares every 64-bit input it takes as words with its trailing
+    2: ``deserialize(...).call(split_words(x))`` computes what the 64-bit artifact computes,
+    bit for bit, on inputs over the whole int64 range; a declared range keeps an input
+    32-bit."""
+    i32 = np.iinfo(np.int32)
+    t = np.array([0, 1, 100, 86_400], np.int64) * 10**9 + 1_700_000_000_123_456_789
+    ids = np.array([I64.max, I64.min, i32.max, i32.min, 0x7A3F_12C4_9E01_5B66, -1], np.int64)
+    keys = np.array([(1 << 40) - 1, 1 << 39, I64.min, i32.min, 0, 0xFF_FFFF_FFFF], np.int64)
+    exp = jax.export.export(jax.jit(elapsed_and_buckets), platforms=["cpu"])(t, ids, keys)
+    module = no64.io.load(exp.serialize())
+    report = no64.demote(module, policy="exact")
+    assert report.emulated_inputs == [0, 1, 2]
+    converted = jax.export.deserialize(no64.io.dumps(module, "jaxexport"))
+    assert [(a.shape, str(a.dtype)) for a in converted.in_avals] == [((4, 2), "int32"), ((6, 2), "int32"),
+                                                                       ((6, 2), "int32")]
+    got = converted.call(*(no64.split_words(a) for a in (t, ids, keys)))
+    expected = exp.call(t, ids, keys)
+    for j, (g, e) in enumerate(zip(got, expected)):
+        g = np.asarray(g)
+        if j in report.emulated_outputs:
+            g = no64.join_words(g)
+        np.testing.assert_array_equal(g.astype(np.asarray(e).dtype), np.asarray(e))
+    np.testing.assert_array_equal(no64.join_words(np.asarray(got[0])), [0, 1, 100, 86_400])
+    # with the ids declared to fit, they enter as int32
+    module = no64.io.load(exp.serialize())
+    report = no64.demote(module, policy="exact", input_ranges={1: (-5, 5)})
+    assert report.emulated_inputs == [0, 2]
+    converted = jax.export.deserialize(no64.io.dumps(module, "jaxexport"))
+    assert [(a.shape, str(a.dtype)) for a in converted.in_avals] == [((4, 2), "int32"), ((6,), "int32"),
+                                                                       ((6, 2), "int32")]
+    small = np.array([-5, 5, 0, 1, -1, 3], np.int64)
+    got = converted.call(no64.split_words(t), small.astype(np.int32), no64.split_words(keys))
+    expected = exp.call(t, small, keys)
+    for j, (g, e) in enumerate(zip(got, expected)):
+        g = no64.join_words(np.asarray(g)) if j in report.emulated_outputs else np.asarray(g)
+        np.testing.assert_array_equal(g.astype(np.asarray(e).dtype), np.asarray(e))

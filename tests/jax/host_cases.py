@@ -79,6 +79,86 @@ SENTINELS: dict[str, Callable[[Any], Any]] = {
     "f_fill_value": lambda x: jnp.zeros(3).at[5].get(mode="fill", fill_value=F64_MAX),
 }
 
+I32 = np.iinfo(np.int32)
+U32 = np.iinfo(np.uint32)
+F_0D = np.array(-F64_MAX)  # a closed-over 0-d float64 array
+S_MIN = np.int64(I64.min)
+
+#: More spellings whose result must be the x64 result narrowed: Python ints
+#: reaching JAX through lax.asarray (unique's fill value), a 0-d constant.
+SENTINELS.update({
+    "unique_fill": lambda x: jnp.unique(x, size=7, fill_value=I64.max),
+    "f_closed_0d": lambda x: jnp.where(f64(x) > 0, f64(x), F_0D),
+    "f_closed_0d_max": lambda x: jnp.max(f64(x), where=x > 5, initial=F_0D),
+    "eq_sentinel": lambda x: jnp.where(x > 5, x, I64.max) == I64.max,
+    "argmin_masked": lambda x: jnp.argmin(jnp.where(x > 0, x, S_MIN)),
+})
+
+#: name -> f(x) whose host constant holds a sentinel and, as an ordinary value,
+#: the 32-bit extreme it maps to: refused at the case's line, naming both values.
+COLLISIONS: dict[str, Callable[[Any], Any]] = {
+    "collide_min": lambda x: jnp.argmin(jnp.concatenate([x, np.array([I32.min, I64.min])])),
+    "collide_max": lambda x: jnp.argmax(jnp.concatenate([x, np.array([I64.max, I32.max])])),
+    "collide_eq": lambda x: jnp.where(x > 0, np.array([I32.max, 1, I64.max]), 0) == I64.max,
+    "collide_unique": lambda x: jnp.unique(jnp.array([I64.min, I32.min, 3]), size=3),
+    "collide_u": lambda x: jnp.argmax(np.array([U64.max, U32.max], np.uint64)),
+}
+
+#: name -> f(x) that reads a host sentinel as a number (arithmetic, division,
+#: bit counts, a conversion): the 32-bit program computes with the 32-bit
+#: extreme, so no64 reports it ("unproven" at the case's line) or, under the
+#: strict and exact policies, refuses it there.
+READS: dict[str, Callable[[Any], Any]] = {
+    "read_literal": lambda x: I64.max - x,
+    "read_closed": lambda x: S_MAX - x,
+    "read_floordiv": lambda x: jnp.full(x.shape, I64.min, jnp.int64) // 2,
+    "read_rem": lambda x: jnp.where(x > 5, jnp.arange(3), I64.max) % 1000,
+    "read_divisor": lambda x: lax.rem(x + 7, jnp.where(x > 5, jnp.arange(3), I64.max)),
+    "read_clz": lambda x: lax.clz(jnp.where(x > 5, jnp.arange(3), I64.max)),
+    "read_to_float": lambda x: jnp.where(x > 5, jnp.arange(3), I64.max).astype(jnp.float32) > 1e10,
+    "read_loop": lambda x: lax.fori_loop(0, 3, lambda i, c: c + 1, jnp.full(3, I64.min)),
+    "read_u": lambda x: jnp.where(x > 5, u64(jnp.arange(3)), S_UMAX) % 1000,
+}
+
+#: name -> f(x) where a host sentinel meets (is selected among, ordered or
+#: compared with) values that may be its 32-bit image: x may hold INT32_MAX,
+#: so no64 reports it ("unproven") or, under strict and exact, refuses it.
+MEETS: dict[str, Callable[[Any], Any]] = {
+    "meet_argmin": lambda x: jnp.argmin(jnp.where(x > 0, x, S_MIN)),
+    "meet_eq": lambda x: x == I64.max,
+    "meet_min": lambda x: jnp.min(jnp.where(x > 5, x, I64.max)),
+    "meet_unique": lambda x: jnp.unique(x, size=7, fill_value=I64.max),
+}
+
+#: name -> f(x) where a host sentinel meets only values proven never to be its
+#: 32-bit image (an iota, a narrow type, constants): the x64 result, under
+#: every policy.
+PROVEN: dict[str, Callable[[Any], Any]] = {
+    "proven_min": lambda x: jnp.min(jnp.where(x > 5, jnp.arange(3), I64.max)),
+    "proven_argmax": lambda x: jnp.argmax(jnp.where(x > 0, x.astype(jnp.int16).astype(jnp.int64), S_MIN)),
+    "proven_eq": lambda x: jnp.where(x > 1, jnp.arange(3), I64.max) == I64.max,
+    "proven_closed": lambda x: jnp.sort(jnp.where(x > 0, jnp.arange(3), V_INT)),
+}
+
+
+def collide_argument(a: Any) -> Any:
+    return jnp.argmin(a)
+
+
+def read_argument(a: Any) -> Any:
+    return a - 1
+
+
+#: name -> (function, argument): a jit argument holding a sentinel next to its
+#: 32-bit image (refused), or read as a number (reported / refused).
+ARGUMENT_CASES: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "collide_argument": (collide_argument, np.array([I32.min, I64.min, 3])),
+    "collide_argument_u": (collide_argument, np.array([U32.max, U64.max], np.uint64)),
+    "read_argument": (read_argument, np.array([I64.max, 2, 3])),
+    "read_argument_int": (read_argument, int(I64.min)),
+    "move_argument": (collide_argument, np.array([I64.max, 2, I64.min])),
+}
+
 #: name -> f(x) holding an integer outside the 32-bit range that is no sentinel.
 #: Under the "wrap" policy each gives the x64 result's low 32 bits (wrapping
 #: commutes with + and *); the value cases also give the saturated x64 result
@@ -205,7 +285,32 @@ def run_all(prefix: str = "", cases: dict[str, Callable[[Any], Any]] | None = No
     return out
 
 
-def main(path: str) -> None:
+def run_sentinel_cases() -> dict[str, Any]:
+    """COLLISIONS, READS (eagerly and under jax.jit) and ARGUMENT_CASES (under jax.jit)."""
+    x = np.arange(3)
+    out: dict[str, Any] = {}
+    for name, f in {**COLLISIONS, **READS, **MEETS, **PROVEN}.items():
+        out[f"jit/{name}"] = encode(lambda: jax.jit(f)(x))
+    for name, (f, arg) in ARGUMENT_CASES.items():
+        out[f"arg/{name}"] = encode(lambda: jax.jit(f)(arg))  # SENTINEL ARGUMENT LINE
+    with jax.enable_x64(True):
+        wide = jax.device_put(np.array([I64.max, 5, 6]))  # a 64-bit jax.Array, closed over
+    out["jit/jax_array_where"] = encode(
+        lambda: jax.jit(lambda a: jnp.where(a > 0, a, wide))(x))  # JAX ARRAY LINE
+    return out
+
+
+def main(path: str, which: str = "all") -> None:
+    if which == "sentinels":
+        results = run_sentinel_cases()
+        if "no64" in sys.modules:
+            import no64
+
+            if no64.active_config() is not None:
+                results["records"] = [e.to_dict() for e in no64.host_records()]
+        with open(path, "w") as f:
+            json.dump(results, f)
+        return
     results = run_all()
     training = run_training(jax.jit)
     for k, v in training.items():
@@ -222,4 +327,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

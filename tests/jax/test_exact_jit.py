@@ -15,6 +15,7 @@ import pytest
 
 import no64
 from no64.core.emulate import join_words
+from no64.jax.reference import main_signature
 
 I32 = np.iinfo(np.int32)
 U32 = np.iinfo(np.uint32)
@@ -103,17 +104,91 @@ def test_inputs_of_every_kind() -> None:
     assert len(jitted._exact._cache) == before == 2
 
 
-def test_inputs_must_be_32_bit_values() -> None:
-    """The inputs are 32-bit values: a 64-bit value beyond that range is refused, and so is
-    a sentinel (its 32-bit image would be an ordinary value in the exact program)."""
+I64 = np.iinfo(np.int64)
+U64 = np.iinfo(np.uint64)
+#: nanosecond timestamps, 64-bit feature ids, 40-bit hash keys, the int64 extremes beside
+#: the int32 ones
+WIDE = np.array([1_700_000_000_123_456_789, 1_700_000_001_000_000_000, 1_700_000_100_000_000_001,
+                 0x7A3F_12C4_9E01_5B66, -0x5DEE_CE66_D1CE_4E5B, (1 << 40) - 1, 1 << 40, 0xFF_FFFF_FFFF,
+                 I64.max, I64.min, I64.max - 1, I64.min + 1, I32.max, I32.min, I32.max + 1, I32.min - 1,
+                 0, -1, 1], dtype=np.int64)
+UWIDE = np.array([U64.max, U64.max - 1, 1 << 63, (1 << 63) - 1, 1 << 40, U32.max, U32.max + 1, 0, 1,
+                  0xC2B2_AE3D_27D4_EB4F], dtype=np.uint64)
+
+
+def elapsed_seconds(t):
+    return (t - t[0]) // 10**9
+
+
+def hashed_features(ids, keys, u):
+    """64-bit feature ids hashed into buckets, 40-bit keys compared and reduced, unsigned
+    arithmetic and the extremes (a sentinel has its 64-bit meaning here)."""
+    h = (ids ^ (ids >> 29)) * np.int64(-0x4B47_5F55_0C8F_8E6B)
+    return {
+        "bucket": (h & 0xFFFF_FFFF) % 1_000_003,
+        "hi": h >> 32,
+        "ids_min": jnp.min(ids),
+        "argmin": jnp.argmin(ids),
+        "argmax": jnp.argmax(ids),
+        "keys_big": keys >= (1 << 40),
+        "key_sum": jnp.sum(keys & 0xFF_FFFF_FFFF),
+        "is_max": ids == I64.max,
+        "u_mix": u * np.uint64(3) + (u >> np.uint64(33)),
+        "u_lt": u < np.uint64(1 << 63),
+        "as_f32": ids.astype(jnp.float32),
+        "low32": ids.astype(jnp.int32),
+        "neg": -ids,
+    }
+
+
+def test_timestamps_in_nanoseconds_are_exact() -> None:
+    """The held-out case: seconds elapsed between nanosecond timestamps."""
+    t = np.array([0, 1, 100], dtype=np.int64) * 10**9 + 1_700_000_000_000_000_000
+    got = no64.jit(elapsed_seconds, policy="exact", restore_dtypes=True)(t)
+    np.testing.assert_array_equal(got, [0, 1, 100])
+    assert_same(got, reference(elapsed_seconds, t))
+    jitted = no64.jit(elapsed_seconds, policy="exact")
+    report = jitted.lower(t).report
+    assert report.emulated_inputs == [0] and report.emulated_outputs == [0]
+    assert "inputs [0] enter as [..., 2] word pairs" in report.summary()
+    # the module takes the words of the timestamps
+    in_specs, _ = main_signature(jitted.lower(t).module)
+    assert [(s.shape, s.dtype) for s in in_specs] == [((3, 2), np.int32)]
+
+
+def test_full_64_bit_inputs_are_passed_as_words() -> None:
+    """int64/uint64 host arguments over the whole 64-bit range (sentinels, int32 extremes,
+    timestamps, 64-bit ids, 40-bit keys) are split on the host, not refused or narrowed:
+    every output is the x64 program's, bit for bit."""
+    keys = (np.arange(WIDE.size, dtype=np.int64) * 0x1_0000_0001 + (1 << 39)) ^ WIDE
+    expected = reference(hashed_features, WIDE, keys, UWIDE)
+    got = no64.jit(hashed_features, policy="exact", restore_dtypes=True)(WIDE, keys, UWIDE)
+    assert_same(got, expected)
+    # numpy scalars, Python ints and 64-bit jax.Arrays are passed whole too
+    f = no64.jit(lambda a, b, c: (a + b, a * c, b - c), policy="exact", restore_dtypes=True)
+    with jax.enable_x64(True):
+        c = jnp.asarray(WIDE)
+    for a, b in ((np.int64(I64.max), I64.min), (np.int64(1 << 40), -(1 << 62)), (np.int64(I32.max), 1)):
+        assert_same(f(a, b, c), reference(lambda a, b, c: (a + b, a * c, b - c), a, b, np.asarray(c)))
+
+
+def test_sentinels_keep_their_64_bit_meaning() -> None:
+    """An int64 array holding INT64_MIN next to INT32_MIN: the words keep them apart."""
+    x = np.array([I64.min, I32.min, 5, I64.max, I32.max], dtype=np.int64)
+
+    def f(x):
+        return jnp.argmin(x), jnp.argmax(x), x == I64.max, jnp.sort(x), x - 1
+
+    assert_same(no64.jit(f, policy="exact", restore_dtypes=True)(x), reference(f, x))
+
+
+def test_python_int_beyond_int64_is_refused() -> None:
     jitted = no64.jit(lambda x: x * 3, policy="exact")
-    for bad in (np.array([1, 2**40]), np.array([np.iinfo(np.int64).max]), np.int64(I32.min - 1)):
-        with pytest.raises(no64.ArgumentRangeError, match="policy='exact'"):
-            jitted(bad)
-    with pytest.raises(no64.ArgumentRangeError, match="policy='exact'"):
-        jitted(2**40)
-    # the default policy maps the sentinel
-    assert int(no64.jit(lambda x: x)(np.int64(np.iinfo(np.int64).max))) == I32.max
+    with pytest.raises(no64.ArgumentRangeError, match="outside int64's range"):
+        jitted(2**64)
+    # the default policy still refuses what is no sentinel and does not fit in 32 bits
+    with pytest.raises(no64.ArgumentRangeError):
+        no64.jit(lambda x: x)(np.array([1, 2**40]))
 
 
 def test_shardings_are_refused() -> None:

@@ -2,9 +2,9 @@
 ``policy="exact"`` compute what the 64-bit program computes, bit for bit.
 
 Each example is a small JAX program over ``int64``/``uint64`` values built
-from two inputs ``x: int32[8]`` and ``y: uint32[8]`` (or int64/uint64
-arrays of 32-bit values: under emulation the program's boundary is
-32-bit).  Its steps are drawn from the op table :data:`FAMILIES`, one line
+from two inputs ``x: int32[8]`` and ``y: uint32[8]`` (or, in a quarter of
+the programs, int64/uint64 arrays over the whole 64-bit range made from
+them, which the converted program takes as 32-bit words).  Its steps are drawn from the op table :data:`FAMILIES`, one line
 per op: arithmetic, shifts by constant amounts (0..70) and by computed
 ones, bitwise ops, compares in every direction (signed and unsigned)
 feeding selects, min/max/clamp/abs/sign, converts to and from narrower
@@ -54,7 +54,7 @@ from jax import lax
 
 import no64
 from no64.core.emulate import join_words
-from no64.jax.reference import compare_outputs, compare_with_reference, narrow_inputs
+from no64.jax.reference import compare_outputs, compare_with_reference, converted_inputs
 from runner import compile_module
 
 N = 8
@@ -362,12 +362,16 @@ class Program:
     steps: list[tuple[str, list[int], tuple]]
     outputs: list[int]
     exit: str | None  # an extra narrowed output: "int32", "float32", "compare", or none
-    #: whether the program takes ``x`` and ``y`` as int64 and uint64 arrays
-    #: (of 32-bit values: the converted program takes them as 32-bit ones)
+    #: whether the program takes int64 and uint64 arrays over the whole 64-bit
+    #: range, made from ``x`` and ``y`` (``INT64_MIN``/``INT64_MAX``/``UINT64_MAX``
+    #: from their extremes; the converted program takes their words)
     wide_inputs: bool = False
 
     def inputs(self, x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
-        return [x.astype(np.int64), y.astype(np.uint64)] if self.wide_inputs else [x, y]
+        if not self.wide_inputs:
+            return [x, y]
+        x64, y64 = x.astype(np.int64), y.astype(np.int64)
+        return [(x64 << 32) ^ y64, ((y64 << 32) | (x64 & 0xFFFF_FFFF)).view(np.uint64)]
 
     def __call__(self, x: Any, y: Any) -> tuple:
         # (index arithmetic on the inputs stays 32-bit: the table leaves int64 remainders out)
@@ -410,15 +414,18 @@ def draw_steps(draw: Any, names: list[str], size: int, count: int) -> list[tuple
 
 
 @st.composite
-def programs(draw: Any, focus: str) -> Program:
-    """The op ``focus`` between up to two elementwise ops on each side."""
+def programs(draw: Any, focus: str, wide: bool | None = None) -> Program:
+    """The op ``focus`` between up to two elementwise ops on each side
+    (``wide``: whether the inputs are 64-bit; drawn if ``None``)."""
     steps = draw_steps(draw, FILLER, 3, draw(st.integers(0, 2)))
     steps += draw_steps(draw, [focus], 3 + len(steps), 1)
     steps += draw_steps(draw, FILLER, 3 + len(steps), draw(st.integers(0, 2)))
     last = len(steps) + 2
     outputs = sorted({last} | set(draw(st.lists(st.integers(3, last), max_size=2))))
     exit_ = draw(st.sampled_from([None, "int32", "float32", "compare"]))
-    return Program(steps, outputs, exit_, wide_inputs=draw(st.integers(0, 3)) == 0)
+    if wide is None:
+        wide = draw(st.integers(0, 3)) == 0
+    return Program(steps, outputs, exit_, wide_inputs=wide)
 
 
 def check(program: Program, inputs: list[tuple[np.ndarray, np.ndarray]]) -> no64.DemotionReport:
@@ -436,10 +443,12 @@ def check(program: Program, inputs: list[tuple[np.ndarray, np.ndarray]]) -> no64
     run_original = compile_module(result.original, strict=False)
     run_converted = compile_module(result.demoted, strict=True)
     wide = report.emulated_outputs
+    if program.wide_inputs:
+        assert report.emulated_inputs == [0, 1], what
     for x, y in inputs[1:]:
         args = program.inputs(x, y)
         ref = run_original(args)
-        got = run_converted(narrow_inputs(args))
+        got = run_converted(converted_inputs(args, report.emulated_inputs))
         for j in wide:
             got[j] = join_words(got[j])
         compare_outputs(ref, got, what=f"{what}on inputs {[a.tolist() for a in args]}", wide=wide)
@@ -451,7 +460,7 @@ def check(program: Program, inputs: list[tuple[np.ndarray, np.ndarray]]) -> no64
 EXAMPLES = 2
 
 
-def run_property(focus: str, examples: int = EXAMPLES) -> collections.Counter[str]:
+def run_property(focus: str, examples: int = EXAMPLES, wide: bool | None = None) -> collections.Counter[str]:
     """Run the property for programs around one op; returns how many
     programs were compared and how many emulated something."""
     counts: collections.Counter[str] = collections.Counter()
@@ -462,11 +471,12 @@ def run_property(focus: str, examples: int = EXAMPLES) -> collections.Counter[st
     @seed(zlib.crc32(focus.encode()))
     @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
               phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(program=programs(focus), inputs=st.lists(INPUTS, min_size=INPUT_SETS - 1, max_size=INPUT_SETS - 1))
+    @given(program=programs(focus, wide), inputs=st.lists(INPUTS, min_size=INPUT_SETS - 1, max_size=INPUT_SETS - 1))
     def prop(program: Program, inputs: list) -> None:
         report = check(program, [*inputs[:1], EXTREMES, *inputs[1:]])
         counts["programs"] += 1
         counts["emulated"] += report.values_emulated > 0
+        counts["wide inputs"] += program.wide_inputs
 
     prop()
     return counts
@@ -477,3 +487,18 @@ def test_exact_emulation_matches_the_64bit_program(focus: str) -> None:
     counts = run_property(focus)
     # the guard against vacuity: every program was compared, and emulation happened
     assert counts["programs"] == EXAMPLES and counts["emulated"] >= 1, counts
+
+
+#: Ops that read the inputs in every way: arithmetic, compares, moves, reductions, loops,
+#: branches, calls, sorts, converts.
+WIDE_FOCUS = ["add", "multiply", "select", "sort_payload", "while_loop", "cond_on_input", "call", "cumsum",
+              "argmax", "via_int32", "via_float32", "gather", "shift_right", "masked_min"]
+
+
+@pytest.mark.parametrize("focus", WIDE_FOCUS)
+def test_full_64_bit_inputs_enter_as_words(focus: str) -> None:
+    """Programs whose int64/uint64 inputs span the whole 64-bit range (INT64_MIN,
+    INT64_MAX, UINT64_MAX and the int32 extremes among them): the converted program takes
+    them as words and computes what the 64-bit program computes."""
+    counts = run_property(focus, wide=True)
+    assert counts["programs"] == counts["wide inputs"] == EXAMPLES and counts["emulated"] == EXAMPLES, counts

@@ -34,6 +34,9 @@ import numpy as np
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
 from ..kinds import SentinelUse, Verdict
+from ..core.walk import callee_of, defining_op, entry_function
+from ..core.walk import is_public as _is_public
+from ..rules.registry import spec_of
 from .intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
 
 __all__ = [
@@ -74,15 +77,6 @@ def type_range(t: ir.Type) -> Interval | None:
     return (-(2 ** (w - 1)), 2 ** (w - 1) - 1)
 
 
-def defining_op(v: ir.Value) -> ir.Operation | None:
-    """The op that defines ``v``, or ``None`` for a block argument."""
-    owner: Any = v.owner
-    if isinstance(owner, ir.Operation):
-        return owner
-    op = getattr(owner, "operation", None)
-    return op if isinstance(op, ir.Operation) else None
-
-
 def constant_ints(v: ir.Value) -> list[int] | None:
     """The elements of ``v`` if it is computed from constants alone (a
     constant, possibly broadcast, reshaped or converted), flat; else ``None``."""
@@ -94,25 +88,6 @@ def _direction(op: ir.Operation) -> str:
     from ..core._mlir import stablehlo
 
     return str(stablehlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value)
-
-
-def entry_function(root: ir.Operation) -> ir.Operation | None:
-    """The public ``func.func`` named ``main``, else the first public one."""
-    first = None
-    for top in root.regions[0].blocks[0].operations:
-        top = _as_op(top)
-        if top.name != "func.func" or not _is_public(top):
-            continue
-        if ir.StringAttr(top.attributes["sym_name"]).value == "main":
-            return top
-        first = first or top
-    return first
-
-
-def _is_public(fn: ir.Operation) -> bool:
-    if "sym_visibility" not in fn.attributes:
-        return True
-    return ir.StringAttr(fn.attributes["sym_visibility"]).value == "public"
 
 
 def resolve_input_ranges(
@@ -213,8 +188,6 @@ class RangeAnalysis:
         calls: Sequence[ir.Operation] | None = None,
         known: Mapping[ir.Value, Range] | None = None,
     ) -> None:
-        from ..rules.registry import spec_of
-
         self._spec_of = spec_of
         self.root = root
         self.input_ranges = resolve_input_ranges(root, input_ranges) if root is not None and input_ranges else {}
@@ -819,15 +792,8 @@ def _resolve(v: ir.Value, binding: dict[Any, ir.Value]) -> ir.Value:
 
 
 def _callee_of(call: ir.Operation) -> ir.Operation | None:
-    sym = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
-    module = call
-    while module.parent is not None:
-        module = module.parent
-    for top in module.regions[0].blocks[0].operations:
-        top = _as_op(top)
-        if top.name == "func.func" and ir.StringAttr(top.attributes["sym_name"]).value == sym:
-            return top if len(top.regions[0].blocks) == 1 else None
-    return None
+    fn = callee_of(call)
+    return fn if fn is not None and len(fn.regions[0].blocks) == 1 else None
 
 
 def _call_binding(call: ir.Operation, callee: ir.Operation, binding: dict[Any, ir.Value]) -> dict[Any, ir.Value]:

@@ -19,6 +19,11 @@ import re
 import numpy as np
 
 from ..kinds import IntegerPolicy
+from .types import F32_MAX, F64_MAX
+from .types import I32 as _I32
+from .types import I64 as _I64
+from .types import U32 as _U32
+from .types import U64 as _U64
 
 __all__ = [
     "IntegerPolicy",
@@ -33,12 +38,8 @@ __all__ = [
 #: The integer policies, as plain strings (see :class:`no64.kinds.IntegerPolicy`).
 INTEGER_POLICIES = IntegerPolicy.values()
 
-_I64 = np.iinfo(np.int64)
-_I32 = np.iinfo(np.int32)
-_U64 = np.iinfo(np.uint64)
-_U32 = np.iinfo(np.uint32)
-_F64_MAX = np.finfo(np.float64).max
-_F32_MAX = np.float32(np.finfo(np.float32).max)
+_F64_MAX = np.float64(F64_MAX)
+_F32_MAX = np.float32(F32_MAX)
 
 
 @dataclasses.dataclass

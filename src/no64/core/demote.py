@@ -119,9 +119,10 @@ def demote(
         ``overflow`` and reports ``unproven``; ``"strict"`` refuses both;
         ``"permissive"`` reports both; ``"exact"`` computes every 64-bit
         integer value the analysis cannot prove inside the 32-bit range
-        exactly as a pair of 32-bit words (:mod:`no64.core.emulate`), taking
-        the entry function's 64-bit integer inputs as 32-bit values, and
-        refuses what it cannot compute so.  Under every policy, ops with no
+        exactly as a pair of 32-bit words (:mod:`no64.core.emulate`) -- an
+        entry function's 64-bit integer input without a declared range
+        included, which then enters as words (``report.emulated_inputs``) --
+        and refuses what it cannot compute so.  Under every policy, ops with no
         32-bit form (a 64-bit shift by 32 or more, an out-of-range constant
         that is not a sentinel) are emulated the same way.
       input_ranges: Declared inclusive ranges ``(lo, hi)`` of the public
@@ -146,8 +147,12 @@ def demote(
         them); ``"narrow"`` keeps the signature and returns it clipped to the
         32-bit range (sentinels become the 32-bit extremes), judged like any
         narrowed value (``unproven``/``overflow``, refused
-        as ``policy`` says) -- for callers whose runtime fixes the result
-        types, such as JAX's compile hook.
+        as ``policy`` says) -- for callers whose runtime fixes the
+        signature's types, such as JAX's compile hook.  Under
+        ``policy="exact"``, ``"words"`` also takes the 64-bit integer inputs
+        not proven to fit as words (``report.emulated_inputs``), and
+        ``"narrow"`` takes them as 32-bit values, each without a declared
+        range ``unproven`` (refused).
       verify: Verify the whole module after the rewrite (default).  A
         failure raises :class:`~no64.errors.InvalidModuleError` and leaves
         the module as it was.  A caller that hands the module straight to a
@@ -192,10 +197,23 @@ def demote(
         backup: ir.Operation | None = None
         changing: _Pass | None = None
         try:
-            if policy is RangePolicy.EXACT:
-                # the program's inputs are 32-bit values (checked by the host)
-                input_ranges = exact_input_ranges(root, input_ranges)
-            p = _Pass(root, integer_policy, policy, input_ranges)
+            if outputs not in ("words", "narrow"):
+                raise ValueError(f"outputs must be 'words' or 'narrow', not {outputs!r}")
+            words_in = policy is RangePolicy.EXACT and outputs == "words"
+            assumed: frozenset[int] = frozenset()
+            if policy is RangePolicy.EXACT and not words_in:
+                # The program's inputs are 32-bit values (the runtime fixes
+                # the types): the analysis takes them so, and each input
+                # with no declared range is unproven (judge_assumed_inputs).
+                narrowed_in = exact_input_ranges(root, input_ranges)
+                declared = resolve_input_ranges(root, input_ranges) if input_ranges else {}
+                assumed = frozenset(i for i in narrowed_in if i not in declared)
+                input_ranges = narrowed_in
+            elif words_in and input_ranges:
+                # by position: the analyses that take them need not look names up again
+                input_ranges = dict(resolve_input_ranges(root, input_ranges))
+            p = _Pass(root, integer_policy, policy, input_ranges, words_in=words_in, assumed_inputs=assumed)
+            p.judge_assumed_inputs()
             p.plan(settle=False)
             if p.candidates:
                 # Exact rewrite rules insert and erase ops, which the undo
@@ -205,8 +223,6 @@ def demote(
                 p = p.replan(settle=False)
             # Values that may not fit (under policy "exact") and ops with no
             # 32-bit form are computed exactly in 32-bit word pairs.
-            if outputs not in ("words", "narrow"):
-                raise ValueError(f"outputs must be 'words' or 'narrow', not {outputs!r}")
             em = p.emulation(everything=policy is RangePolicy.EXACT, words_out=outputs == "words")
             if em is not None:
                 refused = RangePolicy(policy).refuses
@@ -225,6 +241,7 @@ def demote(
                 p.report.emulated_by_op = by_op
                 p.report.values_emulated = len(em.wide)
                 p.report.emulated_outputs = list(em.outputs)
+                p.report.emulated_inputs = list(em.inputs)
                 p.known_ranges = em.known_ranges
                 p = p.replan()
             else:
@@ -301,11 +318,20 @@ class _Pass:
         policy: str,
         range_policy: str = "default",
         input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
+        *,
+        words_in: bool = False,
+        assumed_inputs: frozenset[int] = frozenset(),
     ) -> None:
         self.root = root
         self.policy = policy
         self.range_policy = range_policy
         self.input_ranges = input_ranges
+        #: The entry function's 64-bit integer inputs not proven to fit enter
+        #: as words (policy "exact", outputs "words").
+        self.words_in = words_in
+        #: Positions of entry inputs taken as 32-bit values without a
+        #: declared range (policy "exact", outputs "narrow"): unproven.
+        self.assumed_inputs = assumed_inputs
         self.sentinel_values: dict[ir.Value, Verdict] = {}
         self.float_exact = 0
         self.float_overflow = 0
@@ -352,7 +378,8 @@ class _Pass:
 
     def replan(self, settle: bool = True) -> "_Pass":
         """A fresh plan of the rewritten module; rules are not run again."""
-        p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges)
+        p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges,
+                  words_in=self.words_in, assumed_inputs=self.assumed_inputs)
         p.report = self.report
         p.rewrites = self.rewrites
         p.known_ranges = self.known_ranges
@@ -397,7 +424,7 @@ class _Pass:
             try:
                 return plan_emulation(
                     self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
-                    forced_users=constants, words_out=words_out, **extra,
+                    forced_users=constants, words_out=words_out, words_in=self.words_in, **extra,
                 )
             except UnsupportedOpError:
                 if k == len(attempts) - 1:
@@ -406,18 +433,19 @@ class _Pass:
 
     def _all_integers_fit(self) -> bool:
         """Whether every 64-bit integer value the plan retypes (the entry
-        function's arguments aside: they are 32-bit values under emulation)
-        is proven to fit: then policy "exact" has nothing to emulate."""
+        function's arguments aside where they are 32-bit values, as under
+        ``outputs="narrow"``) is proven to fit: then policy "exact" has
+        nothing to emulate."""
         ranges = self.ranges()
         entry = entry_function(self.root)
-        entry_block = entry.regions[0].blocks[0] if entry is not None else None
+        entry_block = entry.regions[0].blocks[0] if entry is not None and not self.words_in else None
         # converted types are cached objects: the integer ones, by identity
         ints = {id(new) for new in self.conv._cache.values()
                 if new is not None and _kind_of(new) in ("int", "uint")}
         for value, _, new in self.values:
             if id(new) not in ints:
                 continue
-            if isinstance(value, ir.BlockArgument) and value.owner == entry_block:
+            if entry_block is not None and isinstance(value, ir.BlockArgument) and value.owner == entry_block:
                 continue
             if ranges.verdict(value)[0] != "exact":
                 return False
@@ -566,6 +594,9 @@ class _Pass:
         return self._ranges
 
     def input_ranges_32(self) -> RangeAnalysis:
+        if self.words_in:
+            # the inputs enter whole (as words where they may not fit)
+            return self.ranges()
         return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges),
                              known=self.known_ranges)
 
@@ -742,9 +773,12 @@ class _Pass:
         others = [(v, id(new)) for v, _, new in self.values if id(new) not in floats]
         confused = self._sentinel_meetings(refused) if self._int_sentinels() else set()
         analysis: RangeAnalysis | None = None
+        assumed = set(self._assumed_args())
         for value, key in others:
             kind = kinds[key]
-            if kind == "other":
+            if value in assumed:
+                v = Verdict.UNPROVEN  # recorded by judge_assumed_inputs
+            elif kind == "other":
                 v = Verdict.PRECISION_REDUCED  # tuples and other aggregates
                 self._record(value, v, None, "aggregate narrowed element by element")
             elif value in confused:
@@ -795,6 +829,22 @@ class _Pass:
                 seen.setdefault(reading.op, None)
         return list(seen)
 
+    def _assumed_args(self) -> list[ir.Value]:
+        entry = entry_function(self.root) if self.assumed_inputs else None
+        if entry is None:
+            return []
+        args = entry.regions[0].blocks[0].arguments
+        return [args[i] for i in sorted(self.assumed_inputs) if i < len(args)]
+
+    def judge_assumed_inputs(self) -> None:
+        """The entry inputs taken as 32-bit values without a declared range
+        are narrowed without proof: ``unproven`` (recorded, or refused as
+        the range policy says), before anything else is planned."""
+        refused = RangePolicy(self.range_policy).refuses
+        for value in self._assumed_args():
+            self._record_range(value, Verdict.UNPROVEN, _full_range(value.type), refused,
+                               "is taken as a 32-bit value without a declared range")
+
     def _sentinel_meetings(self, refused: frozenset[str]) -> set[ir.Value]:
         """Where a value that may hold a sentinel meets another value in a
         compare, the narrowed program keeps the 64-bit outcome only if no
@@ -832,7 +882,8 @@ class _Pass:
         return confused
 
     def _record_range(
-        self, value: ir.Value, v: Verdict, iv: tuple[int, int], refused: frozenset[Verdict]
+        self, value: ir.Value, v: Verdict, iv: tuple[int, int], refused: frozenset[Verdict],
+        why: str | None = None,
     ) -> None:
         if isinstance(value, ir.BlockArgument):
             op = _as_op(value.owner.owner)
@@ -845,12 +896,12 @@ class _Pass:
             what = "result"
             loc = op.location
         detail = f"{what} in [{iv[0]}, {iv[1]}] " + (
-            "is certain to leave the 32-bit range" if v is Verdict.OVERFLOW else "may not fit in 32 bits"
+            why or ("is certain to leave the 32-bit range" if v is Verdict.OVERFLOW else "may not fit in 32 bits")
         )
         if v in refused:
             raise NarrowingError(
                 op.name, decode_location(loc), v, iv, self.range_policy,
-                narrowing=self._record(value, v, iv, detail, keep=False),
+                narrowing=self._record(value, v, iv, detail, keep=False), reason=detail if why else None,
             )
         self.report.add(v, op.name, loc, detail)
         self._record(value, v, iv, detail)
@@ -973,6 +1024,13 @@ def _float_class(events: list[tuple[str, str, int]]) -> str:
     if "float-inexact" in kinds:
         return "inexact"
     return "exact"
+
+
+def _full_range(t: ir.Type) -> tuple[int, int]:
+    """The range of a 64-bit integer tensor type's elements."""
+    if ir.IntegerType(ir.ShapedType(t).element_type).is_unsigned:
+        return (0, 2**64 - 1)
+    return (-(2**63), 2**63 - 1)
 
 
 def _numpy_dtype(elem: ir.Type) -> np.dtype:

@@ -9,8 +9,9 @@ converted program computes what the 64-bit program computes, bit for bit.
 Which values are emulated (the set *E*):
 
 * under ``policy="exact"``, every 64-bit integer value the range analysis
-  cannot prove inside the 32-bit range (with the entry function's 64-bit
-  inputs taken as 32-bit values: the host narrows them and checks each);
+  cannot prove inside the 32-bit range -- the entry function's 64-bit
+  integer inputs included, unless a declared range proves them to fit
+  (with ``words_in=False`` they are taken as 32-bit values instead);
 * under every policy, values whose op has no 32-bit form: a 64-bit shift by
   32 or more, an out-of-range constant that is not a sentinel (under the
   ``"error"`` integer policy), ... -- the ops the pass would otherwise refuse;
@@ -34,9 +35,10 @@ narrowed program is sign- or zero-extended; a constant enters with its
 exact 64-bit elements.  An op that touches an emulated value and has no
 ``emulate`` rule is refused with its location.
 
-The entry function's 64-bit results that are emulated come back packed:
-shape ``S x 2``, ``[..., 0]`` the low and ``[..., 1]`` the high word
-(``ui32`` for unsigned results, ``i32`` bit patterns for signed ones).
+The entry function's 64-bit inputs and results that are emulated cross the
+boundary packed: shape ``S x 2``, ``[..., 0]`` the low and ``[..., 1]`` the
+high word (``ui32`` for unsigned values, ``i32`` bit patterns for signed
+ones); :func:`split_words` and :func:`join_words` convert on the host.
 """
 
 from __future__ import annotations
@@ -55,8 +57,13 @@ from ..rules.registry import spec_of
 from ._mlir import ir
 from ._mlir import as_operation as _as_op
 from .locations import decode_location
+from .types import is_int64_tensor as is_wide_int
+from .walk import callee_of as _callee
+from .walk import functions as _functions
+from .walk import is_public as _is_public
+from .walk import symbol_name as _sym
 
-__all__ = ["Emulation", "plan_emulation", "exact_input_ranges", "is_wide_int", "join_words"]
+__all__ = ["Emulation", "plan_emulation", "exact_input_ranges", "is_wide_int", "join_words", "split_words"]
 
 
 def join_words(packed: Any) -> np.ndarray:
@@ -69,6 +76,19 @@ def join_words(packed: Any) -> np.ndarray:
     bits = a.view(np.uint32).astype(np.uint64)
     joined = np.asarray(bits[..., 0] | (bits[..., 1] << np.uint64(32)))
     return joined if a.dtype == np.uint32 else joined.view(np.int64)
+
+
+def split_words(values: Any) -> np.ndarray:
+    """The packed words of 64-bit integers, for an input that enters a
+    converted module as words: shape ``S x 2``, ``[..., 0]`` the low and
+    ``[..., 1]`` the high 32 bits; ``uint64`` values give ``uint32`` words,
+    ``int64`` values ``int32`` bit patterns (the inverse of :func:`join_words`)."""
+    a = np.asarray(values)
+    if a.dtype not in (np.dtype(np.int64), np.dtype(np.uint64)):
+        raise ValueError(f"not 64-bit integers: {a.dtype}{list(a.shape)}")
+    bits = a.view(np.uint64) if a.ndim else a.reshape(1).view(np.uint64).reshape(())
+    words = np.stack([bits & np.uint64(0xFFFFFFFF), bits >> np.uint64(32)], axis=-1).astype(np.uint32)
+    return words if a.dtype == np.uint64 else words.view(np.int32)
 
 #: Ops whose regions belong to the op: their emulate rule rebuilds them whole.
 _OWN_REGIONS = frozenset(
@@ -92,14 +112,6 @@ _PURE = frozenset(
 )
 
 
-def is_wide_int(t: ir.Type) -> bool:
-    """Whether ``t`` is a tensor of 64-bit integers."""
-    if not isinstance(t, ir.RankedTensorType):
-        return False
-    e = t.element_type
-    return isinstance(e, ir.IntegerType) and e.width == 64
-
-
 def _narrower_int(t: ir.Type) -> bool:
     """Whether ``t`` is a tensor of integers of 32 bits or fewer."""
     if not isinstance(t, ir.RankedTensorType):
@@ -117,8 +129,9 @@ def exact_input_ranges(
     root: ir.Operation, declared: Mapping[int | str, tuple[int, int]] | None
 ) -> dict[int | str, tuple[int, int]]:
     """The declared input ranges, plus the 32-bit range for every other
-    64-bit integer argument of the entry function: under emulation the
-    program's inputs are 32-bit values (the host narrows and checks them)."""
+    64-bit integer argument of the entry function: the ranges of a program
+    whose inputs are 32-bit values (narrowed and checked by the host), as
+    under ``outputs="narrow"``."""
     fn = entry_function(root)
     if fn is None:
         return dict(declared or {})
@@ -162,13 +175,15 @@ class Emulation:
     analysis: RangeAnalysis
     wide: set[ir.Value]
     ops: list[ir.Operation]
-    #: (function, result index) of entry-function results that come back packed
+    #: indices of entry-function results that come back packed
     outputs: list[int]
     slots: dict[ir.Value, list[ir.Value]]  # group root -> members
     groups: _Groups
     #: Entry-function results narrowed to their low word instead
     #: (``outputs="narrow"``): the 64-bit values returned there.
     narrowed: list[ir.Value] = dataclasses.field(default_factory=list)
+    #: indices of entry-function arguments that enter packed
+    inputs: list[int] = dataclasses.field(default_factory=list)
     _words: dict[ir.Value, W.Words] = dataclasses.field(default_factory=dict)
     _consts: dict[Any, W.Words] = dataclasses.field(default_factory=dict)
 
@@ -465,31 +480,6 @@ def _slots_fed(op: ir.Operation) -> list[Any]:
     return [None] * n
 
 
-def _sym(fn: ir.Operation) -> str:
-    return ir.StringAttr(fn.attributes["sym_name"]).value
-
-
-def _is_public(fn: ir.Operation) -> bool:
-    if "sym_visibility" not in fn.attributes:
-        return True
-    return ir.StringAttr(fn.attributes["sym_visibility"]).value == "public"
-
-
-def _callee(op: ir.Operation) -> ir.Operation | None:
-    name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    mod = op
-    while mod.name != "builtin.module":
-        mod = _as_op(mod.parent)
-    for fn in _functions(mod):
-        if _sym(fn) == name:
-            return fn
-    return None
-
-
-def _functions(root: ir.Operation) -> list[ir.Operation]:
-    return [_as_op(o) for o in root.regions[0].blocks[0].operations if _as_op(o).name == "func.func"]
-
-
 def _sweep(root: ir.Operation) -> None:
     """Erase the pure ops with a 64-bit integer result that nothing reads any
     more (what fed the emulated ops: constants, broadcasts, converts)."""
@@ -535,6 +525,7 @@ def plan_emulation(
     words_out: bool = True,
     sentinel_readers: Iterable[ir.Operation] = (),
     pull_unproven: bool = False,
+    words_in: bool = False,
 ) -> Emulation | None:
     """Decide which values to emulate; ``None`` if none.
 
@@ -551,7 +542,11 @@ def plan_emulation(
     a rule can compute them on words.  ``pull_unproven``: a value not
     proven to fit that an emulated op reads is emulated too (not only one
     that may hold a sentinel), so that no emulated op computes from a
-    narrowed value that may be wrong.  Raises
+    narrowed value that may be wrong.  ``words_in``: the
+    entry function's 64-bit integer arguments that are not proven to fit
+    (with ``everything``), or that an emulated value must flow back into,
+    enter as packed words (listed in ``inputs``); else an argument is a
+    32-bit value, and one that would have to carry more is refused.  Raises
     :class:`~no64.errors.UnsupportedOpError` for any other op that would
     have to be emulated and has no rule.
     """
@@ -590,6 +585,13 @@ def plan_emulation(
     group_members: dict[ir.Value, list[ir.Value]] = {}
     for v in tied:
         group_members.setdefault(groups.find(v), []).append(v)
+    entry_args: list[ir.Value] = list(entry.regions[0].blocks[0].arguments) if entry is not None else []
+    if words_in:
+        # an input that enters as words is a carried value of its own (packed
+        # in the signature, unpacked at the top of the entry block)
+        for a in entry_args:
+            if is_wide_int(a.type):
+                group_members[a] = [a]
 
     def slot_of(op: ir.Operation, i: int) -> Any:
         """The group root (or ``"output"``) operand ``i`` of ``op`` flows into."""
@@ -668,6 +670,8 @@ def plan_emulation(
         mark_op(user)
 
     if everything:
+        if words_in:
+            work.extend(a for a in entry_args if is_wide_int(a.type) and needs(a))
         for v in all_values:
             if not is_wide_int(v.type) or (isinstance(v, ir.BlockArgument) and _as_op(v.owner.owner) == entry):
                 continue
@@ -701,7 +705,7 @@ def plan_emulation(
         v = work.pop()
         if v in wide or not is_wide_int(v.type):
             continue
-        if isinstance(v, ir.BlockArgument) and _as_op(v.owner.owner) == entry:
+        if not words_in and isinstance(v, ir.BlockArgument) and _as_op(v.owner.owner) == entry:
             raise UnsupportedOpError(
                 "func.func", decode_location(v.location),
                 f"argument #{v.arg_number} of the entry function would have to carry a 64-bit "
@@ -762,6 +766,7 @@ def plan_emulation(
             marks.append((op, sorted(fed.get(op, []))))
     em = Emulation(root, analysis, wide, [op for op, _ in marks], sorted(outputs), slots, groups)
     em.marks = marks
+    em.inputs = sorted(i for i, a in enumerate(entry_args) if a in wide)
     if not words_out:
         em.narrowed = [narrowed[i] for i in sorted(narrowed)]
         em.outputs = []

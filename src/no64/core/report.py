@@ -10,7 +10,45 @@ from typing import Any
 from ..kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
 from .locations import SourceLocation, decode_location
 
-__all__ = ["DemotionReport", "Event", "Narrowing"]
+__all__ = ["DemotionReport", "Event", "Finding", "Narrowing"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One 64-bit value (or type attribute) in a module.
+
+    Attributes:
+      op: Name of the op that defines the value (``"stablehlo.add"``,
+        ``"func.func"`` for signatures).
+      role: Which value of the op: ``"result #0"``, ``"function argument #1"``,
+        ``"function result #0"``, ``"region 0 block 0 argument #2"``,
+        or ``"operand #1"`` (only with ``uses=True``).
+      type: The value's type as MLIR prints it.
+      location: The decoded location of the op (or block argument).
+      function: Symbol name of the enclosing ``func.func``, if any.
+      value: Which value, for joining with the report's
+        :class:`~no64.core.report.Narrowing` records: ``("result", i)``,
+        ``("argument", n)`` for a block argument (function or region), or
+        ``None`` (function results and operands, which are not definitions).
+    """
+
+    op: str
+    role: str
+    type: str
+    location: SourceLocation
+    function: str | None = None
+    value: tuple[str, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        del d["value"]
+        d["location"] = self.location.to_dict()
+        d["location"]["text"] = str(self.location)
+        return d
+
+    def __str__(self) -> str:
+        fn = f" in @{self.function}" if self.function else ""
+        return f"{self.op} {self.role}: {self.type}{fn} ({self.location})"
 
 
 class Event:
@@ -164,6 +202,10 @@ class DemotionReport:
         back as word pairs: shape ``S x 2``, ``[..., 0]`` the low and
         ``[..., 1]`` the high 32 bits (``ui32`` for unsigned results, ``i32``
         bit patterns for signed ones).
+      emulated_inputs: Indices of the entry function's arguments that enter
+        as word pairs, in the same layout (``policy="exact"``: 64-bit
+        integer inputs not proven to fit; :func:`no64.split_words` makes
+        them from ``int64``/``uint64`` values).
       retyped_by_type: Count of retyped values per original element type.
       verdicts: Count of narrowed values per :class:`~no64.kinds.Verdict`.
       events: Every sentinel, saturation, wrap, precision loss, overflow and
@@ -183,6 +225,7 @@ class DemotionReport:
     ops_emulated: int = 0
     emulated_by_op: dict[str, int] = dataclasses.field(default_factory=dict)
     emulated_outputs: list[int] = dataclasses.field(default_factory=list)
+    emulated_inputs: list[int] = dataclasses.field(default_factory=list)
     retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
     verdicts: dict[Verdict, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
@@ -245,6 +288,7 @@ class DemotionReport:
             "ops_emulated": self.ops_emulated,
             "emulated_by_op": dict(self.emulated_by_op),
             "emulated_outputs": list(self.emulated_outputs),
+            "emulated_inputs": list(self.emulated_inputs),
             "retyped_by_type": dict(self.retyped_by_type),
             "verdicts": dict(self.verdicts),
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
@@ -263,6 +307,8 @@ class DemotionReport:
             lines.append(
                 f"emulated {self.values_emulated} value(s) exactly as 32-bit word pairs in "
                 f"{self.ops_emulated} op(s)"
+                + (f"; inputs {self.emulated_inputs} enter as [..., 2] word pairs (low, high)"
+                   if self.emulated_inputs else "")
                 + (f"; outputs {self.emulated_outputs} come back as [..., 2] word pairs (low, high)"
                    if self.emulated_outputs else "")
             )

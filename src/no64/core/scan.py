@@ -11,86 +11,22 @@ padding attributes) are not values and never count.
 
 from __future__ import annotations
 
-import dataclasses
 import contextlib
 import gc
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from ._mlir import ir
 from ..errors import Remaining64BitError
+from ..rules.registry import REGISTRY
 from .locations import SourceLocation, decode_location
+from .report import Finding
 from .types import TypeConverter
+from .walk import all_ops, enclosing_function, module_op
+
+# The names other modules import from here.
+_module_op = module_op
 
 __all__ = ["Finding", "find_64bit", "has_64bit", "check", "all_ops", "scan_ops"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """One 64-bit value (or type attribute) in a module.
-
-    Attributes:
-      op: Name of the op that defines the value (``"stablehlo.add"``,
-        ``"func.func"`` for signatures).
-      role: Which value of the op: ``"result #0"``, ``"function argument #1"``,
-        ``"function result #0"``, ``"region 0 block 0 argument #2"``,
-        or ``"operand #1"`` (only with ``uses=True``).
-      type: The value's type as MLIR prints it.
-      location: The decoded location of the op (or block argument).
-      function: Symbol name of the enclosing ``func.func``, if any.
-      value: Which value, for joining with the report's
-        :class:`~no64.core.report.Narrowing` records: ``("result", i)``,
-        ``("argument", n)`` for a block argument (function or region), or
-        ``None`` (function results and operands, which are not definitions).
-    """
-
-    op: str
-    role: str
-    type: str
-    location: SourceLocation
-    function: str | None = None
-    value: tuple[str, int] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        del d["value"]
-        d["location"] = self.location.to_dict()
-        d["location"]["text"] = str(self.location)
-        return d
-
-    def __str__(self) -> str:
-        fn = f" in @{self.function}" if self.function else ""
-        return f"{self.op} {self.role}: {self.type}{fn} ({self.location})"
-
-
-def _module_op(module: ir.Module | ir.Operation | Any) -> ir.Operation:
-    if isinstance(module, ir.Module):
-        return module.operation
-    if isinstance(module, ir.Operation):
-        return module
-    op = getattr(module, "operation", None)
-    if isinstance(op, ir.Operation):
-        return op
-    raise TypeError(f"expected an MLIR Module or Operation, got {type(module).__name__}")
-
-
-def all_ops(root: ir.Operation) -> list[ir.Operation]:
-    """Every op nested under ``root`` (not ``root`` itself), in pre-order.
-
-    Uses the C++ walker, which hands back plain ``ir.Operation`` objects
-    (no Python op-class construction): the fastest traversal the bindings
-    offer.
-    """
-    ops: list[ir.Operation] = []
-    append = ops.append
-    advance = ir.WalkResult.ADVANCE
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        append(op)
-        return advance
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return ops[1:] if ops and ops[0] == root else ops
 
 
 def _result_name(func_op: ir.Operation, i: int) -> str:
@@ -103,29 +39,11 @@ def _result_name(func_op: ir.Operation, i: int) -> str:
         return ""
 
 
-def enclosing_function(op: ir.Operation) -> str | None:
-    """Symbol name of the ``func.func`` that contains ``op`` (or is ``op``)."""
-    cur: Any = op
-    for _ in range(256):
-        if cur is None:
-            return None
-        if cur.name == "func.func":
-            try:
-                return ir.StringAttr(cur.attributes["sym_name"]).value
-            except (KeyError, ValueError):
-                return None
-        parent = cur.parent
-        cur = parent.operation if parent is not None else None
-    return None
-
-
 _MISS = object()
 
 def region_free_ops() -> frozenset[str]:
     """Ops that never carry regions (walks skip the region lookup for them),
     from the op registry."""
-    from ..rules.registry import REGISTRY
-
     return frozenset(name for name, spec in REGISTRY.items() if spec.region_free)
 
 

@@ -15,13 +15,62 @@ type maps, and every rewrite asks it.  The mapping is
 applied inside ranked and unranked tensors (shape and encoding kept), tuples
 and function types.  Results are cached per context, since a module holds few
 distinct types but many values.
+
+The same mapping as numpy sees it (:data:`NARROWED_DTYPES`, by dtype name
+:data:`NARROWED_DTYPE_NAMES`) and the limits of the types on either side are
+here too, for the host side and the file formats.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
+
 from ._mlir import ir
 
-__all__ = ["TypeConverter", "is_64bit_element"]
+__all__ = [
+    "TypeConverter",
+    "is_64bit_element",
+    "is_int64_tensor",
+    "NARROWED_DTYPE_NAMES",
+    "NARROWED_DTYPES",
+    "I32",
+    "U32",
+    "I64",
+    "U64",
+    "F32_MAX",
+    "F64_MAX",
+]
+
+#: The converter's element mapping by numpy dtype name: 64-bit -> 32-bit.
+NARROWED_DTYPE_NAMES: Mapping[str, str] = {
+    "int64": "int32",
+    "uint64": "uint32",
+    "float64": "float32",
+    "complex128": "complex64",
+}
+#: The same mapping as numpy dtypes.
+NARROWED_DTYPES: Mapping[np.dtype, np.dtype] = {
+    np.dtype(wide): np.dtype(narrow) for wide, narrow in NARROWED_DTYPE_NAMES.items()
+}
+
+#: The limits of the integer types on either side of the mapping.
+I32 = np.iinfo(np.int32)
+U32 = np.iinfo(np.uint32)
+I64 = np.iinfo(np.int64)
+U64 = np.iinfo(np.uint64)
+#: The largest finite float32 and float64 values.
+F32_MAX = float(np.finfo(np.float32).max)
+F64_MAX = float(np.finfo(np.float64).max)
+
+
+def is_int64_tensor(t: ir.Type) -> bool:
+    """Whether ``t`` is a ranked tensor of 64-bit integers (any signedness)."""
+    if not isinstance(t, ir.RankedTensorType):
+        return False
+    e = t.element_type
+    return isinstance(e, ir.IntegerType) and e.width == 64
 
 
 def is_64bit_element(t: ir.Type) -> bool:

@@ -93,6 +93,7 @@ from ..errors import (
     No64Error,
     Remaining64BitError,
     UnsupportedOpError,
+    OutputRangeError,
     X64DisabledWarning,
 )
 from ..kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
@@ -859,6 +860,8 @@ class Predictor:
         self._saved["record"] = hook._record
         hook.prepare_module = self._prepare
         hook._record = self._record
+        self._saved["judge"] = hook.judge_meaning
+        hook.judge_meaning = self._judge
         self._saved["compile"] = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = self._compile
         self._saved["explicit_dtype"] = dtypes._maybe_canonicalize_explicit_dtype
@@ -905,6 +908,8 @@ class Predictor:
             hook.prepare_module = self._saved["prepare"]
         if hook._record == self._record:
             hook._record = self._saved["record"]
+        if hook.judge_meaning == self._judge:
+            hook.judge_meaning = self._saved["judge"]
         dtypes._maybe_canonicalize_explicit_dtype = self._saved["explicit_dtype"]
         from . import host
 
@@ -951,11 +956,11 @@ class Predictor:
                 self._capture(computation, str(getattr(backend, "platform", "unknown")), None, None,
                               handled=False)
 
-    def _prepare(self, module: Any, config: Any, platform: str) -> Any:
+    def _prepare(self, module: Any, config: Any, platform: str, **kwargs: Any) -> Any:
         self._tls.prepared = True
         self._tls.report = None
         try:
-            out = self._saved["prepare"](module, config, platform)
+            out = self._saved["prepare"](module, config, platform, **kwargs)
         except No64Error as exc:
             if self._recording:
                 self._capture(module, platform, None, exc)
@@ -964,11 +969,43 @@ class Predictor:
             self._capture(module, platform, self._tls.report, None)
         return out
 
+    def _judge(self, module: Any, meaning: Any, config: Any, platform: str) -> Any:
+        """The hook judging a 32-bit module by its x64 meaning: a refusal is
+        the module's (its x64 values); the integers it cannot prove inside
+        32 bits become the values of the module the hook then compiles."""
+        self._tls.meaning = None
+        try:
+            report = self._saved["judge"](module, meaning, config, platform)
+        except No64Error as exc:
+            if self._recording:
+                self._tls.prepared = True
+                self._capture(meaning, platform, None, exc)
+            raise
+        if report is not None and self._recording:
+            self._tls.meaning = (meaning, report)
+        return report
+
+    @staticmethod
+    def _unproven(meaning: Any, report: Any) -> list[Value]:
+        findings = find_64bit(meaning)
+        handlings = _report_handlings(findings, report)
+        keep = [(f, h) for f, h in zip(findings, handlings)
+                if h in (Handling.UNPROVEN, Handling.OVERFLOW)]
+        if not keep:
+            return []
+        return _values(meaning, [f for f, _ in keep], [h for _, h in keep])
+
     def _capture(self, module: Any, platform: str, report: Any, exc: BaseException | None,
                  handled: bool = True) -> None:
+        meaning = getattr(self._tls, "meaning", None)
+        self._tls.meaning = None
         try:
             name = _module_name(module.operation)
-            if report is None and exc is None and handled:
+            unproven = self._unproven(*meaning) if meaning is not None and exc is None else []
+            if unproven:
+                # the 32-bit program may compute these integers differently than its x64 meaning
+                result = ModuleResult(name, platform, "rewritten", unproven)
+            elif report is None and exc is None and handled:
                 result = ModuleResult(name, platform, "passed", [])
             else:
                 findings = find_64bit(module)
@@ -1368,6 +1405,9 @@ def _way_out(exc: BaseException | None, refusal: str | None) -> str:
         return "trace it with x64 off, or pass 64-bit host data through no64.jit"
     if isinstance(exc, Remaining64BitError):
         return "NO64_MODE=fix rewrites such modules instead of refusing them"
+    if isinstance(exc, OutputRangeError):
+        return ('no64.jit(..., policy="exact", restore_dtypes=True) returns it as int64 on the host; '
+                "or keep the result in int32's range")
     if isinstance(exc, NarrowingError):
         return ("NO64_POLICY=exact computes such integers exactly in 32-bit word pairs; "
                 "or keep the value in int32's range")

@@ -337,10 +337,15 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     integer_policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, strict)
     policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict)
     config = Config(platforms, mode, integer_policy, policy)
+    global _deferring
     with _lock:
         if _explicit:
             return active_config()
-        _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
+        _deferring = True
+        try:
+            _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
+        finally:
+            _deferring = False
     return config
 
 
@@ -377,11 +382,38 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
 _x64_warnings: set[str] = set()
 
 
+#: Set while no64 activates from the environment (inside ``import jax``):
+#: the x64 warning is then held back until the first compile, so that
+#: ``import jax`` never fails under ``-W error``.
+_deferring = False
+_deferred: list[str] = []
+
+
 def _warn_once(kind: str, message: str) -> None:
     if kind not in _x64_warnings:
         _x64_warnings.add(kind)
-        _warn_at_caller(message)
+        if _deferring:
+            _deferred.append(message)
+        else:
+            _warn_at_caller(message)
     logger.info("%s", message)
+
+
+def _say_deferred() -> None:
+    """Give the x64 warnings held back at start-up: to the pytest plugin's
+    report when pytest runs (a suite configured ``filterwarnings = error``
+    must be able to start), else as a warning at the user's line that
+    compiles first."""
+    with _lock:
+        messages = list(_deferred)
+        _deferred.clear()
+    plugin = sys.modules.get("no64.jax.pytest_plugin")
+    notes = getattr(plugin, "x64_notes", None)
+    for message in messages:
+        if notes is not None:
+            notes.append(message)
+        else:
+            _warn_at_caller(message)
 
 
 def _default_platform(backends_started: bool) -> str | None:
@@ -516,8 +548,11 @@ def _ensure_hooks() -> None:
 
         from . import host
 
+        from . import intent
+
         _get_state()
         host.install_hooks()
+        intent.install()
         _install_x64_guard()
         _original_compile = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = _compile_or_get_cached
@@ -556,12 +591,20 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
     config = _state.value if _state is not None else None
     assert _original_compile is not None
+    if _deferred:
+        _say_deferred()
     if not _default_noted:
         _note_default_backend()
     platform = str(backend.platform)
     if config is None or config.mode is Mode.OFF or not config.applies_to(platform):
         return _original_compile(backend, computation, *args, **kwargs)
-    prepared = prepare_module(computation, config, platform)
+    from . import intent
+
+    meaning = intent.meaning_of(computation)
+    if meaning is not None:
+        prepared = intent.prepare(computation, meaning, config, platform)
+    else:
+        prepared = prepare_module(computation, config, platform)
     if prepared is computation:
         return _original_compile(backend, computation, *args, **kwargs)
     try:
@@ -600,19 +643,25 @@ def module_name(module: ir.Module) -> str:
         return "<module>"
 
 
-def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Module:
+def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary: bool = True,
+                   name: str | None = None) -> ir.Module:
     """What the backend gets instead of ``module`` under ``config``.
 
     ``module`` itself is never modified.  A module without 64-bit values is
     returned as is; in ``"fix"`` mode a demoted and checked copy is returned;
     in ``"check"`` mode a module with 64-bit values is refused.
+    ``boundary=False`` is for the x64 meaning of a 32-bit module JAX
+    lowered (:mod:`no64.jax.intent`): its 64-bit inputs are the 32-bit values
+    the host narrowed, and its outputs come back narrowed; ``name`` is the
+    name of that module.
 
     Raises:
       no64.Remaining64BitError: ``"check"`` mode and a 64-bit value remains.
       Boundary64BitError: the module's entry takes or returns 64-bit arrays.
       no64.UnsupportedOpError, no64.ConstantRangeError: demotion refused.
     """
-    name = module_name(module)
+    name = name or module_name(module)
+    _last.report = None
     if not has_64bit(module):
         _record(name, platform, config.mode, None)
         return module
@@ -624,7 +673,8 @@ def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modul
                 f"no64 (mode 'check') refuses {name} for platform '{platform}': {exc}",
                 exc.findings,
             ) from None
-    _check_boundary(module, name, platform, config)
+    if boundary:
+        _check_boundary(module, name, platform, config)
     copy = clone_module(module)
     try:
         # The strict check runs inside the pass (over the ops it already
@@ -633,11 +683,65 @@ def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modul
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
                         verify=False, check=True, outputs="narrow")
     except No64Error as exc:
+        from ..errors import NarrowingError
+        from .host import name_callers_line
+
+        if not boundary and isinstance(exc, NarrowingError) and config.policy is RangePolicy.EXACT:
+            from .intent import output_error
+
+            raise output_error(name, exc) from None
+        name_callers_line(exc, module)
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise
+    _last.report = report
     _record(name, platform, config.mode, report)
     logger.debug("no64 demoted %s for %s: %s", name, platform, report.summary().splitlines()[0])
     return copy
+
+
+_last = threading.local()
+
+
+def last_report() -> DemotionReport | None:
+    """The report of the last :func:`prepare_module` in this thread (``None``: nothing demoted)."""
+    return getattr(_last, "report", None)
+
+
+def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> DemotionReport | None:
+    """Judge the 32-bit ``module`` JAX lowered by its x64 meaning (under the
+    default, strict and permissive policies; :mod:`no64.jax.intent`).
+
+    A copy of the x64 module is demoted with the configured policy, taking
+    its 64-bit inputs as the 32-bit values the host narrowed: the integers
+    it cannot prove inside 32 bits are those the 32-bit program may compute
+    differently.  Each is reported once per source line
+    (:class:`no64.UnprovenIntegerWarning`) and the report is kept in the
+    module's :class:`CompileRecord` (``meaning``).  ``strict`` refuses them
+    (:class:`no64.NarrowingError`).  An x64 module no64 cannot convert is
+    not judged (``None``), except under ``strict``, which refuses it.  The
+    32-bit program is what runs, so nothing else is refused here.
+    """
+    from ..core.emulate import exact_input_ranges
+    from . import intent
+
+    name = module_name(module)
+    copy = clone_module(meaning)
+    # the 32-bit program runs: its differences are reported (refused only under strict)
+    policy = RangePolicy.STRICT if config.policy is RangePolicy.STRICT else RangePolicy.PERMISSIVE
+    try:
+        report = demote(copy, integer_policy=config.integer_policy, policy=policy,
+                        input_ranges=exact_input_ranges(copy.operation, None),
+                        verify=False, outputs="narrow")
+    except No64Error as exc:
+        if config.policy is RangePolicy.STRICT:
+            exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "
+                         f"({config.describe()})")
+            raise
+        logger.debug("no64 could not judge %s by its x64 program: %s", name, exc)
+        return None
+    _last.meaning = report
+    intent.warn_unproven(report, name)
+    return report
 
 
 def clone_module(module: ir.Module) -> ir.Module:
@@ -735,6 +839,10 @@ class CompileRecord:
     platform: str
     mode: Mode
     report: DemotionReport | None
+    #: The report of the module's x64 meaning, judged under the default,
+    #: strict or permissive policy (see :func:`judge_meaning`); ``None``
+    #: when the program did not ask for x64 or it was not judged.
+    meaning: DemotionReport | None = None
 
     @property
     def changed(self) -> bool:
@@ -743,15 +851,21 @@ class CompileRecord:
 
     @property
     def exact(self) -> bool:
-        """Whether every narrowing kept its value (see :func:`is_exact`)."""
-        return is_exact(self.report)
+        """Whether every narrowing kept its value (see :func:`is_exact`) and,
+        for a program that asked for x64, every integer its x64 program
+        computes in 64 bits is proven to fit."""
+        from .intent import unproven
+
+        return is_exact(self.report) and (self.meaning is None or not unproven(self.meaning))
 
 
 _records: collections.deque[CompileRecord] = collections.deque(maxlen=1024)
 
 
 def _record(name: str, platform: str, mode: Mode, report: DemotionReport | None) -> None:
-    _records.append(CompileRecord(name, platform, mode, report))
+    meaning = getattr(_last, "meaning", None)
+    _last.meaning = None
+    _records.append(CompileRecord(name, platform, mode, report, meaning))
 
 
 def compile_records() -> list[CompileRecord]:

@@ -64,7 +64,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -84,12 +84,7 @@ __all__ = [
     "user_source",
 ]
 
-_I32 = np.iinfo(np.int32)
-_U32 = np.iinfo(np.uint32)
-_I64 = np.iinfo(np.int64)
-_U64 = np.iinfo(np.uint64)
-_F64_MAX = float(np.finfo(np.float64).max)
-_F32_MAX = float(np.finfo(np.float32).max)
+from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 _INT64 = np.dtype(np.int64)
 _UINT64 = np.dtype(np.uint64)
@@ -101,7 +96,7 @@ _FLOAT32 = np.dtype(np.float32)
 _COMPLEX64 = np.dtype(np.complex64)
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
-NARROWED = {_INT64: _INT32, _UINT64: _UINT32, _FLOAT64: _FLOAT32, _COMPLEX128: _COMPLEX64}
+from ..core.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -163,6 +158,19 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(dirs)
 
 
+def _user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | None:
+    """The innermost frame of a JAX ``Traceback`` outside ``inside``."""
+    from jax._src import source_info_util
+
+    codes, lastis = traceback.raw_frames()
+    for code, lasti in zip(codes, lastis):
+        filename = code.co_filename
+        if not (filename.startswith(inside) or filename.startswith("<frozen")):
+            line = source_info_util.raw_frame_to_frame(code, lasti).start_line
+            return SourceLocation(None, code.co_name, filename, line, None, f"{filename}:{line}")
+    return None
+
+
 def user_source() -> SourceLocation:
     """The innermost frame outside no64, JAX, numpy, common JAX libraries
     and the standard library: the user's line.
@@ -176,13 +184,9 @@ def user_source() -> SourceLocation:
 
     traceback = source_info_util._source_info_context.context.traceback
     if traceback is not None:
-        codes, lastis = traceback.raw_frames()
-        for code, lasti in zip(codes, lastis):
-            filename = code.co_filename
-            if not (filename.startswith(inside) or filename.startswith("<frozen")):
-                line = source_info_util.raw_frame_to_frame(code, lasti).start_line
-                return SourceLocation(None, code.co_name, filename, line, None,
-                                      f"{filename}:{line}")
+        found = _user_frame(traceback, inside)
+        if found is not None:
+            return found
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -193,13 +197,27 @@ def user_source() -> SourceLocation:
     return SourceLocation(None, None, None, None, None, "<unknown>")
 
 
+_local = threading.local()
+
+
+def _mapped() -> set[int]:
+    """The 32-bit extremes that host sentinels were mapped to in this thread
+    since the innermost trace being watched began (see :func:`_install_sentinel_reads`)."""
+    images = getattr(_local, "images", None)
+    if images is None:
+        images = _local.images = set()
+    return images
+
+
 _records_lock = threading.Lock()
 _records: dict[tuple[Any, ...], Event] = {}
 _MAX_SITES = 1024
 
 
-def _record(kind: str, op: str, detail: str, count: int) -> None:
-    source = user_source()
+def _record(kind: str, op: str, detail: str, count: int,
+            source: SourceLocation | None = None) -> None:
+    if source is None:
+        source = user_source()
     key = (kind, op, source.file, source.line)
     with _records_lock:
         event = _records.get(key)
@@ -255,6 +273,52 @@ def _sentinel_detail(a: np.ndarray, unsigned: bool) -> str:
     return "mapped " + " and ".join(names)
 
 
+#: (sentinel, its name, the 32-bit image, its name) per signedness.
+_PAIRS = {
+    False: ((int(_I64.max), "INT64_MAX", int(_I32.max), "INT32_MAX"),
+            (int(_I64.min), "INT64_MIN", int(_I32.min), "INT32_MIN")),
+    True: ((int(_U64.max), "UINT64_MAX", int(_U32.max), "UINT32_MAX"),),
+}
+
+
+def _index_of(hit: np.ndarray) -> tuple[int, ...]:
+    flat = int(np.argmax(hit.reshape(-1)))
+    return tuple(int(i) for i in np.unravel_index(flat, hit.shape)) if hit.shape else ()
+
+
+def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool) -> None:
+    """Refuse ``a`` if it holds a sentinel and, as an ordinary value, the
+    32-bit extreme that sentinel maps to: in the 32-bit program the two would
+    be one number.  Otherwise note which extremes now stand for sentinels."""
+    for sentinel, name, image, image_name in _PAIRS[unsigned]:
+        is_sentinel = a == np.array(sentinel, a.dtype)
+        if not is_sentinel.any():
+            continue
+        is_image = a == np.array(image, a.dtype)
+        if is_image.any():
+            source = user_source()
+            what = _describe(a, scalar)
+            if op != "host value":
+                what = f"{what} ({op})"
+            at_s, at_i = _index_of(is_sentinel), _index_of(is_image)
+            raise HostRangeError(
+                f"no64: {what} at {source.source or source.raw} holds both the sentinel "
+                f"{name} ({sentinel}{f' at index {at_s}' if at_s else ''}) and {image_name} "
+                f"({image}{f' at index {at_i}' if at_i else ''}): no64 maps {name} to "
+                f"{image_name}, so the 32-bit program could not tell them apart. Use another "
+                f"value for one of them, or no64.jit(..., policy='exact'), which computes with "
+                f"the 64-bit values",
+                value=sentinel, dtype=str(a.dtype), index=at_s, source=source,
+            )
+        _mapped().add(image)
+
+
+def _note_images(a: np.ndarray, unsigned: bool) -> None:
+    for sentinel, _, image, _ in _PAIRS[unsigned]:
+        if (a == np.array(sentinel, a.dtype)).any():
+            _mapped().add(image)
+
+
 def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                       scalar: bool = False) -> np.ndarray:
     """``a`` (of a 64-bit dtype) as its 32-bit dtype, by no64's rules.
@@ -269,6 +333,7 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         # 1-d: narrow_integers' saturating clip returns a scalar for 0-d input.
         res = C.narrow_integers(a.reshape(-1), unsigned, policy)
         if res.sentinels:
+            _refuse_collision(a, unsigned, op, scalar)
             _record("sentinel", op, _sentinel_detail(a, unsigned), res.sentinels)
         if res.out_of_range:
             if res.values is None:
@@ -319,6 +384,7 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
         a = np.array([v], np.int64)
     res = C.narrow_integers(a, unsigned, policy)
     if res.sentinels:
+        _note_images(a, unsigned)
         _record("sentinel", op, _sentinel_detail(a, unsigned), 1)
     elif res.values is None:
         source = user_source()
@@ -374,9 +440,11 @@ def install_hooks() -> None:
         _install_canonicalize_handlers()
         _install_int_aval()
         _install_convert_element_type()
+        _install_coerce_to_array()
         _install_array()
         _install_fastpath_guard()
         _install_aot_guard()
+        _install_sentinel_reads()
         _install_warning_levels()
         _installed = True
 
@@ -393,7 +461,8 @@ def _install_canonicalize_handlers() -> None:
         if dt in NARROWED:
             policy = host_policy()
             if policy is not None:
-                return typed(np.ascontiguousarray(narrow_host_array(np.asarray(x), policy)))
+                # np.asarray, not np.ascontiguousarray: that makes a 0-d array 1-d.
+                return typed(np.asarray(narrow_host_array(np.asarray(x), policy), order="C"))
         check_valid(dt)
         return typed(np.asarray(x, dtype=canonical(dt), order="C"))
 
@@ -523,6 +592,28 @@ def _install_convert_element_type() -> None:
     _convert_element_type.__wrapped__ = original  # type: ignore[attr-defined]
     _convert_element_type.__no64__ = True  # type: ignore[attr-defined]
     lax._convert_element_type = _convert_element_type
+
+
+def _install_coerce_to_array() -> None:
+    """``dtypes.coerce_to_array``: a Python scalar made a numpy array with
+    JAX's dtype rules (``lax.asarray`` of a Python number, the overflow check
+    of ``jnp.array``), where JAX raises ``OverflowError`` for an int beyond
+    the canonical dtype."""
+    from jax._src import dtypes
+
+    original = dtypes.coerce_to_array
+    if getattr(original, "__no64__", False):
+        return
+
+    def coerce_to_array(x: Any, dtype: Any = None) -> np.ndarray:
+        t = type(x)
+        if t is int or t is float:
+            policy = host_policy()
+            if policy is not None:
+                x = _pre_narrow(x, dtype, policy, "host value")
+        return original(x, dtype)
+
+    _replace("coerce_to_array", original, coerce_to_array, (dtypes,))
 
 
 def _leaves_need_narrowing(obj: Any) -> bool:
@@ -696,3 +787,559 @@ def _install_aot_guard() -> None:
     create_cpp_call.__no64__ = True  # type: ignore[attr-defined]
     pxla.MeshExecutable.create_cpp_call = create_cpp_call
 
+
+
+# ---------------------------------------------------------------------------
+# Host sentinels that the program reads as numbers
+# ---------------------------------------------------------------------------
+#
+# A host sentinel becomes the 32-bit extreme before JAX traces the program,
+# so the 32-bit program holds INT32_MAX where the 64-bit one holds INT64_MAX.
+# That is the same program only while the value is moved, selected, ordered
+# or compared: arithmetic, bit operations and conversions read the number
+# itself and compute with INT32_MAX (``INT64_MAX - x`` becomes
+# ``INT32_MAX - x``).  Each traced program is therefore followed from the
+# values that came from host sentinels -- its arguments that held one, and,
+# when host sentinels were mapped while it was traced, its constants holding
+# their 32-bit images -- and every primitive that reads one as a number is
+# reported (``unproven`` in host_records() at the user's line) or, under the
+# range policies that refuse unproven values (``strict``, ``exact``), refused.
+
+#: Primitives whose results hold elements of their operands (moved, selected,
+#: or the minimum/maximum of them): a sentinel passes through unchanged.
+SENTINEL_MOVES = frozenset(
+    "broadcast_in_dim reshape squeeze expand_dims transpose rev slice dynamic_slice "
+    "dynamic_update_slice gather concatenate pad select_n copy copy_p device_put min max clamp "
+    "reduce_min reduce_max cummin cummax sort scatter optimization_barrier sharding_constraint "
+    "mesh_cast reshard split stack unstack tile all_gather all_to_all ppermute pbroadcast pmax "
+    "pmin".split()
+)
+#: Primitives that read their operands only by order or equality, the way
+#: the 64-bit program does; their results hold no operand element.
+SENTINEL_ORDERS = frozenset("eq ne lt le gt ge eq_to lt_to le_to argmin argmax".split())
+#: Primitives whose first results hold operand elements and whose others are indices.
+_FIRST_RESULT_MOVES = frozenset({"top_k"})
+
+_NAMES = {int(_I32.max): "INT64_MAX", int(_I32.min): "INT64_MIN", int(_U32.max): "UINT64_MAX"}
+_WIDE = {int(_I32.max): int(_I64.max), int(_I32.min): int(_I64.min), int(_U32.max): int(_U64.max)}
+_TARGET = {int(_I32.max): "INT32_MAX", int(_I32.min): "INT32_MIN", int(_U32.max): "UINT32_MAX"}
+
+
+def _images_in(x: Any, images: frozenset[int]) -> frozenset[int]:
+    """Which of ``images`` the 32-bit integer value ``x`` holds."""
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        if type(x) is int:
+            return frozenset(i for i in images if x == i)
+        return frozenset()
+    try:
+        dt = np.dtype(dt)
+    except TypeError:
+        return frozenset()
+    if dt == _INT32:
+        wanted = [i for i in images if i != _U32.max]
+    elif dt == _UINT32:
+        wanted = [i for i in images if i == _U32.max]
+    else:
+        return frozenset()
+    if not wanted:
+        return frozenset()
+    a = np.asarray(x)
+    return frozenset(i for i in wanted if (a == np.array(i, dt)).any())
+
+
+def _sentinel_images(x: Any) -> frozenset[int]:
+    """The 32-bit images of the sentinels a 64-bit host value holds."""
+    t = type(x)
+    if t is int:
+        if x == _I64.max or x == _I64.min:
+            return frozenset({int(_I32.max) if x > 0 else int(_I32.min)})
+        return frozenset()
+    if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (_INT64, _UINT64):
+        unsigned = x.dtype == _UINT64
+        return frozenset(image for sentinel, _, image, _ in _PAIRS[unsigned]
+                         if (x == np.array(sentinel, x.dtype)).any())
+    return frozenset()
+
+
+class SentinelRead(NamedTuple):
+    """A primitive that reads a host sentinel as a number (``meets=False``), or
+    where one meets values that may be its 32-bit image (``meets=True``)."""
+
+    primitive: str
+    images: frozenset[int]
+    source: SourceLocation
+    meets: bool = False
+
+
+class _Fact(NamedTuple):
+    """What the walk knows of a value: the 32-bit images of the host
+    sentinels it may hold, and the range ``[lo, hi]`` of its other elements
+    (``None``: its type's range; ``lo > hi``: none)."""
+
+    taint: frozenset[int] = frozenset()
+    lo: int | None = None
+    hi: int | None = None
+
+
+_UNKNOWN = _Fact()
+
+
+def _dtype_range(dtype: Any) -> tuple[int, int] | None:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return None
+    if dt == np.bool_:
+        return (0, 1)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return (int(info.min), int(info.max))
+    return None
+
+
+def _join(facts: list[_Fact]) -> _Fact:
+    taint = frozenset().union(*(f.taint for f in facts)) if facts else frozenset()
+    lo = hi = None
+    known = True
+    for f in facts:
+        if f.lo is None or f.hi is None:
+            known = False
+            break
+        if f.lo > f.hi:
+            continue
+        lo = f.lo if lo is None else min(lo, f.lo)
+        hi = f.hi if hi is None else max(hi, f.hi)
+    if not known:
+        return _Fact(taint)
+    return _Fact(taint, 1, 0) if lo is None else _Fact(taint, lo, hi)
+
+
+def _sub_jaxpr(params: dict[str, Any], n_in: int, n_out: int) -> Any:
+    """The one sub-jaxpr of a call-like primitive whose inputs and outputs are
+    the equation's, one for one (``jit``, ``closed_call``, ``remat``,
+    ``custom_jvp_call``, ...), or ``None``."""
+    from jax._src import core
+
+    subs = list(core.jaxprs_in_params(params))
+    if len(subs) != 1:
+        return None
+    sub = subs[0]
+    if len(sub.invars) != n_in or len(sub.outvars) != n_out:
+        return None
+    return sub
+
+
+#: Data operands that meet (are selected among, ordered or compared with one
+#: another) in each primitive that combines several: ``None`` is all of them.
+_MEETING: dict[str, slice | tuple[int, ...] | None] = {
+    **{name: None for name in "min max clamp concatenate pad pmax pmin stack".split()},
+    **{name: None for name in SENTINEL_ORDERS if name not in ("argmin", "argmax")},
+    "select_n": slice(1, None),
+    "dynamic_update_slice": (0, 1),
+    "scatter": (0, 2),
+}
+
+
+def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
+                   images: frozenset[int]) -> list[SentinelRead]:
+    """The primitives of ``jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``) that read
+    a host sentinel as a number, or where one meets values that may be its
+    32-bit image (the ranges of other values are known from constants,
+    iotas, narrow integer types and the ops that move them; anything else
+    may be any value of its type).
+
+    Args:
+      seeds: Input positions holding host sentinels -> their 32-bit images
+        (the input holds no other element equal to one: host narrowing
+        refuses such an array).
+      images: 32-bit images of host sentinels mapped while ``jaxpr`` was
+        traced: constants and literals holding them may be such sentinels.
+    """
+    from jax._src import core
+
+    inside = _library_dirs()
+    found: list[SentinelRead] = []
+    seen: set[tuple[str, str | None, int | None, bool]] = set()
+
+    def constant_fact(val: Any) -> _Fact:
+        if _dtype_range(getattr(val, "dtype", type(val))) is None and type(val) is not int:
+            return _UNKNOWN
+        a = np.asarray(val)
+        if a.dtype.kind not in "iub" or a.size == 0 or a.size > 1 << 20:
+            return _UNKNOWN
+        taint = _images_in(val, images) if images else frozenset()
+        if taint:
+            a = a[~np.isin(a, np.array(sorted(taint), dtype=np.int64).astype(a.dtype))]
+        if a.size == 0:
+            return _Fact(taint, 1, 0)
+        return _Fact(taint, int(a.min()), int(a.max()))
+
+    def fact_of(v: Any, env: dict[Any, _Fact]) -> _Fact:
+        if isinstance(v, core.Literal):
+            return constant_fact(v.val)
+        return env.get(v, _UNKNOWN)
+
+    def bounds(f: _Fact, v: Any) -> tuple[int, int] | None:
+        if f.lo is not None and f.hi is not None:
+            return (f.lo, f.hi)
+        return _dtype_range(getattr(getattr(v, "aval", None), "dtype", None))
+
+    def where(eqn: Any, site: SourceLocation | None) -> SourceLocation | None:
+        """The user's line of ``eqn``; inside a library's own jitted function
+        (``jnp.floor_divide``) its equations have none: the call's line."""
+        tb = getattr(eqn.source_info, "traceback", None)
+        here = _user_frame(tb, inside) if tb is not None else None
+        return here if here is not None else site
+
+    def report(eqn: Any, t: frozenset[int], site: SourceLocation | None, meets: bool) -> None:
+        source = where(eqn, site)
+        if source is None:
+            source = user_source()  # while JAX traces: the line that called the function
+        key = (eqn.primitive.name, source.file, source.line, meets)
+        if key not in seen:
+            seen.add(key)
+            found.append(SentinelRead(eqn.primitive.name, t, source, meets))
+
+    def meeting(eqn: Any, fs: list[_Fact]) -> frozenset[int]:
+        """The images of sentinels that meet, in ``eqn``, other values that may equal them."""
+        which = _MEETING.get(eqn.primitive.name, False)
+        if which is False:
+            return frozenset()
+        idx = list(range(len(fs)))
+        if isinstance(which, slice):
+            idx = idx[which]
+        elif isinstance(which, tuple):
+            idx = [i for i in which if i < len(fs)]
+        hit: set[int] = set()
+        for i in idx:
+            if not fs[i].taint:
+                continue
+            for j in idx:
+                if j == i:
+                    continue
+                b = bounds(fs[j], eqn.invars[j])
+                if b is None:
+                    continue
+                hit.update(image for image in fs[i].taint if b[0] <= image <= b[1])
+        return frozenset(hit)
+
+    def run(jx: Any, ins: list[_Fact], consts: Any = (),
+            site: SourceLocation | None = None) -> list[_Fact]:
+        env: dict[Any, _Fact] = {}
+        for var, c in zip(jx.constvars, consts):
+            env[var] = constant_fact(c)
+        for var, f in zip(jx.invars, ins):
+            env[var] = f
+        for eqn in jx.eqns:
+            fs = [fact_of(v, env) for v in eqn.invars]
+            t_all = frozenset().union(*(f.taint for f in fs)) if fs else frozenset()
+            here = where(eqn, site)
+            met = meeting(eqn, fs) if t_all else frozenset()
+            if met:
+                report(eqn, met, site, True)
+            outs = _step(eqn, fs, t_all, here)
+            if outs is None:
+                report(eqn, t_all, site, False)
+                continue
+            for var, f in zip(eqn.outvars, outs):
+                env[var] = f
+        return [fact_of(v, env) for v in jx.outvars]
+
+    def closed(cj: Any, ins: list[_Fact], site: SourceLocation | None = None) -> list[_Fact]:
+        if isinstance(cj, core.ClosedJaxpr):
+            return run(cj.jaxpr, ins, cj.consts, site)
+        return run(cj, ins, (), site)
+
+    def loop(body: Any, consts: list[_Fact], carry: list[_Fact], rest: list[_Fact],
+             n_out_extra: int, site: SourceLocation | None) -> list[_Fact]:
+        """A carried loop body to a fixpoint: a carried range that changes
+        becomes its type's range, and taint only grows."""
+        outs: list[_Fact] = []
+        for _ in range(2 * len(carry) + 2):
+            outs = closed(body, consts + carry + rest, site)
+            new = []
+            for c, o in zip(carry, outs[:len(carry)]):
+                j = _join([c, o])
+                new.append(j if (j.lo, j.hi) == (c.lo, c.hi) else _Fact(j.taint))
+            if new == carry:
+                break
+            carry = new
+        return carry + outs[len(carry):len(carry) + n_out_extra]
+
+    def _step(eqn: Any, fs: list[_Fact], t_all: frozenset[int],
+              site: SourceLocation | None) -> list[_Fact] | None:
+        """The facts of ``eqn``'s results, or ``None`` if it reads a sentinel as a number."""
+        name = eqn.primitive.name
+        params = eqn.params
+        n_out = len(eqn.outvars)
+        if name in SENTINEL_MOVES:
+            moved = fs
+            if name == "select_n":
+                moved = fs[1:]
+            elif name == "scatter" and fs:
+                if len(fs) > 1 and fs[1].taint:
+                    return None  # a sentinel used as an index
+                moved = [fs[0]] + fs[2:3]
+            elif name in ("gather", "dynamic_slice", "dynamic_update_slice") and fs:
+                n = 2 if name == "dynamic_update_slice" else 1
+                if any(f.taint for f in fs[n:]):
+                    return None  # a sentinel used as an index
+                moved = fs[:n]
+            elif name == "clamp" and len(fs) == 3:
+                moved = fs
+            return [_join(moved)] * n_out
+        if name in _FIRST_RESULT_MOVES:
+            return [_join(fs[:1])] + [_UNKNOWN] * (n_out - 1)
+        if name in SENTINEL_ORDERS:
+            return [_UNKNOWN] * n_out
+        if name == "iota":
+            size = params["shape"][params["dimension"]]
+            return [_Fact(frozenset(), 0, max(int(size) - 1, 0))]
+        if name == "convert_element_type":
+            src = eqn.invars[0].aval.dtype
+            new = params["new_dtype"]
+            if np.dtype(new) == np.dtype(src):
+                return [fs[0]] * n_out
+            if fs[0].taint:
+                return None
+            b, target = bounds(fs[0], eqn.invars[0]), _dtype_range(new)
+            if b is not None and target is not None and target[0] <= b[0] and b[1] <= target[1]:
+                return [_Fact(frozenset(), b[0], b[1])] * n_out
+            return [_UNKNOWN] * n_out
+        if name == "while":
+            nc, nb = params["cond_nconsts"], params["body_nconsts"]
+            carry = loop(params["body_jaxpr"], fs[nc:nc + nb], fs[nc + nb:], [], 0, site)
+            closed(params["cond_jaxpr"], fs[:nc] + carry, site)
+            return carry
+        if name == "cond":
+            if fs and fs[0].taint:
+                return None  # a sentinel as the branch index
+            outs: list[_Fact] | None = None
+            for branch in params["branches"]:
+                got = closed(branch, fs[1:], site)
+                outs = got if outs is None else [_join([a, b]) for a, b in zip(outs, got)]
+            return outs or [_UNKNOWN] * n_out
+        if name == "scan":
+            nc, ncarry = params["num_consts"], params["num_carry"]
+            consts, carry, xs = fs[:nc], fs[nc:nc + ncarry], fs[nc + ncarry:]
+            return loop(params["jaxpr"], consts, carry, xs, n_out - ncarry, site)
+        sub = _sub_jaxpr(params, len(fs), n_out)
+        if sub is not None:
+            return closed(sub, fs, site)
+        if t_all:
+            return None
+        if images:  # constants of sub-jaxprs may be sentinels: look into them
+            for sub_jaxpr in core.jaxprs_in_params(params):
+                run(sub_jaxpr, [_UNKNOWN] * len(sub_jaxpr.invars))
+        return [_UNKNOWN] * n_out
+
+    inner = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+    ins = []
+    for i, var in enumerate(inner.invars):
+        taint = seeds.get(i, frozenset())
+        if taint:
+            # The input holds no ordinary element equal to the images of the
+            # sentinels it holds (refused otherwise), and they are extremes.
+            r = _dtype_range(var.aval.dtype) or (0, 0)
+            lo = r[0] + 1 if r[0] in taint else r[0]
+            hi = r[1] - 1 if r[1] in taint else r[1]
+            ins.append(_Fact(taint, lo, hi))
+        else:
+            ins.append(_UNKNOWN)
+    closed(jaxpr, ins)
+    return found
+
+
+def _describe_images(images: frozenset[int]) -> str:
+    return " / ".join(f"{_NAMES[i]} ({_WIDE[i]}) \u2192 {_TARGET[i]}" for i in sorted(images))
+
+
+def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
+    """Refuse (range policies ``strict`` and ``exact``) or record as
+    ``unproven`` (``default``, ``permissive``) each read of a host sentinel
+    as a number."""
+    if not reads:
+        return
+    from . import hook
+    from ..kinds import RangePolicy
+
+    config = hook.active_config()
+    policy = config.policy if config is not None else RangePolicy.DEFAULT
+    for r in reads:
+        image = min(r.images)
+        sentinel = _describe_images(r.images)
+        if r.meets:
+            what = (f"the host sentinel {sentinel} meets, in {r.primitive}, values that may be "
+                    f"{' / '.join(_TARGET[i] for i in sorted(r.images))} themselves")
+            why = "the 32-bit program could not tell them apart"
+            way = ("Declare a value range that excludes it (a narrower type, a clip), use "
+                   "another \"no value\" marker")
+        else:
+            what = f"the host sentinel {sentinel} is read as a number by {r.primitive}"
+            why = (f"the 32-bit program would compute with {_TARGET[image]} where the 64-bit "
+                   f"one computes with {_WIDE[image]}")
+            way = "Keep sentinels to moves, selections, min/max, sorting and comparisons"
+        if policy in (RangePolicy.STRICT, RangePolicy.EXACT):
+            raise HostRangeError(
+                f"no64: {what} at {r.source.source or r.source.raw}: {why} (policy "
+                f"{policy.value!r} refuses it). {way}, or use no64.jit(..., policy='exact'), "
+                "which computes with the 64-bit values",
+                value=_WIDE[image], dtype="uint64" if image == _U32.max else "int64", index=(),
+                source=r.source,
+            )
+        _record("unproven", r.primitive, f"{what}: {why}", 1, source=r.source)
+
+
+_reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]"
+
+
+def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
+                         images: frozenset[int]) -> None:
+    """:func:`sentinel_reads` (cached per jaxpr, seeds and images), then
+    :func:`act_on_sentinel_reads`."""
+    key = (tuple(sorted(seeds.items())), images)
+    try:
+        per = _reads_cache.get(jaxpr)
+    except TypeError:
+        per = None
+    if per is not None and key in per:
+        reads = per[key]
+    else:
+        reads = sentinel_reads(jaxpr, seeds, images)
+        try:
+            _reads_cache.setdefault(jaxpr, {})[key] = reads
+        except TypeError:
+            pass
+    act_on_sentinel_reads(reads)
+
+
+def argument_seeds(leaves: list[Any], offset: int = 0) -> dict[int, frozenset[int]]:
+    """Positions (plus ``offset``) of the host values among ``leaves`` that
+    hold sentinels, and the 32-bit images they map to."""
+    seeds: dict[int, frozenset[int]] = {}
+    for i, x in enumerate(leaves):
+        images = _sentinel_images(x)
+        if images:
+            seeds[i + offset] = images
+    return seeds
+
+
+def _install_sentinel_reads() -> None:
+    """Wrap ``pjit._infer_params`` (the Python path of every ``jit`` call,
+    ``.trace()`` and ``.lower()``: a call with a 64-bit numpy argument always
+    takes it, see ``_install_fastpath_guard``): the host sentinels mapped
+    while it traces, and the arguments holding sentinels, are followed
+    through the traced program (:func:`sentinel_reads`)."""
+    import weakref
+
+    from jax._src import core as jax_core
+    from jax._src import pjit
+
+    global _reads_cache
+    _reads_cache = weakref.WeakKeyDictionary()
+    source_info_util_exclude()
+    original = pjit._infer_params
+    if getattr(original, "__no64__", False):
+        return
+
+    def _infer_params(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
+        if host_policy() is None:
+            return original(fun, ji, args, kwargs)
+        if not jax_core.trace_state_clean():
+            # Traced inside another function (jnp.where's own jit): its
+            # operands are known only there, whose trace is followed whole.
+            return original(fun, ji, args, kwargs)
+        outer = _mapped()
+        _local.images = set()
+        try:
+            p, args_flat = original(fun, ji, args, kwargs)
+            images = frozenset(_local.images)
+        finally:
+            outer |= _local.images
+            _local.images = outer
+        seeds = argument_seeds(args_flat)
+        if images or seeds:
+            check_sentinel_reads(p.params["jaxpr"], seeds, images)
+        return p, args_flat
+
+    _infer_params.__wrapped__ = original  # type: ignore[attr-defined]
+    _infer_params.__no64__ = True  # type: ignore[attr-defined]
+    pjit._infer_params = _infer_params
+
+
+def source_info_util_exclude() -> None:
+    """No frame of no64 is the user's frame in JAX's source locations (the
+    locations of a module's ops, which the pass's reports and refusals name)."""
+    from jax._src import source_info_util
+
+    if _OWN_DIR not in source_info_util._exclude_paths:
+        source_info_util.register_exclusion(_OWN_DIR)
+
+
+# ---------------------------------------------------------------------------
+# The user's line of a refused op inside a library's own jitted function
+# ---------------------------------------------------------------------------
+
+
+def name_callers_line(exc: BaseException, module: Any) -> None:
+    """Give a refusal of an op that has no source line of its own the line of
+    the call that reached it.
+
+    JAX lowers a library's own jitted function (``jnp.where``'s ``_where``) to
+    a private function whose ops carry no user frame; the user's line is that
+    of a ``func.call`` of it (followed outwards through nested calls).  Only
+    on the error path: nothing is looked up while a module converts.
+    """
+    from ..core._mlir import ir
+    from ..core.locations import decode_location
+
+    loc = getattr(exc, "location", None)
+    if not isinstance(loc, SourceLocation) or loc.file is not None or not exc.args:
+        return
+    wanted = f"loc({loc.raw})"
+    found: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        if str(op.location) == wanted:
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    try:
+        module.operation.walk(visit)
+    except Exception:  # noqa: BLE001 - a best effort on the error path only
+        return
+    if not found:
+        return
+    calls: dict[str, list[Any]] = {}
+
+    def collect(op: Any) -> Any:
+        if op.name == "func.call":
+            calls.setdefault(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, []).append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    op = found[0]
+    for _ in range(16):
+        fn = op.parent
+        while fn is not None and fn.name != "func.func":
+            fn = fn.parent
+        if fn is None:
+            return
+        sites = calls.get(ir.StringAttr(fn.attributes["sym_name"]).value)
+        if not sites:
+            return
+        op = sites[0]
+        site = decode_location(op.location)
+        if site.file is not None:
+            new = SourceLocation(loc.primitive, loc.scope, site.file, site.line, site.column,
+                                 loc.raw)
+            old_text, new_text = f" at {loc}", f" at {new}"
+            message = str(exc.args[0])
+            if old_text in message:
+                exc.args = (message.replace(old_text, new_text, 1), *exc.args[1:])
+            else:
+                exc.args = (f"{message} (called at {new.source})", *exc.args[1:])
+            exc.location = new  # type: ignore[attr-defined]
+            return

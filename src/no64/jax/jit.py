@@ -41,9 +41,10 @@ import numpy as np
 from .. import io as no64_io
 from . import hook as jaxhook
 from . import host
+from . import intent
 from ..core._mlir import ir
 from ..core.demote import demote
-from ..core.emulate import join_words
+from ..core.emulate import join_words, split_words
 from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
 from ..core.report import DemotionReport
 from ..kinds import Mode, RangePolicy
@@ -60,20 +61,10 @@ __all__ = [
 ]
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
-NARROWED: Mapping[np.dtype, np.dtype] = {
-    np.dtype(np.int64): np.dtype(np.int32),
-    np.dtype(np.uint64): np.dtype(np.uint32),
-    np.dtype(np.float64): np.dtype(np.float32),
-    np.dtype(np.complex128): np.dtype(np.complex64),
-}
+from ..core.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 _WIDENED = {v: k for k, v in NARROWED.items()}
 
-_I32 = np.iinfo(np.int32)
-_U32 = np.iinfo(np.uint32)
-_I64 = np.iinfo(np.int64)
-_U64 = np.iinfo(np.uint64)
-_F32_MAX = float(np.finfo(np.float32).max)
-_F64_MAX = float(np.finfo(np.float64).max)
+from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -140,8 +131,9 @@ def _range_problem(a: np.ndarray, policy: str, sentinels: bool = True
 
 def _integer_reason(what: str, sentinels: bool) -> str:
     if not sentinels:
-        return (f"outside {what}; under policy='exact' the inputs are 32-bit values and no64 "
-                "maps no sentinel there (integer_policy='saturate' or 'wrap' narrows it anyway)")
+        return (f"outside {what}; under policy='exact' the program takes this input as a 32-bit "
+                "value and no64 maps no sentinel there (integer_policy='saturate' or 'wrap' "
+                "narrows it anyway)")
     return (f"outside {what} and no sentinel; no64 never wraps (integer_policy='saturate' or "
             "'wrap' narrows it anyway)")
 
@@ -263,6 +255,21 @@ def _needs_narrowing(x: Any) -> bool:
     return dt is not None and _narrowed_dtype(dt) is not None
 
 
+def _whole_integer(x: Any) -> bool:
+    """A concrete 64-bit integer input (a Python int, an int64/uint64 numpy
+    value or ``jax.Array``), which ``policy="exact"`` passes whole."""
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, jax.core.Tracer):
+        return False
+    if isinstance(x, int):
+        return True
+    if not isinstance(x, (np.ndarray, np.generic, jax.Array)):
+        return False
+    try:
+        return np.dtype(x.dtype) in (np.dtype(np.int64), np.dtype(np.uint64))
+    except TypeError:
+        return False  # PRNG key dtypes
+
+
 # ---------------------------------------------------------------------------
 # no64.jit
 # ---------------------------------------------------------------------------
@@ -374,12 +381,23 @@ class Jitted:
         paths = None
         out = []
         for i, x in enumerate(leaves):
-            if _needs_narrowing(x):
+            if self._exact is not None and _whole_integer(x):
+                # policy="exact": a 64-bit integer input is passed whole (as
+                # words where the program may need all 64 bits)
+                if isinstance(x, int) and not _I64.min <= x <= _I64.max:
+                    if paths is None:
+                        paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+                    path = f"argument {name}{jax.tree_util.keystr(paths[i])}"
+                    raise ArgumentRangeError(
+                        f"{where}: {path} is the Python int {x!r}, outside int64's range "
+                        f"[{_I64.min}, {_I64.max}]{_at_user()}",
+                        path=path, index=(), value=x, dtype="int", target="int64",
+                    )
+            elif _needs_narrowing(x):
                 if paths is None:
                     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
                 x = narrow_argument(x, f"argument {name}{jax.tree_util.keystr(paths[i])}", where=where,
-                                    integer_policy=self._config.integer_policy,
-                                    sentinels=self._exact is None)
+                                    integer_policy=self._config.integer_policy)
             out.append(x)
         return jax.tree_util.tree_unflatten(treedef, out)
 
@@ -389,11 +407,27 @@ class Jitted:
         if self._exact is not None:
             return self._exact.call(self._abstract(args, kwargs), self._dynamic_leaves(nargs, nkwargs),
                                     self._restore, self._name)
-        with self.scope():
+        self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
+        with self.scope(), intent.with_x64_arguments(args, kwargs):
             out = self.jitted(*nargs, **nkwargs)
         if self._restore:
             out = self._restore_dtypes(args, kwargs, out)
         return out
+
+    def _check_sentinel_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                                  nargs: tuple[Any, ...], nkwargs: dict[str, Any]) -> None:
+        """Arguments that held host sentinels, followed through the traced
+        program: a read of one as a number is reported or refused
+        (:func:`no64.jax.host.sentinel_reads`)."""
+        leaves = self._dynamic_leaves(args, kwargs)
+        seeds = host.argument_seeds(leaves)
+        if not seeds:
+            return
+        with self.scope():
+            jaxpr = self.jitted.trace(*nargs, **nkwargs).jaxpr
+            offset = len(jaxpr.jaxpr.invars) - len(leaves)
+            host.check_sentinel_reads(jaxpr, {i + offset: t for i, t in seeds.items()},
+                                      frozenset())
 
     def _restore_dtypes(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
         """Outputs in the dtypes the x64 program returns for these arguments.
@@ -481,6 +515,7 @@ class Jitted:
         if self._exact is not None:
             abstract = self._abstract(args, kwargs)
             return self._exact.lowered(abstract, self._name)
+        self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
         with self.scope():
             lowered = self.jitted.lower(*nargs, **nkwargs)
         return Lowered._from_jax(lowered, self._config.integer_policy, self._name)
@@ -529,10 +564,12 @@ def jit(
         it is traced with x64 on (for the caller's argument dtypes), every
         integer not proven to fit in 32 bits is computed exactly in 32-bit
         word pairs, and the module is compiled and run on the default
-        device.  Its 64-bit inputs must hold 32-bit values (sentinels
-        included: they have no 32-bit meaning there); an emulated output
-        comes back as its shape plus a trailing 2 (low, high words), or,
-        with ``restore_dtypes``, joined into an int64/uint64 numpy array.
+        device.  Its 64-bit integer inputs are passed whole: split on the
+        host into their shape plus a trailing 2 (low, high words), the form
+        in which the converted program takes them, so every int64/uint64
+        value (sentinels included) keeps its 64-bit meaning; an emulated
+        output comes back in the same form, or, with ``restore_dtypes``,
+        joined into an int64/uint64 numpy array.
         Shardings (``in_shardings``, ``out_shardings``, ``device``,
         ``backend``) are refused and donation is not applied.
       **jit_kwargs: Passed to :func:`jax.jit` (``static_argnums``,
@@ -583,6 +620,8 @@ class _Executable:
     out_dtypes: list[np.dtype | None]
     #: outputs that come back as ``S x 2`` words
     words: frozenset[int]
+    #: inputs that enter as ``S x 2`` words
+    words_in: frozenset[int] = frozenset()
 
 
 class _ExactPath:
@@ -655,7 +694,8 @@ class _ExactPath:
             low.module.operation.get_asm(enable_debug_info=True),
             executable_devices=xc.DeviceList((device,)), compile_options=options)
         compiled = _Executable(low, executable, device, [s.dtype for s in in_specs],
-                               jax_lowered.out_tree, out_dtypes, frozenset(low.report.emulated_outputs))
+                               jax_lowered.out_tree, out_dtypes, frozenset(low.report.emulated_outputs),
+                               frozenset(low.report.emulated_inputs))
         if abstract.key is not None:
             if len(self._cache) >= 64:
                 self._cache.clear()
@@ -665,7 +705,15 @@ class _ExactPath:
     def call(self, abstract: _Abstract, leaves: list[Any], restore: bool, name: str) -> Any:
         c = self._compiled(abstract, name)
         arrays = []
-        for x, dtype in zip(leaves, c.in_dtypes):
+        for i, (x, dtype) in enumerate(zip(leaves, c.in_dtypes)):
+            if i in c.words_in:
+                # the 64-bit value whole, as its words (low, high)
+                wide = np.dtype(np.uint64) if np.dtype(dtype) == np.uint32 else np.dtype(np.int64)
+                x = split_words(np.asarray(x).astype(wide, copy=False))
+            elif _whole_integer(x):
+                # a 64-bit input the program proved it needs only 32 bits of
+                x = narrow_argument(x, f"argument leaf #{i}", where=f"no64.jit({name})",
+                                    integer_policy=self.config.integer_policy, sentinels=False)
             if not (isinstance(x, jax.Array) and x.dtype == dtype):
                 x = np.asarray(x)
                 if x.dtype != dtype:
@@ -711,7 +759,11 @@ class Lowered:
         buf = io.BytesIO()
         lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
         module = no64_io.load(buf.getvalue(), format="mlirbc")
-        report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
+        try:
+            report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs)
+        except No64Error as exc:
+            host.name_callers_line(exc, module)
+            raise
         check(module)
         return cls(module, report, lowered, name)
 

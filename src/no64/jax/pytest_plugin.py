@@ -17,6 +17,11 @@ from typing import Any
 
 import pytest
 
+#: The x64 warnings no64 held back at start-up (``NO64_PLATFORMS`` with x64
+#: on): reported in pytest's header and summary instead of raised inside a
+#: test, so that a suite configured ``filterwarnings = error`` runs.
+x64_notes: list[str] = []
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("no64")
@@ -37,6 +42,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "no64_skip: the no64 plugin does not check the modules this test compiles"
     )
+
+
+def _held_back() -> None:
+    """Collect the x64 warning held back at ``import jax`` (if JAX was imported)."""
+    import sys
+
+    hook = sys.modules.get("no64.jax.hook")
+    if hook is not None and hook._deferred:
+        hook._say_deferred()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    _held_back()
+    return [f"no64: {' '.join(n.split())}" for n in x64_notes]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    _held_back()
+    for note in dict.fromkeys(x64_notes):
+        terminalreporter.write_line(f"no64: {' '.join(note.split())}")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -38,7 +38,7 @@ from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
 from ..core._mlir import func, ir, make_context
 from ..core.demote import demote
-from ..core.emulate import join_words
+from ..core.emulate import join_words, split_words
 from ..errors import InputError
 from ..core.report import DemotionReport
 from ..core.scan import check
@@ -52,6 +52,7 @@ __all__ = [
     "compare_output",
     "compare_outputs",
     "compare_with_reference",
+    "converted_inputs",
     "expected_after_demotion",
     "lower_x64",
     "main_signature",
@@ -59,15 +60,12 @@ __all__ = [
     "narrow_inputs",
     "parse_module",
     "run_module",
+    "word_pair_inputs",
+    "word_pair_outputs",
 ]
 
 #: The 32-bit dtype each 64-bit dtype becomes in a demoted program.
-NARROWED_DTYPES: Mapping[np.dtype, np.dtype] = {
-    np.dtype(np.float64): np.dtype(np.float32),
-    np.dtype(np.int64): np.dtype(np.int32),
-    np.dtype(np.uint64): np.dtype(np.uint32),
-    np.dtype(np.complex128): np.dtype(np.complex64),
-}
+from ..core.types import NARROWED_DTYPES  # noqa: E402
 
 # MLIR element type spelling -> numpy dtype name.  bfloat16 and the small
 # float types come from ml_dtypes (a jax dependency) through jax.numpy.
@@ -458,12 +456,7 @@ class Tolerance:
         return self.rtol * float(finite.max()) if finite.size else 0.0
 
 
-_I32 = np.iinfo(np.int32)
-_I64 = np.iinfo(np.int64)
-_U32 = np.iinfo(np.uint32)
-_U64 = np.iinfo(np.uint64)
-_F32_MAX = float(np.finfo(np.float32).max)
-_F64_MAX = float(np.finfo(np.float64).max)
+from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 def expected_after_demotion(reference: np.ndarray) -> np.ndarray:
@@ -682,17 +675,44 @@ class ComparisonResult:
         return "\n".join(str(o) for o in self.outputs)
 
 
-def word_pair_outputs(original: ir.Module, converted: ir.Module) -> list[int]:
-    """Indices of the entry function's results that the conversion returns
-    as 32-bit word pairs: a 64-bit integer result of shape ``S`` that became
-    a 32-bit one of shape ``S x 2``."""
-    _, before = main_signature(original)
-    _, after = main_signature(converted)
+def _word_pairs(before: Sequence[ArraySpec], after: Sequence[ArraySpec]) -> list[int]:
     out = []
     for j, (b, a) in enumerate(zip(before, after)):
         if np.dtype(b.dtype).itemsize == 8 and np.dtype(b.dtype).kind in "iu" \
                 and tuple(a.shape) == tuple(b.shape) + (2,) and np.dtype(a.dtype).itemsize == 4:
             out.append(j)
+    return out
+
+
+def word_pair_outputs(original: ir.Module, converted: ir.Module) -> list[int]:
+    """Indices of the entry function's results that the conversion returns
+    as 32-bit word pairs: a 64-bit integer result of shape ``S`` that became
+    a 32-bit one of shape ``S x 2``."""
+    return _word_pairs(main_signature(original)[1], main_signature(converted)[1])
+
+
+def word_pair_inputs(original: ir.Module, converted: ir.Module) -> list[int]:
+    """Indices of the entry function's arguments that enter the converted
+    module as 32-bit word pairs (``policy="exact"``: a 64-bit integer
+    argument of shape ``S`` that became a 32-bit one of shape ``S x 2``)."""
+    return _word_pairs(main_signature(original)[0], main_signature(converted)[0])
+
+
+def converted_inputs(args: Sequence[Any], words: Sequence[int] = ()) -> list[np.ndarray]:
+    """The inputs of a converted module for the original's ``args``: the
+    arguments at ``words`` (``report.emulated_inputs``) as their 32-bit word
+    pairs (:func:`no64.split_words`), every other one cast to its narrowed
+    dtype (:func:`narrow_inputs`: its integers must fit)."""
+    wide = set(words)
+    out = []
+    for i, arg in enumerate(args):
+        if i in wide:
+            out.append(split_words(np.asarray(arg)))
+        else:
+            try:
+                out.extend(narrow_inputs([arg]))
+            except ValueError as exc:
+                raise ValueError(str(exc).replace("input #0", f"input #{i}", 1)) from None
     return out
 
 
@@ -722,7 +742,10 @@ def compare_with_reference(
     :func:`compare_outputs`: integers and booleans exactly, floats within
     ``tolerance``, sentinels mapped as demotion maps them; outputs that
     come back as 32-bit word pairs (``report.emulated_outputs``) are joined
-    into 64-bit integers first and compared bit for bit.
+    into 64-bit integers first and compared bit for bit.  Under
+    ``policy="exact"`` 64-bit integer inputs are taken whole: those that
+    enter the converted module as word pairs (``report.emulated_inputs``)
+    are split into them (:func:`converted_inputs`).
 
     Raises:
       AssertionError: an output differs, naming the output, its errors and
@@ -732,8 +755,9 @@ def compare_with_reference(
     """
     leaves, treedef = jax.tree_util.tree_flatten(list(args))
     flat = [np.asarray(a) for a in leaves]
-    narrowed = narrow_inputs(flat)
-    same = [n.astype(a.dtype) for a, n in zip(flat, narrowed)]
+    whole = policy == "exact"
+    same = [a if whole and a.dtype in (np.int64, np.uint64) else narrow_inputs([a])[0].astype(a.dtype)
+            for a in flat]
     lowered = _lower(fn, jax.tree_util.tree_unflatten(treedef, same), jit_kwargs or {})
     original = _reparse(lowered.compiler_ir("stablehlo"))
     in_specs, out_specs = main_signature(original)
@@ -747,7 +771,8 @@ def compare_with_reference(
     check(demoted)
 
     reference_values = run_module(original, same, num_partitions=num_partitions, strict=False)
-    demoted_values = run_module(demoted, narrowed, num_partitions=num_partitions, strict=True)
+    demoted_values = run_module(demoted, converted_inputs(same, report.emulated_inputs),
+                                num_partitions=num_partitions, strict=True)
     for j in report.emulated_outputs:
         demoted_values[j] = join_words(demoted_values[j])
 

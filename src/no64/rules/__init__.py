@@ -17,11 +17,14 @@ rules are listed in the table; :func:`register` adds one for any op.
 
 Rules run on a module that the pass has backed up: if anything fails later,
 the module is restored.
+
+This package's own ``__init__`` loads the schema only, so that the layers
+below the rules (the range analysis) can look ops up; the package's face
+(``no64/__init__.py``) loads the table.
 """
 
 from __future__ import annotations
 
-from . import ops as _ops  # noqa: F401  (fills the registry)
 from .registry import (
     REGISTRY,
     UNKNOWN,
@@ -48,5 +51,3 @@ __all__ = [
     "spec_of",
     "splat",
 ]
-
-check_reachable()

@@ -29,18 +29,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..core._mlir import ir
 from ..core.locations import SourceLocation
 from ..core.report import DemotionReport
 from ..core.types import TypeConverter
 from ..kinds import SentinelUse
-
-if TYPE_CHECKING:
-    from ..analysis.ranges import RangeAnalysis
-    from ..analysis.transfer import ArgTransfer, Fold, Transfer
-    from .wide import EmulateRule
+from .protocols import ArgTransfer, EmulateRule, Fold, RangeQuery, Transfer
 
 __all__ = [
     "RuleContext",
@@ -72,14 +68,16 @@ class RuleContext(Protocol):
         """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``."""
         ...
 
-    def ranges(self) -> "RangeAnalysis":
+    def ranges(self) -> RangeQuery:
         """A range analysis of the module as it is now."""
         ...
 
-    def input_ranges_32(self) -> "RangeAnalysis":
+    def input_ranges_32(self) -> RangeQuery:
         """A range analysis of the module as it is now, with the entry
         function's 64-bit integer inputs taken as 32-bit values (as the
-        host narrows and checks them)."""
+        host narrows and checks them); under ``policy="exact"``, whose
+        inputs enter whole (as words where they may not fit), the same
+        as :meth:`ranges`."""
         ...
 
 

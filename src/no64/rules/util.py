@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..analysis.ranges import defining_op
 from ..core._mlir import ir, stablehlo
+from ..core.walk import defining_op
 
 __all__ = ["splat", "compare", "after", "erase_dead"]
 

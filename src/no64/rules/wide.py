@@ -15,29 +15,18 @@ table (:mod:`no64.rules.ops`) names each op's rule.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 import numpy as np
 
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
+from ..core.types import is_int64_tensor as _is64
 from . import words as W
-
-if TYPE_CHECKING:
-    from ..core.emulate import Emulation
+from .protocols import EmulateRule, Out
+from .protocols import WordContext as Emulation  # what a rule's ``em`` offers
 
 __all__ = ["EmulateRule"]
-
-Out = Union[W.Words, ir.Value, None]
-#: ``rule(op, em) -> one entry per result``
-EmulateRule = Callable[[ir.Operation, "Emulation"], list[Out]]
-
-
-def _is64(t: ir.Type) -> bool:
-    if not isinstance(t, ir.RankedTensorType):
-        return False
-    e = t.element_type
-    return isinstance(e, ir.IntegerType) and e.width == 64
 
 
 def _unsigned_result(op: ir.Operation, i: int = 0) -> bool:

@@ -1,0 +1,127 @@
+"""IR helpers every layer uses: definitions, functions, calls and walks.
+
+The lowest layer of no64 beside the type converter: it knows MLIR's
+structure (modules, ``func.func`` symbols, regions) and nothing of the
+op table, the analysis or the pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._mlir import as_operation, ir
+
+__all__ = [
+    "module_op",
+    "defining_op",
+    "all_ops",
+    "is_public",
+    "symbol_name",
+    "functions",
+    "entry_function",
+    "callee_of",
+    "enclosing_function",
+]
+
+
+def module_op(module: ir.Module | ir.Operation | Any) -> ir.Operation:
+    """The operation of ``module`` (a module, an operation or an op view)."""
+    if isinstance(module, ir.Module):
+        return module.operation
+    if isinstance(module, ir.Operation):
+        return module
+    op = getattr(module, "operation", None)
+    if isinstance(op, ir.Operation):
+        return op
+    raise TypeError(f"expected an MLIR Module or Operation, got {type(module).__name__}")
+
+
+def defining_op(v: ir.Value) -> ir.Operation | None:
+    """The op that defines ``v``, or ``None`` for a block argument."""
+    owner: Any = v.owner
+    if isinstance(owner, ir.Operation):
+        return owner
+    op = getattr(owner, "operation", None)
+    return op if isinstance(op, ir.Operation) else None
+
+
+def all_ops(root: ir.Operation) -> list[ir.Operation]:
+    """Every op nested under ``root`` (not ``root`` itself), in pre-order.
+
+    Uses the C++ walker, which hands back plain ``ir.Operation`` objects
+    (no Python op-class construction): the fastest traversal the bindings
+    offer.
+    """
+    ops: list[ir.Operation] = []
+    append = ops.append
+    advance = ir.WalkResult.ADVANCE
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        append(op)
+        return advance
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return ops[1:] if ops and ops[0] == root else ops
+
+
+def is_public(fn: ir.Operation) -> bool:
+    """Whether the ``func.func`` ``fn`` is public (no visibility means public)."""
+    if "sym_visibility" not in fn.attributes:
+        return True
+    return ir.StringAttr(fn.attributes["sym_visibility"]).value == "public"
+
+
+def symbol_name(fn: ir.Operation) -> str:
+    """The symbol name of ``fn``."""
+    return ir.StringAttr(fn.attributes["sym_name"]).value
+
+
+def functions(root: ir.Operation) -> list[ir.Operation]:
+    """The ``func.func`` ops at the top level of the module ``root``."""
+    out = []
+    for top in root.regions[0].blocks[0].operations:
+        top = as_operation(top)
+        if top.name == "func.func":
+            out.append(top)
+    return out
+
+
+def entry_function(root: ir.Operation) -> ir.Operation | None:
+    """The public ``func.func`` named ``main``, else the first public one."""
+    first = None
+    for fn in functions(root):
+        if not is_public(fn):
+            continue
+        if symbol_name(fn) == "main":
+            return fn
+        first = first or fn
+    return first
+
+
+def callee_of(call: ir.Operation) -> ir.Operation | None:
+    """The ``func.func`` a ``func.call`` calls, looked up in the module that
+    holds the call; ``None`` if there is none."""
+    sym = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+    module = call
+    while module.parent is not None:
+        module = as_operation(module.parent)
+    for fn in functions(module):
+        if symbol_name(fn) == sym:
+            return fn
+    return None
+
+
+def enclosing_function(op: ir.Operation) -> str | None:
+    """Symbol name of the ``func.func`` that contains ``op`` (or is ``op``)."""
+    cur: Any = op
+    for _ in range(256):
+        if cur is None:
+            return None
+        if cur.name == "func.func":
+            try:
+                return ir.StringAttr(cur.attributes["sym_name"]).value
+            except (KeyError, ValueError):
+                return None
+        parent = cur.parent
+        cur = parent.operation if parent is not None else None
+    return None

@@ -1,0 +1,132 @@
+"""What the op schema's functions are typed against.
+
+A transfer function, a fold, a rule and an emulation rule are declared in the
+op table and called by layers above it (the range analysis, the pass, the
+emulation step).  They receive those layers' objects through the protocols
+here, so that the schema (:mod:`no64.rules.registry`) names no class of a
+layer above it: :class:`~no64.analysis.ranges.RangeAnalysis` implements
+:class:`RangeQuery`, :class:`~no64.core.emulate.Emulation` implements
+:class:`WordContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, Union
+
+import numpy as np
+
+from ..analysis.intervals import Interval, Range
+from ..core._mlir import ir
+from . import words as W
+
+__all__ = [
+    "RangeQuery",
+    "WordContext",
+    "Results",
+    "Transfer",
+    "ArgTransfer",
+    "Fold",
+    "Out",
+    "EmulateRule",
+]
+
+
+class RangeQuery(Protocol):
+    """The range analysis as transfer functions and rules ask it."""
+
+    def of(self, v: ir.Value) -> Range | None:
+        """The range of ``v`` (``None``: not an integer)."""
+        ...
+
+    def full(self, v: ir.Value) -> Interval | None:
+        """The full range of ``v``'s integer type."""
+        ...
+
+    def range(self, v: ir.Value) -> Range | None:
+        """The range of ``v``, computed on demand."""
+        ...
+
+    def constant(self, v: ir.Value) -> list[int] | None:
+        """The elements of ``v`` if it is computed from constants alone."""
+        ...
+
+    def fold(self, v: ir.Value, sentinels: bool = False) -> np.ndarray | None:
+        """The exact elements of an input-free ``v``."""
+        ...
+
+    def constant_range(self, op: ir.Operation) -> Range | None:
+        """The range of a constant op's elements."""
+        ...
+
+    def moved(self, result: ir.Value, sources: Sequence[ir.Value]) -> Range | None:
+        """The range of a result whose elements are moved from ``sources``."""
+        ...
+
+    def call_results(self, op: ir.Operation) -> list[Range | None]:
+        """The ranges of a call's results, evaluated for this call site."""
+        ...
+
+    def function_argument(self, fn: ir.Operation, i: int) -> Range | None:
+        """The range of argument ``i`` of function ``fn``."""
+        ...
+
+    def loop_state(self, op: ir.Operation) -> list[Range | None]:
+        """The ranges of the values a ``while`` loop carries."""
+        ...
+
+    def reduction_state(self, op: ir.Operation) -> tuple[list[Range | None], list[Range | None]]:
+        """The ranges of a reduction's accumulators and its body's arguments."""
+        ...
+
+
+class WordContext(Protocol):
+    """The emulation step as emulation rules use it (``em``)."""
+
+    analysis: RangeQuery
+
+    def type(self, v: ir.Value) -> ir.Type:
+        """The type ``v`` has now."""
+        ...
+
+    def is_wide(self, v: ir.Value) -> bool:
+        """Whether ``v`` is emulated (carried as words)."""
+        ...
+
+    def words(self, v: ir.Value, unsigned: bool | None = None) -> W.Words:
+        """The words of operand ``v``."""
+        ...
+
+    def value(self, v: ir.Value) -> ir.Value:
+        """The value that stands for ``v`` now."""
+        ...
+
+    def bind(self, old: ir.Value, new: ir.Value) -> None:
+        """Let ``new`` stand for ``old``."""
+        ...
+
+    def bind_words(self, old: ir.Value, words: W.Words) -> None:
+        """Let ``words`` be the words of ``old``."""
+        ...
+
+    def emulate_block(self, block: ir.Block, returned: Callable[[W.Words], W.Words] | None = None) -> None:
+        """Emulate the ops of a region's block in place."""
+        ...
+
+    def refuse(self, op: ir.Operation, reason: str) -> None:
+        """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``."""
+        ...
+
+
+#: One range per result (``None``: not an integer).
+Results = list["Range | None"]
+#: ``transfer(q, op) -> one range per result``.
+Transfer = Callable[[RangeQuery, ir.Operation], Results]
+#: ``arguments(q, arg, op)``: the range of a block argument of ``op``'s regions.
+ArgTransfer = Callable[[RangeQuery, ir.BlockArgument, ir.Operation], "Range | None"]
+#: ``fold(op, elements, result_type)``: the op evaluated on constant elements.
+Fold = Callable[[ir.Operation, list[np.ndarray], ir.Type], "np.ndarray | None"]
+#: What an emulation rule gives for one result: words, a plain value, or nothing.
+Out = Union[W.Words, ir.Value, None]
+#: ``rule(op, em) -> one entry per result``.
+EmulateRule = Callable[[ir.Operation, WordContext], list[Out]]

@@ -1,0 +1,270 @@
+"""The package's modules form layers, and imports only go down.
+
+The layer order is data (:data:`LAYERS`, bottom first).  Every import counts:
+module level, function-local, and under ``TYPE_CHECKING``; importing
+``a.b.c`` also runs the package ``a.b`` (its ``__init__``), so that package
+counts as imported too (not the packages around the importing module, the
+top package ``no64`` among them: they run before it).  A module may import a module of its own layer or of a
+layer below; imports inside a layer must not form a circle.  A new module
+gets a layer here, or this test fails.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: Bottom first.  Each entry: (layer, its modules).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "vocabularies and IR helpers",
+        (
+            "no64.core",  # empty package
+            "no64.analysis",  # empty package
+            "no64.jax",  # empty package
+            "no64.kinds",
+            "no64.core._compat",
+            "no64.core._mlir",
+            "no64.core.types",
+            "no64.core.locations",
+            "no64.core.walk",
+            "no64.analysis.intervals",  # the range lattice the schema types against
+            "no64.rules.words",  # word-pair IR builders
+            "no64.rules.util",  # small IR builders
+        ),
+    ),
+    ("report", ("no64.core.report",)),
+    ("errors", ("no64.errors",)),
+    ("op schema", ("no64.rules.protocols", "no64.rules.registry", "no64.rules")),
+    ("analysis", ("no64.analysis.ranges", "no64.analysis.transfer", "no64.analysis.sentinels")),
+    (
+        "rules and the op table",
+        (
+            "no64.rules.bits",
+            "no64.rules.checks",
+            "no64.rules.custom_call",
+            "no64.rules.floats",
+            "no64.rules.rng_bit_generator",
+            "no64.rules.wide",
+            "no64.rules.ops",
+        ),
+    ),
+    ("transforms", ("no64.core.scan", "no64.core.constants", "no64.core.emulate", "no64.core.demote")),
+    ("the package's face", ("no64",)),
+    ("io", ("no64.io",)),
+    (
+        "the JAX layer",
+        (
+            "no64.jax.hook",
+            "no64.jax.host",
+            "no64.jax.intent",
+            "no64.jax.reference",
+            "no64.jax.jit",
+            "no64.jax.audit",
+            "no64.jax.pytest_plugin",
+        ),
+    ),
+    ("cli", ("no64.cli", "no64.__main__", "jax_plugins.no64")),
+]
+
+#: Imports that close a circle inside a layer, each with why it is still
+#: there.  Any other circle fails the test.
+KNOWN_CIRCLES: dict[tuple[str, str], str] = {
+    ("no64.jax.host", "no64.jax.hook"): (
+        "the host-side narrowing reads the compile hook's state, and the hook "
+        "installs the host-side narrowing: one state object with listeners "
+        "would end it"
+    ),
+}
+
+#: Layers below this one never import JAX itself (the MLIR bindings of
+#: jaxlib are no import of JAX); io reads ``jax.export`` artifacts with
+#: JAX's own deserializer, on demand.
+FIRST_JAX_LAYER = "io"
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    mods = {}
+    for top in ("no64", "jax_plugins"):
+        for p in (SRC / top).rglob("*.py"):
+            parts = list(p.relative_to(SRC).with_suffix("").parts)
+            is_pkg = parts[-1] == "__init__"
+            if is_pkg:
+                parts = parts[:-1]
+            mods[".".join(parts)] = (p, is_pkg)
+    return mods
+
+
+def _imported_names(mod: str, is_pkg: bool, node: ast.Import | ast.ImportFrom, mods: dict) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        full = ".".join(base + ([node.module] if node.module else []))
+    else:
+        full = node.module or ""
+    out = []
+    for a in node.names:
+        sub = f"{full}.{a.name}"
+        out.append(sub if sub in mods else full)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (every import, see above)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for mod, (path, is_pkg) in mods.items():
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for name in _imported_names(mod, is_pkg, node, mods):
+                while name and name not in mods:
+                    name = name.rpartition(".")[0]
+                if not name:
+                    continue
+                # the packages on the way run too (not the top package, nor
+                # the packages around ``mod``, which run before it)
+                parts = name.split(".")
+                for i in range(2, len(parts) + 1):
+                    pkg = ".".join(parts[:i])
+                    if not mod.startswith(pkg + "."):
+                        deps.add(pkg)
+                if name in ("no64", "jax_plugins") or len(parts) == 1:
+                    deps.add(name)
+        deps.discard(mod)
+        graph[mod] = {d for d in deps if d in mods}
+    return graph
+
+
+def third_party_imports(mod: str) -> set[str]:
+    path, _ = _modules()[mod]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def layer_of() -> dict[str, int]:
+    out = {}
+    for i, (_, members) in enumerate(LAYERS):
+        for m in members:
+            assert m not in out, f"{m} is in two layers"
+            out[m] = i
+    return out
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    layer = layer_of()
+    bad = []
+    for mod, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            if layer[dep] > layer[mod]:
+                bad.append(f"{mod} ({LAYERS[layer[mod]][0]}) imports {dep} ({LAYERS[layer[dep]][0]})")
+    return bad
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _without_known(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    return {m: {d for d in deps if (m, d) not in KNOWN_CIRCLES} for m, deps in graph.items()}
+
+
+# ------------------------------------------------------------------- the tests
+
+
+def test_every_module_has_a_layer() -> None:
+    layer = layer_of()
+    missing = sorted(set(_modules()) - set(layer))
+    assert missing == [], f"give these modules a layer in LAYERS: {missing}"
+    stale = sorted(set(layer) - set(_modules()))
+    assert stale == [], f"LAYERS names modules that do not exist: {stale}"
+
+
+def test_imports_only_go_down() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_no_circle_of_imports() -> None:
+    graph = import_graph()
+    assert circles(_without_known(graph)) == []
+    # each known circle is still there (else its entry goes)
+    for mod, dep in KNOWN_CIRCLES:
+        assert dep in graph[mod], f"{mod} no longer imports {dep}: drop it from KNOWN_CIRCLES"
+
+
+def test_below_the_jax_layer_nothing_imports_jax() -> None:
+    first = [name for name, _ in LAYERS].index(FIRST_JAX_LAYER)
+    layer = layer_of()
+    bad = sorted(m for m in _modules() if layer[m] < first and "jax" in third_party_imports(m))
+    assert bad == []
+
+
+def test_the_checks_can_fail() -> None:
+    """An import up a layer, a circle, and one hidden in a function are seen."""
+    graph = import_graph()
+    graph["no64.core.walk"] = graph["no64.core.walk"] | {"no64.core.scan"}
+    assert upward_imports(graph) == [
+        "no64.core.walk (vocabularies and IR helpers) imports no64.core.scan (transforms)"
+    ]
+    assert any({"no64.core.scan", "no64.core.walk"} <= set(c) for c in circles(graph))
+    assert circles(import_graph()) != [], "the known circle is seen when not excused"
+
+
+def test_function_local_and_type_checking_imports_count(tmp_path: Path) -> None:
+    src = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..core.demote import demote\n"
+        "def f():\n    from ..jax import hook\n    import no64.io\n"
+    )
+    tree = ast.parse(src)
+    mods = _modules()
+    names = [
+        n
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for n in _imported_names("no64.rules.registry", False, node, mods)
+    ]
+    assert names == ["typing", "no64.core.demote", "no64.jax.hook", "no64.io"]
