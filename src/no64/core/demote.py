@@ -454,22 +454,26 @@ class _Pass:
         readers = self._sentinel_readers()
         if not (forced or forced_ops or constants or readers) and (not everything or self._all_integers_fit()):
             return None
-        try:
-            return plan_emulation(
-                self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
-                forced_users=constants, words_out=words_out, words_in=self.words_in,
-                sentinel_readers=readers,
-            )
-        except UnsupportedOpError:
-            if everything or not readers:
-                raise
-        # Some value computed from a sentinel reaches an op with no rule on
-        # words: the readers are left to the narrowed program, and judged
-        # unproven (see _sentinel_meetings).
-        return plan_emulation(
-            self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
-            forced_users=constants, words_out=words_out, words_in=self.words_in,
-        )
+        # An emulated op reads no value that may be wrong in 32 bits: a value
+        # not proven to fit is emulated too (under "exact" it is anyway).
+        # Where some value computed from a sentinel, or not proven to fit,
+        # reaches an op with no rule on words, less is emulated: those values
+        # are left to the narrowed program, and the readers judged unproven
+        # (see _sentinel_meetings).
+        attempts: list[dict[str, Any]] = [{"sentinel_readers": readers, "pull_unproven": not everything}]
+        if not everything:
+            attempts += [{"sentinel_readers": readers}] if readers else []
+            attempts.append({})
+        for k, extra in enumerate(attempts):
+            try:
+                return plan_emulation(
+                    self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
+                    forced_users=constants, words_out=words_out, words_in=self.words_in, **extra,
+                )
+            except UnsupportedOpError:
+                if k == len(attempts) - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def _all_integers_fit(self) -> bool:
         """Whether every 64-bit integer value the plan retypes (the entry

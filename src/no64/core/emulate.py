@@ -524,6 +524,7 @@ def plan_emulation(
     forced_users: Mapping[ir.Value, Exception] | None = None,
     words_out: bool = True,
     sentinel_readers: Iterable[ir.Operation] = (),
+    pull_unproven: bool = False,
     words_in: bool = False,
 ) -> Emulation | None:
     """Decide which values to emulate; ``None`` if none.
@@ -538,7 +539,10 @@ def plan_emulation(
     (listed in ``narrowed``, for the caller to judge).  ``sentinel_readers``:
     ops that read a possible sentinel as a number, emulated (an op inside a
     region its op owns, such as a reduction's body, through that op) where
-    a rule can compute them on words.  ``words_in``: the
+    a rule can compute them on words.  ``pull_unproven``: a value not
+    proven to fit that an emulated op reads is emulated too (not only one
+    that may hold a sentinel), so that no emulated op computes from a
+    narrowed value that may be wrong.  ``words_in``: the
     entry function's 64-bit integer arguments that are not proven to fit
     (with ``everything``), or that an emulated value must flow back into,
     enter as packed words (listed in ``inputs``); else an argument is a
@@ -619,6 +623,25 @@ def plan_emulation(
         verdict, _ = analysis.verdict(v)
         return verdict != "exact"
 
+    def inexact(x: ir.Value) -> bool:
+        """Whether ``x`` must not enter the words from the narrowed program:
+        it may hold a sentinel, or (``pull_unproven``) it is not proven to
+        fit -- its 32-bit value may differ from the 64-bit one, and the
+        emulated op would compute exactly from a wrong number (a loop
+        counter that overflows in 32 bits, compared with an emulated bound,
+        would never stop).  The entry function's inputs enter as the 32-bit
+        values the host passes; constants with their exact elements."""
+        if _carries_sentinel(x, analysis):
+            return True
+        if not pull_unproven or not is_wide_int(x.type):
+            return False
+        if isinstance(x, ir.BlockArgument) and _as_op(x.owner.owner) == entry:
+            return False
+        d = defining_op(x)
+        if d is not None and d.name in CONSTANTS:
+            return False
+        return needs(x) and analysis.fold(x, sentinels=True) is None
+
     def mark_op(op: ir.Operation) -> None:
         if op in ops:
             return
@@ -627,7 +650,7 @@ def plan_emulation(
             if is_wide_int(r.type) and needs(r):
                 work.append(r)
         for x in op.operands:
-            if _carries_sentinel(x, analysis):
+            if inexact(x):
                 work.append(x)
 
     def mark_user(user: ir.Operation, v: ir.Value) -> None:
@@ -697,7 +720,7 @@ def plan_emulation(
                 for op, i in feeders.get(g, []):
                     ops[op] = None
                     x = op.operands[i]
-                    if _carries_sentinel(x, analysis):
+                    if inexact(x):
                         work.append(x)
         else:
             d = defining_op(v)
