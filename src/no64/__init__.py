@@ -21,13 +21,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .rules import ops as _table  # noqa: F401  (fills the op registry every layer reads)
 from .core.demote import demote
 from .core.emulate import join_words, split_words
 from .core.pairs import join_pairs, split_pairs
 from .core.locations import SourceLocation, decode_location
 from .core.report import DemotionReport, Narrowing
 from .core.scan import Finding, check, find_64bit
-from .rules import ops as _table  # noqa: F401  (fills the op registry every layer reads)
 from .rules.registry import check_reachable as _check_reachable
 from .errors import (
     ArgumentRangeError,
