@@ -2,6 +2,7 @@
 form, so the hook computes it exactly in 32-bit word pairs."""
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 
 import no64
@@ -9,7 +10,7 @@ import no64
 
 @jax.jit
 def round_trip(x):
-    with jax.enable_x64(True):
+    with enable_x64(True):
         wide = x.astype(jnp.int64) << 40  # SHIFT LINE
         back = wide >> 40  # BACK LINE
     return back.astype(jnp.int32)

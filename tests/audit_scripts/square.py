@@ -2,12 +2,13 @@
 exact only if the square is computed in 64 bits (NO64_POLICY=exact)."""
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 
 
 @jax.jit
 def square_high(x):
-    with jax.enable_x64(True):
+    with enable_x64(True):
         wide = x.astype(jnp.int64) * x.astype(jnp.int64)  # SQUARE LINE
         high = wide >> 32
     return high.astype(jnp.int32)

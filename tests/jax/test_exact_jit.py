@@ -9,6 +9,7 @@ CPU without no64, on inputs over the whole int32/uint32 range.
 from __future__ import annotations
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ U = np.array([0, 1, 2, 65535, 65536, 2**31, U32.max, U32.max - 1], dtype=np.uint
 
 def reference(fn, *args, jit_kwargs=None, **kwargs):
     """The x64 program, run by JAX without no64."""
-    with jax.enable_x64(True):
+    with enable_x64(True):
         out = jax.jit(fn, **(jit_kwargs or {}))(*args, **kwargs)
     return jax.tree_util.tree_map(np.asarray, out)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -467,7 +468,8 @@ def x64_floats(x):
 
 
 spec = jax.ShapeDtypeStruct((8,), jnp.float32)
-with jax.enable_x64(True):
+from no64.jax._compat import enable_x64
+with enable_x64(True):
     ints = roundtrip(export.export(jax.jit(x64_ints))(spec))
     floats = roundtrip(export.export(jax.jit(x64_floats))(spec))
 assert "i64" in ints.mlir_module() and "f64" in floats.mlir_module()
@@ -678,7 +680,8 @@ STALE_SCRIPT = '''
 import jax
 import numpy as np
 import no64
-with jax.enable_x64(True):
+from no64.jax._compat import enable_x64
+with enable_x64(True):
     try:
         jax.jit(lambda x: x * 2)(np.arange(3.0))  # traced with x64 on in a scope
     except no64.Boundary64BitError as e:
@@ -762,7 +765,7 @@ def test_modes_and_in_memory_caches(restore_global: None) -> None:
     modes never reuses the other mode's executable (same jitted function object)."""
     f = jax.jit(random_program)
     key = jax.random.key(5)
-    with jax.enable_x64(False):
+    with enable_x64(False):
         expected = [np.asarray(a) for a in jax.jit(random_program)(key)]
 
     with pytest.warns(no64.X64DisabledWarning, match="turned jax_enable_x64 off"):
@@ -850,7 +853,7 @@ def test_exact_policy_in_the_hook(restore_global: None) -> None:
     expected = np.asarray(f(x))  # x64 on, no64 not installed: the 64-bit program
     with pytest.warns(no64.X64DisabledWarning):
         no64.install("cpu")
-    with jax.enable_x64(True):
+    with enable_x64(True):
         narrowed = np.asarray(f(x))
     record = no64.compile_records()[-1]
     assert record.report is not None and not record.exact
@@ -858,7 +861,7 @@ def test_exact_policy_in_the_hook(restore_global: None) -> None:
     assert not np.array_equal(narrowed, expected)
 
     no64.install("cpu", policy="exact")
-    with Intercept() as seen, jax.enable_x64(True):
+    with Intercept() as seen, enable_x64(True):
         got = np.asarray(f(x))
     assert seen.modules and not seen.with_64bit()
     record = no64.compile_records()[-1]
@@ -877,7 +880,7 @@ def test_x64_on_again_is_undone_and_scoped_x64_is_refused(
     assert rec[0].filename == __file__
     assert not jax.config.jax_enable_x64
     assert jax.jit(lambda x: x * 2)(np.ones(3)).dtype == np.float32
-    with jax.enable_x64(True):
+    with enable_x64(True):
         with pytest.raises(no64.Boundary64BitError, match=r"(?s)argument #0.*f64"):
             jax.jit(lambda x: x * 3)(np.ones(3))
 
@@ -1082,7 +1085,7 @@ def test_jit_random_is_demoted_and_bit_identical() -> None:
     jaxhook.clear_compile_records()
     key = jax.random.key(11)
     got = no64.jit(random_program)(key)
-    with jax.enable_x64(False):
+    with enable_x64(False):
         ref = jax.jit(random_program)(key)
     for a, b in zip(got, ref):
         assert a.dtype == b.dtype

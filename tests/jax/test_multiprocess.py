@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -108,7 +109,7 @@ def test_named_sharding_jit_on_8_devices(cpu_devices: list[Any], restore_global:
     x = jax.device_put(np.linspace(0, 2, 16 * 8, dtype=np.float32).reshape(16, 8), x_s)
     key = jax.random.key(3)
     kwargs = dict(in_shardings=(w_s, x_s, None), out_shardings=(w_s, NamedSharding(mesh, P())))
-    with jax.enable_x64(False):
+    with enable_x64(False):
         ref = jax.jit(sharded_step, **kwargs)(w, x, key)
         lowered_text = jax.jit(sharded_step, **kwargs).lower(w, x, key).as_text()
     assert "ui64" in lowered_text and "sdy.sharding" in lowered_text
@@ -147,7 +148,7 @@ def test_shard_map_on_8_devices(cpu_devices: list[Any]) -> None:
                       out_specs=(P(None, "model"), P("data", "model")))
     x = np.arange(16 * 4, dtype=np.float32).reshape(16, 4) % 7
     key = jax.random.key(9)
-    with jax.enable_x64(False):
+    with enable_x64(False):
         ref = jax.jit(f)(x, key)
     with Intercept() as seen:
         got = no64.jit(f)(x, key)

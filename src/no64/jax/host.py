@@ -382,11 +382,13 @@ def install_hooks() -> None:
 
 
 def _install_canonicalize_handlers() -> None:
-    from jax._src import dtypes, literals
+    from jax._src import dtypes
+
+    from ._compat import register_canonicalize_handler, typed_ndarray, typed_scalar
 
     canonical = dtypes.canonicalize_dtype
     check_valid = dtypes.check_valid_dtype
-    typed = literals.TypedNdArray
+    typed = typed_ndarray
 
     def ndarray(x: np.ndarray) -> Any:
         dt = x.dtype
@@ -404,7 +406,12 @@ def _install_canonicalize_handlers() -> None:
             return typed(narrow_host_array(a, policy, scalar=True))
         return typed(np.asarray(a, dtype=canonical(a.dtype)))
 
-    int_type, float_type = literals.TypedInt, literals.TypedFloat
+    def int_type(x: int, dtype: np.dtype) -> Any:
+        return typed_scalar("TypedInt", x, dtype)
+
+    def float_type(x: float, dtype: np.dtype) -> Any:
+        return typed_scalar("TypedFloat", x, dtype)
+
     i64 = np.dtype(np.int64)
     f64 = np.dtype(np.float64)
 
@@ -425,7 +432,7 @@ def _install_canonicalize_handlers() -> None:
             x = _narrow_python_float(x, "host value")
         return float_type(x, dtype)
 
-    register = dtypes.register_canonicalize_value_handler
+    register = register_canonicalize_handler
     register(np.ndarray, ndarray)
     for t in {np.int64, np.uint64, np.float64, np.complex128, np.longlong, np.ulonglong}:
         if np.dtype(t) in NARROWED:
