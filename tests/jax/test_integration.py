@@ -33,6 +33,7 @@ import no64
 import no64.io
 from no64.jax import hook as jaxhook
 from no64.core._mlir import ir
+from no64.jax._compat import backend_module_text
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.
@@ -59,8 +60,13 @@ if _dir:
 
         def compile_method(self, computation, *args, **kwargs):
             _n[0] += 1
-            if isinstance(computation, (str, bytes)):
-                text = computation if isinstance(computation, str) else computation.decode()
+            if isinstance(computation, str):
+                text = computation
+            elif isinstance(computation, bytes):  # MLIR bytecode (JAX 0.7)
+                from jax._src.interpreters import mlir as _mlir
+                from jaxlib.mlir import ir as _ir
+                text = _ir.Module.parse(computation, context=_mlir.make_ir_context()).operation.get_asm(
+                    enable_debug_info=False)
             else:
                 text = computation.operation.get_asm(enable_debug_info=False)
             phase = os.environ.get("NO64_TEST_PHASE", "main")
@@ -216,8 +222,7 @@ class Intercept:
         modules = self.modules
 
         def compile_and_load(client: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-            modules.append(computation if isinstance(computation, str)
-                           else computation.operation.get_asm(enable_debug_info=False))
+            modules.append(backend_module_text(computation))
             return original(client, computation, *args, **kwargs)
 
         _jax.Client.compile_and_load = compile_and_load
@@ -711,10 +716,12 @@ jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 from jaxlib import _jax
+import no64.io
+from no64.jax._compat import backend_module_text
 compiled = []
 original = _jax.Client.compile_and_load
 def spy(self, m, *a, **k):
-    compiled.append(bool(no64.find_64bit(m)))
+    compiled.append(bool(no64.find_64bit(no64.io.load(backend_module_text(m).encode(), format="mlir"))))
     return original(self, m, *a, **k)
 _jax.Client.compile_and_load = spy
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
-from no64.jax._compat import enable_x64
+from no64.jax._compat import backend_module_text, enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -71,7 +71,7 @@ class Intercept:
         self._original = original = _jax.Client.compile_and_load
 
         def compile_and_load(client: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-            self.modules.append(computation.operation.get_asm(enable_debug_info=False))
+            self.modules.append(backend_module_text(computation))
             return original(client, computation, *args, **kwargs)
 
         _jax.Client.compile_and_load = compile_and_load
@@ -177,12 +177,13 @@ jax.distributed.initialize(coordinator_address="127.0.0.1:" + port, num_processe
 
 # Test-only hook: dump every module the backend receives, in order.
 from jaxlib import _jax
+from no64.jax._compat import backend_module_text
 phase, count = ["fix"], [0]
 original = _jax.Client.compile_and_load
 def dump(self, module, *args, **kwargs):
     count[0] += 1
     with open(os.path.join(outdir, "p%d_%s_%02d.mlir" % (pid, phase[0], count[0])), "w") as f:
-        f.write(module.operation.get_asm(enable_debug_info=True))
+        f.write(backend_module_text(module, debug_info=True))
     return original(self, module, *args, **kwargs)
 _jax.Client.compile_and_load = dump
 

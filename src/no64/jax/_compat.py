@@ -26,8 +26,17 @@ What it covers, with the releases that have each form:
 * **Configuration states in the trace context** (:func:`make_state`):
   ``jax._src.config.State(..., include_in_trace_context=True)`` from 0.8; on
   0.7 ``State`` has only ``include_in_jit_key`` and ``config.trace_context()``
-  is a fixed tuple, which is wrapped to include the state's value (JAX's
-  trace caches call it through the module).
+  is a fixed tuple; its code is extended to include the state's value (JAX's
+  caches hold the function object itself).
+* **Explicitly requested dtypes** (:func:`watch_explicit_dtypes`):
+  ``jax._src.dtypes._maybe_canonicalize_explicit_dtype`` from 0.8;
+  ``jax._src.dtypes.check_user_dtype_supported`` (which only warns) on 0.7.
+* **What the backend client receives** (:func:`backend_module_text`):
+  ``Client.compile_and_load`` gets an ``ir.Module`` from 0.8 and MLIR
+  bytecode on 0.7.
+* **The C++ fast path of AOT-compiled calls** (:func:`cpp_call_params`):
+  ``pxla.MeshExecutable.create_cpp_call(params)`` from 0.8; on 0.7 it takes
+  ``(no_kwargs, in_tree, out_tree)``, with no parameters to fall back on.
 * Internals that are the same on every supported release, named here so that
   a future release that drops one is found in one place:
   ``jax._src.config.enable_x64`` (``value``, ``get_global``, ``set_global``),
@@ -185,12 +194,109 @@ def make_state(name: str, default: Any, help: str) -> Any:
     if "include_in_jit_key" not in params or not callable(getattr(jax_config, "trace_context", None)):
         raise _missing("way to put a configuration state in the trace context")
     state = jax_config.State(name, default, help, include_in_jit_key=True)
-    original = jax_config.trace_context
-
-    def trace_context() -> Any:
-        return (*original(), state.value)
-
-    trace_context.__wrapped__ = original  # type: ignore[attr-defined]
-    jax_config.trace_context = trace_context
+    _extend_trace_context(jax_config, state)
     return state
 
+
+def _extend_trace_context(jax_config: Any, state: Any) -> None:
+    """Make ``jax_config.trace_context()`` end with ``state.value``.
+
+    JAX's caches hold on to the function object itself (``weakref_lru_cache``
+    captures it when its module is imported), so the function's code is
+    replaced rather than the module attribute; the new code runs in the
+    config module's globals, where the original's copy and the state are
+    put under names of no64's own.
+    """
+    import types
+
+    current = jax_config.trace_context
+    if getattr(jax_config, "_no64_trace_context_states", None) is None:
+        jax_config._no64_trace_context_original = types.FunctionType(
+            current.__code__, current.__globals__, current.__name__,
+            current.__defaults__, current.__closure__)
+        jax_config._no64_trace_context_states = []
+        current.__code__ = _trace_context_code.__code__
+    jax_config._no64_trace_context_states.append(state)
+
+
+def _trace_context_code() -> Any:  # runs in jax._src.config's globals
+    return (_no64_trace_context_original()  # type: ignore[name-defined]  # noqa: F821
+            + tuple(s.value for s in _no64_trace_context_states))  # type: ignore[name-defined]  # noqa: F821
+
+
+
+# ---------------------------------------------------------------------------
+# Explicitly requested dtypes
+# ---------------------------------------------------------------------------
+
+def watch_explicit_dtypes(note: Callable[[Any, Any, Any], None]) -> Callable[[], None]:
+    """Call ``note(requested, became, fun_name)`` each time JAX handles an
+    explicitly requested dtype (``jnp.arange(..., dtype=jnp.int64)``);
+    returns the function that takes the watch off.
+
+    ``jax._src.dtypes._maybe_canonicalize_explicit_dtype`` (0.8-0.12) returns
+    the dtype it became; on 0.7 ``check_user_dtype_supported`` only warns,
+    and the dtype becomes ``canonicalize_dtype`` of it.
+    """
+    from jax._src import dtypes
+
+    name = "_maybe_canonicalize_explicit_dtype"
+    original = getattr(dtypes, name, None)
+    if original is not None:
+        def canonicalize_explicit(dtype: Any, fun_name: Any) -> Any:
+            out = original(dtype, fun_name)
+            note(dtype, out, fun_name)
+            return out
+
+        wrapper: Callable[..., Any] = canonicalize_explicit
+    else:
+        name = "check_user_dtype_supported"
+        original = getattr(dtypes, name, None)
+        if original is None:
+            raise _missing("hook for explicitly requested dtypes (dtypes._maybe_canonicalize_explicit_dtype "
+                           "or dtypes.check_user_dtype_supported)")
+
+        def check_user_dtype(dtype: Any, fun_name: Any = None) -> Any:
+            out = original(dtype, fun_name)
+            try:
+                requested = np.dtype(dtype)
+            except TypeError:
+                return out
+            note(requested, dtypes.canonicalize_dtype(requested), fun_name)
+            return out
+
+        wrapper = check_user_dtype
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(dtypes, name, wrapper)
+
+    def undo() -> None:
+        if getattr(dtypes, name, None) is wrapper:
+            setattr(dtypes, name, original)
+
+    return undo
+
+
+# ---------------------------------------------------------------------------
+# What the backend client receives
+# ---------------------------------------------------------------------------
+
+def backend_module_text(computation: Any, *, debug_info: bool = False) -> str:
+    """The text of a module as handed to ``Client.compile_and_load``: an
+    ``ir.Module`` from 0.8, MLIR bytecode (``bytes``) on 0.7, or text."""
+    if isinstance(computation, str):
+        return computation
+    if isinstance(computation, (bytes, bytearray)):
+        from jax._src.interpreters import mlir as jax_mlir
+
+        from ..core._mlir import ir
+
+        computation = ir.Module.parse(bytes(computation), context=jax_mlir.make_ir_context())
+    return computation.operation.get_asm(enable_debug_info=debug_info)
+
+
+def cpp_call_params(args: tuple[Any, ...]) -> Any:
+    """The ``CompiledCallParams`` among the arguments JAX hands
+    ``MeshExecutable.create_cpp_call`` (its only one, from 0.8), or ``None``
+    (0.7): then no fast path is built, and JAX calls through
+    ``stages.Compiled.call`` instead."""
+    return args[0] if len(args) == 1 else None

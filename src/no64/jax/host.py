@@ -683,11 +683,16 @@ def _install_aot_guard() -> None:
     from jax._src import stages
     from jax._src.interpreters import pxla
 
+    from ._compat import cpp_call_params
+
     original = pxla.MeshExecutable.create_cpp_call
     if getattr(original, "__no64__", False):
         return
 
-    def create_cpp_call(self: Any, params: Any) -> Any:
+    def create_cpp_call(self: Any, *args: Any) -> Any:
+        params = cpp_call_params(args)
+        if params is None:
+            return None  # JAX calls through stages.Compiled.call, where (1) applies
         cpp = original(self, params)
         if cpp is None:
             return None
