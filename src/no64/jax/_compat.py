@@ -258,6 +258,8 @@ def watch_explicit_dtypes(note: Callable[[Any, Any, Any], None]) -> Callable[[],
 
         def check_user_dtype(dtype: Any, fun_name: Any = None) -> Any:
             out = original(dtype, fun_name)
+            if dtype is None or dtype in (bool, int, float, complex):
+                return out  # no explicit dtype (np.dtype(None) would say float64)
             try:
                 requested = np.dtype(dtype)
             except TypeError:
