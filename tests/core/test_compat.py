@@ -238,3 +238,14 @@ def test_pytest_run_goes_on_where_no64_cannot_load(tmp_path: Path) -> None:
     asked = _run(code, *base, "--no64")
     assert asked.returncode == 4, asked.stdout + asked.stderr  # pytest's usage error
     assert "no64: the plugin cannot run" in asked.stderr and "jaxlib 0.6.2" in asked.stderr
+
+
+def test_pins_admit_exactly_the_tested_range() -> None:
+    """pip never replaces a jax in the tested range, and never installs one outside it."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    (low, high) = _compat.TESTED
+    for name in ("jax", "jaxlib"):
+        pin = f"{name}>={low[0]}.{low[1]},<{high[0]}.{high[1]}"
+        assert pin in project["dependencies"], (pin, project["dependencies"])
