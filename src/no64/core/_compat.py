@@ -63,6 +63,13 @@ TESTED_TEXT = "jax/jaxlib 0.7.0 through 0.12.x"
 
 _SKIP_ENV = "NO64_SKIP_VERSION_CHECK"
 
+# XLA's C++ logging reads its level when jaxlib's native code is loaded.
+# ``import jax`` sets this default before loading it; no64 may load it first
+# (``import no64`` before ``import jax``, the ``no64`` command), and this is
+# the first of no64's modules to load it: it must set the same default, or
+# XLA logs its start-up at INFO level.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
 
 class UnsupportedJaxlibError(ImportError):
     """The installed jaxlib lacks something no64 needs (one-line message)."""

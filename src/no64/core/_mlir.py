@@ -7,14 +7,7 @@ imports ``ir`` and the dialect modules from here.
 
 from __future__ import annotations
 
-import os
-
-# XLA's C++ logging reads its level when jaxlib's native code is loaded.
-# ``import jax`` sets this default before loading it; no64 may load it first
-# (``import no64`` before ``import jax``, the ``no64`` command), and then
-# must set the same default, or XLA logs its start-up at INFO level.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-
+# ._compat loads jaxlib first (and sets XLA's logging default before it).
 from ._compat import feature  # noqa: E402  (refuses an unsupported jaxlib)
 
 from jaxlib.mlir import ir  # noqa: E402
