@@ -3,6 +3,19 @@
 
 PYTHON ?= python3
 VENV   ?= .venv
+
+# Another JAX release: `make test JAX=0.8.3` (also demo, test-compat, bench)
+# builds .venvs/jax0.8.3 with jax/jaxlib 0.8.3 and a Python that release has
+# wheels for (3.11 below 0.11, 3.12 from 0.11; JAX_PYTHON=3.13 asks for
+# another), found on PATH or through pyenv by tools/find-python.
+JAX        ?=
+JAX_PYTHON ?=
+JAX_PINS   :=
+ifneq ($(strip $(JAX)),)
+VENV     := .venvs/jax$(strip $(JAX))
+PYTHON   := $(shell tools/find-python $(strip $(JAX)) $(JAX_PYTHON) || echo MISSING)
+JAX_PINS := 'jax==$(strip $(JAX)).*' 'jaxlib==$(strip $(JAX)).*'
+endif
 VPY    := $(VENV)/bin/python
 DEPS   := $(VENV)/.no64-deps
 STAMP  := $(VENV)/.no64-installed
@@ -13,7 +26,7 @@ SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all demo test bench bench-emulation clean distclean
+.PHONY: all demo test test-compat test-matrix bench bench-emulation clean distclean
 
 all: test
 
@@ -22,10 +35,11 @@ all: test
 # users get it -- not in editable mode, so that its start-up file is in place
 # -- and reinstalled whenever a source file changes.
 $(DEPS): pyproject.toml
+	@test "$(PYTHON)" != MISSING || { echo "no Python interpreter for jax $(JAX): see tools/find-python" >&2; exit 2; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "no64 needs Python 3.11 or newer; run make PYTHON=python3.11 (or newer)")'
 	$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): install the venv module for $(PYTHON) (e.g. the python3-venv package)" >&2; exit 1; }
 	$(VPY) -m pip install --quiet --disable-pip-version-check --upgrade pip 'setuptools>=77'
-	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]'
+	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]' $(JAX_PINS)
 	@touch $@
 
 $(STAMP): $(DEPS) $(SOURCES)
@@ -38,6 +52,28 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VPY) -m pytest -q -n 2 $(PYTEST_ARGS)
 
+# The compatibility subset (tests marked `compat`: the pass, the compile
+# hook, no64.jit, export, the audit, the soundness property), e.g. with JAX=.
+test-compat: $(STAMP)
+	$(VPY) -m pytest -q -n 2 -m compat $(PYTEST_ARGS)
+
+# What continuous integration runs: the full suite on the oldest and the
+# newest supported JAX, the demo and the compatibility subset on every minor
+# release in between, each in a virtual environment built from the registry.
+MATRIX_FULL   ?= 0.7.0 0.12.0.1
+MATRIX_COMPAT ?= 0.8.3 0.9.2 0.10.2 0.11.2:3.13
+test-matrix:
+	@set -e; for v in $(MATRIX_FULL); do \
+	    j=$${v%%:*}; p=$$(echo $$v | sed -n 's/.*://p'); \
+	    echo "== jax $$j: demo and full suite"; \
+	    $(MAKE) --no-print-directory demo test JAX=$$j JAX_PYTHON=$$p; \
+	done; \
+	for v in $(MATRIX_COMPAT); do \
+	    j=$${v%%:*}; p=$$(echo $$v | sed -n 's/.*://p'); \
+	    echo "== jax $$j: demo and compatibility subset"; \
+	    $(MAKE) --no-print-directory demo test-compat JAX=$$j JAX_PYTHON=$$p; \
+	done
+
 bench: $(STAMP)
 	$(VPY) benchmarks/bench_gpt2.py $(BENCH_ARGS)
 
@@ -49,8 +85,8 @@ bench-emulation: $(STAMP)
 # Remove everything the targets produced except the virtual environment.
 clean:
 	rm -rf out build dist .pytest_cache src/*.egg-info
-	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+	find . \( -path ./.venv -o -path ./.venvs \) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
-# Also remove the virtual environment.
+# Also remove the virtual environments.
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf .venv .venvs $(VENV)

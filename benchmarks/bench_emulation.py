@@ -83,6 +83,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import jax  # noqa: E402
+from no64.jax._compat import enable_x64  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -430,7 +431,7 @@ def prepare(case: OpCase, x: np.ndarray, y: np.ndarray, scan_length: int, floor:
     floor_s = None
     if case.floor and floor:
         fn32 = lambda a, b: case.fn(i32(size, scan_length), a, b)  # noqa: E731
-        with jax.enable_x64(False):
+        with enable_x64(False):
             floor_module = jax.jit(fn32, keep_unused=True).lower(x, y).compiler_ir("stablehlo")
         if no64.find_64bit(floor_module):
             raise AssertionError(f"{case.name}: the int32 floor holds a 64-bit value")
@@ -684,7 +685,7 @@ def run_pair_case(name: str, x: np.ndarray, y: np.ndarray, *, scan_length: int, 
     converted = lower_x64(f, x, y)
     report = no64.demote(converted, float_policy="pairs", check=True)
     pairs_exe = compile_text(converted.operation.get_asm())
-    with jax.enable_x64(False):
+    with enable_x64(False):
         f32_text = jax.jit(f, keep_unused=True).lower(x.astype(np.float32), y.astype(np.float32)).as_text()
     f32_exe = compile_text(f32_text)
     device = _backend().devices()[0]

@@ -65,6 +65,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import jax  # noqa: E402
+from no64.jax._compat import enable_x64  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -372,7 +373,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         # With no64 active JAX traces with x64 off: the module is 32-bit and
         # the hook's whole cost is the check that finds nothing to do.
         jax.clear_caches()
-        with jax.enable_x64(False):
+        with enable_x64(False):
             t_jax32, lowered32 = timed(lambda: jax.jit(step).trace(*args32).lower())
         module32 = lowered32.compiler_ir("stablehlo")
         del lowered32

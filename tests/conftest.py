@@ -37,10 +37,11 @@ def pytest_configure(config: pytest.Config) -> None:
     test the old code.
     """
     import no64
+    import no64_entry
     import jax_plugins.no64 as plugin
 
     src = Path(__file__).resolve().parents[1] / "src"
-    for module, rel in ((no64, "no64"), (plugin, "jax_plugins/no64")):
+    for module, rel in ((no64, "no64"), (plugin, "jax_plugins/no64"), (no64_entry, "no64_entry")):
         installed = Path(module.__file__).resolve().parent
         source = src / rel
         if installed == source:
@@ -53,6 +54,34 @@ def pytest_configure(config: pytest.Config) -> None:
                     "run `make test` (it reinstalls the package when a source changes)",
                     returncode=2,
                 )
+
+
+#: The compatibility subset (``-m compat``, ``make test-compat``), run on
+#: every supported JAX release: the pass and its golden cases, the soundness
+#: property, the compile hook, ``no64.jit``, export and the audit.  A file
+#: listed here is marked whole; test_compat.py marks itself.
+COMPAT_FILES = (
+    "core/test_pass.py",
+    "core/test_golden.py",
+    "analysis/test_soundness.py",
+    "analysis/test_soundness_regressions.py",
+    "jax/test_integration.py",
+    "jax/test_exact_jit.py",
+    "io/test_export.py",
+    "jax/test_audit.py",
+    "cli/test_cli.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if rel in COMPAT_FILES:
+            item.add_marker(pytest.mark.compat)
 
 
 @pytest.fixture

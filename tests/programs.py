@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -113,7 +114,7 @@ def mlp_train(params: Any, opt_state: Any, xs: jax.Array, ys: jax.Array) -> Any:
 
 
 def mlp_args(rng: np.random.Generator) -> tuple[Any, ...]:
-    with jax.enable_x64(True):
+    with enable_x64(True):
         params = mlp_init(rng)
         state = to_numpy(ADAM.init(params))
     xs = normal(rng, 3, 16, 8)

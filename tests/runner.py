@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Callable, Sequence
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.extend.backend
 import numpy as np
 from jax._src.lib import xla_client as xc
@@ -53,7 +54,7 @@ def compile_module(module: ir.Module, *, strict: bool) -> Callable[[Sequence[np.
         assert len(args) == len(in_specs)
         for spec, a in zip(in_specs, args):
             assert a.shape == spec.shape and a.dtype == spec.dtype, (spec, a.dtype, a.shape)
-        with jax.enable_x64(True):
+        with enable_x64(True):
             inputs = jax.device_put(list(args), device)
             results = executable.execute_sharded(inputs)
             shards = results.disassemble_into_single_device_arrays()

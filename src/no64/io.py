@@ -62,6 +62,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from .core._compat import xla_hlo, xla_mlir
 from .core._mlir import ir, make_context, stablehlo
 from .errors import InputError, No64Error, OutputError
 from .core.locations import SourceLocation, decode_location
@@ -199,7 +200,7 @@ def _text_format(text: str) -> str | None:
 
 
 def _is_hlo_proto(data: bytes) -> bool:
-    from jaxlib import _hlo
+    _hlo = xla_hlo()
 
     try:
         _hlo.HloModule.from_serialized_hlo_module_proto(data)
@@ -684,13 +685,12 @@ def _load_vhlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.
 
 
 def _from_hlo_proto(proto: bytes, ctx: ir.Context) -> ir.Module:
-    from jaxlib import _jax
 
-    return ir.Module.parse(_jax.mlir.hlo_to_stablehlo(proto), context=ctx)
+    return ir.Module.parse(xla_mlir().hlo_to_stablehlo(proto), context=ctx)
 
 
 def _load_hlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
-    from jaxlib import _hlo
+    _hlo = xla_hlo()
 
     try:
         text = data.decode("utf-8")
@@ -829,7 +829,6 @@ def _dump_mlir(module: ir.Module) -> bytes:
 
 
 def _dump_vhlo(module: ir.Module) -> bytes:
-    from jaxlib import _jax
 
     # jaxlib's serializer works on a copy (the stablehlo binding rewrites
     # the module it is given in place) and legalizes CHLO first.  Shardy ops
@@ -838,19 +837,18 @@ def _dump_vhlo(module: ir.Module) -> bytes:
     target = stablehlo.get_version_from_compatibility_requirement(
         stablehlo.StablehloCompatibilityRequirement.WEEK_4
     )
-    return _jax.mlir.serialize_portable_artifact(_bytecode(module), target, True)
+    return xla_mlir().serialize_portable_artifact(_bytecode(module), target, True)
 
 
 def _xla_computation(module: ir.Module) -> Any:
-    from jaxlib import _jax
 
-    return _jax.mlir.mlir_module_to_xla_computation(
+    return xla_mlir().mlir_module_to_xla_computation(
         _bytecode(module), use_tuple_args=False, return_tuple=False
     )
 
 
 def _dump_hlo(module: ir.Module) -> bytes:
-    from jaxlib import _hlo
+    _hlo = xla_hlo()
 
     options = _hlo.HloPrintOptions()
     options.print_large_constants = True  # otherwise "{...}", which cannot be read back

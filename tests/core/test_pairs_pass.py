@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ def inputs(report, args):
 def run(fn, *args):
     m, report = converted(fn, *args)
     outs = run_module(m, inputs(report, args))
-    with jax.enable_x64(True):
+    with enable_x64(True):
         ref = jax.jit(fn)(*args)
     ref = ref if isinstance(ref, (tuple, list)) else [ref]
     got = [no64.join_pairs(o) if i in report.pair_outputs else o for i, o in enumerate(outs)]

@@ -42,6 +42,7 @@ from typing import Any
 import equinox as eqx
 import flax.linen as nn
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -79,7 +80,7 @@ def key_impl(impl: str | None) -> Iterator[None]:
     The default is scoped as well so that a key a library might create itself
     uses the same implementation as the key passed in.
     """
-    with jax.enable_x64(False):
+    with enable_x64(False):
         if impl is None:
             yield
         else:
@@ -417,7 +418,7 @@ def linen_step(impl: str | None) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     tx = optax.sgd(0.1, momentum=0.9)
     x = inputs(1)["seq"]
     y = regression_target(2, x.shape)
-    with jax.enable_x64(False):
+    with enable_x64(False):
         abstract = jax.eval_shape(lambda: block.init(jax.random.key(0), x, deterministic=True))
         params = filled(abstract["params"], 7)
         opt_state = as_numpy(tx.init(params))
@@ -440,7 +441,7 @@ def nnx_step(impl: str | None) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """A plain SGD step of an nnx transformer block; the dropout key is a call argument."""
     x = inputs(1)["seq"]
     y = regression_target(2, x.shape)
-    with jax.enable_x64(False):
+    with enable_x64(False):
         abstract = nnx.eval_shape(lambda: NnxBlock(nnx.Rngs(params=0), keep_rngs=False))
         graphdef, state = nnx.split(abstract)
         state = filled(state, 7)
@@ -466,7 +467,7 @@ def eqx_step(impl: str | None) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """A plain SGD step of an Equinox MLP with ``eqx.nn.Dropout``."""
     x = inputs(1)["vec"]
     y = regression_target(2, (BATCH, OUT))
-    with jax.enable_x64(False):
+    with enable_x64(False):
         abstract = eqx.filter_eval_shape(EqxDropoutMLP, jax.random.key(0))
         params, static = eqx.partition(abstract, lambda v: isinstance(v, jax.ShapeDtypeStruct))
         params = filled(params, 7)

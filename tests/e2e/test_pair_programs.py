@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -54,7 +55,7 @@ def run_pairs(fn: Callable[..., Any], *args: np.ndarray, float_policy: str = "pa
 
 
 def reference(fn: Callable[..., Any], *args: np.ndarray) -> list[np.ndarray]:
-    with jax.enable_x64(True):
+    with enable_x64(True):
         out = jax.jit(fn)(*args)
     return [np.asarray(o, dtype=np.float64) for o in (out if isinstance(out, (tuple, list)) else [out])]
 

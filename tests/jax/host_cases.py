@@ -20,6 +20,7 @@ import traceback
 from typing import Any, Callable
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -314,7 +315,7 @@ def run_sentinel_cases() -> dict[str, Any]:
         out[f"jit/{name}"] = encode(lambda: jax.jit(f)(x))
     for name, (f, arg) in ARGUMENT_CASES.items():
         out[f"arg/{name}"] = encode(lambda: jax.jit(f)(arg))  # SENTINEL ARGUMENT LINE
-    with jax.enable_x64(True):
+    with enable_x64(True):
         wide = jax.device_put(np.array([I64.max, 5, 6]))  # a 64-bit jax.Array, closed over
     out["jit/jax_array_where"] = encode(
         lambda: jax.jit(lambda a: jnp.where(a > 0, a, wide))(x))  # JAX ARRAY LINE

@@ -9,6 +9,7 @@ CPU without no64, on inputs over the whole int32/uint32 range.
 from __future__ import annotations
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ U = np.array([0, 1, 2, 65535, 65536, 2**31, U32.max, U32.max - 1], dtype=np.uint
 
 def reference(fn, *args, jit_kwargs=None, **kwargs):
     """The x64 program, run by JAX without no64."""
-    with jax.enable_x64(True):
+    with enable_x64(True):
         out = jax.jit(fn, **(jit_kwargs or {}))(*args, **kwargs)
     return jax.tree_util.tree_map(np.asarray, out)
 
@@ -166,7 +167,7 @@ def test_full_64_bit_inputs_are_passed_as_words() -> None:
     assert_same(got, expected)
     # numpy scalars, Python ints and 64-bit jax.Arrays are passed whole too
     f = no64.jit(lambda a, b, c: (a + b, a * c, b - c), policy="exact", restore_dtypes=True)
-    with jax.enable_x64(True):
+    with enable_x64(True):
         c = jnp.asarray(WIDE)
     for a, b in ((np.int64(I64.max), I64.min), (np.int64(1 << 40), -(1 << 62)), (np.int64(I32.max), 1)):
         assert_same(f(a, b, c), reference(lambda a, b, c: (a + b, a * c, b - c), a, b, np.asarray(c)))

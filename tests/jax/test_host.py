@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -249,7 +250,7 @@ def test_host_narrowing_only_while_no64_narrows() -> None:
     big = np.array([2**40])
     assert int(jnp.asarray(big)[0]) == 2**40
     assert jax.jit(lambda a: a + big)(np.int64(1)).dtype == np.int64
-    with jax.enable_x64(False):  # x64 off by the user, no64 not active: JAX's rules
+    with enable_x64(False):  # x64 off by the user, no64 not active: JAX's rules
         assert host.host_policy() is None
         assert jnp.asarray(np.array([3], np.int64)).dtype == np.int32
     assert not host.host_records()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -32,6 +33,7 @@ import no64
 import no64.io
 from no64.jax import hook as jaxhook
 from no64.core._mlir import ir
+from no64.jax._compat import backend_module_text
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.
@@ -58,8 +60,13 @@ if _dir:
 
         def compile_method(self, computation, *args, **kwargs):
             _n[0] += 1
-            if isinstance(computation, (str, bytes)):
-                text = computation if isinstance(computation, str) else computation.decode()
+            if isinstance(computation, str):
+                text = computation
+            elif isinstance(computation, bytes):  # MLIR bytecode (JAX 0.7)
+                from jax._src.interpreters import mlir as _mlir
+                from jaxlib.mlir import ir as _ir
+                text = _ir.Module.parse(computation, context=_mlir.make_ir_context()).operation.get_asm(
+                    enable_debug_info=False)
             else:
                 text = computation.operation.get_asm(enable_debug_info=False)
             phase = os.environ.get("NO64_TEST_PHASE", "main")
@@ -215,8 +222,7 @@ class Intercept:
         modules = self.modules
 
         def compile_and_load(client: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-            modules.append(computation if isinstance(computation, str)
-                           else computation.operation.get_asm(enable_debug_info=False))
+            modules.append(backend_module_text(computation))
             return original(client, computation, *args, **kwargs)
 
         _jax.Client.compile_and_load = compile_and_load
@@ -467,7 +473,8 @@ def x64_floats(x):
 
 
 spec = jax.ShapeDtypeStruct((8,), jnp.float32)
-with jax.enable_x64(True):
+from no64.jax._compat import enable_x64
+with enable_x64(True):
     ints = roundtrip(export.export(jax.jit(x64_ints))(spec))
     floats = roundtrip(export.export(jax.jit(x64_floats))(spec))
 assert "i64" in ints.mlir_module() and "f64" in floats.mlir_module()
@@ -678,7 +685,8 @@ STALE_SCRIPT = '''
 import jax
 import numpy as np
 import no64
-with jax.enable_x64(True):
+from no64.jax._compat import enable_x64
+with enable_x64(True):
     try:
         jax.jit(lambda x: x * 2)(np.arange(3.0))  # traced with x64 on in a scope
     except no64.Boundary64BitError as e:
@@ -708,10 +716,12 @@ jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 from jaxlib import _jax
+import no64.io
+from no64.jax._compat import backend_module_text
 compiled = []
 original = _jax.Client.compile_and_load
 def spy(self, m, *a, **k):
-    compiled.append(bool(no64.find_64bit(m)))
+    compiled.append(bool(no64.find_64bit(no64.io.load(backend_module_text(m).encode(), format="mlir"))))
     return original(self, m, *a, **k)
 _jax.Client.compile_and_load = spy
 
@@ -762,7 +772,7 @@ def test_modes_and_in_memory_caches(restore_global: None) -> None:
     modes never reuses the other mode's executable (same jitted function object)."""
     f = jax.jit(random_program)
     key = jax.random.key(5)
-    with jax.enable_x64(False):
+    with enable_x64(False):
         expected = [np.asarray(a) for a in jax.jit(random_program)(key)]
 
     with pytest.warns(no64.X64DisabledWarning, match="turned jax_enable_x64 off"):
@@ -852,7 +862,7 @@ def test_exact_policy_in_the_hook(restore_global: None) -> None:
     expected = np.asarray(f(x))  # x64 on, no64 not installed: the 64-bit program
     with pytest.warns(no64.X64DisabledWarning):
         no64.install("cpu")
-    with jax.enable_x64(True):
+    with enable_x64(True):
         narrowed = np.asarray(f(x))
     record = no64.compile_records()[-1]
     assert record.report is not None and not record.exact
@@ -860,7 +870,7 @@ def test_exact_policy_in_the_hook(restore_global: None) -> None:
     assert not np.array_equal(narrowed, expected)
 
     no64.install("cpu", policy="exact")
-    with Intercept() as seen, jax.enable_x64(True):
+    with Intercept() as seen, enable_x64(True):
         got = np.asarray(f(x))
     assert seen.modules and not seen.with_64bit()
     record = no64.compile_records()[-1]
@@ -879,7 +889,7 @@ def test_x64_on_again_is_undone_and_scoped_x64_is_refused(
     assert rec[0].filename == __file__
     assert not jax.config.jax_enable_x64
     assert jax.jit(lambda x: x * 2)(np.ones(3)).dtype == np.float32
-    with jax.enable_x64(True):
+    with enable_x64(True):
         with pytest.raises(no64.Boundary64BitError, match=r"(?s)argument #0.*f64"):
             jax.jit(lambda x: x * 3)(np.ones(3))
 
@@ -1084,7 +1094,7 @@ def test_jit_random_is_demoted_and_bit_identical() -> None:
     jaxhook.clear_compile_records()
     key = jax.random.key(11)
     got = no64.jit(random_program)(key)
-    with jax.enable_x64(False):
+    with enable_x64(False):
         ref = jax.jit(random_program)(key)
     for a, b in zip(got, ref):
         assert a.dtype == b.dtype

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from no64.jax._compat import backend_module_text, enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -70,7 +71,7 @@ class Intercept:
         self._original = original = _jax.Client.compile_and_load
 
         def compile_and_load(client: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-            self.modules.append(computation.operation.get_asm(enable_debug_info=False))
+            self.modules.append(backend_module_text(computation))
             return original(client, computation, *args, **kwargs)
 
         _jax.Client.compile_and_load = compile_and_load
@@ -108,7 +109,7 @@ def test_named_sharding_jit_on_8_devices(cpu_devices: list[Any], restore_global:
     x = jax.device_put(np.linspace(0, 2, 16 * 8, dtype=np.float32).reshape(16, 8), x_s)
     key = jax.random.key(3)
     kwargs = dict(in_shardings=(w_s, x_s, None), out_shardings=(w_s, NamedSharding(mesh, P())))
-    with jax.enable_x64(False):
+    with enable_x64(False):
         ref = jax.jit(sharded_step, **kwargs)(w, x, key)
         lowered_text = jax.jit(sharded_step, **kwargs).lower(w, x, key).as_text()
     assert "ui64" in lowered_text and "sdy.sharding" in lowered_text
@@ -147,7 +148,7 @@ def test_shard_map_on_8_devices(cpu_devices: list[Any]) -> None:
                       out_specs=(P(None, "model"), P("data", "model")))
     x = np.arange(16 * 4, dtype=np.float32).reshape(16, 4) % 7
     key = jax.random.key(9)
-    with jax.enable_x64(False):
+    with enable_x64(False):
         ref = jax.jit(f)(x, key)
     with Intercept() as seen:
         got = no64.jit(f)(x, key)
@@ -176,12 +177,13 @@ jax.distributed.initialize(coordinator_address="127.0.0.1:" + port, num_processe
 
 # Test-only hook: dump every module the backend receives, in order.
 from jaxlib import _jax
+from no64.jax._compat import backend_module_text
 phase, count = ["fix"], [0]
 original = _jax.Client.compile_and_load
 def dump(self, module, *args, **kwargs):
     count[0] += 1
     with open(os.path.join(outdir, "p%d_%s_%02d.mlir" % (pid, phase[0], count[0])), "w") as f:
-        f.write(module.operation.get_asm(enable_debug_info=True))
+        f.write(backend_module_text(module, debug_info=True))
     return original(self, module, *args, **kwargs)
 _jax.Client.compile_and_load = dump
 

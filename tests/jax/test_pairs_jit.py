@@ -5,6 +5,7 @@ x64 on."""
 from __future__ import annotations
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ X = 1e4 + np.random.default_rng(3).standard_normal(10_000)
 
 
 def test_restore_dtypes_returns_float64_at_pair_precision():
-    with jax.enable_x64(True):
+    with enable_x64(True):
         ref_v, ref_n = jax.jit(f)(X, np.int64(3))
     v, n = no64.jit(f, float_policy="pairs", restore_dtypes=True)(X, np.int64(3))
     assert isinstance(v, np.ndarray) and v.dtype == np.float64
@@ -62,7 +63,7 @@ def f(x):
     y = x.astype(jnp.float64)
     return ((y * 1e8 + 1.0) - y * 1e8).astype(jnp.float32)
 
-with jax.enable_x64(True):
+with enable_x64(True):
     out = f(np.array([1.5, 3.25, 7.0, 0.1], dtype=np.float32))
 print(no64.active_config().describe())
 print(np.asarray(out).tolist())

@@ -11,6 +11,7 @@ the same bits after demotion as before, on the same CPU backend.
 from __future__ import annotations
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -75,13 +76,13 @@ def program(impl: str):
 
 
 def lower_x32(fn, *args) -> "no64.core._mlir.ir.Module":
-    with jax.enable_x64(False):
+    with enable_x64(False):
         return parse_module(jax.jit(fn).lower(*args).as_text(debug_info=True))
 
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_every_sampler_is_bit_identical(impl: str) -> None:
-    with jax.enable_x64(False):
+    with enable_x64(False):
         raw = np.asarray(jax.random.key_data(jax.random.key(1234, impl=impl)))
         raw_batch = np.asarray(jax.random.key_data(jax.random.split(jax.random.key(9, impl=impl), 4)))
         m = lower_x32(program(impl), raw, raw_batch)

@@ -13,6 +13,7 @@ import functools
 import re
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -196,7 +197,7 @@ def test_sharded_runs_match_jax(cpu_devices: list) -> None:
         args = program.make_args(np.random.default_rng(0))
         module = lower_x64(program.fn, *args, **program.jit_kwargs())
         ours = run_module(module, args, strict=False)
-        with jax.enable_x64(True):
+        with enable_x64(True):
             theirs = jax.jit(program.fn, **program.jit_kwargs())(*args)
         for a, b in zip(ours, jax.tree_util.tree_leaves(theirs)):
             np.testing.assert_array_equal(a, np.asarray(b))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -62,7 +63,7 @@ CASES = (
 
 def lower_x32(fn, *args) -> ir.Module:
     """``fn`` lowered with 64-bit types off, as a no64 module."""
-    with jax.enable_x64(False):
+    with enable_x64(False):
         text = jax.jit(fn).lower(*args).as_text(debug_info=True)
     return parse_module(text)
 
@@ -90,7 +91,7 @@ def test_all_algorithms_shapes_and_widths_bit_identical() -> None:
 
     # The premise of the carry state: ThreeFry's 7 outputs take 4 counters
     # from 2**64 - 2, so the counter wraps to 2.
-    with jax.enable_x64(False):
+    with enable_x64(False):
         advanced, _ = jax.jit(jax.lax.rng_bit_generator, static_argnums=(1, 2, 3))(
             STATES[3], (7,), jnp.uint32, ALG.RNG_THREE_FRY
         )

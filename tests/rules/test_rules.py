@@ -8,6 +8,7 @@ where the rule is exact, to the documented precision where it is not.
 from __future__ import annotations
 
 import jax
+from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -38,7 +39,7 @@ def test_iota_2x32_counters_are_exact_without_x64(impl: str) -> None:
             jax.random.split(key, 5),
         )
 
-    with jax.enable_x64(False):
+    with enable_x64(False):
         with jax.threefry_partitionable(impl == "threefry_partitionable"):
             key = jax.random.key_data(jax.random.key(42))
             ref, got, report = demote_and_run(

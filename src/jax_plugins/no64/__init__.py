@@ -28,12 +28,25 @@ def _wanted() -> bool:
     return bool(os.environ.get("NO64_PLATFORMS", "").strip())
 
 
+_told = False
+
+
 def initialize() -> None:
-    """Install no64 for the platforms in ``NO64_PLATFORMS``; no-op when unset."""
+    """Install no64 for the platforms in ``NO64_PLATFORMS``; no-op when unset.
+
+    Where no64 cannot be imported (e.g. a jaxlib outside the supported
+    range) JAX still starts: this says once, on stderr, why no64 is inactive.
+    """
+    global _told
     if not _wanted():
         return
-    from no64.jax.hook import initialize_from_environment
-
+    try:
+        from no64.jax.hook import initialize_from_environment
+    except ImportError as exc:
+        if not _told:
+            _told = True
+            print(f"no64: NO64_PLATFORMS is set but no64 is inactive: {exc}", file=sys.stderr)
+        return
     initialize_from_environment()
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core._compat import as_attribute, block_argument, location_kind
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
 from ..kinds import SentinelUse, Verdict
@@ -339,10 +340,11 @@ class RangeAnalysis:
         return None
 
     def _compute(self, v: ir.Value, full: Interval) -> Range | None:
-        if isinstance(v, ir.BlockArgument):
-            parent = _as_op(v.owner.owner)
+        arg = block_argument(v)
+        if arg is not None:
+            parent = _as_op(arg.owner.owner)
             fn = self._spec_of(parent.name).arguments
-            return None if fn is None else fn(self, v, parent)
+            return None if fn is None else fn(self, arg, parent)
         op = defining_op(v)
         if op is None:
             return None
@@ -598,13 +600,14 @@ class RangeAnalysis:
         d, a, b = cmp
         if d in ("GT", "GE"):
             a, b, d = b, a, _FLIP[d]
-        if d not in ("LT", "LE") or not isinstance(a, ir.BlockArgument) or a not in cond_args:
+        a, b_arg = block_argument(a), block_argument(b)
+        if d not in ("LT", "LE") or a is None or a not in cond_args:
             return None
         k = a.arg_number
         if state[k] is None:
             return None
-        if isinstance(b, ir.BlockArgument) and b in cond_args:
-            j = b.arg_number
+        if b_arg is not None and b_arg in cond_args:
+            j = b_arg.arg_number
             if body_ret.operands[j] != body_args[j] or state[j] is None:
                 return None
             bound = state[j].plain()  # type: ignore[union-attr]
@@ -896,8 +899,8 @@ def _constant_elements(op: ir.Operation) -> np.ndarray | None:
     """The integer elements of a constant op, flat, in a numpy integer dtype
     that holds them (unsigned types read as unsigned); a splat gives one
     element.  ``None`` for a non-integer or unreadable constant."""
-    attr = op.attributes["value"]
-    if not isinstance(attr, ir.DenseIntElementsAttr):
+    attr = as_attribute(op.attributes["value"], ir.DenseIntElementsAttr)
+    if attr is None:
         return None
     elem = ir.IntegerType(ir.ShapedType(attr.type).element_type)
     w = elem.width
@@ -943,7 +946,7 @@ def _arg_name(fn: ir.Operation, i: int) -> str | None:
     if not len(blocks) or i >= len(blocks[0].arguments):
         return None
     loc = blocks[0].arguments[i].location
-    if isinstance(loc, ir.NameLoc):
+    if location_kind(loc) == "name":
         return loc.name_str
     text = str(loc)
     if text.startswith('loc("') and text.endswith('")'):

@@ -1,21 +1,82 @@
-"""Version gate for the jax/jaxlib pair whose MLIR bindings no64 uses.
+"""The one seam between no64's core and the jaxlib it runs on.
 
 no64 reads and writes modules through the MLIR Python bindings that ship
-inside ``jaxlib`` so that its dialect versions always match the JAX that
-produced the module.  Those bindings are not a stable API, so the tested
-range is pinned here and anything outside it fails at import with a clear
-message instead of a confusing error deep inside a rewrite.
+inside ``jaxlib`` (so that dialect versions always match the JAX that produced
+the module) and converts file formats with jaxlib's XLA bindings.  Neither is
+a stable API.  Every use of an internal that differs between the supported
+releases goes through this module, which detects *features*, not versions:
+it tries the newer name, falls back to the older one, and fails with one line
+naming the missing feature where neither exists.  The only version numbers in
+no64's code are the tested range below, read by :func:`check_jaxlib`.
+
+Tested range: jax/jaxlib 0.7.0 through 0.12.x (:data:`TESTED`).  Older
+releases are refused at import with one line; newer ones load with one
+warning line (:class:`UntestedJaxlibWarning`).
+
+What this module covers, with the releases that have each form:
+
+* **Value down-casting** (:func:`block_argument`, :func:`op_result`).
+  jaxlib >= 0.9 hands operands out as ``ir.BlockArgument``/``ir.OpResult``;
+  0.7-0.8 hand them out as plain ``ir.Value``, and on 0.8.3
+  ``isinstance(v, ir.BlockArgument)`` answers False for a block argument
+  (a wrong "no" that once decided a narrowing's soundness).  The static
+  ``BlockArgument.isinstance`` answers False on 0.10.  The casting
+  constructors (``ir.BlockArgument(v)``, ``ir.OpResult(v)``) answer right on
+  every release; the helpers use them whenever ``isinstance`` says no.
+* **Attribute down-casting** (:func:`as_attribute`): ``op.attributes[...]``
+  hands out concrete attribute classes on 0.7-0.12, but a binding that hands
+  out a plain ``ir.Attribute`` (as older ones did, and as ``dense_resource``
+  blobs still are) would make an ``isinstance`` test answer "no"; the casting
+  constructor is tried before saying no.
+* **Location classes** (:func:`location_kind`): ``ir.NameLoc``,
+  ``ir.CallSiteLoc``, ``ir.FileLineColLoc``, ``ir.FusedLoc``,
+  ``ir.UnknownLoc`` exist from jaxlib 0.10.1; 0.7-0.10.0 have one
+  ``ir.Location`` class with ``is_a_name()``, ``is_a_callsite()``,
+  ``is_a_file()``, ``is_a_fused()`` and the same accessors (``name_str``,
+  ``child_loc``, ``callee``, ``filename``, ``start_line``, ``start_col``,
+  ``locations``).
+* **Attribute iteration** (:func:`attribute_dict`): iterating
+  ``op.attributes`` yields names on 0.8-0.12 and ``ir.NamedAttribute`` on
+  0.7; indexing by position yields ``NamedAttribute`` on all of them.
+* **XLA's HLO bindings** (:func:`xla_hlo`): ``jaxlib._hlo`` from 0.10.2
+  (``HloModule``, ``hlo_module_from_text``, ``HloPrintOptions``); the same
+  names live in ``jaxlib._jax`` on 0.7-0.10.1.
+* **MLIR conversions** (:func:`xla_mlir`): ``jaxlib._jax.mlir``
+  (``hlo_to_stablehlo``, ``serialize_portable_artifact``,
+  ``mlir_module_to_xla_computation``) on 0.7-0.12.
+* **Dialect registration** (``_jax_mlir_ext.register_dialects``,
+  ``register_dialect`` of stablehlo, chlo, sdy, ``register_mhlo_dialect``):
+  the same on 0.7-0.12; :func:`feature` names any that goes missing.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import warnings
+from typing import Any, TypeVar
 
-#: Inclusive lower bound and exclusive upper bound of the tested jaxlib range.
-MIN_JAXLIB = (0, 10, 2)
-MAX_JAXLIB = (0, 11, 0)
+#: The tested range: the oldest supported jaxlib, and the first release that
+#: is not tested (newer ones load with a warning).
+TESTED = ((0, 7, 0), (0, 13, 0))
+TESTED_TEXT = "jax/jaxlib 0.7.0 through 0.12.x"
 
 _SKIP_ENV = "NO64_SKIP_VERSION_CHECK"
+
+# XLA's C++ logging reads its level when jaxlib's native code is loaded.
+# ``import jax`` sets this default before loading it; no64 may load it first
+# (``import no64`` before ``import jax``, the ``no64`` command), and this is
+# the first of no64's modules to load it: it must set the same default, or
+# XLA logs its start-up at INFO level.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+class UnsupportedJaxlibError(ImportError):
+    """The installed jaxlib lacks something no64 needs (one-line message)."""
+
+
+class UntestedJaxlibWarning(UserWarning):
+    """The installed jaxlib is newer than the tested range."""
 
 
 def _parse(version: str) -> tuple[int, ...]:
@@ -32,27 +93,193 @@ def _parse(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _fmt(v: tuple[int, ...]) -> str:
-    return ".".join(str(x) for x in v)
+def judge_version(version: str) -> str | None:
+    """``None`` for a tested jaxlib, a warning line for a newer one; raises
+    :class:`UnsupportedJaxlibError` for an older one."""
+    parsed = _parse(version)
+    if parsed < TESTED[0]:
+        raise UnsupportedJaxlibError(
+            f"no64 needs {TESTED_TEXT}, but jaxlib {version} is installed: "
+            "upgrade jax and jaxlib (pip install -U jax jaxlib)"
+        )
+    if parsed >= TESTED[1]:
+        return (f"no64 is tested with {TESTED_TEXT}; jaxlib {version} is newer and "
+                "may differ in the internals no64 uses")
+    return None
 
 
-def check_jaxlib_version() -> str:
-    """Return the installed jaxlib version, or raise ImportError outside the tested range."""
+def check_jaxlib() -> str:
+    """The installed jaxlib's version: refuses an older one than the tested
+    range (:class:`UnsupportedJaxlibError`), warns once about a newer one."""
     try:
         import jaxlib.version as jv
-    except ImportError as exc:  # pragma: no cover - exercised only without jaxlib
-        raise ImportError(
-            "no64 needs jaxlib (its MLIR bindings read and write StableHLO); "
-            f"install jax/jaxlib >={_fmt(MIN_JAXLIB)},<{_fmt(MAX_JAXLIB)}"
+    except ImportError as exc:
+        raise UnsupportedJaxlibError(
+            f"no64 needs jaxlib (its MLIR bindings read and write StableHLO): install {TESTED_TEXT}"
         ) from exc
     version: str = jv.__version__
     if os.environ.get(_SKIP_ENV):
         return version
-    parsed = _parse(version)
-    if not (MIN_JAXLIB <= parsed < MAX_JAXLIB):
-        raise ImportError(
-            f"no64 is tested with jaxlib >={_fmt(MIN_JAXLIB)},<{_fmt(MAX_JAXLIB)} "
-            f"but jaxlib {version} is installed; its MLIR bindings may differ. "
-            f"Install a tested version, or set {_SKIP_ENV}=1 to try anyway."
-        )
+    note = judge_version(version)
+    if note is not None:
+        # No file name and line: the warning prints as one line.
+        warnings.warn_explicit(note, UntestedJaxlibWarning, "no64", 0)
     return version
+
+
+def feature(module: str, *names: str) -> Any:
+    """The first of ``names`` that ``module`` has (a dotted path: ``a.b``
+    reads attribute ``b`` of attribute ``a``); one line naming the missing
+    feature when it has none of them."""
+    mod = importlib.import_module(module)
+    for name in names:
+        obj: Any = mod
+        try:
+            for part in name.split("."):
+                obj = getattr(obj, part)
+        except AttributeError:
+            continue
+        return obj
+    raise UnsupportedJaxlibError(
+        f"no64 cannot use this jaxlib: {module} has none of {', '.join(names)}"
+    )
+
+
+def _first_module(*names: str) -> Any:
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise UnsupportedJaxlibError(f"no64 cannot use this jaxlib: none of {', '.join(names)} exists")
+
+
+def xla_hlo() -> Any:
+    """The module with ``HloModule``, ``hlo_module_from_text`` and
+    ``HloPrintOptions`` (``jaxlib._hlo``, or ``jaxlib._jax`` before 0.10.2)."""
+    for name in ("jaxlib._hlo", "jaxlib._jax"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(mod, "hlo_module_from_text"):
+            return mod
+    raise UnsupportedJaxlibError(
+        "no64 cannot use this jaxlib: neither jaxlib._hlo nor jaxlib._jax has hlo_module_from_text"
+    )
+
+
+def xla_mlir() -> Any:
+    """jaxlib's MLIR conversions (``hlo_to_stablehlo``,
+    ``serialize_portable_artifact``, ``mlir_module_to_xla_computation``)."""
+    return feature("jaxlib._jax", "mlir")
+
+
+# ---------------------------------------------------------------------------
+# Down-casting: the only type tests on values, attributes and locations
+# ---------------------------------------------------------------------------
+
+check_jaxlib()
+
+from jaxlib.mlir import ir  # noqa: E402
+
+_BlockArgument = ir.BlockArgument
+_OpResult = ir.OpResult
+
+
+def block_argument(v: Any) -> ir.BlockArgument | None:
+    """``v`` as an ``ir.BlockArgument``, or ``None`` when it is not one.
+
+    ``isinstance`` is trusted only when it says yes: some bindings hand out
+    plain ``ir.Value`` objects, and one answered "no" for a block argument.
+    """
+    if isinstance(v, _BlockArgument):
+        return v
+    if isinstance(v, _OpResult):
+        return None
+    try:
+        return _BlockArgument(v)
+    except (ValueError, TypeError):
+        return None
+
+
+def op_result(v: Any) -> ir.OpResult | None:
+    """``v`` as an ``ir.OpResult``, or ``None`` when it is not one."""
+    if isinstance(v, _OpResult):
+        return v
+    if isinstance(v, _BlockArgument):
+        return None
+    try:
+        return _OpResult(v)
+    except (ValueError, TypeError):
+        return None
+
+
+A = TypeVar("A")
+
+
+def as_attribute(attr: Any, cls: type[A]) -> A | None:
+    """``attr`` as an instance of the attribute class ``cls`` (e.g.
+    ``ir.DenseIntElementsAttr``), or ``None`` when it is not one."""
+    if isinstance(attr, cls):
+        return attr
+    try:
+        return cls(attr)  # type: ignore[call-arg]
+    except (ValueError, TypeError):
+        return None
+
+
+def attribute_dict(op: Any) -> dict[str, ir.Attribute]:
+    """An op's attributes by name (iteration yields names or
+    ``NamedAttribute`` depending on the binding; indexing does not)."""
+    attrs = op.attributes
+    out: dict[str, ir.Attribute] = {}
+    for i in range(len(attrs)):
+        named = attrs[i]
+        out[named.name] = named.attr
+    return out
+
+
+_LOCATION_CLASSES = tuple(
+    (kind, getattr(ir, cls))
+    for kind, cls in (("name", "NameLoc"), ("callsite", "CallSiteLoc"),
+                      ("file", "FileLineColLoc"), ("fused", "FusedLoc"), ("unknown", "UnknownLoc"))
+    if hasattr(ir, cls)
+)
+_LOCATION_TESTS = tuple(
+    (kind, test)
+    for kind, test in (("name", "is_a_name"), ("callsite", "is_a_callsite"),
+                       ("file", "is_a_file"), ("fused", "is_a_fused"))
+    if hasattr(ir.Location, test)
+)
+if not _LOCATION_CLASSES and not _LOCATION_TESTS:
+    raise UnsupportedJaxlibError(
+        "no64 cannot use this jaxlib: its MLIR bindings have neither location classes "
+        "(ir.NameLoc, ...) nor Location.is_a_name()"
+    )
+
+
+def as_location(loc: Any) -> Any:
+    """``loc`` as the binding's most specific location object (diagnostics
+    hand out plain ``ir.Location`` objects even where subclasses exist)."""
+    if _LOCATION_CLASSES and type(loc) is ir.Location:
+        try:
+            return ir.Location.from_attr(loc.attr, context=loc.context)
+        except (ValueError, TypeError, AttributeError):
+            return loc
+    return loc
+
+
+def location_kind(loc: Any) -> str:
+    """``"name"``, ``"callsite"``, ``"file"``, ``"fused"``, ``"unknown"`` or
+    ``"other"``; the location's parts are then read by the same accessors on
+    every binding (``name_str``/``child_loc``, ``callee``/``caller``,
+    ``filename``/``start_line``/``start_col``, ``locations``)."""
+    loc = as_location(loc)
+    for kind, cls in _LOCATION_CLASSES:
+        if isinstance(loc, cls):
+            return kind
+    for kind, test in _LOCATION_TESTS:
+        if getattr(loc, test)():
+            return kind
+    return "unknown" if str(loc) == "loc(unknown)" else "other"

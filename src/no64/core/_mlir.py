@@ -1,26 +1,20 @@
 """Access to the MLIR bindings bundled with jaxlib, and a ready context.
 
-This is the only module that imports ``jaxlib.mlir`` directly; everything else
+This and :mod:`._compat` (the seam for what differs between jaxlib releases)
+are the only modules that import ``jaxlib.mlir`` directly; everything else
 imports ``ir`` and the dialect modules from here.
 """
 
 from __future__ import annotations
 
-import os
-
-from ._compat import check_jaxlib_version
-
-# XLA's C++ logging reads its level when jaxlib's native code is loaded.
-# ``import jax`` sets this default before loading it; no64 may load it first
-# (``import no64`` before ``import jax``, the ``no64`` command), and then
-# must set the same default, or XLA logs its start-up at INFO level.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-
-check_jaxlib_version()
+# ._compat loads jaxlib first (and sets XLA's logging default before it).
+from ._compat import feature  # noqa: E402  (refuses an unsupported jaxlib)
 
 from jaxlib.mlir import ir  # noqa: E402
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext  # noqa: E402
 from jaxlib.mlir.dialects import chlo, func, mhlo, sdy, stablehlo  # noqa: E402
+
+_register_dialects = feature("jaxlib.mlir._mlir_libs._jax_mlir_ext", "register_dialects")
+_register_mhlo = feature("jaxlib.mlir.dialects.mhlo", "register_mhlo_dialect")
 
 __all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context", "as_operation"]
 
@@ -39,12 +33,12 @@ def make_context() -> ir.Context:
     """
     ctx = ir.Context()
     registry = ir.DialectRegistry()
-    _jax_mlir_ext.register_dialects(registry)
+    _register_dialects(registry)
     ctx.append_dialect_registry(registry)
     ctx.load_all_available_dialects()
     stablehlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
     sdy.register_dialect(ctx)
-    mhlo.register_mhlo_dialect(ctx)
+    _register_mhlo(ctx)
     ctx.allow_unregistered_dialects = False
     return ctx

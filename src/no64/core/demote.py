@@ -52,6 +52,7 @@ from .emulate import exact_input_ranges, plan_emulation
 from ..kinds import EventKind, IntegerPolicy, RangePolicy, SentinelUse, Verdict
 from ..rules.registry import REGISTRY, OpSpec
 from . import constants as C
+from ._compat import as_attribute, block_argument, op_result
 from ._mlir import ir
 from ._mlir import as_operation as _as_op
 from .locations import SourceLocation, decode_location
@@ -489,7 +490,8 @@ class _Pass:
         for value, _, new in self.values:
             if id(new) not in ints:
                 continue
-            if entry_block is not None and isinstance(value, ir.BlockArgument) and value.owner == entry_block:
+            arg = block_argument(value)
+            if entry_block is not None and arg is not None and arg.owner == entry_block:
                 continue
             if ranges.verdict(value)[0] != "exact":
                 return False
@@ -699,19 +701,20 @@ class _Pass:
         self, op: ir.Operation, attr: ir.Attribute, shaped: ir.ShapedType, elem: ir.Type, new_type: ir.Type
     ) -> tuple[ir.Attribute, list[tuple[str, str, int]], str]:
         """The narrowed attribute, the events and (for floats) how it narrowed."""
-        if not isinstance(attr, ir.DenseElementsAttr):
+        dense = as_attribute(attr, ir.DenseElementsAttr)
+        if dense is None:
             # dense_resource blobs (the bindings return a plain Attribute)
             values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
             new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
-        elif attr.is_splat:
-            sv = attr.get_splat_value()
+        elif dense.is_splat:
+            sv = dense.get_splat_value()
             if isinstance(elem, ir.IntegerType):
                 scalar: Any = _int_of(sv, elem.is_unsigned)
             else:
                 scalar = ir.FloatAttr(sv).value
             new_attr, events = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
         else:
-            new_attr, events = self._narrow(op, np.asarray(attr), new_type, elem, splat=False)
+            new_attr, events = self._narrow(op, np.asarray(dense), new_type, elem, splat=False)
         fclass = "" if isinstance(elem, ir.IntegerType) else _float_class(events)
         return new_attr, events, fclass
 
@@ -929,12 +932,13 @@ class _Pass:
         self, value: ir.Value, v: Verdict, iv: tuple[int, int], refused: frozenset[Verdict],
         why: str | None = None,
     ) -> None:
-        if isinstance(value, ir.BlockArgument):
-            op = _as_op(value.owner.owner)
-            what = f"argument #{value.arg_number}"
+        arg = block_argument(value)
+        if arg is not None:
+            op = _as_op(arg.owner.owner)
+            what = f"argument #{arg.arg_number}"
             # a function argument has its own name location; a region
             # argument is best found through the op that owns the region
-            loc = value.location if op.name == "func.func" else op.location
+            loc = arg.location if op.name == "func.func" else op.location
         else:
             op = _as_op(value.owner)
             what = "result"
@@ -954,11 +958,12 @@ class _Pass:
         self, value: ir.Value, v: Verdict, iv: tuple[int, int] | None, detail: str, keep: bool = True
     ) -> Narrowing:
         """The report's record of narrowing ``value`` (added to the report if ``keep``)."""
-        if isinstance(value, ir.BlockArgument):
-            op, role, index, loc = _as_op(value.owner.owner), "argument", value.arg_number, value.location
+        arg = block_argument(value)
+        if arg is not None:
+            op, role, index, loc = _as_op(arg.owner.owner), "argument", arg.arg_number, arg.location
         else:
             op = _as_op(value.owner)
-            role, index, loc = "result", ir.OpResult(value).result_number, op.location
+            role, index, loc = "result", op_result(value).result_number, op.location  # type: ignore[union-attr]
         record = Narrowing(op.name, role, index, loc, v, iv, detail)
         if keep:
             self.report.narrowings.append(record)

@@ -54,6 +54,7 @@ from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op, en
 from ..errors import UnsupportedOpError
 from ..rules import words as W
 from ..rules.registry import spec_of
+from ._compat import attribute_dict, block_argument
 from ._mlir import ir
 from ._mlir import as_operation as _as_op
 from .locations import decode_location
@@ -259,7 +260,7 @@ class Emulation:
             if not touches:
                 if len(op.regions):
                     self.refuse(op, "no64 cannot copy an op with regions inside this region")
-                attrs = {name: op.attributes[name] for name in op.attributes}
+                attrs = attribute_dict(op)
                 new = ir.Operation.create(
                     op.name, results=[r.type for r in op.results],
                     operands=[self.value(x) for x in op.operands], attributes=attrs, loc=op.location,
@@ -331,8 +332,9 @@ class Emulation:
             for v in members:
                 self._types[v] = v.type
                 v.set_type(W.packed_type(ir.RankedTensorType(v.type).shape, _unsigned(v.type)))
-                if isinstance(v, ir.BlockArgument):
-                    owner = _as_op(v.owner.owner)
+                arg = block_argument(v)
+                if arg is not None:
+                    owner = _as_op(arg.owner.owner)
                     if owner.name == "func.func":
                         funcs[_sym(owner)] = owner
         for fn in _functions(self.root):
@@ -379,8 +381,9 @@ class Emulation:
         w = self._words.get(v)
         if w is not None:
             return w
-        if isinstance(v, ir.BlockArgument):
-            block = v.owner
+        arg = block_argument(v)
+        if arg is not None:
+            block = arg.owner
             ops = list(block.operations)
             ip = ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(block)
             loc = _as_op(block.owner).location
@@ -635,7 +638,7 @@ def plan_emulation(
             return True
         if not pull_unproven or not is_wide_int(x.type):
             return False
-        if isinstance(x, ir.BlockArgument) and _as_op(x.owner.owner) == entry:
+        if (arg := block_argument(x)) is not None and _as_op(arg.owner.owner) == entry:
             return False
         d = defining_op(x)
         if d is not None and d.name in CONSTANTS:
@@ -673,7 +676,7 @@ def plan_emulation(
         if words_in:
             work.extend(a for a in entry_args if is_wide_int(a.type) and needs(a))
         for v in all_values:
-            if not is_wide_int(v.type) or (isinstance(v, ir.BlockArgument) and _as_op(v.owner.owner) == entry):
+            if not is_wide_int(v.type) or (block_argument(v) is not None and _as_op(v.owner.owner) == entry):
                 continue
             if needs(v):
                 d = defining_op(v)
@@ -705,10 +708,11 @@ def plan_emulation(
         v = work.pop()
         if v in wide or not is_wide_int(v.type):
             continue
-        if not words_in and isinstance(v, ir.BlockArgument) and _as_op(v.owner.owner) == entry:
+        arg = block_argument(v)
+        if not words_in and arg is not None and _as_op(arg.owner.owner) == entry:
             raise UnsupportedOpError(
-                "func.func", decode_location(v.location),
-                f"argument #{v.arg_number} of the entry function would have to carry a 64-bit "
+                "func.func", decode_location(arg.location),
+                f"argument #{arg.arg_number} of the entry function would have to carry a 64-bit "
                 "value beyond the 32-bit range, but the program's inputs are 32-bit values",
             )
         wide.add(v)

@@ -18,6 +18,7 @@ import dataclasses
 import re
 from typing import Any
 
+from ._compat import as_location, location_kind
 from ._mlir import ir
 
 _WRAPPER = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
@@ -81,31 +82,28 @@ def _primitive_of(name: str) -> str:
 
 def decode_location(loc: ir.Location) -> SourceLocation:
     """Decode an MLIR location (see the module docstring for the shapes handled)."""
-    if type(loc) is ir.Location:
-        # Diagnostics hand over plain ``Location`` objects; re-create the
-        # concrete subclass so its parts can be read.
-        try:
-            loc = ir.Location.from_attr(loc.attr, context=loc.context)
-        except (ValueError, TypeError, AttributeError):
-            pass
+    # Diagnostics hand over plain ``Location`` objects: re-create the
+    # concrete one so its parts can be read.
+    loc = as_location(loc)
     names: list[str] = []
-    file_loc: ir.FileLineColLoc | None = None
+    file_loc: Any = None
     pending: list[Any] = [loc]
     seen = 0
     while pending and seen < 64:
         seen += 1
         cur = pending.pop(0)
-        if isinstance(cur, ir.NameLoc):
+        kind = location_kind(cur)
+        if kind == "name":
             names.append(cur.name_str)
             pending.insert(0, cur.child_loc)
-        elif isinstance(cur, ir.CallSiteLoc):
+        elif kind == "callsite":
             # The callee is the innermost frame: where the op was built.
             if file_loc is None:
                 pending.insert(0, cur.callee)
-        elif isinstance(cur, ir.FileLineColLoc):
+        elif kind == "file":
             if file_loc is None:
                 file_loc = cur
-        elif isinstance(cur, ir.FusedLoc):
+        elif kind == "fused":
             pending[0:0] = list(cur.locations)
     scope: str | None = None
     primitive: str | None = None

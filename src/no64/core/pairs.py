@@ -36,6 +36,7 @@ from ..rules import pairs as P
 from ..rules.pair_rules import is_f64
 from ..rules.registry import spec_of
 from ..rules.words import make
+from ._compat import block_argument
 from ._mlir import ir
 from ._mlir import as_operation as _as_op
 from .emulate import _functions, _refresh_signature
@@ -121,8 +122,9 @@ class PairEmulation:
         if p is not None:
             return p
         if v in self._packed or v in self._narrow_args:
-            if isinstance(v, ir.BlockArgument):
-                block = v.owner
+            arg = block_argument(v)
+            if arg is not None:
+                block = arg.owner
                 ops = list(block.operations)
                 ip = ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(block)
                 loc = _as_op(block.owner).location

@@ -82,6 +82,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import __version__
+from ._compat import watch_explicit_dtypes
 from ..core._mlir import ir, make_context
 from ..core.demote import demote
 from ..core.scan import Finding, all_ops, find_64bit
@@ -864,19 +865,14 @@ class Predictor:
         hook.judge_meaning = self._judge
         self._saved["compile"] = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = self._compile
-        self._saved["explicit_dtype"] = dtypes._maybe_canonicalize_explicit_dtype
-        original_dtype = dtypes._maybe_canonicalize_explicit_dtype
-
-        def explicit_dtype(dtype: Any, fun_name: str) -> Any:
-            out = original_dtype(dtype, fun_name)
+        def explicit_dtype(dtype: Any, out: Any, fun_name: str) -> None:
             if self._recording:
                 try:
                     self._note_dtype(dtype, out, fun_name)
                 except Exception:  # noqa: BLE001
                     pass
-            return out
 
-        dtypes._maybe_canonicalize_explicit_dtype = explicit_dtype
+        self._saved["explicit_dtype"] = watch_explicit_dtypes(explicit_dtype)
         # jnp.array/asarray of 64-bit host data with a 64-bit dtype: no64
         # converts the data itself and JAX never sees the dtype
         self._saved["array_input"] = original_input = host._array_input
@@ -910,7 +906,7 @@ class Predictor:
             hook._record = self._saved["record"]
         if hook.judge_meaning == self._judge:
             hook.judge_meaning = self._saved["judge"]
-        dtypes._maybe_canonicalize_explicit_dtype = self._saved["explicit_dtype"]
+        self._saved["explicit_dtype"]()  # takes the watch off
         from . import host
 
         host._array_input = self._saved["array_input"]

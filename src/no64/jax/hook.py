@@ -242,14 +242,12 @@ def _get_state() -> Any:
     if _state is None:
         with _lock:
             if _state is None:
-                from jax._src import config as jax_config
+                from ._compat import make_state
 
-                _state = jax_config.State(
+                _state = make_state(
                     "no64_config",
                     None,
                     "Platforms whose compiled modules no64 rewrites or checks, and the mode.",
-                    include_in_jit_key=True,
-                    include_in_trace_context=True,
                 )
     return _state
 

@@ -468,11 +468,13 @@ def install_hooks() -> None:
 
 
 def _install_canonicalize_handlers() -> None:
-    from jax._src import dtypes, literals
+    from jax._src import dtypes
+
+    from ._compat import register_canonicalize_handler, typed_ndarray, typed_scalar
 
     canonical = dtypes.canonicalize_dtype
     check_valid = dtypes.check_valid_dtype
-    typed = literals.TypedNdArray
+    typed = typed_ndarray
 
     def ndarray(x: np.ndarray) -> Any:
         dt = x.dtype
@@ -491,7 +493,12 @@ def _install_canonicalize_handlers() -> None:
             return typed(narrow_host_array(a, policy, scalar=True))
         return typed(np.asarray(a, dtype=canonical(a.dtype)))
 
-    int_type, float_type = literals.TypedInt, literals.TypedFloat
+    def int_type(x: int, dtype: np.dtype) -> Any:
+        return typed_scalar("TypedInt", x, dtype)
+
+    def float_type(x: float, dtype: np.dtype) -> Any:
+        return typed_scalar("TypedFloat", x, dtype)
+
     i64 = np.dtype(np.int64)
     f64 = np.dtype(np.float64)
 
@@ -512,7 +519,7 @@ def _install_canonicalize_handlers() -> None:
             x = _narrow_python_float(x, "host value")
         return float_type(x, dtype)
 
-    register = dtypes.register_canonicalize_value_handler
+    register = register_canonicalize_handler
     register(np.ndarray, ndarray)
     for t in {np.int64, np.uint64, np.float64, np.complex128, np.longlong, np.ulonglong}:
         if np.dtype(t) in NARROWED:
@@ -785,11 +792,16 @@ def _install_aot_guard() -> None:
     from jax._src import stages
     from jax._src.interpreters import pxla
 
+    from ._compat import cpp_call_params
+
     original = pxla.MeshExecutable.create_cpp_call
     if getattr(original, "__no64__", False):
         return
 
-    def create_cpp_call(self: Any, params: Any) -> Any:
+    def create_cpp_call(self: Any, *args: Any) -> Any:
+        params = cpp_call_params(args)
+        if params is None:
+            return None  # JAX calls through stages.Compiled.call, where (1) applies
         cpp = original(self, params)
         if cpp is None:
             return None

@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..core._mlir import ir
+from ._compat import enable_x64
 from ..core.demote import demote
 from ..core.report import DemotionReport, Narrowing
 from ..errors import ConstantRangeError, NarrowingError, OutputRangeError, UnprovenIntegerWarning
@@ -207,7 +208,7 @@ def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: An
     assert _original_trace is not None
     _tls.busy = True
     try:
-        with jax.enable_x64(True):
+        with enable_x64(True):
             _, dynargs = jax_jit.parse_arguments(
                 args, tuple(kwargs.values()), tuple(kwargs.keys()), ji.static_argnums,
                 ji.static_argnames, tree_util.tracing_registry)
@@ -253,7 +254,7 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         assert _original_lower is not None
         _tls.busy = True
         try:
-            with jax.enable_x64(True):
+            with enable_x64(True):
                 c64 = _original_lower(p64.params["jaxpr"], *args, **kwargs)
         finally:
             _tls.busy = False

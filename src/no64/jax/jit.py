@@ -45,6 +45,7 @@ import jax
 import numpy as np
 
 from .. import io as no64_io
+from ._compat import enable_x64
 from . import hook as jaxhook
 from . import host
 from . import intent
@@ -360,7 +361,7 @@ class Jitted:
     @contextmanager
     def scope(self) -> Iterator[None]:
         """x64 off and every compilation through no64, in this thread."""
-        with jax.enable_x64(False), jaxhook.scoped(self._config):
+        with enable_x64(False), jaxhook.scoped(self._config):
             yield
 
     # -- inputs ----------------------------------------------------------
@@ -518,7 +519,7 @@ class Jitted:
         sargs, skwargs, key = abstract.args, abstract.kwargs, abstract.key
         if key is not None and key in self._out_dtypes:
             return self._out_dtypes[key]
-        with jax.enable_x64(True):
+        with enable_x64(True):
             shapes = self.jitted.eval_shape(*sargs, **skwargs)
         dtypes = [np.dtype(s.dtype) if not jax.dtypes.issubdtype(s.dtype, jax.dtypes.extended) else None
                   for s in jax.tree_util.tree_leaves(shapes)]
@@ -689,7 +690,7 @@ class _ExactPath:
         self.jitted.clear_cache()
 
     def _lower_x64(self, abstract: _Abstract) -> Any:
-        with jax.enable_x64(True):
+        with enable_x64(True):
             return self.jitted.lower(*abstract.args, **abstract.kwargs)
 
     def lowered(self, abstract: _Abstract, name: str) -> "Lowered":

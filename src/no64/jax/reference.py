@@ -36,6 +36,7 @@ import numpy as np
 from jax._src.lib import xla_client as xc
 from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
+from ._compat import enable_x64
 from ..core._mlir import func, ir, make_context
 from ..core.demote import demote
 from ..core.emulate import join_words, split_words
@@ -328,7 +329,7 @@ def run_module(
 
     in_shardings = executable.get_parameter_shardings() or [None] * len(arrays)
     out_shardings = executable.get_output_shardings() or [None] * len(out_specs)
-    with jax.enable_x64(True):  # keep 64-bit inputs 64-bit on the device
+    with enable_x64(True):  # keep 64-bit inputs 64-bit on the device
         inputs = [
             jax.device_put(a, _sharding(devices, s)) for a, s in zip(arrays, in_shardings)
         ]
@@ -359,7 +360,7 @@ def run_module(
 
 def _lower(fn: Callable[..., Any], args: Sequence[Any], jit_kwargs: Mapping[str, Any]) -> Any:
     kwargs = {"keep_unused": True, **jit_kwargs}
-    with jax.enable_x64(True):
+    with enable_x64(True):
         lowered = jax.jit(fn, **kwargs).lower(*args)
     return lowered
 

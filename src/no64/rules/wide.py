@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core._compat import attribute_dict
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
 from ..core.types import is_int64_tensor as _is64
@@ -245,7 +246,7 @@ def per_word(*data: int) -> EmulateRule:
         operands = list(op.operands)
         idx = set(range(len(operands))) if data == (-1,) else set(data)
         index_values = {i: _index(em, x) for i, x in enumerate(operands) if i not in idx}
-        attrs = {name: op.attributes[name] for name in op.attributes}
+        attrs = attribute_dict(op)
         if not _is64(op.results[0].type):
             # only an index is emulated: the op itself stays as it is
             ops_ = [index_values.get(i) or em.value(x) for i, x in enumerate(operands)]
@@ -313,7 +314,7 @@ def _rebuild(
     it is a 64-bit slot and whether that slot is unsigned.  With ``hi_key``,
     the high words the region sees and returns are XORed with it (see
     :func:`scatter`)."""
-    attrs = attributes if attributes is not None else {name: op.attributes[name] for name in op.attributes}
+    attrs = attributes if attributes is not None else attribute_dict(op)
     new = ir.Operation.create(op.name, results=result_types, operands=operands, attributes=attrs, regions=1)
     old_block = op.regions[0].blocks[0]
     arg_types: list[ir.Type] = []
@@ -507,7 +508,7 @@ def sort(op: ir.Operation, em: "Emulation") -> list[Out]:
     old = list(op.regions[0].blocks[0].arguments)
     # the comparator takes (lhs, rhs) per operand; a split operand takes
     # (lhs_lo, rhs_lo, lhs_hi, rhs_hi): bind each side to its two words
-    attrs = {name: op.attributes[name] for name in op.attributes}
+    attrs = attribute_dict(op)
     new = ir.Operation.create(op.name, results=rtypes, operands=operands, attributes=attrs, regions=1)
     arg_types: list[ir.Type] = []
     for i, w in enumerate(wide):
@@ -608,7 +609,7 @@ def dot_general(op: ir.Operation, em: "Emulation") -> list[Out]:
     a, b = (em.words(x, True) for x in op.operands)
     rshape = _shape(op.results[0])
     rtype = ir.RankedTensorType.get(rshape, W.u32())
-    attrs = {name: op.attributes[name] for name in op.attributes}
+    attrs = attribute_dict(op)
 
     def limbs(w: W.Words) -> list[ir.Value]:
         out = []
@@ -658,7 +659,7 @@ def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
     values = list(op.operands)
     wide = [_is_wide_type(em, v) for v in values]
     unsigned = [_is64(em.type(v)) and _unsigned_type(em.type(v)) for v in values]
-    attrs = {name: op.attributes[name] for name in op.attributes}
+    attrs = attribute_dict(op)
     new = ir.Operation.create(op.name, results=_split_types([em.type(v) for v in values], wide),
                               operands=_split(em, values, wide), attributes=attrs)
     return _slot_results(new, wide, unsigned)

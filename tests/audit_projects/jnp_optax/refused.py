@@ -1,11 +1,12 @@
 """Traces one function with x64 on in a scope: no64 refuses its module."""
 
 import jax
+from no64.jax._compat import enable_x64
 import numpy as np
 
 import metrics  # noqa: F401
 
 print("before")
-with jax.enable_x64(True):
+with enable_x64(True):
     out = jax.jit(lambda x: x * 2)(np.arange(3))  # REFUSED LINE
 print("not reached", out)
