@@ -13,7 +13,7 @@ JAX_PYTHON ?=
 JAX_PINS   :=
 ifneq ($(strip $(JAX)),)
 VENV     := .venvs/jax$(strip $(JAX))
-PYTHON   := $(shell tools/find-python $(strip $(JAX)) $(JAX_PYTHON) || echo MISSING)
+PYTHON   := $(shell tools/find-python $(strip $(JAX)) $(JAX_PYTHON) 2>/dev/null || echo MISSING)
 JAX_PINS := 'jax==$(strip $(JAX)).*' 'jaxlib==$(strip $(JAX)).*'
 endif
 VPY    := $(VENV)/bin/python
@@ -35,7 +35,7 @@ all: test
 # users get it -- not in editable mode, so that its start-up file is in place
 # -- and reinstalled whenever a source file changes.
 $(DEPS): pyproject.toml
-	@test "$(PYTHON)" != MISSING || { echo "no Python interpreter for jax $(JAX): see tools/find-python" >&2; exit 2; }
+	@test "$(PYTHON)" != MISSING || { tools/find-python $(strip $(JAX)) $(JAX_PYTHON); exit 2; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "no64 needs Python 3.11 or newer; run make PYTHON=python3.11 (or newer)")'
 	$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): install the venv module for $(PYTHON) (e.g. the python3-venv package)" >&2; exit 1; }
 	$(VPY) -m pip install --quiet --disable-pip-version-check --upgrade pip 'setuptools>=77'
