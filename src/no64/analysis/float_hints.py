@@ -60,7 +60,7 @@ import numpy as np
 
 from ..core._mlir import as_operation, ir
 from ..core.locations import SourceLocation, decode_location
-from ..core.walk import all_ops, defining_op, is_public, symbol_name
+from ..core.walk import all_ops, defining_op, functions, is_public, symbol_name
 from ..kinds import SentinelUse
 
 __all__ = ["FloatHint", "HINT_KINDS", "float_hints"]
@@ -155,7 +155,7 @@ def _is_float(t: ir.Type) -> bool:
 def _constant_floats(op: ir.Operation) -> np.ndarray | None:
     try:
         attr = op.attributes["value"]
-    except KeyError:
+    except (KeyError, TypeError, ValueError):
         return None
     if isinstance(attr, ir.DenseIntElementsAttr):
         if attr.is_splat:
@@ -227,17 +227,19 @@ class _Hints:
         self.hints: list[FloatHint] = []
         self.flagged: set[ir.Operation] = set()
         self.seen: set[tuple[str, SourceLocation]] = set()
-        self.emit = False
-        # a private function's arguments: joined over its call sites (None: unknown)
+        # a called function's arguments at its first call (None: unknown)
         self.args: dict[tuple[str, int], Interval | None] = {}
         self.sentinel_args: set[tuple[str, int]] = set()
         self.returns: dict[str, list[Interval | None]] = {}
         self.sentinel_returns: dict[str, set[int]] = {}
         self.call_sites: dict[str, SourceLocation] = {}
         self.fn_name = ""
+        self.walked: set[str] = set()
+        self.bodies: dict[str, ir.Operation] = {}
+        self.ops_of: dict[str, list[ir.Operation]] = {}
 
     def add(self, kind: str, op: ir.Operation, detail: str, where: ir.Operation | None = None) -> None:
-        if not self.emit or op in self.flagged:
+        if op in self.flagged:
             return
         self.flagged.add(op)
         loc = self.where(where or op)
@@ -261,56 +263,59 @@ class _Hints:
         return self.iv.get(v)
 
     def run(self, root: ir.Operation) -> list[FloatHint]:
-        ops = all_ops(root)
-        # twice: the first walk binds the arguments of called functions
-        self.walk(ops)
-        self.emit = True
-        self.iv.clear()
-        self.sentinel.clear()
-        self.walk(ops)
+        """One walk: each function is walked at its first call (a function
+        called once with its arguments' ranges, else with unknown ones), so
+        that its results are known where they are used."""
+        self.bodies = {symbol_name(fn): fn for fn in functions(root)}
+        self.ops_of = {sym: all_ops(fn) for sym, fn in self.bodies.items()}
+        self.ncalls: dict[str, int] = {}
+        for ops in self.ops_of.values():
+            for op in ops:
+                if op.name == "func.call":
+                    sym = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                    self.ncalls[sym] = self.ncalls.get(sym, 0) + 1
+        order = sorted(self.bodies, key=lambda sym: not is_public(self.bodies[sym]))
+        for sym in order:
+            if sym not in self.walked:
+                self._walk_function(sym)
         return self.hints
+
+    def _walk_function(self, sym: str) -> None:
+        self.walked.add(sym)
+        outer = self.fn_name
+        self.fn_name = sym
+        fn = self.bodies[sym]
+        if not is_public(fn) and self.ncalls.get(sym) == 1:
+            for i, a in enumerate(fn.regions[0].blocks[0].arguments):
+                iv = self.args.get((sym, i))
+                if iv is not None:
+                    self.iv[a] = iv
+                if (sym, i) in self.sentinel_args:
+                    self.sentinel.add(a)
+        self.walk(self.ops_of[sym])
+        self.fn_name = outer
 
     def _call(self, op: ir.Operation, operands: list[ir.Value], results: list[ir.Value]) -> None:
         sym = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        for i, v in enumerate(operands):
-            key = (sym, i)
-            iv = self.get(v)
-            if key not in self.args:
-                self.args[key] = iv
-            else:
-                old = self.args[key]
-                self.args[key] = (None if old is None or iv is None
-                                  else (min(old[0], iv[0]), max(old[1], iv[1])))
-            if v in self.sentinel:
-                self.sentinel_args.add(key)
+        if sym not in self.call_sites:
+            self.call_sites[sym] = self.where(op)
+        if sym not in self.walked and sym in self.bodies:
+            for i, v in enumerate(operands):
+                self.args[(sym, i)] = self.get(v)
+                if v in self.sentinel:
+                    self.sentinel_args.add((sym, i))
+            self._walk_function(sym)
         for r, iv in zip(results, self.returns.get(sym, [])):
             if iv is not None:
                 self.iv[r] = iv
         for i in self.sentinel_returns.get(sym, ()):
             self.sentinel.add(results[i])
-        if sym not in self.call_sites:
-            self.call_sites[sym] = self.where(op)
-
-    def _enter(self, fn: ir.Operation) -> None:
-        if is_public(fn):
-            return
-        sym = symbol_name(fn)
-        for i, a in enumerate(fn.regions[0].blocks[0].arguments):
-            iv = self.args.get((sym, i))
-            if iv is not None:
-                self.iv[a] = iv
-            if (sym, i) in self.sentinel_args:
-                self.sentinel.add(a)
 
     def walk(self, ops: list[ir.Operation]) -> None:
         from ..rules.registry import spec_of
 
         for op in ops:
             name = op.name
-            if name == "func.func":
-                self.fn_name = symbol_name(op)
-                self._enter(op)
-                continue
             if name == "func.call":
                 self._call(op, list(op.operands), list(op.results))
                 continue
@@ -326,7 +331,7 @@ class _Hints:
                 continue
             operands = list(op.operands)
             # sentinels: carried by ops that move them, flagged where read
-            held = [i for i, v in enumerate(operands) if v in self.sentinel]
+            held = [i for i, v in enumerate(operands) if v in self.sentinel] if self.sentinel else []
             if held:
                 uses = {spec_of(name).sentinel_use(op, i) for i in held}
                 if name in _SHIFTS_SENTINEL:
@@ -362,6 +367,28 @@ class _Hints:
 
     def _constant(self, op: ir.Operation) -> None:
         r = op.results[0]
+        try:
+            attr = op.attributes["value"]
+        except (KeyError, TypeError, ValueError):  # complex data the bindings cannot cast
+            return
+        if isinstance(attr, (ir.DenseFPElementsAttr, ir.DenseIntElementsAttr)) and attr.is_splat:
+            # the common case, without numpy
+            v = (ir.FloatAttr(attr.get_splat_value()).value if isinstance(attr, ir.DenseFPElementsAttr)
+                 else float(ir.IntegerAttr(attr.get_splat_value()).value))
+            if math.isnan(v) or math.isinf(v):
+                return
+            if isinstance(attr, ir.DenseFPElementsAttr) and _is_f64(r.type):
+                if abs(v) == _F64_MAX:
+                    self.sentinel.add(r)
+                    return
+                if abs(v) > _F32_MAX:
+                    self.add("overflow", op, f"the float64 constant {v:.6g} is beyond f32's range "
+                             "(3.4e38) and becomes inf", _first_user(op))
+                elif v != 0 and abs(v) < _F32_TINY:
+                    self.add("underflow", op, f"the float64 constant {v:.6g} is below f32's smallest "
+                             "normal value (1.2e-38) and becomes zero or subnormal", _first_user(op))
+            self.iv[r] = (v, v)
+            return
         vals = _constant_floats(op)
         if vals is None or vals.size == 0 or np.isnan(vals).any():
             return
