@@ -39,7 +39,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("report", ("no64.core.report",)),
     ("errors", ("no64.errors",)),
     ("op schema", ("no64.rules.protocols", "no64.rules.registry", "no64.rules")),
-    ("analysis", ("no64.analysis.ranges", "no64.analysis.transfer", "no64.analysis.sentinels")),
+    ("analysis", ("no64.analysis.ranges", "no64.analysis.transfer", "no64.analysis.sentinels",
+                  "no64.analysis.float_hints")),
     (
         "rules and the op table",
         (

@@ -28,6 +28,7 @@ __all__ = [
     "Remaining64BitError",
     "TracedArgumentError",
     "UnprovenIntegerWarning",
+    "FloatPrecisionWarning",
     "UnsupportedOpError",
     "X64DisabledWarning",
     "PairArithmeticError",
@@ -194,6 +195,14 @@ class UnprovenIntegerWarning(UserWarning):
     """The x64 program computes a 64-bit integer that is not proven to fit in
     32 bits, and the 32-bit program JAX runs may compute a different value
     there (given once per source line; ``-W error`` turns it into a failure)."""
+
+
+class FloatPrecisionWarning(UserWarning):
+    """Under the default float policy, the x64 program computes a float64
+    value whose f32 rounding demonstrably changes the result (a tolerance
+    f32 cannot resolve, a cancellation, a long sum, a value beyond f32's
+    exponent range, a float sentinel computed with); given once per source
+    line, naming ``float_policy="pairs"`` where it fixes it."""
 
 
 class OutputRangeError(No64Error):

@@ -326,3 +326,21 @@ def test_python_dash_m(tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert_one_error_line(proc.stderr, "stablehlo.constant", "big_constant_power.mlir:5:")
     assert not dest.exists()
+
+
+def test_convert_json_and_summary_list_float_hints(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    def tol(x, y):
+        return jnp.abs(x - y) < 1e-12
+
+    src = tmp_path / "tol.mlir"
+    no64io.save(lower_x64(tol, np.ones(2), np.ones(2)), src)
+    code, out, _ = run(capsys, "convert", str(src), "-o", str(tmp_path / "a.mlir"), "--json")
+    assert code == 0
+    (hint,) = json.loads(out)["float_hints"]
+    assert hint["kind"] == "tolerance" and hint["pairs_fixes"] is True
+    assert hint["location"]["file"] == __file__
+    code, out, _ = run(capsys, "convert", str(src), "-o", str(tmp_path / "b.mlir"))
+    assert code == 0 and "float hints: 1 place(s)" in out and "[tolerance]" in out
+    code, out, _ = run(capsys, "convert", str(src), "-o", str(tmp_path / "c.mlir"), "--json",
+                       "--float-policy", "pairs")
+    assert code == 0 and json.loads(out)["float_hints"] == []

@@ -578,3 +578,25 @@ def test_progress_line_on_a_terminal(tmp_path: Path) -> None:
     assert f"analysing {text.count('compiled so far')} module(s)" in text
     assert text.endswith("\r\x1b[K")  # erased before the report
     assert report.exit_status == 0
+
+
+def test_float_hint_is_a_lossy_cause_in_json_and_sarif(tmp_path: Path) -> None:
+    """A float64 result that f32 changes is a cause of kind 'float' at its line:
+    --fail-on lossy fails on it, --fail-on unproven does not; JSON and SARIF carry it."""
+    script = "tests/audit_scripts/float_hints.py"
+    out = tmp_path / "floats.json"
+    proc = _audit("--json", "-o", str(out), "--fail-on", "lossy", script)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    (cause,) = [c for c in data["causes"] if c["kind"] == "float"]
+    assert (cause["file"], cause["line"]) == (script, _line_of("float_hints.py", "RATIO LINE"))
+    assert cause["handling"] == "precision-reduced"
+    assert "underflow" in cause["message"] and 'float_policy="pairs" does not help' in cause["message"]
+    assert _audit("--fail-on", "unproven", script).returncode == 0
+    sarif_out = tmp_path / "floats.sarif"
+    assert _audit("--sarif", "-o", str(sarif_out), script).returncode == 0
+    sarif = json.loads(sarif_out.read_text())
+    _validate_sarif(sarif)
+    results = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "no64/float"]
+    assert results and results[0]["level"] == "warning"

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..analysis.intervals import collides
 from ..analysis.sentinels import sentinel_names, sentinel_readings
+from ..analysis.float_hints import float_hints
 from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..errors import (
     ConstantRangeError,
@@ -229,6 +230,8 @@ def demote(
                 # by position: the analyses that take them need not look names up again
                 input_ranges = dict(resolve_input_ranges(root, input_ranges))
             p = _Pass(root, integer_policy, policy, input_ranges, words_in=words_in, assumed_inputs=assumed)
+            # on the 64-bit module, before anything is narrowed
+            hints = float_hints(root) if float_policy == "f32" else []
             p.judge_assumed_inputs()
             p.plan(settle=False)
             if p.candidates:
@@ -268,6 +271,7 @@ def demote(
             else:
                 p.settle()  # refusals raise here, before anything is changed
             p.judge()
+            p.report.float_hints = hints
             if p.report.values_emulated:
                 p.report.verdicts[Verdict.EMULATED] = p.report.values_emulated
             p.report.ops_rewritten = p.rewrites

@@ -245,6 +245,9 @@ class DemotionReport:
     verdicts: dict[Verdict, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
     narrowings: list[Narrowing] = dataclasses.field(default_factory=list)
+    #: Under ``float_policy="f32"``: where computing float64 in f32 changes a
+    #: result (:class:`no64.analysis.float_hints.FloatHint`, with its line).
+    float_hints: list[Any] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -316,6 +319,7 @@ class DemotionReport:
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
             "events": [e.to_dict() for e in self.events],
             "narrowings": [n.to_dict() for n in self.narrowings],
+            "float_hints": [h.to_dict() for h in self.float_hints],
         }
 
     def summary(self) -> str:
@@ -361,5 +365,8 @@ class DemotionReport:
             lines.append(f"  {e}")
         if len(self.events) > 50:
             lines.append(f"  ... and {len(self.events) - 50} more (see --json)")
+        if self.float_hints:
+            lines.append(f"float hints: {len(self.float_hints)} place(s) where f32 changes a float64 result")
+            lines.extend(f"  {h}" for h in self.float_hints)
         lines.append(f"integer policy: {self.integer_policy}")
         return "\n".join(lines)

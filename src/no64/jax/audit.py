@@ -132,7 +132,7 @@ NOT_REMOVABLE = frozenset(h for h in Handling if not h.removable)
 HOOK, AS_IS = "hook", "as-is"
 
 #: Kinds of cause, in the order the report lists them.
-CAUSE_KINDS = ("x64", "refused", "explicit-dtype", "random", "host", "value")
+CAUSE_KINDS = ("x64", "refused", "explicit-dtype", "random", "host", "value", "float")
 
 _DESCRIPTION = {
     Handling.EXACT: "narrowed to 32 bits, value unchanged",
@@ -155,6 +155,7 @@ _CAUSE_DESCRIPTION = {
     "random": "random bits drawn with 64-bit counters or state",
     "host": "a 64-bit host value narrowed by no64",
     "value": "64-bit values in a compiled module",
+    "float": "a float64 result that f32 demonstrably changes (float_policy='f32')",
 }
 
 # Per-value verdicts come from the report's narrowing records; these event
@@ -468,6 +469,7 @@ class ModuleResult:
     error: BaseException | None = None
     order: int = 0
     emulated: int = 0  # the report's values_emulated
+    float_hints: list[Any] = dataclasses.field(default_factory=list)  # the report's float hints
 
 
 def _element(type_text: str) -> str:
@@ -532,8 +534,8 @@ def _report_handlings(findings: list[Finding], report: Any) -> list[Handling]:
     return out
 
 
-def _handlings(text: str, findings: list[Finding],
-               integer_policy: str = "error") -> tuple[list[Handling], No64Error | None]:
+def _handlings(text: str, findings: list[Finding], integer_policy: str = "error",
+               float_hints: list[Any] | None = None) -> tuple[list[Handling], No64Error | None]:
     """The handling of each finding of the module ``text``, and the error if
     no64 refuses it (:func:`no64.demote` on a private copy)."""
     with make_context():
@@ -542,6 +544,8 @@ def _handlings(text: str, findings: list[Finding],
         report = demote(copy, policy=RangePolicy.PERMISSIVE, integer_policy=integer_policy)
     except No64Error as exc:
         return _refusal_handlings(findings, exc), exc
+    if float_hints is not None:
+        float_hints.extend(report.float_hints)
     return _report_handlings(findings, report), None
 
 
@@ -675,10 +679,12 @@ def _explain(compiled: Sequence[Compiled], integer_policy: str = "error") -> lis
             if not findings:
                 result = ModuleResult(c.name, c.platform, "passed", [], order=order)
             else:
-                handlings, exc = _handlings(c.text, findings, integer_policy)
+                hints: list[Any] = []
+                handlings, exc = _handlings(c.text, findings, integer_policy, hints)
                 status = "refused" if exc is not None else "rewritten"
                 result = ModuleResult(c.name, c.platform, status, _values(module, findings, handlings),
-                                      _one_line(exc) if exc is not None else None, exc, order=order)
+                                      _one_line(exc) if exc is not None else None, exc, order=order,
+                                      float_hints=hints)
         seen[key] = result
         results.append(result)
     counts: dict[tuple[str, str], int] = {}
@@ -1022,6 +1028,9 @@ class Predictor:
                                       _values(module, findings, handlings) if status != "passed" else [],
                                       _one_line(exc) if exc is not None else None, exc,
                                       emulated=getattr(report, "values_emulated", 0) or 0)
+            # the x64 meaning's hints where it was judged, else the module's own
+            judged = meaning[1] if meaning is not None else report
+            result.float_hints = list(getattr(judged, "float_hints", []) or [])
         except Exception as problem:  # noqa: BLE001 - recording must never break the program
             result = ModuleResult("<module>", platform, "passed", [], f"(not analysed: {problem})")
         with self._lock:
@@ -1622,6 +1631,18 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
         text = (f"{worst} {where}{via}: {_plural(len(values), ','.join(elems) + ' value')} "
                 f"from {', '.join(prims[:4])}{' ...' if len(prims) > 4 else ''}{split}: {hint}")
         causes.append(Cause("value", worst, site.file, site.line, site.via, text, len(values), modules))
+    # float64 results that f32 changes (the pass's float hints), per line and kind
+    floats: dict[tuple[Any, ...], list[tuple[ModuleResult, Any]]] = {}
+    for r in results:
+        for fh in r.float_hints:
+            file = _relative(fh.location.file) if fh.location.file is not None else None
+            floats.setdefault((file, fh.location.line, fh.kind), []).append((r, fh))
+    for (file, line, kind), items in floats.items():
+        fh = items[0][1]
+        where = f"at {file}:{line}" if file is not None else "with no line in your code"
+        text = f"float64 {kind} {where}: {fh.detail}"
+        causes.append(Cause("float", Handling.PRECISION_REDUCED, file, line, None, text, len(items),
+                            list(dict.fromkeys(r.name for r, _ in items))))
     # host values no64 narrowed
     for h in report.host:
         where = f"at {h.source}" if h.source else "with no source line"

@@ -719,6 +719,10 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise
     _last.report = report
+    if report.float_hints:
+        from .intent import warn_float_hints
+
+        warn_float_hints(report, name)
     _record(name, platform, config.mode, report)
     logger.debug("no64 demoted %s for %s: %s", name, platform, report.summary().splitlines()[0])
     return copy
@@ -776,6 +780,7 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
             raise exc
     _last.meaning = report
     intent.warn_unproven(report, name)
+    intent.warn_float_hints(report, name)
     return report
 
 

@@ -44,10 +44,12 @@ from ..core._mlir import ir
 from ._compat import enable_x64
 from ..core.demote import demote
 from ..core.report import DemotionReport, Narrowing
-from ..errors import ConstantRangeError, NarrowingError, OutputRangeError, UnprovenIntegerWarning
+from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, OutputRangeError,
+                      UnprovenIntegerWarning)
 from ..kinds import Mode, RangePolicy, Verdict
 
-__all__ = ["clear_warned", "install", "meaning_of", "prepare", "unproven", "warn_unproven", "with_x64_arguments"]
+__all__ = ["clear_warned", "install", "meaning_of", "prepare", "unproven", "warn_float_hints",
+           "warn_unproven", "with_x64_arguments"]
 
 _lock = threading.RLock()
 _installed = False
@@ -69,6 +71,7 @@ _tls = threading.local()
 
 #: (file, line) already warned about, once per process
 _warned: set[tuple[str, int]] = set()
+_warned_float: set[tuple[str, int]] = set()
 
 
 def install() -> None:
@@ -403,10 +406,11 @@ def _where(n: Narrowing) -> str:
     return user_source().source or "<unknown line>"
 
 
-def warn_unproven(report: DemotionReport, name: str) -> None:
-    """One :class:`no64.UnprovenIntegerWarning` per user line not warned about yet."""
-    by_line: dict[tuple[str, int], list[Narrowing]] = {}
-    for n in unproven(report):
+def _by_line(items: list[Any], warned: set[tuple[str, int]]) -> dict[tuple[str, int], list[Any]]:
+    """``items`` (each with a ``location``) by user line not in ``warned``
+    yet, which takes them; lines without a source position are the caller's."""
+    by_line: dict[tuple[str, int], list[Any]] = {}
+    for n in items:
         loc = n.location
         if loc.file is None or loc.line is None:
             from .host import user_source
@@ -416,10 +420,14 @@ def warn_unproven(report: DemotionReport, name: str) -> None:
         else:
             key = (loc.file, loc.line)
         by_line.setdefault(key, []).append(n)
-    for (file, line), items in by_line.items():
-        if (file, line) in _warned:
-            continue
-        _warned.add((file, line))
+    fresh = {k: v for k, v in by_line.items() if k not in warned}
+    warned.update(fresh)
+    return fresh
+
+
+def warn_unproven(report: DemotionReport, name: str) -> None:
+    """One :class:`no64.UnprovenIntegerWarning` per user line not warned about yet."""
+    for (file, line), items in _by_line(unproven(report), _warned).items():
         prims = sorted({(i.location.primitive or i.op.rsplit(".", 1)[-1]) for i in items})
         worst = "overflow" if any(i.verdict is Verdict.OVERFLOW for i in items) else "unproven"
         what = ("overflows 32 bits" if worst == "overflow"
@@ -433,7 +441,18 @@ def warn_unproven(report: DemotionReport, name: str) -> None:
         warnings.warn_explicit(message, UnprovenIntegerWarning, file, line)
 
 
+def warn_float_hints(report: DemotionReport, name: str) -> None:
+    """One :class:`no64.FloatPrecisionWarning` per user line of the report's
+    float hints not warned about yet."""
+    for (file, line), items in _by_line(list(report.float_hints), _warned_float).items():
+        what = "; ".join(dict.fromkeys(f"[{h.kind}] {h.detail}" for h in items))
+        message = (f"no64: float64 computed in f32 changes the result at {file}:{line} (in {name}): "
+                   f"{what}")
+        warnings.warn_explicit(message, FloatPrecisionWarning, file, line)
+
+
 def clear_warned() -> None:
     """Forget which lines were warned about (for tests)."""
     _warned.clear()
+    _warned_float.clear()
 

@@ -1,0 +1,73 @@
+"""Under the compile hook and ``no64.jit``, each float hint is a
+:class:`no64.FloatPrecisionWarning` at the user's line, once per line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import no64
+from no64.jax import intent
+
+
+def tiny_ratio(x):
+    return (x * 1e-300) / 1e-300  # RATIO
+
+
+def line_of(marker: str) -> int:
+    with open(__file__) as f:
+        return next(i for i, t in enumerate(f, 1) if t.rstrip().endswith(marker))
+
+
+def test_no64_jit_warns_once_per_line():
+    intent.clear_warned()
+    g = no64.jit(tiny_ratio)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        out = g(np.ones(3))
+        g(np.ones(4))  # another shape, another compile: the line was warned about
+    hints = [w for w in got if issubclass(w.category, no64.FloatPrecisionWarning)]
+    assert len(hints) == 1, [str(w.message) for w in got]
+    assert hints[0].filename == __file__ and hints[0].lineno == line_of("# RATIO")
+    assert "[underflow]" in str(hints[0].message) and "does not help" in str(hints[0].message)
+    assert not np.any(np.isclose(np.asarray(out), 1.0))  # the value the warning is about
+
+
+def test_error_filter_turns_it_into_a_failure_and_benign_programs_are_quiet():
+    intent.clear_warned()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", no64.FloatPrecisionWarning)
+        with pytest.raises(no64.FloatPrecisionWarning, match="test_float_hint_warnings.py:"):
+            no64.jit(tiny_ratio)(np.ones(2))
+        out = no64.jit(lambda x: jnp.mean((x - jnp.mean(x)) ** 2))(np.linspace(0.9, 1.1, 8))
+        assert float(out) == pytest.approx(np.var(np.linspace(0.9, 1.1, 8)), rel=1e-5)
+
+
+def test_under_no64_platforms_the_user_sees_the_line(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent("""
+        import warnings
+        import jax, jax.numpy as jnp, numpy as np
+        warnings.simplefilter("always")
+
+        @jax.jit
+        def intervals(x):
+            t = 1.7e9 + jnp.arange(256) * 1e-4
+            return (t[1:] - t[:-1]) * x
+
+        print(intervals(np.ones(255))[0])
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
+    env.update(NO64_PLATFORMS="cpu", JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"{script}:9: FloatPrecisionWarning" in proc.stderr, proc.stderr[-3000:]
+    assert "[cancellation]" in proc.stderr and 'float_policy="pairs"' in proc.stderr
