@@ -701,12 +701,19 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
     if boundary:
         _check_boundary(module, name, platform, config)
     copy = clone_module(module)
+    # the x64 meaning's 64-bit inputs are the 32-bit values the host narrowed
+    ranges = None
+    if not boundary:
+        from ..core.emulate import exact_input_ranges
+
+        ranges = exact_input_ranges(copy.operation, None)
     try:
         # The strict check runs inside the pass (over the ops it already
         # holds); the backend verifies the module it receives, so the pass
         # does not verify it a second time (see _compile_or_get_cached).
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
-                        verify=False, check=True, outputs="narrow", float_policy=config.float_policy)
+                        input_ranges=ranges, verify=False, check=True, outputs="narrow",
+                        float_policy=config.float_policy)
     except No64Error as exc:
         from ..errors import NarrowingError
         from .host import name_callers_line
