@@ -15,6 +15,7 @@ __all__ = [
     "LOSSY_EVENTS",
     "EventKind",
     "FailOn",
+    "FloatPolicy",
     "Handling",
     "IntegerPolicy",
     "Mode",
@@ -157,6 +158,15 @@ _REFUSES: dict[RangePolicy, frozenset[Verdict]] = {
     RangePolicy.PERMISSIVE: frozenset(),
     RangePolicy.EXACT: frozenset({Verdict.OVERFLOW, Verdict.UNPROVEN}),
 }
+
+
+class FloatPolicy(_Vocabulary):
+    """How :func:`no64.demote` computes float64 values."""
+
+    #: Narrowed to f32 (``precision-reduced``).
+    F32 = "f32"
+    #: Carried as normalized pairs of f32 (hi, lo).
+    PAIRS = "pairs"
 
 
 class IntegerPolicy(_Vocabulary):

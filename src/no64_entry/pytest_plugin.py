@@ -11,7 +11,9 @@ try:
     from no64.jax.pytest_plugin import (  # noqa: F401
         pytest_addoption,
         pytest_configure,
+        pytest_report_header,
         pytest_runtest_call,
+        pytest_terminal_summary,
     )
 except ImportError as _exc:
     _REASON = str(_exc)

@@ -50,7 +50,7 @@ from ..errors import (
 )
 from ..analysis.ranges import validate_input_ranges
 from .emulate import exact_input_ranges, plan_emulation
-from ..kinds import EventKind, IntegerPolicy, RangePolicy, SentinelUse, Verdict
+from ..kinds import EventKind, FloatPolicy, IntegerPolicy, RangePolicy, SentinelUse, Verdict
 from ..rules.registry import REGISTRY, OpSpec
 from . import constants as C
 from ._compat import as_attribute, block_argument, op_result
@@ -306,7 +306,7 @@ def demote(
 
 
 #: The ``float_policy`` values of :func:`demote`.
-FLOAT_POLICIES = ("f32", "pairs")
+FLOAT_POLICIES = FloatPolicy.values()
 
 
 def _float_pairs(p: "_Pass", root: ir.Operation, boundary: str) -> None:
@@ -914,6 +914,15 @@ class _Pass:
                     f"reads a value that may be a 64-bit sentinel ({names}) as a number: the 64-bit "
                     "program computes with the sentinel, the 32-bit one with its 32-bit extreme, and "
                     "no64 cannot compute this op on 32-bit words here"
+                )
+                self._record_meeting(op, x, analysis.range(x).interval, why, refused)
+                confused.add(x)
+                continue
+            if len(op.operands) == 1:
+                why = (
+                    f"converts a value that may be a 64-bit sentinel ({names}) to "
+                    f"{ir.ShapedType(op.results[0].type).element_type}: the 64-bit program converts "
+                    "the sentinel itself, the 32-bit one its 32-bit extreme"
                 )
                 self._record_meeting(op, x, analysis.range(x).interval, why, refused)
                 confused.add(x)

@@ -80,7 +80,7 @@ from ..errors import (
     X64DisabledWarning,
 )
 from ..core.report import DemotionReport
-from ..kinds import LOSSY_EVENTS, IntegerPolicy, Mode, RangePolicy
+from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, RangePolicy
 from ..core.scan import check, find_64bit, has_64bit
 from ..core.types import TypeConverter
 
@@ -176,7 +176,7 @@ class Config:
     mode: Mode = Mode.FIX
     integer_policy: IntegerPolicy = IntegerPolicy.ERROR
     policy: RangePolicy = RangePolicy.DEFAULT
-    float_policy: str = "f32"
+    float_policy: FloatPolicy = FloatPolicy.F32
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode.parse(self.mode, "no64 mode"))
@@ -184,8 +184,7 @@ class Config:
             self, "integer_policy", IntegerPolicy.parse(self.integer_policy, "integer_policy")
         )
         object.__setattr__(self, "policy", RangePolicy.parse(self.policy, "policy"))
-        if self.float_policy not in FLOAT_POLICIES:
-            raise ValueError(f"float_policy must be one of {FLOAT_POLICIES}, not {self.float_policy!r}")
+        object.__setattr__(self, "float_policy", FloatPolicy.parse(self.float_policy, "float_policy"))
 
     def applies_to(self, platform: str) -> bool:
         """Whether modules compiled for ``platform`` go through no64."""
@@ -355,7 +354,7 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     mode = _environment_choice(ENV_MODE, MODES, Mode.FIX, strict)
     integer_policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, strict)
     policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict)
-    float_policy = _environment_choice(ENV_FLOAT_POLICY, FLOAT_POLICIES, "f32", strict)
+    float_policy = _environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict)
     config = Config(platforms, mode, integer_policy, policy, float_policy)
     global _deferring
     with _lock:

@@ -38,10 +38,20 @@ FIRST_CARRIES = (CARRIES,)
 
 
 def _convert_use(op: ir.Operation, i: int) -> SentinelUse:
-    """A convert to the same element type is a no-op: it carries a sentinel;
-    to any other type (float, narrower integer, other signedness) it reads it."""
-    same = ir.ShapedType(op.operands[0].type).element_type == ir.ShapedType(op.results[0].type).element_type
-    return CARRIES if same else READS
+    """A convert to the same element type is a no-op: it carries a sentinel.
+    A 64-bit to 32-bit integer convert of the same signedness is how JAX
+    writes a 64-bit value entering a program traced with x64 off: the
+    sentinel meets its own 32-bit image there, as in a compare (exact only
+    where policy 'exact' computes it on words).  To any other type (float,
+    narrower integer, other signedness) it reads it."""
+    src = ir.ShapedType(op.operands[0].type).element_type
+    dst = ir.ShapedType(op.results[0].type).element_type
+    if src == dst:
+        return CARRIES
+    if (isinstance(src, ir.IntegerType) and isinstance(dst, ir.IntegerType) and src.width == 64
+            and dst.width == 32 and src.is_unsigned == dst.is_unsigned):
+        return COMPARES
+    return READS
 
 
 def _scatter_use(op: ir.Operation, i: int) -> SentinelUse:
