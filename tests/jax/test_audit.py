@@ -236,26 +236,30 @@ def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.Monke
 
 
 def test_range_policy_from_the_environment(tmp_path: Path) -> None:
+    # the high word of a square: the shift by 32 is computed on words, and so
+    # is the square it reads, under every policy; the output is the x64 one
     script = "tests/audit_scripts/square.py"
-    line = _line_of("square.py", "SQUARE LINE")
-    # default policy: the square is narrowed, unproven: --fail-on unproven fails
+    reference = _run([script], JAX_ENABLE_X64="1")
+    assert reference.stdout == "high [0, 1, 1073741824]\n"
+    out = tmp_path / "exact.json"
+    for policy in ("default", "strict", "exact"):
+        audit = _audit("--json", "-o", str(out), "--fail-on", "unproven", script, NO64_POLICY=policy)
+        direct = _run([script], NO64_PLATFORMS="cpu", NO64_POLICY=policy)
+        assert audit.returncode == direct.returncode == 0, (policy, audit.stderr)
+        assert audit.stdout == direct.stdout == reference.stdout, policy
+        data = json.loads(out.read_text())
+        assert data["policy"] == policy
+        assert [m["how"] for m in data["modules"] if m["status"] == "rewritten"] == ["emulated"]
+    # a sum of squares no word rule needs: default narrows it, unproven, and
+    # --fail-on unproven fails; strict refuses it, with the reason and the way out
+    script = "tests/audit_scripts/square_sum.py"
+    line = _line_of("square_sum.py", "SQUARE LINE")
     unproven = _audit("--fail-on", "unproven", script)
     assert unproven.returncode == 1, unproven.stderr
     report = _clean(unproven.stderr)
     head = next(i for i, text in enumerate(report) if text.startswith("no64 audit of "))
     assert "1 rewritten (1 unproven)" in report[head]
     assert report[head + 1].startswith(f"  unproven at {script}:{line}: ")
-    # NO64_POLICY=exact: emulated, and the program computes the 64-bit result
-    out = tmp_path / "exact.json"
-    exact = _audit("--json", "-o", str(out), "--fail-on", "unproven", script, NO64_POLICY="exact")
-    direct = _run([script], NO64_PLATFORMS="cpu", NO64_POLICY="exact")
-    reference = _run([script], JAX_ENABLE_X64="1")
-    assert exact.returncode == direct.returncode == 0, exact.stderr
-    assert exact.stdout == direct.stdout == reference.stdout == "high [0, 1, 1073741824]\n"
-    data = json.loads(out.read_text())
-    assert data["policy"] == "exact"
-    assert [m["how"] for m in data["modules"] if m["status"] == "rewritten"] == ["emulated"]
-    # NO64_POLICY=strict: refused, with the reason and the way out
     strict = _audit("--json", "-o", str(out), script, NO64_POLICY="strict")
     assert strict.returncode == 1 and "NarrowingError" in strict.stderr
     (refused,) = [c for c in json.loads(out.read_text())["causes"] if c["kind"] == "refused"]
