@@ -57,9 +57,9 @@ test: $(STAMP)
 test-compat: $(STAMP)
 	$(VPY) -m pytest -q -n 2 -m compat $(PYTEST_ARGS)
 
-# What continuous integration runs: the full suite on the oldest and the
-# newest supported JAX, the demo and the compatibility subset on every minor
-# release in between, each in a virtual environment built from the registry.
+# The version matrix: the full suite on the oldest and the newest JAX the
+# pins admit, the demo and the compatibility subset on every minor release in
+# between, each in a virtual environment built from the registry.
 MATRIX_FULL   ?= 0.7.0 0.12.0.1
 MATRIX_COMPAT ?= 0.8.3 0.9.2 0.10.2 0.11.2:3.13
 test-matrix:
