@@ -204,7 +204,7 @@ class Config:
         plats = "every platform" if ALL_PLATFORMS in self.platforms else ", ".join(sorted(self.platforms))
         extra = "" if self.policy is RangePolicy.DEFAULT else f", policy {self.policy.value!r}"
         if self.float_policy != "f32":
-            extra += f", float policy {self.float_policy!r}"
+            extra += f", float policy {self.float_policy.value!r}"
         return f"mode {self.mode.value!r}{extra} for {plats}"
 
 
