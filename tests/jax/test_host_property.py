@@ -1,7 +1,7 @@
 """Property: host int64/uint64 arrays holding sentinels next to their 32-bit
 images and ordinary values, given to ``no64.jit`` (x64-off path), compute
 what the x64 program computes (narrowed by the pass's rules) or are refused
-with ``no64.HostRangeError``.
+with ``no64.HostRangeError`` (or, under strict, the x64 program's range check).
 
 Under ``policy="strict"`` that is the whole property.  Under the default
 policy a program that reads a host sentinel as a number, or where one meets
@@ -92,10 +92,15 @@ def _narrowed(ref: np.ndarray) -> np.ndarray | None:
 
 
 def _run(f: Callable[[Any], Any], a: np.ndarray, policy: str) -> np.ndarray | None:
-    """The result, or ``None`` when refused with HostRangeError."""
+    """The result, or ``None`` when refused: a HostRangeError, or under
+    strict the range check of the x64 program (a NarrowingError at the line)."""
     try:
         return np.asarray(no64.jit(f, policy=policy)(a))
     except no64.HostRangeError:
+        return None
+    except no64.NarrowingError:
+        if policy != "strict":
+            raise
         return None
 
 
