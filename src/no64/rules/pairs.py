@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core._mlir import ir
-from .words import make
+from .words import i32, make
 
 __all__ = [
     "Pair",
@@ -100,10 +100,6 @@ class Pair(NamedTuple):
 # ------------------------------------------------------------------ basics
 def f32() -> ir.Type:
     return ir.F32Type.get()
-
-
-def _i32() -> ir.Type:
-    return ir.IntegerType.get_signless(32)
 
 
 def _i1() -> ir.Type:
@@ -280,7 +276,7 @@ _HALF_MASK = -4096  # 0xFFFFF000: sign, exponent and the top 12 significand bits
 def _halves(a: ir.Value) -> tuple[ir.Value, ir.Value]:
     """``a = ah + al`` with ``ah`` the top 12 bits of ``a``'s significand and
     ``al`` the remaining (at most 12) bits, both exact."""
-    bits = _bitcast(a, _i32())
+    bits = _bitcast(a, i32())
     ah = _bitcast(_and(bits, _isplat(bits, _HALF_MASK)), f32())
     al = _bin("subtract", a, ah)
     return ah, al
