@@ -619,27 +619,78 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
         return _original_compile(backend, computation, *args, **kwargs)
     from . import intent
 
-    meaning = intent.meaning_of(computation)
-    if meaning is not None:
-        prepared = intent.prepare(computation, meaning, config, platform)
-    else:
+    judged_beside = config.policy is not RangePolicy.EXACT and intent.has_meaning(computation)
+    if judged_beside:
+        # The x64 meaning is only judged (the 32-bit program runs): it is
+        # traced, lowered and judged while XLA compiles JAX's module.
         prepared = prepare_module(computation, config, platform)
-    if prepared is computation:
+    else:
+        meaning = intent.meaning_of(computation)
+        if meaning is not None:
+            prepared = intent.prepare(computation, meaning, config, platform)
+        else:
+            prepared = prepare_module(computation, config, platform)
+    if prepared is computation and not judged_beside:
         return _original_compile(backend, computation, *args, **kwargs)
-    if config.float_policy == "pairs":
+    if config.float_policy == "pairs" and prepared is not computation:
         # once per platform: the backend must keep IEEE f32 for pairs
         from .pair_probe import require_ieee_f32
 
         require_ieee_f32(backend, backend.devices()[0])
     try:
+        if judged_beside:
+            return _compile_judging(backend, computation, prepared, config, platform, args, kwargs)
         return _original_compile(backend, prepared, *args, **kwargs)
+    except No64Error:
+        raise
     except Exception:
         # The pass leaves verification to the backend, which verifies every
         # module it receives (and reports a failure in its own words: an
         # MLIRError in-process, a runtime error from a PJRT plugin).  If the
         # rewritten module is what fails verification, say so.
-        _blame_rewrite(prepared, computation)
+        if prepared is not computation:
+            _blame_rewrite(prepared, computation)
         raise
+
+
+def _compile_judging(backend: Any, computation: ir.Module, prepared: ir.Module, config: Config,
+                     platform: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Compile ``prepared`` (what JAX's 32-bit ``computation`` becomes) while
+    this thread traces, lowers and judges the program's x64 meaning.
+
+    XLA's compile runs in a worker thread (it releases the GIL); the x64
+    trace stays in the caller's thread, with its JAX context (x64 scope,
+    meshes, other thread-local options).  Both finish before anything is
+    returned or raised: the judgement's warnings come from the caller's
+    thread and a refusal under ``strict`` is raised there, as is an error
+    of the compile."""
+    from . import intent
+
+    record = _records[-1] if _records else None
+    done: dict[str, Any] = {}
+
+    def compile_it() -> None:
+        try:
+            done["executable"] = _original_compile(backend, prepared, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=compile_it, name="no64-compile", daemon=True)
+    worker.start()
+    try:
+        meaning = intent.meaning_of(computation)
+        report = judge_meaning(computation, meaning, config, platform) if meaning is not None else None
+        _last.meaning = None
+    finally:
+        worker.join()
+    if report is not None and record is not None:
+        for i in range(len(_records) - 1, -1, -1):
+            if _records[i] is record:
+                _records[i] = dataclasses.replace(record, meaning=report)
+                break
+    if "error" in done:
+        raise done["error"]
+    return done["executable"]
 
 
 def _blame_rewrite(prepared: ir.Module, original: ir.Module) -> None:

@@ -48,7 +48,7 @@ from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError,
                       UnprovenIntegerWarning)
 from ..kinds import Mode, RangePolicy, Verdict
 
-__all__ = ["clear_warned", "install", "meaning_of", "prepare", "unproven", "warn_float_hints",
+__all__ = ["clear_warned", "has_meaning", "install", "meaning_of", "prepare", "unproven", "warn_float_hints",
            "warn_unproven", "with_x64_arguments"]
 
 _lock = threading.RLock()
@@ -155,16 +155,66 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
     if not _wanted():
         return p
     jaxpr = p.params["jaxpr"]
-    meaning = None
-    try:
-        meaning = _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p)
-    except Exception:  # noqa: BLE001 - the 32-bit program runs as it did without a meaning
-        meaning = None
+    given = getattr(_tls, "arguments", None)
+    if _exact():
+        # what runs is the x64 program: traced now, from the arguments as given
+        meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p, given))
+        meaning.get()
+    else:
+        # only judged: traced when the module reaches the backend, beside
+        # XLA's compile (see no64.jax.hook), from the arguments' shapes and
+        # dtypes (the data itself is not kept alive)
+        if given is not None:
+            given = _abstracted(*given, ji)
+        a_args, a_kwargs = _abstracted(args, kwargs, ji)
+        meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, a_args, a_kwargs, p, given))
     try:
         _meanings[jaxpr] = meaning
     except TypeError:
         pass
     return p
+
+
+class _Deferred:
+    """The x64 trace of a 32-bit trace, taken at most once, when first asked
+    for; ``None`` when it has no comparable x64 meaning (or tracing it failed:
+    the 32-bit program then runs as it did without one)."""
+
+    __slots__ = ("_make", "_value")
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make: Callable[[], Any] | None = make
+        self._value: Any = None
+
+    def get(self) -> Any:
+        make = self._make
+        if make is not None:
+            self._make = None  # drop what the closure holds
+            try:
+                self._value = make()
+            except Exception:  # noqa: BLE001 - no meaning: the 32-bit program runs as it did
+                self._value = None
+        return self._value
+
+
+def _abstracted(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` with every array (numpy, JAX, numpy scalar)
+    replaced by its shape and dtype, static arguments kept: what the x64
+    trace needs, without keeping the caller's data alive until compile."""
+    import jax
+    import numpy as np
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, (np.ndarray, np.generic, jax.Array)):
+            return jax.ShapeDtypeStruct(np.shape(x), x.dtype,
+                                        weak_type=bool(getattr(x, "weak_type", False)))
+        return x
+
+    n = len(args)
+    static = {i % n for i in ji.static_argnums if -n <= i < n} if n else set()
+    names = set(ji.static_argnames)
+    return (tuple(x if i in static else jax.tree.map(leaf, x) for i, x in enumerate(args)),
+            {k: (v if k in names else jax.tree.map(leaf, v)) for k, v in kwargs.items()})
 
 
 def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any,
@@ -188,11 +238,9 @@ def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, arg
         with host._records_lock:
             host._records.clear()
             host._records.update(records)
-    try:
-        meaning = _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p)
-    except Exception:  # noqa: BLE001
-        meaning = None
-    if meaning is None:
+    meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p,
+                                           getattr(_tls, "arguments", None)))
+    if meaning.get() is None:
         raise refusal
     jaxpr = p.params["jaxpr"]
     _meanings[jaxpr] = meaning
@@ -200,12 +248,11 @@ def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, arg
     return p
 
 
-def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any, p: Any) -> Any:
-    import jax
+def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any, p: Any,
+               given: tuple[tuple[Any, ...], dict[str, Any]] | None) -> Any:
     from jax._src import pjit, tree_util
     from jax._src.lib import jax_jit
 
-    given = getattr(_tls, "arguments", None)
     if given is not None:
         args, kwargs = given
     assert _original_trace is not None
@@ -238,10 +285,10 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
     assert _original_lower is not None
     computation = _original_lower(jaxpr, *args, **kwargs)
     try:
-        p64 = _meanings.get(jaxpr)
+        deferred = _meanings.get(jaxpr)
     except TypeError:
-        p64 = None
-    if p64 is None:
+        deferred = None
+    if deferred is None:
         return computation
     module = computation._hlo
     lowered: list[ir.Module | None] = []
@@ -255,6 +302,10 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         import jax
 
         assert _original_lower is not None
+        p64 = deferred.get()
+        if p64 is None or not _holds_64bit(p64.params["jaxpr"]):
+            # no 64-bit value in the x64 program: it means what JAX's 32-bit one does
+            return None
         _tls.busy = True
         try:
             with enable_x64(True):
@@ -277,6 +328,45 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         if refusal is not None:
             _required_modules[id(module)] = refusal
     return computation
+
+
+_WIDE = frozenset({"int64", "uint64", "float64", "complex128"})
+
+
+def _holds_64bit(jaxpr: Any) -> bool:
+    """Whether a (closed) jaxpr, its sub-jaxprs included, has a value of a
+    64-bit dtype (duck-typed: ``eqns``/``invars``/``outvars`` of vars with
+    an ``aval``)."""
+    seen: set[int] = set()
+    stack = [jaxpr]
+    while stack:
+        j = stack.pop()
+        j = getattr(j, "jaxpr", j)  # ClosedJaxpr -> Jaxpr
+        if id(j) in seen or not hasattr(j, "eqns"):
+            continue
+        seen.add(id(j))
+        for v in (*j.invars, *getattr(j, "constvars", ()), *j.outvars):
+            if str(getattr(getattr(v, "aval", None), "dtype", "")) in _WIDE:
+                return True
+        for eqn in j.eqns:
+            for v in eqn.outvars:
+                if str(getattr(getattr(v, "aval", None), "dtype", "")) in _WIDE:
+                    return True
+            for value in eqn.params.values():
+                if hasattr(value, "eqns") or hasattr(getattr(value, "jaxpr", None), "eqns"):
+                    stack.append(value)
+                elif isinstance(value, (tuple, list)):
+                    stack.extend(x for x in value
+                                 if hasattr(x, "eqns") or hasattr(getattr(x, "jaxpr", None), "eqns"))
+    return False
+
+
+def has_meaning(module: ir.Module) -> bool:
+    """Whether the 32-bit ``module`` JAX hands the backend has an x64 trace
+    to be judged by (not lowered yet; see :func:`meaning_of`)."""
+    with _lock:
+        entry = _pending.get(id(module))
+    return entry is not None and entry[0] is module
 
 
 def meaning_of(module: ir.Module) -> ir.Module | None:
