@@ -195,3 +195,30 @@ def test_no64_jit_default_policy_reports_the_line() -> None:
             square(np.array([3, 70_000], np.int64))
         count = no64.jit(lambda a: (a > 5).sum())
         assert int(count(np.array([3, 70_000], np.int64))) == 1
+
+
+@pytest.mark.parametrize("policy", ["default", "strict"])
+def test_meaning_traced_at_compile_without_keeping_data(policy: str) -> None:
+    """The x64 meaning of a program only judged is traced when its module is
+    compiled (not by ``trace``/``lower``), from the arguments' shapes and
+    dtypes: the caller's data is not kept alive for it.  The judgement
+    finishes before ``compile`` returns (one warning, at the line of the
+    cumsum, not of the compile call; ``strict`` refuses), and a program whose
+    x64 version holds no 64-bit value is not judged."""
+    script = HERE / "deferred.py"
+    proc = _start([str(script)], HERE, NO64_PLATFORMS="cpu", NO64_POLICY=policy)
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr[-4000:]
+    got = json.loads(stdout.strip().splitlines()[-1])
+    cumsum_line = next(i for i, t in enumerate(script.read_text().splitlines(), 1)
+                       if "jnp.cumsum(a)[-1]" in t)
+    assert got["calls_after_trace"] == 1 and got["calls_after_lower"] == 1
+    assert got["data_alive_before_compile"] is False
+    assert got["calls_after_compile"] == 2
+    if policy == "default":
+        assert got["value"] == -1094967296  # the 32-bit program runs, and is reported
+        assert got["warnings"] == [cumsum_line]
+        assert got["meanings"] == [True, False]
+    else:
+        assert got["error"] == "NarrowingError" and "value" not in got
+        assert got["warnings"] == []

@@ -498,18 +498,32 @@ def _where(n: Narrowing) -> str:
 
 def _by_line(items: list[Any], warned: set[tuple[str, int]]) -> dict[tuple[str, int], list[Any]]:
     """``items`` (each with a ``location``) by user line not in ``warned``
-    yet, which takes them; lines without a source position are the caller's."""
+    yet, which takes them.  Items without a source position (the body of a
+    private function JAX outlines, such as ``cumsum``'s) go with the line of
+    a located ``func.call`` (else of the first located item) of the same
+    report, and only where there is none with the caller's line."""
     by_line: dict[tuple[str, int], list[Any]] = {}
+    unlocated = []
+    first: tuple[str, int] | None = None
+    call: tuple[str, int] | None = None
     for n in items:
         loc = n.location
         if loc.file is None or loc.line is None:
+            unlocated.append(n)
+            continue
+        key = (loc.file, loc.line)
+        first = first or key
+        if n.op == "func.call":
+            call = call or key
+        by_line.setdefault(key, []).append(n)
+    home = call or first
+    if unlocated:
+        if home is None:
             from .host import user_source
 
             src = user_source()
-            key = (src.file or "<unknown>", src.line or 0)
-        else:
-            key = (loc.file, loc.line)
-        by_line.setdefault(key, []).append(n)
+            home = (src.file or "<unknown>", src.line or 0)
+        by_line.setdefault(home, []).extend(unlocated)
     fresh = {k: v for k, v in by_line.items() if k not in warned}
     warned.update(fresh)
     return fresh
