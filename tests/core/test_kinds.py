@@ -124,6 +124,19 @@ def test_demote_takes_the_words_and_the_members() -> None:
         assert "i64" not in str(m)
 
 
+def test_event_details_name_the_policy_by_its_word() -> None:
+    m = ir.Module.parse(
+        "func.func public @main() -> tensor<i64> {\n"
+        "  %c = stablehlo.constant dense<5000000000> : tensor<i64>\n"
+        "  return %c : tensor<i64>\n}",
+        make_context(),
+    )
+    report = no64.demote(m, integer_policy="wrap")
+    assert [e.detail for e in report.events] == [
+        "out-of-range integer constant 5000000000 narrowed by policy 'wrap'"
+    ]
+
+
 def test_range_verdicts_are_typed_on_every_path() -> None:
     """By the ranges, by folding constants (exact and overflow), and for a sentinel."""
     m = ir.Module.parse(

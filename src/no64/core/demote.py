@@ -746,7 +746,7 @@ class _Pass:
                     (
                         kind,
                         f"out-of-range integer constant {res.first_bad} narrowed by "
-                        f"policy {self.integer_policy!r}",
+                        f"policy {self.integer_policy.value!r}",
                         res.out_of_range,
                     )
                 )

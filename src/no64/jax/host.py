@@ -372,7 +372,7 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                 )
             kind = EventKind.SATURATED if policy == IntegerPolicy.SATURATE else EventKind.WRAPPED
             _record(kind, op, f"out-of-range integer {res.first_bad} narrowed by policy "
-                    f"{policy!r}", res.out_of_range)
+                    f"{str(policy)!r}", res.out_of_range)
         assert res.values is not None
         return res.values.reshape(a.shape)
     fres = C.narrow_floats(a.reshape(-1))
@@ -414,7 +414,7 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
         )
     else:
         kind = EventKind.SATURATED if policy == IntegerPolicy.SATURATE else EventKind.WRAPPED
-        _record(kind, op, f"out-of-range integer {v} narrowed by policy {policy!r}", 1)
+        _record(kind, op, f"out-of-range integer {v} narrowed by policy {str(policy)!r}", 1)
     assert res.values is not None
     return int(res.values[0])
 
