@@ -57,7 +57,23 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("transforms", ("no64.core.scan", "no64.core.constants", "no64.core.emulate", "no64.core.pairs",
                     "no64.core.pair_probe", "no64.core.demote")),
     ("the package's face", ("no64",)),
-    ("io", ("no64.io",)),
+    (
+        "io",
+        (
+            "no64.io",
+            "no64.io.formats",  # the format names and file extensions
+            "no64.io.diagnostics",  # one-line messages from parser diagnostics
+            "no64.io.sources",  # reading files and pipes within limits
+            "no64.io.guards",  # UTF-8 and nesting checks before parsing
+            "no64.io.mlir",  # MLIR text, bytecode, portable artifacts
+            "no64.io.hlo",  # HLO text and protos
+            "no64.io.jaxexport",  # jax.export artifacts
+            "no64.io.detect",  # the format of some bytes
+            "no64.io.load",
+            "no64.io.destinations",  # writing files atomically, or streams
+            "no64.io.dump",
+        ),
+    ),
     (
         "the JAX layer",
         (

@@ -41,7 +41,7 @@ from . import __version__
 from . import io as no64io
 from .core.demote import demote
 from .errors import No64Error, OutputError
-from .kinds import FailOn, IntegerPolicy, RangePolicy
+from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
 from .core.scan import check, find_64bit
 
 __all__ = ["main"]
@@ -128,7 +128,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     convert.add_argument(
         "--float-policy",
-        choices=("f32", "pairs"),
+        choices=FloatPolicy.values(),
         default="f32",
         help="how float64 values are computed: f32 (default) narrows them; pairs carries each "
         "as a normalized pair of f32 (hi, lo), about 48 bits of significand (a float64 input or "

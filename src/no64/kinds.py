@@ -13,15 +13,18 @@ from typing import Self
 __all__ = [
     "EXACT_VERDICTS",
     "LOSSY_EVENTS",
+    "ElementKind",
     "EventKind",
     "FailOn",
     "FloatPolicy",
     "Handling",
     "IntegerPolicy",
     "Mode",
+    "Outputs",
     "RangePolicy",
     "SentinelUse",
     "Verdict",
+    "View",
 ]
 
 
@@ -192,6 +195,38 @@ _POLICY_VERDICT: dict[IntegerPolicy, Verdict | None] = {
 }
 
 
+class Outputs(_Vocabulary):
+    """How the entry function's 64-bit values cross its signature once
+    computed in 32-bit parts (:func:`no64.demote`'s ``outputs``)."""
+
+    #: In their parts: an emulated 64-bit integer as ``S x 2`` 32-bit words
+    #: (low, high), a float64 under ``float_policy="pairs"`` as ``S x 2`` f32
+    #: (hi, lo).
+    WORDS = "words"
+    #: Narrowed to one 32-bit value each, the signature's types kept 32-bit
+    #: (for a runtime that fixes them, such as JAX's compile hook).
+    NARROW = "narrow"
+
+
+class ElementKind(_Vocabulary):
+    """What the elements of a (converted) type are, as the narrowing pass
+    judges its values."""
+
+    #: Signless or signed integers.
+    INT = "int"
+    #: Unsigned integers.
+    UINT = "uint"
+    #: Floats or complex numbers.
+    FLOAT = "float"
+    #: Not a tensor of those (tuples and other aggregates).
+    OTHER = "other"
+
+    @property
+    def integer(self) -> bool:
+        """Whether the elements are integers (signed or not)."""
+        return self in (ElementKind.INT, ElementKind.UINT)
+
+
 class Mode(_Vocabulary):
     """What the compile hook does with a module for a protected platform."""
 
@@ -274,6 +309,15 @@ _OF_EVENT: dict[EventKind, Handling] = {
     EventKind.FLOAT_OVERFLOW: Handling.OVERFLOW,
     EventKind.OVERFLOW: Handling.OVERFLOW,
 }
+
+
+class View(_Vocabulary):
+    """Which modules an audit report describes (see :mod:`no64.jax.audit`)."""
+
+    #: What the compile hook did while the program ran under it.
+    HOOK = "hook"
+    #: The modules the program compiles on its own, as no64 would handle them.
+    AS_IS = "as-is"
 
 
 class FailOn(_Vocabulary):

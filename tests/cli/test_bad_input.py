@@ -327,7 +327,7 @@ def test_directory_without_modules_and_missing_file(tmp_path: Path, capsys: pyte
 def test_fifo_without_writer_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(no64io, "PIPE_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(no64io.sources, "PIPE_WAIT_SECONDS", 0.2)  # where the pipe is read
     fifo = tmp_path / "in.mlir"
     os.mkfifo(fifo)
     assert "nothing written to this pipe" in _refused(capsys, "check", str(fifo))

@@ -8,19 +8,25 @@ import pytest
 
 import no64
 from no64.core._mlir import ir, make_context
+from no64.analysis.ranges import RangeAnalysis
 from no64.kinds import (
     EXACT_VERDICTS,
     LOSSY_EVENTS,
+    ElementKind,
     EventKind,
     FailOn,
+    FloatPolicy,
     Handling,
     IntegerPolicy,
     Mode,
+    Outputs,
     RangePolicy,
     Verdict,
+    View,
 )
 
-VOCABULARIES = [Verdict, EventKind, RangePolicy, IntegerPolicy, Mode, Handling, FailOn]
+VOCABULARIES = [Verdict, EventKind, RangePolicy, IntegerPolicy, FloatPolicy, Outputs, ElementKind, Mode,
+                View, Handling, FailOn]
 
 
 @pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
@@ -45,6 +51,11 @@ def test_spellings() -> None:
     assert RangePolicy.values() == ("default", "strict", "permissive", "exact")
     assert IntegerPolicy.values() == ("error", "saturate", "wrap")
     assert Mode.values() == ("fix", "check", "off")
+    assert FloatPolicy.values() == ("f32", "pairs")
+    assert Outputs.values() == ("words", "narrow")
+    assert ElementKind.values() == ("int", "uint", "float", "other")
+    assert [k for k in ElementKind if k.integer] == [ElementKind.INT, ElementKind.UINT]
+    assert View.values() == ("hook", "as-is")
     assert FailOn.values() == ("any", "lossy", "unproven", "refused")
 
 
@@ -98,6 +109,55 @@ def test_demote_rejects_unknown_policies_with_the_old_messages() -> None:
         no64.demote(m, policy="x")
     with pytest.raises(ValueError, match=r"integer_policy must be one of \('error', 'saturate', 'wrap'\), not 'y'"):
         no64.demote(m, integer_policy="y")
+    with pytest.raises(ValueError, match=r"^float_policy must be one of \('f32', 'pairs'\), not 'f16'$"):
+        no64.demote(m, float_policy="f16")
+    with pytest.raises(ValueError, match=r"^outputs must be one of \('words', 'narrow'\), not 'pairs'$"):
+        no64.demote(m, outputs="pairs")
+    assert "i64" in str(m)  # refused before anything changed
+
+
+def test_demote_takes_the_words_and_the_members() -> None:
+    text = "func.func public @main(%x: tensor<i64>) -> tensor<i64> { return %x : tensor<i64> }"
+    for outputs in ("narrow", Outputs.NARROW):
+        m = ir.Module.parse(text, make_context())
+        no64.demote(m, policy=RangePolicy.PERMISSIVE, outputs=outputs, float_policy=FloatPolicy.F32)
+        assert "i64" not in str(m)
+
+
+def test_event_details_name_the_policy_by_its_word() -> None:
+    m = ir.Module.parse(
+        "func.func public @main() -> tensor<i64> {\n"
+        "  %c = stablehlo.constant dense<5000000000> : tensor<i64>\n"
+        "  return %c : tensor<i64>\n}",
+        make_context(),
+    )
+    report = no64.demote(m, integer_policy="wrap")
+    assert [e.detail for e in report.events] == [
+        "out-of-range integer constant 5000000000 narrowed by policy 'wrap'"
+    ]
+
+
+def test_range_verdicts_are_typed_on_every_path() -> None:
+    """By the ranges, by folding constants (exact and overflow), and for a sentinel."""
+    m = ir.Module.parse(
+        "func.func public @main(%x: tensor<2xi64>) -> (tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, "
+        "tensor<2xi64>, tensor<2xi64>) {\n"
+        "  %c = stablehlo.constant dense<1000> : tensor<2xi64>\n"
+        "  %e = stablehlo.remainder %x, %c : tensor<2xi64>\n"
+        "  %u = stablehlo.add %x, %c : tensor<2xi64>\n"
+        "  %b = stablehlo.constant dense<[0, 4294967296]> : tensor<2xi64>\n"
+        "  %f = stablehlo.subtract %b, %b : tensor<2xi64>\n"
+        "  %o = stablehlo.add %b, %b : tensor<2xi64>\n"
+        "  %s = stablehlo.constant dense<9223372036854775807> : tensor<2xi64>\n"
+        "  return %e, %u, %f, %o, %s : tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, "
+        "tensor<2xi64>\n}",
+        make_context(),
+    )
+    ranges = RangeAnalysis(m.operation)
+    ret = list(m.body.operations[0].regions[0].blocks[0].operations)[-1]
+    got = [ranges.verdict(v)[0] for v in ret.operands]
+    assert got == [Verdict.EXACT, Verdict.UNPROVEN, Verdict.EXACT, Verdict.OVERFLOW, Verdict.SENTINEL]
+    assert all(type(v) is Verdict for v in got)
 
 
 def test_report_verdicts_are_typed_and_json_unchanged() -> None:

@@ -50,7 +50,7 @@ from ..errors import (
 )
 from ..analysis.ranges import validate_input_ranges
 from .emulate import exact_input_ranges, plan_emulation
-from ..kinds import EventKind, FloatPolicy, IntegerPolicy, RangePolicy, SentinelUse, Verdict
+from ..kinds import ElementKind, EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, SentinelUse, Verdict
 from ..rules.registry import REGISTRY, OpSpec
 from . import constants as C
 from ._compat import as_attribute, block_argument, op_result
@@ -194,7 +194,7 @@ def demote(
       InvalidModuleError: ``verify=True`` and the rewritten module does not
         verify (a no64 bug).  The module is left unchanged.
     """
-    policy = RangePolicy.parse(policy, "policy")
+    range_policy = RangePolicy.parse(policy, "policy")
     if _module_op(module).name != "builtin.module":
         raise TypeError(
             f"demote() takes a module (builtin.module), not a {_module_op(module).name} op; "
@@ -207,18 +207,16 @@ def demote(
         except ValueError as exc:
             raise InputRangeError(f"input ranges: {exc}") from None
     integer_policy = IntegerPolicy.parse(integer_policy, "integer_policy")
-    if float_policy not in FLOAT_POLICIES:
-        raise ValueError(f"float_policy must be one of {FLOAT_POLICIES}, not {float_policy!r}")
+    float_policy = FloatPolicy.parse(float_policy, "float_policy")
     root = _module_op(module)
     with root.context, ir.Location.unknown(), gc_paused():
         backup: ir.Operation | None = None
         changing: _Pass | None = None
         try:
-            if outputs not in ("words", "narrow"):
-                raise ValueError(f"outputs must be 'words' or 'narrow', not {outputs!r}")
-            words_in = policy is RangePolicy.EXACT and outputs == "words"
+            outputs = Outputs.parse(outputs, "outputs")
+            words_in = range_policy is RangePolicy.EXACT and outputs is Outputs.WORDS
             assumed: frozenset[int] = frozenset()
-            if policy is RangePolicy.EXACT and not words_in:
+            if range_policy is RangePolicy.EXACT and not words_in:
                 # The program's inputs are 32-bit values (the runtime fixes
                 # the types): the analysis takes them so, and each input
                 # with no declared range is unproven (judge_assumed_inputs).
@@ -229,9 +227,10 @@ def demote(
             elif words_in and input_ranges:
                 # by position: the analyses that take them need not look names up again
                 input_ranges = dict(resolve_input_ranges(root, input_ranges))
-            p = _Pass(root, integer_policy, policy, input_ranges, words_in=words_in, assumed_inputs=assumed)
+            p = _Pass(root, integer_policy, range_policy, input_ranges, words_in=words_in,
+                      assumed_inputs=assumed)
             # on the 64-bit module, before anything is narrowed
-            hints = float_hints(root) if float_policy == "f32" else []
+            hints = float_hints(root) if float_policy is FloatPolicy.F32 else []
             p.judge_assumed_inputs()
             p.plan(settle=False)
             if p.candidates:
@@ -240,20 +239,20 @@ def demote(
                 backup = root.clone()
                 p.run_rules()
                 p = p.replan(settle=False)
-            if float_policy == "pairs":
+            if float_policy is FloatPolicy.PAIRS:
                 if backup is None:
                     backup = root.clone()
-                _float_pairs(p, root, "pairs" if outputs == "words" else "narrow")
+                _float_pairs(p, root, outputs)
                 p = p.replan(settle=False)
             # Values that may not fit (under policy "exact") and ops with no
             # 32-bit form are computed exactly in 32-bit word pairs.
-            em = p.emulation(everything=policy is RangePolicy.EXACT, words_out=outputs == "words")
+            em = p.emulation(everything=range_policy is RangePolicy.EXACT, words_out=outputs is Outputs.WORDS)
             if em is not None:
-                refused = RangePolicy(policy).refuses
+                refused = range_policy.refuses
                 for value in em.narrowed:
                     verdict, r = em.analysis.verdict(value)
-                    if verdict not in ("exact", "sentinel"):
-                        p._record_range(value, Verdict(verdict), r.interval, refused)
+                    if verdict not in (Verdict.EXACT, Verdict.SENTINEL):
+                        p._record_range(value, verdict, r.interval, refused)
                 if backup is None:
                     backup = root.clone()
                 # one record per emulated value, taken before the ops change
@@ -309,14 +308,14 @@ def demote(
 FLOAT_POLICIES = FloatPolicy.values()
 
 
-def _float_pairs(p: "_Pass", root: ir.Operation, boundary: str) -> None:
+def _float_pairs(p: "_Pass", root: ir.Operation, outputs: Outputs) -> None:
     """Every float64 value as a pair of f32 (:mod:`no64.core.pairs`),
     recorded in the pass's report."""
     from .pairs import emulate_pairs
 
-    em = emulate_pairs(root, boundary)
+    em = emulate_pairs(root, outputs)
     rep = p.report
-    rep.float_policy = "pairs"
+    rep.float_policy = FloatPolicy.PAIRS
     rep.values_on_pairs = em.values
     rep.ops_on_pairs = sum(em.by_op.values())
     rep.pairs_by_op = dict(sorted(em.by_op.items()))
@@ -341,16 +340,16 @@ def _restore(root: ir.Operation, backup: ir.Operation) -> None:
                 block.append(op)
 
 
-def _kind_of(t: ir.Type) -> str:
-    """``"int"``, ``"uint"``, ``"float"`` (float or complex) or ``"other"``."""
+def _kind_of(t: ir.Type) -> ElementKind:
+    """What the elements of ``t`` are (``FLOAT``: float or complex)."""
     if not isinstance(t, (ir.RankedTensorType, ir.UnrankedTensorType)):
-        return "other"
+        return ElementKind.OTHER
     e = t.element_type
     if isinstance(e, ir.IntegerType):
-        return "uint" if e.is_unsigned else "int"
+        return ElementKind.UINT if e.is_unsigned else ElementKind.INT
     if isinstance(e, (ir.F32Type, ir.ComplexType, ir.F64Type)):
-        return "float"
-    return "other"
+        return ElementKind.FLOAT
+    return ElementKind.OTHER
 
 
 def _elem_name(t: ir.Type) -> str:
@@ -364,15 +363,15 @@ class _Pass:
     def __init__(
         self,
         root: ir.Operation,
-        policy: str,
-        range_policy: str = "default",
+        integer_policy: IntegerPolicy,
+        range_policy: RangePolicy = RangePolicy.DEFAULT,
         input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
         *,
         words_in: bool = False,
         assumed_inputs: frozenset[int] = frozenset(),
     ) -> None:
         self.root = root
-        self.policy = policy
+        self.integer_policy = integer_policy
         self.range_policy = range_policy
         self.input_ranges = input_ranges
         #: The entry function's 64-bit integer inputs not proven to fit enter
@@ -385,7 +384,7 @@ class _Pass:
         self.float_exact = 0
         self.float_overflow = 0
         self.conv = TypeConverter()
-        self.report = DemotionReport(integer_policy=policy)
+        self.report = DemotionReport(integer_policy=integer_policy)
         # What apply changes, each with what it was (the undo log):
         # (value, old type, new type), (func, old type, new type),
         # (constant, old attribute, new attribute).
@@ -402,7 +401,7 @@ class _Pass:
         #: that stand for emulated results proven to fit).
         self.known_ranges: Mapping[ir.Value, Any] = {}
         self._resources: dict[str, bytes] | None = None
-        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], str]] = {}
+        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], Verdict | None]] = {}
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
         self.rules_enabled = True
         # For the strict check: ops with a result the plan keeps as it is,
@@ -427,7 +426,7 @@ class _Pass:
 
     def replan(self, settle: bool = True) -> "_Pass":
         """A fresh plan of the rewritten module; rules are not run again."""
-        p = _Pass(self.root, self.policy, self.range_policy, self.input_ranges,
+        p = _Pass(self.root, self.integer_policy, self.range_policy, self.input_ranges,
                   words_in=self.words_in, assumed_inputs=self.assumed_inputs)
         p.report = self.report
         p.rewrites = self.rewrites
@@ -490,14 +489,14 @@ class _Pass:
         entry_block = entry.regions[0].blocks[0] if entry is not None and not self.words_in else None
         # converted types are cached objects: the integer ones, by identity
         ints = {id(new) for new in self.conv._cache.values()
-                if new is not None and _kind_of(new) in ("int", "uint")}
+                if new is not None and _kind_of(new).integer}
         for value, _, new in self.values:
             if id(new) not in ints:
                 continue
             arg = block_argument(value)
             if entry_block is not None and arg is not None and arg.owner == entry_block:
                 continue
-            if ranges.verdict(value)[0] != "exact":
+            if ranges.verdict(value)[0] is not Verdict.EXACT:
                 return False
         return True
 
@@ -694,17 +693,16 @@ class _Pass:
                 if kind in _CONSTANT_VERDICTS:
                     # the constant's verdict is how it was narrowed
                     self.sentinel_values[op.results[0]] = Verdict(kind)
-        if fclass:
-            if fclass == "exact":
-                self.float_exact += 1
-            elif fclass == "overflow":
-                self.float_overflow += 1
+        if fclass is Verdict.EXACT:
+            self.float_exact += 1
+        elif fclass is Verdict.OVERFLOW:
+            self.float_overflow += 1
         self.consts.append((op, old_attr, new_attr))
 
     def _narrow_attr(
         self, op: ir.Operation, attr: ir.Attribute, shaped: ir.ShapedType, elem: ir.Type, new_type: ir.Type
-    ) -> tuple[ir.Attribute, list[tuple[str, str, int]], str]:
-        """The narrowed attribute, the events and (for floats) how it narrowed."""
+    ) -> tuple[ir.Attribute, list[tuple[str, str, int]], Verdict | None]:
+        """The narrowed attribute, the events and (for floats) its verdict."""
         dense = as_attribute(attr, ir.DenseElementsAttr)
         if dense is None:
             # dense_resource blobs (the bindings return a plain Attribute)
@@ -719,7 +717,7 @@ class _Pass:
             new_attr, events = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
         else:
             new_attr, events = self._narrow(op, np.asarray(dense), new_type, elem, splat=False)
-        fclass = "" if isinstance(elem, ir.IntegerType) else _float_class(events)
+        fclass = None if isinstance(elem, ir.IntegerType) else _float_class(events)
         return new_attr, events, fclass
 
     def _narrow(
@@ -730,7 +728,7 @@ class _Pass:
         new_elem = ir.ShapedType(new_type).element_type
         if isinstance(elem, ir.IntegerType):
             unsigned = elem.is_unsigned
-            res = C.narrow_integers(v, unsigned, self.policy)
+            res = C.narrow_integers(v, unsigned, self.integer_policy)
             if res.sentinels:
                 what = "UINT64_MAX" if unsigned else "INT64_MAX/INT64_MIN"
                 events.append((EventKind.SENTINEL, f"{what} mapped to the 32-bit extreme", res.sentinels))
@@ -743,12 +741,12 @@ class _Pass:
                         f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
                         "and is not a sentinel",
                     )
-                kind = EventKind(IntegerPolicy(self.policy).verdict)
+                kind = EventKind(self.integer_policy.verdict)
                 events.append(
                     (
                         kind,
                         f"out-of-range integer constant {res.first_bad} narrowed by "
-                        f"policy {self.policy!r}",
+                        f"policy {self.integer_policy.value!r}",
                         res.out_of_range,
                     )
                 )
@@ -814,12 +812,12 @@ class _Pass:
         """Give every narrowed value a verdict; refuse those the range policy
         refuses (before anything else changes)."""
         counts: dict[Verdict, int] = {}
-        refused = RangePolicy(self.range_policy).refuses
+        refused = self.range_policy.refuses
         # Kinds of the (few, cached) converted types, by object identity.
         kinds = {id(new): _kind_of(new) for new in self.conv._cache.values() if new is not None}
         # Converted types are cached objects: count the values of each by identity.
         self.tally = tally = collections.Counter(map(id, map(itemgetter(2), self.values)))
-        floats = {k for k, kind in kinds.items() if kind == "float"}
+        floats = {k for k, kind in kinds.items() if kind is ElementKind.FLOAT}
         n_float = sum(n for k, n in tally.items() if k in floats)  # judged in bulk below
         others = [(v, id(new)) for v, _, new in self.values if id(new) not in floats]
         confused = self._sentinel_meetings(refused) if self._int_sentinels() else set()
@@ -829,7 +827,7 @@ class _Pass:
             kind = kinds[key]
             if value in assumed:
                 v = Verdict.UNPROVEN  # recorded by judge_assumed_inputs
-            elif kind == "other":
+            elif kind is ElementKind.OTHER:
                 v = Verdict.PRECISION_REDUCED  # tuples and other aggregates
                 self._record(value, v, None, "aggregate narrowed element by element")
             elif value in confused:
@@ -865,7 +863,7 @@ class _Pass:
 
     def _int_values(self) -> list[ir.Value]:
         """The 64-bit integer values the plan retypes."""
-        ints = {id(new) for new in self.conv._cache.values() if new is not None and _kind_of(new) in ("int", "uint")}
+        ints = {id(new) for new in self.conv._cache.values() if new is not None and _kind_of(new).integer}
         return [v for v, _, new in self.values if id(new) in ints]
 
     def _sentinel_readers(self) -> list[ir.Operation]:
@@ -891,7 +889,7 @@ class _Pass:
         """The entry inputs taken as 32-bit values without a declared range
         are narrowed without proof: ``unproven`` (recorded, or refused as
         the range policy says), before anything else is planned."""
-        refused = RangePolicy(self.range_policy).refuses
+        refused = self.range_policy.refuses
         for value in self._assumed_args():
             self._record_range(value, Verdict.UNPROVEN, _full_range(value.type), refused,
                                "is taken as a 32-bit value without a declared range")
@@ -1078,14 +1076,16 @@ class _Pass:
             op.attributes["value"] = old_attr
 
 
-def _float_class(events: list[tuple[str, str, int]]) -> str:
-    """``"overflow"``, ``"inexact"`` or ``"exact"``: how a float constant narrowed."""
+def _float_class(events: list[tuple[str, str, int]]) -> Verdict:
+    """The verdict of a float constant, from the events of its narrowing:
+    ``OVERFLOW`` (beyond f32's range), ``PRECISION_REDUCED`` (rounded) or
+    ``EXACT``."""
     kinds = {k for k, _, _ in events}
-    if "float-overflow" in kinds:
-        return "overflow"
-    if "float-inexact" in kinds:
-        return "inexact"
-    return "exact"
+    if EventKind.FLOAT_OVERFLOW in kinds:
+        return Verdict.OVERFLOW
+    if EventKind.FLOAT_INEXACT in kinds:
+        return Verdict.PRECISION_REDUCED
+    return Verdict.EXACT
 
 
 def _full_range(t: ir.Type) -> tuple[int, int]:

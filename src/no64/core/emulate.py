@@ -52,6 +52,7 @@ import numpy as np
 from ..analysis.intervals import INT32, UINT32
 from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op, entry_function
 from ..errors import UnsupportedOpError
+from ..kinds import Verdict
 from ..rules import words as W
 from ..rules.registry import spec_of
 from ._compat import attribute_dict, block_argument
@@ -624,7 +625,7 @@ def plan_emulation(
 
     def needs(v: ir.Value) -> bool:
         verdict, _ = analysis.verdict(v)
-        return verdict != "exact"
+        return verdict is not Verdict.EXACT
 
     def inexact(x: ir.Value) -> bool:
         """Whether ``x`` must not enter the words from the narrowed program:

@@ -15,10 +15,10 @@ arguments and results -- are carried *packed*, one ``S x 2 x f32`` tensor
 (``[..., 0]`` hi, ``[..., 1]`` lo), and unpacked where they are defined.
 
 The entry function's float64 arguments and results are packed pairs too
-(``boundary="pairs"``), or -- for callers whose runtime fixes the types,
-such as JAX's compile hook -- float64 values that the narrowing pass makes
-f32: taken as exact pairs on the way in and rounded once on the way out
-(``boundary="narrow"``).
+(``boundary=Outputs.WORDS``, as for ``demote(outputs="words")``), or -- for
+callers whose runtime fixes the types, such as JAX's compile hook -- float64
+values that the narrowing pass makes f32: taken as exact pairs on the way in
+and rounded once on the way out (``boundary=Outputs.NARROW``).
 
 Transcendental ops and LAPACK calls are computed in f32 from the pair
 rounded once (recorded per op as ``precision-reduced``); their results
@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedOpError
+from ..kinds import Outputs
 from ..rules import pairs as P
 from ..rules.pair_rules import is_f64
 from ..rules.registry import spec_of
@@ -83,11 +84,9 @@ def _packed_type(t: ir.Type) -> ir.Type:
 class PairEmulation:
     """The rewrite, and what rules may ask of it (see :mod:`no64.rules.pair_rules`)."""
 
-    def __init__(self, root: ir.Operation, boundary: str = "pairs") -> None:
-        if boundary not in ("pairs", "narrow"):
-            raise ValueError(f"boundary must be 'pairs' or 'narrow', not {boundary!r}")
+    def __init__(self, root: ir.Operation, boundary: Outputs = Outputs.WORDS) -> None:
         self.root = root
-        self.boundary = boundary
+        self.boundary = Outputs.parse(boundary, "boundary")
         self._pairs: dict[ir.Value, P.Pair] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._types: dict[ir.Value, ir.Type] = {}
@@ -322,7 +321,7 @@ class PairEmulation:
                 if not is_f64(a.type):
                     continue
                 self.values += 1
-                if fn == entry and self.boundary == "narrow":
+                if fn == entry and self.boundary is Outputs.NARROW:
                     self._narrow_args.add(a)
                     continue
                 self._retype(a)
@@ -427,7 +426,7 @@ class PairEmulation:
             for i, x in enumerate(op.operands):
                 if not self.is_pair(x):
                     continue
-                if self.boundary == "narrow":
+                if self.boundary is Outputs.NARROW:
                     with ir.InsertionPoint(op), op.location:
                         op.operands[i] = make("convert", [P.to_f32(self.pair(x))], self.type(x))
                 else:
@@ -439,7 +438,7 @@ class PairEmulation:
                 self._pack(op, i)
 
 
-def emulate_pairs(root: ir.Operation, boundary: str = "pairs") -> PairEmulation:
+def emulate_pairs(root: ir.Operation, boundary: Outputs = Outputs.WORDS) -> PairEmulation:
     """Rewrite every float64 value of ``root`` as a pair (see the module
     docstring); returns what was done.  Raises
     :class:`~no64.errors.UnsupportedOpError` for an op no rule computes on

@@ -80,7 +80,7 @@ from ..errors import (
     X64DisabledWarning,
 )
 from ..core.report import DemotionReport
-from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, RangePolicy
+from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..core.scan import check, find_64bit, has_64bit
 from ..core.types import TypeConverter
 
@@ -203,7 +203,7 @@ class Config:
     def describe(self) -> str:
         plats = "every platform" if ALL_PLATFORMS in self.platforms else ", ".join(sorted(self.platforms))
         extra = "" if self.policy is RangePolicy.DEFAULT else f", policy {self.policy.value!r}"
-        if self.float_policy != "f32":
+        if self.float_policy is not FloatPolicy.F32:
             extra += f", float policy {self.float_policy.value!r}"
         return f"mode {self.mode.value!r}{extra} for {plats}"
 
@@ -632,7 +632,7 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
             prepared = prepare_module(computation, config, platform)
     if prepared is computation and not judged_beside:
         return _original_compile(backend, computation, *args, **kwargs)
-    if config.float_policy == "pairs" and prepared is not computation:
+    if config.float_policy is FloatPolicy.PAIRS and prepared is not computation:
         # once per platform: the backend must keep IEEE f32 for pairs
         from .pair_probe import require_ieee_f32
 
@@ -762,7 +762,7 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
         # holds); the backend verifies the module it receives, so the pass
         # does not verify it a second time (see _compile_or_get_cached).
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
-                        input_ranges=ranges, verify=False, check=True, outputs="narrow",
+                        input_ranges=ranges, verify=False, check=True, outputs=Outputs.NARROW,
                         float_policy=config.float_policy)
     except No64Error as exc:
         from ..errors import NarrowingError
@@ -816,7 +816,7 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     try:
         report = demote(copy, integer_policy=config.integer_policy, policy=RangePolicy.PERMISSIVE,
                         input_ranges=exact_input_ranges(copy.operation, None),
-                        verify=False, outputs="narrow")
+                        verify=False, outputs=Outputs.NARROW)
     except No64Error as exc:
         if config.policy is RangePolicy.STRICT:
             exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "

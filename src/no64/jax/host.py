@@ -83,6 +83,7 @@ from ..core import constants as C
 from ..core.locations import SourceLocation
 from ..core.report import Event
 from ..errors import ConstantRangeError, HostRangeError, No64Error
+from ..kinds import EventKind, IntegerPolicy, Mode
 
 __all__ = [
     "HostRangeError",
@@ -131,7 +132,7 @@ def host_policy() -> str | None:
     if state is None:
         return None
     config = state.value
-    if config is None or config.mode == "off":
+    if config is None or config.mode is Mode.OFF:
         return None
     if hook.ALL_PLATFORMS in config.platforms or hook._x64_off_by_no64:
         return config.integer_policy
@@ -225,7 +226,7 @@ _records: dict[tuple[Any, ...], Event] = {}
 _MAX_SITES = 1024
 
 
-def _record(kind: str, op: str, detail: str, count: int,
+def _record(kind: EventKind, op: str, detail: str, count: int,
             source: SourceLocation | None = None) -> None:
     if source is None:
         source = user_source()
@@ -352,7 +353,7 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         res = C.narrow_integers(a.reshape(-1), unsigned, policy)
         if res.sentinels:
             _refuse_collision(a, unsigned, op, scalar)
-            _record("sentinel", op, _sentinel_detail(a, unsigned), res.sentinels)
+            _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), res.sentinels)
         if res.out_of_range:
             if res.values is None:
                 info = _U32 if unsigned else _I32
@@ -369,18 +370,18 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                     f"sentinel; {_policy_hint()}",
                     value=int(res.first_bad), dtype=str(dt), index=index, source=source,
                 )
-            kind = "saturated" if policy == "saturate" else "wrapped"
+            kind = EventKind.SATURATED if policy == IntegerPolicy.SATURATE else EventKind.WRAPPED
             _record(kind, op, f"out-of-range integer {res.first_bad} narrowed by policy "
-                    f"{policy!r}", res.out_of_range)
+                    f"{str(policy)!r}", res.out_of_range)
         assert res.values is not None
         return res.values.reshape(a.shape)
     fres = C.narrow_floats(a.reshape(-1))
     if fres.sentinels:
-        _record("sentinel", op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
+        _record(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
     if fres.inexact:
-        _record("float-inexact", op, "rounded to the nearest float32", fres.inexact)
+        _record(EventKind.FLOAT_INEXACT, op, "rounded to the nearest float32", fres.inexact)
     if fres.overflow:
-        _record("float-overflow", op, "beyond float32's range: became inf", fres.overflow)
+        _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf", fres.overflow)
     return fres.values.reshape(a.shape)
 
 
@@ -403,7 +404,7 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
     res = C.narrow_integers(a, unsigned, policy)
     if res.sentinels:
         _note_images(a, unsigned)
-        _record("sentinel", op, _sentinel_detail(a, unsigned), 1)
+        _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), 1)
     elif res.values is None:
         source = user_source()
         raise HostRangeError(
@@ -412,8 +413,8 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
             value=v, dtype="int", index=(), source=source,
         )
     else:
-        kind = "saturated" if policy == "saturate" else "wrapped"
-        _record(kind, op, f"out-of-range integer {v} narrowed by policy {policy!r}", 1)
+        kind = EventKind.SATURATED if policy == IntegerPolicy.SATURATE else EventKind.WRAPPED
+        _record(kind, op, f"out-of-range integer {v} narrowed by policy {str(policy)!r}", 1)
     assert res.values is not None
     return int(res.values[0])
 
@@ -424,10 +425,10 @@ def _narrow_python_float(v: float, op: str) -> float:
     recorded: they are weakly typed and round to float32 in the x64 program
     too wherever they meet float32 arrays."""
     if v == _F64_MAX or v == -_F64_MAX:
-        _record("sentinel", op, "mapped float64 max/lowest \u2192 float32 max/lowest", 1)
+        _record(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", 1)
         return _F32_MAX if v > 0 else -_F32_MAX
     if abs(v) > _F32_MAX and v == v and abs(v) != float("inf"):
-        _record("float-overflow", op, "beyond float32's range: became inf", 1)
+        _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf", 1)
     return v
 
 
@@ -537,7 +538,7 @@ def _install_int_aval() -> None:
         if _needs_int(x):
             policy = host_policy()
             if policy is not None and _I64.min <= x <= _I64.max:
-                if policy == "error" and x not in (_I64.max, _I64.min):
+                if policy == IntegerPolicy.ERROR and x not in (_I64.max, _I64.min):
                     narrow_python_int(x, policy)  # raises, naming the user's line
                 return original(0)  # the weak int32 aval
         return original(x)
@@ -1287,7 +1288,7 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
                 value=_WIDE[image], dtype="uint64" if image == _U32.max else "int64", index=(),
                 source=r.source,
             )
-        _record("unproven", r.primitive, f"{what}: {why}", 1, source=r.source)
+        _record(EventKind.UNPROVEN, r.primitive, f"{what}: {why}", 1, source=r.source)
 
 
 #: per traced program (weakly): (seeds, images) -> what sentinel_reads found

@@ -533,8 +533,8 @@ def warn_unproven(report: DemotionReport, name: str) -> None:
     """One :class:`no64.UnprovenIntegerWarning` per user line not warned about yet."""
     for (file, line), items in _by_line(unproven(report), _warned).items():
         prims = sorted({(i.location.primitive or i.op.rsplit(".", 1)[-1]) for i in items})
-        worst = "overflow" if any(i.verdict is Verdict.OVERFLOW for i in items) else "unproven"
-        what = ("overflows 32 bits" if worst == "overflow"
+        worst = Verdict.OVERFLOW if any(i.verdict is Verdict.OVERFLOW for i in items) else Verdict.UNPROVEN
+        what = ("overflows 32 bits" if worst is Verdict.OVERFLOW
                 else "is not proven to fit in 32 bits")
         message = (
             f"no64: the x64 program computes a 64-bit integer at {file}:{line} ({', '.join(prims)}, "

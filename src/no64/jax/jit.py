@@ -55,7 +55,7 @@ from ..core.emulate import join_words, split_words
 from ..core.pairs import join_pairs, split_pairs
 from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
 from ..core.report import DemotionReport
-from ..kinds import Mode, RangePolicy
+from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..core.scan import check
 
 __all__ = [
@@ -107,7 +107,7 @@ def _range_problem(a: np.ndarray, policy: str, sentinels: bool = True
     """
     dt = a.dtype
     if dt == np.int64 or dt == np.uint64:
-        if policy != "error" or a.size == 0:
+        if policy != IntegerPolicy.ERROR or a.size == 0:
             return None
         if dt == np.int64:
             bad = (a < _I32.min) | (a > _I32.max)
@@ -150,7 +150,7 @@ def _python_problem(x: int | float | complex, policy: str, sentinels: bool = Tru
     if isinstance(x, int):
         if _I32.min <= x <= _I32.max or (sentinels and x in (_I64.max, _I64.min)):
             return None
-        if policy != "error" and _I64.min <= x <= _I64.max:
+        if policy != IntegerPolicy.ERROR and _I64.min <= x <= _I64.max:
             return None
         return _integer_reason(f"int32's range [{_I32.min}, {_I32.max}]", sentinels)
     parts = (x.real, x.imag) if isinstance(x, complex) else (x,)
@@ -317,8 +317,7 @@ class Jitted:
         policy: str = "default",
         float_policy: str = "f32",
     ) -> None:
-        if float_policy not in ("f32", "pairs"):
-            raise ValueError(f"float_policy must be one of ('f32', 'pairs'), not {float_policy!r}")
+        float_policy = FloatPolicy.parse(float_policy, "float_policy")
         self._fun = fun
         self._restore = restore_dtypes
         self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX, integer_policy,
@@ -326,7 +325,7 @@ class Jitted:
         self._jit_kwargs = dict(jit_kwargs)
         self.jitted = jax.jit(fun, **jit_kwargs)
         self._exact: _ExactPath | None = None
-        if self._config.policy is RangePolicy.EXACT or float_policy == "pairs":
+        if self._config.policy is RangePolicy.EXACT or float_policy is FloatPolicy.PAIRS:
             self._exact = _ExactPath(fun, self._jit_kwargs, self._config, float_policy)
         try:
             sig: inspect.Signature | None = inspect.signature(fun)
@@ -670,8 +669,8 @@ class _ExactPath:
     _SHARDING_KWARGS = ("in_shardings", "out_shardings", "device", "backend")
 
     def __init__(self, fun: Callable[..., Any], jit_kwargs: Mapping[str, Any], config: Any,
-                 float_policy: str = "f32") -> None:
-        self.float_policy = float_policy
+                 float_policy: FloatPolicy = FloatPolicy.F32) -> None:
+        self.float_policy = FloatPolicy(float_policy)
         what = "float_policy='pairs'" if config.policy is not RangePolicy.EXACT else "policy='exact'"
         bad = [k for k in self._SHARDING_KWARGS if jit_kwargs.get(k) is not None]
         if bad:
@@ -695,7 +694,7 @@ class _ExactPath:
 
     def lowered(self, abstract: _Abstract, name: str) -> "Lowered":
         return Lowered._from_jax(self._lower_x64(abstract), self.config.integer_policy, name,
-                                 policy=self.config.policy, outputs="words", float_policy=self.float_policy)
+                                 policy=self.config.policy, outputs=Outputs.WORDS, float_policy=self.float_policy)
 
     def _compiled(self, abstract: _Abstract, name: str) -> _Executable:
         if abstract.key is not None and abstract.key in self._cache:
@@ -725,7 +724,7 @@ class _ExactPath:
         if isinstance(device, str):
             device = jax.devices(device)[0]
         backend = jax.extend.backend.get_backend(device.platform)
-        if self.float_policy == "pairs":
+        if self.float_policy is FloatPolicy.PAIRS:
             from .pair_probe import require_ieee_f32
 
             require_ieee_f32(backend, device)
@@ -801,7 +800,8 @@ class Lowered:
 
     @classmethod
     def _from_jax(cls, lowered: Any, integer_policy: str, name: str, *,
-                  policy: str = "default", outputs: str = "narrow", float_policy: str = "f32") -> "Lowered":
+                  policy: str = "default", outputs: Outputs = Outputs.NARROW,
+                  float_policy: str = "f32") -> "Lowered":
         import io
 
         buf = io.BytesIO()

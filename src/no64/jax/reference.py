@@ -41,6 +41,7 @@ from ..core._mlir import func, ir, make_context
 from ..core.demote import demote
 from ..core.emulate import join_words, split_words
 from ..errors import InputError
+from ..kinds import RangePolicy
 from ..core.report import DemotionReport
 from ..core.scan import check
 
@@ -756,7 +757,7 @@ def compare_with_reference(
     """
     leaves, treedef = jax.tree_util.tree_flatten(list(args))
     flat = [np.asarray(a) for a in leaves]
-    whole = policy == "exact"
+    whole = policy == RangePolicy.EXACT
     same = [a if whole and a.dtype in (np.int64, np.uint64) else narrow_inputs([a])[0].astype(a.dtype)
             for a in flat]
     lowered = _lower(fn, jax.tree_util.tree_unflatten(treedef, same), jit_kwargs or {})

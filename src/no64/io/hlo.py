@@ -1,0 +1,65 @@
+"""XLA HLO text and serialized ``HloModuleProto``, converted to and from
+StableHLO by XLA's own code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core._compat import xla_hlo, xla_mlir
+from ..core._mlir import ir
+from ..errors import InputError
+from .diagnostics import _xla_error_line
+from .mlir import _bytecode
+
+
+def _is_hlo_proto(data: bytes) -> bool:
+    _hlo = xla_hlo()
+
+    try:
+        _hlo.HloModule.from_serialized_hlo_module_proto(data)
+    except Exception:  # noqa: BLE001 - any failure means "not an HloModuleProto"
+        return False
+    return True
+
+
+def _from_hlo_proto(proto: bytes, ctx: ir.Context) -> ir.Module:
+
+    return ir.Module.parse(xla_mlir().hlo_to_stablehlo(proto), context=ctx)
+
+
+def _load_hlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
+    _hlo = xla_hlo()
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: not HLO text (not UTF-8)") from None
+    try:
+        proto = _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+    except Exception as exc:  # noqa: BLE001 - XLA raises its own runtime error type
+        raise InputError(_xla_error_line(name, exc, "not valid HLO text: ")) from exc
+    return _from_hlo_proto(proto, ctx)
+
+
+def _load_hlopb(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
+    return _from_hlo_proto(data, ctx)
+
+
+def _xla_computation(module: ir.Module) -> Any:
+
+    return xla_mlir().mlir_module_to_xla_computation(
+        _bytecode(module), use_tuple_args=False, return_tuple=False
+    )
+
+
+def _dump_hlo(module: ir.Module) -> bytes:
+    _hlo = xla_hlo()
+
+    options = _hlo.HloPrintOptions()
+    options.print_large_constants = True  # otherwise "{...}", which cannot be read back
+    options.print_metadata = True  # op names and source lines
+    return _xla_computation(module).get_hlo_module().to_string(options).encode("utf-8")
+
+
+def _dump_hlopb(module: ir.Module) -> bytes:
+    return bytes(_xla_computation(module).as_serialized_hlo_module_proto())
