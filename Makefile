@@ -43,6 +43,8 @@ $(DEPS): pyproject.toml
 	@touch $@
 
 $(STAMP): $(DEPS) $(SOURCES)
+	@# a stale build/ would ship modules that no longer exist (a module turned package)
+	rm -rf build
 	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
 	@touch $@
 
