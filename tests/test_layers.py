@@ -62,6 +62,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "the JAX layer",
         (
             "no64.jax._compat",
+            "no64.jax.state",
             "no64.jax.hook",
             "no64.jax.host",
             "no64.jax.intent",
