@@ -825,9 +825,9 @@ class Predictor:
         traceback_util.register_exclusion(__file__)
 
         warnings.filterwarnings("ignore", category=X64DisabledWarning)
-        with hook._lock:
-            self._saved["explicit"] = hook._explicit
-            hook._explicit = True  # the environment activation (NO64_PLATFORMS) yields to this one
+        with hook.STATE.lock:
+            self._saved["explicit"] = hook.STATE.explicit
+            hook.STATE.explicit = True  # the environment activation (NO64_PLATFORMS) yields to this one
         import jax  # noqa: F401 - the program would import it; activation follows
         from jax._src import compiler, dtypes
         from jax._src import config as jax_config
@@ -853,12 +853,12 @@ class Predictor:
         self._recording = True
         state._update_global_hook = x64_hook
         self._saved["x64_watch"] = x64_hook
-        hook._get_state()
-        self._saved["config"] = hook._state.get_global() if hook._state is not None else None
+        hook.STATE.jax_state()
+        self._saved["config"] = hook.STATE.global_config()
         config = _StandIn(self.platforms, **self.settings)
         self.config = config
         label = ",".join(sorted(self.platforms))
-        with hook._lock:
+        with hook.STATE.lock:
             hook._activate(config, backends_started=xla_bridge.backends_are_initialized(),
                            source=f"{hook.ENV_PLATFORMS}={label}")
         host.clear_host_records()
@@ -916,9 +916,9 @@ class Predictor:
         from . import host
 
         host._array_input = self._saved["array_input"]
-        with hook._lock:
-            hook._state._set(self._saved["config"])
-            hook._explicit = self._saved["explicit"]
+        with hook.STATE.lock:
+            hook.STATE.jax_state()._set(self._saved["config"])
+            hook.STATE.explicit = self._saved["explicit"]
         _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
         if self._saved["x64"] and not jax_config.enable_x64.get_global():
             jax_config.enable_x64.set_global(True)

@@ -57,14 +57,12 @@ backend's verification is reported as :class:`~no64.errors.InvalidModuleError`.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
 import os
 import sys
-import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -72,9 +70,11 @@ import numpy as np
 
 from ..core._mlir import ir
 from ..core.demote import FLOAT_POLICIES, demote
+from ..core.emulate import exact_input_ranges
 from ..errors import (
     Boundary64BitError,
     InvalidModuleError,
+    NarrowingError,
     No64Error,
     Remaining64BitError,
     X64DisabledWarning,
@@ -83,6 +83,8 @@ from ..core.report import DemotionReport
 from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, RangePolicy
 from ..core.scan import check, find_64bit, has_64bit
 from ..core.types import TypeConverter
+from . import host, intent
+from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
     "ALL_PLATFORMS",
@@ -121,9 +123,6 @@ ENV_FLOAT_POLICY = "NO64_FLOAT_POLICY"
 #: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
 #: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
 MODES = Mode.values()
-#: Platform wildcard used by :func:`no64.jit`'s scope: every platform.
-ALL_PLATFORMS = "*"
-
 #: Report event kinds whose narrowing may change a value (see :class:`no64.kinds.EventKind`).
 LOSSY_EVENT_KINDS = LOSSY_EVENTS
 
@@ -224,38 +223,14 @@ def _platform_names(platform: str) -> set[str]:
 # The JAX configuration state (part of the trace context and jit cache key)
 # ---------------------------------------------------------------------------
 
-_lock = threading.RLock()
-_state: Any = None
-_original_compile: Callable[..., Any] | None = None
-_explicit = False  # install()/uninstall() was called: the environment no longer applies
-
-
-def _get_state() -> Any:
-    """The ``no64_config`` JAX state, created on first use.
-
-    ``include_in_trace_context`` and ``include_in_jit_key`` make every JAX
-    cache (traces, lowerings, in-memory executables, the C++ jit dispatch
-    cache) key on the configuration.
-    """
-    global _state
-    if _state is None:
-        with _lock:
-            if _state is None:
-                from ._compat import make_state
-
-                _state = make_state(
-                    "no64_config",
-                    None,
-                    "Platforms whose compiled modules no64 rewrites or checks, and the mode.",
-                )
-    return _state
+# The configuration lives in a JAX configuration state held by the hook's
+# state object (:data:`no64.jax.state.STATE`), with everything else the hook
+# keeps between calls.
 
 
 def active_config() -> Config | None:
     """The configuration in effect in this thread (``None`` when inactive)."""
-    if _state is None:
-        return None
-    return _state.value
+    return STATE.active_config()
 
 
 @contextmanager
@@ -266,7 +241,7 @@ def scoped(config: Config) -> Iterator[None]:
     on every platform, whatever the global configuration says.
     """
     _ensure_hooks()
-    with _get_state()(config):
+    with STATE.jax_state()(config):
         yield
 
 
@@ -310,14 +285,13 @@ def install(
     with a one-time :class:`X64DisabledWarning`.  Switching configuration
     never reuses executables compiled under another one.
     """
-    global _explicit
     config = Config(_normalize_platforms(platforms), mode, integer_policy, policy, float_policy)
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
     from jax._src import xla_bridge
 
-    with _lock:
-        _explicit = True
+    with STATE.lock:
+        STATE.explicit = True
         _activate(config, backends_started=xla_bridge.backends_are_initialized(), source="no64.install")
     return config
 
@@ -329,11 +303,11 @@ def uninstall() -> None:
     was installed are not reused afterwards (the configuration is part of
     JAX's cache keys).
     """
-    global _explicit
-    with _lock:
-        _explicit = True
-        if _state is not None:
-            _state._set(None)
+    with STATE.lock:
+        STATE.explicit = True
+        state = STATE.jax_state(create=False)
+        if state is not None:
+            state._set(None)
 
 
 def initialize_from_environment(*, strict: bool = False) -> Config | None:
@@ -356,15 +330,14 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict)
     float_policy = _environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict)
     config = Config(platforms, mode, integer_policy, policy, float_policy)
-    global _deferring
-    with _lock:
-        if _explicit:
+    with STATE.lock:
+        if STATE.explicit:
             return active_config()
-        _deferring = True
+        STATE.deferring = True
         try:
             _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
         finally:
-            _deferring = False
+            STATE.deferring = False
     return config
 
 
@@ -384,7 +357,7 @@ def _environment_choice(name: str, choices: tuple[str, ...], default: str, stric
 
 def _activate(config: Config, *, backends_started: bool, source: str) -> None:
     _ensure_hooks()
-    _get_state()._set(config)
+    STATE.jax_state()._set(config)
     logger.info("no64 active (%s): %s", source, config.describe())
     if config.mode is not Mode.OFF:
         _handle_x64(config, backends_started=backends_started, source=source)
@@ -394,25 +367,16 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
 # x64
 # ---------------------------------------------------------------------------
 
-#: The x64 warnings already given, each once per process: "off" (no64 turned
-#: x64 off), "again" (turned it off again after someone turned it on), "kept"
-#: (x64 stays on for an unlisted default backend), "elsewhere" (x64 was turned
-#: off before the backends started, and the default is not a listed platform).
-_x64_warnings: set[str] = set()
-
-
-#: Set while no64 activates from the environment (inside ``import jax``):
-#: the x64 warning is then held back until the first compile, so that
-#: ``import jax`` never fails under ``-W error``.
-_deferring = False
-_deferred: list[str] = []
+# The x64 warnings already given (each once per process) and those held
+# back while JAX is imported are the state's (STATE.x64_warnings,
+# STATE.deferring, STATE.deferred).
 
 
 def _warn_once(kind: str, message: str) -> None:
-    if kind not in _x64_warnings:
-        _x64_warnings.add(kind)
-        if _deferring:
-            _deferred.append(message)
+    if kind not in STATE.x64_warnings:
+        STATE.x64_warnings.add(kind)
+        if STATE.deferring:
+            STATE.deferred.append(message)
         else:
             _warn_at_caller(message)
     logger.info("%s", message)
@@ -423,9 +387,9 @@ def _say_deferred() -> None:
     report when pytest runs (a suite configured ``filterwarnings = error``
     must be able to start), else as a warning at the user's line that
     compiles first."""
-    with _lock:
-        messages = list(_deferred)
-        _deferred.clear()
+    with STATE.lock:
+        messages = list(STATE.deferred)
+        STATE.deferred.clear()
     plugin = sys.modules.get("no64.jax.pytest_plugin")
     notes = getattr(plugin, "x64_notes", None)
     for message in messages:
@@ -433,23 +397,6 @@ def _say_deferred() -> None:
             notes.append(message)
         else:
             _warn_at_caller(message)
-
-
-def _default_platform(backends_started: bool) -> str | None:
-    """The default backend's platform, or ``None`` when it cannot be known yet.
-
-    Before the backends start, only an explicit ``JAX_PLATFORMS`` /
-    ``jax_platforms`` names it (its first entry).
-    """
-    import jax
-    from jax._src import config as jax_config
-
-    if backends_started:
-        return jax.default_backend()
-    pinned = jax_config.jax_platforms.value
-    if pinned:
-        return pinned.split(",")[0].strip().lower() or None
-    return None
 
 
 def _warn_at_caller(message: str) -> None:
@@ -483,23 +430,20 @@ def _warn_at_caller(message: str) -> None:
     warnings.warn(message, X64DisabledWarning, stacklevel=2)
 
 
-#: no64 turned x64 off for the default backend (globally); host values are
-#: then narrowed by no64 whatever the default backend turns out to be.
-_x64_off_by_no64 = False
-#: Whether the default backend was compared with the configuration once the
-#: backends had started (see _note_default_backend).
-_default_noted = False
+# Whether no64 turned x64 off for the default backend (globally), and
+# whether the default backend was compared with the configuration once the
+# backends had started (see _note_default_backend), are the state's
+# (STATE.x64_off_by_no64, STATE.default_noted).
 
 
 def _handle_x64(config: Config, *, backends_started: bool, source: str, again: bool = False) -> None:
     """Turn x64 off when ``config`` covers the default backend (``again``: it
     was just turned on while no64 was active), and say so once."""
-    global _x64_off_by_no64, _default_noted
     from jax._src import config as jax_config
 
     if not jax_config.enable_x64.get_global():
         return
-    default = _default_platform(backends_started)
+    default = default_platform(backends_started)
     listed = ", ".join(sorted(config.platforms))
     if default is not None and not config.applies_to(default):
         _warn_once(
@@ -512,10 +456,10 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str, again: b
     import jax
 
     jax.config.update("jax_enable_x64", False)
-    _x64_off_by_no64 = True
+    STATE.x64_off_by_no64 = True
     if default is None:
         where = f"a no64 platform ({listed}) may be the default backend"
-        _default_noted = False  # compare once the backends have started
+        STATE.default_noted = False  # compare once the backends have started
     else:
         where = f"the default backend ({default}) is a no64 platform"
     _warn_once(
@@ -530,10 +474,9 @@ def _note_default_backend() -> None:
     """Once the backends have started: if no64 turned x64 off before the
     default backend was known and it turned out not to be a no64 platform,
     say so (once)."""
-    global _default_noted
-    _default_noted = True
-    config = _state.get_global() if _state is not None else None
-    if config is None or not _x64_off_by_no64 or ALL_PLATFORMS in config.platforms:
+    STATE.default_noted = True
+    config = STATE.global_config()
+    if config is None or not STATE.x64_off_by_no64 or ALL_PLATFORMS in config.platforms:
         return
     import jax
 
@@ -557,23 +500,18 @@ def _note_default_backend() -> None:
 
 def _ensure_hooks() -> None:
     """Wrap ``compile_or_get_cached`` and put no64 where JAX converts host data (idempotent)."""
-    global _original_compile
-    if _original_compile is not None:
+    if STATE.original_compile is not None:
         return
-    with _lock:
-        if _original_compile is not None:
+    with STATE.lock:
+        if STATE.original_compile is not None:
             return
         from jax._src import compiler
 
-        from . import host
-
-        from . import intent
-
-        _get_state()
+        STATE.jax_state()
         host.install_hooks()
         intent.install()
         _install_x64_guard()
-        _original_compile = compiler.compile_or_get_cached
+        STATE.original_compile = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = _compile_or_get_cached
 
 
@@ -591,7 +529,7 @@ def _install_x64_guard() -> None:
             previous(value)
         if not value:
             return
-        config = _state.get_global() if _state is not None else None
+        config = STATE.global_config()
         if config is None or config.mode is Mode.OFF:
             return
         from jax._src import xla_bridge
@@ -608,31 +546,30 @@ def _install_x64_guard() -> None:
 
 def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **kwargs: Any) -> Any:
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
-    config = _state.value if _state is not None else None
-    assert _original_compile is not None
-    if _deferred:
+    config = STATE.active_config()
+    original = STATE.original_compile
+    assert original is not None
+    if STATE.deferred:
         _say_deferred()
-    if not _default_noted:
+    if not STATE.default_noted:
         _note_default_backend()
     platform = str(backend.platform)
     if config is None or config.mode is Mode.OFF or not config.applies_to(platform):
-        return _original_compile(backend, computation, *args, **kwargs)
-    from . import intent
-
+        return original(backend, computation, *args, **kwargs)
     meaning = intent.meaning_of(computation)
     if meaning is not None:
-        prepared = intent.prepare(computation, meaning, config, platform)
+        prepared = prepare_with_meaning(computation, meaning, config, platform)
     else:
         prepared = prepare_module(computation, config, platform)
     if prepared is computation:
-        return _original_compile(backend, computation, *args, **kwargs)
+        return original(backend, computation, *args, **kwargs)
     if config.float_policy == "pairs":
         # once per platform: the backend must keep IEEE f32 for pairs
         from .pair_probe import require_ieee_f32
 
         require_ieee_f32(backend, backend.devices()[0])
     try:
-        return _original_compile(backend, prepared, *args, **kwargs)
+        return original(backend, prepared, *args, **kwargs)
     except Exception:
         # The pass leaves verification to the backend, which verifies every
         # module it receives (and reports a failure in its own words: an
@@ -685,7 +622,7 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
       no64.UnsupportedOpError, no64.ConstantRangeError: demotion refused.
     """
     name = name or module_name(module)
-    _last.report = None
+    STATE.thread.report = None
     if not has_64bit(module):
         _record(name, platform, config.mode, None)
         return module
@@ -703,8 +640,6 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
     # the x64 meaning's 64-bit inputs are the 32-bit values the host narrowed
     ranges = None
     if not boundary:
-        from ..core.emulate import exact_input_ranges
-
         ranges = exact_input_ranges(copy.operation, None)
     try:
         # The strict check runs inside the pass (over the ops it already
@@ -714,32 +649,55 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
                         input_ranges=ranges, verify=False, check=True, outputs="narrow",
                         float_policy=config.float_policy)
     except No64Error as exc:
-        from ..errors import NarrowingError
-        from .host import name_callers_line
-
         if not boundary and isinstance(exc, NarrowingError) and config.policy is RangePolicy.EXACT:
-            from .intent import output_error
-
-            raise output_error(name, exc) from None
-        name_callers_line(exc, module)
+            raise intent.output_error(name, exc) from None
+        host.name_callers_line(exc, module)
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise
-    _last.report = report
+    STATE.thread.report = report
     if report.float_hints:
-        from .intent import warn_float_hints
-
-        warn_float_hints(report, name)
+        intent.warn_float_hints(report, name)
     _record(name, platform, config.mode, report)
     logger.debug("no64 demoted %s for %s: %s", name, platform, report.summary().splitlines()[0])
     return copy
 
 
-_last = threading.local()
-
-
 def last_report() -> DemotionReport | None:
     """The report of the last :func:`prepare_module` in this thread (``None``: nothing demoted)."""
-    return getattr(_last, "report", None)
+    return STATE.thread.report
+
+
+def prepare_with_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> ir.Module:
+    """What the backend compiles for ``module`` (JAX's 32-bit module), given
+    its x64 meaning ``meaning`` (:func:`no64.jax.intent.meaning_of`).
+
+    Under ``policy="exact"`` the x64 module, converted with every integer not
+    proven to fit computed exactly, replaces JAX's (it has the same 32-bit
+    signature); an output not proven to fit in the 32-bit array the user
+    receives raises :class:`no64.OutputRangeError`.  Under the other
+    policies the x64 module is judged (:func:`judge_meaning`: warnings and
+    records; ``strict`` refuses) and JAX's module is compiled.
+    """
+    name = module_name(module)
+    if config.policy is not RangePolicy.EXACT:
+        judge_meaning(module, meaning, config, platform)
+        return prepare_module(module, config, platform)
+    if _signature(meaning, narrowed=True) != _signature(module):
+        # no comparable x64 meaning: JAX's module runs as it would without one
+        intent.refuse_without_meaning(module)
+        return prepare_module(module, config, platform)
+    return prepare_module(meaning, config, platform, boundary=False, name=name)
+
+
+def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], list[str]] | None:
+    """The entry function's input and result types (``narrowed``: as no64 narrows them)."""
+    main = _entry_function(module)
+    if main is None:
+        return None
+    with module.context:
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        convert = TypeConverter().convert_or_same if narrowed else (lambda t: t)
+        return [str(convert(t)) for t in ftype.inputs], [str(convert(t)) for t in ftype.results]
 
 
 def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> DemotionReport | None:
@@ -756,9 +714,6 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     not judged (``None``), except under ``strict``, which refuses it.  The
     32-bit program is what runs, so nothing else is refused here.
     """
-    from ..core.emulate import exact_input_ranges
-    from . import intent
-
     name = module_name(module)
     copy = clone_module(meaning)
     # the 32-bit program runs: its differences are reported (refused only under strict)
@@ -776,15 +731,13 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     if config.policy is RangePolicy.STRICT:
         bad = intent.unproven(report)
         if bad:
-            from ..errors import NarrowingError
-
             n = bad[0]
             exc = NarrowingError(n.op, n.location, n.verdict, n.interval or (0, 0), config.policy,
                                  narrowing=n, reason=None if n.interval else n.detail)
             exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "
                          f"({config.describe()})")
             raise exc
-    _last.meaning = report
+    STATE.thread.meaning = report
     intent.warn_unproven(report, name)
     intent.warn_float_hints(report, name)
     return report
@@ -900,25 +853,20 @@ class CompileRecord:
         """Whether every narrowing kept its value (see :func:`is_exact`) and,
         for a program that asked for x64, every integer its x64 program
         computes in 64 bits is proven to fit."""
-        from .intent import unproven
-
-        return is_exact(self.report) and (self.meaning is None or not unproven(self.meaning))
-
-
-_records: collections.deque[CompileRecord] = collections.deque(maxlen=1024)
+        return is_exact(self.report) and (self.meaning is None or not intent.unproven(self.meaning))
 
 
 def _record(name: str, platform: str, mode: Mode, report: DemotionReport | None) -> None:
-    meaning = getattr(_last, "meaning", None)
-    _last.meaning = None
-    _records.append(CompileRecord(name, platform, mode, report, meaning))
+    meaning = STATE.thread.meaning
+    STATE.thread.meaning = None
+    STATE.records.append(CompileRecord(name, platform, mode, report, meaning))
 
 
 def compile_records() -> list[CompileRecord]:
     """The most recent modules (up to 1024) that went through the hook, oldest first."""
-    return list(_records)
+    return list(STATE.records)
 
 
 def clear_compile_records() -> None:
     """Forget the records returned by :func:`compile_records`."""
-    _records.clear()
+    STATE.records.clear()

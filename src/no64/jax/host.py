@@ -83,6 +83,7 @@ from ..core import constants as C
 from ..core.locations import SourceLocation
 from ..core.report import Event
 from ..errors import ConstantRangeError, HostRangeError, No64Error
+from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
     "HostRangeError",
@@ -114,38 +115,41 @@ from ..core.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 # When no64 narrows host values
 # ---------------------------------------------------------------------------
 
-_default_covered: dict[Any, bool] = {}
-
-
 def host_policy() -> str | None:
     """The integer policy for host values in this thread, or ``None`` when
     no64 does not narrow them (x64 on, or no64 inactive for the default
-    backend and outside :func:`no64.jit`)."""
+    backend and outside :func:`no64.jit`).
+
+    While the x64 meaning of a program whose 32-bit trace refused a host
+    integer is taken (:mod:`no64.jax.intent`), the policy it forces
+    (``STATE.thread.host_policy``) replaces a policy that is not ``None``.
+    """
+    policy = _host_policy()
+    forced = STATE.thread.host_policy
+    return forced if forced is not None and policy is not None else policy
+
+
+def _host_policy() -> str | None:
     from jax._src import config as jax_config
 
     if jax_config.enable_x64.value:
         return None
-    from . import hook
-
-    state = hook._state
-    if state is None:
-        return None
-    config = state.value
+    config = STATE.active_config()
     if config is None or config.mode == "off":
         return None
-    if hook.ALL_PLATFORMS in config.platforms or hook._x64_off_by_no64:
+    if ALL_PLATFORMS in config.platforms or STATE.x64_off_by_no64:
         return config.integer_policy
-    covered = _default_covered.get(config)
+    covered = STATE.default_covered.get(config)
     if covered is None:
         from jax._src import xla_bridge
 
         started = xla_bridge.backends_are_initialized()
-        default = hook._default_platform(started)
+        default = default_platform(started)
         # Before the backends start, no64 turned x64 off on the assumption
         # that a listed platform may become the default.
         covered = True if default is None else config.applies_to(default)
         if started:
-            _default_covered[config] = covered
+            STATE.default_covered[config] = covered
     return config.integer_policy if covered else None
 
 
@@ -220,38 +224,39 @@ def _mapped() -> set[tuple[int, str | None, int | None]]:
     return images
 
 
-_records_lock = threading.Lock()
-_records: dict[tuple[Any, ...], Event] = {}
 _MAX_SITES = 1024
 
 
 def _record(kind: str, op: str, detail: str, count: int,
             source: SourceLocation | None = None) -> None:
+    """Add ``count`` elements to the host record of ``kind`` at ``source``
+    (the user's line), kept in ``STATE.host_records``."""
     if source is None:
         source = user_source()
     key = (kind, op, source.file, source.line)
-    with _records_lock:
-        event = _records.get(key)
+    records = STATE.host_records
+    with STATE.host_lock:
+        event = records.get(key)
         if event is not None:
             event.count += count
-            return
-        if len(_records) >= _MAX_SITES:
-            _records.pop(next(iter(_records)))
-        _records[key] = Event(kind, op, source, detail, count)
+        else:
+            if len(records) >= _MAX_SITES:
+                records.pop(next(iter(records)))
+            records[key] = Event(kind, op, source, detail, count)
 
 
 def host_records() -> list[Event]:
     """The host narrowings that were not exact, one :class:`no64.core.report.Event`
     per kind and source line (``count`` sums the elements over all calls),
     oldest first; the kinds are those of the pass's report."""
-    with _records_lock:
-        return list(_records.values())
+    with STATE.host_lock:
+        return list(STATE.host_records.values())
 
 
 def clear_host_records() -> None:
     """Forget the records returned by :func:`host_records`."""
-    with _records_lock:
-        _records.clear()
+    with STATE.host_lock:
+        STATE.host_records.clear()
 
 
 # ---------------------------------------------------------------------------
@@ -1260,10 +1265,9 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
     as a number."""
     if not reads:
         return
-    from . import hook
     from ..kinds import RangePolicy
 
-    config = hook.active_config()
+    config = STATE.active_config()
     policy = config.policy if config is not None else RangePolicy.DEFAULT
     for r in reads:
         image = min(r.images)
