@@ -82,7 +82,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import __version__
+from . import hook as jaxhook
+from . import host, intent
 from ._compat import watch_explicit_dtypes
+from .state import STATE, HookListener
 from ..core._mlir import ir, make_context
 from ..core.demote import demote
 from ..core.scan import Finding, all_ops, find_64bit
@@ -698,40 +701,25 @@ def _explain(compiled: Sequence[Compiled], integer_policy: str = "error") -> lis
 # --------------------------------------------------------------------------- the hook's view: predicting
 
 
-def _stand_in_class() -> type:
-    from . import hook
+@dataclasses.dataclass(frozen=True)
+class _StandIn(jaxhook.Config):
+    """``Config`` whose platforms include the default backend here (the
+    audit runs the program on it as on the platforms it names)."""
 
-    @dataclasses.dataclass(frozen=True)
-    class StandIn(hook.Config):
-        """``Config`` whose platforms include the default backend here (the
-        audit runs the program on it as on the platforms it names)."""
+    def applies_to(self, platform: str) -> bool:
+        if self.mode is Mode.OFF:
+            return False
+        from jax._src import xla_bridge
 
-        def applies_to(self, platform: str) -> bool:
-            if self.mode is Mode.OFF:
-                return False
-            from jax._src import xla_bridge
+        if not xla_bridge.backends_are_initialized():
+            return True
+        import jax
 
-            if not xla_bridge.backends_are_initialized():
-                return True
-            import jax
+        default = jax.default_backend()
+        return platform.lower() == default.lower() or jaxhook.Config.applies_to(self, platform)
 
-            default = jax.default_backend()
-            return platform.lower() == default.lower() or hook.Config.applies_to(self, platform)
-
-        def describe(self) -> str:
-            return f"{hook.Config.describe(self)} (audited here)"
-
-    return StandIn
-
-
-_StandIn_cls: type | None = None
-
-
-def _StandIn(platforms: frozenset[str], **settings: Any) -> Any:  # noqa: N802
-    global _StandIn_cls
-    if _StandIn_cls is None:
-        _StandIn_cls = _stand_in_class()
-    return _StandIn_cls(platforms, **settings)
+    def describe(self) -> str:
+        return f"{jaxhook.Config.describe(self)} (audited here)"
 
 
 def _hook_settings(given: dict[str, Any]) -> dict[str, str]:
@@ -739,18 +727,16 @@ def _hook_settings(given: dict[str, Any]) -> dict[str, str]:
     platforms, as ``NO64_PLATFORMS`` sets it: from the environment variable
     ``NO64_<FIELD>`` (``NO64_MODE``, ``NO64_INTEGER_POLICY``,
     ``NO64_POLICY``, ...), read as the hook reads it, unless ``given``."""
-    from . import hook
-
-    defaults = hook.Config(frozenset({"default"}))
+    defaults = jaxhook.Config(frozenset({"default"}))
     out: dict[str, str] = {}
-    for field in dataclasses.fields(hook.Config):
+    for field in dataclasses.fields(jaxhook.Config):
         if field.name == "platforms":
             continue
         default = getattr(defaults, field.name)
         value = given.get(field.name)
         if value is None:
             choices = type(default).values() if hasattr(type(default), "values") else (str(default),)
-            value = hook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
+            value = jaxhook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
         out[field.name] = str(value)
     return out
 
@@ -779,7 +765,7 @@ class DtypeEvent:
     by_no64: bool = False
 
 
-class Predictor:
+class Predictor(HookListener):
     """Run a program under the compile hook, as ``NO64_PLATFORMS`` would,
     and record what the hook does (a context manager; see :func:`run_program`).
 
@@ -788,18 +774,18 @@ class Predictor:
     :class:`~no64.jax.hook.Config`), each by default from its environment
     variable (``NO64_MODE``, ``NO64_INTEGER_POLICY``, ``NO64_POLICY``) as the
     environment activation reads it, the default backend here standing in
-    for the platforms.  While active it records each
+    for the platforms.  While active it listens to the hook
+    (:class:`~no64.jax.state.HookListener`) and records each
     module the hook handles (:class:`ModuleResult`), where x64 is turned on
     (:class:`X64Event`), and explicit 64-bit dtypes that JAX truncates
     (:class:`DtypeEvent`); host narrowings are no64's own
-    :func:`no64.host_records`.  On exit the previous configuration is put back.
+    :func:`no64.host_records`.  On exit the previous settings are put back
+    (:meth:`~no64.jax.state.HookState.settings_swapped`).
     """
 
     def __init__(self, platforms: str, *, progress: Callable[[int], None] | None = None,
                  **settings: Any) -> None:
-        from . import hook
-
-        self.platforms = hook._normalize_platforms(platforms) or frozenset({"default"})
+        self.platforms = jaxhook._normalize_platforms(platforms) or frozenset({"default"})
         #: The hook's settings, by field of its Config.
         self.settings = _hook_settings(settings)
         self.mode = self.settings["mode"]
@@ -812,26 +798,24 @@ class Predictor:
         self._tls = threading.local()
         self._saved: dict[str, Any] = {}
         self._count = 0
+        self._recording = False
 
     # -- activation
 
     def __enter__(self) -> "Predictor":
-        from . import hook, host
         from jax._src import traceback_util
 
-        # The audit's wrappers are not part of the program's traceback (a
+        # The audit's own frames are not part of the program's traceback (a
         # run under NO64_PLATFORMS has none): JAX leaves them out as it
         # leaves out its own frames.
         traceback_util.register_exclusion(__file__)
 
         warnings.filterwarnings("ignore", category=X64DisabledWarning)
-        with hook.STATE.lock:
-            self._saved["explicit"] = hook.STATE.explicit
-            hook.STATE.explicit = True  # the environment activation (NO64_PLATFORMS) yields to this one
+        # the environment activation (NO64_PLATFORMS) yields to this one
+        self._settings = STATE.settings_swapped()
+        self._settings.__enter__()
         import jax  # noqa: F401 - the program would import it; activation follows
-        from jax._src import compiler, dtypes
         from jax._src import config as jax_config
-        from jax._src import xla_bridge
 
         state = jax_config.enable_x64
         self._saved["x64"] = state.get_global()
@@ -853,24 +837,14 @@ class Predictor:
         self._recording = True
         state._update_global_hook = x64_hook
         self._saved["x64_watch"] = x64_hook
-        hook.STATE.jax_state()
-        self._saved["config"] = hook.STATE.global_config()
         config = _StandIn(self.platforms, **self.settings)
         self.config = config
         label = ",".join(sorted(self.platforms))
-        with hook.STATE.lock:
-            hook._activate(config, backends_started=xla_bridge.backends_are_initialized(),
-                           source=f"{hook.ENV_PLATFORMS}={label}")
+        jaxhook.activate(config, source=f"{jaxhook.ENV_PLATFORMS}={label}")
         host.clear_host_records()
-        # What the hook does with each module.
-        self._saved["prepare"] = hook.prepare_module
-        self._saved["record"] = hook._record
-        hook.prepare_module = self._prepare
-        hook._record = self._record
-        self._saved["judge"] = hook.judge_meaning
-        hook.judge_meaning = self._judge
-        self._saved["compile"] = compiler.compile_or_get_cached
-        compiler.compile_or_get_cached = self._compile
+        # What the hook does with each module, and the host data it converts.
+        STATE.subscribe(self)
+
         def explicit_dtype(dtype: Any, out: Any, fun_name: str) -> None:
             if self._recording:
                 try:
@@ -879,46 +853,17 @@ class Predictor:
                     pass
 
         self._saved["explicit_dtype"] = watch_explicit_dtypes(explicit_dtype)
-        # jnp.array/asarray of 64-bit host data with a 64-bit dtype: no64
-        # converts the data itself and JAX never sees the dtype
-        self._saved["array_input"] = original_input = host._array_input
-
-        def array_input(object: Any, dtype: Any, *args: Any, **kwargs: Any) -> Any:
-            out = original_input(object, dtype, *args, **kwargs)
-            if self._recording and dtype is not None and out[1] is None:
-                try:
-                    self._note_dtype(dtype, getattr(out[0], "dtype", None), sys._getframe(1).f_code.co_name,
-                                     by_no64=True)
-                except Exception:  # noqa: BLE001
-                    pass
-            return out
-
-        host._array_input = array_input
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from . import hook
-        from jax._src import compiler, dtypes
         from jax._src import config as jax_config
 
         self._recording = False
         #: Whether x64 is still on when the program ends (no64 left it on).
         self.x64_kept = bool(jax_config.enable_x64.get_global())
-        if compiler.compile_or_get_cached == self._compile:
-            compiler.compile_or_get_cached = self._saved["compile"]
-        if hook.prepare_module == self._prepare:
-            hook.prepare_module = self._saved["prepare"]
-        if hook._record == self._record:
-            hook._record = self._saved["record"]
-        if hook.judge_meaning == self._judge:
-            hook.judge_meaning = self._saved["judge"]
+        STATE.unsubscribe(self)
         self._saved["explicit_dtype"]()  # takes the watch off
-        from . import host
-
-        host._array_input = self._saved["array_input"]
-        with hook.STATE.lock:
-            hook.STATE.jax_state()._set(self._saved["config"])
-            hook.STATE.explicit = self._saved["explicit"]
+        self._settings.__exit__(None, None, None)
         _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
         if self._saved["x64"] and not jax_config.enable_x64.get_global():
             jax_config.enable_x64.set_global(True)
@@ -945,56 +890,52 @@ class Predictor:
                     return
             self.dtypes.append(DtypeEvent(site, requested.name, became.name, fun, by_no64=by_no64))
 
-    def _record(self, name: str, platform: str, mode: Any, report: Any) -> None:
-        self._tls.report = report
-        self._saved["record"](name, platform, mode, report)
+    # -- the hook's listener
 
-    def _compile(self, backend: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-        self._tls.prepared = False
-        try:
-            return self._saved["compile"](backend, computation, *args, **kwargs)
-        finally:
-            if not self._tls.prepared and self._recording:
-                self._capture(computation, str(getattr(backend, "platform", "unknown")), None, None,
-                              handled=False)
-
-    def _prepare(self, module: Any, config: Any, platform: str, **kwargs: Any) -> Any:
-        self._tls.prepared = True
-        self._tls.report = None
-        try:
-            out = self._saved["prepare"](module, config, platform, **kwargs)
-        except No64Error as exc:
-            if self._recording:
-                self._capture(module, platform, None, exc)
-            raise
+    def on_host_conversion(self, requested: Any, became: Any, function: str) -> None:
+        """``jnp.array``/``jnp.asarray`` of 64-bit host data with a 64-bit
+        dtype: no64 converts the data itself and JAX never sees the dtype."""
         if self._recording:
-            self._capture(module, platform, self._tls.report, None)
-        return out
+            try:
+                self._note_dtype(requested, became, function, by_no64=True)
+            except Exception:  # noqa: BLE001
+                pass
 
-    def _judge(self, module: Any, meaning: Any, config: Any, platform: str) -> Any:
+    def before_backend(self, module: Any, platform: str) -> None:
+        self._tls.prepared = False
+
+    def after_backend(self, module: Any, platform: str) -> None:
+        if not getattr(self._tls, "prepared", True) and self._recording:
+            self._capture(module, platform, None, None, handled=False)
+
+    def on_module(self, module: Any, platform: str, report: Any, error: BaseException | None) -> None:
+        self._tls.prepared = True
+        if not self._recording:
+            return
+        if error is None:
+            self._capture(module, platform, report, None)
+        elif isinstance(error, No64Error):
+            self._capture(module, platform, None, error)
+
+    def on_meaning(self, module: Any, meaning: Any, platform: str, report: Any,
+                   error: BaseException | None) -> None:
         """The hook judging a 32-bit module by its x64 meaning: a refusal is
         the module's (its x64 values); the integers it cannot prove inside
         32 bits become the values of the module the hook then compiles."""
         self._tls.meaning = None
-        try:
-            report = self._saved["judge"](module, meaning, config, platform)
-        except No64Error as exc:
+        if isinstance(error, No64Error):
             if self._recording:
                 self._tls.prepared = True
-                self._capture(meaning, platform, None, exc)
-            raise
-        if report is not None and self._recording:
+                self._capture(meaning, platform, None, error)
+        elif error is None and report is not None and self._recording:
             self._tls.meaning = (meaning, report)
-        return report
 
     @staticmethod
     def _unproven(meaning: Any, report: Any) -> list[Value]:
         from types import SimpleNamespace
 
-        from .intent import unproven
-
         findings = find_64bit(meaning)
-        handlings = _report_handlings(findings, SimpleNamespace(events=[], narrowings=unproven(report)))
+        handlings = _report_handlings(findings, SimpleNamespace(events=[], narrowings=intent.unproven(report)))
         keep = [(f, h) for f, h in zip(findings, handlings)
                 if h in (Handling.UNPROVEN, Handling.OVERFLOW)]
         if not keep:
@@ -1799,8 +1740,6 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
                 line.clear()
         report.exit_status = status
         return report
-    from . import host
-
     label = platform or os.environ.get("NO64_PLATFORMS", "").strip()
     with Predictor(label, progress=observed) as pred:
         status, crash = _run(target, args, module)

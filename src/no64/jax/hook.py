@@ -355,6 +355,18 @@ def _environment_choice(name: str, choices: tuple[str, ...], default: str, stric
     return default
 
 
+def activate(config: Config, *, source: str) -> None:
+    """Make ``config`` the global configuration, as :func:`install` does but
+    without taking precedence over the environment's activation: inside
+    :meth:`STATE.settings_swapped <no64.jax.state.HookState.settings_swapped>`,
+    which puts the settings back (the audit runs a program under the hook
+    this way).  ``source`` is said in the log and the x64 warning."""
+    from jax._src import xla_bridge
+
+    with STATE.lock:
+        _activate(config, backends_started=xla_bridge.backends_are_initialized(), source=source)
+
+
 def _activate(config: Config, *, backends_started: bool, source: str) -> None:
     _ensure_hooks()
     STATE.jax_state()._set(config)
@@ -546,6 +558,20 @@ def _install_x64_guard() -> None:
 
 def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **kwargs: Any) -> Any:
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
+    listeners = STATE.listeners
+    if not listeners:
+        return _compile(backend, computation, args, kwargs)
+    platform = str(getattr(backend, "platform", "unknown"))
+    for listener in listeners:
+        listener.before_backend(computation, platform)
+    try:
+        return _compile(backend, computation, args, kwargs)
+    finally:
+        for listener in listeners:  # the same listeners, whoever subscribed since
+            listener.after_backend(computation, platform)
+
+
+def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     config = STATE.active_config()
     original = STATE.original_compile
     assert original is not None
@@ -620,7 +646,23 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
       no64.Remaining64BitError: ``"check"`` mode and a 64-bit value remains.
       Boundary64BitError: the module's entry takes or returns 64-bit arrays.
       no64.UnsupportedOpError, no64.ConstantRangeError: demotion refused.
+
+    The listeners (:data:`STATE`) are told what it recorded or raised
+    (:meth:`~no64.jax.state.HookListener.on_module`).
     """
+    if not STATE.listeners:
+        return _prepare_module(module, config, platform, boundary, name)
+    try:
+        prepared = _prepare_module(module, config, platform, boundary, name)
+    except BaseException as exc:
+        STATE.emit("on_module", module, platform, None, exc)
+        raise
+    STATE.emit("on_module", module, platform, STATE.thread.report, None)
+    return prepared
+
+
+def _prepare_module(module: ir.Module, config: Config, platform: str, boundary: bool,
+                    name: str | None) -> ir.Module:
     name = name or module_name(module)
     STATE.thread.report = None
     if not has_64bit(module):
@@ -713,7 +755,22 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     (:class:`no64.NarrowingError`).  An x64 module no64 cannot convert is
     not judged (``None``), except under ``strict``, which refuses it.  The
     32-bit program is what runs, so nothing else is refused here.
+
+    The listeners (:data:`STATE`) are told the report or the exception
+    (:meth:`~no64.jax.state.HookListener.on_meaning`).
     """
+    if not STATE.listeners:
+        return _judge_meaning(module, meaning, config, platform)
+    try:
+        report = _judge_meaning(module, meaning, config, platform)
+    except BaseException as exc:
+        STATE.emit("on_meaning", module, meaning, platform, None, exc)
+        raise
+    STATE.emit("on_meaning", module, meaning, platform, report, None)
+    return report
+
+
+def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> DemotionReport | None:
     name = module_name(module)
     copy = clone_module(meaning)
     # the 32-bit program runs: its differences are reported (refused only under strict)
@@ -859,7 +916,10 @@ class CompileRecord:
 def _record(name: str, platform: str, mode: Mode, report: DemotionReport | None) -> None:
     meaning = STATE.thread.meaning
     STATE.thread.meaning = None
-    STATE.records.append(CompileRecord(name, platform, mode, report, meaning))
+    record = CompileRecord(name, platform, mode, report, meaning)
+    STATE.records.append(record)
+    if STATE.listeners:
+        STATE.emit("on_compile", record)
 
 
 def compile_records() -> list[CompileRecord]:

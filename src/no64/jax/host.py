@@ -242,7 +242,9 @@ def _record(kind: str, op: str, detail: str, count: int,
         else:
             if len(records) >= _MAX_SITES:
                 records.pop(next(iter(records)))
-            records[key] = Event(kind, op, source, detail, count)
+            event = records[key] = Event(kind, op, source, detail, count)
+    if STATE.listeners:
+        STATE.emit("on_host_event", event, count)
 
 
 def host_records() -> list[Event]:
@@ -671,10 +673,12 @@ def _requested(dtype: Any) -> np.dtype | None | bool:
     return want if want in NARROWED else False
 
 
-def _array_input(object: Any, dtype: Any) -> tuple[Any, Any]:
-    """``jnp.array``/``jnp.asarray`` input as the x64 program converts it on
-    the host, then narrowed by no64 (``object`` and ``dtype`` unchanged when
-    nothing in it needs narrowing or no64 is not narrowing host values)."""
+def _array_input(object: Any, dtype: Any, function: str) -> tuple[Any, Any]:
+    """``jnp.array``/``jnp.asarray`` (``function``) input as the x64 program
+    converts it on the host, then narrowed by no64 (``object`` and ``dtype``
+    unchanged when nothing in it needs narrowing or no64 is not narrowing
+    host values).  A conversion with an explicit dtype is told to the
+    listeners (:meth:`~no64.jax.state.HookListener.on_host_conversion`)."""
     policy = host_policy()
     if policy is None or not _leaves_need_narrowing(object):
         return object, dtype
@@ -688,7 +692,10 @@ def _array_input(object: Any, dtype: Any) -> tuple[Any, Any]:
     if wide.dtype not in NARROWED:
         return object, dtype
     scalar = wide.ndim == 0 and not isinstance(object, np.ndarray)
-    return narrow_host_array(wide, policy, scalar=scalar), None
+    narrowed = narrow_host_array(wide, policy, scalar=scalar)
+    if dtype is not None and STATE.listeners:
+        STATE.emit("on_host_conversion", dtype, getattr(narrowed, "dtype", None), function)
+    return narrowed, None
 
 
 def _replace(name: str, original: Any, wrapper: Any, modules: tuple[Any, ...]) -> None:
@@ -714,11 +721,11 @@ def _install_array() -> None:
 
     def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
               ndmin: int = 0, **kwargs: Any) -> Any:
-        object, dtype = _array_input(object, dtype)
+        object, dtype = _array_input(object, dtype, "array")
         return original_array(object, dtype, copy=copy, order=order, ndmin=ndmin, **kwargs)
 
     def asarray(a: Any, dtype: Any = None, order: str | None = None, **kwargs: Any) -> Any:
-        a, dtype = _array_input(a, dtype)
+        a, dtype = _array_input(a, dtype, "asarray")
         return original_asarray(a, dtype, order, **kwargs)
 
     _replace("array", original_array, array, modules)
