@@ -81,16 +81,16 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import __version__
-from . import hook as jaxhook
-from . import host, intent
-from ._compat import watch_explicit_dtypes
-from .state import STATE, HookListener
-from ..core._mlir import ir, make_context
-from ..core.demote import demote
-from ..core.scan import Finding, all_ops, find_64bit
-from ..core.types import TypeConverter
-from ..errors import (
+from ... import __version__
+from .. import hook as jaxhook
+from .. import host, intent
+from .._compat import watch_explicit_dtypes
+from ..state import STATE, HookListener
+from ...core._mlir import ir, make_context
+from ...core.demote import demote
+from ...core.scan import Finding, all_ops, find_64bit
+from ...core.types import TypeConverter
+from ...errors import (
     Boundary64BitError,
     ConstantRangeError,
     NarrowingError,
@@ -100,8 +100,8 @@ from ..errors import (
     OutputRangeError,
     X64DisabledWarning,
 )
-from ..kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
-from ..rules import spec_of
+from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
+from ...rules import spec_of
 
 __all__ = [
     "AUDIT_JSON_SCHEMA",
@@ -175,7 +175,8 @@ _ELEMENT = re.compile(r"complex<f64>|[su]?i64|ui64|f64")
 _NAMES_64BIT = re.compile(r"\b(?:u?int64|float64|complex128|longlong|ulonglong|double)\b")
 # np.iinfo(np.int64).max names a 64-bit extreme, not a dtype for a value.
 _LIMITS = re.compile(r"\b[if]info\([^)]*\)")
-_OWN_DIR = os.path.realpath(os.path.dirname(os.path.dirname(__file__))) + os.sep
+# no64 itself (this package is no64/jax/audit)
+_OWN_DIR = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))) + os.sep
 _STDLIB = tuple(
     {os.path.realpath(p) + os.sep for p in (sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")) if p}
 )
