@@ -1383,18 +1383,41 @@ def _reason(refusal: str | None, exc: BaseException | None = None) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def build_report(results: Sequence[ModuleResult], *, program: str | None = None, view: str = AS_IS,
-                 x64: Sequence[X64Event] = (), dtypes: Sequence[DtypeEvent] = (),
-                 host: Sequence[Any] = (), crash: BaseException | None = None,
-                 platforms: Sequence[str] = (), mode: str | None = None,
-                 integer_policy: str | None = None, policy: str | None = None,
-                 x64_kept: bool = False) -> AuditReport:
-    """An :class:`AuditReport` from what was recorded: module results, x64
-    events, truncated explicit dtypes, host records (:func:`no64.host_records`)
-    and the exception the program ended with, if any; ``x64_kept``: the hook
-    left x64 on (``NO64_MODE=off``, a default backend it does not protect)."""
-    report = AuditReport(program=program, view=view, platforms=list(platforms), mode=mode,
-                         integer_policy=integer_policy, policy=policy)
+@dataclasses.dataclass(frozen=True)
+class ReportInput:
+    """What :func:`build_report` makes a report of: what was recorded while
+    the program ran, and the view and settings it ran under."""
+
+    #: The modules compiled, as the view handled them.
+    results: Sequence[ModuleResult] = ()
+    #: The program (script or module) audited.
+    program: str | None = None
+    #: :data:`HOOK` or :data:`AS_IS`.
+    view: str = AS_IS
+    #: Where x64 was turned on.
+    x64: Sequence[X64Event] = ()
+    #: Explicit 64-bit dtypes JAX truncated or no64 took over.
+    dtypes: Sequence[DtypeEvent] = ()
+    #: The host records (:func:`no64.host_records`).
+    host: Sequence[Any] = ()
+    #: The exception the program ended with, if any.
+    crash: BaseException | None = None
+    #: The hook's platforms, mode, integer policy and range policy (the hook's view).
+    platforms: Sequence[str] = ()
+    mode: str | None = None
+    integer_policy: str | None = None
+    policy: str | None = None
+    #: The hook left x64 on (``NO64_MODE=off``, a default backend it does not protect).
+    x64_kept: bool = False
+
+
+def build_report(given: ReportInput) -> AuditReport:
+    """An :class:`AuditReport` from what was recorded (:class:`ReportInput`):
+    module results, x64 events, truncated explicit dtypes, host records and
+    the exception the program ended with, if any."""
+    results, host = given.results, given.host
+    report = AuditReport(program=given.program, view=given.view, platforms=list(given.platforms),
+                         mode=given.mode, integer_policy=given.integer_policy, policy=given.policy)
     # modules: identical results count as one module compiled several times
     merged: dict[tuple[Any, ...], ModuleAudit] = {}
     for r in results:
@@ -1433,7 +1456,7 @@ def build_report(results: Sequence[ModuleResult], *, program: str | None = None,
                       e.location.line, e.detail, e.count)
         for e in host
     ]
-    report.causes = _causes(report, results, view, x64, dtypes, crash, x64_kept)
+    report.causes = _causes(report, given)
     return report
 
 
@@ -1441,9 +1464,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
-            x64: Sequence[X64Event], dtypes: Sequence[DtypeEvent],
-            crash: BaseException | None, x64_kept: bool = False) -> list[Cause]:
+def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
+    results, view, x64, dtypes = given.results, given.view, given.x64, given.dtypes
+    crash, x64_kept = given.crash, given.x64_kept
     causes: list[Cause] = []
     # x64: each place it was turned on, once
     seen_x64: set[Any] = set()
@@ -1602,7 +1625,7 @@ def _causes(report: AuditReport, results: Sequence[ModuleResult], view: str,
 
 def analyze(compiled: Sequence[Compiled], *, program: str | None = None) -> AuditReport:
     """Explain recorded modules as no64 would handle them (the as-is view)."""
-    return build_report(_explain(compiled), program=program, view=AS_IS)
+    return build_report(ReportInput(_explain(compiled), program=program, view=AS_IS))
 
 
 def audit(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> AuditReport:
@@ -1734,8 +1757,8 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         if line is not None:
             line.show(f"no64 audit: analysing {len(obs.modules)} module(s)")
         try:
-            report = build_report(_explain(obs.modules), program=target, view=AS_IS, x64=x64,
-                                  crash=crash)
+            report = build_report(ReportInput(_explain(obs.modules), program=target, view=AS_IS,
+                                              x64=x64, crash=crash))
         finally:
             if line is not None:
                 line.clear()
@@ -1759,12 +1782,13 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
             import jax
 
             platforms = [jax.default_backend()]
-    report = build_report(pred.results, program=target, view=HOOK, x64=pred.x64, dtypes=pred.dtypes,
-                          host=records, crash=crash, platforms=platforms, mode=str(Mode(pred.mode)),
-                          integer_policy=str(IntegerPolicy(pred.integer_policy)),
-                          # the range policy the hook's pass uses (its Config's, else the pass's default)
-                          policy=str(RangePolicy(pred.settings.get("policy", RangePolicy.DEFAULT))),
-                          x64_kept=pred.x64_kept)
+    report = build_report(ReportInput(
+        pred.results, program=target, view=HOOK, x64=pred.x64, dtypes=pred.dtypes, host=records,
+        crash=crash, platforms=platforms, mode=str(Mode(pred.mode)),
+        integer_policy=str(IntegerPolicy(pred.integer_policy)),
+        # the range policy the hook's pass uses (its Config's, else the pass's default)
+        policy=str(RangePolicy(pred.settings.get("policy", RangePolicy.DEFAULT))),
+        x64_kept=pred.x64_kept))
     if line is not None:
         line.clear()
     report.exit_status = status
