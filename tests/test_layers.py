@@ -64,15 +64,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("host values", ("no64.jax.host",)),
     ("the x64 meaning", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
-    (
-        "the JAX layer",
-        (
-            "no64.jax.reference",
-            "no64.jax.jit",
-            "no64.jax.audit",
-            "no64.jax.pytest_plugin",
-        ),
-    ),
+    ("the JAX layer", ("no64.jax.reference", "no64.jax.jit")),
+    # the audit, one module per job
+    ("the audit's format and attribution", ("no64.jax.audit.schema", "no64.jax.audit.sites")),
+    ("the audit's value model", ("no64.jax.audit.values",)),
+    ("the audit and the pytest plugin", ("no64.jax.audit", "no64.jax.pytest_plugin")),
     ("cli", ("no64.cli", "no64.__main__", "jax_plugins.no64")),
 ]
 

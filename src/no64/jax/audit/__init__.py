@@ -65,16 +65,12 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import io
 import json
-import linecache
 import os
 import re
 import runpy
 import sys
-import sysconfig
 import threading
-import tokenize
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -87,9 +83,7 @@ from .. import host, intent
 from .._compat import watch_explicit_dtypes
 from ..state import STATE, HookListener
 from ...core._mlir import ir, make_context
-from ...core.demote import demote
-from ...core.scan import Finding, all_ops, find_64bit
-from ...core.types import TypeConverter
+from ...core.scan import find_64bit
 from ...errors import (
     Boundary64BitError,
     ConstantRangeError,
@@ -102,6 +96,29 @@ from ...errors import (
 )
 from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
 from ...rules import spec_of
+from .schema import (
+    AS_IS,
+    AUDIT_JSON_SCHEMA,
+    CAUSE_KINDS,
+    HANDLINGS,
+    HOOK,
+    MODULE_HOW,
+    SCHEMA_VERSION,
+    sarif_log,
+)
+from .sites import _NO_SITE, CallGraph, Site, _relative, _stack_site  # noqa: F401
+from .values import (  # noqa: F401
+    DtypeEvent,
+    ModuleResult,
+    Value,
+    X64Event,
+    _handlings,
+    _module_name,
+    _one_line,
+    _refusal_handlings,
+    _report_handlings,
+    _values,
+)
 
 __all__ = [
     "AUDIT_JSON_SCHEMA",
@@ -118,12 +135,6 @@ __all__ = [
     "run_program",
 ]
 
-#: Version of the JSON document (:data:`AUDIT_JSON_SCHEMA`).
-SCHEMA_VERSION = 3
-
-#: Every handling, from harmless to blocking (see the module docstring and
-#: :class:`no64.kinds.Handling`).
-HANDLINGS: tuple[Handling, ...] = tuple(Handling)
 
 #: Handlings each ``--fail-on`` level fails on (see :class:`no64.kinds.FailOn`).
 FAIL_ON: dict[str, frozenset[Handling]] = {level.value: level.handlings for level in FailOn}
@@ -131,11 +142,6 @@ FAIL_ON: dict[str, frozenset[Handling]] = {level.value: level.handlings for leve
 #: Handlings the pytest plugin fails a test on: no64 cannot remove the value exactly.
 NOT_REMOVABLE = frozenset(h for h in Handling if not h.removable)
 
-#: The two views of a program.
-HOOK, AS_IS = "hook", "as-is"
-
-#: Kinds of cause, in the order the report lists them.
-CAUSE_KINDS = ("x64", "refused", "explicit-dtype", "random", "host", "value", "float")
 
 _DESCRIPTION = {
     Handling.EXACT: "narrowed to 32 bits, value unchanged",
@@ -151,452 +157,11 @@ _DESCRIPTION = {
     Handling.BLOCKED: "module refused elsewhere",
 }
 
-_CAUSE_DESCRIPTION = {
-    "x64": "jax_enable_x64 turned on by the program or its environment",
-    "refused": "no64 refuses a module (the program fails under the hook)",
-    "explicit-dtype": "a 64-bit dtype requested while x64 is off (JAX truncates it)",
-    "random": "random bits drawn with 64-bit counters or state",
-    "host": "a 64-bit host value narrowed by no64",
-    "value": "64-bit values in a compiled module",
-    "float": "a float64 result that f32 demonstrably changes (float_policy='f32')",
-}
-
-# Per-value verdicts come from the report's narrowing records; these event
-# kinds only repeat them.
-_PER_VALUE_EVENTS = frozenset({EventKind.UNPROVEN, EventKind.OVERFLOW})
 
 _RANDOM_PRIMITIVES = frozenset({
     "iota_2x32_shape", "threefry2x32", "rng_bit_generator", "random_bits", "random_seed",
     "random_wrap", "random_split", "random_fold_in", "random_unwrap",
 })
-# A location frame: an optional function name, then "file":line:col.
-_FRAME = re.compile(r'(?:"((?:[^"\\]|\\.)*)"\()?"((?:[^"\\]|\\.)+)":(\d+):(\d+)')
-_ELEMENT = re.compile(r"complex<f64>|[su]?i64|ui64|f64")
-_NAMES_64BIT = re.compile(r"\b(?:u?int64|float64|complex128|longlong|ulonglong|double)\b")
-# np.iinfo(np.int64).max names a 64-bit extreme, not a dtype for a value.
-_LIMITS = re.compile(r"\b[if]info\([^)]*\)")
-# no64 itself (this package is no64/jax/audit)
-_OWN_DIR = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))) + os.sep
-_STDLIB = tuple(
-    {os.path.realpath(p) + os.sep for p in (sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")) if p}
-)
-# Libraries whose frames are never the user's even outside site-packages.
-_LIBRARIES = ("jax", "jaxlib", "numpy", "ml_dtypes", "flax", "optax", "chex", "equinox",
-              "haiku", "opt_einsum", "jax_plugins", "orbax", "absl")
-
-
-def _library_dirs() -> tuple[str, ...]:
-    dirs = []
-    for name in _LIBRARIES:
-        path = getattr(sys.modules.get(name), "__file__", None)
-        if path:
-            dirs.append(os.path.realpath(os.path.dirname(path)) + os.sep)
-    return tuple(dirs)
-
-
-def _is_own(path: str) -> bool:
-    return os.path.realpath(path).startswith(_OWN_DIR)
-
-
-def _is_library(path: str) -> bool:
-    """Installed packages, the standard library, JAX and its libraries and no64
-    itself; not ``<string>``/``<stdin>``, nor the ``-`` of a parsed copy."""
-    if path.startswith("<"):
-        return path.startswith("<frozen")
-    if "site-packages" in path or "dist-packages" in path:
-        return True
-    real = os.path.realpath(path)
-    return real.startswith(_STDLIB) or real.startswith(_OWN_DIR) or real.startswith(_library_dirs())
-
-
-def _relative(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it."""
-    if os.path.isabs(path):
-        try:
-            return Path(path).relative_to(Path.cwd()).as_posix()
-        except ValueError:
-            pass
-    return path
-
-
-def _short_library(path: str) -> str:
-    """A library path from its package down (``flax/linen/linear.py``)."""
-    for marker in ("site-packages" + os.sep, "dist-packages" + os.sep):
-        if marker in path:
-            return path.rsplit(marker, 1)[1].replace(os.sep, "/")
-    real = os.path.realpath(path)
-    for d in _library_dirs():
-        if real.startswith(d):
-            parent = os.path.dirname(d.rstrip(os.sep)) + os.sep
-            return real[len(parent):].replace(os.sep, "/")
-    return _relative(path)
-
-
-# --------------------------------------------------------------------------- sites
-
-
-@dataclasses.dataclass(frozen=True)
-class Site:
-    """Where a finding comes from: the user's ``file``/``line`` (``None``: no
-    user frame) and the library function or frame it came through (``via``).
-    ``path`` is the file's absolute path, for reading the line; ``via_at``
-    the library frame's path and line."""
-
-    file: str | None
-    line: int | None
-    via: str | None = None
-    path: str | None = dataclasses.field(default=None, compare=False)
-    via_at: tuple[str, int] | None = dataclasses.field(default=None, compare=False)
-
-    @property
-    def source(self) -> str | None:
-        if self.file is None:
-            return None
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
-
-    def where(self) -> str:
-        """``at file:line`` (``via ...``), or a plain statement that there is no user frame."""
-        if self.file is None:
-            return f"with no line in your code (in {self.via})" if self.via else "with no source line"
-        return f"at {self.source}"
-
-    def names_64bit(self) -> str | None:
-        """Where a 64-bit dtype is named: ``"here"`` (the user's line), ``"via"``
-        (the library line it came through), or ``None``."""
-        if self.path is not None and self.line is not None and _line_names_64bit(self.path, self.line):
-            return "here"
-        if self.via_at is not None and _line_names_64bit(*self.via_at):
-            return "via"
-        return None
-
-
-def _line_names_64bit(path: str, line: int) -> bool:
-    """Whether the code of a line (not its comments) names a 64-bit dtype."""
-    text = linecache.getline(path, line)
-    try:
-        code = " ".join(t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
-                        if t.type != tokenize.COMMENT)
-    except (tokenize.TokenError, SyntaxError):  # a line of a longer statement
-        code = text.split("#", 1)[0] if "'" not in text and '"' not in text else text
-    return bool(_NAMES_64BIT.search(_LIMITS.sub("", code)))
-
-
-_NO_SITE = Site(None, None)
-
-
-def _frames(raw: str) -> list[tuple[str | None, str, int]]:
-    """Every frame (function name, file, line) of a location, innermost first;
-    the ``-`` file of a parsed copy's own positions is left out."""
-    out = []
-    for m in _FRAME.finditer(raw):
-        path = bytes(m.group(2), "utf-8").decode("unicode_escape")
-        if path == "-":
-            continue
-        name = bytes(m.group(1), "utf-8").decode("unicode_escape") if m.group(1) is not None else None
-        out.append((name, path, int(m.group(3))))
-    return out
-
-
-def _library_frame(frame: tuple[str | None, str, int]) -> str:
-    name, path, line = frame
-    return f"{_short_library(path)}:{line}"
-
-
-# JAX's private jitted helpers and the public function that calls them.
-_HELPER_ALIASES = {
-    "shuffle": "permutation", "normal_real": "normal", "threefry_seed": "key",
-    "threefry_split": "split", "threefry_fold_in": "fold_in", "threefry_random_bits": "bits",
-    "random_bits": "bits", "uniform_real": "uniform", "threefry_split_foldlike": "split",
-}
-
-
-def _helper_name(function: str) -> str:
-    """The public name of one of JAX's jitted helpers (``_normal`` ->
-    ``jax.random.normal``), or ``jit(<name>)``."""
-    name = re.sub(r"_\d+$", "", function)
-    bare = name.lstrip("_")
-    bare = _HELPER_ALIASES.get(bare, bare)
-    for module in ("jax.random", "jax.nn", "jax.numpy"):
-        mod = sys.modules.get(module)
-        if mod is not None and bare and hasattr(mod, bare):
-            return f"{module}.{bare}"
-    return f"jit({name})"
-
-
-def _bare(raw: str) -> str:
-    """A location as MLIR prints it (``loc(...)``) or as decoded (``...``): the latter."""
-    return raw[4:-1] if raw.startswith("loc(") and raw.endswith(")") else raw
-
-
-class CallGraph:
-    """The call sites of each function of a module, to follow a value inside
-    a private function (one of JAX's jitted helpers) out to the user's line."""
-
-    def __init__(self, module: ir.Module | ir.Operation) -> None:
-        op = module.operation if isinstance(module, ir.Module) else module
-        self.callers: dict[str, list[tuple[str, str]]] = {}
-        #: Per function, the location of its return: for the entry function
-        #: (``main``), the line that called the jitted function.
-        self.returns: dict[str, str] = {}
-        self._sites: dict[tuple[str | None, str], Site] = {}
-        #: Per function and location, the first user's location of each
-        #: 64-bit constant there, in walk order.
-        self._constant_users: dict[tuple[str, str], list[str | None]] = {}
-        holds = TypeConverter().holds_64bit
-        for fn in op.regions[0].blocks[0].operations:
-            fn = fn.operation
-            if fn.name != "func.func":
-                continue
-            caller = ir.StringAttr(fn.attributes["sym_name"]).value
-            for inner in all_ops(fn):
-                if inner.name == "func.return" and caller not in self.returns:
-                    self.returns[caller] = str(inner.location)
-                if inner.name == "func.call" and "callee" in inner.attributes:
-                    callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
-                    self.callers.setdefault(callee, []).append((caller, str(inner.location)))
-                if inner.name == "stablehlo.constant" and holds(inner.results[0].type):
-                    user = next(iter(inner.results[0].uses), None)
-                    self._constant_users.setdefault((caller, _bare(str(inner.location))), []).append(
-                        str(user.owner.location) if user is not None else None)
-
-    def outer_helper(self, function: str | None) -> str | None:
-        """The outermost of JAX's public random functions on the call chain
-        from ``function`` out to the entry (``jax.random.bernoulli`` for a
-        value in the ``_uniform`` that ``_bernoulli`` calls)."""
-        found = None
-        seen: set[str] = set()
-        while function is not None and function != "main" and function not in seen:
-            seen.add(function)
-            name = _helper_name(function)
-            if name.startswith("jax.random."):
-                found = name
-            callers = self.callers.get(function)
-            function = callers[0][0] if callers else None
-        return found
-
-    def constant_user(self, function: str, raw: str, k: int) -> str | None:
-        """The location of the first user of the ``k``-th 64-bit constant at
-        ``raw`` in ``function``, when ``raw`` is the function's call site
-        (JAX gives literals that location: the jit call line)."""
-        ret = self.returns.get(function)
-        if ret is None or _bare(raw) != _bare(ret):
-            return None
-        users = self._constant_users.get((function, _bare(raw)), [])
-        return users[k] if k < len(users) else None
-
-    def site(self, function: str | None, raw: str, depth: int = 0) -> Site:
-        """The innermost user frame of a value at location ``raw`` in ``function``."""
-        key = (function, raw)
-        found = self._sites.get(key)
-        if found is None:
-            found = self._sites[key] = self._site(function, raw, depth)
-        return found
-
-    def _site(self, function: str | None, raw: str, depth: int) -> Site:
-        # no64's own frames (its wrappers of JAX functions) are never named
-        frames = [f for f in _frames(raw) if not _is_own(f[1])]
-        for i, (_, path, line) in enumerate(frames):
-            if not _is_library(path):
-                inner = frames[i - 1] if i > 0 else None
-                return Site(_relative(path), line, _library_frame(inner) if inner else None,
-                            os.path.abspath(path), (inner[1], inner[2]) if inner else None)
-        if function is not None and depth < 32:
-            for caller, call_raw in self.callers.get(function, ())[:8]:
-                outer = self.site(caller, call_raw, depth + 1)
-                if outer.file is not None:
-                    if outer.via is None:
-                        via = _library_frame(frames[0]) if frames else _helper_name(function)
-                        at = (frames[0][1], frames[0][2]) if frames else None
-                        outer = dataclasses.replace(outer, via=via, via_at=at)
-                    return outer
-        if frames:
-            return Site(None, None, _library_frame(frames[0]), via_at=(frames[0][1], frames[0][2]))
-        if function is not None and function != "main":
-            return Site(None, None, _helper_name(function))
-        return _NO_SITE
-
-
-def _stack_site(skip: int = 1) -> Site:
-    """The innermost user frame of the Python stack, and the library frame
-    it called (``via``): the outermost frame of a library other than JAX
-    (the library the user called, also through ``jax.jit``), left out when
-    there is none: the report then names the JAX function."""
-    frame: Any = sys._getframe(skip + 1)
-    called: str | None = None
-    called_line = 0
-    while frame is not None:
-        path = frame.f_code.co_filename
-        if _is_own(path) or path == runpy.__file__:
-            pass
-        elif _is_library(path):
-            if not _is_jax(path):
-                called, called_line = path, frame.f_lineno
-        else:
-            via = f"{_short_library(called)}:{called_line}" if called else None
-            return Site(_relative(path), frame.f_lineno, via, os.path.abspath(path),
-                        (called, called_line) if called else None)
-        frame = frame.f_back
-    return _NO_SITE
-
-
-def _is_jax(path: str) -> bool:
-    short = _short_library(path)
-    return short.startswith(("jax/", "jaxlib/", "numpy/", "<frozen")) or path.startswith("<frozen")
-
-
-# --------------------------------------------------------------------------- what was compiled
-
-
-@dataclasses.dataclass(frozen=True)
-class Value:
-    """One 64-bit value of a compiled module, attributed and judged."""
-
-    op: str
-    primitive: str
-    element: str
-    handling: Handling
-    site: Site
-    function: str | None = None
-    #: The outermost of JAX's public random functions it is computed in.
-    helper: str | None = None
-
-
-@dataclasses.dataclass
-class ModuleResult:
-    """One compiled module: what no64 does (or did) with it, and its values."""
-
-    name: str
-    platform: str
-    status: str  # passed | rewritten | refused
-    values: list[Value]
-    refusal: str | None = None
-    error: BaseException | None = None
-    order: int = 0
-    emulated: int = 0  # the report's values_emulated
-    float_hints: list[Any] = dataclasses.field(default_factory=list)  # the report's float hints
-
-
-def _element(type_text: str) -> str:
-    m = _ELEMENT.search(type_text)
-    return m.group(0) if m else type_text
-
-
-def _primitive(f: Finding) -> str:
-    if f.op == "func.func":
-        return "<function argument>" if "argument" in f.role else "<function result>"
-    if f.op == "stablehlo.constant":
-        # JAX names a literal after the function or primitive that needed it.
-        return "constant"
-    return f.location.primitive or f.op
-
-
-def _refusal_handlings(findings: list[Finding], exc: BaseException) -> list[Handling]:
-    if isinstance(exc, Remaining64BitError) and not isinstance(exc, Boundary64BitError):
-        return [Handling.REFUSED] * len(findings)
-    if isinstance(exc, Boundary64BitError):
-        bad = {(f.op, f.role, f.function) for f in exc.findings}
-        out = [Handling.REFUSED if (f.op, f.role, f.function) in bad else Handling.BLOCKED
-               for f in findings]
-    else:
-        op = getattr(exc, "op", None)
-        loc = getattr(exc, "location", None)
-        out = [
-            Handling.REFUSED
-            if op is not None and f.op == op and (loc is None or f.location == loc)
-            else Handling.BLOCKED
-            for f in findings
-        ]
-    if Handling.REFUSED not in out and findings:
-        out[0] = Handling.REFUSED
-    return out
-
-
-def _report_handlings(findings: list[Finding], report: Any) -> list[Handling]:
-    """Join findings with a :class:`~no64.core.report.DemotionReport`: a
-    narrowed value by its narrowing record, an op-level event (rewrite,
-    rounded constant) by op and location; the most severe handling wins."""
-    by_op: dict[tuple[str, Any], Handling] = {}
-    for e in report.events:
-        if e.kind in _PER_VALUE_EVENTS:
-            continue
-        _worst(by_op, (e.op, e.location), Handling.of_event(e.kind))
-    by_value: dict[tuple[Any, ...], Handling] = {}
-    for n in report.narrowings:
-        _worst(by_value, (n.op, n.location, n.role, n.index), Handling.of_verdict(n.verdict))
-    out = []
-    for f in findings:
-        h = by_op.get((f.op, f.location))
-        if f.value is not None:
-            hv = by_value.get((f.op, f.location, *f.value))
-            if hv is not None and (h is None or hv.rank > h.rank):
-                h = hv
-        if h is None:
-            elem = _element(f.type)
-            float32 = elem in ("f64", "complex<f64>") and f.op != "stablehlo.constant"
-            h = Handling.FLOAT32 if float32 else Handling.EXACT
-        out.append(h)
-    return out
-
-
-def _handlings(text: str, findings: list[Finding], integer_policy: str = "error",
-               float_hints: list[Any] | None = None) -> tuple[list[Handling], No64Error | None]:
-    """The handling of each finding of the module ``text``, and the error if
-    no64 refuses it (:func:`no64.demote` on a private copy)."""
-    with make_context():
-        copy = ir.Module.parse(text)
-    try:
-        report = demote(copy, policy=RangePolicy.PERMISSIVE, integer_policy=integer_policy)
-    except No64Error as exc:
-        return _refusal_handlings(findings, exc), exc
-    if float_hints is not None:
-        float_hints.extend(report.float_hints)
-    return _report_handlings(findings, report), None
-
-
-def _worst(table: dict[Any, Handling], key: Any, h: Handling) -> None:
-    old = table.get(key)
-    if old is None or h.rank > old.rank:
-        table[key] = h
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
-def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling]) -> list[Value]:
-    graph = CallGraph(module)
-    # A module that is one of JAX's private helpers, compiled on its own
-    # (jax.random.permutation called outside jit compiles jit__shuffle).
-    name = _module_name(module.operation)
-    helper = None
-    if name.startswith("jit__"):
-        helper = _helper_name(name[4:])
-        if not helper.startswith("jax."):
-            helper = None
-    out = []
-    constants: dict[tuple[str | None, str], int] = {}
-    for f, h in zip(findings, handlings):
-        site = graph.site(f.function, f.location.raw)
-        if f.op == "stablehlo.constant" and f.function is not None:
-            # a literal where it is used, not at the jit call line
-            k = constants[(f.function, f.location.raw)] = constants.get((f.function, f.location.raw), -1) + 1
-            user = graph.constant_user(f.function, f.location.raw, k)
-            if user is not None:
-                at_user = graph.site(f.function, user)
-                if at_user.file is not None:
-                    site = at_user
-        if site.file is None and f.op == "func.func" and f.function == "main" and "main" in graph.returns:
-            # the entry's arguments and results: the line that called the jitted function
-            site = graph.site(None, graph.returns["main"])
-        if helper is not None and site.via is None:
-            site = dataclasses.replace(site, via=helper)
-        out.append(Value(f.op, _primitive(f), _element(f.type), h, site, f.function,
-                         graph.outer_helper(f.function)))
-    return out
-
-
-def _module_name(op: ir.Operation) -> str:
-    return ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else "module"
 
 
 # --------------------------------------------------------------------------- as is: observing
@@ -740,30 +305,6 @@ def _hook_settings(given: dict[str, Any]) -> dict[str, str]:
             value = jaxhook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
         out[field.name] = str(value)
     return out
-
-
-@dataclasses.dataclass(frozen=True)
-class X64Event:
-    """x64 turned on: at a user's line, or by the environment; ``modules``
-    compiled before it."""
-
-    site: Site
-    environment: str | None
-    modules_before: int
-
-
-@dataclasses.dataclass
-class DtypeEvent:
-    """An explicit 64-bit dtype JAX truncated (x64 off), or that no64 took
-    over (``by_no64``: ``jnp.array``/``jnp.asarray`` of 64-bit host data,
-    converted and range-checked by no64)."""
-
-    site: Site
-    requested: str
-    became: str
-    function: str
-    count: int = 1
-    by_no64: bool = False
 
 
 class Predictor(HookListener):
@@ -1146,14 +687,6 @@ class AuditReport:
 
     def to_sarif(self) -> dict[str, Any]:
         """The report as a SARIF 2.1.0 log: one result per cause."""
-        rules = [
-            {
-                "id": f"no64/{kind}",
-                "name": kind.title().replace("-", ""),
-                "shortDescription": {"text": _CAUSE_DESCRIPTION[kind]},
-            }
-            for kind in CAUSE_KINDS
-        ]
         results = []
         for c in self.causes:
             result: dict[str, Any] = {
@@ -1180,23 +713,7 @@ class AuditReport:
                     }
                 ]
             results.append(result)
-        return {
-            "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-            "version": "2.1.0",
-            "runs": [
-                {
-                    "tool": {
-                        "driver": {
-                            "name": "no64",
-                            "version": __version__,
-                            "informationUri": "https://pypi.org/project/no64/",
-                            "rules": rules,
-                        }
-                    },
-                    "results": results,
-                }
-            ],
-        }
+        return sarif_log(results)
 
     def headline(self) -> str:
         n = len(self.modules)
@@ -1268,9 +785,6 @@ class AuditReport:
         return "\n".join(lines) + "\n"
 
 
-#: How a module was rewritten, from harmless to worst: its worst value's
-#: handling, in these words.
-MODULE_HOW = ("exact", "sentinel", "emulated", "precision-reduced", "unproven", "overflow")
 _HOW_OF = {
     Handling.EXACT: "exact", Handling.REWRITTEN: "exact", Handling.SENTINEL: "sentinel",
     Handling.EMULATED: "emulated", Handling.FLOAT32: "precision-reduced",
@@ -1855,89 +1369,3 @@ def write_report(report: AuditReport, fmt: str, stream: TextIO, color: bool = Fa
     stream.flush()
 
 
-_NULLABLE_STR = {"type": ["string", "null"]}
-_NULLABLE_INT = {"type": ["integer", "null"]}
-_COUNTS = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
-
-
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "required": list(properties), "additionalProperties": False,
-            "properties": properties}
-
-
-#: JSON Schema (draft 2020-12) of ``no64 audit --json`` / :meth:`AuditReport.to_dict`.
-AUDIT_JSON_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "no64 audit report",
-    **_object({
-        "version": {"const": SCHEMA_VERSION},
-        "tool": {
-            "type": "object",
-            "required": ["name", "version"],
-            "properties": {"name": {"const": "no64"}, "version": {"type": "string"}},
-        },
-        "program": _NULLABLE_STR,
-        "view": {"enum": [HOOK, AS_IS]},
-        "platforms": {"type": "array", "items": {"type": "string"}},
-        "mode": {"enum": [*Mode.values(), None]},
-        "integer_policy": {"enum": [*IntegerPolicy.values(), None]},
-        "policy": {"enum": [*RangePolicy.values(), None]},
-        "exit_status": _NULLABLE_INT,
-        "values": {"type": "integer", "minimum": 0},
-        "causes": {
-            "type": "array",
-            "items": _object({
-                "kind": {"enum": list(CAUSE_KINDS)},
-                "handling": {"enum": list(HANDLINGS)},
-                "file": _NULLABLE_STR,
-                "line": _NULLABLE_INT,
-                "source": _NULLABLE_STR,
-                "via": _NULLABLE_STR,
-                "message": {"type": "string"},
-                "count": {"type": "integer", "minimum": 0},
-                "modules": {"type": "array", "items": {"type": "string"}},
-            }),
-        },
-        "host": {
-            "type": "array",
-            "items": _object({
-                "kind": {"enum": list(EventKind.values())},
-                "handling": {"enum": list(HANDLINGS)},
-                "file": _NULLABLE_STR,
-                "line": _NULLABLE_INT,
-                "source": _NULLABLE_STR,
-                "detail": {"type": "string"},
-                "count": {"type": "integer", "minimum": 0},
-            }),
-        },
-        "modules": {
-            "type": "array",
-            "items": _object({
-                "name": {"type": "string"},
-                "platform": {"type": "string"},
-                "compiles": {"type": "integer", "minimum": 1},
-                "values": {"type": "integer", "minimum": 0},
-                "status": {"enum": ["passed", "rewritten", "refused"]},
-                "refusal": _NULLABLE_STR,
-                "handlings": _COUNTS,
-                "how": {"enum": [*MODULE_HOW, None]},
-            }),
-        },
-        "groups": {
-            "type": "array",
-            "items": _object({
-                "primitive": {"type": "string"},
-                "file": _NULLABLE_STR,
-                "line": _NULLABLE_INT,
-                "source": _NULLABLE_STR,
-                "handling": {"enum": list(HANDLINGS)},
-                "hint": {"type": "string"},
-                "count": {"type": "integer", "minimum": 1},
-                "element_types": _COUNTS,
-                "ops": _COUNTS,
-                "modules": {"type": "array", "items": {"type": "string"}},
-                "via": _NULLABLE_STR,
-            }),
-        },
-    }),
-}
