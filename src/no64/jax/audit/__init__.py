@@ -70,20 +70,13 @@ import os
 import re
 import runpy
 import sys
-import threading
 import traceback
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from ... import __version__
-from .. import hook as jaxhook
-from .. import host, intent
-from .._compat import watch_explicit_dtypes
-from ..state import STATE, HookListener
-from ...core._mlir import ir, make_context
-from ...core.scan import find_64bit
+from .. import host
 from ...errors import (
     Boundary64BitError,
     ConstantRangeError,
@@ -92,10 +85,11 @@ from ...errors import (
     Remaining64BitError,
     UnsupportedOpError,
     OutputRangeError,
-    X64DisabledWarning,
 )
 from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
 from ...rules import spec_of
+from .observer import Compiled, Observer, _explain, _X64Watch
+from .predictor import Predictor, _hook_settings  # noqa: F401
 from .schema import (
     AS_IS,
     AUDIT_JSON_SCHEMA,
@@ -106,19 +100,8 @@ from .schema import (
     SCHEMA_VERSION,
     sarif_log,
 )
-from .sites import _NO_SITE, CallGraph, Site, _relative, _stack_site  # noqa: F401
-from .values import (  # noqa: F401
-    DtypeEvent,
-    ModuleResult,
-    Value,
-    X64Event,
-    _handlings,
-    _module_name,
-    _one_line,
-    _refusal_handlings,
-    _report_handlings,
-    _values,
-)
+from .sites import _NO_SITE, CallGraph, Site, _relative  # noqa: F401
+from .values import DtypeEvent, ModuleResult, Value, X64Event, _handlings, _module_name, _one_line  # noqa: F401
 
 __all__ = [
     "AUDIT_JSON_SCHEMA",
@@ -162,367 +145,6 @@ _RANDOM_PRIMITIVES = frozenset({
     "iota_2x32_shape", "threefry2x32", "rng_bit_generator", "random_bits", "random_seed",
     "random_wrap", "random_split", "random_fold_in", "random_unwrap",
 })
-
-
-# --------------------------------------------------------------------------- as is: observing
-
-
-@dataclasses.dataclass
-class Compiled:
-    """One module JAX handed to the compiler: its name, platform and text."""
-
-    name: str
-    platform: str
-    text: str
-
-
-class Observer:
-    """Record every module JAX compiles while active (a context manager).
-
-    Installs a wrapper around ``jax._src.compiler.compile_or_get_cached``
-    that prints the module (with debug locations) and calls the function it
-    replaced with the same arguments.  Wrappers installed by others stay in
-    the chain; on exit the original is put back only if no one wrapped it
-    since, otherwise this wrapper just stops recording.  ``platform``
-    restricts recording to one backend platform (``"cpu"``, ``"gpu"``, ...).
-    """
-
-    def __init__(
-        self, platform: str | None = None, progress: Callable[[int], None] | None = None
-    ) -> None:
-        self.platform = platform
-        self.progress = progress  # called with the count after each recorded module
-        self.modules: list[Compiled] = []
-        self._active = False
-        self._previous: Callable[..., Any] | None = None
-        self._lock = threading.Lock()
-
-    def _wrapper(self, backend: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._active:
-            try:
-                self._record(backend, computation)
-            except Exception:  # noqa: BLE001 - observing must never break the program
-                pass
-        assert self._previous is not None
-        return self._previous(backend, computation, *args, **kwargs)
-
-    def _record(self, backend: Any, computation: Any) -> None:
-        platform = str(getattr(backend, "platform", "unknown"))
-        if self.platform is not None and platform != self.platform:
-            return
-        op = computation.operation
-        text = op.get_asm(enable_debug_info=True)
-        with self._lock:
-            self.modules.append(Compiled(_module_name(op), platform, text))
-            count = len(self.modules)
-        if self.progress is not None:
-            self.progress(count)
-
-    def __enter__(self) -> "Observer":
-        from jax._src import compiler
-
-        self._previous = compiler.compile_or_get_cached
-        compiler.compile_or_get_cached = self._wrapper
-        self._active = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        from jax._src import compiler
-
-        self._active = False
-        if compiler.compile_or_get_cached == self._wrapper:
-            compiler.compile_or_get_cached = self._previous
-
-
-def _explain(compiled: Sequence[Compiled], integer_policy: str = "error") -> list[ModuleResult]:
-    """What no64 would do with recorded modules (identical texts are analysed once)."""
-    results = []
-    seen: dict[tuple[str, str], ModuleResult] = {}
-    for order, c in enumerate(compiled, 1):
-        key = (c.platform, c.text)
-        if key in seen:
-            continue
-        with make_context():
-            module = ir.Module.parse(c.text)
-            findings = find_64bit(module)
-            if not findings:
-                result = ModuleResult(c.name, c.platform, "passed", [], order=order)
-            else:
-                hints: list[Any] = []
-                handlings, exc = _handlings(c.text, findings, integer_policy, hints)
-                status = "refused" if exc is not None else "rewritten"
-                result = ModuleResult(c.name, c.platform, status, _values(module, findings, handlings),
-                                      _one_line(exc) if exc is not None else None, exc, order=order,
-                                      float_hints=hints)
-        seen[key] = result
-        results.append(result)
-    counts: dict[tuple[str, str], int] = {}
-    for c in compiled:
-        counts[(c.platform, c.text)] = counts.get((c.platform, c.text), 0) + 1
-    for key, result in seen.items():
-        result.compiles = counts[key]  # type: ignore[attr-defined]
-    return results
-
-
-# --------------------------------------------------------------------------- the hook's view: predicting
-
-
-@dataclasses.dataclass(frozen=True)
-class _StandIn(jaxhook.Config):
-    """``Config`` whose platforms include the default backend here (the
-    audit runs the program on it as on the platforms it names)."""
-
-    def applies_to(self, platform: str) -> bool:
-        if self.mode is Mode.OFF:
-            return False
-        from jax._src import xla_bridge
-
-        if not xla_bridge.backends_are_initialized():
-            return True
-        import jax
-
-        default = jax.default_backend()
-        return platform.lower() == default.lower() or jaxhook.Config.applies_to(self, platform)
-
-    def describe(self) -> str:
-        return f"{jaxhook.Config.describe(self)} (audited here)"
-
-
-def _hook_settings(given: dict[str, Any]) -> dict[str, str]:
-    """Every field of the hook's :class:`~no64.jax.hook.Config` but its
-    platforms, as ``NO64_PLATFORMS`` sets it: from the environment variable
-    ``NO64_<FIELD>`` (``NO64_MODE``, ``NO64_INTEGER_POLICY``,
-    ``NO64_POLICY``, ...), read as the hook reads it, unless ``given``."""
-    defaults = jaxhook.Config(frozenset({"default"}))
-    out: dict[str, str] = {}
-    for field in dataclasses.fields(jaxhook.Config):
-        if field.name == "platforms":
-            continue
-        default = getattr(defaults, field.name)
-        value = given.get(field.name)
-        if value is None:
-            choices = type(default).values() if hasattr(type(default), "values") else (str(default),)
-            value = jaxhook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
-        out[field.name] = str(value)
-    return out
-
-
-class Predictor(HookListener):
-    """Run a program under the compile hook, as ``NO64_PLATFORMS`` would,
-    and record what the hook does (a context manager; see :func:`run_program`).
-
-    On entry no64 is activated for ``platforms`` with the hook's settings
-    (``mode``, ``integer_policy``, ``policy``: every field of its
-    :class:`~no64.jax.hook.Config`), each by default from its environment
-    variable (``NO64_MODE``, ``NO64_INTEGER_POLICY``, ``NO64_POLICY``) as the
-    environment activation reads it, the default backend here standing in
-    for the platforms.  While active it listens to the hook
-    (:class:`~no64.jax.state.HookListener`) and records each
-    module the hook handles (:class:`ModuleResult`), where x64 is turned on
-    (:class:`X64Event`), and explicit 64-bit dtypes that JAX truncates
-    (:class:`DtypeEvent`); host narrowings are no64's own
-    :func:`no64.host_records`.  On exit the previous settings are put back
-    (:meth:`~no64.jax.state.HookState.settings_swapped`).
-    """
-
-    def __init__(self, platforms: str, *, progress: Callable[[int], None] | None = None,
-                 **settings: Any) -> None:
-        self.platforms = jaxhook._normalize_platforms(platforms) or frozenset({"default"})
-        #: The hook's settings, by field of its Config.
-        self.settings = _hook_settings(settings)
-        self.mode = self.settings["mode"]
-        self.integer_policy = self.settings["integer_policy"]
-        self.progress = progress
-        self.results: list[ModuleResult] = []
-        self.x64: list[X64Event] = []
-        self.dtypes: list[DtypeEvent] = []
-        self._lock = threading.Lock()
-        self._tls = threading.local()
-        self._saved: dict[str, Any] = {}
-        self._count = 0
-        self._recording = False
-
-    # -- activation
-
-    def __enter__(self) -> "Predictor":
-        from jax._src import traceback_util
-
-        # The audit's own frames are not part of the program's traceback (a
-        # run under NO64_PLATFORMS has none): JAX leaves them out as it
-        # leaves out its own frames.
-        traceback_util.register_exclusion(__file__)
-
-        warnings.filterwarnings("ignore", category=X64DisabledWarning)
-        # the environment activation (NO64_PLATFORMS) yields to this one
-        self._settings = STATE.settings_swapped()
-        self._settings.__enter__()
-        import jax  # noqa: F401 - the program would import it; activation follows
-        from jax._src import config as jax_config
-
-        state = jax_config.enable_x64
-        self._saved["x64"] = state.get_global()
-        if state.get_global():
-            env = os.environ.get("JAX_ENABLE_X64")
-            self.x64.append(X64Event(_NO_SITE, f"JAX_ENABLE_X64={env}" if env else "jax_enable_x64", 0))
-        self._saved["x64_hook"] = state._update_global_hook
-        previous_hook = state._update_global_hook
-
-        def x64_hook(value: Any) -> None:
-            if value and self._recording:
-                try:
-                    self.x64.append(X64Event(_stack_site(), None, self._count))
-                except Exception:  # noqa: BLE001
-                    pass
-            if previous_hook is not None:
-                previous_hook(value)
-
-        self._recording = True
-        state._update_global_hook = x64_hook
-        self._saved["x64_watch"] = x64_hook
-        config = _StandIn(self.platforms, **self.settings)
-        self.config = config
-        label = ",".join(sorted(self.platforms))
-        jaxhook.activate(config, source=f"{jaxhook.ENV_PLATFORMS}={label}")
-        host.clear_host_records()
-        # What the hook does with each module, and the host data it converts.
-        STATE.subscribe(self)
-
-        def explicit_dtype(dtype: Any, out: Any, fun_name: str) -> None:
-            if self._recording:
-                try:
-                    self._note_dtype(dtype, out, fun_name)
-                except Exception:  # noqa: BLE001
-                    pass
-
-        self._saved["explicit_dtype"] = watch_explicit_dtypes(explicit_dtype)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        from jax._src import config as jax_config
-
-        self._recording = False
-        #: Whether x64 is still on when the program ends (no64 left it on).
-        self.x64_kept = bool(jax_config.enable_x64.get_global())
-        STATE.unsubscribe(self)
-        self._saved["explicit_dtype"]()  # takes the watch off
-        self._settings.__exit__(None, None, None)
-        _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
-        if self._saved["x64"] and not jax_config.enable_x64.get_global():
-            jax_config.enable_x64.set_global(True)
-
-    # -- recording
-
-    def _note_dtype(self, dtype: Any, out: Any, fun_name: str, by_no64: bool = False) -> None:
-        import numpy as np
-
-        requested = np.dtype(getattr(dtype, "dtype", dtype))
-        if out is None or requested.itemsize != 8 and requested.kind != "c":
-            return
-        became = np.dtype(out)
-        if requested == became:
-            return
-        site = _stack_site()
-        with self._lock:
-            fun = fun_name or "dtype"
-            for e in self.dtypes:
-                if e.site == site and e.requested == requested.name and e.by_no64 == by_no64:
-                    e.count += 1
-                    if fun not in e.function.split(", "):
-                        e.function += f", {fun}"
-                    return
-            self.dtypes.append(DtypeEvent(site, requested.name, became.name, fun, by_no64=by_no64))
-
-    # -- the hook's listener
-
-    def on_host_conversion(self, requested: Any, became: Any, function: str) -> None:
-        """``jnp.array``/``jnp.asarray`` of 64-bit host data with a 64-bit
-        dtype: no64 converts the data itself and JAX never sees the dtype."""
-        if self._recording:
-            try:
-                self._note_dtype(requested, became, function, by_no64=True)
-            except Exception:  # noqa: BLE001
-                pass
-
-    def before_backend(self, module: Any, platform: str) -> None:
-        self._tls.prepared = False
-
-    def after_backend(self, module: Any, platform: str) -> None:
-        if not getattr(self._tls, "prepared", True) and self._recording:
-            self._capture(module, platform, None, None, handled=False)
-
-    def on_module(self, module: Any, platform: str, report: Any, error: BaseException | None) -> None:
-        self._tls.prepared = True
-        if not self._recording:
-            return
-        if error is None:
-            self._capture(module, platform, report, None)
-        elif isinstance(error, No64Error):
-            self._capture(module, platform, None, error)
-
-    def on_meaning(self, module: Any, meaning: Any, platform: str, report: Any,
-                   error: BaseException | None) -> None:
-        """The hook judging a 32-bit module by its x64 meaning: a refusal is
-        the module's (its x64 values); the integers it cannot prove inside
-        32 bits become the values of the module the hook then compiles."""
-        self._tls.meaning = None
-        if isinstance(error, No64Error):
-            if self._recording:
-                self._tls.prepared = True
-                self._capture(meaning, platform, None, error)
-        elif error is None and report is not None and self._recording:
-            self._tls.meaning = (meaning, report)
-
-    @staticmethod
-    def _unproven(meaning: Any, report: Any) -> list[Value]:
-        from types import SimpleNamespace
-
-        findings = find_64bit(meaning)
-        handlings = _report_handlings(findings, SimpleNamespace(events=[], narrowings=intent.unproven(report)))
-        keep = [(f, h) for f, h in zip(findings, handlings)
-                if h in (Handling.UNPROVEN, Handling.OVERFLOW)]
-        if not keep:
-            return []
-        return _values(meaning, [f for f, _ in keep], [h for _, h in keep])
-
-    def _capture(self, module: Any, platform: str, report: Any, exc: BaseException | None,
-                 handled: bool = True) -> None:
-        meaning = getattr(self._tls, "meaning", None)
-        self._tls.meaning = None
-        try:
-            name = _module_name(module.operation)
-            unproven = self._unproven(*meaning) if meaning is not None and exc is None else []
-            if unproven:
-                # the 32-bit program may compute these integers differently than its x64 meaning
-                result = ModuleResult(name, platform, "rewritten", unproven)
-            elif report is None and exc is None and handled:
-                result = ModuleResult(name, platform, "passed", [])
-            else:
-                findings = find_64bit(module)
-                if exc is not None:
-                    handlings = _refusal_handlings(findings, exc)
-                    status = "refused"
-                elif report is not None:
-                    handlings = _report_handlings(findings, report)
-                    status = "rewritten"
-                else:  # not the hook's (mode off): the backend gets its 64-bit values
-                    handlings = [Handling.EXACT] * len(findings)
-                    status = "passed"
-                result = ModuleResult(name, platform, status,
-                                      _values(module, findings, handlings) if status != "passed" else [],
-                                      _one_line(exc) if exc is not None else None, exc,
-                                      emulated=getattr(report, "values_emulated", 0) or 0)
-            # the x64 meaning's hints where it was judged, else the module's own
-            judged = meaning[1] if meaning is not None else report
-            result.float_hints = list(getattr(judged, "float_hints", []) or [])
-        except Exception as problem:  # noqa: BLE001 - recording must never break the program
-            result = ModuleResult("<module>", platform, "passed", [], f"(not analysed: {problem})")
-        with self._lock:
-            self._count += 1
-            result.order = self._count
-            self.results.append(result)
-            count = self._count
-        if self.progress is not None:
-            self.progress(count)
 
 
 # --------------------------------------------------------------------------- the report
@@ -1307,54 +929,6 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         line.clear()
     report.exit_status = status
     return report
-
-
-class _X64Watch:
-    """Where x64 is turned on while a program runs as is; ``count`` says how
-    many modules were compiled so far."""
-
-    def __init__(self, sink: list[X64Event], count: Callable[[], int]) -> None:
-        self.sink = sink
-        self.count = count
-
-    def __enter__(self) -> "_X64Watch":
-        from jax._src import config as jax_config
-
-        state = jax_config.enable_x64
-        if state.get_global():
-            env = os.environ.get("JAX_ENABLE_X64")
-            self.sink.append(X64Event(_NO_SITE, f"JAX_ENABLE_X64={env}" if env else "jax_enable_x64", 0))
-        self._previous = previous = state._update_global_hook
-        self._active = True
-
-        def hook(value: Any) -> None:
-            if value and self._active:
-                try:
-                    self.sink.append(X64Event(_stack_site(), None, self.count()))
-                except Exception:  # noqa: BLE001 - watching must never break the program
-                    pass
-            if previous is not None:
-                previous(value)
-
-        state._update_global_hook = self._hook = hook
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._active = False
-        _unchain_x64_hook(self._hook, self._previous)
-
-
-def _unchain_x64_hook(ours: Any, previous: Any) -> None:
-    """Take the audit's watch off ``jax_enable_x64``'s update hook: put back
-    the hook it replaced if it is still on top; if something chained onto it
-    meanwhile (the compile hook's x64 guard, installed when no64 was first
-    activated inside the watch), the watch stays in the chain, switched off,
-    so that the later hook keeps working."""
-    from jax._src import config as jax_config
-
-    state = jax_config.enable_x64
-    if state._update_global_hook is ours:
-        state._update_global_hook = previous
 
 
 def write_report(report: AuditReport, fmt: str, stream: TextIO, color: bool = False,
