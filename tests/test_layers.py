@@ -69,6 +69,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the audit's format and attribution", ("no64.jax.audit.schema", "no64.jax.audit.sites")),
     ("the audit's value model", ("no64.jax.audit.values",)),
     ("the audit's views", ("no64.jax.audit.observer", "no64.jax.audit.predictor")),
+    ("the audit's report model", ("no64.jax.audit.model",)),
+    ("the audit's causes", ("no64.jax.audit.causes",)),
+    ("the audit's runner", ("no64.jax.audit.runner",)),
     ("the audit and the pytest plugin", ("no64.jax.audit", "no64.jax.pytest_plugin")),
     ("cli", ("no64.cli", "no64.__main__", "jax_plugins.no64")),
 ]
