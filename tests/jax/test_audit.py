@@ -226,7 +226,7 @@ def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.Monke
     assert {"mode", "integer_policy"} <= set(chosen)
     activated: list[hook.Config] = []
     monkeypatch.setenv("NO64_PLATFORMS", "cpu")
-    monkeypatch.setattr(hook, "_explicit", False)
+    monkeypatch.setattr(hook.STATE, "explicit", False)
     monkeypatch.setattr(hook, "_activate", lambda config, **_: activated.append(config))
     hook.initialize_from_environment(strict=True)
     (config,) = activated

@@ -195,16 +195,16 @@ def compare_results(no64_npz: Path, base_npz: Path, sections: dict[str, bool] | 
 def restore_global():
     """Put back the global no64 configuration and jax_enable_x64 after a test."""
     x64 = jax.config.jax_enable_x64
-    before = jaxhook._get_state().get_global()
-    explicit = jaxhook._explicit
-    warned = set(jaxhook._x64_warnings)
-    jaxhook._x64_warnings.discard("off")
+    before = jaxhook.STATE.global_config()
+    explicit = jaxhook.STATE.explicit
+    warned = set(jaxhook.STATE.x64_warnings)
+    jaxhook.STATE.x64_warnings.discard("off")
     jaxhook.clear_compile_records()
     yield
-    jaxhook._get_state()._set(before)
-    jaxhook._explicit = explicit
-    jaxhook._x64_warnings.clear()
-    jaxhook._x64_warnings.update(warned)
+    jaxhook.STATE.jax_state()._set(before)
+    jaxhook.STATE.explicit = explicit
+    jaxhook.STATE.x64_warnings.clear()
+    jaxhook.STATE.x64_warnings.update(warned)
     jax.config.update("jax_enable_x64", x64)
 
 
@@ -812,7 +812,7 @@ def test_modes_and_in_memory_caches(restore_global: None) -> None:
 
 
 def test_environment_configuration(restore_global: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jaxhook, "_explicit", False)
+    monkeypatch.setattr(jaxhook.STATE, "explicit", False)
     monkeypatch.setenv("NO64_PLATFORMS", " CPU , neuron ")
     monkeypatch.setenv("NO64_MODE", "check")
     config = jaxhook.initialize_from_environment()
@@ -830,14 +830,14 @@ def test_environment_configuration(restore_global: None, monkeypatch: pytest.Mon
 def test_environment_range_policy(restore_global: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """NO64_POLICY picks the range policy of the hook's demotion; a bad value is refused
     (strict) or reported and the default used."""
-    monkeypatch.setattr(jaxhook, "_explicit", False)
+    monkeypatch.setattr(jaxhook.STATE, "explicit", False)
     monkeypatch.setenv("NO64_PLATFORMS", "cpu")
     monkeypatch.setenv("NO64_POLICY", "Exact")
     assert jaxhook.initialize_from_environment().policy == "exact"
     monkeypatch.setenv("NO64_POLICY", "exakt")
     with pytest.raises(ValueError, match="NO64_POLICY"):
         jaxhook.initialize_from_environment(strict=True)
-    monkeypatch.setattr(jaxhook, "_explicit", False)
+    monkeypatch.setattr(jaxhook.STATE, "explicit", False)
     assert jaxhook.initialize_from_environment().policy == "default"
     with pytest.raises(ValueError, match="policy"):
         no64.install("cpu", policy="loose")
@@ -881,7 +881,7 @@ def test_exact_policy_in_the_hook(restore_global: None) -> None:
 def test_x64_on_again_is_undone_and_scoped_x64_is_refused(
     restore_global: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jaxhook, "_x64_warnings", set())
+    monkeypatch.setattr(jaxhook.STATE, "x64_warnings", set())
     no64.install("cpu")
     assert not jax.config.jax_enable_x64
     with pytest.warns(no64.X64DisabledWarning, match="turned on while no64 is active") as rec:
@@ -897,7 +897,7 @@ def test_x64_on_again_is_undone_and_scoped_x64_is_refused(
 def test_x64_stays_on_when_no_listed_platform_is_the_default(
     restore_global: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jaxhook, "_x64_warnings", set())
+    monkeypatch.setattr(jaxhook.STATE, "x64_warnings", set())
     jax.devices()  # the default backend is known once the backends have started
     with pytest.warns(no64.X64DisabledWarning, match="stays on for the default backend"):
         no64.install("neuron")
@@ -982,7 +982,7 @@ def test_backend_errors_in_other_words_are_blamed_only_on_an_invalid_rewrite(
     key = jax.random.key(0)
     jax.block_until_ready(key)
     monkeypatch.setattr(demote_mod._Pass, "apply", apply)
-    monkeypatch.setattr(jaxhook, "_original_compile", plugin_compile)
+    monkeypatch.setattr(jaxhook.STATE, "original_compile", plugin_compile)
 
     def fresh2(key: jax.Array) -> jax.Array:  # not compiled by any other test
         return jax.random.uniform(key, (9,)) * 3.0

@@ -51,13 +51,13 @@ pytestmark = [
 def restore_global():
     """Put back the global no64 configuration and jax_enable_x64 after a test."""
     x64 = jax.config.jax_enable_x64
-    before = jaxhook._get_state().get_global()
-    explicit, warned = jaxhook._explicit, set(jaxhook._x64_warnings)
+    before = jaxhook.STATE.global_config()
+    explicit, warned = jaxhook.STATE.explicit, set(jaxhook.STATE.x64_warnings)
     yield
-    jaxhook._get_state()._set(before)
-    jaxhook._explicit = explicit
-    jaxhook._x64_warnings.clear()
-    jaxhook._x64_warnings.update(warned)
+    jaxhook.STATE.jax_state()._set(before)
+    jaxhook.STATE.explicit = explicit
+    jaxhook.STATE.x64_warnings.clear()
+    jaxhook.STATE.x64_warnings.update(warned)
     jax.config.update("jax_enable_x64", x64)
 
 

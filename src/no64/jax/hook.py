@@ -57,14 +57,13 @@ backend's verification is reported as :class:`~no64.errors.InvalidModuleError`.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
 import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -72,9 +71,11 @@ import numpy as np
 
 from ..core._mlir import ir
 from ..core.demote import FLOAT_POLICIES, demote
+from ..core.emulate import exact_input_ranges
 from ..errors import (
     Boundary64BitError,
     InvalidModuleError,
+    NarrowingError,
     No64Error,
     Remaining64BitError,
     X64DisabledWarning,
@@ -83,6 +84,8 @@ from ..core.report import DemotionReport
 from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..core.scan import check, find_64bit, has_64bit
 from ..core.types import TypeConverter
+from . import host, intent
+from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
     "ALL_PLATFORMS",
@@ -121,9 +124,6 @@ ENV_FLOAT_POLICY = "NO64_FLOAT_POLICY"
 #: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
 #: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
 MODES = Mode.values()
-#: Platform wildcard used by :func:`no64.jit`'s scope: every platform.
-ALL_PLATFORMS = "*"
-
 #: Report event kinds whose narrowing may change a value (see :class:`no64.kinds.EventKind`).
 LOSSY_EVENT_KINDS = LOSSY_EVENTS
 
@@ -224,38 +224,14 @@ def _platform_names(platform: str) -> set[str]:
 # The JAX configuration state (part of the trace context and jit cache key)
 # ---------------------------------------------------------------------------
 
-_lock = threading.RLock()
-_state: Any = None
-_original_compile: Callable[..., Any] | None = None
-_explicit = False  # install()/uninstall() was called: the environment no longer applies
-
-
-def _get_state() -> Any:
-    """The ``no64_config`` JAX state, created on first use.
-
-    ``include_in_trace_context`` and ``include_in_jit_key`` make every JAX
-    cache (traces, lowerings, in-memory executables, the C++ jit dispatch
-    cache) key on the configuration.
-    """
-    global _state
-    if _state is None:
-        with _lock:
-            if _state is None:
-                from ._compat import make_state
-
-                _state = make_state(
-                    "no64_config",
-                    None,
-                    "Platforms whose compiled modules no64 rewrites or checks, and the mode.",
-                )
-    return _state
+# The configuration lives in a JAX configuration state held by the hook's
+# state object (:data:`no64.jax.state.STATE`), with everything else the hook
+# keeps between calls.
 
 
 def active_config() -> Config | None:
     """The configuration in effect in this thread (``None`` when inactive)."""
-    if _state is None:
-        return None
-    return _state.value
+    return STATE.active_config()
 
 
 @contextmanager
@@ -266,7 +242,7 @@ def scoped(config: Config) -> Iterator[None]:
     on every platform, whatever the global configuration says.
     """
     _ensure_hooks()
-    with _get_state()(config):
+    with STATE.jax_state()(config):
         yield
 
 
@@ -310,14 +286,13 @@ def install(
     with a one-time :class:`X64DisabledWarning`.  Switching configuration
     never reuses executables compiled under another one.
     """
-    global _explicit
     config = Config(_normalize_platforms(platforms), mode, integer_policy, policy, float_policy)
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
     from jax._src import xla_bridge
 
-    with _lock:
-        _explicit = True
+    with STATE.lock:
+        STATE.explicit = True
         _activate(config, backends_started=xla_bridge.backends_are_initialized(), source="no64.install")
     return config
 
@@ -329,11 +304,11 @@ def uninstall() -> None:
     was installed are not reused afterwards (the configuration is part of
     JAX's cache keys).
     """
-    global _explicit
-    with _lock:
-        _explicit = True
-        if _state is not None:
-            _state._set(None)
+    with STATE.lock:
+        STATE.explicit = True
+        state = STATE.jax_state(create=False)
+        if state is not None:
+            state._set(None)
 
 
 def initialize_from_environment(*, strict: bool = False) -> Config | None:
@@ -356,15 +331,14 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict)
     float_policy = _environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict)
     config = Config(platforms, mode, integer_policy, policy, float_policy)
-    global _deferring
-    with _lock:
-        if _explicit:
+    with STATE.lock:
+        if STATE.explicit:
             return active_config()
-        _deferring = True
+        STATE.deferring = True
         try:
             _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
         finally:
-            _deferring = False
+            STATE.deferring = False
     return config
 
 
@@ -382,9 +356,21 @@ def _environment_choice(name: str, choices: tuple[str, ...], default: str, stric
     return default
 
 
+def activate(config: Config, *, source: str) -> None:
+    """Make ``config`` the global configuration, as :func:`install` does but
+    without taking precedence over the environment's activation: inside
+    :meth:`STATE.settings_swapped <no64.jax.state.HookState.settings_swapped>`,
+    which puts the settings back (the audit runs a program under the hook
+    this way).  ``source`` is said in the log and the x64 warning."""
+    from jax._src import xla_bridge
+
+    with STATE.lock:
+        _activate(config, backends_started=xla_bridge.backends_are_initialized(), source=source)
+
+
 def _activate(config: Config, *, backends_started: bool, source: str) -> None:
     _ensure_hooks()
-    _get_state()._set(config)
+    STATE.jax_state()._set(config)
     logger.info("no64 active (%s): %s", source, config.describe())
     if config.mode is not Mode.OFF:
         _handle_x64(config, backends_started=backends_started, source=source)
@@ -394,25 +380,16 @@ def _activate(config: Config, *, backends_started: bool, source: str) -> None:
 # x64
 # ---------------------------------------------------------------------------
 
-#: The x64 warnings already given, each once per process: "off" (no64 turned
-#: x64 off), "again" (turned it off again after someone turned it on), "kept"
-#: (x64 stays on for an unlisted default backend), "elsewhere" (x64 was turned
-#: off before the backends started, and the default is not a listed platform).
-_x64_warnings: set[str] = set()
-
-
-#: Set while no64 activates from the environment (inside ``import jax``):
-#: the x64 warning is then held back until the first compile, so that
-#: ``import jax`` never fails under ``-W error``.
-_deferring = False
-_deferred: list[str] = []
+# The x64 warnings already given (each once per process) and those held
+# back while JAX is imported are the state's (STATE.x64_warnings,
+# STATE.deferring, STATE.deferred).
 
 
 def _warn_once(kind: str, message: str) -> None:
-    if kind not in _x64_warnings:
-        _x64_warnings.add(kind)
-        if _deferring:
-            _deferred.append(message)
+    if kind not in STATE.x64_warnings:
+        STATE.x64_warnings.add(kind)
+        if STATE.deferring:
+            STATE.deferred.append(message)
         else:
             _warn_at_caller(message)
     logger.info("%s", message)
@@ -423,9 +400,9 @@ def _say_deferred() -> None:
     report when pytest runs (a suite configured ``filterwarnings = error``
     must be able to start), else as a warning at the user's line that
     compiles first."""
-    with _lock:
-        messages = list(_deferred)
-        _deferred.clear()
+    with STATE.lock:
+        messages = list(STATE.deferred)
+        STATE.deferred.clear()
     plugin = sys.modules.get("no64.jax.pytest_plugin")
     notes = getattr(plugin, "x64_notes", None)
     for message in messages:
@@ -433,23 +410,6 @@ def _say_deferred() -> None:
             notes.append(message)
         else:
             _warn_at_caller(message)
-
-
-def _default_platform(backends_started: bool) -> str | None:
-    """The default backend's platform, or ``None`` when it cannot be known yet.
-
-    Before the backends start, only an explicit ``JAX_PLATFORMS`` /
-    ``jax_platforms`` names it (its first entry).
-    """
-    import jax
-    from jax._src import config as jax_config
-
-    if backends_started:
-        return jax.default_backend()
-    pinned = jax_config.jax_platforms.value
-    if pinned:
-        return pinned.split(",")[0].strip().lower() or None
-    return None
 
 
 def _warn_at_caller(message: str) -> None:
@@ -483,23 +443,20 @@ def _warn_at_caller(message: str) -> None:
     warnings.warn(message, X64DisabledWarning, stacklevel=2)
 
 
-#: no64 turned x64 off for the default backend (globally); host values are
-#: then narrowed by no64 whatever the default backend turns out to be.
-_x64_off_by_no64 = False
-#: Whether the default backend was compared with the configuration once the
-#: backends had started (see _note_default_backend).
-_default_noted = False
+# Whether no64 turned x64 off for the default backend (globally), and
+# whether the default backend was compared with the configuration once the
+# backends had started (see _note_default_backend), are the state's
+# (STATE.x64_off_by_no64, STATE.default_noted).
 
 
 def _handle_x64(config: Config, *, backends_started: bool, source: str, again: bool = False) -> None:
     """Turn x64 off when ``config`` covers the default backend (``again``: it
     was just turned on while no64 was active), and say so once."""
-    global _x64_off_by_no64, _default_noted
     from jax._src import config as jax_config
 
     if not jax_config.enable_x64.get_global():
         return
-    default = _default_platform(backends_started)
+    default = default_platform(backends_started)
     listed = ", ".join(sorted(config.platforms))
     if default is not None and not config.applies_to(default):
         _warn_once(
@@ -512,10 +469,10 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str, again: b
     import jax
 
     jax.config.update("jax_enable_x64", False)
-    _x64_off_by_no64 = True
+    STATE.x64_off_by_no64 = True
     if default is None:
         where = f"a no64 platform ({listed}) may be the default backend"
-        _default_noted = False  # compare once the backends have started
+        STATE.default_noted = False  # compare once the backends have started
     else:
         where = f"the default backend ({default}) is a no64 platform"
     _warn_once(
@@ -530,10 +487,9 @@ def _note_default_backend() -> None:
     """Once the backends have started: if no64 turned x64 off before the
     default backend was known and it turned out not to be a no64 platform,
     say so (once)."""
-    global _default_noted
-    _default_noted = True
-    config = _state.get_global() if _state is not None else None
-    if config is None or not _x64_off_by_no64 or ALL_PLATFORMS in config.platforms:
+    STATE.default_noted = True
+    config = STATE.global_config()
+    if config is None or not STATE.x64_off_by_no64 or ALL_PLATFORMS in config.platforms:
         return
     import jax
 
@@ -557,23 +513,18 @@ def _note_default_backend() -> None:
 
 def _ensure_hooks() -> None:
     """Wrap ``compile_or_get_cached`` and put no64 where JAX converts host data (idempotent)."""
-    global _original_compile
-    if _original_compile is not None:
+    if STATE.original_compile is not None:
         return
-    with _lock:
-        if _original_compile is not None:
+    with STATE.lock:
+        if STATE.original_compile is not None:
             return
         from jax._src import compiler
 
-        from . import host
-
-        from . import intent
-
-        _get_state()
+        STATE.jax_state()
         host.install_hooks()
         intent.install()
         _install_x64_guard()
-        _original_compile = compiler.compile_or_get_cached
+        STATE.original_compile = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = _compile_or_get_cached
 
 
@@ -591,7 +542,7 @@ def _install_x64_guard() -> None:
             previous(value)
         if not value:
             return
-        config = _state.get_global() if _state is not None else None
+        config = STATE.global_config()
         if config is None or config.mode is Mode.OFF:
             return
         from jax._src import xla_bridge
@@ -608,41 +559,44 @@ def _install_x64_guard() -> None:
 
 def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **kwargs: Any) -> Any:
     """``jax._src.compiler.compile_or_get_cached`` with no64 in front of it."""
-    config = _state.value if _state is not None else None
-    assert _original_compile is not None
-    if _deferred:
+    listeners = STATE.listeners
+    if not listeners:
+        return _compile(backend, computation, args, kwargs)
+    platform = str(getattr(backend, "platform", "unknown"))
+    for listener in listeners:
+        listener.before_backend(computation, platform)
+    try:
+        return _compile(backend, computation, args, kwargs)
+    finally:
+        for listener in listeners:  # the same listeners, whoever subscribed since
+            listener.after_backend(computation, platform)
+
+
+def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    config = STATE.active_config()
+    original = STATE.original_compile
+    assert original is not None
+    if STATE.deferred:
         _say_deferred()
-    if not _default_noted:
+    if not STATE.default_noted:
         _note_default_backend()
     platform = str(backend.platform)
     if config is None or config.mode is Mode.OFF or not config.applies_to(platform):
-        return _original_compile(backend, computation, *args, **kwargs)
-    from . import intent
-
-    judged_beside = config.policy is not RangePolicy.EXACT and intent.has_meaning(computation)
-    if judged_beside:
+        return original(backend, computation, *args, **kwargs)
+    if config.policy is not RangePolicy.EXACT and intent.has_meaning(computation):
         # The x64 meaning is only judged (the 32-bit program runs): it is
         # traced, lowered and judged while XLA compiles JAX's module.
-        prepared = prepare_module(computation, config, platform)
+        return _compile_judging(backend, computation, config, platform, args, kwargs)
+    meaning = intent.meaning_of(computation)
+    if meaning is not None:
+        prepared = prepare_with_meaning(computation, meaning, config, platform)
     else:
-        meaning = intent.meaning_of(computation)
-        if meaning is not None:
-            prepared = intent.prepare(computation, meaning, config, platform)
-        else:
-            prepared = prepare_module(computation, config, platform)
-    if prepared is computation and not judged_beside:
-        return _original_compile(backend, computation, *args, **kwargs)
-    if config.float_policy is FloatPolicy.PAIRS and prepared is not computation:
-        # once per platform: the backend must keep IEEE f32 for pairs
-        from .pair_probe import require_ieee_f32
-
-        require_ieee_f32(backend, backend.devices()[0])
+        prepared = prepare_module(computation, config, platform)
+    if prepared is computation:
+        return original(backend, computation, *args, **kwargs)
+    _probe_pairs(config, backend)
     try:
-        if judged_beside:
-            return _compile_judging(backend, computation, prepared, config, platform, args, kwargs)
-        return _original_compile(backend, prepared, *args, **kwargs)
-    except No64Error:
-        raise
+        return original(backend, prepared, *args, **kwargs)
     except Exception:
         # The pass leaves verification to the backend, which verifies every
         # module it receives (and reports a failure in its own words: an
@@ -653,25 +607,52 @@ def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **k
         raise
 
 
-def _compile_judging(backend: Any, computation: ir.Module, prepared: ir.Module, config: Config,
-                     platform: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Compile ``prepared`` (what JAX's 32-bit ``computation`` becomes) while
-    this thread traces, lowers and judges the program's x64 meaning.
+def _probe_pairs(config: Config, backend: Any) -> None:
+    """Under ``float_policy="pairs"``, once per platform: the backend must
+    keep IEEE f32 for pairs."""
+    if config.float_policy is FloatPolicy.PAIRS:
+        from .pair_probe import require_ieee_f32
+
+        require_ieee_f32(backend, backend.devices()[0])
+
+
+def _compile_judging(backend: Any, computation: ir.Module, config: Config, platform: str,
+                     args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Compile JAX's 32-bit ``computation`` (prepared by the pass) while this
+    thread traces, lowers and judges the program's x64 meaning.
 
     XLA's compile runs in a worker thread (it releases the GIL); the x64
     trace stays in the caller's thread, with its JAX context (x64 scope,
     meshes, other thread-local options).  Both finish before anything is
     returned or raised: the judgement's warnings come from the caller's
-    thread and a refusal under ``strict`` is raised there, as is an error
-    of the compile."""
-    from . import intent
-
-    record = _records[-1] if _records else None
+    thread, a refusal under ``strict`` is raised there, as is an error of
+    the compile.  The module's record and the listeners' calls keep their
+    order (the meaning first, then the module)."""
+    original = STATE.original_compile
+    assert original is not None
+    STATE.thread.held = held = []
+    try:
+        prepared = _prepare_module(computation, config, platform, True, None)
+    except BaseException as exc:
+        # refused as it is: judged first, as without the worker
+        STATE.thread.held = None
+        meaning = intent.meaning_of(computation)
+        if meaning is not None:
+            judge_meaning(computation, meaning, config, platform)
+        STATE.thread.meaning = None
+        if STATE.listeners:
+            STATE.emit("on_module", computation, platform, None, exc)
+        raise
+    finally:
+        STATE.thread.held = None
+    report = STATE.thread.report
+    if prepared is not computation:
+        _probe_pairs(config, backend)
     done: dict[str, Any] = {}
 
     def compile_it() -> None:
         try:
-            done["executable"] = _original_compile(backend, prepared, *args, **kwargs)
+            done["executable"] = original(backend, prepared, *args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             done["error"] = exc
 
@@ -679,16 +660,18 @@ def _compile_judging(backend: Any, computation: ir.Module, prepared: ir.Module, 
     worker.start()
     try:
         meaning = intent.meaning_of(computation)
-        report = judge_meaning(computation, meaning, config, platform) if meaning is not None else None
-        _last.meaning = None
+        if meaning is not None:
+            judge_meaning(computation, meaning, config, platform)
     finally:
         worker.join()
-    if report is not None and record is not None:
-        for i in range(len(_records) - 1, -1, -1):
-            if _records[i] is record:
-                _records[i] = dataclasses.replace(record, meaning=report)
-                break
+    for record in held:  # with the meaning's report (see _record)
+        _record(*record)
+    STATE.thread.report = report
+    if STATE.listeners:
+        STATE.emit("on_module", computation, platform, report, None)
     if "error" in done:
+        if prepared is not computation and not isinstance(done["error"], No64Error):
+            _blame_rewrite(prepared, computation)
         raise done["error"]
     return done["executable"]
 
@@ -734,9 +717,25 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
       no64.Remaining64BitError: ``"check"`` mode and a 64-bit value remains.
       Boundary64BitError: the module's entry takes or returns 64-bit arrays.
       no64.UnsupportedOpError, no64.ConstantRangeError: demotion refused.
+
+    The listeners (:data:`STATE`) are told what it recorded or raised
+    (:meth:`~no64.jax.state.HookListener.on_module`).
     """
+    if not STATE.listeners:
+        return _prepare_module(module, config, platform, boundary, name)
+    try:
+        prepared = _prepare_module(module, config, platform, boundary, name)
+    except BaseException as exc:
+        STATE.emit("on_module", module, platform, None, exc)
+        raise
+    STATE.emit("on_module", module, platform, STATE.thread.report, None)
+    return prepared
+
+
+def _prepare_module(module: ir.Module, config: Config, platform: str, boundary: bool,
+                    name: str | None) -> ir.Module:
     name = name or module_name(module)
-    _last.report = None
+    STATE.thread.report = None
     if not has_64bit(module):
         _record(name, platform, config.mode, None)
         return module
@@ -754,8 +753,6 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
     # the x64 meaning's 64-bit inputs are the 32-bit values the host narrowed
     ranges = None
     if not boundary:
-        from ..core.emulate import exact_input_ranges
-
         ranges = exact_input_ranges(copy.operation, None)
     try:
         # The strict check runs inside the pass (over the ops it already
@@ -765,32 +762,55 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
                         input_ranges=ranges, verify=False, check=True, outputs=Outputs.NARROW,
                         float_policy=config.float_policy)
     except No64Error as exc:
-        from ..errors import NarrowingError
-        from .host import name_callers_line
-
         if not boundary and isinstance(exc, NarrowingError) and config.policy is RangePolicy.EXACT:
-            from .intent import output_error
-
-            raise output_error(name, exc) from None
-        name_callers_line(exc, module)
+            raise intent.output_error(name, exc) from None
+        host.name_callers_line(exc, module)
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise
-    _last.report = report
+    STATE.thread.report = report
     if report.float_hints:
-        from .intent import warn_float_hints
-
-        warn_float_hints(report, name)
+        intent.warn_float_hints(report, name)
     _record(name, platform, config.mode, report)
     logger.debug("no64 demoted %s for %s: %s", name, platform, report.summary().splitlines()[0])
     return copy
 
 
-_last = threading.local()
-
-
 def last_report() -> DemotionReport | None:
     """The report of the last :func:`prepare_module` in this thread (``None``: nothing demoted)."""
-    return getattr(_last, "report", None)
+    return STATE.thread.report
+
+
+def prepare_with_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> ir.Module:
+    """What the backend compiles for ``module`` (JAX's 32-bit module), given
+    its x64 meaning ``meaning`` (:func:`no64.jax.intent.meaning_of`).
+
+    Under ``policy="exact"`` the x64 module, converted with every integer not
+    proven to fit computed exactly, replaces JAX's (it has the same 32-bit
+    signature); an output not proven to fit in the 32-bit array the user
+    receives raises :class:`no64.OutputRangeError`.  Under the other
+    policies the x64 module is judged (:func:`judge_meaning`: warnings and
+    records; ``strict`` refuses) and JAX's module is compiled.
+    """
+    name = module_name(module)
+    if config.policy is not RangePolicy.EXACT:
+        judge_meaning(module, meaning, config, platform)
+        return prepare_module(module, config, platform)
+    if _signature(meaning, narrowed=True) != _signature(module):
+        # no comparable x64 meaning: JAX's module runs as it would without one
+        intent.refuse_without_meaning(module)
+        return prepare_module(module, config, platform)
+    return prepare_module(meaning, config, platform, boundary=False, name=name)
+
+
+def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], list[str]] | None:
+    """The entry function's input and result types (``narrowed``: as no64 narrows them)."""
+    main = _entry_function(module)
+    if main is None:
+        return None
+    with module.context:
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        convert = TypeConverter().convert_or_same if narrowed else (lambda t: t)
+        return [str(convert(t)) for t in ftype.inputs], [str(convert(t)) for t in ftype.results]
 
 
 def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> DemotionReport | None:
@@ -806,10 +826,22 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     (:class:`no64.NarrowingError`).  An x64 module no64 cannot convert is
     not judged (``None``), except under ``strict``, which refuses it.  The
     32-bit program is what runs, so nothing else is refused here.
-    """
-    from ..core.emulate import exact_input_ranges
-    from . import intent
 
+    The listeners (:data:`STATE`) are told the report or the exception
+    (:meth:`~no64.jax.state.HookListener.on_meaning`).
+    """
+    if not STATE.listeners:
+        return _judge_meaning(module, meaning, config, platform)
+    try:
+        report = _judge_meaning(module, meaning, config, platform)
+    except BaseException as exc:
+        STATE.emit("on_meaning", module, meaning, platform, None, exc)
+        raise
+    STATE.emit("on_meaning", module, meaning, platform, report, None)
+    return report
+
+
+def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> DemotionReport | None:
     name = module_name(module)
     copy = clone_module(meaning)
     # the 32-bit program runs: its differences are reported (refused only under strict)
@@ -827,15 +859,13 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     if config.policy is RangePolicy.STRICT:
         bad = intent.unproven(report)
         if bad:
-            from ..errors import NarrowingError
-
             n = bad[0]
             exc = NarrowingError(n.op, n.location, n.verdict, n.interval or (0, 0), config.policy,
                                  narrowing=n, reason=None if n.interval else n.detail)
             exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "
                          f"({config.describe()})")
             raise exc
-    _last.meaning = report
+    STATE.thread.meaning = report
     intent.warn_unproven(report, name)
     intent.warn_float_hints(report, name)
     return report
@@ -951,25 +981,27 @@ class CompileRecord:
         """Whether every narrowing kept its value (see :func:`is_exact`) and,
         for a program that asked for x64, every integer its x64 program
         computes in 64 bits is proven to fit."""
-        from .intent import unproven
-
-        return is_exact(self.report) and (self.meaning is None or not unproven(self.meaning))
-
-
-_records: collections.deque[CompileRecord] = collections.deque(maxlen=1024)
+        return is_exact(self.report) and (self.meaning is None or not intent.unproven(self.meaning))
 
 
 def _record(name: str, platform: str, mode: Mode, report: DemotionReport | None) -> None:
-    meaning = getattr(_last, "meaning", None)
-    _last.meaning = None
-    _records.append(CompileRecord(name, platform, mode, report, meaning))
+    held = STATE.thread.held
+    if held is not None:  # kept until the module's x64 meaning is judged (_compile_judging)
+        held.append((name, platform, mode, report))
+        return
+    meaning = STATE.thread.meaning
+    STATE.thread.meaning = None
+    record = CompileRecord(name, platform, mode, report, meaning)
+    STATE.records.append(record)
+    if STATE.listeners:
+        STATE.emit("on_compile", record)
 
 
 def compile_records() -> list[CompileRecord]:
     """The most recent modules (up to 1024) that went through the hook, oldest first."""
-    return list(_records)
+    return list(STATE.records)
 
 
 def clear_compile_records() -> None:
     """Forget the records returned by :func:`compile_records`."""
-    _records.clear()
+    STATE.records.clear()

@@ -84,6 +84,7 @@ from ..core.locations import SourceLocation
 from ..core.report import Event
 from ..errors import ConstantRangeError, HostRangeError, No64Error
 from ..kinds import EventKind, IntegerPolicy, Mode
+from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
     "HostRangeError",
@@ -115,38 +116,41 @@ from ..core.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 # When no64 narrows host values
 # ---------------------------------------------------------------------------
 
-_default_covered: dict[Any, bool] = {}
-
-
 def host_policy() -> str | None:
     """The integer policy for host values in this thread, or ``None`` when
     no64 does not narrow them (x64 on, or no64 inactive for the default
-    backend and outside :func:`no64.jit`)."""
+    backend and outside :func:`no64.jit`).
+
+    While the x64 meaning of a program whose 32-bit trace refused a host
+    integer is taken (:mod:`no64.jax.intent`), the policy it forces
+    (``STATE.thread.host_policy``) replaces a policy that is not ``None``.
+    """
+    policy = _host_policy()
+    forced = STATE.thread.host_policy
+    return forced if forced is not None and policy is not None else policy
+
+
+def _host_policy() -> str | None:
     from jax._src import config as jax_config
 
     if jax_config.enable_x64.value:
         return None
-    from . import hook
-
-    state = hook._state
-    if state is None:
-        return None
-    config = state.value
+    config = STATE.active_config()
     if config is None or config.mode is Mode.OFF:
         return None
-    if hook.ALL_PLATFORMS in config.platforms or hook._x64_off_by_no64:
+    if ALL_PLATFORMS in config.platforms or STATE.x64_off_by_no64:
         return config.integer_policy
-    covered = _default_covered.get(config)
+    covered = STATE.default_covered.get(config)
     if covered is None:
         from jax._src import xla_bridge
 
         started = xla_bridge.backends_are_initialized()
-        default = hook._default_platform(started)
+        default = default_platform(started)
         # Before the backends start, no64 turned x64 off on the assumption
         # that a listed platform may become the default.
         covered = True if default is None else config.applies_to(default)
         if started:
-            _default_covered[config] = covered
+            STATE.default_covered[config] = covered
     return config.integer_policy if covered else None
 
 
@@ -221,38 +225,41 @@ def _mapped() -> set[tuple[int, str | None, int | None]]:
     return images
 
 
-_records_lock = threading.Lock()
-_records: dict[tuple[Any, ...], Event] = {}
 _MAX_SITES = 1024
 
 
 def _record(kind: EventKind, op: str, detail: str, count: int,
             source: SourceLocation | None = None) -> None:
+    """Add ``count`` elements to the host record of ``kind`` at ``source``
+    (the user's line), kept in ``STATE.host_records``."""
     if source is None:
         source = user_source()
     key = (kind, op, source.file, source.line)
-    with _records_lock:
-        event = _records.get(key)
+    records = STATE.host_records
+    with STATE.host_lock:
+        event = records.get(key)
         if event is not None:
             event.count += count
-            return
-        if len(_records) >= _MAX_SITES:
-            _records.pop(next(iter(_records)))
-        _records[key] = Event(kind, op, source, detail, count)
+        else:
+            if len(records) >= _MAX_SITES:
+                records.pop(next(iter(records)))
+            event = records[key] = Event(kind, op, source, detail, count)
+    if STATE.listeners:
+        STATE.emit("on_host_event", event, count)
 
 
 def host_records() -> list[Event]:
     """The host narrowings that were not exact, one :class:`no64.core.report.Event`
     per kind and source line (``count`` sums the elements over all calls),
     oldest first; the kinds are those of the pass's report."""
-    with _records_lock:
-        return list(_records.values())
+    with STATE.host_lock:
+        return list(STATE.host_records.values())
 
 
 def clear_host_records() -> None:
     """Forget the records returned by :func:`host_records`."""
-    with _records_lock:
-        _records.clear()
+    with STATE.host_lock:
+        STATE.host_records.clear()
 
 
 # ---------------------------------------------------------------------------
@@ -667,10 +674,12 @@ def _requested(dtype: Any) -> np.dtype | None | bool:
     return want if want in NARROWED else False
 
 
-def _array_input(object: Any, dtype: Any) -> tuple[Any, Any]:
-    """``jnp.array``/``jnp.asarray`` input as the x64 program converts it on
-    the host, then narrowed by no64 (``object`` and ``dtype`` unchanged when
-    nothing in it needs narrowing or no64 is not narrowing host values)."""
+def _array_input(object: Any, dtype: Any, function: str) -> tuple[Any, Any]:
+    """``jnp.array``/``jnp.asarray`` (``function``) input as the x64 program
+    converts it on the host, then narrowed by no64 (``object`` and ``dtype``
+    unchanged when nothing in it needs narrowing or no64 is not narrowing
+    host values).  A conversion with an explicit dtype is told to the
+    listeners (:meth:`~no64.jax.state.HookListener.on_host_conversion`)."""
     policy = host_policy()
     if policy is None or not _leaves_need_narrowing(object):
         return object, dtype
@@ -684,7 +693,10 @@ def _array_input(object: Any, dtype: Any) -> tuple[Any, Any]:
     if wide.dtype not in NARROWED:
         return object, dtype
     scalar = wide.ndim == 0 and not isinstance(object, np.ndarray)
-    return narrow_host_array(wide, policy, scalar=scalar), None
+    narrowed = narrow_host_array(wide, policy, scalar=scalar)
+    if dtype is not None and STATE.listeners:
+        STATE.emit("on_host_conversion", dtype, getattr(narrowed, "dtype", None), function)
+    return narrowed, None
 
 
 def _replace(name: str, original: Any, wrapper: Any, modules: tuple[Any, ...]) -> None:
@@ -710,11 +722,11 @@ def _install_array() -> None:
 
     def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
               ndmin: int = 0, **kwargs: Any) -> Any:
-        object, dtype = _array_input(object, dtype)
+        object, dtype = _array_input(object, dtype, "array")
         return original_array(object, dtype, copy=copy, order=order, ndmin=ndmin, **kwargs)
 
     def asarray(a: Any, dtype: Any = None, order: str | None = None, **kwargs: Any) -> Any:
-        a, dtype = _array_input(a, dtype)
+        a, dtype = _array_input(a, dtype, "asarray")
         return original_asarray(a, dtype, order, **kwargs)
 
     _replace("array", original_array, array, modules)
@@ -1261,10 +1273,9 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
     as a number."""
     if not reads:
         return
-    from . import hook
     from ..kinds import RangePolicy
 
-    config = hook.active_config()
+    config = STATE.active_config()
     policy = config.policy if config is not None else RangePolicy.DEFAULT
     for r in reads:
         image = min(r.images)

@@ -14,7 +14,8 @@ the 32-bit program against:
   (``_trace_for_jit``; JAX caches both traces per signature);
 * when JAX lowers the 32-bit trace, the x64 trace is remembered beside the
   module JAX made, and lowered only when that module reaches the backend;
-* the hook then judges the x64 module (:func:`prepare`): every integer the
+* the hook then judges the x64 module (:func:`no64.jax.hook.prepare_with_meaning`):
+  every integer the
   x64 program computes in 64 bits is proven to fit in 32 bits, or reported
   at the user's line (:class:`no64.UnprovenIntegerWarning`, the compile
   record and the audit) under the default policy, refused under ``strict``,
@@ -42,14 +43,15 @@ from typing import Any
 
 from ..core._mlir import ir
 from ._compat import enable_x64
-from ..core.demote import demote
 from ..core.report import DemotionReport, Narrowing
 from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, OutputRangeError,
                       UnprovenIntegerWarning)
 from ..kinds import Mode, RangePolicy, Verdict
+from . import host
+from .state import ALL_PLATFORMS, STATE
 
-__all__ = ["clear_warned", "has_meaning", "install", "meaning_of", "prepare", "unproven", "warn_float_hints",
-           "warn_unproven", "with_x64_arguments"]
+__all__ = ["clear_warned", "has_meaning", "install", "meaning_of", "output_error", "refuse_without_meaning",
+           "unproven", "warn_float_hints", "warn_unproven", "with_x64_arguments"]
 
 _lock = threading.RLock()
 _installed = False
@@ -84,26 +86,11 @@ def install() -> None:
             return
         from jax._src import pjit
 
-        from . import host
-
         _original_trace = pjit._trace_for_jit
         _original_lower = pjit._pjit_lower
         pjit._trace_for_jit = _trace_for_jit
         pjit._pjit_lower = _pjit_lower
-        host.host_policy = _forced_host_policy(host.host_policy)
         _installed = True
-
-
-def _forced_host_policy(original: Callable[[], str | None]) -> Callable[[], str | None]:
-    """``host.host_policy``, with the policy forced for the 32-bit trace of a
-    program whose x64 meaning is what runs (see :func:`_trace_for_exact`)."""
-    def host_policy() -> str | None:
-        policy = original()
-        forced = getattr(_tls, "host_policy", None)
-        return forced if forced is not None and policy is not None else policy
-
-    host_policy.__doc__ = original.__doc__
-    return host_policy
 
 
 @contextmanager
@@ -125,20 +112,16 @@ def _wanted() -> bool:
     from jax._src import config as jax_config
     from jax._src import core
 
-    from . import hook
-
-    config = hook.active_config()
+    config = STATE.active_config()
     if config is None or config.mode is not Mode.FIX or jax_config.enable_x64.value:
         return False
     if not core.trace_state_clean():
         return False
-    return hook.ALL_PLATFORMS in config.platforms or hook._x64_off_by_no64
+    return ALL_PLATFORMS in config.platforms or STATE.x64_off_by_no64
 
 
 def _exact() -> bool:
-    from . import hook
-
-    config = hook.active_config()
+    config = STATE.active_config()
     return config is not None and config.policy is RangePolicy.EXACT
 
 
@@ -223,21 +206,15 @@ def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, arg
     of, taken only for its signature: the host integers are wrapped there
     (and not recorded), and the x64 module, which holds them exactly, must
     replace the module JAX lowers from it -- else ``refusal`` is raised."""
-    from . import host
-
     assert _original_trace is not None
-    with host._records_lock:
-        records = dict(host._records)
-    _tls.host_policy = "wrap"
-    try:
-        p = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
-    except Exception:  # noqa: BLE001 - not the host integer alone: the refusal stands
-        raise refusal from None
-    finally:
-        _tls.host_policy = None
-        with host._records_lock:
-            host._records.clear()
-            host._records.update(records)
+    with STATE.host_records_kept():
+        STATE.thread.host_policy = "wrap"
+        try:
+            p = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+        except Exception:  # noqa: BLE001 - not the host integer alone: the refusal stands
+            raise refusal from None
+        finally:
+            STATE.thread.host_policy = None
     meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p,
                                            getattr(_tls, "arguments", None)))
     if meaning.get() is None:
@@ -381,11 +358,11 @@ def meaning_of(module: ir.Module) -> ir.Module | None:
     except Exception:  # noqa: BLE001 - no meaning: the 32-bit program runs as it did
         meaning = None
     if meaning is None:
-        _refuse_without_meaning(module)
+        refuse_without_meaning(module)
     return meaning
 
 
-def _refuse_without_meaning(module: ir.Module) -> None:
+def refuse_without_meaning(module: ir.Module) -> None:
     """Raise the host refusal a module's x64 meaning stood in for, if any."""
     refusal = _required_modules.get(id(module))
     if refusal is not None:
@@ -395,20 +372,6 @@ def _refuse_without_meaning(module: ir.Module) -> None:
 # ---------------------------------------------------------------------------
 # Judging the 32-bit program by its x64 meaning
 # ---------------------------------------------------------------------------
-
-
-def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], list[str]] | None:
-    """The entry function's input and result types (``narrowed``: as no64 narrows them)."""
-    from ..core.types import TypeConverter
-    from .hook import _entry_function
-
-    main = _entry_function(module)
-    if main is None:
-        return None
-    with module.context:
-        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        convert = TypeConverter().convert_or_same if narrowed else (lambda t: t)
-        return [str(convert(t)) for t in ftype.inputs], [str(convert(t)) for t in ftype.results]
 
 
 _I32 = (-(2**31), 2**31 - 1)
@@ -441,30 +404,6 @@ def unproven(report: DemotionReport) -> list[Narrowing]:
             and not _sentinel_question(n)]
 
 
-def prepare(module: ir.Module, meaning: ir.Module, config: Any, platform: str) -> ir.Module:
-    """What the backend compiles for ``module`` (JAX's 32-bit module), given
-    its x64 meaning ``meaning``.
-
-    Under ``policy="exact"`` the x64 module, converted with every integer not
-    proven to fit computed exactly, replaces JAX's (it has the same 32-bit
-    signature); an output not proven to fit in the 32-bit array the user
-    receives raises :class:`no64.OutputRangeError`.  Under the other
-    policies the x64 module is judged (:func:`no64.jax.hook.judge_meaning`:
-    warnings and records; ``strict`` refuses) and JAX's module is compiled.
-    """
-    from . import hook
-
-    name = hook.module_name(module)
-    if config.policy is not RangePolicy.EXACT:
-        hook.judge_meaning(module, meaning, config, platform)
-        return hook.prepare_module(module, config, platform)
-    if _signature(meaning, narrowed=True) != _signature(module):
-        # no comparable x64 meaning: JAX's module runs as it would without one
-        _refuse_without_meaning(module)
-        return hook.prepare_module(module, config, platform)
-    return hook.prepare_module(meaning, config, platform, boundary=False, name=name)
-
-
 def output_error(name: str, exc: NarrowingError) -> OutputRangeError:
     """The error for an x64 output that ``policy="exact"`` cannot return in
     the 32-bit array JAX lowered (the only value it narrows)."""
@@ -491,9 +430,7 @@ def _where(n: Narrowing) -> str:
     loc = n.location
     if loc.file is not None:
         return f"{loc.file}:{loc.line}" if loc.line is not None else loc.file
-    from .host import user_source
-
-    return user_source().source or "<unknown line>"
+    return host.user_source().source or "<unknown line>"
 
 
 def _by_line(items: list[Any], warned: set[tuple[str, int]]) -> dict[tuple[str, int], list[Any]]:
@@ -519,9 +456,7 @@ def _by_line(items: list[Any], warned: set[tuple[str, int]]) -> dict[tuple[str, 
     home = call or first
     if unlocated:
         if home is None:
-            from .host import user_source
-
-            src = user_source()
+            src = host.user_source()
             home = (src.file or "<unknown>", src.line or 0)
         by_line.setdefault(home, []).extend(unlocated)
     fresh = {k: v for k, v in by_line.items() if k not in warned}

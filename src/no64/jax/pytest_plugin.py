@@ -49,7 +49,7 @@ def _held_back() -> None:
     import sys
 
     hook = sys.modules.get("no64.jax.hook")
-    if hook is not None and hook._deferred:
+    if hook is not None and hook.STATE.deferred:
         hook._say_deferred()
 
 

@@ -1,0 +1,165 @@
+"""The as-is view: the modules a program compiles on its own, explained as
+if each were handed to no64 (:class:`Observer`, :func:`_explain`), and
+where x64 is turned on meanwhile (:class:`_X64Watch`).  The pytest plugin
+uses this view.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...core._mlir import ir, make_context
+from ...core.scan import find_64bit
+from .sites import _NO_SITE, _stack_site
+from .values import ModuleResult, X64Event, _handlings, _module_name, _one_line, _values
+
+__all__ = ["Compiled", "Observer"]
+
+
+@dataclasses.dataclass
+class Compiled:
+    """One module JAX handed to the compiler: its name, platform and text."""
+
+    name: str
+    platform: str
+    text: str
+
+
+class Observer:
+    """Record every module JAX compiles while active (a context manager).
+
+    Installs a wrapper around ``jax._src.compiler.compile_or_get_cached``
+    that prints the module (with debug locations) and calls the function it
+    replaced with the same arguments.  Wrappers installed by others stay in
+    the chain; on exit the original is put back only if no one wrapped it
+    since, otherwise this wrapper just stops recording.  ``platform``
+    restricts recording to one backend platform (``"cpu"``, ``"gpu"``, ...).
+    """
+
+    def __init__(
+        self, platform: str | None = None, progress: Callable[[int], None] | None = None
+    ) -> None:
+        self.platform = platform
+        self.progress = progress  # called with the count after each recorded module
+        self.modules: list[Compiled] = []
+        self._active = False
+        self._previous: Callable[..., Any] | None = None
+        self._lock = threading.Lock()
+
+    def _wrapper(self, backend: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._active:
+            try:
+                self._record(backend, computation)
+            except Exception:  # noqa: BLE001 - observing must never break the program
+                pass
+        assert self._previous is not None
+        return self._previous(backend, computation, *args, **kwargs)
+
+    def _record(self, backend: Any, computation: Any) -> None:
+        platform = str(getattr(backend, "platform", "unknown"))
+        if self.platform is not None and platform != self.platform:
+            return
+        op = computation.operation
+        text = op.get_asm(enable_debug_info=True)
+        with self._lock:
+            self.modules.append(Compiled(_module_name(op), platform, text))
+            count = len(self.modules)
+        if self.progress is not None:
+            self.progress(count)
+
+    def __enter__(self) -> "Observer":
+        from jax._src import compiler
+
+        self._previous = compiler.compile_or_get_cached
+        compiler.compile_or_get_cached = self._wrapper
+        self._active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from jax._src import compiler
+
+        self._active = False
+        if compiler.compile_or_get_cached == self._wrapper:
+            compiler.compile_or_get_cached = self._previous
+
+
+def _explain(compiled: Sequence[Compiled], integer_policy: str = "error") -> list[ModuleResult]:
+    """What no64 would do with recorded modules (identical texts are analysed once)."""
+    results = []
+    seen: dict[tuple[str, str], ModuleResult] = {}
+    for order, c in enumerate(compiled, 1):
+        key = (c.platform, c.text)
+        if key in seen:
+            continue
+        with make_context():
+            module = ir.Module.parse(c.text)
+            findings = find_64bit(module)
+            if not findings:
+                result = ModuleResult(c.name, c.platform, "passed", [], order=order)
+            else:
+                hints: list[Any] = []
+                handlings, exc = _handlings(c.text, findings, integer_policy, hints)
+                status = "refused" if exc is not None else "rewritten"
+                result = ModuleResult(c.name, c.platform, status, _values(module, findings, handlings),
+                                      _one_line(exc) if exc is not None else None, exc, order=order,
+                                      float_hints=hints)
+        seen[key] = result
+        results.append(result)
+    counts: dict[tuple[str, str], int] = {}
+    for c in compiled:
+        counts[(c.platform, c.text)] = counts.get((c.platform, c.text), 0) + 1
+    for key, result in seen.items():
+        result.compiles = counts[key]  # type: ignore[attr-defined]
+    return results
+
+
+class _X64Watch:
+    """Where x64 is turned on while a program runs as is; ``count`` says how
+    many modules were compiled so far."""
+
+    def __init__(self, sink: list[X64Event], count: Callable[[], int]) -> None:
+        self.sink = sink
+        self.count = count
+
+    def __enter__(self) -> "_X64Watch":
+        from jax._src import config as jax_config
+
+        state = jax_config.enable_x64
+        if state.get_global():
+            env = os.environ.get("JAX_ENABLE_X64")
+            self.sink.append(X64Event(_NO_SITE, f"JAX_ENABLE_X64={env}" if env else "jax_enable_x64", 0))
+        self._previous = previous = state._update_global_hook
+        self._active = True
+
+        def hook(value: Any) -> None:
+            if value and self._active:
+                try:
+                    self.sink.append(X64Event(_stack_site(), None, self.count()))
+                except Exception:  # noqa: BLE001 - watching must never break the program
+                    pass
+            if previous is not None:
+                previous(value)
+
+        state._update_global_hook = self._hook = hook
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._active = False
+        _unchain_x64_hook(self._hook, self._previous)
+
+
+def _unchain_x64_hook(ours: Any, previous: Any) -> None:
+    """Take the audit's watch off ``jax_enable_x64``'s update hook: put back
+    the hook it replaced if it is still on top; if something chained onto it
+    meanwhile (the compile hook's x64 guard, installed when no64 was first
+    activated inside the watch), the watch stays in the chain, switched off,
+    so that the later hook keeps working."""
+    from jax._src import config as jax_config
+
+    state = jax_config.enable_x64
+    if state._update_global_hook is ours:
+        state._update_global_hook = previous

@@ -1,0 +1,292 @@
+"""The hook's view: a program run under the compile hook, as
+``NO64_PLATFORMS`` would run it, and what the hook did with it
+(:class:`Predictor`, a :class:`~no64.jax.state.HookListener`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from .. import hook as jaxhook
+from .. import host, intent
+from .._compat import watch_explicit_dtypes
+from ..state import STATE, HookListener
+from ...core.scan import find_64bit
+from ...errors import No64Error, X64DisabledWarning
+from ...kinds import Handling, Mode
+from .observer import _unchain_x64_hook
+from .sites import _NO_SITE, _stack_site
+from .values import (DtypeEvent, ModuleResult, Value, X64Event, _module_name, _one_line,
+                     _refusal_handlings, _report_handlings, _values)
+
+__all__ = ["Predictor"]
+
+
+def _own_files() -> list[str]:
+    """The audit's own source files: the modules of this package."""
+    here = os.path.dirname(__file__)
+    return [os.path.join(here, name) for name in sorted(os.listdir(here)) if name.endswith(".py")]
+
+
+@dataclasses.dataclass(frozen=True)
+class _StandIn(jaxhook.Config):
+    """``Config`` whose platforms include the default backend here (the
+    audit runs the program on it as on the platforms it names)."""
+
+    def applies_to(self, platform: str) -> bool:
+        if self.mode is Mode.OFF:
+            return False
+        from jax._src import xla_bridge
+
+        if not xla_bridge.backends_are_initialized():
+            return True
+        import jax
+
+        default = jax.default_backend()
+        return platform.lower() == default.lower() or jaxhook.Config.applies_to(self, platform)
+
+    def describe(self) -> str:
+        return f"{jaxhook.Config.describe(self)} (audited here)"
+
+
+def _hook_settings(given: dict[str, Any]) -> dict[str, str]:
+    """Every field of the hook's :class:`~no64.jax.hook.Config` but its
+    platforms, as ``NO64_PLATFORMS`` sets it: from the environment variable
+    ``NO64_<FIELD>`` (``NO64_MODE``, ``NO64_INTEGER_POLICY``,
+    ``NO64_POLICY``, ...), read as the hook reads it, unless ``given``."""
+    defaults = jaxhook.Config(frozenset({"default"}))
+    out: dict[str, str] = {}
+    for field in dataclasses.fields(jaxhook.Config):
+        if field.name == "platforms":
+            continue
+        default = getattr(defaults, field.name)
+        value = given.get(field.name)
+        if value is None:
+            choices = type(default).values() if hasattr(type(default), "values") else (str(default),)
+            value = jaxhook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
+        out[field.name] = str(value)
+    return out
+
+
+class Predictor(HookListener):
+    """Run a program under the compile hook, as ``NO64_PLATFORMS`` would,
+    and record what the hook does (a context manager; see :func:`run_program`).
+
+    On entry no64 is activated for ``platforms`` with the hook's settings
+    (``mode``, ``integer_policy``, ``policy``: every field of its
+    :class:`~no64.jax.hook.Config`), each by default from its environment
+    variable (``NO64_MODE``, ``NO64_INTEGER_POLICY``, ``NO64_POLICY``) as the
+    environment activation reads it, the default backend here standing in
+    for the platforms.  While active it listens to the hook
+    (:class:`~no64.jax.state.HookListener`) and records each
+    module the hook handles (:class:`ModuleResult`), where x64 is turned on
+    (:class:`X64Event`), and explicit 64-bit dtypes that JAX truncates
+    (:class:`DtypeEvent`); host narrowings are no64's own
+    :func:`no64.host_records`.  On exit the previous settings are put back
+    (:meth:`~no64.jax.state.HookState.settings_swapped`).
+    """
+
+    def __init__(self, platforms: str, *, progress: Callable[[int], None] | None = None,
+                 **settings: Any) -> None:
+        self.platforms = jaxhook._normalize_platforms(platforms) or frozenset({"default"})
+        #: The hook's settings, by field of its Config.
+        self.settings = _hook_settings(settings)
+        self.mode = self.settings["mode"]
+        self.integer_policy = self.settings["integer_policy"]
+        self.progress = progress
+        self.results: list[ModuleResult] = []
+        self.x64: list[X64Event] = []
+        self.dtypes: list[DtypeEvent] = []
+        self._lock = threading.Lock()
+        self._tls = threading.local()
+        self._saved: dict[str, Any] = {}
+        self._count = 0
+        self._recording = False
+
+    # -- activation
+
+    def __enter__(self) -> "Predictor":
+        from jax._src import traceback_util
+
+        # The audit's own frames (this package's) are not part of the
+        # program's traceback (a run under NO64_PLATFORMS has none): JAX
+        # leaves them out as it leaves out its own frames.
+        for path in _own_files():
+            traceback_util.register_exclusion(path)
+
+        warnings.filterwarnings("ignore", category=X64DisabledWarning)
+        # the environment activation (NO64_PLATFORMS) yields to this one
+        self._settings = STATE.settings_swapped()
+        self._settings.__enter__()
+        import jax  # noqa: F401 - the program would import it; activation follows
+        from jax._src import config as jax_config
+
+        state = jax_config.enable_x64
+        self._saved["x64"] = state.get_global()
+        if state.get_global():
+            env = os.environ.get("JAX_ENABLE_X64")
+            self.x64.append(X64Event(_NO_SITE, f"JAX_ENABLE_X64={env}" if env else "jax_enable_x64", 0))
+        self._saved["x64_hook"] = state._update_global_hook
+        previous_hook = state._update_global_hook
+
+        def x64_hook(value: Any) -> None:
+            if value and self._recording:
+                try:
+                    self.x64.append(X64Event(_stack_site(), None, self._count))
+                except Exception:  # noqa: BLE001
+                    pass
+            if previous_hook is not None:
+                previous_hook(value)
+
+        self._recording = True
+        state._update_global_hook = x64_hook
+        self._saved["x64_watch"] = x64_hook
+        config = _StandIn(self.platforms, **self.settings)
+        self.config = config
+        label = ",".join(sorted(self.platforms))
+        jaxhook.activate(config, source=f"{jaxhook.ENV_PLATFORMS}={label}")
+        host.clear_host_records()
+        # What the hook does with each module, and the host data it converts.
+        STATE.subscribe(self)
+
+        def explicit_dtype(dtype: Any, out: Any, fun_name: str) -> None:
+            if self._recording:
+                try:
+                    self._note_dtype(dtype, out, fun_name)
+                except Exception:  # noqa: BLE001
+                    pass
+
+        self._saved["explicit_dtype"] = watch_explicit_dtypes(explicit_dtype)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from jax._src import config as jax_config
+
+        self._recording = False
+        #: Whether x64 is still on when the program ends (no64 left it on).
+        self.x64_kept = bool(jax_config.enable_x64.get_global())
+        STATE.unsubscribe(self)
+        self._saved["explicit_dtype"]()  # takes the watch off
+        self._settings.__exit__(None, None, None)
+        _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
+        if self._saved["x64"] and not jax_config.enable_x64.get_global():
+            jax_config.enable_x64.set_global(True)
+
+    # -- recording
+
+    def _note_dtype(self, dtype: Any, out: Any, fun_name: str, by_no64: bool = False) -> None:
+        import numpy as np
+
+        requested = np.dtype(getattr(dtype, "dtype", dtype))
+        if out is None or requested.itemsize != 8 and requested.kind != "c":
+            return
+        became = np.dtype(out)
+        if requested == became:
+            return
+        site = _stack_site()
+        with self._lock:
+            fun = fun_name or "dtype"
+            for e in self.dtypes:
+                if e.site == site and e.requested == requested.name and e.by_no64 == by_no64:
+                    e.count += 1
+                    if fun not in e.function.split(", "):
+                        e.function += f", {fun}"
+                    return
+            self.dtypes.append(DtypeEvent(site, requested.name, became.name, fun, by_no64=by_no64))
+
+    # -- the hook's listener
+
+    def on_host_conversion(self, requested: Any, became: Any, function: str) -> None:
+        """``jnp.array``/``jnp.asarray`` of 64-bit host data with a 64-bit
+        dtype: no64 converts the data itself and JAX never sees the dtype."""
+        if self._recording:
+            try:
+                self._note_dtype(requested, became, function, by_no64=True)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def before_backend(self, module: Any, platform: str) -> None:
+        self._tls.prepared = False
+
+    def after_backend(self, module: Any, platform: str) -> None:
+        if not getattr(self._tls, "prepared", True) and self._recording:
+            self._capture(module, platform, None, None, handled=False)
+
+    def on_module(self, module: Any, platform: str, report: Any, error: BaseException | None) -> None:
+        self._tls.prepared = True
+        if not self._recording:
+            return
+        if error is None:
+            self._capture(module, platform, report, None)
+        elif isinstance(error, No64Error):
+            self._capture(module, platform, None, error)
+
+    def on_meaning(self, module: Any, meaning: Any, platform: str, report: Any,
+                   error: BaseException | None) -> None:
+        """The hook judging a 32-bit module by its x64 meaning: a refusal is
+        the module's (its x64 values); the integers it cannot prove inside
+        32 bits become the values of the module the hook then compiles."""
+        self._tls.meaning = None
+        if isinstance(error, No64Error):
+            if self._recording:
+                self._tls.prepared = True
+                self._capture(meaning, platform, None, error)
+        elif error is None and report is not None and self._recording:
+            self._tls.meaning = (meaning, report)
+
+    @staticmethod
+    def _unproven(meaning: Any, report: Any) -> list[Value]:
+        from types import SimpleNamespace
+
+        findings = find_64bit(meaning)
+        handlings = _report_handlings(findings, SimpleNamespace(events=[], narrowings=intent.unproven(report)))
+        keep = [(f, h) for f, h in zip(findings, handlings)
+                if h in (Handling.UNPROVEN, Handling.OVERFLOW)]
+        if not keep:
+            return []
+        return _values(meaning, [f for f, _ in keep], [h for _, h in keep])
+
+    def _capture(self, module: Any, platform: str, report: Any, exc: BaseException | None,
+                 handled: bool = True) -> None:
+        meaning = getattr(self._tls, "meaning", None)
+        self._tls.meaning = None
+        try:
+            name = _module_name(module.operation)
+            unproven = self._unproven(*meaning) if meaning is not None and exc is None else []
+            if unproven:
+                # the 32-bit program may compute these integers differently than its x64 meaning
+                result = ModuleResult(name, platform, "rewritten", unproven)
+            elif report is None and exc is None and handled:
+                result = ModuleResult(name, platform, "passed", [])
+            else:
+                findings = find_64bit(module)
+                if exc is not None:
+                    handlings = _refusal_handlings(findings, exc)
+                    status = "refused"
+                elif report is not None:
+                    handlings = _report_handlings(findings, report)
+                    status = "rewritten"
+                else:  # not the hook's (mode off): the backend gets its 64-bit values
+                    handlings = [Handling.EXACT] * len(findings)
+                    status = "passed"
+                result = ModuleResult(name, platform, status,
+                                      _values(module, findings, handlings) if status != "passed" else [],
+                                      _one_line(exc) if exc is not None else None, exc,
+                                      emulated=getattr(report, "values_emulated", 0) or 0)
+            # the x64 meaning's hints where it was judged, else the module's own
+            judged = meaning[1] if meaning is not None else report
+            result.float_hints = list(getattr(judged, "float_hints", []) or [])
+        except Exception as problem:  # noqa: BLE001 - recording must never break the program
+            result = ModuleResult("<module>", platform, "passed", [], f"(not analysed: {problem})")
+        with self._lock:
+            self._count += 1
+            result.order = self._count
+            self.results.append(result)
+            count = self._count
+        if self.progress is not None:
+            self.progress(count)

@@ -1,0 +1,205 @@
+"""The value model: what was compiled, each 64-bit value attributed and
+judged, and what else a run records.
+
+Each 64-bit value of a compiled module (:class:`Value`) gets a handling
+(:class:`no64.kinds.Handling`) and a site (:class:`~no64.jax.audit.sites.Site`);
+a module (:class:`ModuleResult`) is passed, rewritten or refused.  Where x64
+was turned on (:class:`X64Event`) and which explicit 64-bit dtypes JAX
+truncated or no64 took over (:class:`DtypeEvent`) are recorded beside them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from ...core._mlir import ir, make_context
+from ...core.demote import demote
+from ...core.scan import Finding
+from ...errors import Boundary64BitError, No64Error, Remaining64BitError
+from ...kinds import EventKind, Handling, RangePolicy
+from .sites import CallGraph, Site, _helper_name
+
+__all__ = ["DtypeEvent", "ModuleResult", "Value", "X64Event"]
+
+_ELEMENT = re.compile(r"complex<f64>|[su]?i64|ui64|f64")
+# Per-value verdicts come from the report's narrowing records; these event
+# kinds only repeat them.
+_PER_VALUE_EVENTS = frozenset({EventKind.UNPROVEN, EventKind.OVERFLOW})
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """One 64-bit value of a compiled module, attributed and judged."""
+
+    op: str
+    primitive: str
+    element: str
+    handling: Handling
+    site: Site
+    function: str | None = None
+    #: The outermost of JAX's public random functions it is computed in.
+    helper: str | None = None
+
+
+@dataclasses.dataclass
+class ModuleResult:
+    """One compiled module: what no64 does (or did) with it, and its values."""
+
+    name: str
+    platform: str
+    status: str  # passed | rewritten | refused
+    values: list[Value]
+    refusal: str | None = None
+    error: BaseException | None = None
+    order: int = 0
+    emulated: int = 0  # the report's values_emulated
+    float_hints: list[Any] = dataclasses.field(default_factory=list)  # the report's float hints
+
+
+def _element(type_text: str) -> str:
+    m = _ELEMENT.search(type_text)
+    return m.group(0) if m else type_text
+
+
+def _primitive(f: Finding) -> str:
+    if f.op == "func.func":
+        return "<function argument>" if "argument" in f.role else "<function result>"
+    if f.op == "stablehlo.constant":
+        # JAX names a literal after the function or primitive that needed it.
+        return "constant"
+    return f.location.primitive or f.op
+
+
+def _refusal_handlings(findings: list[Finding], exc: BaseException) -> list[Handling]:
+    if isinstance(exc, Remaining64BitError) and not isinstance(exc, Boundary64BitError):
+        return [Handling.REFUSED] * len(findings)
+    if isinstance(exc, Boundary64BitError):
+        bad = {(f.op, f.role, f.function) for f in exc.findings}
+        out = [Handling.REFUSED if (f.op, f.role, f.function) in bad else Handling.BLOCKED
+               for f in findings]
+    else:
+        op = getattr(exc, "op", None)
+        loc = getattr(exc, "location", None)
+        out = [
+            Handling.REFUSED
+            if op is not None and f.op == op and (loc is None or f.location == loc)
+            else Handling.BLOCKED
+            for f in findings
+        ]
+    if Handling.REFUSED not in out and findings:
+        out[0] = Handling.REFUSED
+    return out
+
+
+def _report_handlings(findings: list[Finding], report: Any) -> list[Handling]:
+    """Join findings with a :class:`~no64.core.report.DemotionReport`: a
+    narrowed value by its narrowing record, an op-level event (rewrite,
+    rounded constant) by op and location; the most severe handling wins."""
+    by_op: dict[tuple[str, Any], Handling] = {}
+    for e in report.events:
+        if e.kind in _PER_VALUE_EVENTS:
+            continue
+        _worst(by_op, (e.op, e.location), Handling.of_event(e.kind))
+    by_value: dict[tuple[Any, ...], Handling] = {}
+    for n in report.narrowings:
+        _worst(by_value, (n.op, n.location, n.role, n.index), Handling.of_verdict(n.verdict))
+    out = []
+    for f in findings:
+        h = by_op.get((f.op, f.location))
+        if f.value is not None:
+            hv = by_value.get((f.op, f.location, *f.value))
+            if hv is not None and (h is None or hv.rank > h.rank):
+                h = hv
+        if h is None:
+            elem = _element(f.type)
+            float32 = elem in ("f64", "complex<f64>") and f.op != "stablehlo.constant"
+            h = Handling.FLOAT32 if float32 else Handling.EXACT
+        out.append(h)
+    return out
+
+
+def _handlings(text: str, findings: list[Finding], integer_policy: str = "error",
+               float_hints: list[Any] | None = None) -> tuple[list[Handling], No64Error | None]:
+    """The handling of each finding of the module ``text``, and the error if
+    no64 refuses it (:func:`no64.demote` on a private copy)."""
+    with make_context():
+        copy = ir.Module.parse(text)
+    try:
+        report = demote(copy, policy=RangePolicy.PERMISSIVE, integer_policy=integer_policy)
+    except No64Error as exc:
+        return _refusal_handlings(findings, exc), exc
+    if float_hints is not None:
+        float_hints.extend(report.float_hints)
+    return _report_handlings(findings, report), None
+
+
+def _worst(table: dict[Any, Handling], key: Any, h: Handling) -> None:
+    old = table.get(key)
+    if old is None or h.rank > old.rank:
+        table[key] = h
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling]) -> list[Value]:
+    graph = CallGraph(module)
+    # A module that is one of JAX's private helpers, compiled on its own
+    # (jax.random.permutation called outside jit compiles jit__shuffle).
+    name = _module_name(module.operation)
+    helper = None
+    if name.startswith("jit__"):
+        helper = _helper_name(name[4:])
+        if not helper.startswith("jax."):
+            helper = None
+    out = []
+    constants: dict[tuple[str | None, str], int] = {}
+    for f, h in zip(findings, handlings):
+        site = graph.site(f.function, f.location.raw)
+        if f.op == "stablehlo.constant" and f.function is not None:
+            # a literal where it is used, not at the jit call line
+            k = constants[(f.function, f.location.raw)] = constants.get((f.function, f.location.raw), -1) + 1
+            user = graph.constant_user(f.function, f.location.raw, k)
+            if user is not None:
+                at_user = graph.site(f.function, user)
+                if at_user.file is not None:
+                    site = at_user
+        if site.file is None and f.op == "func.func" and f.function == "main" and "main" in graph.returns:
+            # the entry's arguments and results: the line that called the jitted function
+            site = graph.site(None, graph.returns["main"])
+        if helper is not None and site.via is None:
+            site = dataclasses.replace(site, via=helper)
+        out.append(Value(f.op, _primitive(f), _element(f.type), h, site, f.function,
+                         graph.outer_helper(f.function)))
+    return out
+
+
+def _module_name(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else "module"
+
+
+@dataclasses.dataclass(frozen=True)
+class X64Event:
+    """x64 turned on: at a user's line, or by the environment; ``modules``
+    compiled before it."""
+
+    site: Site
+    environment: str | None
+    modules_before: int
+
+
+@dataclasses.dataclass
+class DtypeEvent:
+    """An explicit 64-bit dtype JAX truncated (x64 off), or that no64 took
+    over (``by_no64``: ``jnp.array``/``jnp.asarray`` of 64-bit host data,
+    converted and range-checked by no64)."""
+
+    site: Site
+    requested: str
+    became: str
+    function: str
+    count: int = 1
+    by_no64: bool = False
