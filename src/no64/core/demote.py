@@ -450,7 +450,7 @@ class _Pass:
             try:
                 spec.refuse(op, self)
             except UnsupportedOpError:
-                if spec.emulate is None or not getattr(spec.emulate, "applies", lambda _op: True)(op):
+                if not spec.can_emulate(op):
                     raise
                 forced.extend(r for r in op.results)
                 forced_ops.append(op)

@@ -269,7 +269,7 @@ class Emulation:
                     self._subst[r] = nr
                 continue
             spec = spec_of(op.name)
-            if spec.emulate is None or not getattr(spec.emulate, "applies", lambda _op: True)(op):
+            if not spec.can_emulate(op):
                 self.refuse(op, "no64 cannot compute this op on 64-bit words inside the region")
             with op.location:
                 outs = spec.emulate(op, self)
@@ -690,8 +690,7 @@ def plan_emulation(
         mark_op(op)
     for op in sentinel_readers:
         owner = _region_owner(op)
-        rule = spec_of(owner.name).emulate
-        if rule is not None and getattr(rule, "applies", lambda _op: True)(owner) and _static_words(owner):
+        if spec_of(owner.name).can_emulate(owner) and _static_words(owner):
             mark_op(owner)
     forced_users = dict(forced_users or {})
     for c, exc in forced_users.items():
@@ -737,12 +736,12 @@ def plan_emulation(
     for op in ops:
         if op.name in _TIE_OPS or op.name in _TERMINATORS:
             continue
-        rule = spec_of(op.name).emulate
-        if rule is None or not getattr(rule, "applies", lambda _op: True)(op):
+        spec = spec_of(op.name)
+        if not spec.can_emulate(op):
             for x in op.operands:
                 if x in forced_users:
                     raise forced_users[x]
-            why = getattr(rule, "why_not", None)
+            why = spec.emulate_why_not if spec.emulate is not None else None
             raise UnsupportedOpError(
                 op.name,
                 decode_location(op.location),

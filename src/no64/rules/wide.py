@@ -25,6 +25,7 @@ from ..core._mlir import as_operation as _as_op
 from ..core.types import is_int64_tensor as _is64
 from . import words as W
 from .protocols import EmulateRule, Out
+from .registry import Computes, spec_of
 from .protocols import WordContext as Emulation  # what a rule's ``em`` offers
 
 __all__ = ["EmulateRule"]
@@ -119,19 +120,27 @@ def _bit_count(fn: Callable[[W.Words], ir.Value]) -> EmulateRule:
     return rule
 
 
-def _static_shape(op: ir.Operation) -> bool:
+def static_shape(op: ir.Operation) -> bool:
+    """Whether ``op``'s result has a static shape (where the bit counts apply)."""
     return ir.RankedTensorType(op.results[0].type).has_static_shape
 
 
 count_leading_zeros = _bit_count(W.count_leading_zeros)
 popcnt = _bit_count(W.popcount)
-count_leading_zeros.applies = popcnt.applies = _static_shape  # type: ignore[attr-defined]
 
 
-def shift(op: ir.Operation, em: "Emulation") -> list[Out]:
-    u = _unsigned_result(op)
-    a, n = (em.words(x, u) for x in op.operands)
-    return [W.shift(op.name.removeprefix("stablehlo."), a, n)]
+def _shift(kind: str) -> EmulateRule:
+    def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
+        u = _unsigned_result(op)
+        a, n = (em.words(x, u) for x in op.operands)
+        return [W.shift(kind, a, n)]
+
+    return rule
+
+
+shift_left = _shift("shift_left")
+shift_right_logical = _shift("shift_right_logical")
+shift_right_arithmetic = _shift("shift_right_arithmetic")
 
 
 def _attr_word(op: ir.Operation, name: str) -> str:
@@ -198,7 +207,7 @@ def convert(op: ir.Operation, em: "Emulation") -> list[Out]:
     return [W.from_float(x, unsigned)]
 
 
-def _bitcast_applies(op: ir.Operation) -> bool:
+def bitcast_applies(op: ir.Operation) -> bool:
     """64-bit integers to 64-bit integers or to/from 32-bit integer words."""
     elems = [ir.RankedTensorType(v.type).element_type for v in (op.operands[0], op.results[0])]
     return all(isinstance(e, ir.IntegerType) for e in elems)
@@ -221,8 +230,6 @@ def bitcast_convert(op: ir.Operation, em: "Emulation") -> list[Out]:
     em.refuse(op, f"no exact emulation of bitcast_convert from {xt} to {rt}")
     return [None]
 
-
-bitcast_convert.applies = _bitcast_applies  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------- moving elements
@@ -395,15 +402,15 @@ def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
 #: (XLA's CPU compiler aborts on longer ones with several operands).
 _PREFIX_LIMIT = 256
 
-#: Body ops whose identity makes a padded window element a no-op.
+#: Body computations whose identity makes a padded window element a no-op.
 _IDENTITIES = {
-    "stablehlo.add": lambda bits, signed: 0,
-    "stablehlo.or": lambda bits, signed: 0,
-    "stablehlo.xor": lambda bits, signed: 0,
-    "stablehlo.multiply": lambda bits, signed: 1,
-    "stablehlo.and": lambda bits, signed: -1,
-    "stablehlo.maximum": lambda bits, signed: -(1 << (bits - 1)) if signed else 0,
-    "stablehlo.minimum": lambda bits, signed: (1 << (bits - 1)) - 1 if signed else -1,
+    Computes.ADD: lambda bits, signed: 0,
+    Computes.OR: lambda bits, signed: 0,
+    Computes.XOR: lambda bits, signed: 0,
+    Computes.MULTIPLY: lambda bits, signed: 1,
+    Computes.AND: lambda bits, signed: -1,
+    Computes.MAXIMUM: lambda bits, signed: -(1 << (bits - 1)) if signed else 0,
+    Computes.MINIMUM: lambda bits, signed: (1 << (bits - 1)) - 1 if signed else -1,
 }
 
 
@@ -440,7 +447,8 @@ def _long_prefix(op: ir.Operation, em: "Emulation") -> tuple[int, int, bool] | N
     for i in range(n):
         combine = ret.operands[i].owner
         combine = _as_op(combine) if not isinstance(combine, ir.Block) else None
-        identity = _IDENTITIES.get(combine.name) if combine is not None else None
+        computes = spec_of(combine.name).computes if combine is not None else None
+        identity = _IDENTITIES.get(computes) if computes is not None else None
         if identity is None or set(combine.operands) != {block.arguments[i], block.arguments[i + n]}:
             return None
         elem = ir.RankedTensorType(op.results[i].type).element_type
@@ -578,7 +586,8 @@ def scatter(op: ir.Operation, em: "Emulation") -> list[Out]:
 _DOT_MAX_CONTRACTION = (2**32 - 1) // (255 * 255)
 
 
-def _dot_applies(op: ir.Operation) -> bool:
+def dot_applies(op: ir.Operation) -> bool:
+    """A statically shaped integer dot_general whose contraction the limbs' sums hold."""
     t = ir.RankedTensorType(op.operands[0].type)
     if not (t.has_static_shape and isinstance(ir.RankedTensorType(op.results[0].type).element_type,
                                               ir.IntegerType)):
@@ -624,7 +633,7 @@ def dot_general(op: ir.Operation, em: "Emulation") -> list[Out]:
     total = W.Words(zero, zero, True)
     for s in range(8):
         for i in range(s + 1):
-            d = ir.Operation.create("stablehlo.dot_general", results=[rtype], operands=[la[i], lb[s - i]],
+            d = ir.Operation.create(op.name, results=[rtype], operands=[la[i], lb[s - i]],
                                     attributes=attrs).results[0]
             total = W.add(total, _shifted_u32(d, 8 * s, zero))
     return [total.retag(u)]
@@ -641,15 +650,12 @@ def _shifted_u32(d: ir.Value, n: int, zero: ir.Value) -> W.Words:
     return W.Words(zero, hi, True)
 
 
-def _dot_why_not(op: ir.Operation) -> str:
+def dot_why_not(op: ir.Operation) -> str:
     if not ir.RankedTensorType(op.operands[0].type).has_static_shape:
         return "a dot_general of dynamic shape"
     return (f"a contraction over {_contraction(op)} elements; the word rule covers up to "
             f"{_DOT_MAX_CONTRACTION}")
 
-
-dot_general.applies = _dot_applies  # type: ignore[attr-defined]
-dot_general.why_not = _dot_why_not  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------- element-for-element ops
@@ -663,3 +669,4 @@ def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
     new = ir.Operation.create(op.name, results=_split_types([em.type(v) for v in values], wide),
                               operands=_split(em, values, wide), attributes=attrs)
     return _slot_results(new, wide, unsigned)
+
