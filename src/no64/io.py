@@ -66,6 +66,7 @@ from .core._compat import xla_hlo, xla_mlir
 from .core._mlir import ir, make_context, stablehlo
 from .errors import InputError, No64Error, OutputError
 from .core.locations import SourceLocation, decode_location
+from .rules.registry import REGISTRY
 
 __all__ = [
     "FORMATS",
@@ -188,13 +189,18 @@ def _first_significant_line(text: str) -> str:
     return ""
 
 
+def _dialects() -> frozenset[str]:
+    """The dialect prefixes of the ops the op table knows (``"stablehlo."``, ...)."""
+    return frozenset(name.partition(".")[0] + "." for name in REGISTRY)
+
+
 def _text_format(text: str) -> str | None:
     first = _first_significant_line(text)
     if _HLO_START.match(first):
         return "hlo"
     if _VHLO_TEXT.search(text):
         return "vhlo"
-    if _MLIR_START.match(first) or "stablehlo." in text or "func.func" in text:
+    if _MLIR_START.match(first) or any(d in text for d in _dialects()):
         return "mlir"
     return None
 

@@ -98,7 +98,7 @@ from ..errors import (
     X64DisabledWarning,
 )
 from ..kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
-from ..rules import spec_of
+from ..rules import REGISTRY, spec_of
 
 __all__ = [
     "AUDIT_JSON_SCHEMA",
@@ -341,16 +341,17 @@ class CallGraph:
         holds = TypeConverter().holds_64bit
         for fn in op.regions[0].blocks[0].operations:
             fn = fn.operation
-            if fn.name != "func.func":
+            if not spec_of(fn.name).function:
                 continue
             caller = ir.StringAttr(fn.attributes["sym_name"]).value
             for inner in all_ops(fn):
-                if inner.name == "func.return" and caller not in self.returns:
+                spec = spec_of(inner.name)
+                if spec.terminator and spec_of(inner.parent.name).function and caller not in self.returns:
                     self.returns[caller] = str(inner.location)
-                if inner.name == "func.call" and "callee" in inner.attributes:
+                if spec.call and "callee" in inner.attributes:
                     callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
                     self.callers.setdefault(callee, []).append((caller, str(inner.location)))
-                if inner.name == "stablehlo.constant" and holds(inner.results[0].type):
+                if spec.constant and holds(inner.results[0].type):
                     user = next(iter(inner.results[0].uses), None)
                     self._constant_users.setdefault((caller, _bare(str(inner.location))), []).append(
                         str(user.owner.location) if user is not None else None)
@@ -478,9 +479,10 @@ def _element(type_text: str) -> str:
 
 
 def _primitive(f: Finding) -> str:
-    if f.op == "func.func":
+    spec = spec_of(f.op)
+    if spec.function:
         return "<function argument>" if "argument" in f.role else "<function result>"
-    if f.op == "stablehlo.constant":
+    if spec.constant:
         # JAX names a literal after the function or primitive that needed it.
         return "constant"
     return f.location.primitive or f.op
@@ -528,7 +530,7 @@ def _report_handlings(findings: list[Finding], report: Any) -> list[Handling]:
                 h = hv
         if h is None:
             elem = _element(f.type)
-            float32 = elem in ("f64", "complex<f64>") and f.op != "stablehlo.constant"
+            float32 = elem in ("f64", "complex<f64>") and not spec_of(f.op).constant
             h = Handling.FLOAT32 if float32 else Handling.EXACT
         out.append(h)
     return out
@@ -573,7 +575,7 @@ def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling
     constants: dict[tuple[str | None, str], int] = {}
     for f, h in zip(findings, handlings):
         site = graph.site(f.function, f.location.raw)
-        if f.op == "stablehlo.constant" and f.function is not None:
+        if spec_of(f.op).constant and f.function is not None:
             # a literal where it is used, not at the jit call line
             k = constants[(f.function, f.location.raw)] = constants.get((f.function, f.location.raw), -1) + 1
             user = graph.constant_user(f.function, f.location.raw, k)
@@ -581,7 +583,7 @@ def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling
                 at_user = graph.site(f.function, user)
                 if at_user.file is not None:
                     site = at_user
-        if site.file is None and f.op == "func.func" and f.function == "main" and "main" in graph.returns:
+        if site.file is None and spec_of(f.op).function and f.function == "main" and "main" in graph.returns:
             # the entry's arguments and results: the line that called the jitted function
             site = graph.site(None, graph.returns["main"])
         if helper is not None and site.via is None:
@@ -1383,7 +1385,8 @@ def _how_hint(primitive: str, handling: Handling, op: str) -> str:
     if handling is Handling.EMULATED:
         return _DESCRIPTION[handling]
     # what the op registry says about the op (or the op JAX's primitive lowers to)
-    hint = spec_of(op).hint or spec_of(f"stablehlo.{primitive}").hint
+    hint = spec_of(op).hint or next(
+        (s.hint for name, s in REGISTRY.items() if s.hint and name.partition(".")[2] == primitive), None)
     if hint is not None:
         return hint
     if primitive in _RANDOM_PRIMITIVES:
