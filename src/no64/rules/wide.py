@@ -670,3 +670,89 @@ def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
                               operands=_split(em, values, wide), attributes=attrs)
     return _slot_results(new, wide, unsigned)
 
+
+# ------------------------------------------------------------------ power
+#: The exponent bits XLA's CPU emitter reads of an integer ``power``: it
+#: squares the base six times (a larger exponent overflows 64 bits for any
+#: base but 0, 1 and -1), so ``x ** 64`` is 1 and ``x ** 65`` is ``x``.
+_POWER_BITS = 6
+_M64 = 1 << 64
+
+
+def _xla_folded_power(b: int, e: int, unsigned: bool) -> int:
+    """XLA's constant folding of an integer ``power`` (its evaluator): the
+    whole exponent; a negative one gives 1 for base 1 and 0 for any other."""
+    if not unsigned and e < 0:
+        return 1 if b == 1 else 0
+    return pow(b % _M64, e % _M64, _M64)
+
+
+def _power_bits(base: W.Words, bits: int, shape: Sequence[int], exponent: W.Words | None) -> W.Words:
+    """``base`` to the power of the exponent's low six bits, by squaring:
+    the constant ``bits`` (``exponent`` None) or ``exponent``'s words."""
+    acc = W.from_ints(shape, 1, base.unsigned)
+    for i in range(_POWER_BITS):
+        if exponent is None:
+            if (bits >> i) & 1:
+                acc = W.multiply(acc, base)
+            if not bits >> (i + 1):
+                break
+        else:
+            lo = exponent.lo
+            bit = W.make("and", [lo, W.splat(lo, 1 << i)], lo.type)
+            zero = W.splat(lo, 0)
+            is_set = W.compare("NE", W.Words(bit, zero, True), W.Words(zero, zero, True), True)
+            acc = W.select(is_set, W.multiply(acc, base), acc)
+        if i + 1 < _POWER_BITS:
+            base = W.multiply(base, base)
+    return acc
+
+
+def power(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """An integer ``power``, bit for bit as XLA's CPU backend computes it:
+
+    * at run time (its emitter), by squaring over the exponent's low six
+      bits; an exponent negative as a signed 64-bit number (also of an
+      unsigned type) gives that for bases 1 and -1 (all ones), 0 for any
+      other;
+    * an exponent that is -1 everywhere (a signed type) is rewritten by
+      XLA's simplifier into ``1 / base``: 1 for 1, -1 for -1 and for 0
+      (XLA's integer division by zero), 0 for any other base;
+    * with both operands constant, folded with the whole exponent (see
+      :func:`_xla_folded_power`).
+    """
+    u = _unsigned_result(op)
+    x, y = op.operands
+    shape = _shape(op.results[0])
+    b = em.words(x, u)
+    fb, fe = em.analysis.fold(x, sentinels=True), em.analysis.fold(y, sentinels=True)
+    splat = int(np.asarray(fe).flat[0]) if fe is not None and np.asarray(fe).size else None
+    if splat is not None and any(int(v) != splat for v in np.asarray(fe).flat):
+        splat = None
+    if not u and splat == -1:
+        one, minus_one = W.from_ints(shape, 1, u), W.from_ints(shape, -1, u)
+        zero = W.from_ints(shape, 0, u)
+        out = W.select(W.compare("EQ", b, one, u), one, zero)
+        is_minus_one_or_zero = W.make("or", [W.compare("EQ", b, minus_one, u), W.compare("EQ", b, zero, u)],
+                                      ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)))
+        return [W.select(is_minus_one_or_zero, minus_one, out)]
+    if fb is not None and fe is not None:
+        bs = np.broadcast_to(np.asarray(fb, dtype=object), shape).reshape(-1)
+        es = np.broadcast_to(np.asarray(fe, dtype=object), shape).reshape(-1)
+        values = np.array([_xla_folded_power(int(p), int(q), u) % _M64 for p, q in zip(bs, es)], dtype=np.uint64)
+        return [W.from_ints(shape, values, u)]
+    if splat is not None:
+        acc = _power_bits(b, splat % _M64 & ((1 << _POWER_BITS) - 1), shape, None)
+        if not (splat % _M64) >> 63:
+            return [acc]
+        negative = None
+    else:
+        e = em.words(y, u)
+        acc = _power_bits(b, 0, shape, e)
+        negative = W.compare("LT", e.retag(False), W.from_ints(shape, 0, False), False)
+    unit = W.make("or", [W.compare("EQ", b, W.from_ints(shape, 1, u), u),
+                         W.compare("EQ", b, W.from_ints(shape, -1, u), u)],
+                  ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)))
+    on_negative = W.select(unit, acc, W.from_ints(shape, 0, u))
+    return [on_negative if negative is None else W.select(negative, on_negative, acc)]
+
