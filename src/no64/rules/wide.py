@@ -756,3 +756,39 @@ def power(op: ir.Operation, em: "Emulation") -> list[Out]:
     on_negative = W.select(unit, acc, W.from_ints(shape, 0, u))
     return [on_negative if negative is None else W.select(negative, on_negative, acc)]
 
+
+# ------------------------------------------------------------------ top_k
+def top_k(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """``chlo.top_k`` of 64-bit integers: a stable sort of (high word, low
+    word, index) along the last dimension, greatest first -- ties in index
+    order, as XLA's -- and its first ``k``: the values as words, the
+    indices as they are."""
+    if "largest" in op.attributes and not ir.BoolAttr(op.attributes["largest"]).value:
+        em.refuse(op, "no64 computes top_k on 64-bit words only for the largest elements")
+    x = op.operands[0]
+    u = _unsigned_type(em.type(x))
+    w = em.words(x, u)
+    shape = w.shape
+    rank = len(shape)
+    k = ir.IntegerAttr(op.attributes["k"]).value
+    itype = ir.RankedTensorType(op.results[1].type).element_type
+    i64 = ir.IntegerType.get_signless(64)
+    index = W.make("iota", [], ir.RankedTensorType.get(shape, itype), iota_dimension=ir.IntegerAttr.get(i64, rank - 1))
+    sort = W.build("sort", [w.hi, w.lo, index], [w.hi.type, w.lo.type, index.type], regions=1,
+                   dimension=ir.IntegerAttr.get(i64, rank - 1), is_stable=ir.BoolAttr.get(True))
+    scalar = ir.RankedTensorType.get([], W.u32())
+    block = sort.regions[0].blocks.append(scalar, scalar, scalar, scalar, ir.RankedTensorType.get([], itype),
+                                          ir.RankedTensorType.get([], itype))
+    with ir.InsertionPoint(block):
+        a = block.arguments
+        W.build("return", [W.compare("GT", W.Words(a[2], a[0], u), W.Words(a[3], a[1], u), u)], [])
+    limits = ir.DenseI64ArrayAttr.get(shape[:-1] + [k])
+    attrs = dict(start_indices=ir.DenseI64ArrayAttr.get([0] * rank), limit_indices=limits,
+                 strides=ir.DenseI64ArrayAttr.get([1] * rank))
+
+    def first(v: ir.Value) -> ir.Value:
+        t = ir.RankedTensorType(v.type)
+        return W.make("slice", [v], ir.RankedTensorType.get(shape[:-1] + [k], t.element_type), **attrs)
+
+    hi, lo, idx = (first(r) for r in sort.results)
+    return [W.Words(lo, hi, u), idx]
