@@ -56,21 +56,23 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def _rule_modules() -> dict[str, set[str]]:
-    """op name -> the source files of the functions its table entry names."""
-    sys.path.insert(0, str(SRC))
+    """op name -> the source files (relative to ``src``) of the functions its
+    table entry names."""
+    if "no64" not in sys.modules:
+        sys.path.insert(0, str(SRC))
     import no64  # noqa: F401  (fills the table)
     from no64.rules.registry import REGISTRY
 
     out: dict[str, set[str]] = defaultdict(set)
     for name, spec in REGISTRY.items():
         fns = [spec.transfer, spec.arguments, spec.fold, spec.refuse, spec.fixup, spec.emulate, spec.pairs,
-               *spec.rewrites]
+               getattr(spec, "emulate_applies", None), getattr(spec, "emulate_why_not", None), *spec.rewrites]
         if callable(spec.sentinels):
             fns.append(spec.sentinels)
         for fn in fns:
-            code = getattr(fn, "__code__", None)
-            if code is not None:
-                out[name].add(str(Path(code.co_filename).resolve()))
+            module = getattr(fn, "__module__", None)
+            if module:
+                out[name].add(module.replace(".", "/") + ".py")
     return out
 
 
@@ -82,7 +84,6 @@ def count(all_files: bool = False) -> dict[str, dict[str, int]]:
         tree = ast.parse(path.read_text(), str(path))
         docs = _docstrings(tree)
         counts: Counter[str] = Counter()
-        resolved = str(path.resolve())
         for node in ast.walk(tree):
             if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in docs:
                 continue
@@ -92,7 +93,7 @@ def count(all_files: bool = False) -> dict[str, dict[str, int]]:
                     counts["table"] += 1
                 elif s.endswith("."):
                     counts["names"] += 1
-                elif resolved in owners.get(s, ()):
+                elif rel in owners.get(s, ()):
                     counts["own rule"] += 1
                 else:
                     counts["names"] += 1
