@@ -203,7 +203,9 @@ class OpSpec:
     #: Its regions are bodies it applies (a combiner, a comparator), which
     #: its rules rebuild whole; the values in them are not the program's.
     owns_regions: bool = False
-    #: No side effect: it may be erased once nothing reads its results.
+    #: No side effect: it may be erased once nothing reads its results (the
+    #: emulation step erases such ops it left unread; an op not declared
+    #: pure is kept).
     pure: bool = False
     #: Its result's elements are operand 0's (rearranged, repeated or dropped).
     moves: bool = False
@@ -230,8 +232,8 @@ class OpSpec:
 
     @property
     def ties(self) -> bool:
-        """Its operands flow into carried values: a loop's state, a branch's
-        or a callee's arguments (the emulation steps carry those packed)."""
+        """It joins carried values: a loop's state, a branch's results, a
+        callee's arguments and results (the emulation steps carry them packed)."""
         return self.call or self.loop or self.branches
 
     @property
