@@ -103,3 +103,24 @@ def cpu_devices() -> list:
             f"needs {NUM_CPU_DEVICES} CPU devices ({_DEVICE_FLAG}), backend has {len(devices)}"
         )
     return devices
+
+
+@pytest.fixture
+def without_word_rule():  # type: ignore[no-untyped-def]
+    """``without_word_rule(name)`` takes op ``name``'s word rule (its op
+    table entry's ``emulate``) out of the table for the test: a test of what
+    happens to an op with no rule on words uses it rather than borrowing an
+    op that has none today (and may have one tomorrow)."""
+    import dataclasses
+
+    from no64.rules.registry import REGISTRY
+
+    saved: dict = {}
+
+    def remove(name: str) -> None:
+        saved.setdefault(name, REGISTRY[name])
+        REGISTRY[name] = dataclasses.replace(REGISTRY[name], emulate=None, emulate_applies=None,
+                                             emulate_why_not=None)
+
+    yield remove
+    REGISTRY.update(saved)

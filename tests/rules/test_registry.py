@@ -41,6 +41,69 @@ def test_every_width_dependent_entry_is_handed_its_rules() -> None:
         REGISTRY["stablehlo.add"] = saved
 
 
+@pytest.fixture
+def table_restored():  # type: ignore[no-untyped-def]
+    """The op table as it was, after the test."""
+    saved = dict(REGISTRY)
+    yield REGISTRY
+    REGISTRY.clear()
+    REGISTRY.update(saved)
+
+
+def test_check_reachable_fails_on_a_rule_the_pass_never_calls(table_restored) -> None:  # type: ignore[no-untyped-def]
+    """A rewrite registered for a constant: the pass plans constants itself,
+    so the rule would never run -- and indeed it does not."""
+    calls: list[str] = []
+
+    def spy(op, ctx) -> bool:  # type: ignore[no-untyped-def]
+        calls.append(op.name)
+        return False
+
+    register("stablehlo.constant")(spy)
+    with pytest.raises(AssertionError, match="stablehlo.constant: its rewrites.*would never run"):
+        check_reachable()
+    m = parse_module(
+        """
+func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %c = stablehlo.constant dense<7> : tensor<4xi64>
+  %y = stablehlo.add %x, %c : tensor<4xi64>
+  return %y : tensor<4xi64>
+}"""
+    )
+    no64.demote(m)
+    assert calls == []
+
+
+def test_check_reachable_fails_on_an_emulation_rule_of_a_call(table_restored) -> None:  # type: ignore[no-untyped-def]
+    REGISTRY["func.call"] = dataclasses.replace(REGISTRY["func.call"], emulate=lambda op, em: [])
+    with pytest.raises(AssertionError, match="func.call: its emulation rule"):
+        check_reachable()
+
+
+def test_check_reachable_fails_on_applicability_without_a_rule(table_restored) -> None:  # type: ignore[no-untyped-def]
+    REGISTRY["stablehlo.remainder"] = dataclasses.replace(
+        REGISTRY["stablehlo.remainder"], emulate=None, emulate_applies=lambda op: True)
+    with pytest.raises(AssertionError, match="when its emulation rule applies: it has none"):
+        check_reachable()
+
+
+def test_roles_come_from_the_table() -> None:
+    """The pass, the analyses and the emulation steps read structure from the
+    table: every function, call, loop, branch and terminator is declared."""
+    from no64.rules.registry import names_where
+
+    assert names_where(lambda s: s.function) == {"func.func"}
+    assert names_where(lambda s: s.call) == {"func.call"}
+    assert names_where(lambda s: s.loop) == {"stablehlo.while"}
+    assert names_where(lambda s: s.branches) == {"stablehlo.case", "stablehlo.if"}
+    assert names_where(lambda s: s.terminator) == {"stablehlo.return", "func.return", "sdy.return"}
+    assert {"stablehlo.reduce", "stablehlo.sort", "stablehlo.scatter"} <= names_where(lambda s: s.owns_regions)
+    assert names_where(lambda s: s.constant) == {"stablehlo.constant", "chlo.constant", "mhlo.constant"}
+    # rule applicability is a field of the entry, not an attribute of the rule
+    dot = REGISTRY["stablehlo.dot_general"]
+    assert dot.emulate_applies is not None and not hasattr(dot.emulate, "applies")
+
+
 def test_a_rule_registered_for_any_op_runs() -> None:
     """xor and convert had no way into the rules before the registry."""
     calls: list[str] = []

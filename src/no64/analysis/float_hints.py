@@ -62,6 +62,7 @@ from ..core._mlir import as_operation, ir
 from ..core.locations import SourceLocation, decode_location
 from ..core.walk import all_ops, defining_op, functions, is_public, symbol_name
 from ..kinds import SentinelUse
+from ..rules.registry import Computes, OpSpec, Reduction, spec_of
 
 __all__ = ["FloatHint", "HINT_KINDS", "float_hints"]
 
@@ -82,20 +83,21 @@ _F64_MAX = float(np.finfo(np.float64).max)
 _CANCEL = 2.0**-12
 _LONG_SUM = 2**24
 
-_MOVES = frozenset({
-    "stablehlo.broadcast_in_dim", "stablehlo.broadcast", "stablehlo.reshape", "stablehlo.transpose",
-    "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.convert",
-    "stablehlo.copy", "stablehlo.gather", "stablehlo.dynamic_reshape",
-    "stablehlo.dynamic_broadcast_in_dim",
-})
+#: Computations whose result is still the extreme where an operand is
+#: (``x - max`` with an ordinary ``x``, as a masked softmax computes): they
+#: carry it.  (Ops that give the same result of the extreme in f32 and
+#: float64, ``exp(-max)`` is 0 in both, are the op table's ``saturates``.)
+_SHIFTS_SENTINEL = frozenset({Computes.ADD, Computes.SUBTRACT, Computes.NEGATE})
+#: The binary arithmetic the interval walk evaluates.
+_BINARY = frozenset({Computes.ADD, Computes.SUBTRACT, Computes.MULTIPLY, Computes.MAXIMUM, Computes.MINIMUM,
+                     Computes.DIVIDE})
+#: Ops whose result is a join of operands' elements.
+_JOINS = frozenset({Computes.SELECT, Computes.CONCATENATE, Computes.PAD})
 
-#: Ops whose result is still the extreme where an operand is (``x - max``
-#: with an ordinary ``x``, as a masked softmax computes): they carry it.
-_SHIFTS_SENTINEL = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.negate"})
-#: Ops that give the same result of the extreme in f32 and float64
-#: (``exp(-max)`` is 0 in both).
-_SATURATES_SENTINEL = frozenset({"stablehlo.exponential", "stablehlo.exponential_minus_one",
-                                 "stablehlo.logistic", "stablehlo.tanh"})
+
+def _moves(spec: OpSpec) -> bool:
+    """Whether the op's result holds operand 0's values (moved, or converted)."""
+    return spec.moves or spec.convert
 
 Interval = tuple[float, float]
 
@@ -210,7 +212,12 @@ def _body_is_add(op: ir.Operation) -> bool:
     except (IndexError, ValueError):
         return False
     names = [o.name for o in block.operations]
-    return bool(names) and names[0] == "stablehlo.add"
+    return bool(names) and spec_of(names[0]).computes is Computes.ADD
+
+
+def _is_sum(spec: OpSpec, op: ir.Operation) -> bool:
+    """Whether ``op`` is a reduce (over its ``dimensions``) whose body adds."""
+    return spec.reduction is Reduction.INPUTS_INITS and "dimensions" in op.attributes and _body_is_add(op)
 
 
 def _direction(op: ir.Operation) -> str:
@@ -271,7 +278,7 @@ class _Hints:
         self.ncalls: dict[str, int] = {}
         for ops in self.ops_of.values():
             for op in ops:
-                if op.name == "func.call":
+                if spec_of(op.name).call:
                     sym = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                     self.ncalls[sym] = self.ncalls.get(sym, 0) + 1
         order = sorted(self.bodies, key=lambda sym: not is_public(self.bodies[sym]))
@@ -312,58 +319,57 @@ class _Hints:
             self.sentinel.add(results[i])
 
     def walk(self, ops: list[ir.Operation]) -> None:
-        from ..rules.registry import spec_of
-
         for op in ops:
-            name = op.name
-            if name == "func.call":
+            spec = spec_of(op.name)
+            if spec.call:
                 self._call(op, list(op.operands), list(op.results))
                 continue
-            if name == "func.return":
+            if spec.terminator:
                 parent = as_operation(op.parent)
-                if parent.name == "func.func":
+                if spec_of(parent.name).function:
                     self.returns[self.fn_name] = [self.get(v) for v in op.operands]
                     self.sentinel_returns[self.fn_name] = {
                         i for i, v in enumerate(op.operands) if v in self.sentinel}
                 continue
             results = list(op.results)
-            if not results and name != "stablehlo.compare":
+            computes = spec.computes
+            if not results and computes is not Computes.COMPARE:
                 continue
             operands = list(op.operands)
             # sentinels: carried by ops that move them, flagged where read
             held = [i for i, v in enumerate(operands) if v in self.sentinel] if self.sentinel else []
             if held:
-                uses = {spec_of(name).sentinel_use(op, i) for i in held}
-                if name in _SHIFTS_SENTINEL:
+                uses = {spec.sentinel_use(op, i) for i in held}
+                if computes in _SHIFTS_SENTINEL:
                     self.sentinel.update(r for r in results if _is_float(r.type))
-                elif name in _SATURATES_SENTINEL:
+                elif spec.saturates:
                     pass
-                elif SentinelUse.READS in uses and name not in _MOVES:
+                elif SentinelUse.READS in uses and not _moves(spec):
                     self.add("sentinel-arithmetic", op,
                              "finfo(float64).max is mapped to f32's largest value (3.4e38) and then "
                              "computed with, where float64 computes with 1.8e308")
-                elif SentinelUse.CARRIES in uses or name in _MOVES:
+                elif SentinelUse.CARRIES in uses or _moves(spec):
                     self.sentinel.update(r for r in results if _is_float(r.type))
-            if name == "stablehlo.constant":
+            if spec.constant:
                 self._constant(op)
                 continue
-            if name == "stablehlo.iota":
-                self._interval(op, name, operands, results)  # of any type: converts carry it
+            if computes is Computes.IOTA:
+                self._interval(op, spec, operands, results)  # of any type: converts carry it
                 continue
             if not any(_is_f64(v.type) for v in operands + results):
                 continue
-            self._interval(op, name, operands, results)
-            if name == "stablehlo.compare":
+            self._interval(op, spec, operands, results)
+            if computes is Computes.COMPARE:
                 self._compare(op, operands)
-            elif name == "stablehlo.subtract":
+            elif computes is Computes.SUBTRACT:
                 self._subtract(op, operands)
-            elif name == "stablehlo.reduce" and _body_is_add(op) and any(_is_f64(v.type) for v in operands):
+            elif _is_sum(spec, op) and any(_is_f64(v.type) for v in operands):
                 n = _reduced_count(op)
                 if n is not None and n > _LONG_SUM:
                     self.add("long-sum", op,
                              f"a sum of {n} float64 elements, more than 2**24: in f32 every term below "
                              "2**-24 of the running sum is lost")
-            self._range(op, operands, results)
+            self._range(op, spec, operands, results)
 
     def _constant(self, op: ir.Operation) -> None:
         r = op.results[0]
@@ -410,49 +416,49 @@ class _Hints:
                          "normal value (1.2e-38) and becomes zero or subnormal", _first_user(op))
         self.iv[r] = (float(finite.min()), float(finite.max()))
 
-    def _interval(self, op: ir.Operation, name: str, operands: list[ir.Value], results: list[ir.Value]) -> None:
+    def _interval(self, op: ir.Operation, spec: OpSpec, operands: list[ir.Value], results: list[ir.Value]) -> None:
         get = self.get
         out: Interval | None = None
-        if name == "stablehlo.iota":
+        computes = spec.computes
+        if computes is Computes.IOTA:
             t = ir.RankedTensorType(results[0].type)
             try:
                 d = ir.IntegerAttr(op.attributes["iota_dimension"]).value
                 out = (0.0, float(max(t.shape[d] - 1, 0))) if t.has_static_shape else None
             except (KeyError, ValueError):
                 out = None
-        elif name in _MOVES and operands:
+        elif _moves(spec) and operands:
             out = get(operands[0])
-        elif name in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply",
-                      "stablehlo.maximum", "stablehlo.minimum", "stablehlo.divide"):
+        elif computes in _BINARY:
             a, b = get(operands[0]), get(operands[1])
             if a is not None and b is not None:
-                if name == "stablehlo.add":
+                if computes is Computes.ADD:
                     out = _ok(a[0] + b[0], a[1] + b[1])
-                elif name == "stablehlo.subtract":
+                elif computes is Computes.SUBTRACT:
                     out = _ok(a[0] - b[1], a[1] - b[0])
-                elif name == "stablehlo.multiply":
+                elif computes is Computes.MULTIPLY:
                     out = _mul(a, b)
-                elif name == "stablehlo.maximum":
+                elif computes is Computes.MAXIMUM:
                     out = (max(a[0], b[0]), max(a[1], b[1]))
-                elif name == "stablehlo.minimum":
+                elif computes is Computes.MINIMUM:
                     out = (min(a[0], b[0]), min(a[1], b[1]))
                 elif b[0] > 0 or b[1] < 0:
                     out = _mul(a, (1.0 / b[1], 1.0 / b[0]))
-        elif name == "stablehlo.negate":
+        elif computes is Computes.NEGATE:
             a = get(operands[0])
             out = (-a[1], -a[0]) if a is not None else None
-        elif name == "stablehlo.abs":
+        elif computes is Computes.ABS:
             a = get(operands[0])
             out = (_mag_lo(a), _mag_hi(a)) if a is not None else None
-        elif name == "stablehlo.sqrt":
+        elif computes is Computes.SQRT:
             a = get(operands[0])
             out = (math.sqrt(a[0]), math.sqrt(a[1])) if a is not None and a[0] >= 0 else None
-        elif name in ("stablehlo.select", "stablehlo.concatenate", "stablehlo.pad"):
-            parts = operands[1:] if name == "stablehlo.select" else operands
+        elif computes in _JOINS:
+            parts = operands[1:] if computes is Computes.SELECT else operands
             ivs = [get(v) for v in parts]
             if ivs and all(iv is not None for iv in ivs):
                 out = (min(iv[0] for iv in ivs), max(iv[1] for iv in ivs))  # type: ignore[index]
-        elif name == "stablehlo.reduce" and len(operands) == 2 and _body_is_add(op):
+        elif len(operands) == 2 and _is_sum(spec, op):
             a, init = get(operands[0]), get(operands[1])
             n = _reduced_count(op)
             if a is not None and init is not None and n is not None:
@@ -460,9 +466,9 @@ class _Hints:
         if out is not None and results:
             self.iv[results[0]] = out
 
-    def _range(self, op: ir.Operation, operands: list[ir.Value], results: list[ir.Value]) -> None:
+    def _range(self, op: ir.Operation, spec: OpSpec, operands: list[ir.Value], results: list[ir.Value]) -> None:
         """Overflow / underflow of a result, where it first arises."""
-        if not results or not _is_f64(results[0].type) or op.name in _MOVES:
+        if not results or not _is_f64(results[0].type) or _moves(spec):
             return
         iv = self.get(results[0])
         if iv is None:
@@ -518,10 +524,11 @@ class _Hints:
             d = defining_op(v)
             if d is None:
                 return None
-            if d.name in _MOVES:
+            spec = spec_of(d.name)
+            if _moves(spec):
                 v = d.operands[0]
                 continue
-            if d.name != "stablehlo.multiply":
+            if spec.computes is not Computes.MULTIPLY:
                 return None
             for w in d.operands:
                 c = self.get(w)
@@ -544,7 +551,7 @@ class _Hints:
         # (a + C) - C with the same large constant
         if q is not None and q[0] == q[1] and abs(q[0]) >= 2.0**23:
             d = defining_op(operands[0])
-            if d is not None and d.name == "stablehlo.add":
+            if d is not None and spec_of(d.name).computes is Computes.ADD:
                 for v in d.operands:
                     c = self.get(v)
                     if c is not None and c[0] == c[1] == q[0]:
@@ -564,7 +571,7 @@ def _first_user(op: ir.Operation) -> ir.Operation:
         if not users:
             return op
         u = users[0]
-        if u.name not in _MOVES or not u.results:
+        if not _moves(spec_of(u.name)) or not u.results:
             return u
         v = u.results[0]
     return op
@@ -576,9 +583,10 @@ def _difference(v: ir.Value) -> tuple[ir.Value, ir.Value] | None:
         d = defining_op(v)
         if d is None:
             return None
-        if d.name == "stablehlo.subtract":
+        spec = spec_of(d.name)
+        if spec.computes is Computes.SUBTRACT:
             return d.operands[0], d.operands[1]
-        if d.name in ("stablehlo.abs",) or d.name in _MOVES:
+        if spec.computes is Computes.ABS or _moves(spec):
             v = d.operands[0]
             continue
         return None

@@ -37,7 +37,7 @@ from ..core._mlir import as_operation as _as_op
 from ..kinds import SentinelUse, Verdict
 from ..core.walk import callee_of, defining_op, entry_function
 from ..core.walk import is_public as _is_public
-from ..rules.registry import spec_of
+from ..rules.registry import Computes, Reduction, spec_of
 from .intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
 
 __all__ = [
@@ -54,8 +54,6 @@ __all__ = [
     "INT32",
     "UINT32",
 ]
-
-CONSTANT_OPS = frozenset({"stablehlo.constant", "chlo.constant", "mhlo.constant"})
 
 _UNSEEN: Any = object()
 _MAX_DEPTH = 400
@@ -299,8 +297,8 @@ class RangeAnalysis:
         op = defining_op(v)
         if op is None:
             return None
-        name = op.name
-        if name in CONSTANT_OPS:
+        spec = self._spec_of(op.name)
+        if spec.constant:
             vals = _constant_elements(op)
             if vals is None:
                 return None
@@ -310,14 +308,7 @@ class RangeAnalysis:
             if vals.size == 1:
                 return np.broadcast_to(vals.reshape([1] * len(t.shape)), t.shape)
             return vals.reshape(t.shape)
-        if name == "stablehlo.iota":
-            dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
-            shape = list(t.shape)
-            ar = np.arange(shape[dim], dtype=object)
-            view = [1] * len(shape)
-            view[dim] = shape[dim]
-            return np.broadcast_to(ar.reshape(view), shape)
-        fold = self._spec_of(name).fold
+        fold = spec.fold
         if fold is None or len(op.results) != 1:
             return None
         args = []
@@ -405,7 +396,7 @@ class RangeAnalysis:
             if self.root is not None:
                 for top in self.root.regions[0].blocks[0].operations:
                     top = _as_op(top)
-                    if top.name == "func.func":
+                    if spec_of(top.name).function:
                         funcs[ir.StringAttr(top.attributes["sym_name"]).value] = top
                 calls = self._calls
                 if calls is None:
@@ -413,7 +404,7 @@ class RangeAnalysis:
                     advance = ir.WalkResult.ADVANCE
 
                     def visit(op: ir.Operation) -> ir.WalkResult:
-                        if op.name == "func.call":
+                        if spec_of(op.name).call:
                             found.append(op)
                         return advance
 
@@ -428,7 +419,7 @@ class RangeAnalysis:
     def function_argument(self, fn: ir.Operation, i: int) -> Range | None:
         """A function argument: its declared range (entry function), or the
         join of what its call sites pass (private functions)."""
-        if fn.name != "func.func":
+        if not spec_of(fn.name).function:
             return None
         sym = ir.StringAttr(fn.attributes["sym_name"]).value
         if _is_public(fn):
@@ -479,7 +470,7 @@ class RangeAnalysis:
             for block in callee.regions[0].blocks:
                 for inner in block.operations:
                     inner = _as_op(inner)
-                    if inner.name == "func.return":
+                    if spec_of(inner.name).terminator:
                         for k, x in enumerate(inner.operands):
                             if k < len(fulls) and fulls[k] is not None:
                                 r = self.range(x)
@@ -617,7 +608,7 @@ class RangeAnalysis:
                 return None
             bound = Range(min(bc), max(bc))
         step_op = defining_op(body_ret.operands[k])
-        if step_op is None or step_op.name != "stablehlo.add":
+        if step_op is None or spec_of(step_op.name).computes is not Computes.ADD:
             return None
         x, y = step_op.operands[0], step_op.operands[1]
         if x != body_args[k]:
@@ -682,18 +673,18 @@ class RangeAnalysis:
         cached = self._lookup(key)
         if cached is not None:
             return cached
-        name = op.name
+        kind = spec_of(op.name).reduction
         operands = list(op.operands)
         results = list(op.results)
         n = len(results)
         count: int | None
-        if name == "stablehlo.scatter":
+        if kind is Reduction.SCATTER:
             inputs, updates = operands[:n], operands[n + 1 :]
             seeds = [self.moved(results[i], [inputs[i], updates[i]]) for i in range(n)]
             init_of = inputs
             elems = updates
             count = _static_size(updates[0]) if updates else None
-        elif name in ("stablehlo.all_reduce", "stablehlo.reduce_scatter"):
+        elif kind is Reduction.REPLICAS:
             seeds = [self.moved(r, [x]) for x, r in zip(operands, results)]
             init_of = None
             elems = operands
@@ -748,7 +739,7 @@ class RangeAnalysis:
                 if acc[k] is None or k >= len(ret.operands):
                     continue
                 add = defining_op(ret.operands[k])
-                if add is None or add.name != "stablehlo.add":
+                if add is None or spec_of(add.name).computes is not Computes.ADD:
                     continue
                 if k + n >= len(args) or {add.operands[0], add.operands[1]} != {args[k], args[k + n]}:
                     continue
@@ -756,7 +747,7 @@ class RangeAnalysis:
                 init = self.range(init_of[k]) if init_of is not None else Range(0, 0)
                 if x is None or init is None or x.sentinels or init.sentinels:
                     continue
-                bound = _sum_bound(x, init, count, name == "stablehlo.scatter")
+                bound = _sum_bound(x, init, count, kind is Reduction.SCATTER)
                 f = fulls[k]
                 if f is not None and f[0] <= bound.lo and bound.hi <= f[1]:
                     acc[k] = bound
@@ -813,14 +804,15 @@ def _follow_add(y: ir.Value, acc: ir.Value, binding: dict[Any, ir.Value], depth:
     op = defining_op(y)
     if op is None:
         return False
-    if op.name == "func.call":
+    spec = spec_of(op.name)
+    if spec.call:
         callee = _callee_of(op)
         if callee is None:
             return False
         ret = list(callee.regions[0].blocks[0].operations)[-1]
         k = next(i for i, r in enumerate(op.results) if r == y)
         return _follow_add(ret.operands[k], acc, _call_binding(op, callee, binding), depth + 1)
-    if op.name != "stablehlo.add":
+    if spec.computes is not Computes.ADD:
         return False
     a, b = op.operands[0], op.operands[1]
     for x, s in ((a, b), (b, a)):
@@ -848,11 +840,11 @@ def _depends(v: ir.Value, target: ir.Value, binding: dict[Any, ir.Value], budget
         op = defining_op(x)
         if op is None:
             owner = _as_op(x.owner.owner)
-            if owner.name == "func.func":
+            if spec_of(owner.name).function:
                 continue  # an argument of the function being analysed, not the target
             work.extend((o, bind) for o in owner.operands)
             continue
-        if op.name == "func.call":
+        if spec_of(op.name).call:
             callee = _callee_of(op)
             if callee is None:
                 work.extend((o, bind) for o in op.operands)
@@ -935,7 +927,7 @@ def _loop_compare(cond_block: ir.Block) -> tuple[str, ir.Value, ir.Value] | None
     if not ops or not len(ops[-1].operands):
         return None
     pred = defining_op(ops[-1].operands[0])
-    if pred is None or pred.name != "stablehlo.compare":
+    if pred is None or spec_of(pred.name).computes is not Computes.COMPARE:
         return None
     return _direction(pred), pred.operands[0], pred.operands[1]
 
@@ -963,14 +955,15 @@ def _replica_count(op: ir.Operation) -> int | None:
 
 
 def _reduced_count(op: ir.Operation) -> int | None:
-    """How many elements one output element of a reduce/reduce_window sums."""
-    if op.name == "stablehlo.reduce":
+    """How many elements one output element of a reduce (its ``dimensions``)
+    or reduce_window (its ``window_dimensions``) sums."""
+    if "dimensions" in op.attributes:
         t = ir.RankedTensorType(op.operands[0].type)
         if not t.has_static_shape:
             return None
         dims = ir.DenseI64ArrayAttr(op.attributes["dimensions"])
         return int(math.prod(t.shape[d] for d in dims))
-    if op.name == "stablehlo.reduce_window":
+    if "window_dimensions" in op.attributes:
         dims = ir.DenseI64ArrayAttr(op.attributes["window_dimensions"])
         return int(math.prod(dims))
     return None

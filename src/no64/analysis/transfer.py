@@ -456,3 +456,12 @@ fold_convert = _fold_convert
 
 def fold_negate(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:
     return _wrap(-args[0], t)
+
+
+def fold_iota(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:
+    shape = list(ir.RankedTensorType(t).shape)
+    dim = ir.IntegerAttr(op.attributes["iota_dimension"]).value
+    ar = np.arange(shape[dim], dtype=object)
+    view = [1] * len(shape)
+    view[dim] = shape[dim]
+    return np.broadcast_to(ar.reshape(view), shape)

@@ -16,12 +16,21 @@ from jaxlib.mlir.dialects import chlo, func, mhlo, sdy, stablehlo  # noqa: E402
 _register_dialects = feature("jaxlib.mlir._mlir_libs._jax_mlir_ext", "register_dialects")
 _register_mhlo = feature("jaxlib.mlir.dialects.mhlo", "register_mhlo_dialect")
 
-__all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context", "as_operation"]
+__all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context", "as_operation", "defining_op"]
 
 
 def as_operation(x: "ir.Operation | ir.OpView") -> ir.Operation:
     """The ``ir.Operation`` of an op (the bindings hand out op views too)."""
     return x if isinstance(x, ir.Operation) else x.operation
+
+
+def defining_op(v: ir.Value) -> "ir.Operation | None":
+    """The op that defines ``v``, or ``None`` for a block argument."""
+    owner = v.owner
+    if isinstance(owner, ir.Operation):
+        return owner
+    op = getattr(owner, "operation", None)
+    return op if isinstance(op, ir.Operation) else None
 
 
 def make_context() -> ir.Context:

@@ -51,7 +51,7 @@ from ..errors import (
 from ..analysis.ranges import validate_input_ranges
 from .emulate import exact_input_ranges, plan_emulation
 from ..kinds import ElementKind, EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, SentinelUse, Verdict
-from ..rules.registry import REGISTRY, OpSpec
+from ..rules.registry import REGISTRY, OpSpec, spec_of
 from . import constants as C
 from ._compat import as_attribute, block_argument, op_result
 from ._mlir import ir
@@ -70,7 +70,7 @@ __all__ = ["demote"]
 _MISS = object()
 
 # What the plan's walk needs to know of an op, as bits (read once per op).
-_CONSTANT, _CONVERT, _CALL, _INSPECT, _REGION_FREE = 1, 2, 4, 8, 16
+_CONSTANT, _CONVERT, _CALL, _INSPECT, _REGION_FREE, _FUNCTION = 1, 2, 4, 8, 16, 32
 
 
 def _roles() -> dict[str, int]:
@@ -84,6 +84,7 @@ def _roles() -> dict[str, int]:
             | (_CALL if spec.call else 0)
             | (_INSPECT if spec.width_dependent else 0)
             | (_REGION_FREE if spec.region_free else 0)
+            | (_FUNCTION if spec.function else 0)
         )
     return out
 
@@ -449,7 +450,7 @@ class _Pass:
             try:
                 spec.refuse(op, self)
             except UnsupportedOpError:
-                if spec.emulate is None or not getattr(spec.emulate, "applies", lambda _op: True)(op):
+                if not spec.can_emulate(op):
                     raise
                 forced.extend(r for r in op.results)
                 forced_ops.append(op)
@@ -582,7 +583,7 @@ class _Pass:
                         self._sensitive(op, spec)
             if role & _REGION_FREE:
                 continue
-            if name == "func.func":
+            if role & _FUNCTION:
                 self.func_ops.append(op)
                 ft = ir.TypeAttr(op.attributes["function_type"]).value
                 new = convert(ft)
@@ -949,7 +950,7 @@ class _Pass:
             what = f"argument #{arg.arg_number}"
             # a function argument has its own name location; a region
             # argument is best found through the op that owns the region
-            loc = arg.location if op.name == "func.func" else op.location
+            loc = arg.location if spec_of(op.name).function else op.location
         else:
             op = _as_op(value.owner)
             what = "result"

@@ -54,7 +54,7 @@ from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op, en
 from ..errors import UnsupportedOpError
 from ..kinds import Verdict
 from ..rules import words as W
-from ..rules.registry import spec_of
+from ..rules.registry import UNKNOWN, spec_of
 from ._compat import attribute_dict, block_argument
 from ._mlir import ir
 from ._mlir import as_operation as _as_op
@@ -92,26 +92,28 @@ def split_words(values: Any) -> np.ndarray:
     words = np.stack([bits & np.uint64(0xFFFFFFFF), bits >> np.uint64(32)], axis=-1).astype(np.uint32)
     return words if a.dtype == np.uint64 else words.view(np.int32)
 
-#: Ops whose regions belong to the op: their emulate rule rebuilds them whole.
-_OWN_REGIONS = frozenset(
-    "stablehlo." + n
-    for n in "reduce reduce_window sort scatter select_and_scatter all_reduce reduce_scatter".split()
-)
-#: Ops whose operands flow into carried values (tie slots).
-_TIE_OPS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if", "func.call"})
-_TERMINATORS = frozenset({"stablehlo.return", "func.return"})
 #: The mark the plan leaves on each op to emulate: the operands (of a
 #: carrying op or terminator) that must be handed packed values.
 _MARK = "no64.emulate"
-#: Pure ops that may be erased once nothing reads them.
-_PURE = frozenset(
-    "stablehlo." + n
-    for n in (
-        "constant broadcast_in_dim reshape convert iota add subtract multiply negate and or xor not "
-        "shift_left shift_right_logical shift_right_arithmetic compare select transpose slice "
-        "concatenate maximum minimum clamp abs sign"
-    ).split()
-)
+
+
+def _owns_regions(op: ir.Operation) -> bool:
+    """Whether ``op``'s regions belong to it: its emulate rule rebuilds them whole."""
+    return spec_of(op.name).owns_regions
+
+
+def _ties(op: ir.Operation) -> bool:
+    """Whether ``op``'s operands may flow into carried values (tie slots): a
+    loop, a branch, a call, or a terminator (one that hands its operands to
+    a loop's or branch's results or to a function's callers; any other's
+    operands flow into no slot, and its op is judged by its own rule)."""
+    spec = spec_of(op.name)
+    return spec.ties or spec.terminator
+
+
+def _function_return(op: ir.Operation) -> bool:
+    """Whether ``op`` returns from a function (to its callers or the host)."""
+    return spec_of(op.name).terminator and spec_of(_as_op(op.parent).name).function
 
 
 def _narrower_int(t: ir.Type) -> bool:
@@ -243,7 +245,8 @@ class Emulation:
         its rule: ``reduce``, ``sort``, ``scatter``, ...)"""
         for op in block.operations:
             op = _as_op(op)
-            if op.name in _TERMINATORS:
+            spec = spec_of(op.name)
+            if spec.terminator:
                 values: list[ir.Value] = []
                 for x in op.operands:
                     if is_wide_int(self.type(x)):
@@ -269,8 +272,7 @@ class Emulation:
                 for r, nr in zip(op.results, new.results):
                     self._subst[r] = nr
                 continue
-            spec = spec_of(op.name)
-            if spec.emulate is None or not getattr(spec.emulate, "applies", lambda _op: True)(op):
+            if not spec.can_emulate(op):
                 self.refuse(op, "no64 cannot compute this op on 64-bit words inside the region")
             with op.location:
                 outs = spec.emulate(op, self)
@@ -293,13 +295,15 @@ class Emulation:
         unsigned = _unsigned(t)
         shape = list(ir.RankedTensorType(t).shape)
         op = defining_op(v)
-        if op is not None and op.name in CONSTANTS:
+        spec = spec_of(op.name) if op is not None else UNKNOWN
+        if op is not None and spec.constant:
             # its exact elements, however many (an out-of-range constant
             # must not reach the narrowing pass)
             elements = _constant_elements(op)
             if elements is not None:
                 return W.from_ints(shape, elements, unsigned)
-        if op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.reshape", "stablehlo.convert"):
+        if op is not None and spec.fold is not None and (spec.moves or spec.convert):
+            # a constant broadcast, reshaped or converted: its exact elements
             folded = self.analysis.fold(v, sentinels=True)
             if folded is not None and folded.size and folded.size <= (1 << 16):
                 return W.from_ints(shape, folded, unsigned)
@@ -319,7 +323,7 @@ class Emulation:
             op.attributes[_MARK] = ir.DenseI64ArrayAttr.get(indices)
         for fn in _functions(self.root):
             for op in _ops_with_regions_and_calls(fn):
-                if op.name != "func.call":
+                if not spec_of(op.name).call:
                     continue
                 for r in op.results:
                     if is_wide_int(r.type) and r not in self.wide:
@@ -336,7 +340,7 @@ class Emulation:
                 arg = block_argument(v)
                 if arg is not None:
                     owner = _as_op(arg.owner.owner)
-                    if owner.name == "func.func":
+                    if spec_of(owner.name).function:
                         funcs[_sym(owner)] = owner
         for fn in _functions(self.root):
             self._walk(fn, erase, funcs)
@@ -364,17 +368,17 @@ class Emulation:
                         if _MARK in attrs:
                             fed = list(ir.DenseI64ArrayAttr(attrs[_MARK]))
                             del attrs[_MARK]
-                            if name in _TIE_OPS or name in _TERMINATORS:
+                            if _ties(child):
                                 self._tie_uses(child, fed, funcs)
-                                if name in _TIE_OPS:
+                                if len(child.regions):
                                     stack.append(child)
                                 continue
                             self._emulate(child)
                             erase.append(child)
                             by_op[name] = by_op.get(name, 0) + 1
-                            if name not in _OWN_REGIONS:
+                            if not _owns_regions(child):
                                 stack.append(child)
-                        elif len(child.regions) and name not in _OWN_REGIONS:
+                        elif len(child.regions) and not _owns_regions(child):
                             stack.append(child)
 
     def _value_words(self, v: ir.Value) -> W.Words:
@@ -400,10 +404,11 @@ class Emulation:
 
     def _tie_uses(self, op: ir.Operation, fed: list[int], funcs: dict[str, ir.Operation]) -> None:
         """Hand packed values to the carried values (or outputs) ``op`` feeds."""
-        if op.name == "func.return" and fed:
+        returns = _function_return(op)
+        if returns and fed:
             fn = _as_op(op.parent)
             funcs[_sym(fn)] = fn
-        narrow = op.name == "func.return" and bool(self.narrowed) and not self.outputs
+        narrow = returns and bool(self.narrowed) and not self.outputs
         for i in fed:
             x = op.operands[i]
             with ir.InsertionPoint(op), op.location:
@@ -455,32 +460,32 @@ def _slots_fed(op: ir.Operation) -> list[Any]:
     """For each operand of ``op``: the carried value it flows into (a
     member of the slot's group), ``"output"`` for the entry function's
     results, or ``None``."""
-    name = op.name
+    spec = spec_of(op.name)
     n = len(op.operands)
-    if name == "stablehlo.while":
+    if spec.loop:
         return list(op.results)
-    if name == "func.call":
+    if spec.call:
         callee = _callee(op)
         if callee is None:
             return [None] * n
         return list(callee.regions[0].blocks[0].arguments)
-    if name in ("stablehlo.case", "stablehlo.if"):
+    if spec.branches:
         return [None] * n
-    if name == "stablehlo.return":
+    if spec.terminator:
         parent = _as_op(op.parent)
-        if parent.name == "stablehlo.while":
+        owner = spec_of(parent.name)
+        if owner.loop:
             # the condition returns i1; the body returns the carried values
             if op.block == parent.regions[1].blocks[0]:
                 return list(parent.results)
             return [None] * n
-        if parent.name in ("stablehlo.case", "stablehlo.if"):
+        if owner.branches:
             return list(parent.results)
+        if owner.function:
+            if _is_public(parent):
+                return ["output"] * n
+            return [("ret", _sym(parent), j) for j in range(n)]
         return [None] * n
-    if name == "func.return":
-        fn = _as_op(op.parent)
-        if _is_public(fn):
-            return ["output"] * n
-        return [("ret", _sym(fn), j) for j in range(n)]
     return [None] * n
 
 
@@ -497,7 +502,7 @@ def _sweep(root: ir.Operation) -> None:
                     if len(op.regions):
                         stack.append(op)
                         continue
-                    if op.name not in _PURE or len(op.results) != 1:
+                    if len(op.results) != 1 or not spec_of(op.name).pure:
                         continue
                     r = op.results[0]
                     if is_wide_int(r.type) and not any(True for _ in r.uses):
@@ -510,7 +515,7 @@ def _refresh_signature(fn: ir.Operation) -> None:
     results: list[ir.Type] | None = None
     for op in block.operations:
         op = _as_op(op)
-        if op.name == "func.return":
+        if spec_of(op.name).terminator:
             results = [v.type for v in op.operands]
     if results is None:
         results = list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
@@ -569,16 +574,17 @@ def plan_emulation(
         if fn != entry:
             tied.extend(fn.regions[0].blocks[0].arguments)
         for op in _ops_with_regions_and_calls(fn):
-            if op.name == "stablehlo.while":
+            spec = spec_of(op.name)
+            if spec.loop:
                 for i, r in enumerate(op.results):
                     tied.append(r)
                     for region in op.regions:
                         a = region.blocks[0].arguments[i]
                         tied.append(a)
                         groups.union(a, r)
-            elif op.name in ("stablehlo.case", "stablehlo.if"):
+            elif spec.branches:
                 tied.extend(op.results)
-            elif op.name == "func.call":
+            elif spec.call:
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                 for j, r in enumerate(op.results):
                     tied.append(r)
@@ -642,7 +648,7 @@ def plan_emulation(
         if (arg := block_argument(x)) is not None and _as_op(arg.owner.owner) == entry:
             return False
         d = defining_op(x)
-        if d is not None and d.name in CONSTANTS:
+        if d is not None and spec_of(d.name).constant:
             return False
         return needs(x) and analysis.fold(x, sentinels=True) is None
 
@@ -658,7 +664,7 @@ def plan_emulation(
                 work.append(x)
 
     def mark_user(user: ir.Operation, v: ir.Value) -> None:
-        if user.name in _TIE_OPS or user.name in _TERMINATORS:
+        if _ties(user):
             for i, x in enumerate(user.operands):
                 if x != v:
                     continue
@@ -681,7 +687,7 @@ def plan_emulation(
                 continue
             if needs(v):
                 d = defining_op(v)
-                if d is not None and d.name in CONSTANTS:
+                if d is not None and spec_of(d.name).constant:
                     for user in _users(v):
                         mark_user(user, v)
                 else:
@@ -691,13 +697,12 @@ def plan_emulation(
         mark_op(op)
     for op in sentinel_readers:
         owner = _region_owner(op)
-        rule = spec_of(owner.name).emulate
-        if rule is not None and getattr(rule, "applies", lambda _op: True)(owner) and _static_words(owner):
+        if spec_of(owner.name).can_emulate(owner) and _static_words(owner):
             mark_op(owner)
     forced_users = dict(forced_users or {})
     for c, exc in forced_users.items():
         for user in _users(c):
-            if user.name == "stablehlo.convert" and _narrower_int(user.results[0].type):
+            if spec_of(user.name).convert and _narrower_int(user.results[0].type):
                 # An out-of-range constant converted straight to a 32-bit or
                 # narrower integer: JAX writes this when it lowers a 64-bit
                 # array with x64 off (the truncation is not the user's);
@@ -712,7 +717,7 @@ def plan_emulation(
         arg = block_argument(v)
         if not words_in and arg is not None and _as_op(arg.owner.owner) == entry:
             raise UnsupportedOpError(
-                "func.func", decode_location(arg.location),
+                _as_op(arg.owner.owner).name, decode_location(arg.location),
                 f"argument #{arg.arg_number} of the entry function would have to carry a 64-bit "
                 "value beyond the 32-bit range, but the program's inputs are 32-bit values",
             )
@@ -729,21 +734,21 @@ def plan_emulation(
                         work.append(x)
         else:
             d = defining_op(v)
-            if d is not None and d.name not in CONSTANTS:
+            if d is not None and not spec_of(d.name).constant:
                 mark_op(d)
         for user in _users(v):
             mark_user(user, v)
     if not wide and not ops:
         return None
     for op in ops:
-        if op.name in _TIE_OPS or op.name in _TERMINATORS:
+        if _ties(op):
             continue
-        rule = spec_of(op.name).emulate
-        if rule is None or not getattr(rule, "applies", lambda _op: True)(op):
+        spec = spec_of(op.name)
+        if not spec.can_emulate(op):
             for x in op.operands:
                 if x in forced_users:
                     raise forced_users[x]
-            why = getattr(rule, "why_not", None)
+            why = spec.emulate_why_not if spec.emulate is not None else None
             raise UnsupportedOpError(
                 op.name,
                 decode_location(op.location),
@@ -765,7 +770,7 @@ def plan_emulation(
             fed.setdefault(op, []).append(i)
     marks: list[tuple[ir.Operation, list[int]]] = []
     for op in ops:
-        if op.name == "func.return" and _as_op(op.parent) == entry:
+        if _function_return(op) and _as_op(op.parent) == entry:
             marks.append((op, sorted(outputs)))
         else:
             marks.append((op, sorted(fed.get(op, []))))
@@ -776,9 +781,6 @@ def plan_emulation(
         em.narrowed = [narrowed[i] for i in sorted(narrowed)]
         em.outputs = []
     return em
-
-
-CONSTANTS = frozenset({"stablehlo.constant", "chlo.constant", "mhlo.constant"})
 
 
 def _static_words(op: ir.Operation) -> bool:
@@ -799,9 +801,9 @@ def _region_owner(op: ir.Operation) -> ir.Operation:
         if parent is None:
             return owner
         parent = _as_op(parent)
-        if parent.name in ("func.func", "builtin.module"):
-            return owner
-        if parent.name in _OWN_REGIONS:
+        if parent.parent is None or spec_of(parent.name).function:
+            return owner  # (the module, or a function)
+        if _owns_regions(parent):
             owner = parent
         cur = parent
 
@@ -815,9 +817,9 @@ def _tie_users(fn: ir.Operation) -> list[ir.Operation]:
             for block in region.blocks:
                 for op in block.operations:
                     op = _as_op(op)
-                    if op.name in _TIE_OPS or op.name in _TERMINATORS:
+                    if _ties(op):
                         out.append(op)
-                    if len(op.regions) and op.name not in _OWN_REGIONS:
+                    if len(op.regions) and not _owns_regions(op):
                         stack.append(op)
     return out
 
@@ -854,9 +856,10 @@ def _collect(fn: ir.Operation, values: list[ir.Value], calls: list[ir.Operation]
                 for op in block.operations:
                     op = _as_op(op)
                     values.extend(op.results)
-                    if op.name == "func.call":
+                    spec = spec_of(op.name)
+                    if spec.call:
                         calls.append(op)
-                    if len(op.regions) and op.name not in _OWN_REGIONS:
+                    if len(op.regions) and not spec.owns_regions:
                         stack.append(op)
 
 
@@ -869,8 +872,9 @@ def _ops_with_regions_and_calls(fn: ir.Operation) -> list[ir.Operation]:
             for block in region.blocks:
                 for op in block.operations:
                     op = _as_op(op)
-                    if op.name in ("stablehlo.while", "func.call", "stablehlo.case", "stablehlo.if"):
+                    spec = spec_of(op.name)
+                    if spec.ties:
                         out.append(op)
-                    if len(op.regions) and op.name not in _OWN_REGIONS:
+                    if len(op.regions) and not spec.owns_regions:
                         stack.append(op)
     return out

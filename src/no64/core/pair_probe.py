@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..rules import pairs as P
-from ._mlir import ir, make_context
+from ._mlir import func, ir, make_context
 
 __all__ = ["PROBE_X", "PROBE_Y", "PROBE_C", "EXPECTED_HEX", "probe_text", "probe_inputs", "expected_words",
            "check_words"]
@@ -72,10 +72,8 @@ def probe_text() -> str:
         m = ir.Module.create()
         t = ir.RankedTensorType.get([n], ir.F32Type.get())
         with ir.InsertionPoint(m.body):
-            f = ir.Operation.create("func.func", regions=1, attributes={
-                "sym_name": ir.StringAttr.get("main"),
-                "function_type": ir.TypeAttr.get(ir.FunctionType.get([t] * 4, [t] * 8))})
-            block = f.regions[0].blocks.append(t, t, t, t)
+            f = func.FuncOp("main", ir.FunctionType.get([t] * 4, [t] * 8))
+            block = f.add_entry_block()
             with ir.InsertionPoint(block):
                 a = block.arguments
                 x, y = P.Pair(a[0], a[1]), P.Pair(a[2], a[3])
@@ -83,7 +81,7 @@ def probe_text() -> str:
                 outs: list[ir.Value] = []
                 for z in (P.add(x, c), P.multiply(x, y), P.divide(x, c), P.sqrt(P.absolute(x))):
                     outs += [z.hi, z.lo]
-                ir.Operation.create("func.return", operands=outs)
+                func.ReturnOp(outs)
         return m.operation.get_asm()
 
 

@@ -66,10 +66,6 @@ def join_pairs(packed: Any) -> np.ndarray:
     return np.where(lo == 0, hi, hi + lo)
 
 
-_TIES = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if", "func.call"})
-_TERMINATORS = frozenset({"stablehlo.return", "func.return"})
-
-
 def _is_c128(t: ir.Type) -> bool:
     if not isinstance(t, ir.RankedTensorType):
         return False
@@ -169,9 +165,10 @@ class PairEmulation:
         if isinstance(owner, ir.Block):
             return None
         op = _as_op(owner)
-        if op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
+        spec = spec_of(op.name)
+        if spec.moves and spec.fold is not None:  # (a broadcast or reshape)
             return self.constant_value(op.operands[0])
-        if op.name not in ("stablehlo.constant", "chlo.constant", "mhlo.constant"):
+        if not spec.constant:
             return None
         return self.constant_elements(op)
 
@@ -186,7 +183,7 @@ class PairEmulation:
             with ir.InsertionPoint(new):
                 for op in old.operations:
                     op = _as_op(op)
-                    if op.name in _TERMINATORS:
+                    if spec_of(op.name).terminator:
                         values: list[ir.Value] = []
                         for x in op.operands:
                             values += list(self.pair(x)) if self.is_pair(x) else [self.value(x)]
@@ -308,7 +305,7 @@ class PairEmulation:
             s = P.pair_type([])
             b = new.regions[0].blocks.append(s, s)
             with ir.InsertionPoint(b):
-                ir.Operation.create("stablehlo.return", operands=[b.arguments[1]])
+                ir.Operation.create(ret.name, results=[], operands=[b.arguments[1]])
             words.append(new.results[0])
         return [P.Pair(words[0], words[1])]
 
@@ -360,12 +357,12 @@ class PairEmulation:
                 for block in region.blocks:
                     for op in list(block.operations):
                         op = _as_op(op)
-                        name = op.name
-                        if name in _TIES:
+                        spec = spec_of(op.name)
+                        if spec.ties:
                             self._tie(op)
                             if len(op.regions):
                                 self._walk_nested(op, entry)
-                        elif name in _TERMINATORS:
+                        elif spec.terminator:
                             self._terminator(op, entry)
                         elif self._touches(op):
                             self._apply_rule(op)
@@ -414,7 +411,7 @@ class PairEmulation:
                 continue
             self.values += 1
             self._retype(r)
-            if op.name == "stablehlo.while":
+            if spec_of(op.name).loop:
                 for region in op.regions:
                     self._retype(region.blocks[0].arguments[i])
         if any(v in self._packed for v in op.results):
@@ -422,7 +419,7 @@ class PairEmulation:
 
     def _terminator(self, op: ir.Operation, entry: ir.Operation | None) -> None:
         parent = _as_op(op.parent)
-        if op.name == "func.return" and parent == entry:
+        if parent == entry:
             for i, x in enumerate(op.operands):
                 if not self.is_pair(x):
                     continue

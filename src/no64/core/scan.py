@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 from ._mlir import ir
 from ..errors import Remaining64BitError
-from ..rules.registry import REGISTRY
+from ..rules.registry import names_where
 from .locations import SourceLocation, decode_location
 from .report import Finding
 from .types import TypeConverter
@@ -44,7 +44,7 @@ _MISS = object()
 def region_free_ops() -> frozenset[str]:
     """Ops that never carry regions (walks skip the region lookup for them),
     from the op registry."""
-    return frozenset(name for name, spec in REGISTRY.items() if spec.region_free)
+    return names_where(lambda spec: spec.region_free)
 
 
 Emit = Callable[[ir.Operation, str, ir.Type, ir.Location, "tuple[str, int] | None"], None]
@@ -54,9 +54,11 @@ def scan_ops(
     ops: list[ir.Operation], holds: Callable[[ir.Type], bool], emit: Emit, uses: bool = False
 ) -> None:
     """Call ``emit`` for every 64-bit value defined (or, with ``uses``, used) by ``ops``."""
+    functions = names_where(lambda spec: spec.function)
     for op in ops:
         name = op.name
-        if name == "func.func":
+        is_function = name in functions
+        if is_function:
             ftype = ir.TypeAttr(op.attributes["function_type"]).value
             if holds(ftype):
                 ft = ir.FunctionType(ftype)
@@ -82,7 +84,7 @@ def scan_ops(
         if len(op.regions):
             for ri, region in enumerate(op.regions):
                 for bi, block in enumerate(region.blocks):
-                    if name == "func.func" and ri == 0 and bi == 0:
+                    if is_function and ri == 0 and bi == 0:
                         continue
                     for ai, arg in enumerate(block.arguments):
                         t = arg.type
@@ -158,6 +160,7 @@ def has_64bit(module: ir.Module | ir.Operation) -> bool:
     advance = ir.WalkResult.ADVANCE
     interrupt = ir.WalkResult.INTERRUPT
     no_regions = region_free_ops()
+    functions = names_where(lambda spec: spec.function)
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal found
@@ -169,7 +172,7 @@ def has_64bit(module: ir.Module | ir.Operation) -> bool:
                 found = True
                 return interrupt
         if op.name not in no_regions and len(op.regions):
-            if op.name == "func.func" and holds(ir.TypeAttr(op.attributes["function_type"]).value):
+            if op.name in functions and holds(ir.TypeAttr(op.attributes["function_type"]).value):
                 found = True
                 return interrupt
             for region in op.regions:

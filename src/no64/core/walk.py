@@ -1,15 +1,16 @@
 """IR helpers every layer uses: definitions, functions, calls and walks.
 
-The lowest layer of no64 beside the type converter: it knows MLIR's
-structure (modules, ``func.func`` symbols, regions) and nothing of the
-op table, the analysis or the pass.
+It knows MLIR's structure (modules, function symbols, regions); which op
+is a function it reads from the op table's roles, and it knows nothing of
+the analysis or the pass.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._mlir import as_operation, ir
+from ..rules.registry import spec_of
+from ._mlir import as_operation, defining_op, ir
 
 __all__ = [
     "module_op",
@@ -36,15 +37,6 @@ def module_op(module: ir.Module | ir.Operation | Any) -> ir.Operation:
     raise TypeError(f"expected an MLIR Module or Operation, got {type(module).__name__}")
 
 
-def defining_op(v: ir.Value) -> ir.Operation | None:
-    """The op that defines ``v``, or ``None`` for a block argument."""
-    owner: Any = v.owner
-    if isinstance(owner, ir.Operation):
-        return owner
-    op = getattr(owner, "operation", None)
-    return op if isinstance(op, ir.Operation) else None
-
-
 def all_ops(root: ir.Operation) -> list[ir.Operation]:
     """Every op nested under ``root`` (not ``root`` itself), in pre-order.
 
@@ -65,7 +57,7 @@ def all_ops(root: ir.Operation) -> list[ir.Operation]:
 
 
 def is_public(fn: ir.Operation) -> bool:
-    """Whether the ``func.func`` ``fn`` is public (no visibility means public)."""
+    """Whether the function ``fn`` is public (no visibility means public)."""
     if "sym_visibility" not in fn.attributes:
         return True
     return ir.StringAttr(fn.attributes["sym_visibility"]).value == "public"
@@ -77,17 +69,17 @@ def symbol_name(fn: ir.Operation) -> str:
 
 
 def functions(root: ir.Operation) -> list[ir.Operation]:
-    """The ``func.func`` ops at the top level of the module ``root``."""
+    """The functions at the top level of the module ``root``."""
     out = []
     for top in root.regions[0].blocks[0].operations:
         top = as_operation(top)
-        if top.name == "func.func":
+        if spec_of(top.name).function:
             out.append(top)
     return out
 
 
 def entry_function(root: ir.Operation) -> ir.Operation | None:
-    """The public ``func.func`` named ``main``, else the first public one."""
+    """The public function named ``main``, else the first public one."""
     first = None
     for fn in functions(root):
         if not is_public(fn):
@@ -99,8 +91,8 @@ def entry_function(root: ir.Operation) -> ir.Operation | None:
 
 
 def callee_of(call: ir.Operation) -> ir.Operation | None:
-    """The ``func.func`` a ``func.call`` calls, looked up in the module that
-    holds the call; ``None`` if there is none."""
+    """The function a call calls, looked up in the module that holds the
+    call; ``None`` if there is none."""
     sym = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
     module = call
     while module.parent is not None:
@@ -112,12 +104,12 @@ def callee_of(call: ir.Operation) -> ir.Operation | None:
 
 
 def enclosing_function(op: ir.Operation) -> str | None:
-    """Symbol name of the ``func.func`` that contains ``op`` (or is ``op``)."""
+    """Symbol name of the function that contains ``op`` (or is ``op``)."""
     cur: Any = op
     for _ in range(256):
         if cur is None:
             return None
-        if cur.name == "func.func":
+        if spec_of(cur.name).function:
             try:
                 return ir.StringAttr(cur.attributes["sym_name"]).value
             except (KeyError, ValueError):

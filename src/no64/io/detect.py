@@ -10,6 +10,7 @@ from .diagnostics import _MEMORY
 from .formats import _BYTECODE_MAGIC, FORMATS, format_from_extension
 from .hlo import _is_hlo_proto
 from .jaxexport import _jax_exported
+from ..rules.registry import REGISTRY
 
 
 _VHLO_PRODUCER = b"StableHLO_v"
@@ -49,13 +50,18 @@ def _first_significant_line(text: str) -> str:
     return ""
 
 
+def _dialects() -> frozenset[str]:
+    """The dialect prefixes of the ops the op table knows (``"stablehlo."``, ...)."""
+    return frozenset(name.partition(".")[0] + "." for name in REGISTRY)
+
+
 def _text_format(text: str) -> str | None:
     first = _first_significant_line(text)
     if _HLO_START.match(first):
         return "hlo"
     if _VHLO_TEXT.search(text):
         return "vhlo"
-    if _MLIR_START.match(first) or "stablehlo." in text or "func.func" in text:
+    if _MLIR_START.match(first) or any(d in text for d in _dialects()):
         return "mlir"
     return None
 

@@ -86,6 +86,7 @@ from ..core.scan import check, find_64bit, has_64bit
 from ..core.types import TypeConverter
 from . import host, intent
 from .state import ALL_PLATFORMS, STATE, default_platform
+from ..rules.registry import spec_of
 
 __all__ = [
     "ALL_PLATFORMS",
@@ -898,7 +899,7 @@ def clone_module(module: ir.Module) -> ir.Module:
 def _entry_function(module: ir.Module) -> ir.Operation | None:
     for op in module.body.operations:
         op = op.operation
-        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+        if spec_of(op.name).function and ir.StringAttr(op.attributes["sym_name"]).value == "main":
             return op
     return None
 
@@ -915,7 +916,7 @@ def _check_boundary(module: ir.Module, name: str, platform: str, config: Config)
             return
     findings = [
         f for f in find_64bit(module)
-        if f.function == "main" and f.op == "func.func"
+        if f.function == "main" and spec_of(f.op).function
     ]
     shown = "\n  ".join(str(f) for f in findings[:10])
     more = f"\n  ... and {len(findings) - 10} more" if len(findings) > 10 else ""

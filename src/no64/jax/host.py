@@ -1404,6 +1404,7 @@ def name_callers_line(exc: BaseException, module: Any) -> None:
     """
     from ..core._mlir import ir
     from ..core.locations import decode_location
+    from ..rules.registry import spec_of
 
     loc = getattr(exc, "location", None)
     if not isinstance(loc, SourceLocation) or loc.file is not None or not exc.args:
@@ -1426,7 +1427,7 @@ def name_callers_line(exc: BaseException, module: Any) -> None:
     calls: dict[str, list[Any]] = {}
 
     def collect(op: Any) -> Any:
-        if op.name == "func.call":
+        if spec_of(op.name).call:
             calls.setdefault(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, []).append(op)
         return ir.WalkResult.ADVANCE
 
@@ -1434,7 +1435,7 @@ def name_callers_line(exc: BaseException, module: Any) -> None:
     op = found[0]
     for _ in range(16):
         fn = op.parent
-        while fn is not None and fn.name != "func.func":
+        while fn is not None and not spec_of(fn.name).function:
             fn = fn.parent
         if fn is None:
             return

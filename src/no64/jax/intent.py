@@ -46,6 +46,7 @@ from ._compat import enable_x64
 from ..core.report import DemotionReport, Narrowing
 from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, OutputRangeError,
                       UnprovenIntegerWarning)
+from ..rules.registry import spec_of
 from ..kinds import Mode, RangePolicy, Verdict
 from . import host
 from .state import ALL_PLATFORMS, STATE
@@ -450,7 +451,7 @@ def _by_line(items: list[Any], warned: set[tuple[str, int]]) -> dict[tuple[str, 
             continue
         key = (loc.file, loc.line)
         first = first or key
-        if n.op == "func.call":
+        if spec_of(n.op).call:
             call = call or key
         by_line.setdefault(key, []).append(n)
     home = call or first

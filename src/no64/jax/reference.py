@@ -44,6 +44,7 @@ from ..errors import InputError
 from ..kinds import RangePolicy
 from ..core.report import DemotionReport
 from ..core.scan import check
+from ..rules.registry import spec_of
 
 __all__ = [
     "ArraySpec",
@@ -126,7 +127,7 @@ def _main_function(module: ir.Module) -> func.FuncOp:
     """Return the entry function: ``@main``, else the only public function."""
     public: list[ir.Operation] = []
     for op in module.body.operations:
-        if op.operation.name != "func.func":
+        if not spec_of(op.operation.name).function:
             continue
         attrs = op.operation.attributes
         name = ir.StringAttr(attrs["sym_name"]).value
@@ -207,7 +208,7 @@ def _python_callbacks(module: ir.Module) -> list[str]:
     found: list[str] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.custom_call":
+        if "call_target_name" in op.attributes:  # a custom call
             target = ir.StringAttr(op.attributes["call_target_name"]).value
             if "callback" in target:
                 found.append(target)

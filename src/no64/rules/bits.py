@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..core._mlir import ir, stablehlo
 from ..analysis.ranges import defining_op
 from ..kinds import EventKind
-from .registry import RuleContext
+from .registry import Computes, RuleContext, spec_of
 from .util import after, compare, erase_dead, splat
 
 
@@ -57,7 +57,7 @@ def _int_convert_users(v: ir.Value) -> list[ir.Operation] | None:
     for use in v.uses:
         user = use.owner
         user = user if isinstance(user, ir.Operation) else user.operation
-        if user.name != "stablehlo.convert":
+        if not spec_of(user.name).convert:
             return None
         e = ir.ShapedType(user.results[0].type).element_type
         if not (isinstance(e, ir.IntegerType) and e.width <= 32):
@@ -107,7 +107,7 @@ def high_word_of_sign_extended(op: ir.Operation, ctx: RuleContext) -> bool:
     t = ir.RankedTensorType(op.results[0].type)
     if not t.has_static_shape:
         return False
-    arithmetic = op.name == "stablehlo.shift_right_arithmetic"
+    arithmetic = spec_of(op.name).computes is Computes.SHIFT_RIGHT_ARITHMETIC
     users = [] if arithmetic else _int_convert_users(op.results[0])
     if users is None:
         return False
@@ -174,7 +174,7 @@ def low_word_mask(op: ir.Operation, ctx: RuleContext) -> bool:
         if c is None or any(v % 2**64 != 0xFFFFFFFF for v in c):
             return False
     users = {use.owner.operation for use in op.results[0].uses}
-    truncating = [u for u in users if u.name == "stablehlo.convert" and _truncating_int(u)]
+    truncating = [u for u in users if spec_of(u.name).convert and _truncating_int(u)]
     if not truncating:
         return False
     for user in truncating:

@@ -25,16 +25,21 @@ from typing import Any
 from ..core._mlir import ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
 from ..kinds import EventKind, Verdict
-from .registry import RuleContext
+from .registry import Computes, RuleContext, spec_of
 from .util import erase_dead
 
 _F64_ONE_BITS = 0x3FF0000000000000
 _F32_ONE_BITS = 0x3F800000
 
 
-def _match(v: ir.Value, name: str) -> ir.Operation | None:
+def _match(v: ir.Value, computes: Computes | None) -> ir.Operation | None:
+    """The op defining ``v`` if it computes ``computes`` (``None``: a convert)."""
     op = defining_op(v)
-    return op if op is not None and op.name == name else None
+    if op is None:
+        return None
+    spec = spec_of(op.name)
+    hit = spec.convert if computes is None else spec.computes is computes
+    return op if hit else None
 
 
 def _split(op: ir.Operation, name: str, pred: Any) -> tuple[ir.Value, ir.Value] | None:
@@ -57,22 +62,22 @@ def _is_const(value: int, bits: int = 64) -> Any:
 
 def _high_word(bits64: ir.Value) -> ir.Value | None:
     """``hi`` for ``bits64 = (convert(hi : ui32) << 32) | convert(lo : ui32)``."""
-    or_op = _match(bits64, "stablehlo.or")
+    or_op = _match(bits64, Computes.OR)
     if or_op is None:
         return None
 
     def is_shifted(v: ir.Value) -> bool:
-        sh = _match(v, "stablehlo.shift_left")
+        sh = _match(v, Computes.SHIFT_LEFT)
         return sh is not None and _is_const(32)(sh.operands[1])
 
     parts = _split(or_op, "or", is_shifted)
     if parts is None:
         return None
     shifted, low = parts
-    sh = _match(shifted, "stablehlo.shift_left")
+    sh = _match(shifted, Computes.SHIFT_LEFT)
     assert sh is not None
-    conv = _match(sh.operands[0], "stablehlo.convert")
-    low_conv = _match(low, "stablehlo.convert")
+    conv = _match(sh.operands[0], None)
+    low_conv = _match(low, None)
     if conv is None or low_conv is None:
         return None
     hi = conv.operands[0]
@@ -86,6 +91,7 @@ def _high_word(bits64: ir.Value) -> ir.Value | None:
 def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
     """Rewrite JAX's f64-from-random-bits idiom to the f32 one."""
     loc = op.location
+    name = op.name
     out_t = op.results[0].type
     src_t = op.operands[0].type
     if not (
@@ -93,14 +99,14 @@ def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
         and ir.ShapedType(src_t).shape == ir.ShapedType(out_t).shape
     ):
         return False
-    or_op = _match(op.operands[0], "stablehlo.or")
+    or_op = _match(op.operands[0], Computes.OR)
     if or_op is None:
         return False
     parts = _split(or_op, "or", _is_const(_F64_ONE_BITS))
     if parts is None:
         return False
     _, mant = parts
-    shr = _match(mant, "stablehlo.shift_right_logical")
+    shr = _match(mant, Computes.SHIFT_RIGHT_LOGICAL)
     if shr is None or not _is_const(12)(shr.operands[1]):
         return False
     hi = _high_word(shr.operands[0])
@@ -128,10 +134,8 @@ def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
         "f64 random floats from 52 bits rewritten to JAX's f32 idiom (23 bits, same "
         "distribution on [1, 2))"
     )
-    ctx.report.add(EventKind.PRECISION_REDUCED, "stablehlo.bitcast_convert", loc, detail)
-    ctx.report.add_narrowing(
-        "stablehlo.bitcast_convert", "result", 0, loc, Verdict.PRECISION_REDUCED, None, detail
-    )
+    ctx.report.add(EventKind.PRECISION_REDUCED, name, loc, detail)
+    ctx.report.add_narrowing(name, "result", 0, loc, Verdict.PRECISION_REDUCED, None, detail)
     return True
 
 

@@ -16,6 +16,13 @@ op computes with the 64-bit number it is).  This is the one place that
 decides where a sentinel may pass through unchanged; the range analysis, the
 pass's verdicts and the emulation plan all read it.
 
+Each entry also gives the op's structural roles (a function, a call, a
+terminator, a loop, branches, an op owning its regions, a constant, a
+convert, a pure op, an op moving operand 0's elements), what it computes for
+the analyses that recognise a computation, and how a reduction's operands
+divide: the pass, the analyses and the emulation steps read these, never an
+op's name.
+
 Adding support for an op is one entry here (plus its functions, in
 :mod:`no64.analysis.transfer` or a rule module) and one test.
 """
@@ -26,15 +33,16 @@ from ..analysis import transfer as T
 from ..core._mlir import ir
 from ..kinds import SentinelUse
 from . import bits, checks, custom_call, floats, rng_bit_generator
+from . import pair_rules as PR
 from . import wide as E
-from .registry import declare
-
-_SH = "stablehlo."
+from .registry import Computes, Reduction, declare
 
 #: What an op does with a sentinel operand (see the module docstring).
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
 #: Operand 0 carries (the elements moved); the others are indices or shapes, read.
 FIRST_CARRIES = (CARRIES,)
+ADD, SUBTRACT, MULTIPLY, DIVIDE = Computes.ADD, Computes.SUBTRACT, Computes.MULTIPLY, Computes.DIVIDE
+MAXIMUM, MINIMUM, NEGATE, ABS, SQRT = Computes.MAXIMUM, Computes.MINIMUM, Computes.NEGATE, Computes.ABS, Computes.SQRT
 
 
 def _convert_use(op: ir.Operation, i: int) -> SentinelUse:
@@ -61,114 +69,160 @@ def _scatter_use(op: ir.Operation, i: int) -> SentinelUse:
 
 # ----------------------------------------------------- constants and shapes
 for _name in ("stablehlo.constant", "chlo.constant", "mhlo.constant"):
-    declare(_name, transfer=T.constant, constant=True, region_free=True)
-declare(_SH + "iota", transfer=T.iota, refuse=checks.iota_fits, region_free=True)
+    declare(_name, transfer=T.constant, constant=True, pure=True, region_free=True, pairs=PR.constant)
+declare("stablehlo.iota", transfer=T.iota, fold=T.fold_iota, refuse=checks.iota_fits, pure=True,
+        computes=Computes.IOTA, region_free=True, pairs=PR.iota)
 
 # Results hold elements of operand 0 (rearranged, repeated or dropped).
-for _op in (
-    "broadcast dynamic_broadcast_in_dim slice dynamic_slice real_dynamic_slice reverse transpose "
-    "gather dynamic_reshape"
-).split():
-    declare(_SH + _op, transfer=T.same_as_first, emulate=E.moved, region_free=True, sentinels=FIRST_CARRIES)
-declare(_SH + "broadcast_in_dim", transfer=T.same_as_first, fold=T.fold_broadcast, emulate=E.moved,
-        region_free=True, sentinels=FIRST_CARRIES)
-declare(_SH + "reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=E.moved, region_free=True,
-        sentinels=FIRST_CARRIES)
+for _name in ("stablehlo.broadcast", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.real_dynamic_slice",
+              "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.gather", "stablehlo.dynamic_reshape"):
+    declare(_name, transfer=T.same_as_first, emulate=E.moved, moves=True, region_free=True,
+            sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+for _name in ("stablehlo.slice", "stablehlo.transpose"):
+    declare(_name, transfer=T.same_as_first, emulate=E.moved, moves=True, pure=True, region_free=True,
+            sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+declare("stablehlo.broadcast_in_dim", transfer=T.same_as_first, fold=T.fold_broadcast, emulate=E.moved,
+        moves=True, pure=True, region_free=True, sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+declare("stablehlo.reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=E.moved, moves=True,
+        pure=True, region_free=True, sentinels=FIRST_CARRIES, pairs=PR.componentwise)
 
 # Result i holds elements of operand i.
-declare(_SH + "copy", transfer=T.same_as_operands, emulate=E.moved, region_free=True, sentinels=CARRIES)
-declare(_SH + "optimization_barrier", transfer=T.same_as_operands, emulate=E.per_operand, region_free=True,
-        sentinels=CARRIES)
-for _op in ("all_gather", "all_to_all", "collective_permute", "collective_broadcast"):
-    declare(_SH + _op, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES)
-for _name in ("sdy.sharding_constraint", "sdy.reshard"):
+declare("stablehlo.copy", transfer=T.same_as_operands, emulate=E.moved, moves=True, region_free=True,
+        sentinels=CARRIES, pairs=PR.componentwise)
+declare("stablehlo.optimization_barrier", transfer=T.same_as_operands, emulate=E.per_operand, region_free=True,
+        sentinels=CARRIES, pairs=PR.per_operand)
+for _name in ("stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
+              "stablehlo.collective_broadcast"):
     declare(_name, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES)
-declare(_SH + "concatenate", transfer=T.join_operands, emulate=E.moved_all, region_free=True, sentinels=CARRIES)
-declare(_SH + "pad", transfer=T.join_operands, emulate=E.pad, region_free=True, sentinels=(CARRIES, CARRIES))
-declare(_SH + "dynamic_pad", transfer=T.join_operands, region_free=True, sentinels=(CARRIES, CARRIES))
-declare(_SH + "dynamic_update_slice", transfer=T.dynamic_update_slice, emulate=E.dynamic_update_slice,
-        region_free=True, sentinels=(CARRIES, CARRIES))
+for _name in ("sdy.sharding_constraint", "sdy.reshard"):
+    declare(_name, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES, pairs=PR.componentwise)
+declare("stablehlo.concatenate", transfer=T.join_operands, emulate=E.moved_all, computes=Computes.CONCATENATE,
+        pure=True, region_free=True, sentinels=CARRIES, pairs=PR.componentwise)
+declare("stablehlo.pad", transfer=T.join_operands, emulate=E.pad, computes=Computes.PAD, region_free=True,
+        sentinels=(CARRIES, CARRIES), pairs=PR.componentwise)
+declare("stablehlo.dynamic_pad", transfer=T.join_operands, region_free=True, sentinels=(CARRIES, CARRIES),
+        pairs=PR.componentwise)
+declare("stablehlo.dynamic_update_slice", transfer=T.dynamic_update_slice, emulate=E.dynamic_update_slice,
+        region_free=True, sentinels=(CARRIES, CARRIES), pairs=PR.componentwise)
 # select, min/max and clamp pick one of their operands
-declare(_SH + "select", transfer=T.select, emulate=E.select, region_free=True, sentinels=CARRIES)
-declare(_SH + "clamp", transfer=T.clamp, emulate=E.clamp, region_free=True, sentinels=CARRIES)
-declare(_SH + "maximum", transfer=T.minmax("max"), emulate=E.maximum, region_free=True, sentinels=CARRIES)
-declare(_SH + "minimum", transfer=T.minmax("min"), emulate=E.minimum, region_free=True, sentinels=CARRIES)
+declare("stablehlo.select", transfer=T.select, emulate=E.select, computes=Computes.SELECT, pure=True,
+        region_free=True, sentinels=CARRIES, pairs=PR.select)
+declare("stablehlo.clamp", transfer=T.clamp, emulate=E.clamp, pure=True, region_free=True, sentinels=CARRIES,
+        pairs=PR.clamp)
+declare("stablehlo.maximum", transfer=T.minmax("max"), emulate=E.maximum, computes=MAXIMUM, pure=True,
+        region_free=True, sentinels=CARRIES, pairs=PR.maximum)
+declare("stablehlo.minimum", transfer=T.minmax("min"), emulate=E.minimum, computes=MINIMUM, pure=True,
+        region_free=True, sentinels=CARRIES, pairs=PR.minimum)
 
 # ------------------------------------------------------------- predicates
-declare(_SH + "compare", transfer=T.predicate, emulate=E.compare, region_free=True, sentinels=COMPARES)
-declare(_SH + "is_finite", transfer=T.predicate, region_free=True)
-declare(_SH + "convert", transfer=T.convert, fold=T.fold_convert, convert=True, sentinels=_convert_use,
-        emulate=E.convert, region_free=True)
+declare("stablehlo.compare", transfer=T.predicate, emulate=E.compare, computes=Computes.COMPARE, pure=True,
+        region_free=True, sentinels=COMPARES, pairs=PR.compare)
+declare("stablehlo.is_finite", transfer=T.predicate, region_free=True, pairs=PR.is_finite)
+declare("stablehlo.convert", transfer=T.convert, fold=T.fold_convert, convert=True, sentinels=_convert_use,
+        emulate=E.convert, pure=True, region_free=True, pairs=PR.convert)
 
 # ------------------------------------------------------------- arithmetic
-declare(_SH + "add", transfer=T.add, fold=T.fold_add, emulate=E.add, region_free=True)
-declare(_SH + "subtract", transfer=T.subtract, fold=T.fold_subtract, emulate=E.subtract, region_free=True)
-declare(_SH + "multiply", transfer=T.multiply, fold=T.fold_multiply, emulate=E.multiply, region_free=True)
-declare(_SH + "negate", transfer=T.negate, fold=T.fold_negate, emulate=E.negate, region_free=True)
-declare(_SH + "divide", transfer=T.divide, emulate=E.divide, region_free=True)
-declare(_SH + "remainder", transfer=T.remainder, emulate=E.remainder, region_free=True)
-declare(_SH + "abs", transfer=T.absolute, emulate=E.absolute, region_free=True)
-declare(_SH + "sign", transfer=T.sign, emulate=E.sign, region_free=True)
-declare(_SH + "dot_general", transfer=T.dot_general, emulate=E.dot_general, region_free=True)
+declare("stablehlo.add", transfer=T.add, fold=T.fold_add, emulate=E.add, computes=ADD, pure=True,
+        region_free=True, pairs=PR.add)
+declare("stablehlo.subtract", transfer=T.subtract, fold=T.fold_subtract, emulate=E.subtract, computes=SUBTRACT,
+        pure=True, region_free=True, pairs=PR.subtract)
+declare("stablehlo.multiply", transfer=T.multiply, fold=T.fold_multiply, emulate=E.multiply, computes=MULTIPLY,
+        pure=True, region_free=True, pairs=PR.multiply)
+declare("stablehlo.negate", transfer=T.negate, fold=T.fold_negate, emulate=E.negate, computes=NEGATE, pure=True,
+        region_free=True, pairs=PR.negate)
+declare("stablehlo.divide", transfer=T.divide, emulate=E.divide, computes=DIVIDE, region_free=True,
+        pairs=PR.divide)
+declare("stablehlo.remainder", transfer=T.remainder, emulate=E.remainder, region_free=True)
+declare("stablehlo.abs", transfer=T.absolute, emulate=E.absolute, computes=ABS, pure=True, region_free=True,
+        pairs=PR.absolute)
+declare("stablehlo.sign", transfer=T.sign, emulate=E.sign, pure=True, region_free=True, pairs=PR.sign)
+declare("stablehlo.dot_general", transfer=T.dot_general, emulate=E.dot_general, emulate_applies=E.dot_applies,
+        emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general)
 
 # ------------------------------------------- width-dependent: bits and words
-declare(_SH + "shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
-declare(_SH + "shift_right_arithmetic", transfer=T.shift_right_arithmetic,
+declare("stablehlo.shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift_left,
+        computes=Computes.SHIFT_LEFT, pure=True, region_free=True)
+declare("stablehlo.shift_right_arithmetic", transfer=T.shift_right_arithmetic,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended, bits.unsigned_arithmetic_shift),
-        refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
-declare(_SH + "shift_right_logical", transfer=T.shift_right_logical,
+        refuse=bits.shift_amount_below_32, emulate=E.shift_right_arithmetic,
+        computes=Computes.SHIFT_RIGHT_ARITHMETIC, pure=True, region_free=True)
+declare("stablehlo.shift_right_logical", transfer=T.shift_right_logical,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
-        refuse=bits.shift_amount_below_32, emulate=E.shift, region_free=True)
-declare(_SH + "and", transfer=T.bit_and, rewrites=(bits.low_word_mask,), emulate=E.bit_and, region_free=True)
-declare(_SH + "or", transfer=T.bit_or_xor, emulate=E.bit_or, region_free=True)
-declare(_SH + "xor", transfer=T.bit_or_xor, emulate=E.bit_xor, region_free=True)
-declare(_SH + "not", transfer=T.bit_not, refuse=bits.unsigned_not, emulate=E.bit_not, region_free=True)
-declare(_SH + "count_leading_zeros", transfer=T.bit_count, refuse=bits.static_bit_count,
-        fixup=bits.bit_count_fixup, emulate=E.count_leading_zeros, region_free=True)
-declare(_SH + "popcnt", transfer=T.bit_count, refuse=bits.static_bit_count, fixup=bits.bit_count_fixup,
-        emulate=E.popcnt, region_free=True)
-declare(_SH + "bitcast_convert",
+        refuse=bits.shift_amount_below_32, emulate=E.shift_right_logical,
+        computes=Computes.SHIFT_RIGHT_LOGICAL, pure=True, region_free=True)
+declare("stablehlo.and", transfer=T.bit_and, rewrites=(bits.low_word_mask,), emulate=E.bit_and,
+        computes=Computes.AND, pure=True, region_free=True)
+declare("stablehlo.or", transfer=T.bit_or_xor, emulate=E.bit_or, computes=Computes.OR, pure=True, region_free=True)
+declare("stablehlo.xor", transfer=T.bit_or_xor, emulate=E.bit_xor, computes=Computes.XOR, pure=True,
+        region_free=True)
+declare("stablehlo.not", transfer=T.bit_not, refuse=bits.unsigned_not, emulate=E.bit_not, pure=True,
+        region_free=True)
+declare("stablehlo.count_leading_zeros", transfer=T.bit_count, refuse=bits.static_bit_count,
+        fixup=bits.bit_count_fixup, emulate=E.count_leading_zeros, emulate_applies=E.static_shape,
+        region_free=True)
+declare("stablehlo.popcnt", transfer=T.bit_count, refuse=bits.static_bit_count, fixup=bits.bit_count_fixup,
+        emulate=E.popcnt, emulate_applies=E.static_shape, region_free=True)
+declare("stablehlo.bitcast_convert",
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
-        refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert, region_free=True)
-declare(_SH + "reduce_precision", rewrites=(floats.clamp_reduce_precision,), region_free=True)
-declare(_SH + "rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
+        refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert,
+        emulate_applies=E.bitcast_applies, region_free=True)
+declare("stablehlo.reduce_precision", rewrites=(floats.clamp_reduce_precision,), region_free=True)
+declare("stablehlo.rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
         hint="rbg keys need a u64 state: no64 rewrites it exactly")
-declare(_SH + "custom_call", rewrites=(custom_call.lapack_to_32bit,), refuse=custom_call.opaque_target,
-        region_free=True)
-for _op in ("infeed", "outfeed", "send", "recv"):
-    declare(_SH + _op, refuse=checks.host_transfer, region_free=True)
+declare("stablehlo.custom_call", rewrites=(custom_call.lapack_to_32bit,), refuse=custom_call.opaque_target,
+        region_free=True, pairs=PR.custom_call)
+for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"):
+    declare(_name, refuse=checks.host_transfer, region_free=True)
 
 # ------------------------------------------------- multi-result and regions
 # (What a region does with a sentinel its op hands it is up to the ops inside.)
-declare(_SH + "sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort, sentinels=CARRIES)
-declare("chlo.top_k", transfer=T.top_k, region_free=True, sentinels=CARRIES)
-declare(_SH + "while", transfer=T.while_results, arguments=T.while_arguments, sentinels=CARRIES)
-declare(_SH + "case", transfer=T.branches, sentinels=CARRIES)
-declare(_SH + "if", transfer=T.branches, sentinels=CARRIES)
-declare(_SH + "reduce", transfer=T.reduction_results, arguments=T.reduction_arguments,
-        emulate=E.reduction, sentinels=CARRIES)
-declare(_SH + "reduce_window", transfer=T.reduction_results, arguments=T.reduction_arguments,
-        emulate=E.reduction, sentinels=CARRIES)
-declare(_SH + "scatter", transfer=T.reduction_results, arguments=T.reduction_arguments, emulate=E.scatter,
-        sentinels=_scatter_use)
-for _op in ("all_reduce", "reduce_scatter"):
-    declare(_SH + _op, transfer=T.reduction_results, arguments=T.reduction_arguments, sentinels=CARRIES)
-declare(_SH + "select_and_scatter")
-declare("func.func", arguments=T.function_arguments)
+declare("stablehlo.sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort, owns_regions=True,
+        sentinels=CARRIES, pairs=PR.sort)
+declare("chlo.top_k", transfer=T.top_k, emulate=E.top_k, region_free=True, sentinels=CARRIES)
+declare("stablehlo.while", transfer=T.while_results, arguments=T.while_arguments, loop=True, sentinels=CARRIES)
+declare("stablehlo.case", transfer=T.branches, branches=True, sentinels=CARRIES)
+declare("stablehlo.if", transfer=T.branches, branches=True, sentinels=CARRIES)
+declare("stablehlo.reduce", transfer=T.reduction_results, arguments=T.reduction_arguments,
+        emulate=E.reduction, owns_regions=True, reduction=Reduction.INPUTS_INITS, sentinels=CARRIES,
+        pairs=PR.reduce)
+declare("stablehlo.reduce_window", transfer=T.reduction_results, arguments=T.reduction_arguments,
+        emulate=E.reduction, owns_regions=True, reduction=Reduction.INPUTS_INITS, sentinels=CARRIES,
+        pairs=PR.reduce_window)
+declare("stablehlo.scatter", transfer=T.reduction_results, arguments=T.reduction_arguments, emulate=E.scatter,
+        owns_regions=True, reduction=Reduction.SCATTER, sentinels=_scatter_use, pairs=PR.scatter)
+for _name in ("stablehlo.all_reduce", "stablehlo.reduce_scatter"):
+    declare(_name, transfer=T.reduction_results, arguments=T.reduction_arguments, owns_regions=True,
+            reduction=Reduction.REPLICAS, sentinels=CARRIES)
+declare("stablehlo.select_and_scatter", owns_regions=True)
+declare("func.func", arguments=T.function_arguments, function=True)
 declare("func.call", transfer=T.call, call=True, region_free=True, sentinels=CARRIES)
 declare("sdy.manual_computation", arguments=T.forwarded_arguments, sentinels=CARRIES)
-
-# ops that never carry regions and need no more than plain retyping
-for _op in (
-    "exponential log sqrt rsqrt tanh logistic power floor ceil round_nearest_even round_nearest_afz "
-    "get_tuple_element tuple real imag complex fft convolution rng cosine sine log_plus_one "
-    "exponential_minus_one cbrt atan2 tan get_dimension_size"
-).split():
-    declare(_SH + _op, region_free=True)
 # terminators hand their operands to the results of the op or call they end
 for _name in ("stablehlo.return", "func.return", "sdy.return"):
-    declare(_name, region_free=True, sentinels=CARRIES)
+    declare(_name, terminator=True, region_free=True, sentinels=CARRIES)
 
-# float64 as pairs of f32 (float_policy="pairs"): the rules join their ops' entries
-from . import pair_rules as _pair_rules  # noqa: E402,F401
+# ------------------------------- ops that need no more than plain retyping
+# on floats, computed in f32 under float_policy="pairs" (recorded)
+for _name in ("stablehlo.log", "stablehlo.cosine", "stablehlo.sine", "stablehlo.tan", "stablehlo.log_plus_one",
+              "stablehlo.cbrt", "stablehlo.atan2"):
+    declare(_name, region_free=True, pairs=PR.in_f32)
+# (on integers, computed on words as XLA computes it)
+declare("stablehlo.power", emulate=E.power, region_free=True, pairs=PR.in_f32)
+# the same where ``finfo(float64).max`` gives f32's result in float64 too
+for _name in ("stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.tanh", "stablehlo.logistic"):
+    declare(_name, saturates=True, region_free=True, pairs=PR.in_f32)
+declare("stablehlo.sqrt", computes=SQRT, region_free=True, pairs=PR.sqrt)
+declare("stablehlo.rsqrt", region_free=True, pairs=PR.rsqrt)
+declare("stablehlo.floor", region_free=True, pairs=PR.floor)
+declare("stablehlo.ceil", region_free=True, pairs=PR.ceil)
+declare("stablehlo.round_nearest_even", region_free=True, pairs=PR.round_nearest_even)
+declare("stablehlo.round_nearest_afz", region_free=True, pairs=PR.round_nearest_afz)
+for _name in ("stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.real", "stablehlo.imag",
+              "stablehlo.complex", "stablehlo.fft", "stablehlo.convolution", "stablehlo.rng",
+              "stablehlo.get_dimension_size"):
+    declare(_name, region_free=True)
+# chlo's special functions: on floats, computed in f32 under float_policy="pairs"
+for _name in ("chlo.erf", "chlo.erf_inv", "chlo.lgamma", "chlo.digamma", "chlo.asin", "chlo.acos", "chlo.atan",
+              "chlo.sinh", "chlo.cosh", "chlo.asinh", "chlo.acosh", "chlo.atanh"):
+    declare(_name, pairs=PR.in_f32)

@@ -10,7 +10,8 @@ a converted integer), built at the current insertion point.  ``em``
 operand (``em.pair``), the value standing for any other operand
 (``em.value``), the op's types in the 64-bit program (``em.type``), copies
 region bodies (``em.copy_block``), records an op computed with less
-precision (``em.reduced``) and refuses (``em.refuse``).
+precision (``em.reduced``) and refuses (``em.refuse``).  The op table
+(:mod:`no64.rules.ops`) names each op's rule.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import numpy as np
 from ..core._mlir import ir
 from ..core._mlir import as_operation as _as_op
 from . import pairs as P
-from .registry import computes_pairs
-from .words import make
+from .registry import Computes, spec_of
+from .words import build, make
 
 from .protocols import PairRule
 
@@ -32,7 +33,6 @@ __all__ = ["PairRule", "is_f64", "SUM_BLOCK"]
 
 Out = Union[P.Pair, ir.Value, None]
 
-_SH = "stablehlo."
 #: Sums are taken in blocks of this many terms (a tree of variadic reduces).
 SUM_BLOCK = 16
 
@@ -70,38 +70,40 @@ def _unary(fn: Callable[[P.Pair], P.Pair]) -> PairRule:
     return rule
 
 
-for _name, _fn in (("add", P.add), ("subtract", P.subtract), ("multiply", P.multiply), ("divide", P.divide),
-                   ("maximum", lambda a, b: P.minmax("max", a, b)),
-                   ("minimum", lambda a, b: P.minmax("min", a, b))):
-    computes_pairs(_SH + _name)(_binary(_fn))
-for _name, _fn in (("negate", P.negate), ("sqrt", P.sqrt), ("abs", P.absolute), ("sign", P.sign),
-                   ("floor", P.floor), ("ceil", P.ceil), ("round_nearest_even", P.round_even),
-                   ("round_nearest_afz", P.round_afz)):
-    computes_pairs(_SH + _name)(_unary(_fn))
+add = _binary(P.add)
+subtract = _binary(P.subtract)
+multiply = _binary(P.multiply)
+divide = _binary(P.divide)
+maximum = _binary(lambda a, b: P.minmax("max", a, b))
+minimum = _binary(lambda a, b: P.minmax("min", a, b))
+negate = _unary(P.negate)
+sqrt = _unary(P.sqrt)
+absolute = _unary(P.absolute)
+sign = _unary(P.sign)
+floor = _unary(P.floor)
+ceil = _unary(P.ceil)
+round_nearest_even = _unary(P.round_even)
+round_nearest_afz = _unary(P.round_afz)
 
 
-@computes_pairs(_SH + "rsqrt")
 def rsqrt(op: ir.Operation, em: Any) -> list[Out]:
     x = em.pair(op.operands[0])
     one = P.constant(x.shape, 1.0)
     return [P.divide(one, P.sqrt(x))]
 
 
-@computes_pairs(_SH + "clamp")
 def clamp(op: ir.Operation, em: Any) -> list[Out]:
     shape = _shape(op.results[0])
     lo, x, hi = (_broadcast(em.pair(v), shape) for v in op.operands)
     return [P.minmax("min", P.minmax("max", x, lo), hi)]
 
 
-@computes_pairs(_SH + "compare")
 def compare(op: ir.Operation, em: Any) -> list[Out]:
     a, b = (em.pair(x) for x in op.operands)
     kind = _attr_word(op, "compare_type") if "compare_type" in op.attributes else "FLOAT"
     return [P.compare(_attr_word(op, "comparison_direction"), a, b, kind)]
 
 
-@computes_pairs(_SH + "select")
 def select(op: ir.Operation, em: Any) -> list[Out]:
     p, x, y = op.operands
     pv = em.value(p)
@@ -112,7 +114,6 @@ def select(op: ir.Operation, em: Any) -> list[Out]:
     return [P.select(pv, em.pair(x), em.pair(y))]
 
 
-@computes_pairs(_SH + "is_finite")
 def is_finite(op: ir.Operation, em: Any) -> list[Out]:
     x = em.pair(op.operands[0])
     return [make("is_finite", [x.hi], op.results[0].type)]
@@ -128,7 +129,6 @@ def _broadcast(x: P.Pair, shape: Sequence[int]) -> P.Pair:
 
 
 # --------------------------------------------------------------- constants
-@computes_pairs(_SH + "constant", "chlo.constant", "mhlo.constant")
 def constant(op: ir.Operation, em: Any) -> list[Out]:
     """Each element split exactly into its pair (``finfo(float64).max`` and
     its negation, the float sentinels, become f32's; other values beyond
@@ -147,7 +147,6 @@ def constant(op: ir.Operation, em: Any) -> list[Out]:
     return [P.constant(shape, values)]
 
 
-@computes_pairs(_SH + "iota")
 def iota(op: ir.Operation, em: Any) -> list[Out]:
     shape = _shape(op.results[0])
     i32 = ir.IntegerType.get_signless(32)
@@ -158,7 +157,6 @@ def iota(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ---------------------------------------------------------------- converts
-@computes_pairs(_SH + "convert")
 def convert(op: ir.Operation, em: Any) -> list[Out]:
     x = op.operands[0]
     xt = em.type(x)
@@ -184,7 +182,7 @@ def convert(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ------------------------------------------------------- ops moving elements
-def _componentwise(op: ir.Operation, em: Any) -> list[Out]:
+def componentwise(op: ir.Operation, em: Any) -> list[Out]:
     """An op that moves elements (and whose other operands are indices):
     applied to the hi words and to the lo words alike."""
     outs = []
@@ -197,15 +195,7 @@ def _componentwise(op: ir.Operation, em: Any) -> list[Out]:
             for i, r in enumerate(op.results)]
 
 
-for _op in ("broadcast_in_dim broadcast reshape transpose slice reverse concatenate pad dynamic_slice "
-            "dynamic_update_slice gather copy real_dynamic_slice dynamic_broadcast_in_dim dynamic_reshape "
-            "dynamic_pad").split():
-    computes_pairs(_SH + _op)(_componentwise)
-for _name in ("sdy.sharding_constraint", "sdy.reshard"):
-    computes_pairs(_name)(_componentwise)
 
-
-@computes_pairs(_SH + "optimization_barrier")
 def per_operand(op: ir.Operation, em: Any) -> list[Out]:
     """An op whose result *i* is operand *i*: each pair as its two words."""
     operands: list[ir.Value] = []
@@ -225,7 +215,7 @@ def per_operand(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ----------------------------------------------- computed in f32, recorded
-def _in_f32(op: ir.Operation, em: Any) -> list[Out]:
+def in_f32(op: ir.Operation, em: Any) -> list[Out]:
     """Computed in f32 from the operands rounded once; the results enter as
     exact pairs of those f32 values (recorded as precision-reduced)."""
     em.reduced(op, "computed in f32 from the float64 pair rounded to f32")
@@ -236,14 +226,7 @@ def _in_f32(op: ir.Operation, em: Any) -> list[Out]:
     return [P.from_f32(n) if is_f64(r.type) else n for r, n in zip(op.results, new.results)]
 
 
-for _op in ("exponential log tanh logistic power cosine sine tan log_plus_one exponential_minus_one cbrt "
-            "atan2").split():
-    computes_pairs(_SH + _op)(_in_f32)
-for _op in ("erf erf_inv lgamma digamma asin acos atan sinh cosh asinh acosh atanh".split()):
-    computes_pairs("chlo." + _op)(_in_f32)
 
-
-@computes_pairs(_SH + "custom_call")
 def custom_call(op: ir.Operation, em: Any) -> list[Out]:
     """A LAPACK float64 call: handed its operands rounded to f32 (typed
     float64 again, for the pass to narrow the call to its f32 sibling) and
@@ -267,9 +250,9 @@ def custom_call(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ------------------------------------------------------------- reductions
-def _body_combiner(op: ir.Operation) -> str | None:
-    """The one op a single-slot reduction's body applies to its two
-    arguments (``"stablehlo.add"``, ...), if that is all it does."""
+def _body_combiner(op: ir.Operation) -> Computes | None:
+    """What the one op a single-slot reduction's body applies to its two
+    arguments computes (:attr:`Computes.ADD`, ...), if that is all it does."""
     block = op.regions[0].blocks[0]
     ops = [_as_op(o) for o in block.operations]
     if len(ops) != 2 or len(block.arguments) != 2:
@@ -279,7 +262,7 @@ def _body_combiner(op: ir.Operation) -> str | None:
         return None
     if set(combine.operands) != set(block.arguments):
         return None
-    return combine.name
+    return spec_of(combine.name).computes
 
 
 def _ints(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
@@ -293,14 +276,14 @@ def _pair_reduce(x: P.Pair, init: P.Pair, dims: Sequence[int], body: Callable[[P
     shape = x.shape
     rshape = [n for i, n in enumerate(shape) if i not in dims]
     t = P.pair_type(rshape)
-    new = ir.Operation.create("stablehlo.reduce", results=[t, t], operands=[x.hi, x.lo, init.hi, init.lo],
-                              attributes={"dimensions": ir.DenseI64ArrayAttr.get(list(dims))}, regions=1)
+    new = build("reduce", [x.hi, x.lo, init.hi, init.lo], [t, t], regions=1,
+                dimensions=ir.DenseI64ArrayAttr.get(list(dims)))
     st = P.pair_type([])
     block = new.regions[0].blocks.append(st, st, st, st)
     with ir.InsertionPoint(block):
         a = block.arguments
         z = body(P.Pair(a[0], a[1]), P.Pair(a[2], a[3]))
-        ir.Operation.create("stablehlo.return", operands=[z.hi, z.lo])
+        build("return", [z.hi, z.lo], [])
     return P.Pair(new.results[0], new.results[1])
 
 
@@ -343,7 +326,6 @@ def _pad_last(x: P.Pair, extra: int) -> P.Pair:
     return P.Pair(make("pad", [x.hi, zero.hi], t, **attrs), make("pad", [x.lo, zero.lo], t, **attrs))
 
 
-@computes_pairs(_SH + "reduce")
 def reduce(op: ir.Operation, em: Any) -> list[Out]:
     """A sum in blocks (:func:`blocked_sum`), a minimum or maximum, or any
     other body computed on pairs (``argmax``'s, ...)."""
@@ -351,21 +333,20 @@ def reduce(op: ir.Operation, em: Any) -> list[Out]:
     if len(op.results) == 1 and is_f64(op.results[0].type):
         combine = _body_combiner(op)
         x, init = em.pair(op.operands[0]), em.pair(op.operands[1])
-        if combine == "stablehlo.add":
+        if combine is Computes.ADD:
             s = blocked_sum(x, dims)
             return [P.add(s, _broadcast(init, s.shape))]
-        if combine in ("stablehlo.maximum", "stablehlo.minimum"):
-            kind = "max" if combine == "stablehlo.maximum" else "min"
+        if combine in (Computes.MAXIMUM, Computes.MINIMUM):
+            kind = "max" if combine is Computes.MAXIMUM else "min"
             return [_pair_reduce(x, init, dims, lambda a, b: P.minmax(kind, a, b))]
     return em.rebuild_with_body(op, slots=len(op.results))
 
 
-@computes_pairs(_SH + "reduce_window")
 def reduce_window(op: ir.Operation, em: Any) -> list[Out]:
     """A cumulative sum by doubling (``ceil(log2 n)`` two-element windows,
     each a variadic ``reduce_window`` on the pair); any other window
     computed with its body on pairs."""
-    if len(op.results) == 1 and is_f64(op.results[0].type) and _body_combiner(op) == "stablehlo.add":
+    if len(op.results) == 1 and is_f64(op.results[0].type) and _body_combiner(op) is Computes.ADD:
         prefix = _prefix(op, em)
         if prefix is not None:
             return [_cumsum(em.pair(op.operands[0]), *prefix)]
@@ -418,26 +399,23 @@ def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool) -> P.Pair:
             "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
             "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
         }
-        new = ir.Operation.create("stablehlo.reduce_window", results=[t, t],
-                                  operands=[x.hi, x.lo, zero.hi, zero.lo], attributes=attrs, regions=1)
+        new = build("reduce_window", [x.hi, x.lo, zero.hi, zero.lo], [t, t], regions=1, **attrs)
         block = new.regions[0].blocks.append(st, st, st, st)
         with ir.InsertionPoint(block):
             a = block.arguments
             z = P.add(P.Pair(a[0], a[1]), P.Pair(a[2], a[3]))
-            ir.Operation.create("stablehlo.return", operands=[z.hi, z.lo])
+            build("return", [z.hi, z.lo], [])
         x = P.Pair(new.results[0], new.results[1])
         d *= 2
     return x
 
 
-@computes_pairs(_SH + "sort")
 def sort(op: ir.Operation, em: Any) -> list[Out]:
     """``sort``: each float64 operand as two (hi, lo) operands; the
     comparator compares pairs."""
     return em.rebuild_sort(op)
 
 
-@computes_pairs(_SH + "scatter")
 def scatter(op: ir.Operation, em: Any) -> list[Out]:
     """``scatter`` whose body stores the update (``.at[].set``): the hi
     and lo words scattered alike; a body that combines (``.at[].add``) is
@@ -446,7 +424,6 @@ def scatter(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ------------------------------------------------------------- dot_general
-@computes_pairs(_SH + "dot_general")
 def dot_general(op: ir.Operation, em: Any) -> list[Out]:
     """Pair products of the operands laid out on a common shape
     ``batch x lhs-free x rhs-free x chunk``, summed in blocks, chunk by

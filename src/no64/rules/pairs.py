@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core._mlir import ir
-from .words import i32, make
+from .words import build, i32, make
 
 __all__ = [
     "Pair",
@@ -168,10 +168,7 @@ def _or(a: ir.Value, b: ir.Value) -> ir.Value:
 def barrier(*values: ir.Value) -> list[ir.Value]:
     """``values`` through one ``stablehlo.optimization_barrier``: the
     compiler must compute each as written and may not look through it."""
-    op = ir.Operation.create(
-        "stablehlo.optimization_barrier", results=[v.type for v in values], operands=list(values)
-    )
-    return list(op.results)
+    return list(build("optimization_barrier", values, [v.type for v in values]).results)
 
 
 def _bar(v: ir.Value) -> ir.Value:

@@ -17,17 +17,26 @@ this registry:
   :class:`~no64.kinds.SentinelUse`): carries it unchanged (moving,
   selecting, ordering ops), compares it, or reads it as the 64-bit number
   it is (everything else, the default);
-* what the audit tells the user about it (``hint``).
+* what the audit tells the user about it (``hint``);
+* its structural roles, which the pass, the analyses and the emulation
+  steps read instead of op names: a function, a call, a terminator, a loop,
+  branches, an op that owns its regions (a reduction's body), a constant, a
+  convert, a pure op, an op whose results move operand 0's elements;
+  ``computes`` names the computation analyses recognise (an addition, a
+  compare, ...) and ``reduction`` how a reduction-like op's operands
+  divide.
 
 An op no entry knows gets :data:`UNKNOWN`: the full range of its types and
 plain retyping.  Rules registered with :func:`register` (also after import)
-join their op's entry, which makes the pass hand the op to them: a
-registered rule is always reachable (:func:`check_reachable`).
+join their op's entry, which makes the pass hand the op to them;
+:func:`check_reachable` fails on a rule the pass would never hand its op
+to (a rewrite of a constant, an emulation rule of a call, ...).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -42,6 +51,8 @@ __all__ = [
     "RuleContext",
     "Rule",
     "Check",
+    "Computes",
+    "Reduction",
     "OpSpec",
     "REGISTRY",
     "UNKNOWN",
@@ -50,7 +61,9 @@ __all__ = [
     "emulates",
     "computes_pairs",
     "spec_of",
+    "names_where",
     "check_reachable",
+    "unreachable",
     "SentinelUses",
 ]
 
@@ -92,6 +105,52 @@ Rule = Callable[[ir.Operation, RuleContext], bool]
 Check = Callable[[ir.Operation, RuleContext], None]
 
 
+class Computes(enum.Enum):
+    """What an op computes, for the analyses that recognise a computation
+    (a loop counter's step, a sum's body, a float difference, a reduction's
+    identity): elementwise on its operands unless said otherwise."""
+
+    ADD = "add"
+    SUBTRACT = "subtract"
+    MULTIPLY = "multiply"
+    DIVIDE = "divide"
+    MAXIMUM = "maximum"
+    MINIMUM = "minimum"
+    NEGATE = "negate"
+    ABS = "abs"
+    SQRT = "sqrt"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    #: Operand 0 shifted by operand 1's bits.
+    SHIFT_LEFT = "shift_left"
+    SHIFT_RIGHT_LOGICAL = "shift_right_logical"
+    SHIFT_RIGHT_ARITHMETIC = "shift_right_arithmetic"
+    #: ``comparison_direction`` between operands 0 and 1.
+    COMPARE = "compare"
+    #: Operand 0 (a predicate) picks operand 1's or operand 2's element.
+    SELECT = "select"
+    #: Its operands' elements, one after another along a dimension.
+    CONCATENATE = "concatenate"
+    #: Operand 0's elements with operand 1 (the padding value) around them.
+    PAD = "pad"
+    #: The indices along ``iota_dimension``.
+    IOTA = "iota"
+
+
+class Reduction(enum.Enum):
+    """How a reduction-like op's operands divide (its region is the
+    combining body, its results the combined values)."""
+
+    #: ``n`` inputs, then ``n`` initial values (reduce, reduce_window).
+    INPUTS_INITS = "inputs, inits"
+    #: ``n`` inputs (also the initial values), the indices, ``n`` updates
+    #: combined into them (scatter).
+    SCATTER = "inputs, indices, updates"
+    #: One operand per result, combined across replicas (all_reduce, ...).
+    REPLICAS = "across replicas"
+
+
 @dataclasses.dataclass(frozen=True)
 class OpSpec:
     """What no64 knows about one op (see the module docstring)."""
@@ -110,16 +169,53 @@ class OpSpec:
     hint: str | None = None
     #: Its exact meaning on 64-bit integers carried as 32-bit word pairs.
     emulate: "EmulateRule | None" = None
+    #: Whether ``emulate`` computes this op (``applies(op)``; none: every
+    #: op of this name), and why not where it does not (``why_not(op)``).
+    emulate_applies: "Callable[[ir.Operation], bool] | None" = None
+    emulate_why_not: "Callable[[ir.Operation], str] | None" = None
     #: Its meaning on 64-bit floats carried as pairs of f32
     #: (``float_policy="pairs"``, see :mod:`no64.rules.pair_rules`).
     pairs: "PairRule | None" = None
     #: The op never has regions (lets walks skip looking for them).
     region_free: bool = False
-    #: Structural roles the pass needs: a constant whose ``value`` attribute
-    #: holds its result, a convert, a call.
+    # Structural roles the pass, the analyses and the emulation steps need.
+    #: A constant whose ``value`` attribute holds its result.
     constant: bool = False
+    #: An elementwise conversion of its operand to the result's element type.
     convert: bool = False
+    #: A call of the function its ``callee`` attribute names: its operands
+    #: are the callee's arguments, its results what the callee returns.
     call: bool = False
+    #: A function: a symbol (``sym_name``) with a signature
+    #: (``function_type``) and a body (region 0).
+    function: bool = False
+    #: Ends a block: hands its operands to the op whose region it ends (the
+    #: results of a loop, a branch, a reduction's body) or, in a function,
+    #: to its callers.
+    terminator: bool = False
+    #: A loop: region 0 the condition, region 1 the body; its results, both
+    #: regions' arguments and the body's returned values are one carried
+    #: state, started by its operands.
+    loop: bool = False
+    #: Branches: each region is one branch whose returned values are the
+    #: results.
+    branches: bool = False
+    #: Its regions are bodies it applies (a combiner, a comparator), which
+    #: its rules rebuild whole; the values in them are not the program's.
+    owns_regions: bool = False
+    #: No side effect: it may be erased once nothing reads its results (the
+    #: emulation step erases such ops it left unread; an op not declared
+    #: pure is kept).
+    pure: bool = False
+    #: Its result's elements are operand 0's (rearranged, repeated or dropped).
+    moves: bool = False
+    #: What it computes, for the analyses that recognise it (see :class:`Computes`).
+    computes: Computes | None = None
+    #: How a reduction-like op's operands divide (see :class:`Reduction`).
+    reduction: Reduction | None = None
+    #: On floats: gives the same result in f32 and float64 where an operand
+    #: is ``finfo(float64).max`` mapped to f32's (``exp(-max)`` is 0 in both).
+    saturates: bool = False
 
     def sentinel_use(self, op: ir.Operation, i: int) -> SentinelUse:
         """What ``op`` does with a sentinel in its operand ``i``."""
@@ -129,6 +225,16 @@ class OpSpec:
         if isinstance(uses, tuple):
             return uses[i] if i < len(uses) else SentinelUse.READS
         return uses(op, i)
+
+    def can_emulate(self, op: ir.Operation) -> bool:
+        """Whether the emulation rule computes ``op`` on words."""
+        return self.emulate is not None and (self.emulate_applies is None or self.emulate_applies(op))
+
+    @property
+    def ties(self) -> bool:
+        """It joins carried values: a loop's state, a branch's results, a
+        callee's arguments and results (the emulation steps carry them packed)."""
+        return self.call or self.loop or self.branches
 
     @property
     def width_dependent(self) -> bool:
@@ -147,6 +253,12 @@ UNKNOWN = OpSpec(name="")
 def spec_of(name: str) -> OpSpec:
     """The entry for op ``name`` (:data:`UNKNOWN` if there is none)."""
     return REGISTRY.get(name, UNKNOWN)
+
+
+def names_where(has: Callable[[OpSpec], bool]) -> frozenset[str]:
+    """The names of the ops whose entry ``has`` (read when called: rules
+    may join the table at any time)."""
+    return frozenset(name for name, spec in REGISTRY.items() if has(spec))
 
 
 def declare(name: str, **fields: Any) -> OpSpec:
@@ -173,15 +285,21 @@ def register(*op_names: str) -> Callable[[Rule], Rule]:
     return deco
 
 
-def emulates(*op_names: str) -> Callable[["EmulateRule"], "EmulateRule"]:
-    """Register the emulation rule of the given ops (one per op)."""
+def emulates(
+    *op_names: str,
+    applies: "Callable[[ir.Operation], bool] | None" = None,
+    why_not: "Callable[[ir.Operation], str] | None" = None,
+) -> Callable[["EmulateRule"], "EmulateRule"]:
+    """Register the emulation rule of the given ops (one per op), with when
+    it applies and why not (see :class:`OpSpec`)."""
 
     def deco(fn: "EmulateRule") -> "EmulateRule":
         for name in op_names:
             spec = REGISTRY.get(name) or OpSpec(name=name)
             if spec.emulate is not None:
                 raise ValueError(f"op {name!r} has two emulation rules")
-            REGISTRY[name] = dataclasses.replace(spec, emulate=fn)
+            REGISTRY[name] = dataclasses.replace(spec, emulate=fn, emulate_applies=applies,
+                                                 emulate_why_not=why_not)
         return fn
 
     return deco
@@ -201,11 +319,32 @@ def computes_pairs(*op_names: str) -> Callable[["PairRule"], "PairRule"]:
     return deco
 
 
+def unreachable(spec: OpSpec) -> list[str]:
+    """The functions of ``spec`` that no step would ever call, each with why."""
+    out = []
+    if spec.constant and (spec.rewrites or spec.refuse or spec.fixup):
+        out.append("its rewrites, refusal check or fix-up: the pass plans a constant itself and hands it "
+                   "to no rule")
+    carried = spec.ties or spec.terminator or spec.function
+    if carried and spec.emulate is not None:
+        out.append("its emulation rule: the emulation step hands an op that carries values across a "
+                   "region or call boundary packed words, and calls no rule for it")
+    if carried and spec.pairs is not None:
+        out.append("its float-pair rule: the pair step hands an op that carries values across a "
+                   "region or call boundary packed pairs, and calls no rule for it")
+    if spec.emulate is None and (spec.emulate_applies is not None or spec.emulate_why_not is not None):
+        out.append("when its emulation rule applies: it has none")
+    if spec.region_free and spec.arguments is not None:
+        out.append("its region arguments' ranges: it has no regions")
+    return out
+
+
 def check_reachable() -> None:
-    """Raise ``AssertionError`` if a rule, check or fix-up is registered for
-    an op the pass would not hand it to."""
+    """Raise ``AssertionError`` if an entry names another op, or holds a
+    rule, check or fix-up no step would ever call (see :func:`unreachable`)."""
     for name, spec in REGISTRY.items():
-        if (spec.rewrites or spec.refuse or spec.fixup) and not spec.width_dependent:
-            raise AssertionError(f"rules registered for {name} would never run")
         if spec.name != name:
             raise AssertionError(f"registry entry {name!r} names {spec.name!r}")
+        never = unreachable(spec)
+        if never:
+            raise AssertionError(f"{name}: " + "; ".join(never) + " would never run")

@@ -61,7 +61,7 @@ import numpy as np
 from ..core._mlir import func, ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
 from ..kinds import EventKind
-from .registry import RuleContext
+from .registry import RuleContext, spec_of
 from .util import erase_dead
 
 __all__ = ["rng_bit_generator_on_word_pairs", "word_pairs_round_trip"]
@@ -397,7 +397,7 @@ def _helper(op: ir.Operation, spec: _Spec) -> tuple[str, list[ir.Type]]:
     name, suffix = spec.symbol, 0
     while name in taken:
         existing = taken[name]
-        if (existing.name == "func.func"
+        if (spec_of(existing.name).function
                 and ir.TypeAttr(existing.attributes["function_type"]).value == ftype):
             return name, list(ftype.results)
         suffix += 1
@@ -496,7 +496,7 @@ def _state_words(op: ir.Operation, ctx: RuleContext, words: int) -> ir.Value:
         if _is_32bit_words(src.type, [words, 2]):
             with ir.InsertionPoint(op), op.location:
                 return stablehlo.BitcastConvertOp(pairs_t, src).result
-    if producer is not None and producer.name == "stablehlo.constant":
+    if producer is not None and spec_of(producer.name).constant:
         elems = constant_ints(state)
         if elems is not None and len(elems) in (1, words):
             values = [int(v) % 2**64 for v in elems] * (words // len(elems))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..core._mlir import ir, stablehlo
-from ..core.walk import defining_op
+from ..core._mlir import defining_op, ir, stablehlo
+from .registry import spec_of
 
 __all__ = ["splat", "compare", "after", "erase_dead"]
 
@@ -38,12 +38,15 @@ def after(op: ir.Operation) -> ir.InsertionPoint:
 
 def erase_dead(op: ir.Operation | None) -> None:
     """Erase ``op`` if none of its results is used, then, transitively, the
-    producers of its operands that became unused.  Ops with regions and
-    ``func`` ops are left alone."""
+    producers of its operands that became unused.  Ops with regions,
+    functions, calls and terminators are left alone."""
     work = [op]
     while work:
         cur = work.pop()
-        if cur is None or cur.name.startswith("func.") or len(cur.regions):
+        if cur is None or len(cur.regions):
+            continue
+        spec = spec_of(cur.name)
+        if spec.function or spec.call or spec.terminator:
             continue
         if any(True for r in cur.results for _ in r.uses):
             continue

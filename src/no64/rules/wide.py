@@ -25,6 +25,7 @@ from ..core._mlir import as_operation as _as_op
 from ..core.types import is_int64_tensor as _is64
 from . import words as W
 from .protocols import EmulateRule, Out
+from .registry import Computes, spec_of
 from .protocols import WordContext as Emulation  # what a rule's ``em`` offers
 
 __all__ = ["EmulateRule"]
@@ -119,19 +120,27 @@ def _bit_count(fn: Callable[[W.Words], ir.Value]) -> EmulateRule:
     return rule
 
 
-def _static_shape(op: ir.Operation) -> bool:
+def static_shape(op: ir.Operation) -> bool:
+    """Whether ``op``'s result has a static shape (where the bit counts apply)."""
     return ir.RankedTensorType(op.results[0].type).has_static_shape
 
 
 count_leading_zeros = _bit_count(W.count_leading_zeros)
 popcnt = _bit_count(W.popcount)
-count_leading_zeros.applies = popcnt.applies = _static_shape  # type: ignore[attr-defined]
 
 
-def shift(op: ir.Operation, em: "Emulation") -> list[Out]:
-    u = _unsigned_result(op)
-    a, n = (em.words(x, u) for x in op.operands)
-    return [W.shift(op.name.removeprefix("stablehlo."), a, n)]
+def _shift(kind: str) -> EmulateRule:
+    def rule(op: ir.Operation, em: "Emulation") -> list[Out]:
+        u = _unsigned_result(op)
+        a, n = (em.words(x, u) for x in op.operands)
+        return [W.shift(kind, a, n)]
+
+    return rule
+
+
+shift_left = _shift("shift_left")
+shift_right_logical = _shift("shift_right_logical")
+shift_right_arithmetic = _shift("shift_right_arithmetic")
 
 
 def _attr_word(op: ir.Operation, name: str) -> str:
@@ -198,7 +207,7 @@ def convert(op: ir.Operation, em: "Emulation") -> list[Out]:
     return [W.from_float(x, unsigned)]
 
 
-def _bitcast_applies(op: ir.Operation) -> bool:
+def bitcast_applies(op: ir.Operation) -> bool:
     """64-bit integers to 64-bit integers or to/from 32-bit integer words."""
     elems = [ir.RankedTensorType(v.type).element_type for v in (op.operands[0], op.results[0])]
     return all(isinstance(e, ir.IntegerType) for e in elems)
@@ -221,8 +230,6 @@ def bitcast_convert(op: ir.Operation, em: "Emulation") -> list[Out]:
     em.refuse(op, f"no exact emulation of bitcast_convert from {xt} to {rt}")
     return [None]
 
-
-bitcast_convert.applies = _bitcast_applies  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------- moving elements
@@ -395,15 +402,15 @@ def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
 #: (XLA's CPU compiler aborts on longer ones with several operands).
 _PREFIX_LIMIT = 256
 
-#: Body ops whose identity makes a padded window element a no-op.
+#: Body computations whose identity makes a padded window element a no-op.
 _IDENTITIES = {
-    "stablehlo.add": lambda bits, signed: 0,
-    "stablehlo.or": lambda bits, signed: 0,
-    "stablehlo.xor": lambda bits, signed: 0,
-    "stablehlo.multiply": lambda bits, signed: 1,
-    "stablehlo.and": lambda bits, signed: -1,
-    "stablehlo.maximum": lambda bits, signed: -(1 << (bits - 1)) if signed else 0,
-    "stablehlo.minimum": lambda bits, signed: (1 << (bits - 1)) - 1 if signed else -1,
+    Computes.ADD: lambda bits, signed: 0,
+    Computes.OR: lambda bits, signed: 0,
+    Computes.XOR: lambda bits, signed: 0,
+    Computes.MULTIPLY: lambda bits, signed: 1,
+    Computes.AND: lambda bits, signed: -1,
+    Computes.MAXIMUM: lambda bits, signed: -(1 << (bits - 1)) if signed else 0,
+    Computes.MINIMUM: lambda bits, signed: (1 << (bits - 1)) - 1 if signed else -1,
 }
 
 
@@ -440,7 +447,8 @@ def _long_prefix(op: ir.Operation, em: "Emulation") -> tuple[int, int, bool] | N
     for i in range(n):
         combine = ret.operands[i].owner
         combine = _as_op(combine) if not isinstance(combine, ir.Block) else None
-        identity = _IDENTITIES.get(combine.name) if combine is not None else None
+        computes = spec_of(combine.name).computes if combine is not None else None
+        identity = _IDENTITIES.get(computes) if computes is not None else None
         if identity is None or set(combine.operands) != {block.arguments[i], block.arguments[i + n]}:
             return None
         elem = ir.RankedTensorType(op.results[i].type).element_type
@@ -578,7 +586,8 @@ def scatter(op: ir.Operation, em: "Emulation") -> list[Out]:
 _DOT_MAX_CONTRACTION = (2**32 - 1) // (255 * 255)
 
 
-def _dot_applies(op: ir.Operation) -> bool:
+def dot_applies(op: ir.Operation) -> bool:
+    """A statically shaped integer dot_general whose contraction the limbs' sums hold."""
     t = ir.RankedTensorType(op.operands[0].type)
     if not (t.has_static_shape and isinstance(ir.RankedTensorType(op.results[0].type).element_type,
                                               ir.IntegerType)):
@@ -624,7 +633,7 @@ def dot_general(op: ir.Operation, em: "Emulation") -> list[Out]:
     total = W.Words(zero, zero, True)
     for s in range(8):
         for i in range(s + 1):
-            d = ir.Operation.create("stablehlo.dot_general", results=[rtype], operands=[la[i], lb[s - i]],
+            d = ir.Operation.create(op.name, results=[rtype], operands=[la[i], lb[s - i]],
                                     attributes=attrs).results[0]
             total = W.add(total, _shifted_u32(d, 8 * s, zero))
     return [total.retag(u)]
@@ -641,15 +650,12 @@ def _shifted_u32(d: ir.Value, n: int, zero: ir.Value) -> W.Words:
     return W.Words(zero, hi, True)
 
 
-def _dot_why_not(op: ir.Operation) -> str:
+def dot_why_not(op: ir.Operation) -> str:
     if not ir.RankedTensorType(op.operands[0].type).has_static_shape:
         return "a dot_general of dynamic shape"
     return (f"a contraction over {_contraction(op)} elements; the word rule covers up to "
             f"{_DOT_MAX_CONTRACTION}")
 
-
-dot_general.applies = _dot_applies  # type: ignore[attr-defined]
-dot_general.why_not = _dot_why_not  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------- element-for-element ops
@@ -663,3 +669,126 @@ def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
     new = ir.Operation.create(op.name, results=_split_types([em.type(v) for v in values], wide),
                               operands=_split(em, values, wide), attributes=attrs)
     return _slot_results(new, wide, unsigned)
+
+
+# ------------------------------------------------------------------ power
+#: The exponent bits XLA's CPU emitter reads of an integer ``power``: it
+#: squares the base six times (a larger exponent overflows 64 bits for any
+#: base but 0, 1 and -1), so ``x ** 64`` is 1 and ``x ** 65`` is ``x``.
+_POWER_BITS = 6
+_M64 = 1 << 64
+
+
+def _xla_folded_power(b: int, e: int, unsigned: bool) -> int:
+    """XLA's constant folding of an integer ``power`` (its evaluator): the
+    whole exponent; a negative one gives 1 for base 1 and 0 for any other."""
+    if not unsigned and e < 0:
+        return 1 if b == 1 else 0
+    return pow(b % _M64, e % _M64, _M64)
+
+
+def _power_bits(base: W.Words, bits: int, shape: Sequence[int], exponent: W.Words | None) -> W.Words:
+    """``base`` to the power of the exponent's low six bits, by squaring:
+    the constant ``bits`` (``exponent`` None) or ``exponent``'s words."""
+    acc = W.from_ints(shape, 1, base.unsigned)
+    for i in range(_POWER_BITS):
+        if exponent is None:
+            if (bits >> i) & 1:
+                acc = W.multiply(acc, base)
+            if not bits >> (i + 1):
+                break
+        else:
+            lo = exponent.lo
+            bit = W.make("and", [lo, W.splat(lo, 1 << i)], lo.type)
+            zero = W.splat(lo, 0)
+            is_set = W.compare("NE", W.Words(bit, zero, True), W.Words(zero, zero, True), True)
+            acc = W.select(is_set, W.multiply(acc, base), acc)
+        if i + 1 < _POWER_BITS:
+            base = W.multiply(base, base)
+    return acc
+
+
+def power(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """An integer ``power``, bit for bit as XLA's CPU backend computes it:
+
+    * at run time (its emitter), by squaring over the exponent's low six
+      bits; an exponent negative as a signed 64-bit number (also of an
+      unsigned type) gives that for bases 1 and -1 (all ones), 0 for any
+      other;
+    * an exponent that is -1 everywhere (a signed type) is rewritten by
+      XLA's simplifier into ``1 / base``: 1 for 1, -1 for -1 and for 0
+      (XLA's integer division by zero), 0 for any other base;
+    * with both operands constant, folded with the whole exponent (see
+      :func:`_xla_folded_power`).
+    """
+    u = _unsigned_result(op)
+    x, y = op.operands
+    shape = _shape(op.results[0])
+    b = em.words(x, u)
+    fb, fe = em.analysis.fold(x, sentinels=True), em.analysis.fold(y, sentinels=True)
+    splat = int(np.asarray(fe).flat[0]) if fe is not None and np.asarray(fe).size else None
+    if splat is not None and any(int(v) != splat for v in np.asarray(fe).flat):
+        splat = None
+    if not u and splat == -1:
+        one, minus_one = W.from_ints(shape, 1, u), W.from_ints(shape, -1, u)
+        zero = W.from_ints(shape, 0, u)
+        out = W.select(W.compare("EQ", b, one, u), one, zero)
+        is_minus_one_or_zero = W.make("or", [W.compare("EQ", b, minus_one, u), W.compare("EQ", b, zero, u)],
+                                      ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)))
+        return [W.select(is_minus_one_or_zero, minus_one, out)]
+    if fb is not None and fe is not None:
+        bs = np.broadcast_to(np.asarray(fb, dtype=object), shape).reshape(-1)
+        es = np.broadcast_to(np.asarray(fe, dtype=object), shape).reshape(-1)
+        values = np.array([_xla_folded_power(int(p), int(q), u) % _M64 for p, q in zip(bs, es)], dtype=np.uint64)
+        return [W.from_ints(shape, values, u)]
+    if splat is not None:
+        acc = _power_bits(b, splat % _M64 & ((1 << _POWER_BITS) - 1), shape, None)
+        if not (splat % _M64) >> 63:
+            return [acc]
+        negative = None
+    else:
+        e = em.words(y, u)
+        acc = _power_bits(b, 0, shape, e)
+        negative = W.compare("LT", e.retag(False), W.from_ints(shape, 0, False), False)
+    unit = W.make("or", [W.compare("EQ", b, W.from_ints(shape, 1, u), u),
+                         W.compare("EQ", b, W.from_ints(shape, -1, u), u)],
+                  ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)))
+    on_negative = W.select(unit, acc, W.from_ints(shape, 0, u))
+    return [on_negative if negative is None else W.select(negative, on_negative, acc)]
+
+
+# ------------------------------------------------------------------ top_k
+def top_k(op: ir.Operation, em: "Emulation") -> list[Out]:
+    """``chlo.top_k`` of 64-bit integers: a stable sort of (high word, low
+    word, index) along the last dimension, greatest first -- ties in index
+    order, as XLA's -- and its first ``k``: the values as words, the
+    indices as they are."""
+    if "largest" in op.attributes and not ir.BoolAttr(op.attributes["largest"]).value:
+        em.refuse(op, "no64 computes top_k on 64-bit words only for the largest elements")
+    x = op.operands[0]
+    u = _unsigned_type(em.type(x))
+    w = em.words(x, u)
+    shape = w.shape
+    rank = len(shape)
+    k = ir.IntegerAttr(op.attributes["k"]).value
+    itype = ir.RankedTensorType(op.results[1].type).element_type
+    i64 = ir.IntegerType.get_signless(64)
+    index = W.make("iota", [], ir.RankedTensorType.get(shape, itype), iota_dimension=ir.IntegerAttr.get(i64, rank - 1))
+    sort = W.build("sort", [w.hi, w.lo, index], [w.hi.type, w.lo.type, index.type], regions=1,
+                   dimension=ir.IntegerAttr.get(i64, rank - 1), is_stable=ir.BoolAttr.get(True))
+    scalar = ir.RankedTensorType.get([], W.u32())
+    block = sort.regions[0].blocks.append(scalar, scalar, scalar, scalar, ir.RankedTensorType.get([], itype),
+                                          ir.RankedTensorType.get([], itype))
+    with ir.InsertionPoint(block):
+        a = block.arguments
+        W.build("return", [W.compare("GT", W.Words(a[2], a[0], u), W.Words(a[3], a[1], u), u)], [])
+    limits = ir.DenseI64ArrayAttr.get(shape[:-1] + [k])
+    attrs = dict(start_indices=ir.DenseI64ArrayAttr.get([0] * rank), limit_indices=limits,
+                 strides=ir.DenseI64ArrayAttr.get([1] * rank))
+
+    def first(v: ir.Value) -> ir.Value:
+        t = ir.RankedTensorType(v.type)
+        return W.make("slice", [v], ir.RankedTensorType.get(shape[:-1] + [k], t.element_type), **attrs)
+
+    hi, lo, idx = (first(r) for r in sort.results)
+    return [W.Words(lo, hi, u), idx]

@@ -106,12 +106,19 @@ def packed_type(shape: Sequence[int], unsigned: bool) -> ir.RankedTensorType:
     return _tensor(list(shape) + [2], u32() if unsigned else i32())
 
 
+def build(
+    name: str, operands: Sequence[ir.Value], results: Sequence[ir.Type], regions: int = 0, **attrs: ir.Attribute
+) -> ir.Operation:
+    """Build ``stablehlo.<name>`` (the one place the rules spell the dialect
+    of what they build; what an op *is* comes from the op table)."""
+    return ir.Operation.create(
+        "stablehlo." + name, results=list(results), operands=list(operands), attributes=attrs, regions=regions
+    )
+
+
 def make(name: str, operands: Sequence[ir.Value], result: ir.Type, **attrs: ir.Attribute) -> ir.Value:
     """Build ``stablehlo.<name>`` with one result."""
-    op = ir.Operation.create(
-        "stablehlo." + name, results=[result], operands=list(operands), attributes=attrs
-    )
-    return op.results[0]
+    return build(name, operands, [result], **attrs).results[0]
 
 
 def _same(name: str, a: ir.Value, b: ir.Value) -> ir.Value:

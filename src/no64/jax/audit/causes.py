@@ -25,7 +25,7 @@ from ...errors import (
     UnsupportedOpError,
 )
 from ...kinds import Handling, Mode
-from ...rules import spec_of
+from ...rules import REGISTRY, spec_of
 from .model import AuditReport, Cause, Group, HostNarrowing, ModuleAudit, _module_how
 from .schema import AS_IS, CAUSE_KINDS, HOOK
 from .sites import _NO_SITE, Site, _relative
@@ -79,7 +79,8 @@ def _how_hint(primitive: str, handling: Handling, op: str) -> str:
     if handling is Handling.EMULATED:
         return _DESCRIPTION[handling]
     # what the op registry says about the op (or the op JAX's primitive lowers to)
-    hint = spec_of(op).hint or spec_of(f"stablehlo.{primitive}").hint
+    hint = spec_of(op).hint or next(
+        (s.hint for name, s in REGISTRY.items() if s.hint and name.partition(".")[2] == primitive), None)
     if hint is not None:
         return hint
     if primitive in _RANDOM_PRIMITIVES:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core._mlir import ir
+from ...rules import spec_of
 from ...core.scan import all_ops
 from ...core.types import TypeConverter
 
@@ -206,16 +207,17 @@ class CallGraph:
         holds = TypeConverter().holds_64bit
         for fn in op.regions[0].blocks[0].operations:
             fn = fn.operation
-            if fn.name != "func.func":
+            if not spec_of(fn.name).function:
                 continue
             caller = ir.StringAttr(fn.attributes["sym_name"]).value
             for inner in all_ops(fn):
-                if inner.name == "func.return" and caller not in self.returns:
+                spec = spec_of(inner.name)
+                if spec.terminator and spec_of(inner.parent.name).function and caller not in self.returns:
                     self.returns[caller] = str(inner.location)
-                if inner.name == "func.call" and "callee" in inner.attributes:
+                if spec.call and "callee" in inner.attributes:
                     callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
                     self.callers.setdefault(callee, []).append((caller, str(inner.location)))
-                if inner.name == "stablehlo.constant" and holds(inner.results[0].type):
+                if spec.constant and holds(inner.results[0].type):
                     user = next(iter(inner.results[0].uses), None)
                     self._constant_users.setdefault((caller, _bare(str(inner.location))), []).append(
                         str(user.owner.location) if user is not None else None)

@@ -19,6 +19,7 @@ from ...core.demote import demote
 from ...core.scan import Finding
 from ...errors import Boundary64BitError, No64Error, Remaining64BitError
 from ...kinds import EventKind, Handling, RangePolicy
+from ...rules import spec_of
 from .sites import CallGraph, Site, _helper_name
 
 __all__ = ["DtypeEvent", "ModuleResult", "Value", "X64Event"]
@@ -64,9 +65,10 @@ def _element(type_text: str) -> str:
 
 
 def _primitive(f: Finding) -> str:
-    if f.op == "func.func":
+    spec = spec_of(f.op)
+    if spec.function:
         return "<function argument>" if "argument" in f.role else "<function result>"
-    if f.op == "stablehlo.constant":
+    if spec.constant:
         # JAX names a literal after the function or primitive that needed it.
         return "constant"
     return f.location.primitive or f.op
@@ -114,7 +116,7 @@ def _report_handlings(findings: list[Finding], report: Any) -> list[Handling]:
                 h = hv
         if h is None:
             elem = _element(f.type)
-            float32 = elem in ("f64", "complex<f64>") and f.op != "stablehlo.constant"
+            float32 = elem in ("f64", "complex<f64>") and not spec_of(f.op).constant
             h = Handling.FLOAT32 if float32 else Handling.EXACT
         out.append(h)
     return out
@@ -159,7 +161,7 @@ def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling
     constants: dict[tuple[str | None, str], int] = {}
     for f, h in zip(findings, handlings):
         site = graph.site(f.function, f.location.raw)
-        if f.op == "stablehlo.constant" and f.function is not None:
+        if spec_of(f.op).constant and f.function is not None:
             # a literal where it is used, not at the jit call line
             k = constants[(f.function, f.location.raw)] = constants.get((f.function, f.location.raw), -1) + 1
             user = graph.constant_user(f.function, f.location.raw, k)
@@ -167,7 +169,7 @@ def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling
                 at_user = graph.site(f.function, user)
                 if at_user.file is not None:
                     site = at_user
-        if site.file is None and f.op == "func.func" and f.function == "main" and "main" in graph.returns:
+        if site.file is None and spec_of(f.op).function and f.function == "main" and "main" in graph.returns:
             # the entry's arguments and results: the line that called the jitted function
             site = graph.site(None, graph.returns["main"])
         if helper is not None and site.via is None:
