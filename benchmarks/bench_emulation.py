@@ -49,7 +49,7 @@ CPU compiler in jaxlib 0.10 aborts the process (``std::bad_alloc``) on the
 two-operand ``reduce_window`` it would otherwise be.
 
 Divide and remainder run only where the op registry has their emulation
-rule (``no64.rules.registry.spec_of(op).emulate``); otherwise their rows
+rule (``no64.spec.registry.spec_of(op).emulate``); otherwise their rows
 say "not emulated".
 
 A second table times float64 carried as pairs of f32
@@ -94,10 +94,10 @@ from jax import lax  # noqa: E402
 from jax._src.lib import xla_client as xc  # noqa: E402
 
 import no64  # noqa: E402
-from no64.core._mlir import ir  # noqa: E402
-from no64.core.emulate import join_words  # noqa: E402
+from no64.ir._mlir import ir  # noqa: E402
+from no64.transforms.emulate import join_words  # noqa: E402
 from no64.jax.reference import lower_x64  # noqa: E402
-from no64.rules.registry import spec_of  # noqa: E402
+from no64.spec.registry import spec_of  # noqa: E402
 
 #: The named scope the op under test runs in.
 SCOPE = "no64_bench_op"

@@ -72,9 +72,9 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
 import no64  # noqa: E402
-from no64.core._mlir import ir  # noqa: E402
+from no64.ir._mlir import ir  # noqa: E402
 from no64.jax.hook import clone_module  # noqa: E402
-from no64.core.scan import has_64bit  # noqa: E402
+from no64.transforms.scan import has_64bit  # noqa: E402
 
 #: Share of JAX trace + lower time the pass may take.
 TARGET_PERCENT = 5.0
@@ -241,8 +241,8 @@ def binding_floor(module: ir.Module) -> None:
     64-bit one its 32-bit type and read it back -- no constants, no block
     arguments, no verdicts, no report.  It shows how much of the pass's cost
     is the cost of crossing the bindings at all."""
-    from no64.core.scan import all_ops
-    from no64.core.types import TypeConverter
+    from no64.transforms.scan import all_ops
+    from no64.ir.types import TypeConverter
 
     root = module.operation
     with root.context, ir.Location.unknown():

@@ -113,7 +113,7 @@ def without_word_rule():  # type: ignore[no-untyped-def]
     op that has none today (and may have one tomorrow)."""
     import dataclasses
 
-    from no64.rules.registry import REGISTRY
+    from no64.spec.registry import REGISTRY
 
     saved: dict = {}
 

@@ -21,8 +21,8 @@ import numpy as np
 from jax._src.lib import xla_client as xc
 
 import no64
-from no64.core._mlir import ir
-from no64.core.emulate import join_words
+from no64.ir._mlir import ir
+from no64.transforms.emulate import join_words
 from no64.jax.reference import (
     compare_outputs,
     converted_inputs,

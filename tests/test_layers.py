@@ -18,39 +18,38 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: Bottom first.  Each entry: (layer, its modules).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("vocabularies", ("no64.kinds",)),
     (
-        "vocabularies and IR helpers",
+        "IR helpers",
         (
-            "no64.core",  # empty package
-            "no64.analysis",  # empty package
-            "no64.jax",  # empty package
-            "no64.kinds",
-            "no64.core._compat",
-            "no64.core._mlir",
-            "no64.core.types",
-            "no64.core.locations",
-            "no64.analysis.intervals",  # the range lattice the schema types against
-            "no64.rules.words",  # word-pair IR builders
-            "no64.rules.pairs",  # double-f32 pair IR builders
+            "no64.ir",
+            "no64.ir._compat",  # the bindings' compatibility seam
+            "no64.ir._mlir",
+            "no64.ir.types",
+            "no64.ir.locations",
+            "no64.ir.words",  # word-pair IR builders
+            "no64.ir.pairs",  # double-f32 pair IR builders
         ),
     ),
-    ("report", ("no64.core.report",)),
+    ("report", ("no64.report",)),
     ("errors", ("no64.errors",)),
     (
         "op schema",
         (
-            "no64.rules.protocols",
-            "no64.rules.registry",
-            "no64.rules",
-            "no64.core.walk",  # IR walks: which op is a function, from the schema's roles
-            "no64.rules.util",  # small IR builders and edits (what not to erase, from the roles)
+            "no64.spec",
+            "no64.spec.intervals",  # the range lattice the schema types against
+            "no64.spec.protocols",
+            "no64.spec.registry",
+            "no64.spec.walk",  # IR walks: which op is a function, from the schema's roles
+            "no64.spec.util",  # small IR builders and edits (what not to erase, from the roles)
         ),
     ),
-    ("analysis", ("no64.analysis.ranges", "no64.analysis.transfer", "no64.analysis.sentinels",
-                  "no64.analysis.float_hints")),
+    ("analysis", ("no64.analysis", "no64.analysis.ranges", "no64.analysis.transfer",
+                  "no64.analysis.sentinels", "no64.analysis.float_hints")),
     (
         "rules and the op table",
         (
+            "no64.rules",
             "no64.rules.bits",
             "no64.rules.checks",
             "no64.rules.custom_call",
@@ -61,8 +60,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.rules.ops",
         ),
     ),
-    ("transforms", ("no64.core.scan", "no64.core.constants", "no64.core.emulate", "no64.core.pairs",
-                    "no64.core.pair_probe", "no64.core.demote")),
+    ("transforms", ("no64.transforms", "no64.transforms.scan", "no64.transforms.constants",
+                    "no64.transforms.emulate", "no64.transforms.pairs", "no64.transforms.pair_probe",
+                    "no64.transforms.demote")),
     ("the package's face", ("no64",)),
     (
         "io",
@@ -83,7 +83,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     # the JAX seam, and the compile hook's state (one object with its
     # listeners) below everything that reads or writes it
-    ("the JAX seam and the hook's state", ("no64.jax._compat", "no64.jax.state", "no64.jax.pair_probe")),
+    ("the JAX seam and the hook's state", ("no64.jax", "no64.jax._compat", "no64.jax.state", "no64.jax.pair_probe")),
     ("host values", ("no64.jax.host",)),
     ("the x64 meaning", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
@@ -271,11 +271,11 @@ def test_below_the_jax_layer_nothing_imports_jax() -> None:
 def test_the_checks_can_fail() -> None:
     """An import up a layer, a circle, and one hidden in a function are seen."""
     graph = import_graph()
-    graph["no64.core.walk"] = graph["no64.core.walk"] | {"no64.core.scan"}
+    graph["no64.spec.walk"] = graph["no64.spec.walk"] | {"no64.transforms.scan"}
     assert upward_imports(graph) == [
-        "no64.core.walk (op schema) imports no64.core.scan (transforms)"
+        "no64.spec.walk (op schema) imports no64.transforms.scan (transforms)"
     ]
-    assert any({"no64.core.scan", "no64.core.walk"} <= set(c) for c in circles(graph))
+    assert any({"no64.transforms.scan", "no64.spec.walk"} <= set(c) for c in circles(graph))
     # a circle inside one layer, as one hidden in a function would close it
     graph = import_graph()
     graph["no64.jax.reference"] = graph["no64.jax.reference"] | {"no64.jax.jit"}
@@ -287,7 +287,7 @@ def test_the_checks_can_fail() -> None:
 def test_function_local_and_type_checking_imports_count(tmp_path: Path) -> None:
     src = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from ..core.demote import demote\n"
+        "if TYPE_CHECKING:\n    from ..transforms.demote import demote\n"
         "def f():\n    from ..jax import hook\n    import no64.io\n"
     )
     tree = ast.parse(src)
@@ -296,6 +296,37 @@ def test_function_local_and_type_checking_imports_count(tmp_path: Path) -> None:
         n
         for node in ast.walk(tree)
         if isinstance(node, (ast.Import, ast.ImportFrom))
-        for n in _imported_names("no64.rules.registry", False, node, mods)
+        for n in _imported_names("no64.spec.registry", False, node, mods)
     ]
-    assert names == ["typing", "no64.core.demote", "no64.jax.hook", "no64.io"]
+    assert names == ["typing", "no64.transforms.demote", "no64.jax.hook", "no64.io"]
+
+
+def _folder(mod: str) -> str | None:
+    """The package folder a module lives in (``None``: a top-level module)."""
+    parts = mod.split(".")
+    if parts[0] != "no64" or len(parts) == 1:
+        return None
+    if len(parts) > 2 or (SRC / "no64" / parts[1]).is_dir():
+        return parts[1]
+    return None
+
+
+def test_the_folders_show_the_layers() -> None:
+    """Each folder of the package is a band of consecutive layers that hold
+    nothing else (the package's top-level modules -- kinds, report, errors,
+    the face, the command line -- are layers of their own)."""
+    layer = layer_of()
+    bands: dict[str, set[int]] = {}
+    for mod in _modules():
+        folder = _folder(mod)
+        if folder is not None:
+            bands.setdefault(folder, set()).add(layer[mod])
+    problems = []
+    for folder, idx in sorted(bands.items()):
+        if idx != set(range(min(idx), max(idx) + 1)):
+            problems.append(f"{folder}/ is split by other layers")
+        for i in idx:
+            strangers = [m for m in LAYERS[i][1] if _folder(m) != folder]
+            if strangers:
+                problems.append(f"layer {LAYERS[i][0]!r} of {folder}/ also holds {strangers}")
+    assert problems == []

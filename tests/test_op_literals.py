@@ -17,4 +17,4 @@ def test_no_op_name_is_written_outside_the_op_table() -> None:
     spec.loader.exec_module(tool)
     names = {f: c["names"] for f, c in tool.count().items() if c.get("names")}
     # the one builder that spells the dialect of what the rules build
-    assert names == {"no64/rules/words.py": 1}
+    assert names == {"no64/ir/words.py": 1}

@@ -61,7 +61,7 @@ def _rule_modules() -> dict[str, set[str]]:
     if "no64" not in sys.modules:
         sys.path.insert(0, str(SRC))
     import no64  # noqa: F401  (fills the table)
-    from no64.rules.registry import REGISTRY
+    from no64.spec.registry import REGISTRY
 
     out: dict[str, set[str]] = defaultdict(set)
     for name, spec in REGISTRY.items():

@@ -7,8 +7,8 @@ report of every narrowing that is not provably exact (:func:`demote`), and
 checks the result as a 64-bit-free device would (:func:`check`).
 
 The modules form layers, bottom first: vocabularies and IR helpers
-(:mod:`no64.kinds`, the type converter, locations, :mod:`no64.core.walk`),
-the report, :mod:`no64.errors`, the op schema (:mod:`no64.rules.registry`),
+(:mod:`no64.kinds`, the type converter, locations, :mod:`no64.spec.walk`),
+the report, :mod:`no64.errors`, the op schema (:mod:`no64.spec.registry`),
 the range analysis (:mod:`no64.analysis`), the rules and the op table
 (:mod:`no64.rules.ops`), the transforms (scan/check, constants, emulation,
 the pass), this package's face, :mod:`no64.io`, the JAX layer
@@ -22,13 +22,13 @@ import importlib
 from typing import Any
 
 from .rules import ops as _table  # noqa: F401  (fills the op registry every layer reads)
-from .core.demote import demote
-from .core.emulate import join_words, split_words
-from .core.pairs import join_pairs, split_pairs
-from .core.locations import SourceLocation, decode_location
-from .core.report import DemotionReport, Narrowing
-from .core.scan import Finding, check, find_64bit
-from .rules.registry import check_reachable as _check_reachable
+from .transforms.demote import demote
+from .transforms.emulate import join_words, split_words
+from .transforms.pairs import join_pairs, split_pairs
+from .ir.locations import SourceLocation, decode_location
+from .report import DemotionReport, Narrowing
+from .transforms.scan import Finding, check, find_64bit
+from .spec.registry import check_reachable as _check_reachable
 from .errors import (
     ArgumentRangeError,
     Boundary64BitError,

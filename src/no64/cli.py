@@ -39,10 +39,10 @@ from typing import Any
 
 from . import __version__
 from . import io as no64io
-from .core.demote import demote
+from .transforms.demote import demote
 from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
-from .core.scan import check, find_64bit
+from .transforms.scan import check, find_64bit
 
 __all__ = ["main"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .core.locations import SourceLocation
-from .core.report import Finding, Narrowing
+from .ir.locations import SourceLocation
+from .report import Finding, Narrowing
 from .kinds import Verdict
 
 __all__ = [
@@ -88,7 +88,7 @@ class NarrowingError(No64Error):
 
     Attributes ``op``, ``location`` (a :class:`~no64.SourceLocation`),
     ``verdict``, ``interval`` (the value's range in the 64-bit program) and
-    ``narrowing`` (the value's :class:`~no64.core.report.Narrowing` record:
+    ``narrowing`` (the value's :class:`~no64.report.Narrowing` record:
     which result or argument of the op, when the pass gives one).
     """
 

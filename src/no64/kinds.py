@@ -52,7 +52,7 @@ class Verdict(_Vocabulary):
     EXACT = "exact"
     #: A 64-bit extreme mapped to the 32-bit extreme, keeping its meaning.
     SENTINEL = "sentinel"
-    #: Carried exactly as a pair of 32-bit words (see :mod:`no64.core.emulate`).
+    #: Carried exactly as a pair of 32-bit words (see :mod:`no64.transforms.emulate`).
     EMULATED = "emulated"
     #: An out-of-range integer constant clipped (``integer_policy="saturate"``).
     SATURATED = "saturated"
@@ -76,7 +76,7 @@ EXACT_VERDICTS: frozenset[Verdict] = frozenset({Verdict.EXACT, Verdict.SENTINEL,
 
 
 class EventKind(_Vocabulary):
-    """The kind of a :class:`no64.core.report.Event`."""
+    """The kind of a :class:`no64.report.Event`."""
 
     #: An integer or float extreme mapped to the 32-bit extreme.
     SENTINEL = "sentinel"

@@ -14,7 +14,7 @@ import pytest
 
 import no64
 from no64.analysis.ranges import RangeAnalysis
-from no64.core._mlir import ir, make_context
+from no64.ir._mlir import ir, make_context
 from no64.kinds import Verdict
 from no64.jax.reference import lower_x64
 from test_soundness_regressions import INT32_RANGE, I32, parse, refused_or_exact

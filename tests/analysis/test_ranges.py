@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import no64
-from no64.core._mlir import ir, make_context
+from no64.ir._mlir import ir, make_context
 from no64.analysis.ranges import RangeAnalysis, verdict
 from no64.jax.reference import lower_x64, run_module
 

@@ -23,7 +23,7 @@ import pytest
 from jax import lax
 
 import no64
-from no64.core.emulate import join_words
+from no64.transforms.emulate import join_words
 from no64.jax.reference import compare_outputs, lower_x64, narrow_inputs, run_module, word_pair_outputs
 from runner import compile_module
 from test_soundness_regressions import I32, parse
@@ -257,7 +257,7 @@ def test_one_place_declares_what_carries_a_sentinel() -> None:
     carry, compare compares, and every other op reads."""
     from no64.kinds import SentinelUse
     from no64.rules import REGISTRY
-    from no64.rules.registry import UNKNOWN
+    from no64.spec.registry import UNKNOWN
 
     carries = {n for n, s in REGISTRY.items() if s.sentinels is SentinelUse.CARRIES or isinstance(s.sentinels, tuple)}
     for name in ("select", "maximum", "minimum", "clamp", "sort", "reduce", "while", "concatenate",

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import no64
-from no64.core._mlir import ir, make_context
+from no64.ir._mlir import ir, make_context
 from runner import compare_on_adversarial_inputs
 
 T = "tensor<4xi64>"

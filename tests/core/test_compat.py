@@ -1,7 +1,7 @@
 """The compatibility seams: type tests that cannot lie, on every supported jaxlib.
 
 The value, attribute and location tests of no64 go through one helper each
-(:mod:`no64.core._compat`).  These tests check each helper against what the
+(:mod:`no64.ir._compat`).  These tests check each helper against what the
 module's structure says (a block's own argument list, an op's own result
 list), never against another type test, and run the program on which a
 binding whose ``isinstance(v, ir.BlockArgument)`` answered "no" for a block
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import no64
-from no64.core import _compat
-from no64.core._mlir import ir, make_context
-from no64.core.emulate import join_words
+from no64.ir import _compat
+from no64.ir._mlir import ir, make_context
+from no64.transforms.emulate import join_words
 from no64.jax.reference import compare_outputs, narrow_inputs, run_module, word_pair_outputs, converted_inputs, word_pair_inputs
 
 pytestmark = pytest.mark.compat
@@ -217,7 +217,7 @@ def test_import_jax_works_and_says_once_why_no64_is_inactive() -> None:
     another way: one of its modules cannot be imported."""
     code = """
 import sys
-sys.modules["no64.core._compat"] = None  # no64 cannot be imported
+sys.modules["no64.ir._compat"] = None  # no64 cannot be imported
 import jax, jax.numpy as jnp
 print(int(jax.jit(lambda x: x * 2)(jnp.arange(3)).sum()))
 """
@@ -226,7 +226,7 @@ print(int(jax.jit(lambda x: x * 2)(jnp.arange(3)).sum()))
     assert proc.stdout.strip() == "6"
     said = [ln for ln in proc.stderr.splitlines() if "no64" in ln]
     assert len(said) == 1 and "NO64_PLATFORMS is set but no64 is inactive" in said[0], proc.stderr
-    assert "no64.core._compat" in said[0]
+    assert "no64.ir._compat" in said[0]
 
 
 def test_pytest_run_goes_on_where_no64_cannot_load(tmp_path: Path) -> None:

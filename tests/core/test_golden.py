@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 import no64
-from no64.core._mlir import ir, make_context
+from no64.ir._mlir import ir, make_context
 from runner import adversarial_inputs, compare_on_adversarial_inputs
 
 LIT = Path(__file__).resolve().parents[1] / "lit"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.core._mlir import ir, make_context
+from no64.ir._mlir import ir, make_context
 from no64.jax.reference import run_module
 
 
@@ -100,7 +100,7 @@ func.func @main(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
 }"""
     )
     assert no64.find_64bit(m) == []
-    assert not no64.core.scan.has_64bit(m)
+    assert not no64.transforms.scan.has_64bit(m)
     no64.check(m)
     report = no64.demote(m)
     assert not report.changed
@@ -518,7 +518,7 @@ func.func @main() -> tensor<3000000000xi64> {
 
 
 def test_failed_verification_restores_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    demote_mod = importlib.import_module("no64.core.demote")
+    demote_mod = importlib.import_module("no64.transforms.demote")
 
     m = parse(SCAN_SRC)
     before = str(m)
@@ -617,7 +617,7 @@ def test_strict_check_inside_the_pass_catches_a_value_left_64bit(
 ) -> None:
     """demote(check=True) reads every type back from the module: a value the
     rewrite failed to retype is found, reported, and the module left as it was."""
-    demote_mod = importlib.import_module("no64.core.demote")
+    demote_mod = importlib.import_module("no64.transforms.demote")
     original = demote_mod._Pass.apply
 
     def forgetful_apply(self: demote_mod._Pass) -> None:

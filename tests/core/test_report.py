@@ -7,8 +7,8 @@ import json
 import pytest
 
 import no64
-from no64.core._mlir import ir, make_context
-from no64.core.report import DemotionReport, Narrowing
+from no64.ir._mlir import ir, make_context
+from no64.report import DemotionReport, Narrowing
 from no64.kinds import Verdict
 
 

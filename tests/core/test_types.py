@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from no64.core._mlir import ir, make_context
-from no64.core.types import (
+from no64.ir._mlir import ir, make_context
+from no64.ir.types import (
     F32_MAX,
     F64_MAX,
     I32,

@@ -32,7 +32,7 @@ from jax import lax
 import no64
 import no64.io
 from no64.cli import main
-from no64.core.emulate import join_words
+from no64.transforms.emulate import join_words
 from no64.jax.reference import (
     compare_outputs,
     compare_with_reference,

@@ -15,7 +15,7 @@ import pytest
 import no64
 import no64.io
 from no64 import cli
-from no64.core import constants as C
+from no64.transforms import constants as C
 
 I64 = np.iinfo(np.int64)
 

@@ -11,7 +11,7 @@ import pytest
 
 import no64
 from no64 import io as no64io
-from no64.core._mlir import ir, make_context, stablehlo
+from no64.ir._mlir import ir, make_context, stablehlo
 from no64.jax.reference import lower_x64, run_module
 
 DATA = Path(__file__).parents[1] / "data"

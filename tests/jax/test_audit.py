@@ -441,7 +441,7 @@ def test_no64_before_jax_keeps_xla_start_up_quiet() -> None:
     # the ``no64`` command): XLA must log at the level ``import jax`` sets
     env = _env()
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    code = "import no64.core.demote, jax; print(len(jax.devices()))"
+    code = "import no64.transforms.demote, jax; print(len(jax.devices()))"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0 and int(proc.stdout) >= 1, proc.stderr

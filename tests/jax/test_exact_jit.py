@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.core.emulate import join_words
+from no64.transforms.emulate import join_words
 from no64.jax.reference import main_signature
 
 I32 = np.iinfo(np.int32)

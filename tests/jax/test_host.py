@@ -8,7 +8,7 @@ same script with ``JAX_ENABLE_X64=1`` and no no64) in another, started
 together.  Under ``no64.jit`` they run in-process, against the x64 program
 traced in-process with x64 on (no64 inactive).  The expected result of a
 case is the reference narrowed by the pass's own rules
-(:mod:`no64.core.constants`): a sentinel maps to the 32-bit extreme, other
+(:mod:`no64.transforms.constants`): a sentinel maps to the 32-bit extreme, other
 integers outside the 32-bit range are refused at the case's line or follow
 the integer policy.
 """
@@ -31,7 +31,7 @@ import pytest
 
 import host_cases as hc
 import no64
-from no64.core import constants as C
+from no64.transforms import constants as C
 from no64.jax import hook as jaxhook
 from no64.jax import host
 

@@ -32,7 +32,7 @@ import pytest
 import no64
 import no64.io
 from no64.jax import hook as jaxhook
-from no64.core._mlir import ir
+from no64.ir._mlir import ir
 from no64.jax._compat import backend_module_text
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
@@ -938,7 +938,7 @@ def test_invalid_rewrite_is_caught_by_the_backend_and_blamed_on_no64(
     no64's InvalidModuleError, never as a wrong program."""
     import importlib
 
-    demote_mod = importlib.import_module("no64.core.demote")
+    demote_mod = importlib.import_module("no64.transforms.demote")
     original_apply = demote_mod._Pass.apply
 
     def broken_apply(self: Any) -> None:
@@ -966,7 +966,7 @@ def test_backend_errors_in_other_words_are_blamed_only_on_an_invalid_rewrite(
     other backend error through unchanged."""
     import importlib
 
-    demote_mod = importlib.import_module("no64.core.demote")
+    demote_mod = importlib.import_module("no64.transforms.demote")
     original_apply = demote_mod._Pass.apply
 
     def apply(self: Any) -> None:

@@ -75,7 +75,7 @@ def program(impl: str):
     return f
 
 
-def lower_x32(fn, *args) -> "no64.core._mlir.ir.Module":
+def lower_x32(fn, *args) -> "no64.ir._mlir.ir.Module":
     with enable_x64(False):
         return parse_module(jax.jit(fn).lower(*args).as_text(debug_info=True))
 

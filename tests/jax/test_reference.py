@@ -21,7 +21,7 @@ from jax import lax
 
 import no64
 from no64.jax import reference
-from no64.core._mlir import ir
+from no64.ir._mlir import ir
 from no64.jax.reference import (
     ComparisonResult,
     Tolerance,

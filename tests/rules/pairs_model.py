@@ -1,6 +1,6 @@
 """A numpy model of no64's double-f32 algorithms, step by step in IEEE f32.
 
-Each function mirrors the op sequence :mod:`no64.rules.pairs` emits, one f32
+Each function mirrors the op sequence :mod:`no64.ir.pairs` emits, one f32
 operation per step, with subnormal inputs and results flushed to zero as
 XLA's CPU runtime does; the tests compare the compiled module's words with
 these bit for bit.

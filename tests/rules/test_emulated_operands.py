@@ -20,7 +20,7 @@ from jax import lax
 
 import no64
 from analysis.test_soundness_regressions import I32, parse
-from no64.core.emulate import join_words
+from no64.transforms.emulate import join_words
 from no64.jax.reference import compare_outputs, converted_inputs, lower_x64, word_pair_outputs
 from runner import compile_module
 

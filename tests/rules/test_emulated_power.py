@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.core.emulate import join_words
+from no64.transforms.emulate import join_words
 from no64.jax.reference import converted_inputs, parse_module, run_module
 
 I64 = np.iinfo(np.int64)

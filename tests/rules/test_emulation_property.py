@@ -53,7 +53,7 @@ from hypothesis import strategies as st
 from jax import lax
 
 import no64
-from no64.core.emulate import join_words
+from no64.transforms.emulate import join_words
 from no64.jax.reference import compare_outputs, compare_with_reference, converted_inputs
 from runner import compile_module
 

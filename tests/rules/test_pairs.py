@@ -1,4 +1,4 @@
-"""Double-f32 arithmetic (:mod:`no64.rules.pairs`) on the CPU backend.
+"""Double-f32 arithmetic (:mod:`no64.ir.pairs`) on the CPU backend.
 
 Every op is compiled by XLA at its default flags and checked two ways:
 
@@ -23,9 +23,9 @@ import mpmath
 import numpy as np
 import pytest
 
-from no64.core._mlir import ir, make_context
+from no64.ir._mlir import ir, make_context
 from no64.jax.reference import run_module
-from no64.rules import pairs as P
+from no64.ir import pairs as P
 
 sys.path.insert(0, str(Path(__file__).parent))
 import pairs_model as M  # noqa: E402
@@ -298,7 +298,7 @@ def test_constant_operands_bit_for_bit(name, mode):
     """Constant operands: XLA's CPU compiler turns a division by a constant
     into a product by its reciprocal and folds pair arithmetic on constants
     at compile time without its error terms -- unless the constants come
-    through a barrier, as :func:`no64.rules.pairs.constant` makes them."""
+    through a barrier, as :func:`no64.ir.pairs.constant` makes them."""
     rng = np.random.default_rng(5)
     n = 256
     x = random_values(rng, n)

@@ -17,7 +17,7 @@ from no64.rules import REGISTRY, UNKNOWN, check_reachable, register, spec_of
 
 def test_core_analysis_and_rules_never_import_jax() -> None:
     code = (
-        "import sys, no64, no64.core.demote, no64.analysis.ranges, no64.rules, no64.io, no64.cli\n"
+        "import sys, no64, no64.transforms.demote, no64.analysis.ranges, no64.rules, no64.io, no64.cli\n"
         "assert 'jax' not in sys.modules, sorted(m for m in sys.modules if m.startswith('jax'))\n"
         "print('ok')"
     )
@@ -90,7 +90,7 @@ def test_check_reachable_fails_on_applicability_without_a_rule(table_restored) -
 def test_roles_come_from_the_table() -> None:
     """The pass, the analyses and the emulation steps read structure from the
     table: every function, call, loop, branch and terminator is declared."""
-    from no64.rules.registry import names_where
+    from no64.spec.registry import names_where
 
     assert names_where(lambda s: s.function) == {"func.func"}
     assert names_where(lambda s: s.call) == {"func.call"}

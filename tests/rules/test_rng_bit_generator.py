@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.core._mlir import ir, make_context
+from no64.ir._mlir import ir, make_context
 from no64.errors import UnsupportedOpError
 from no64.jax.reference import lower_x64, parse_module, run_module
 

@@ -58,11 +58,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core._mlir import as_operation, ir
-from ..core.locations import SourceLocation, decode_location
-from ..core.walk import all_ops, defining_op, functions, is_public, symbol_name
+from ..ir._mlir import as_operation, ir
+from ..ir.locations import SourceLocation, decode_location
+from ..spec.walk import all_ops, defining_op, functions, is_public, symbol_name
 from ..kinds import SentinelUse
-from ..rules.registry import Computes, OpSpec, Reduction, spec_of
+from ..spec.registry import Computes, OpSpec, Reduction, spec_of
 
 __all__ = ["FloatHint", "HINT_KINDS", "float_hints"]
 

@@ -1,9 +1,9 @@
 """Interval analysis of integer values: is a narrowing to 32 bits exact?
 
 For every integer value the pass narrows, :class:`RangeAnalysis` computes a
-:class:`~no64.analysis.intervals.Range` that contains every value it can take
+:class:`~no64.spec.intervals.Range` that contains every value it can take
 in the *original* (64-bit) program, and
-:func:`~no64.analysis.intervals.verdict_of` compares it with the 32-bit range.
+:func:`~no64.spec.intervals.verdict_of` compares it with the 32-bit range.
 
 The analysis is demand-driven: it looks only at the values a verdict is
 asked for and at what they are computed from, memoising every range, so
@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from ..core._compat import as_attribute, block_argument, location_kind
-from ..core._mlir import ir
-from ..core._mlir import as_operation as _as_op
+from ..ir._compat import as_attribute, block_argument, location_kind
+from ..ir._mlir import ir
+from ..ir._mlir import as_operation as _as_op
 from ..kinds import SentinelUse, Verdict
-from ..core.walk import callee_of, defining_op, entry_function
-from ..core.walk import is_public as _is_public
-from ..rules.registry import Computes, Reduction, spec_of
-from .intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
+from ..spec.walk import callee_of, defining_op, entry_function
+from ..spec.walk import is_public as _is_public
+from ..spec.registry import Computes, Reduction, spec_of
+from ..spec.intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
 
 __all__ = [
     "Interval",
@@ -84,7 +84,7 @@ def constant_ints(v: ir.Value) -> list[int] | None:
 
 
 def _direction(op: ir.Operation) -> str:
-    from ..core._mlir import stablehlo
+    from ..ir._mlir import stablehlo
 
     return str(stablehlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value)
 

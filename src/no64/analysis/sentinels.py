@@ -21,8 +21,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from ..core._mlir import ir
-from ..core._mlir import as_operation as _as_op
+from ..ir._mlir import ir
+from ..ir._mlir import as_operation as _as_op
 from ..kinds import SentinelUse
 from .ranges import RangeAnalysis
 
@@ -51,7 +51,7 @@ class SentinelReading:
 def sentinel_readings(analysis: RangeAnalysis, values: Iterable[ir.Value]) -> list[SentinelReading]:
     """Every use of one of ``values`` that may hold a sentinel by an op that
     compares or reads it, in the order of ``values`` and their uses."""
-    from ..rules.registry import spec_of
+    from ..spec.registry import spec_of
 
     out: list[SentinelReading] = []
     for v in values:

@@ -1,6 +1,6 @@
 """Transfer functions of the range analysis, one per op kind, per result.
 
-A transfer function ``f(q, op)`` returns one :class:`~no64.analysis.intervals.Range`
+A transfer function ``f(q, op)`` returns one :class:`~no64.spec.intervals.Range`
 (or ``None`` for a non-integer result) for **each result** of ``op``, as
 MLIR's ``inferResultRanges`` does: a multi-result op can never hand one
 result's range to another.  A block-argument function ``g(q, arg)`` returns
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core._mlir import ir, stablehlo
-from .intervals import Interval, Range, fit, join
+from ..ir._mlir import ir, stablehlo
+from ..spec.intervals import Interval, Range, fit, join
 
 if TYPE_CHECKING:
     from .ranges import RangeAnalysis

@@ -10,7 +10,7 @@ from .diagnostics import _MEMORY
 from .formats import _BYTECODE_MAGIC, FORMATS, format_from_extension
 from .hlo import _is_hlo_proto
 from .jaxexport import _jax_exported
-from ..rules.registry import REGISTRY
+from ..spec.registry import REGISTRY
 
 
 _VHLO_PRODUCER = b"StableHLO_v"

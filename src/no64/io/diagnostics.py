@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from ..core._mlir import ir
-from ..core.locations import SourceLocation, decode_location
+from ..ir._mlir import ir
+from ..ir.locations import SourceLocation, decode_location
 
 
 #: The name messages give data held in memory.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..core._mlir import ir
+from ..ir._mlir import ir
 from ..errors import No64Error, OutputError
 from .destinations import _destination_kind, _write_atomically, _write_through
 from .diagnostics import _mlir_error_line, _xla_message

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from ..core._mlir import ir
-from ..core.locations import decode_location
+from ..ir._mlir import ir
+from ..ir.locations import decode_location
 from ..errors import InputError
 from .diagnostics import _diagnostic_line
 
@@ -163,7 +163,7 @@ def _check_region_nesting(module: ir.Module, name: str) -> None:
     converting the module recurse once per level.  Only ops that can hold
     regions are descended into.
     """
-    from ..core.scan import region_free_ops
+    from ..transforms.scan import region_free_ops
 
     region_free = region_free_ops()
     stack = [(module.operation, 0)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core._compat import xla_hlo, xla_mlir
-from ..core._mlir import ir
+from ..ir._compat import xla_hlo, xla_mlir
+from ..ir._mlir import ir
 from ..errors import InputError
 from .diagnostics import _xla_error_line
 from .mlir import _bytecode

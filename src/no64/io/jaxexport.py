@@ -14,8 +14,8 @@ import importlib.util
 import weakref
 from typing import Any
 
-from ..core._mlir import ir
-from ..core.types import NARROWED_DTYPE_NAMES as _NARROWED_DTYPES
+from ..ir._mlir import ir
+from ..ir.types import NARROWED_DTYPE_NAMES as _NARROWED_DTYPES
 from ..errors import InputError, OutputError
 from .formats import _BYTECODE_MAGIC
 from .mlir import _dump_vhlo, _load_vhlo
@@ -63,7 +63,7 @@ def exported_of(module: ir.Module) -> Any | None:
 
 def _entry_types(module: ir.Module) -> tuple[list[ir.Type], list[ir.Type]] | None:
     """The argument and result types of the module's public entry function."""
-    from ..core.walk import entry_function
+    from ..spec.walk import entry_function
 
     with module.context:
         fn = entry_function(module.operation)

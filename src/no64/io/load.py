@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..core._mlir import ir, make_context
+from ..ir._mlir import ir, make_context
 from ..errors import InputError, No64Error
 from .detect import _require_content, detect_format
 from .diagnostics import _mlir_error_line, _xla_error_line

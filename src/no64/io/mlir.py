@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 import os
 
-from ..core._compat import xla_mlir
-from ..core._mlir import ir, stablehlo
+from ..ir._compat import xla_mlir
+from ..ir._mlir import ir, stablehlo
 from ..errors import InputError
 from .diagnostics import _collect_diagnostics, _diagnostic_line
 from .formats import _BYTECODE_MAGIC

@@ -1,12 +1,12 @@
 """The one seam between no64's JAX layer and the JAX it runs on.
 
 Every JAX internal whose name or form differs between the supported releases
-(jax 0.7.0 through 0.12.x, :data:`no64.core._compat.TESTED_TEXT`) is reached
+(jax 0.7.0 through 0.12.x, :data:`no64.ir._compat.TESTED_TEXT`) is reached
 through this module.  It detects *features*, not versions: it tries the newer
 name, falls back to the older one, and fails with one line naming the
-missing feature (:class:`no64.core._compat.UnsupportedJaxlibError`) where
+missing feature (:class:`no64.ir._compat.UnsupportedJaxlibError`) where
 neither exists.  The MLIR and XLA bindings have their own seam in the core,
-:mod:`no64.core._compat` (the core never imports JAX).
+:mod:`no64.ir._compat` (the core never imports JAX).
 
 What it covers, with the releases that have each form:
 
@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core._compat import UnsupportedJaxlibError
+from ..ir._compat import UnsupportedJaxlibError
 
 
 def _missing(what: str) -> UnsupportedJaxlibError:
@@ -290,7 +290,7 @@ def backend_module_text(computation: Any, *, debug_info: bool = False) -> str:
     if isinstance(computation, (bytes, bytearray)):
         from jax._src.interpreters import mlir as jax_mlir
 
-        from ..core._mlir import ir
+        from ..ir._mlir import ir
 
         computation = ir.Module.parse(bytes(computation), context=jax_mlir.make_ir_context())
     return computation.operation.get_asm(enable_debug_info=debug_info)

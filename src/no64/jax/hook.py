@@ -69,9 +69,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core._mlir import ir
-from ..core.demote import FLOAT_POLICIES, demote
-from ..core.emulate import exact_input_ranges
+from ..ir._mlir import ir
+from ..transforms.demote import FLOAT_POLICIES, demote
+from ..transforms.emulate import exact_input_ranges
 from ..errors import (
     Boundary64BitError,
     InvalidModuleError,
@@ -80,13 +80,13 @@ from ..errors import (
     Remaining64BitError,
     X64DisabledWarning,
 )
-from ..core.report import DemotionReport
+from ..report import DemotionReport
 from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
-from ..core.scan import check, find_64bit, has_64bit
-from ..core.types import TypeConverter
+from ..transforms.scan import check, find_64bit, has_64bit
+from ..ir.types import TypeConverter
 from . import host, intent
 from .state import ALL_PLATFORMS, STATE, default_platform
-from ..rules.registry import spec_of
+from ..spec.registry import spec_of
 
 __all__ = [
     "ALL_PLATFORMS",

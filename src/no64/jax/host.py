@@ -7,7 +7,7 @@ becomes ``inf``, and a Python int outside the int32 range is an
 ``OverflowError``.  no64 turns x64 off for a platform without 64-bit types
 (``NO64_PLATFORMS``, :func:`no64.install`) and inside :func:`no64.jit`, so
 while it does, every such conversion goes through the rules the pass applies
-to module constants (:mod:`no64.core.constants`):
+to module constants (:mod:`no64.transforms.constants`):
 
 * ``INT64_MAX``/``INT64_MIN``/``UINT64_MAX`` and float64's largest finite
   value and its negation map to the 32-bit extremes (report kind
@@ -79,9 +79,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import constants as C
-from ..core.locations import SourceLocation
-from ..core.report import Event
+from ..transforms import constants as C
+from ..ir.locations import SourceLocation
+from ..report import Event
 from ..errors import ConstantRangeError, HostRangeError, No64Error
 from ..kinds import EventKind, IntegerPolicy, Mode
 from .state import ALL_PLATFORMS, STATE, default_platform
@@ -97,7 +97,7 @@ __all__ = [
     "user_source",
 ]
 
-from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
+from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 _INT64 = np.dtype(np.int64)
 _UINT64 = np.dtype(np.uint64)
@@ -109,7 +109,7 @@ _FLOAT32 = np.dtype(np.float32)
 _COMPLEX64 = np.dtype(np.complex64)
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
-from ..core.types import NARROWED_DTYPES as NARROWED  # noqa: E402
+from ..ir.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -249,7 +249,7 @@ def _record(kind: EventKind, op: str, detail: str, count: int,
 
 
 def host_records() -> list[Event]:
-    """The host narrowings that were not exact, one :class:`no64.core.report.Event`
+    """The host narrowings that were not exact, one :class:`no64.report.Event`
     per kind and source line (``count`` sums the elements over all calls),
     oldest first; the kinds are those of the pass's report."""
     with STATE.host_lock:
@@ -1402,9 +1402,9 @@ def name_callers_line(exc: BaseException, module: Any) -> None:
     of a ``func.call`` of it (followed outwards through nested calls).  Only
     on the error path: nothing is looked up while a module converts.
     """
-    from ..core._mlir import ir
-    from ..core.locations import decode_location
-    from ..rules.registry import spec_of
+    from ..ir._mlir import ir
+    from ..ir.locations import decode_location
+    from ..spec.registry import spec_of
 
     loc = getattr(exc, "location", None)
     if not isinstance(loc, SourceLocation) or loc.file is not None or not exc.args:

@@ -41,12 +41,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..core._mlir import ir
+from ..ir._mlir import ir
 from ._compat import enable_x64
-from ..core.report import DemotionReport, Narrowing
+from ..report import DemotionReport, Narrowing
 from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, OutputRangeError,
                       UnprovenIntegerWarning)
-from ..rules.registry import spec_of
+from ..spec.registry import spec_of
 from ..kinds import Mode, RangePolicy, Verdict
 from . import host
 from .state import ALL_PLATFORMS, STATE

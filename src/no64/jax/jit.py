@@ -49,14 +49,14 @@ from ._compat import enable_x64
 from . import hook as jaxhook
 from . import host
 from . import intent
-from ..core._mlir import ir
-from ..core.demote import demote
-from ..core.emulate import join_words, split_words
-from ..core.pairs import join_pairs, split_pairs
+from ..ir._mlir import ir
+from ..transforms.demote import demote
+from ..transforms.emulate import join_words, split_words
+from ..transforms.pairs import join_pairs, split_pairs
 from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
-from ..core.report import DemotionReport
+from ..report import DemotionReport
 from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
-from ..core.scan import check
+from ..transforms.scan import check
 
 __all__ = [
     "ArgumentRangeError",
@@ -69,10 +69,10 @@ __all__ = [
 ]
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
-from ..core.types import NARROWED_DTYPES as NARROWED  # noqa: E402
+from ..ir.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 _WIDENED = {v: k for k, v in NARROWED.items()}
 
-from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
+from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

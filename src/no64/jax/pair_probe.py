@@ -1,4 +1,4 @@
-"""Runs the pair probe (:mod:`no64.core.pair_probe`) once per platform."""
+"""Runs the pair probe (:mod:`no64.transforms.pair_probe`) once per platform."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import pair_probe as Q
+from ..transforms import pair_probe as Q
 from ..errors import PairArithmeticError
 
 __all__ = ["require_ieee_f32", "probe_result"]

@@ -1,6 +1,6 @@
 """Run StableHLO modules on the JAX CPU backend and check demoted programs.
 
-This is the JAX layer of no64: the core (:mod:`no64.core.scan`, :mod:`no64.core.demote`)
+This is the JAX layer of no64: the core (:mod:`no64.transforms.scan`, :mod:`no64.transforms.demote`)
 never imports JAX, while this module compiles modules with the XLA CPU client
 that ships in jaxlib, executes them, and compares a demoted program with its
 64-bit original on the same inputs.
@@ -37,14 +37,14 @@ from jax._src.lib import xla_client as xc
 from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
 from ._compat import enable_x64
-from ..core._mlir import func, ir, make_context
-from ..core.demote import demote
-from ..core.emulate import join_words, split_words
+from ..ir._mlir import func, ir, make_context
+from ..transforms.demote import demote
+from ..transforms.emulate import join_words, split_words
 from ..errors import InputError
 from ..kinds import RangePolicy
-from ..core.report import DemotionReport
-from ..core.scan import check
-from ..rules.registry import spec_of
+from ..report import DemotionReport
+from ..transforms.scan import check
+from ..spec.registry import spec_of
 
 __all__ = [
     "ArraySpec",
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: The 32-bit dtype each 64-bit dtype becomes in a demoted program.
-from ..core.types import NARROWED_DTYPES  # noqa: E402
+from ..ir.types import NARROWED_DTYPES  # noqa: E402
 
 # MLIR element type spelling -> numpy dtype name.  bfloat16 and the small
 # float types come from ml_dtypes (a jax dependency) through jax.numpy.
@@ -459,7 +459,7 @@ class Tolerance:
         return self.rtol * float(finite.max()) if finite.size else 0.0
 
 
-from ..core.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
+from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 def expected_after_demotion(reference: np.ndarray) -> np.ndarray:
@@ -473,7 +473,7 @@ def expected_after_demotion(reference: np.ndarray) -> np.ndarray:
     ``min`` whose row is all masked returns ``INT64_MAX`` in the reference,
     and should return ``INT32_MAX`` after demotion.  Outputs of other dtypes
     are only widened.  This is written independently of
-    :mod:`no64.core.constants`, so the check does not trust the code it checks.
+    :mod:`no64.transforms.constants`, so the check does not trust the code it checks.
     """
     if reference.dtype == np.int64:
         out = reference.copy()

@@ -3,7 +3,7 @@
 The generic pass narrows types; it cannot narrow an op that looks at the
 bits of a 64-bit value (shifts across the 32-bit boundary, bitcasts, random
 bit generators, opaque custom calls).  What no64 knows about every op lives
-in one registry (:mod:`no64.rules.registry`), filled by one table
+in one registry (:mod:`no64.spec.registry`), filled by one table
 (:mod:`no64.rules.ops`): how the op narrows, its range transfer function and
 what the audit says about it.
 
@@ -18,14 +18,14 @@ rules are listed in the table; :func:`register` adds one for any op.
 Rules run on a module that the pass has backed up: if anything fails later,
 the module is restored.
 
-This package's own ``__init__`` loads the schema only, so that the layers
-below the rules (the range analysis) can look ops up; the package's face
-(``no64/__init__.py``) loads the table.
+The schema lives below the rules, in :mod:`no64.spec`, so that the range
+analysis can look ops up; this package re-exports its public names, and the
+package's face (``no64/__init__.py``) loads the table.
 """
 
 from __future__ import annotations
 
-from .registry import (
+from ..spec.registry import (
     REGISTRY,
     UNKNOWN,
     Check,
@@ -36,7 +36,7 @@ from .registry import (
     register,
     spec_of,
 )
-from .util import erase_dead, splat
+from ..spec.util import erase_dead, splat
 
 __all__ = [
     "REGISTRY",

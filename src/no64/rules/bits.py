@@ -11,11 +11,11 @@ by a zero constant, and the generic pass narrows the rest exactly.
 
 from __future__ import annotations
 
-from ..core._mlir import ir, stablehlo
+from ..ir._mlir import ir, stablehlo
 from ..analysis.ranges import defining_op
 from ..kinds import EventKind
-from .registry import Computes, RuleContext, spec_of
-from .util import after, compare, erase_dead, splat
+from ..spec.registry import Computes, RuleContext, spec_of
+from ..spec.util import after, compare, erase_dead, splat
 
 
 def shift_out_of_small_value(op: ir.Operation, ctx: RuleContext) -> bool:

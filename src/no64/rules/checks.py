@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..core._mlir import ir
+from ..ir._mlir import ir
 from ..errors import ConstantRangeError
-from .registry import RuleContext
+from ..spec.registry import RuleContext
 
 
 def host_transfer(op: ir.Operation, ctx: RuleContext) -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from ..core._mlir import ir
+from ..ir._mlir import ir
 from ..kinds import EventKind
-from .registry import RuleContext
+from ..spec.registry import RuleContext
 
 _LAPACK = re.compile(r"^lapack_([dz])([a-z0-9]+(?:_ffi)?)$")
 _LAPACK_32 = re.compile(r"^lapack_[sc][a-z0-9]+(?:_ffi)?$")

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core._mlir import ir, stablehlo
+from ..ir._mlir import ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
 from ..kinds import EventKind, Verdict
-from .registry import Computes, RuleContext, spec_of
-from .util import erase_dead
+from ..spec.registry import Computes, RuleContext, spec_of
+from ..spec.util import erase_dead
 
 _F64_ONE_BITS = 0x3FF0000000000000
 _F32_ONE_BITS = 0x3F800000

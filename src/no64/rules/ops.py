@@ -30,12 +30,12 @@ Adding support for an op is one entry here (plus its functions, in
 from __future__ import annotations
 
 from ..analysis import transfer as T
-from ..core._mlir import ir
+from ..ir._mlir import ir
 from ..kinds import SentinelUse
 from . import bits, checks, custom_call, floats, rng_bit_generator
 from . import pair_rules as PR
 from . import wide as E
-from .registry import Computes, Reduction, declare
+from ..spec.registry import Computes, Reduction, declare
 
 #: What an op does with a sentinel operand (see the module docstring).
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS

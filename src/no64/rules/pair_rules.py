@@ -1,12 +1,12 @@
 """Float-pair rules: each op's meaning on float64 values carried as pairs of f32.
 
 Under ``float_policy="pairs"`` every float64 value is a normalized pair
-(:class:`~no64.rules.pairs.Pair`) and every op that reads or computes one
+(:class:`~no64.ir.pairs.Pair`) and every op that reads or computes one
 is rebuilt by its rule here.  A rule is ``rule(op, em) -> list`` with one
-entry per result of ``op``: a :class:`~no64.rules.pairs.Pair` for a float64
+entry per result of ``op``: a :class:`~no64.ir.pairs.Pair` for a float64
 result, a value of the result's own type for any other (an ``i1`` compare,
 a converted integer), built at the current insertion point.  ``em``
-(:class:`no64.core.pairs.PairEmulation`) gives the pair of a float64
+(:class:`no64.transforms.pairs.PairEmulation`) gives the pair of a float64
 operand (``em.pair``), the value standing for any other operand
 (``em.value``), the op's types in the 64-bit program (``em.type``), copies
 region bodies (``em.copy_block``), records an op computed with less
@@ -21,13 +21,13 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..core._mlir import ir
-from ..core._mlir import as_operation as _as_op
-from . import pairs as P
-from .registry import Computes, spec_of
-from .words import build, make
+from ..ir._mlir import ir
+from ..ir._mlir import as_operation as _as_op
+from ..ir import pairs as P
+from ..spec.registry import Computes, spec_of
+from ..ir.words import build, make
 
-from .protocols import PairRule
+from ..spec.protocols import PairRule
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK"]
 

@@ -58,11 +58,11 @@ import math
 
 import numpy as np
 
-from ..core._mlir import func, ir, stablehlo
+from ..ir._mlir import func, ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
 from ..kinds import EventKind
-from .registry import RuleContext, spec_of
-from .util import erase_dead
+from ..spec.registry import RuleContext, spec_of
+from ..spec.util import erase_dead
 
 __all__ = ["rng_bit_generator_on_word_pairs", "word_pairs_round_trip"]
 

@@ -1,14 +1,14 @@
 """Emulation rules: each op's exact 64-bit meaning in 32-bit words.
 
 A rule is ``rule(op, em) -> list`` with one entry per result of ``op``: a
-:class:`~no64.rules.words.Words` for a 64-bit integer result, a value of
+:class:`~no64.ir.words.Words` for a 64-bit integer result, a value of
 the result's own type for any other result (an ``i1`` compare, a 32-bit
 convert, a float), built at the current insertion point (right before
-``op``).  ``em`` (:class:`no64.core.emulate.Emulation`) gives the words of
+``op``).  ``em`` (:class:`no64.transforms.emulate.Emulation`) gives the words of
 an operand (``em.words``: emulated, a constant's exact elements, or a
 narrowed value sign- or zero-extended), says whether an operand is
 emulated (``em.is_wide``) and refuses (``em.refuse``).  The step that runs
-the rules (:mod:`no64.core.emulate`) decides which ops are emulated; the op
+the rules (:mod:`no64.transforms.emulate`) decides which ops are emulated; the op
 table (:mod:`no64.rules.ops`) names each op's rule.
 """
 
@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ..core._compat import attribute_dict
-from ..core._mlir import ir
-from ..core._mlir import as_operation as _as_op
-from ..core.types import is_int64_tensor as _is64
-from . import words as W
-from .protocols import EmulateRule, Out
-from .registry import Computes, spec_of
-from .protocols import WordContext as Emulation  # what a rule's ``em`` offers
+from ..ir._compat import attribute_dict
+from ..ir._mlir import ir
+from ..ir._mlir import as_operation as _as_op
+from ..ir.types import is_int64_tensor as _is64
+from ..ir import words as W
+from ..spec.protocols import EmulateRule, Out
+from ..spec.registry import Computes, spec_of
+from ..spec.protocols import WordContext as Emulation  # what a rule's ``em`` offers
 
 __all__ = ["EmulateRule"]
 
@@ -596,7 +596,7 @@ def dot_applies(op: ir.Operation) -> bool:
 
 
 def _contraction(op: ir.Operation) -> int:
-    from ..core._mlir import stablehlo
+    from ..ir._mlir import stablehlo
 
     t = ir.RankedTensorType(op.operands[0].type)
     dims = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...core._mlir import ir, make_context
-from ...core.scan import find_64bit
+from ...ir._mlir import ir, make_context
+from ...transforms.scan import find_64bit
 from .sites import _NO_SITE, _stack_site
 from .values import ModuleResult, X64Event, _handlings, _module_name, _one_line, _values
 

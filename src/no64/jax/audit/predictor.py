@@ -16,7 +16,7 @@ from .. import hook as jaxhook
 from .. import host, intent
 from .._compat import watch_explicit_dtypes
 from ..state import STATE, HookListener
-from ...core.scan import find_64bit
+from ...transforms.scan import find_64bit
 from ...errors import No64Error, X64DisabledWarning
 from ...kinds import Handling, Mode
 from .observer import _unchain_x64_hook

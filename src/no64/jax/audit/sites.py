@@ -25,10 +25,10 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
-from ...core._mlir import ir
+from ...ir._mlir import ir
 from ...rules import spec_of
-from ...core.scan import all_ops
-from ...core.types import TypeConverter
+from ...transforms.scan import all_ops
+from ...ir.types import TypeConverter
 
 __all__ = ["CallGraph", "Site"]
 

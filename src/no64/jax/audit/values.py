@@ -14,9 +14,9 @@ import dataclasses
 import re
 from typing import Any
 
-from ...core._mlir import ir, make_context
-from ...core.demote import demote
-from ...core.scan import Finding
+from ...ir._mlir import ir, make_context
+from ...transforms.demote import demote
+from ...transforms.scan import Finding
 from ...errors import Boundary64BitError, No64Error, Remaining64BitError
 from ...kinds import EventKind, Handling, RangePolicy
 from ...rules import spec_of
@@ -96,7 +96,7 @@ def _refusal_handlings(findings: list[Finding], exc: BaseException) -> list[Hand
 
 
 def _report_handlings(findings: list[Finding], report: Any) -> list[Handling]:
-    """Join findings with a :class:`~no64.core.report.DemotionReport`: a
+    """Join findings with a :class:`~no64.report.DemotionReport`: a
     narrowed value by its narrowing record, an op-level event (rewrite,
     rounded constant) by op and location; the most severe handling wins."""
     by_op: dict[tuple[str, Any], Handling] = {}

@@ -40,10 +40,10 @@ import enum
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..core._mlir import ir
-from ..core.locations import SourceLocation
-from ..core.report import DemotionReport
-from ..core.types import TypeConverter
+from ..ir._mlir import ir
+from ..ir.locations import SourceLocation
+from ..report import DemotionReport
+from ..ir.types import TypeConverter
 from ..kinds import SentinelUse
 from .protocols import ArgTransfer, EmulateRule, Fold, PairRule, RangeQuery, Transfer
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core._mlir import ir
+from ._mlir import ir
 
 __all__ = [
     "Words",

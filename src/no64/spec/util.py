@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core._mlir import defining_op, ir, stablehlo
+from ..ir._mlir import defining_op, ir, stablehlo
 from .registry import spec_of
 
 __all__ = ["splat", "compare", "after", "erase_dead"]

@@ -2,7 +2,7 @@
 
 The narrowing pass keeps a 64-bit integer value exact only if it fits in 32
 bits.  This step runs before it and takes the values that may not fit out of
-its hands: each becomes a pair of ``ui32`` words (:mod:`no64.rules.words`),
+its hands: each becomes a pair of ``ui32`` words (:mod:`no64.ir.words`),
 computed by the op's ``emulate`` rule in the op registry, so that the
 converted program computes what the 64-bit program computes, bit for bit.
 
@@ -49,21 +49,21 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.intervals import INT32, UINT32
+from ..spec.intervals import INT32, UINT32
 from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op, entry_function
 from ..errors import UnsupportedOpError
 from ..kinds import Verdict
-from ..rules import words as W
-from ..rules.registry import UNKNOWN, spec_of
-from ._compat import attribute_dict, block_argument
-from ._mlir import ir
-from ._mlir import as_operation as _as_op
-from .locations import decode_location
-from .types import is_int64_tensor as is_wide_int
-from .walk import callee_of as _callee
-from .walk import functions as _functions
-from .walk import is_public as _is_public
-from .walk import symbol_name as _sym
+from ..ir import words as W
+from ..spec.registry import UNKNOWN, spec_of
+from ..ir._compat import attribute_dict, block_argument
+from ..ir._mlir import ir
+from ..ir._mlir import as_operation as _as_op
+from ..ir.locations import decode_location
+from ..ir.types import is_int64_tensor as is_wide_int
+from ..spec.walk import callee_of as _callee
+from ..spec.walk import functions as _functions
+from ..spec.walk import is_public as _is_public
+from ..spec.walk import symbol_name as _sym
 
 __all__ = ["Emulation", "plan_emulation", "exact_input_ranges", "is_wide_int", "join_words", "split_words"]
 
@@ -394,7 +394,7 @@ class Emulation:
             loc = _as_op(block.owner).location
         else:
             op = _as_op(v.owner)
-            from ..rules.util import after
+            from ..spec.util import after
 
             ip = after(op)
             loc = op.location

@@ -3,9 +3,9 @@
 A transfer function, a fold, a rule and an emulation rule are declared in the
 op table and called by layers above it (the range analysis, the pass, the
 emulation step).  They receive those layers' objects through the protocols
-here, so that the schema (:mod:`no64.rules.registry`) names no class of a
+here, so that the schema (:mod:`no64.spec.registry`) names no class of a
 layer above it: :class:`~no64.analysis.ranges.RangeAnalysis` implements
-:class:`RangeQuery`, :class:`~no64.core.emulate.Emulation` implements
+:class:`RangeQuery`, :class:`~no64.transforms.emulate.Emulation` implements
 :class:`WordContext`.
 """
 
@@ -16,9 +16,9 @@ from typing import Any, Protocol, Union
 
 import numpy as np
 
-from ..analysis.intervals import Interval, Range
-from ..core._mlir import ir
-from . import words as W
+from .intervals import Interval, Range
+from ..ir._mlir import ir
+from ..ir import words as W
 
 __all__ = [
     "RangeQuery",
@@ -132,5 +132,5 @@ Out = Union[W.Words, ir.Value, None]
 #: ``rule(op, em) -> one entry per result``.
 EmulateRule = Callable[[ir.Operation, WordContext], list[Out]]
 #: ``rule(op, em) -> one entry per result`` for float64 values carried as f32
-#: pairs; ``em`` is the pair step's context (:class:`no64.core.pairs.PairEmulation`).
+#: pairs; ``em`` is the pair step's context (:class:`no64.transforms.pairs.PairEmulation`).
 PairRule = Callable[[ir.Operation, Any], list[Any]]

@@ -2,14 +2,14 @@
 
 This step runs before the narrowing pass and leaves it no float64 value to
 narrow: every float64 value of the program becomes a pair (hi, lo) of f32
-(:mod:`no64.rules.pairs`), about 48 bits of significand with f32's exponent
+(:mod:`no64.ir.pairs`), about 48 bits of significand with f32's exponent
 range, and every op that reads or computes one is rebuilt by its rule in the
 op table (:mod:`no64.rules.pair_rules`).  An op that touches a float64 value
 and has no rule is refused with its location.
 
 Every float64 value is carried, so there is nothing to plan: the step walks
 each function in order and rewrites as it goes.  As for the integer word
-pairs (:mod:`no64.core.emulate`), values that cross a region or function
+pairs (:mod:`no64.transforms.emulate`), values that cross a region or function
 boundary -- a loop's carried values, a ``case``'s results, a function's
 arguments and results -- are carried *packed*, one ``S x 2 x f32`` tensor
 (``[..., 0]`` hi, ``[..., 1]`` lo), and unpacked where they are defined.
@@ -33,16 +33,16 @@ import numpy as np
 
 from ..errors import UnsupportedOpError
 from ..kinds import Outputs
-from ..rules import pairs as P
+from ..ir import pairs as P
 from ..rules.pair_rules import is_f64
-from ..rules.registry import spec_of
-from ..rules.words import make
-from ._compat import block_argument
-from ._mlir import ir
-from ._mlir import as_operation as _as_op
+from ..spec.registry import spec_of
+from ..ir.words import make
+from ..ir._compat import block_argument
+from ..ir._mlir import ir
+from ..ir._mlir import as_operation as _as_op
 from .emulate import _functions, _refresh_signature
-from .locations import decode_location
-from .walk import entry_function
+from ..ir.locations import decode_location
+from ..spec.walk import entry_function
 
 __all__ = ["PairEmulation", "emulate_pairs", "split_pairs", "join_pairs"]
 
@@ -124,7 +124,7 @@ class PairEmulation:
                 ip = ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(block)
                 loc = _as_op(block.owner).location
             else:
-                from ..rules.util import after
+                from ..spec.util import after
 
                 op = _as_op(v.owner)
                 ip, loc = after(op), op.location

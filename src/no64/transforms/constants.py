@@ -19,11 +19,11 @@ import re
 import numpy as np
 
 from ..kinds import IntegerPolicy
-from .types import F32_MAX, F64_MAX
-from .types import I32 as _I32
-from .types import I64 as _I64
-from .types import U32 as _U32
-from .types import U64 as _U64
+from ..ir.types import F32_MAX, F64_MAX
+from ..ir.types import I32 as _I32
+from ..ir.types import I64 as _I64
+from ..ir.types import U32 as _U32
+from ..ir.types import U64 as _U64
 
 __all__ = [
     "IntegerPolicy",

@@ -15,13 +15,13 @@ import contextlib
 import gc
 from collections.abc import Callable, Iterator
 
-from ._mlir import ir
+from ..ir._mlir import ir
 from ..errors import Remaining64BitError
-from ..rules.registry import names_where
-from .locations import SourceLocation, decode_location
-from .report import Finding
-from .types import TypeConverter
-from .walk import all_ops, enclosing_function, module_op
+from ..spec.registry import names_where
+from ..ir.locations import SourceLocation, decode_location
+from ..report import Finding
+from ..ir.types import TypeConverter
+from ..spec.walk import all_ops, enclosing_function, module_op
 
 # The names other modules import from here.
 _module_op = module_op

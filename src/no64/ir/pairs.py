@@ -46,7 +46,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core._mlir import ir
+from ._mlir import ir
 from .words import build, i32, make
 
 __all__ = [

@@ -5,7 +5,7 @@ IEEE does, step by step: a backend that reassociates sums, folds
 ``(a + C) - C``, turns a division into a product by a reciprocal, computes
 the error terms of products differently (fast-math) or flushes what it
 should not, gives pairs whose error terms are wrong.  The probe module runs
-the pair algorithms (:mod:`no64.rules.pairs`) on fixed inputs -- sums with
+the pair algorithms (:mod:`no64.ir.pairs`) on fixed inputs -- sums with
 a constant operand, products, divisions by a constant, square roots -- and
 :func:`check_words` compares its outputs with the words IEEE f32 gives
 (computed by a step-by-step model of the same algorithms; a test checks the
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..rules import pairs as P
-from ._mlir import func, ir, make_context
+from ..ir import pairs as P
+from ..ir._mlir import func, ir, make_context
 
 __all__ = ["PROBE_X", "PROBE_Y", "PROBE_C", "EXPECTED_HEX", "probe_text", "probe_inputs", "expected_words",
            "check_words"]

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.intervals import collides
+from ..spec.intervals import collides
 from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..analysis.float_hints import float_hints
 from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
@@ -51,16 +51,16 @@ from ..errors import (
 from ..analysis.ranges import validate_input_ranges
 from .emulate import exact_input_ranges, plan_emulation
 from ..kinds import ElementKind, EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, SentinelUse, Verdict
-from ..rules.registry import REGISTRY, OpSpec, spec_of
+from ..spec.registry import REGISTRY, OpSpec, spec_of
 from . import constants as C
-from ._compat import as_attribute, block_argument, op_result
-from ._mlir import ir
-from ._mlir import as_operation as _as_op
-from .locations import SourceLocation, decode_location
-from .report import DemotionReport, Narrowing
+from ..ir._compat import as_attribute, block_argument, op_result
+from ..ir._mlir import ir
+from ..ir._mlir import as_operation as _as_op
+from ..ir.locations import SourceLocation, decode_location
+from ..report import DemotionReport, Narrowing
 from .scan import _module_op, all_ops, gc_paused
 from .scan import check as scan_check
-from .types import TypeConverter
+from ..ir.types import TypeConverter
 
 #: Event kinds that are also the verdict of the constant they narrowed.
 _CONSTANT_VERDICTS = frozenset({EventKind.SENTINEL, EventKind.SATURATED, EventKind.WRAPPED})
@@ -123,7 +123,7 @@ def demote(
         ``overflow`` and reports ``unproven``; ``"strict"`` refuses both;
         ``"permissive"`` reports both; ``"exact"`` computes every 64-bit
         integer value the analysis cannot prove inside the 32-bit range
-        exactly as a pair of 32-bit words (:mod:`no64.core.emulate`) -- an
+        exactly as a pair of 32-bit words (:mod:`no64.transforms.emulate`) -- an
         entry function's 64-bit integer input without a declared range
         included, which then enters as words (``report.emulated_inputs``) --
         and refuses what it cannot compute so.  Under every policy, ops with no
@@ -145,7 +145,7 @@ def demote(
         was, if any 64-bit value remains.  ``demote(m, check=True)`` is
         ``demote(m); check(m)`` at a lower cost.
       outputs: What becomes of a 64-bit integer result of the entry function
-        that is emulated (see :mod:`no64.core.emulate`): ``"words"``
+        that is emulated (see :mod:`no64.transforms.emulate`): ``"words"``
         (default) returns it as ``S x 2`` words, ``[..., 0]`` the low and
         ``[..., 1]`` the high 32 bits (``report.emulated_outputs`` lists
         them); ``"narrow"`` keeps the signature and returns it clipped to the
@@ -161,8 +161,8 @@ def demote(
         narrows them to f32 (``precision-reduced``); ``"pairs"`` carries
         every float64 value as a normalized pair of f32 (hi, lo) -- about
         48 bits of significand, f32's exponent range -- computed by the
-        double-word algorithms of :mod:`no64.rules.pairs`
-        (:mod:`no64.core.pairs`).  Transcendentals and LAPACK calls are
+        double-word algorithms of :mod:`no64.ir.pairs`
+        (:mod:`no64.transforms.pairs`).  Transcendentals and LAPACK calls are
         then computed in f32 from the rounded pair and recorded per op as
         ``precision-reduced``; an op with no pair rule is refused.  Float64
         arguments and results of the entry function become ``S x 2``
@@ -310,7 +310,7 @@ FLOAT_POLICIES = FloatPolicy.values()
 
 
 def _float_pairs(p: "_Pass", root: ir.Operation, outputs: Outputs) -> None:
-    """Every float64 value as a pair of f32 (:mod:`no64.core.pairs`),
+    """Every float64 value as a pair of f32 (:mod:`no64.transforms.pairs`),
     recorded in the pass's report."""
     from .pairs import emulate_pairs
 
@@ -437,7 +437,7 @@ class _Pass:
         return p
 
     def emulation(self, everything: bool, words_out: bool = True) -> Any:
-        """Plan the emulation step (:mod:`no64.core.emulate`): the ops the
+        """Plan the emulation step (:mod:`no64.transforms.emulate`): the ops the
         pass would refuse for want of a 32-bit form (when they have an
         emulation rule) and their values, the users of out-of-range constants, and --
         if ``everything`` -- every value not proven to fit."""
@@ -1024,7 +1024,7 @@ class _Pass:
         Every type is read again from the module -- op results, block
         arguments of every region and function signatures -- for every value
         of the walk the plan made (ops the pass inserts itself send it to
-        :func:`~no64.core.scan.check`'s own walk instead).  A retyped value is
+        :func:`~no64.transforms.scan.check`'s own walk instead).  A retyped value is
         compared with the type it was given, each distinct one of which is
         classified afresh; every other type is classified afresh.  No
         decision of the plan is trusted.

@@ -7,8 +7,8 @@ import collections
 import dataclasses
 from typing import Any
 
-from ..kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
-from .locations import SourceLocation, decode_location
+from .kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
+from .ir.locations import SourceLocation, decode_location
 
 __all__ = ["DemotionReport", "Event", "Finding", "Narrowing"]
 
@@ -27,7 +27,7 @@ class Finding:
       location: The decoded location of the op (or block argument).
       function: Symbol name of the enclosing ``func.func``, if any.
       value: Which value, for joining with the report's
-        :class:`~no64.core.report.Narrowing` records: ``("result", i)``,
+        :class:`~no64.report.Narrowing` records: ``("result", i)``,
         ``("argument", n)`` for a block argument (function or region), or
         ``None`` (function results and operands, which are not definitions).
     """
@@ -195,7 +195,7 @@ class DemotionReport:
       converts_removed: ``convert`` ops that became no-ops and were erased.
       ops_rewritten: Width-dependent ops replaced by rewrite rules.
       values_emulated: 64-bit integer values carried exactly as pairs of
-        32-bit words (see :mod:`no64.core.emulate`).
+        32-bit words (see :mod:`no64.transforms.emulate`).
       ops_emulated: Ops computed on such pairs (by op name in
         ``emulated_by_op``).
       emulated_outputs: Indices of the entry function's results that come
@@ -208,7 +208,7 @@ class DemotionReport:
         them from ``int64``/``uint64`` values).
       float_policy: How float64 values were computed: ``"f32"`` (narrowed)
         or ``"pairs"`` (as normalized pairs of f32, see
-        :mod:`no64.core.pairs`).
+        :mod:`no64.transforms.pairs`).
       values_on_pairs: Float64 values carried as pairs; ``ops_on_pairs``
         the ops computed on them (by op name in ``pairs_by_op``).
       pair_inputs, pair_outputs: Indices of the entry function's arguments
