@@ -50,7 +50,8 @@ What it covers, with the releases that have each form:
 * **jit's Python path** (:func:`jit_function`, :func:`replace_jit_function`,
   :func:`jit_input_avals`): ``jax._src.pjit``'s ``_infer_params``,
   ``_pjit_lower``, ``_get_fastpath_data`` and ``_infer_input_type`` on
-  0.7-0.12, ``_trace_for_jit`` from 0.9; a jit call's arguments are parsed
+  0.7-0.12 (the last takes a debug-info function from 0.8, the debug info
+  on 0.7), ``_trace_for_jit`` from 0.9; a jit call's arguments are parsed
   (``jax_jit.parse_arguments``) with ``tree_util.tracing_registry`` from
   0.10 and ``tree_util.default_registry`` on 0.7-0.9.
 * Internals that are the same on every supported release, named here so that
@@ -411,4 +412,9 @@ def jit_input_avals(fun: Any, ji: Any, dbg: Any, args: Any, kwargs: Any) -> Any:
     _, dynargs = jax_jit.parse_arguments(
         args, tuple(kwargs.values()), tuple(kwargs.keys()), ji.static_argnums,
         ji.static_argnames, registry)
-    return jit_function("_infer_input_type")(fun, lambda: dbg, dynargs)
+    infer = jit_function("_infer_input_type")
+    # its second parameter: a function giving the debug info from 0.8
+    # (``dbg_fn``), the debug info itself on 0.7 (``dbg``)
+    if "dbg_fn" in inspect.signature(infer).parameters:
+        return infer(fun, lambda: dbg, dynargs)
+    return infer(fun, dbg, dynargs)
