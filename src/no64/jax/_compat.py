@@ -37,15 +37,33 @@ What it covers, with the releases that have each form:
 * **The C++ fast path of AOT-compiled calls** (:func:`cpp_call_params`):
   ``pxla.MeshExecutable.create_cpp_call(params)`` from 0.8; on 0.7 it takes
   ``(no_kwargs, in_tree, out_tree)``, with no parameters to fall back on.
+* **Closed jaxprs** (:func:`jaxpr_classes`, :func:`open_jaxpr`):
+  ``jax._src.core.ClosedJaxpr`` wraps a ``core.Jaxpr`` and its ``consts``
+  on 0.7-0.10; from 0.11 one ``core.Jaxpr`` class carries its own
+  ``consts`` (its ``constvars`` are the inputs with values attached, its
+  ``jaxpr`` is itself), ``ClosedJaxpr`` an alias of it on 0.11 and gone
+  from 0.12.
+* **A scan's operands** (:func:`scan_layout`): the ``scan`` primitive's
+  parameters ``num_consts`` and ``num_carry`` on 0.7-0.10; from 0.11 a
+  ``jax._src.flattree.FlatTree`` ``ft_in`` of (consts, carry, xs) (and
+  ``ft_out`` of (carry, ys)).
+* **jit's Python path** (:func:`jit_function`, :func:`replace_jit_function`,
+  :func:`jit_input_avals`): ``jax._src.pjit``'s ``_infer_params``,
+  ``_pjit_lower``, ``_get_fastpath_data`` and ``_infer_input_type`` on
+  0.7-0.12 (the last takes a debug-info function from 0.8, the debug info
+  on 0.7), ``_trace_for_jit`` from 0.9; a jit call's arguments are parsed
+  (``jax_jit.parse_arguments``) with ``tree_util.tracing_registry`` from
+  0.10 and ``tree_util.default_registry`` on 0.7-0.9.
 * Internals that are the same on every supported release, named here so that
   a future release that drops one is found in one place:
   ``jax._src.config.enable_x64`` (``value``, ``get_global``, ``set_global``),
   ``jax._src.xla_bridge`` (``expand_platform_alias``, ``_platform_aliases``,
   ``backends``), ``jax._src.compiler.compile_or_get_cached``,
-  ``jax._src.core.pytype_aval_mappings``, ``jax._src.lax.lax._convert_element_type``,
+  ``jax._src.core.pytype_aval_mappings``, ``jax._src.core.Jaxpr``,
+  ``jax._src.core.Literal``, ``jax._src.core.jaxprs_in_params``, ``jax._src.lax.lax._convert_element_type``,
   ``jax._src.numpy.array_constructors.array``/``asarray``,
   ``jax._src.lib.xla_client``, ``jax._src.source_info_util``,
-  ``jax._src.traceback_util``, ``jax._src.pjit``, ``jax._src.stages``,
+  ``jax._src.traceback_util``, ``jax._src.stages``,
   ``jax._src.interpreters.pxla``, ``jax._src.sharding_impls``.
 """
 
@@ -302,3 +320,101 @@ def cpp_call_params(args: tuple[Any, ...]) -> Any:
     (0.7): then no fast path is built, and JAX calls through
     ``stages.Compiled.call`` instead."""
     return args[0] if len(args) == 1 else None
+
+
+# ---------------------------------------------------------------------------
+# Closed jaxprs
+# ---------------------------------------------------------------------------
+
+def jaxpr_classes() -> tuple[type, ...]:
+    """The classes of JAX's jaxprs: ``core.Jaxpr`` and ``core.ClosedJaxpr``
+    where that is a class of its own (0.7-0.10), ``core.Jaxpr`` alone from
+    0.11 (``ClosedJaxpr`` merged into it)."""
+    from jax._src import core
+
+    jaxpr = getattr(core, "Jaxpr", None)
+    if jaxpr is None:
+        raise _missing("jaxpr class (jax._src.core.Jaxpr)")
+    closed = getattr(core, "ClosedJaxpr", jaxpr)
+    return (jaxpr,) if closed is jaxpr else (jaxpr, closed)
+
+
+def open_jaxpr(jaxpr: Any) -> tuple[Any, Any]:
+    """``(open jaxpr, consts)`` of a jaxpr JAX hands out: a ``ClosedJaxpr``'s
+    ``jaxpr`` and ``consts`` (0.7-0.10), a ``Jaxpr`` and the consts it
+    carries (from 0.11: its ``constvars`` are the inputs with values
+    attached, its ``invars`` the others), or an open ``Jaxpr`` and ``()``."""
+    from jax._src import core
+
+    closed = getattr(core, "ClosedJaxpr", None)
+    if closed is not None and closed is not getattr(core, "Jaxpr", None) and isinstance(jaxpr, closed):
+        return jaxpr.jaxpr, jaxpr.consts
+    return jaxpr, getattr(jaxpr, "consts", ())
+
+
+def scan_layout(params: Any, n_in: int) -> tuple[int, int]:
+    """``(consts, carried)``: how many of a ``scan`` equation's ``n_in``
+    operands are constants and how many the carry (the rest are the scanned
+    inputs; the carry's results come first)."""
+    if "num_consts" in params and "num_carry" in params:
+        return params["num_consts"], params["num_carry"]
+    ft_in = params.get("ft_in")
+    if ft_in is None or not hasattr(ft_in, "unpack"):
+        raise _missing("scan operand layout (scan parameters num_consts/num_carry or ft_in)")
+    # as JAX's own scan splits its operands (a flat tree of three groups)
+    consts, carry, _ = (list(group) for group in ft_in.update(tuple(range(n_in))).unpack())
+    return len(consts), len(carry)
+
+
+# ---------------------------------------------------------------------------
+# jit's Python path
+# ---------------------------------------------------------------------------
+
+#: The functions of ``jax._src.pjit`` no64 wraps or calls, each described
+#: for the line naming it where it is missing.
+_JIT_FUNCTIONS = {
+    "_infer_params": "Python path of a jit call",
+    "_trace_for_jit": "trace of a jit call",
+    "_pjit_lower": "lowering of a jit call",
+    "_get_fastpath_data": "C++ fast path data of a jit call",
+    "_infer_input_type": "input types of a jit call",
+}
+
+
+def jit_function(name: str) -> Callable[..., Any]:
+    """``jax._src.pjit.<name>``, one of :data:`_JIT_FUNCTIONS`."""
+    from jax._src import pjit
+
+    found = getattr(pjit, name, None)
+    if found is None:
+        raise _missing(f"{_JIT_FUNCTIONS[name]} (jax._src.pjit.{name})")
+    return found
+
+
+def replace_jit_function(name: str, new: Callable[..., Any]) -> Callable[..., Any]:
+    """Put ``new`` in the place of ``jax._src.pjit.<name>``; returns the function it replaced."""
+    from jax._src import pjit
+
+    original = jit_function(name)
+    setattr(pjit, name, new)
+    return original
+
+
+def jit_input_avals(fun: Any, ji: Any, dbg: Any, args: Any, kwargs: Any) -> Any:
+    """The abstract values a jit call's arguments have now (under the
+    configuration in force), as ``pjit._infer_params`` computes them."""
+    from jax._src import tree_util
+    from jax._src.lib import jax_jit
+
+    registry = getattr(tree_util, "tracing_registry", None) or getattr(tree_util, "default_registry", None)
+    if registry is None:
+        raise _missing("pytree registry of jit arguments (tree_util.tracing_registry or default_registry)")
+    _, dynargs = jax_jit.parse_arguments(
+        args, tuple(kwargs.values()), tuple(kwargs.keys()), ji.static_argnums,
+        ji.static_argnames, registry)
+    infer = jit_function("_infer_input_type")
+    # its second parameter: a function giving the debug info from 0.8
+    # (``dbg_fn``), the debug info itself on 0.7 (``dbg``)
+    if "dbg_fn" in inspect.signature(infer).parameters:
+        return infer(fun, lambda: dbg, dynargs)
+    return infer(fun, dbg, dynargs)

@@ -48,7 +48,9 @@ Where JAX 0.10 converts host data, and the hook for each
    and numpy arrays with a requested dtype are converted by
    ``np.asarray(object, dtype=<canonical dtype>)`` before anything else.
    Wrapped: such input is converted as the x64 program would convert it,
-   then narrowed by no64.
+   then narrowed by no64; a Python scalar requested as a 32-bit type (from
+   jax 0.12 ``jnp.nonzero`` converts its ``fill_value`` so, with the 32-bit
+   index type JAX canonicalised the x64 program's to) is narrowed as by (3).
 5. The C++ ``jit`` dispatch path converts numpy arguments itself, without
    calling back into Python.  ``pjit._get_fastpath_data`` is wrapped so that
    a call with a 64-bit numpy argument never gets a C++ fast path: such
@@ -685,6 +687,11 @@ def _array_input(object: Any, dtype: Any, function: str) -> tuple[Any, Any]:
         return object, dtype
     want = _requested(dtype)
     if want is False:
+        if type(object) is int or type(object) is float:
+            # A Python scalar requested as a 32-bit type, maybe the type JAX
+            # canonicalised the x64 program's 64-bit one to (jnp.nonzero's
+            # fill_value from 0.12): converted as by (3).
+            return _pre_narrow(object, dtype, policy, "host value"), dtype
         return object, dtype
     try:
         wide = np.asarray(object, dtype=want)
@@ -773,9 +780,9 @@ def _install_warning_levels() -> None:
 
 
 def _install_fastpath_guard() -> None:
-    from jax._src import pjit
+    from ._compat import jit_function, replace_jit_function
 
-    original = pjit._get_fastpath_data
+    original = jit_function("_get_fastpath_data")
     if getattr(original, "__no64__", False):
         return
 
@@ -789,7 +796,7 @@ def _install_fastpath_guard() -> None:
 
     _get_fastpath_data.__wrapped__ = original  # type: ignore[attr-defined]
     _get_fastpath_data.__no64__ = True  # type: ignore[attr-defined]
-    pjit._get_fastpath_data = _get_fastpath_data
+    replace_jit_function("_get_fastpath_data", _get_fastpath_data)
 
 
 def _has_wide_numpy(tree: Any) -> bool:
@@ -1020,7 +1027,10 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
     """
     from jax._src import core
 
+    from ._compat import jaxpr_classes, open_jaxpr, scan_layout
+
     image_set = frozenset(i for i, _, _ in images)
+    jaxprs = jaxpr_classes()
 
     inside = _library_dirs()
     found: list[SentinelRead] = []
@@ -1124,8 +1134,8 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
             # it matters: constants that may be sentinels, and sub-programs.
             if (images and any(isinstance(v, core.Literal) or v in consts_of
                                for v in eqn.invars)) or any(
-                    isinstance(p, (core.Jaxpr, core.ClosedJaxpr)) or (
-                        type(p) is tuple and p and isinstance(p[0], (core.Jaxpr, core.ClosedJaxpr)))
+                    isinstance(p, jaxprs) or (
+                        type(p) is tuple and p and isinstance(p[0], jaxprs))
                     for p in eqn.params.values()):
                 here = where(eqn, site)
             else:
@@ -1144,9 +1154,8 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         return [fact_of(v, env, site) for v in jx.outvars]
 
     def closed(cj: Any, ins: list[_Fact], site: SourceLocation | None = None) -> list[_Fact]:
-        if isinstance(cj, core.ClosedJaxpr):
-            return run(cj.jaxpr, ins, cj.consts, site)
-        return run(cj, ins, (), site)
+        inner, consts = open_jaxpr(cj)
+        return run(inner, ins, consts, site)
 
     def loop(eqn: Any, body: Any, consts: list[_Fact], carry: list[_Fact], rest: list[_Fact],
              n_out_extra: int, site: SourceLocation | None) -> list[_Fact]:
@@ -1233,7 +1242,7 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
                 outs.append(_join(per_branch))
             return outs
         if name == "scan":
-            nc, ncarry = params["num_consts"], params["num_carry"]
+            nc, ncarry = scan_layout(params, len(fs))
             consts, carry, xs = fs[:nc], fs[nc:nc + ncarry], fs[nc + ncarry:]
             return loop(eqn, params["jaxpr"], consts, carry, xs, n_out - ncarry, site)
         sub = _sub_jaxpr(params, len(fs), n_out)
@@ -1246,7 +1255,7 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
                 run(sub_jaxpr, [_UNKNOWN] * len(sub_jaxpr.invars), (), site)
         return [_UNKNOWN] * n_out
 
-    inner = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+    inner, _ = open_jaxpr(jaxpr)
     ins = []
     for i, var in enumerate(inner.invars):
         taint = seeds.get(i, frozenset())
@@ -1347,10 +1356,11 @@ def _install_sentinel_reads() -> None:
     while it traces, and the arguments holding sentinels, are followed
     through the traced program (:func:`sentinel_reads`)."""
     from jax._src import core as jax_core
-    from jax._src import pjit
+
+    from ._compat import jit_function, replace_jit_function
 
     _exclude_from_source_locations()
-    original = pjit._infer_params
+    original = jit_function("_infer_params")
     if getattr(original, "__no64__", False):
         return
 
@@ -1376,7 +1386,7 @@ def _install_sentinel_reads() -> None:
 
     _infer_params.__wrapped__ = original  # type: ignore[attr-defined]
     _infer_params.__no64__ = True  # type: ignore[attr-defined]
-    pjit._infer_params = _infer_params
+    replace_jit_function("_infer_params", _infer_params)
 
 
 def _exclude_from_source_locations() -> None:

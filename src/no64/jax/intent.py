@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..ir._mlir import ir
-from ._compat import enable_x64
+from ._compat import enable_x64, jit_input_avals, replace_jit_function
 from ..report import DemotionReport, Narrowing
 from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, OutputRangeError,
                       UnprovenIntegerWarning)
@@ -85,12 +85,8 @@ def install() -> None:
     with _lock:
         if _installed:
             return
-        from jax._src import pjit
-
-        _original_trace = pjit._trace_for_jit
-        _original_lower = pjit._pjit_lower
-        pjit._trace_for_jit = _trace_for_jit
-        pjit._pjit_lower = _pjit_lower
+        _original_trace = replace_jit_function("_trace_for_jit", _trace_for_jit)
+        _original_lower = replace_jit_function("_pjit_lower", _pjit_lower)
         _installed = True
 
 
@@ -228,19 +224,13 @@ def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, arg
 
 def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any, p: Any,
                given: tuple[tuple[Any, ...], dict[str, Any]] | None) -> Any:
-    from jax._src import pjit, tree_util
-    from jax._src.lib import jax_jit
-
     if given is not None:
         args, kwargs = given
     assert _original_trace is not None
     _tls.busy = True
     try:
         with enable_x64(True):
-            _, dynargs = jax_jit.parse_arguments(
-                args, tuple(kwargs.values()), tuple(kwargs.keys()), ji.static_argnums,
-                ji.static_argnames, tree_util.tracing_registry)
-            avals = pjit._infer_input_type(fun, lambda: dbg, dynargs)
+            avals = jit_input_avals(fun, ji, dbg, args, kwargs)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 p64 = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
