@@ -8,6 +8,7 @@ demoted module are both run on the CPU backend and compared.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -518,19 +519,19 @@ func.func @main() -> tensor<3000000000xi64> {
 
 
 def test_failed_verification_restores_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    demote_mod = importlib.import_module("no64.transforms.demote")
+    rewrite = importlib.import_module("no64.transforms.rewrite")
 
     m = parse(SCAN_SRC)
     before = str(m)
-    original = demote_mod._Pass.apply
+    original = rewrite.apply
 
-    def broken_apply(self: demote_mod._Pass) -> None:
-        original(self)
+    def broken_apply(plan: Any, ctx: Any) -> None:
+        original(plan, ctx)
         # retype one value without fixing its users: the module no longer verifies
-        fn = self.root.regions[0].blocks[0].operations[0]
+        fn = plan.root.regions[0].blocks[0].operations[0]
         fn.regions[0].blocks[0].arguments[0].set_type(ir.RankedTensorType.get([4], ir.IntegerType.get_signless(8)))
 
-    monkeypatch.setattr(demote_mod._Pass, "apply", broken_apply)
+    monkeypatch.setattr(rewrite, "apply", broken_apply)
     with pytest.raises(no64.InvalidModuleError, match="left unchanged"):
         no64.demote(m)
     assert str(m) == before
@@ -617,19 +618,19 @@ def test_strict_check_inside_the_pass_catches_a_value_left_64bit(
 ) -> None:
     """demote(check=True) reads every type back from the module: a value the
     rewrite failed to retype is found, reported, and the module left as it was."""
-    demote_mod = importlib.import_module("no64.transforms.demote")
-    original = demote_mod._Pass.apply
+    rewrite = importlib.import_module("no64.transforms.rewrite")
+    original = rewrite.apply
 
-    def forgetful_apply(self: demote_mod._Pass) -> None:
+    def forgetful_apply(plan: Any, ctx: Any) -> None:
         want = ir.BlockArgument if skip == "block argument" else ir.OpResult
-        victim = next(i for i, (v, _, _) in enumerate(self.values) if isinstance(v, want))
-        value, old, _ = self.values[victim]
-        original(self)
+        victim = next(i for i, (v, _, _) in enumerate(plan.values) if isinstance(v, want))
+        value, old, _ = plan.values[victim]
+        original(plan, ctx)
         value.set_type(old)  # as if apply had skipped it
 
     m = parse(SCAN_SRC)
     before = str(m)
-    monkeypatch.setattr(demote_mod._Pass, "apply", forgetful_apply)
+    monkeypatch.setattr(rewrite, "apply", forgetful_apply)
     with pytest.raises(no64.Remaining64BitError, match="64-bit value"):
         no64.demote(m, check=True, verify=False)
     assert str(m) == before

@@ -938,17 +938,17 @@ def test_invalid_rewrite_is_caught_by_the_backend_and_blamed_on_no64(
     no64's InvalidModuleError, never as a wrong program."""
     import importlib
 
-    demote_mod = importlib.import_module("no64.transforms.demote")
-    original_apply = demote_mod._Pass.apply
+    rewrite = importlib.import_module("no64.transforms.rewrite")
+    original_apply = rewrite.apply
 
-    def broken_apply(self: Any) -> None:
-        original_apply(self)
-        for op, _, _ in self.consts[:1]:
+    def broken_apply(plan: Any, ctx: Any) -> None:
+        original_apply(plan, ctx)
+        for op, _, _ in plan.consts[:1]:
             # a constant whose result type no longer matches its value
             op.results[0].set_type(ir.RankedTensorType.get([7], ir.F32Type.get()))
 
     no64.install("cpu")
-    monkeypatch.setattr(demote_mod._Pass, "apply", broken_apply)
+    monkeypatch.setattr(rewrite, "apply", broken_apply)
 
     def fresh(key: jax.Array) -> jax.Array:  # not compiled by any other test
         return jax.random.uniform(key, (11,)) + 0.5
@@ -966,13 +966,13 @@ def test_backend_errors_in_other_words_are_blamed_only_on_an_invalid_rewrite(
     other backend error through unchanged."""
     import importlib
 
-    demote_mod = importlib.import_module("no64.transforms.demote")
-    original_apply = demote_mod._Pass.apply
+    rewrite = importlib.import_module("no64.transforms.rewrite")
+    original_apply = rewrite.apply
 
-    def apply(self: Any) -> None:
-        original_apply(self)
+    def apply(plan: Any, ctx: Any) -> None:
+        original_apply(plan, ctx)
         if broken:
-            op = self.consts[0][0]
+            op = plan.consts[0][0]
             op.results[0].set_type(ir.RankedTensorType.get([5], ir.F32Type.get()))
 
     def plugin_compile(backend: Any, module: Any, *args: Any, **kwargs: Any) -> Any:
@@ -981,7 +981,7 @@ def test_backend_errors_in_other_words_are_blamed_only_on_an_invalid_rewrite(
     no64.install("cpu")
     key = jax.random.key(0)
     jax.block_until_ready(key)
-    monkeypatch.setattr(demote_mod._Pass, "apply", apply)
+    monkeypatch.setattr(rewrite, "apply", apply)
     monkeypatch.setattr(jaxhook.STATE, "original_compile", plugin_compile)
 
     def fresh2(key: jax.Array) -> jax.Array:  # not compiled by any other test

@@ -25,74 +25,31 @@ What the pass knows about each op comes from the op registry
 (:mod:`no64.rules`): which ops are constants, converts and calls, and which
 are width-dependent -- those are handed to their exact rewrites, refused by
 their check when no rewrite applies, or fixed up after retyping.
+
+The plan is :mod:`no64.transforms.plan`'s, the rewrite
+:mod:`no64.transforms.rewrite`'s; this module drives them.
 """
 
 from __future__ import annotations
 
-import collections
-import re
 from collections.abc import Mapping
-from operator import itemgetter
-from typing import Any
 
-import numpy as np
-
-from ..spec.intervals import collides
-from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..analysis.float_hints import float_hints
-from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
-from ..errors import (
-    ConstantRangeError,
-    InputRangeError,
-    InvalidModuleError,
-    NarrowingError,
-    UnsupportedOpError,
-)
-from ..analysis.ranges import validate_input_ranges
-from .emulate import exact_input_ranges, plan_emulation
-from ..kinds import ElementKind, EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, SentinelUse, Verdict
-from ..spec.registry import REGISTRY, OpSpec, spec_of
-from . import constants as C
-from ..ir._compat import as_attribute, block_argument, op_result
+from ..analysis.ranges import resolve_input_ranges, validate_input_ranges
+from ..errors import InputRangeError, InvalidModuleError
+from .emulate import exact_input_ranges
+from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
-from ..ir.locations import SourceLocation, decode_location
-from ..report import DemotionReport, Narrowing
-from .scan import _module_op, all_ops, gc_paused
-from .scan import check as scan_check
-from ..ir.types import TypeConverter
-
-#: Event kinds that are also the verdict of the constant they narrowed.
-_CONSTANT_VERDICTS = frozenset({EventKind.SENTINEL, EventKind.SATURATED, EventKind.WRAPPED})
+from ..report import DemotionReport
+from .plan import Plan, Planner, Settings
+from . import rewrite
+from .scan import _module_op, gc_paused
 
 __all__ = ["demote"]
-
-_MISS = object()
-
-# What the plan's walk needs to know of an op, as bits (read once per op).
-_CONSTANT, _CONVERT, _CALL, _INSPECT, _REGION_FREE, _FUNCTION = 1, 2, 4, 8, 16, 32
-
-
-def _roles() -> dict[str, int]:
-    """The registry's entries as role bits (made per pass: rules may be
-    registered at any time)."""
-    out = {}
-    for name, spec in REGISTRY.items():
-        out[name] = (
-            (_CONSTANT if spec.constant else 0)
-            | (_CONVERT if spec.convert else 0)
-            | (_CALL if spec.call else 0)
-            | (_INSPECT if spec.width_dependent else 0)
-            | (_REGION_FREE if spec.region_free else 0)
-            | (_FUNCTION if spec.function else 0)
-        )
-    return out
-
 
 #: Range policies: which verdicts of the range analysis are refused (see
 #: :class:`no64.kinds.RangePolicy`).
 RANGE_POLICIES = {p.value: p.refuses for p in RangePolicy}
-
 
 
 def demote(
@@ -212,7 +169,8 @@ def demote(
     root = _module_op(module)
     with root.context, ir.Location.unknown(), gc_paused():
         backup: ir.Operation | None = None
-        changing: _Pass | None = None
+        changing: Plan | None = None
+        rewrites = 0
         try:
             outputs = Outputs.parse(outputs, "outputs")
             words_in = range_policy is RangePolicy.EXACT and outputs is Outputs.WORDS
@@ -228,17 +186,17 @@ def demote(
             elif words_in and input_ranges:
                 # by position: the analyses that take them need not look names up again
                 input_ranges = dict(resolve_input_ranges(root, input_ranges))
-            p = _Pass(root, integer_policy, range_policy, input_ranges, words_in=words_in,
-                      assumed_inputs=assumed)
+            p = Planner(root, Settings(integer_policy, range_policy, input_ranges, words_in=words_in,
+                                       assumed_inputs=assumed))
             # on the 64-bit module, before anything is narrowed
             hints = float_hints(root) if float_policy is FloatPolicy.F32 else []
             p.judge_assumed_inputs()
-            p.plan(settle=False)
-            if p.candidates:
+            p.walk(settle=False)
+            if p.plan.candidates:
                 # Exact rewrite rules insert and erase ops, which the undo
                 # log of the pass cannot take back: back the module up first.
                 backup = root.clone()
-                p.run_rules()
+                rewrites = rewrite.run_rules(p.plan, p)
                 p = p.replan(settle=False)
             if float_policy is FloatPolicy.PAIRS:
                 if backup is None:
@@ -253,12 +211,12 @@ def demote(
                 for value in em.narrowed:
                     verdict, r = em.analysis.verdict(value)
                     if verdict not in (Verdict.EXACT, Verdict.SENTINEL):
-                        p._record_range(value, verdict, r.interval, refused)
+                        p.record_range(value, verdict, r.interval, refused)
                 if backup is None:
                     backup = root.clone()
                 # one record per emulated value, taken before the ops change
-                records = [p._record(v, Verdict.EMULATED, None, "computed exactly as a pair of 32-bit words",
-                                     keep=False) for v in em.wide]
+                records = [p.record(v, Verdict.EMULATED, None, "computed exactly as a pair of 32-bit words",
+                                    keep=False) for v in em.wide]
                 records.sort(key=lambda n: (str(n._loc), n.op, n.role, n.index))
                 p.report.narrowings.extend(records)
                 p.report.ops_emulated, by_op = em.apply()
@@ -274,25 +232,26 @@ def demote(
             p.report.float_hints = hints
             if p.report.values_emulated:
                 p.report.verdicts[Verdict.EMULATED] = p.report.values_emulated
-            p.report.ops_rewritten = p.rewrites
-            if not (p.values or p.funcs or p.rewrites or p.report.ops_emulated):
+            p.report.ops_rewritten = rewrites
+            plan = p.plan
+            if not (plan.values or plan.funcs or rewrites or p.report.ops_emulated):
                 if check:
-                    p.check()
+                    rewrite.check(plan)
                 return p.report
-            if backup is None and p.needs_backup:
+            if backup is None and plan.needs_backup:
                 backup = root.clone()
-            changing = p
-            p.apply()
+            changing = plan
+            rewrite.apply(plan, p)
             if verify:
                 root.verify()
             if check:
-                p.check()
-            p.finish()
+                rewrite.check(plan)
+            p.report.converts_removed = rewrite.finish(plan)
         except Exception as exc:
             if backup is not None:
                 _restore(root, backup)
             elif changing is not None:
-                changing.undo()
+                rewrite.undo(changing)
             if isinstance(exc, ir.MLIRError):
                 raise InvalidModuleError(
                     "the rewritten module does not verify, so the module was left unchanged "
@@ -309,7 +268,7 @@ def demote(
 FLOAT_POLICIES = FloatPolicy.values()
 
 
-def _float_pairs(p: "_Pass", root: ir.Operation, outputs: Outputs) -> None:
+def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs) -> None:
     """Every float64 value as a pair of f32 (:mod:`no64.transforms.pairs`),
     recorded in the pass's report."""
     from .pairs import emulate_pairs
@@ -339,778 +298,3 @@ def _restore(root: ir.Operation, backup: ir.Operation) -> None:
                 op = op.operation
                 op.detach_from_parent()
                 block.append(op)
-
-
-def _kind_of(t: ir.Type) -> ElementKind:
-    """What the elements of ``t`` are (``FLOAT``: float or complex)."""
-    if not isinstance(t, (ir.RankedTensorType, ir.UnrankedTensorType)):
-        return ElementKind.OTHER
-    e = t.element_type
-    if isinstance(e, ir.IntegerType):
-        return ElementKind.UINT if e.is_unsigned else ElementKind.INT
-    if isinstance(e, (ir.F32Type, ir.ComplexType, ir.F64Type)):
-        return ElementKind.FLOAT
-    return ElementKind.OTHER
-
-
-def _elem_name(t: ir.Type) -> str:
-    try:
-        return str(ir.ShapedType(t).element_type)
-    except (ValueError, TypeError):
-        return str(t)
-
-
-class _Pass:
-    def __init__(
-        self,
-        root: ir.Operation,
-        integer_policy: IntegerPolicy,
-        range_policy: RangePolicy = RangePolicy.DEFAULT,
-        input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
-        *,
-        words_in: bool = False,
-        assumed_inputs: frozenset[int] = frozenset(),
-    ) -> None:
-        self.root = root
-        self.integer_policy = integer_policy
-        self.range_policy = range_policy
-        self.input_ranges = input_ranges
-        #: The entry function's 64-bit integer inputs not proven to fit enter
-        #: as words (policy "exact", outputs "words").
-        self.words_in = words_in
-        #: Positions of entry inputs taken as 32-bit values without a
-        #: declared range (policy "exact", outputs "narrow"): unproven.
-        self.assumed_inputs = assumed_inputs
-        self.sentinel_values: dict[ir.Value, Verdict] = {}
-        self.float_exact = 0
-        self.float_overflow = 0
-        self.conv = TypeConverter()
-        self.report = DemotionReport(integer_policy=integer_policy)
-        # What apply changes, each with what it was (the undo log):
-        # (value, old type, new type), (func, old type, new type),
-        # (constant, old attribute, new attribute).
-        self.values: list[tuple[ir.Value, ir.Type, ir.Type]] = []
-        self.funcs: list[tuple[ir.Operation, ir.Type, ir.Type]] = []
-        self.consts: list[tuple[ir.Operation, ir.Attribute | None, ir.Attribute]] = []
-        # Set when apply will do something the undo log cannot take back.
-        self.needs_backup = False
-        self.converts: list[ir.Operation] = []
-        self.calls: list[ir.Operation] = []
-        self.fixups: list[tuple[ir.Operation, OpSpec]] = []
-        self._ranges: RangeAnalysis | None = None
-        #: Ranges established before the module was rewritten (the values
-        #: that stand for emulated results proven to fit).
-        self.known_ranges: Mapping[ir.Value, Any] = {}
-        self._resources: dict[str, bytes] | None = None
-        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], Verdict | None]] = {}
-        self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
-        self.rules_enabled = True
-        # For the strict check: ops with a result the plan keeps as it is,
-        # block arguments it keeps as they are, and functions.
-        self.kept_ops: list[ir.Operation] = []
-        self.kept_args: list[ir.BlockArgument] = []
-        self.func_ops: list[ir.Operation] = []
-        self.candidates: list[ir.Operation] = []
-        self.deferred: list[tuple[ir.Operation, ConstantRangeError]] = []
-        self.pending: list[ir.Operation] = []
-        self.rewrites = 0
-        self.tally: collections.Counter[int] = collections.Counter()  # values per converted type
-
-    # ----------------------------------------------------------------- rules
-    def run_rules(self) -> None:
-        """Let the registered rules rewrite the candidate ops (see :mod:`no64.rules`)."""
-        for op in self.candidates:
-            for rule in REGISTRY[op.name].rewrites:
-                if rule(op, self):
-                    self.rewrites += 1
-                    break
-
-    def replan(self, settle: bool = True) -> "_Pass":
-        """A fresh plan of the rewritten module; rules are not run again."""
-        p = _Pass(self.root, self.integer_policy, self.range_policy, self.input_ranges,
-                  words_in=self.words_in, assumed_inputs=self.assumed_inputs)
-        p.report = self.report
-        p.rewrites = self.rewrites
-        p.known_ranges = self.known_ranges
-        p.rules_enabled = False
-        p.plan(settle=settle)
-        return p
-
-    def emulation(self, everything: bool, words_out: bool = True) -> Any:
-        """Plan the emulation step (:mod:`no64.transforms.emulate`): the ops the
-        pass would refuse for want of a 32-bit form (when they have an
-        emulation rule) and their values, the users of out-of-range constants, and --
-        if ``everything`` -- every value not proven to fit."""
-        forced: list[ir.Value] = []
-        forced_ops: list[ir.Operation] = []
-        for op in self.pending:
-            spec = REGISTRY[op.name]
-            if spec.refuse is None:
-                continue
-            try:
-                spec.refuse(op, self)
-            except UnsupportedOpError:
-                if not spec.can_emulate(op):
-                    raise
-                forced.extend(r for r in op.results)
-                forced_ops.append(op)
-        constants = {op.results[0]: exc for op, exc in self.deferred}
-        # ops that read a sentinel as the 64-bit number it is
-        readers = self._sentinel_readers()
-        if not (forced or forced_ops or constants or readers) and (not everything or self._all_integers_fit()):
-            return None
-        # An emulated op reads no value that may be wrong in 32 bits: a value
-        # not proven to fit is emulated too (under "exact" it is anyway).
-        # Where some value computed from a sentinel, or not proven to fit,
-        # reaches an op with no rule on words, less is emulated: those values
-        # are left to the narrowed program, and the readers judged unproven
-        # (see _sentinel_meetings).
-        attempts: list[dict[str, Any]] = [{"sentinel_readers": readers, "pull_unproven": not everything}]
-        if not everything:
-            attempts += [{"sentinel_readers": readers}] if readers else []
-            attempts.append({})
-        for k, extra in enumerate(attempts):
-            try:
-                return plan_emulation(
-                    self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
-                    forced_users=constants, words_out=words_out, words_in=self.words_in, **extra,
-                )
-            except UnsupportedOpError:
-                if k == len(attempts) - 1:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _all_integers_fit(self) -> bool:
-        """Whether every 64-bit integer value the plan retypes (the entry
-        function's arguments aside where they are 32-bit values, as under
-        ``outputs="narrow"``) is proven to fit: then policy "exact" has
-        nothing to emulate."""
-        ranges = self.ranges()
-        entry = entry_function(self.root)
-        entry_block = entry.regions[0].blocks[0] if entry is not None and not self.words_in else None
-        # converted types are cached objects: the integer ones, by identity
-        ints = {id(new) for new in self.conv._cache.values()
-                if new is not None and _kind_of(new).integer}
-        for value, _, new in self.values:
-            if id(new) not in ints:
-                continue
-            arg = block_argument(value)
-            if entry_block is not None and arg is not None and arg.owner == entry_block:
-                continue
-            if ranges.verdict(value)[0] is not Verdict.EXACT:
-                return False
-        return True
-
-    def settle(self) -> None:
-        """Raise what planning put off: refusals of width-dependent ops no
-        rule rewrote, out-of-range constants."""
-        for op in self.pending:
-            self._special(op, REGISTRY[op.name])
-        if self.deferred:
-            raise self.deferred[0][1]
-
-    # ------------------------------------------------------------------ plan
-    def plan(self, settle: bool = True) -> None:
-        # The hot loop of the pass: every op of the module goes through it,
-        # so it reads each op's name and result types once and touches
-        # nothing else unless a type or the op name calls for it.
-        convert = self.conv.convert
-        cache = self.conv._cache
-        miss = _MISS
-        values = self.values
-        append = values.append
-        roles = _roles()
-        context = self.root.context
-        registered: dict[str, bool] = {}
-        kept = self.kept_ops.append
-        kept_arg = self.kept_args.append
-        for op in all_ops(self.root):
-            name = op.name
-            any64 = False
-            results = op.results
-            if len(results) == 1:
-                r = results[0]
-                t = r.type
-                new = cache.get(t, miss)
-                if new is miss:
-                    new = convert(t)
-                if new is not None:
-                    append((r, t, new))
-                    any64 = True
-                else:
-                    kept(op)
-            elif results:
-                for r in results:
-                    t = r.type
-                    new = cache.get(t, miss)
-                    if new is miss:
-                        new = convert(t)
-                    if new is not None:
-                        append((r, t, new))
-                        any64 = True
-                kept(op)  # (re-read whole by the strict check)
-            role = roles.get(name, 0)
-            if role & _CONSTANT:
-                if any64:
-                    try:
-                        self._plan_constant(op, t, new)
-                    except ConstantRangeError as exc:
-                        # A rule may still remove the constant's use (e.g. a
-                        # low-word mask), or emulation take it; decide once
-                        # they have run.
-                        if settle and not self.rules_enabled:
-                            raise
-                        self.deferred.append((op, exc))
-                continue
-            if role & _CONVERT:
-                self.converts.append(op)
-            elif role & _CALL:
-                self.calls.append(op)
-            if role & _INSPECT:
-                reads64 = any64
-                if not reads64:
-                    for v in op.operands:
-                        vt = v.type
-                        c = cache.get(vt, miss)
-                        if c is miss:
-                            c = convert(vt)
-                        if c is not None:
-                            reads64 = True
-                            break
-                if reads64:
-                    spec = REGISTRY[name]
-                    if spec.width_dependent:
-                        self._sensitive(op, spec)
-            if role & _REGION_FREE:
-                continue
-            if role & _FUNCTION:
-                self.func_ops.append(op)
-                ft = ir.TypeAttr(op.attributes["function_type"]).value
-                new = convert(ft)
-                if new is not None:
-                    self.funcs.append((op, ft, new))
-            known = True
-            if not role:
-                known = registered.get(name)
-                if known is None:
-                    known = registered[name] = context.is_registered_operation(name)
-            for region in op.regions:
-                for block in region.blocks:
-                    for arg in block.arguments:
-                        t = arg.type
-                        new = cache.get(t, miss)
-                        if new is miss:
-                            new = convert(t)
-                        if new is not None:
-                            append((arg, t, new))
-                            any64 = True
-                        else:
-                            kept_arg(arg)
-            if not known and (any64 or any(convert(v.type) is not None for v in op.operands)):
-                # An op of a dialect the context does not know (parsed with
-                # allow_unregistered_dialects): no rule can say what its
-                # 64-bit types mean.  load() refuses such ops at parse time.
-                self.refuse(
-                    op,
-                    "no64 does not know this op (its dialect is not registered), so it cannot "
-                    "tell whether narrowing its 64-bit types keeps its meaning",
-                )
-        if settle and not self.candidates:
-            # Nothing will change the module: settle what was put off.
-            self.settle()
-
-    def _sensitive(self, op: ir.Operation, spec: OpSpec) -> None:
-        """A width-dependent op with 64-bit types: a candidate for its rules,
-        or checked by :meth:`_special` -- after the rules have run, since a
-        rule may remove it as part of an idiom."""
-        if self.rules_enabled and spec.rewrites:
-            self.candidates.append(op)
-        else:
-            self.pending.append(op)
-
-    def where(self, op: ir.Operation) -> SourceLocation:
-        return decode_location(op.location)
-
-    def refuse(self, op: ir.Operation, reason: str) -> None:
-        raise UnsupportedOpError(op.name, self.where(op), reason)
-
-    def ranges(self) -> RangeAnalysis:
-        """A range analysis of the module as it is now: a fresh one while
-        rules may still change the module, one shared analysis after."""
-        if self.candidates:
-            return RangeAnalysis(self.root, self.input_ranges, known=self.known_ranges)
-        if self._ranges is None:
-            self._ranges = RangeAnalysis(self.root, self.input_ranges, calls=self.calls, known=self.known_ranges)
-        return self._ranges
-
-    def input_ranges_32(self) -> RangeAnalysis:
-        if self.words_in:
-            # the inputs enter whole (as words where they may not fit)
-            return self.ranges()
-        return RangeAnalysis(self.root, exact_input_ranges(self.root, self.input_ranges),
-                             known=self.known_ranges)
-
-    def _special(self, op: ir.Operation, spec: OpSpec) -> None:
-        """A width-dependent op no rule rewrote: refuse it, or fix it up
-        after retyping."""
-        if spec.refuse is not None:
-            spec.refuse(op, self)
-        if spec.fixup is not None:
-            self.fixups.append((op, spec))
-            self.needs_backup = True  # the fix-up inserts ops
-
-    def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> None:
-        # Converted types are cached objects, one per distinct type: key by identity.
-        info = self._const_types.get(id(new_type))
-        if info is None:
-            shaped = ir.ShapedType(rtype)
-            elem = shaped.element_type
-            info = self._const_types[id(new_type)] = (shaped, elem, isinstance(elem, ir.ComplexType))
-        shaped, elem, is_complex = info
-        old_attr: ir.Attribute | None
-        if is_complex:
-            # jaxlib's bindings cannot materialise complex dense attributes
-            # (touching one through ``.attr`` aborts the process), so the
-            # printed form is parsed instead -- and the old attribute cannot
-            # be kept for the undo log.
-            values = self._read_text_constant(op, shaped, np.complex128)
-            new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
-            fclass = _float_class(events)
-            old_attr = None
-            self.needs_backup = True
-        else:
-            old_attr = op.attributes["value"]
-            # Attributes are uniqued by MLIR: equal constants share one, so
-            # each distinct value is narrowed (and classified) once.
-            hit = self._attr_cache.get(old_attr)
-            if hit is None:
-                hit = self._attr_cache[old_attr] = self._narrow_attr(op, old_attr, shaped, elem, new_type)
-            new_attr, events, fclass = hit
-        if events:
-            loc = op.location
-            add = self.report.add
-            for kind, detail, count in events:
-                add(kind, op.name, loc, detail, count)
-                if kind in _CONSTANT_VERDICTS:
-                    # the constant's verdict is how it was narrowed
-                    self.sentinel_values[op.results[0]] = Verdict(kind)
-        if fclass is Verdict.EXACT:
-            self.float_exact += 1
-        elif fclass is Verdict.OVERFLOW:
-            self.float_overflow += 1
-        self.consts.append((op, old_attr, new_attr))
-
-    def _narrow_attr(
-        self, op: ir.Operation, attr: ir.Attribute, shaped: ir.ShapedType, elem: ir.Type, new_type: ir.Type
-    ) -> tuple[ir.Attribute, list[tuple[str, str, int]], Verdict | None]:
-        """The narrowed attribute, the events and (for floats) its verdict."""
-        dense = as_attribute(attr, ir.DenseElementsAttr)
-        if dense is None:
-            # dense_resource blobs (the bindings return a plain Attribute)
-            values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
-            new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
-        elif dense.is_splat:
-            sv = dense.get_splat_value()
-            if isinstance(elem, ir.IntegerType):
-                scalar: Any = _int_of(sv, elem.is_unsigned)
-            else:
-                scalar = ir.FloatAttr(sv).value
-            new_attr, events = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
-        else:
-            new_attr, events = self._narrow(op, np.asarray(dense), new_type, elem, splat=False)
-        fclass = None if isinstance(elem, ir.IntegerType) else _float_class(events)
-        return new_attr, events, fclass
-
-    def _narrow(
-        self, op: ir.Operation, v: np.ndarray, new_type: ir.Type, elem: ir.Type, splat: bool
-    ) -> tuple[ir.Attribute, list[tuple[str, str, int]]]:
-        """The narrowed attribute for elements ``v`` and the events to report."""
-        events: list[tuple[str, str, int]] = []
-        new_elem = ir.ShapedType(new_type).element_type
-        if isinstance(elem, ir.IntegerType):
-            unsigned = elem.is_unsigned
-            res = C.narrow_integers(v, unsigned, self.integer_policy)
-            if res.sentinels:
-                what = "UINT64_MAX" if unsigned else "INT64_MAX/INT64_MIN"
-                events.append((EventKind.SENTINEL, f"{what} mapped to the 32-bit extreme", res.sentinels))
-            if res.out_of_range:
-                if res.values is None:
-                    raise ConstantRangeError(
-                        op.name,
-                        self.where(op),
-                        f"{'ui64' if unsigned else 'i64'} constant {res.first_bad} "
-                        f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
-                        "and is not a sentinel",
-                    )
-                kind = EventKind(self.integer_policy.verdict)
-                events.append(
-                    (
-                        kind,
-                        f"out-of-range integer constant {res.first_bad} narrowed by "
-                        f"policy {self.integer_policy.value!r}",
-                        res.out_of_range,
-                    )
-                )
-            out = res.values
-            assert out is not None
-            if splat:
-                scalar_attr = ir.IntegerAttr.get(new_elem, int(out[0]))
-                return ir.DenseElementsAttr.get_splat(new_type, scalar_attr), events
-            return ir.DenseElementsAttr.get(np.ascontiguousarray(out), type=new_type), events
-        fres = C.narrow_floats(v)
-        if fres.sentinels:
-            events.append(
-                (EventKind.SENTINEL, "float64 max/lowest mapped to float32 max/lowest", fres.sentinels)
-            )
-        if fres.inexact:
-            events.append((EventKind.FLOAT_INEXACT, "f64 constant rounded to nearest f32", fres.inexact))
-        if fres.overflow:
-            events.append(
-                (EventKind.FLOAT_OVERFLOW, "finite f64 constant beyond f32 range became inf", fres.overflow)
-            )
-        if splat and not isinstance(elem, ir.ComplexType):
-            scalar_attr = ir.FloatAttr.get(new_elem, float(fres.values[0]))
-            return ir.DenseElementsAttr.get_splat(new_type, scalar_attr), events
-        return ir.DenseElementsAttr.get(np.ascontiguousarray(fres.values), type=new_type), events
-
-    def _read_text_constant(self, op: ir.Operation, shaped: ir.ShapedType, dtype: Any) -> np.ndarray:
-        # jaxlib's bindings cannot materialise complex dense attributes (reading
-        # one even aborts the process), so the printed form is parsed instead.
-        asm = op.get_asm()
-        start = asm.find("dense<")
-        if start < 0:
-            name = re.search(r"dense_resource<([^>]+)>", asm)
-            if name:
-                return self._resource_values(name.group(1), tuple(shaped.shape), np.dtype(dtype), op)
-            self.refuse(op, "cannot read this complex constant")
-        end = asm.rfind("> : ")
-        return C.parse_dense_literal(asm[start + 6 : end], tuple(shaped.shape), np.dtype(dtype))
-
-    def _read_resource(self, attr: Any, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
-        m = re.match(r"dense_resource<([^>]+)>", str(attr))
-        if not m:
-            self.refuse(op, f"constant attribute of an unknown kind: {str(attr)[:80]}")
-        return self._resource_values(m.group(1), shape, dtype, op)
-
-    def _resource_values(self, key: str, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
-        if self._resources is None:
-            # The bindings offer no way to read a resource blob, but the module's
-            # printed form carries every blob in its dialect_resources section.
-            text = self.root.get_asm()
-            self._resources = {}
-            sect = text.find("dialect_resources")
-            if sect >= 0:
-                for k, hexdata in re.findall(r'([\w.$-]+|"[^"]*")\s*:\s*"0x([0-9A-Fa-f]*)"', text[sect:]):
-                    self._resources[k.strip('"')] = bytes.fromhex(hexdata)
-        blob = self._resources.get(key.strip('"'))
-        if blob is None:
-            self.refuse(op, f"dense_resource blob {key!r} has no data in the module")
-        data = blob[4:]  # the first 4 bytes hold the blob's alignment
-        return np.frombuffer(data, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
-
-    # --------------------------------------------------------------- verdicts
-    def judge(self) -> None:
-        """Give every narrowed value a verdict; refuse those the range policy
-        refuses (before anything else changes)."""
-        counts: dict[Verdict, int] = {}
-        refused = self.range_policy.refuses
-        # Kinds of the (few, cached) converted types, by object identity.
-        kinds = {id(new): _kind_of(new) for new in self.conv._cache.values() if new is not None}
-        # Converted types are cached objects: count the values of each by identity.
-        self.tally = tally = collections.Counter(map(id, map(itemgetter(2), self.values)))
-        floats = {k for k, kind in kinds.items() if kind is ElementKind.FLOAT}
-        n_float = sum(n for k, n in tally.items() if k in floats)  # judged in bulk below
-        others = [(v, id(new)) for v, _, new in self.values if id(new) not in floats]
-        confused = self._sentinel_meetings(refused) if self._int_sentinels() else set()
-        analysis: RangeAnalysis | None = None
-        assumed = set(self._assumed_args())
-        for value, key in others:
-            kind = kinds[key]
-            if value in assumed:
-                v = Verdict.UNPROVEN  # recorded by judge_assumed_inputs
-            elif kind is ElementKind.OTHER:
-                v = Verdict.PRECISION_REDUCED  # tuples and other aggregates
-                self._record(value, v, None, "aggregate narrowed element by element")
-            elif value in confused:
-                v = Verdict.UNPROVEN  # recorded where the sentinel meets the value
-            elif value in self.sentinel_values:
-                v = self.sentinel_values[value]
-                self._record(value, v, None, f"constant narrowed ({v})")
-            else:
-                if analysis is None:
-                    analysis = self.ranges()
-                v, r = analysis.verdict(value)
-                if v not in (Verdict.EXACT, Verdict.SENTINEL):
-                    self._record_range(value, v, r.interval, refused)
-            counts[v] = counts.get(v, 0) + 1
-        # Floats: constants f32 holds exactly are exact, constants beyond its
-        # range overflow (both known from constant planning); every other
-        # float value is computed in f32 and so precision-reduced.
-        for v, n in (
-            (Verdict.EXACT, self.float_exact),
-            (Verdict.OVERFLOW, self.float_overflow),
-            (Verdict.PRECISION_REDUCED, n_float - self.float_exact - self.float_overflow),
-        ):
-            if n:
-                counts[v] = counts.get(v, 0) + n
-        self.report.verdicts = counts
-
-    def _int_sentinels(self) -> bool:
-        """Whether a 64-bit integer constant of the module holds a sentinel."""
-        return any(
-            v is Verdict.SENTINEL and isinstance(ir.ShapedType(c.type).element_type, ir.IntegerType)
-            for c, v in self.sentinel_values.items()
-        )
-
-    def _int_values(self) -> list[ir.Value]:
-        """The 64-bit integer values the plan retypes."""
-        ints = {id(new) for new in self.conv._cache.values() if new is not None and _kind_of(new).integer}
-        return [v for v, _, new in self.values if id(new) in ints]
-
-    def _sentinel_readers(self) -> list[ir.Operation]:
-        """The ops that read a value that may hold a sentinel as the 64-bit
-        number it is (arithmetic, bits, converts, indices: the op table's
-        ``READS``): the emulation step computes them on words."""
-        if not self._int_sentinels():
-            return []
-        seen: dict[ir.Operation, None] = {}
-        for reading in sentinel_readings(self.ranges(), self._int_values()):
-            if reading.use is SentinelUse.READS:
-                seen.setdefault(reading.op, None)
-        return list(seen)
-
-    def _assumed_args(self) -> list[ir.Value]:
-        entry = entry_function(self.root) if self.assumed_inputs else None
-        if entry is None:
-            return []
-        args = entry.regions[0].blocks[0].arguments
-        return [args[i] for i in sorted(self.assumed_inputs) if i < len(args)]
-
-    def judge_assumed_inputs(self) -> None:
-        """The entry inputs taken as 32-bit values without a declared range
-        are narrowed without proof: ``unproven`` (recorded, or refused as
-        the range policy says), before anything else is planned."""
-        refused = self.range_policy.refuses
-        for value in self._assumed_args():
-            self._record_range(value, Verdict.UNPROVEN, _full_range(value.type), refused,
-                               "is taken as a 32-bit value without a declared range")
-
-    def _sentinel_meetings(self, refused: frozenset[str]) -> set[ir.Value]:
-        """Where a value that may hold a sentinel meets another value in a
-        compare, the narrowed program keeps the 64-bit outcome only if no
-        ordinary value reaches the 32-bit extreme the sentinel becomes; where
-        an op reads it as a number (and emulation could not compute the op on
-        words), the narrowed program computes with the 32-bit extreme instead.
-        Returns the sentinel-carrying values for which either holds (each
-        recorded as unproven at the op)."""
-        analysis = self.ranges()
-        confused: set[ir.Value] = set()
-        for reading in sentinel_readings(analysis, self._int_values()):
-            op, x = reading.op, reading.value
-            names = sentinel_names(reading.sentinels)
-            if reading.use is SentinelUse.READS:
-                why = (
-                    f"reads a value that may be a 64-bit sentinel ({names}) as a number: the 64-bit "
-                    "program computes with the sentinel, the 32-bit one with its 32-bit extreme, and "
-                    "no64 cannot compute this op on 32-bit words here"
-                )
-                self._record_meeting(op, x, analysis.range(x).interval, why, refused)
-                confused.add(x)
-                continue
-            if len(op.operands) == 1:
-                why = (
-                    f"converts a value that may be a 64-bit sentinel ({names}) to "
-                    f"{ir.ShapedType(op.results[0].type).element_type}: the 64-bit program converts "
-                    "the sentinel itself, the 32-bit one its 32-bit extreme"
-                )
-                self._record_meeting(op, x, analysis.range(x).interval, why, refused)
-                confused.add(x)
-                continue
-            for j, y in enumerate(op.operands):
-                other = analysis.range(y) if j != reading.operand else None
-                if other is None or not collides(other, reading.sentinels):
-                    continue
-                why = (
-                    f"compares a 64-bit sentinel ({names}) with a value "
-                    f"in [{other.lo}, {other.hi}], which may equal the sentinel's 32-bit extreme: "
-                    "the narrowed comparison could change its outcome"
-                )
-                self._record_meeting(op, x, other.interval, why, refused)
-                confused.add(x)
-                break
-        return confused
-
-    def _record_range(
-        self, value: ir.Value, v: Verdict, iv: tuple[int, int], refused: frozenset[Verdict],
-        why: str | None = None,
-    ) -> None:
-        arg = block_argument(value)
-        if arg is not None:
-            op = _as_op(arg.owner.owner)
-            what = f"argument #{arg.arg_number}"
-            # a function argument has its own name location; a region
-            # argument is best found through the op that owns the region
-            loc = arg.location if spec_of(op.name).function else op.location
-        else:
-            op = _as_op(value.owner)
-            what = "result"
-            loc = op.location
-        detail = f"{what} in [{iv[0]}, {iv[1]}] " + (
-            why or ("is certain to leave the 32-bit range" if v is Verdict.OVERFLOW else "may not fit in 32 bits")
-        )
-        if v in refused:
-            raise NarrowingError(
-                op.name, decode_location(loc), v, iv, self.range_policy,
-                narrowing=self._record(value, v, iv, detail, keep=False), reason=detail if why else None,
-            )
-        self.report.add(v, op.name, loc, detail)
-        self._record(value, v, iv, detail)
-
-    def _record(
-        self, value: ir.Value, v: Verdict, iv: tuple[int, int] | None, detail: str, keep: bool = True
-    ) -> Narrowing:
-        """The report's record of narrowing ``value`` (added to the report if ``keep``)."""
-        arg = block_argument(value)
-        if arg is not None:
-            op, role, index, loc = _as_op(arg.owner.owner), "argument", arg.arg_number, arg.location
-        else:
-            op = _as_op(value.owner)
-            role, index, loc = "result", op_result(value).result_number, op.location  # type: ignore[union-attr]
-        record = Narrowing(op.name, role, index, loc, v, iv, detail)
-        if keep:
-            self.report.narrowings.append(record)
-        return record
-
-    def _record_meeting(
-        self, op: ir.Operation, value: ir.Value, iv: tuple[int, int], why: str, refused: frozenset[str]
-    ) -> None:
-        if Verdict.UNPROVEN in refused:
-            raise NarrowingError(
-                op.name, decode_location(op.location), Verdict.UNPROVEN, iv, self.range_policy,
-                narrowing=self._record(value, Verdict.UNPROVEN, iv, why, keep=False), reason=why,
-            )
-        self.report.add(EventKind.UNPROVEN, op.name, op.location, why)
-        self._record(value, Verdict.UNPROVEN, iv, why)
-
-    # ----------------------------------------------------------------- apply
-    def apply(self) -> None:
-        rep = self.report
-        for value, _, new in self.values:
-            value.set_type(new)
-        tally = dict(self.tally)
-        by_type: dict[str, int] = {}
-        for old, new in self.conv._cache.items():
-            n = tally.pop(id(new), 0) if new is not None else 0
-            if n:
-                name = _elem_name(old)
-                by_type[name] = by_type.get(name, 0) + n
-        rep.values_retyped = len(self.values)
-        rep.retyped_by_type = by_type
-        for op, _, new in self.funcs:
-            op.attributes["function_type"] = ir.TypeAttr.get(new)
-        rep.functions_retyped = len(self.funcs)
-        for op, _, attr in self.consts:
-            op.attributes["value"] = attr
-        rep.constants_narrowed = len(self.consts)
-        for op, spec in self.fixups:
-            assert spec.fixup is not None
-            spec.fixup(op, self)
-
-    def check(self) -> None:
-        """The strict check of the rewritten module: raise
-        :class:`~no64.errors.Remaining64BitError` if any value still holds a
-        64-bit type.
-
-        Every type is read again from the module -- op results, block
-        arguments of every region and function signatures -- for every value
-        of the walk the plan made (ops the pass inserts itself send it to
-        :func:`~no64.transforms.scan.check`'s own walk instead).  A retyped value is
-        compared with the type it was given, each distinct one of which is
-        classified afresh; every other type is classified afresh.  No
-        decision of the plan is trusted.
-        """
-        if self.fixups:
-            scan_check(self.root)
-            return
-        # A fresh classifier: nothing the plan cached is used.
-        holds = TypeConverter().holds_64bit
-        # the distinct types the values were given (converted types are cached objects)
-        given = [new for new in self.conv._cache.values() if new is not None and id(new) in self.tally]
-        if any(holds(new) for new in given):
-            scan_check(self.root)
-        for value, _, new in self.values:
-            if value.type != new and holds(value.type):
-                scan_check(self.root)
-        for op in self.kept_ops:
-            for t in op.results.types:
-                if holds(t):
-                    scan_check(self.root)
-        for arg in self.kept_args:
-            if holds(arg.type):
-                scan_check(self.root)
-        for op in self.func_ops:
-            if holds(ir.TypeAttr(op.attributes["function_type"]).value):
-                scan_check(self.root)
-
-    def finish(self) -> None:
-        """Erase the converts that became no-ops (after verification, so that
-        a failed verification can still be undone)."""
-        removed = 0
-        for op in self.converts:
-            src = op.operands[0]
-            res = op.results[0]
-            if src.type == res.type:
-                res.replace_all_uses_with(src)
-                op.erase()
-                removed += 1
-        self.report.converts_removed = removed
-
-    def undo(self) -> None:
-        """Put back every type and attribute :meth:`apply` changed (the
-        module must not have been changed in any other way)."""
-        for value, old, _ in self.values:
-            value.set_type(old)
-        for op, old, _ in self.funcs:
-            op.attributes["function_type"] = ir.TypeAttr.get(old)
-        for op, old_attr, _ in self.consts:
-            assert old_attr is not None, "a complex constant is restored from a backup"
-            op.attributes["value"] = old_attr
-
-
-def _float_class(events: list[tuple[str, str, int]]) -> Verdict:
-    """The verdict of a float constant, from the events of its narrowing:
-    ``OVERFLOW`` (beyond f32's range), ``PRECISION_REDUCED`` (rounded) or
-    ``EXACT``."""
-    kinds = {k for k, _, _ in events}
-    if EventKind.FLOAT_OVERFLOW in kinds:
-        return Verdict.OVERFLOW
-    if EventKind.FLOAT_INEXACT in kinds:
-        return Verdict.PRECISION_REDUCED
-    return Verdict.EXACT
-
-
-def _full_range(t: ir.Type) -> tuple[int, int]:
-    """The range of a 64-bit integer tensor type's elements."""
-    if ir.IntegerType(ir.ShapedType(t).element_type).is_unsigned:
-        return (0, 2**64 - 1)
-    return (-(2**63), 2**63 - 1)
-
-
-def _numpy_dtype(elem: ir.Type) -> np.dtype:
-    if isinstance(elem, ir.F64Type):
-        return np.dtype(np.float64)
-    if isinstance(elem, ir.IntegerType):
-        return np.dtype(np.uint64 if elem.is_unsigned else np.int64)
-    if isinstance(elem, ir.ComplexType):
-        return np.dtype(np.complex128)
-    raise TypeError(f"not a 64-bit element type: {elem}")
-
-
-def _int_of(attr: ir.Attribute, unsigned: bool) -> int:
-    ia = ir.IntegerAttr(attr)
-    v = int(ia.value)
-    if unsigned and v < 0:
-        v += 2**64
-    return v
-
-

@@ -1,0 +1,517 @@
+"""The emulation plan: which 64-bit integer values are carried as 32-bit words.
+
+:func:`plan_words` decides the set of values to emulate and the ops that
+compute them (see :mod:`no64.transforms.emulate` for which values and why),
+the groups of values that must share one representation (carried packed),
+and which operands of carrying ops and terminators are handed packed values;
+it returns them as an :class:`EmulationPlan`, and changes nothing.
+:mod:`no64.transforms.emulate` rewrites the ops the plan names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..spec.intervals import INT32, UINT32
+from ..analysis.ranges import RangeAnalysis, defining_op, entry_function
+from ..errors import UnsupportedOpError
+from ..kinds import Verdict
+from ..spec.registry import spec_of
+from ..ir._compat import block_argument
+from ..ir._mlir import ir
+from ..ir._mlir import as_operation as _as_op
+from ..ir.locations import decode_location
+from ..ir.types import is_int64_tensor as is_wide_int
+from ..spec.walk import callee_of as _callee
+from ..spec.walk import functions as _functions
+from ..spec.walk import is_public as _is_public
+from ..spec.walk import symbol_name as _sym
+
+__all__ = ["EmulationPlan", "plan_words", "exact_input_ranges"]
+
+
+def _owns_regions(op: ir.Operation) -> bool:
+    """Whether ``op``'s regions belong to it: its emulate rule rebuilds them whole."""
+    return spec_of(op.name).owns_regions
+
+
+def _ties(op: ir.Operation) -> bool:
+    """Whether ``op``'s operands may flow into carried values (tie slots): a
+    loop, a branch, a call, or a terminator (one that hands its operands to
+    a loop's or branch's results or to a function's callers; any other's
+    operands flow into no slot, and its op is judged by its own rule)."""
+    spec = spec_of(op.name)
+    return spec.ties or spec.terminator
+
+
+def _function_return(op: ir.Operation) -> bool:
+    """Whether ``op`` returns from a function (to its callers or the host)."""
+    return spec_of(op.name).terminator and spec_of(_as_op(op.parent).name).function
+
+
+def _narrower_int(t: ir.Type) -> bool:
+    """Whether ``t`` is a tensor of integers of 32 bits or fewer."""
+    if not isinstance(t, ir.RankedTensorType):
+        return False
+    e = t.element_type
+    return isinstance(e, ir.IntegerType) and e.width <= 32
+
+
+def _unsigned(t: ir.Type) -> bool:
+    return ir.IntegerType(ir.RankedTensorType(t).element_type).is_unsigned
+
+
+
+def exact_input_ranges(
+    root: ir.Operation, declared: Mapping[int | str, tuple[int, int]] | None
+) -> dict[int | str, tuple[int, int]]:
+    """The declared input ranges, plus the 32-bit range for every other
+    64-bit integer argument of the entry function: the ranges of a program
+    whose inputs are 32-bit values (narrowed and checked by the host), as
+    under ``outputs="narrow"``."""
+    fn = entry_function(root)
+    if fn is None:
+        return dict(declared or {})
+    from ..analysis.ranges import resolve_input_ranges
+
+    # by position: the analyses that take these need not look names up again
+    out: dict[int | str, tuple[int, int]] = dict(resolve_input_ranges(root, declared)) if declared else {}
+    block = fn.regions[0].blocks[0]
+    for i, arg in enumerate(block.arguments):
+        if i in out or not is_wide_int(arg.type):
+            continue
+        out[i] = UINT32 if _unsigned(arg.type) else INT32
+    return out
+
+
+class _Groups:
+    """Union-find over values that must share one representation."""
+
+    def __init__(self) -> None:
+        self.parent: dict[ir.Value, ir.Value] = {}
+
+    def find(self, v: ir.Value) -> ir.Value:
+        p = self.parent.get(v, v)
+        if p == v:
+            return v
+        root = self.find(p)
+        self.parent[v] = root
+        return root
+
+    def union(self, a: ir.Value, b: ir.Value) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+@dataclasses.dataclass(eq=False)
+class EmulationPlan:
+    """What the emulation step decided: the values, the ops, the boundary."""
+
+    root: ir.Operation
+    analysis: RangeAnalysis
+    wide: set[ir.Value]
+    ops: list[ir.Operation]
+    #: indices of entry-function results that come back packed
+    outputs: list[int]
+    slots: dict[ir.Value, list[ir.Value]]  # group root -> members
+    groups: _Groups
+    #: each op to emulate, with the operands (of a carrying op or
+    #: terminator) that must be handed packed values
+    marks: list[tuple[ir.Operation, list[int]]]
+    #: Entry-function results narrowed to their low word instead
+    #: (``outputs="narrow"``): the 64-bit values returned there.
+    narrowed: list[ir.Value] = dataclasses.field(default_factory=list)
+    #: indices of entry-function arguments that enter packed
+    inputs: list[int] = dataclasses.field(default_factory=list)
+
+
+def _slots_fed(op: ir.Operation) -> list[Any]:
+    """For each operand of ``op``: the carried value it flows into (a
+    member of the slot's group), ``"output"`` for the entry function's
+    results, or ``None``."""
+    spec = spec_of(op.name)
+    n = len(op.operands)
+    if spec.loop:
+        return list(op.results)
+    if spec.call:
+        callee = _callee(op)
+        if callee is None:
+            return [None] * n
+        return list(callee.regions[0].blocks[0].arguments)
+    if spec.branches:
+        return [None] * n
+    if spec.terminator:
+        parent = _as_op(op.parent)
+        owner = spec_of(parent.name)
+        if owner.loop:
+            # the condition returns i1; the body returns the carried values
+            if op.block == parent.regions[1].blocks[0]:
+                return list(parent.results)
+            return [None] * n
+        if owner.branches:
+            return list(parent.results)
+        if owner.function:
+            if _is_public(parent):
+                return ["output"] * n
+            return [("ret", _sym(parent), j) for j in range(n)]
+        return [None] * n
+    return [None] * n
+
+
+def plan_words(
+    root: ir.Operation,
+    analysis: RangeAnalysis,
+    *,
+    everything: bool,
+    forced_values: Iterable[ir.Value] = (),
+    forced_ops: Iterable[ir.Operation] = (),
+    forced_users: Mapping[ir.Value, Exception] | None = None,
+    words_out: bool = True,
+    sentinel_readers: Iterable[ir.Operation] = (),
+    pull_unproven: bool = False,
+    words_in: bool = False,
+) -> EmulationPlan | None:
+    """Decide which values to emulate; ``None`` if none.
+
+    ``everything``: seed every 64-bit integer value the analysis cannot prove
+    to fit (``policy="exact"``); else only the forced ones (``forced_ops``:
+    ops to emulate whose results are not 64-bit, such as a bitcast of a
+    64-bit integer to its two words).  ``forced_users``
+    maps values (out-of-range constants) whose every user must be emulated
+    to the error to raise if one cannot be.  ``words_out``: emulated results
+    of the entry function come back as packed words; else as their low word
+    (listed in ``narrowed``, for the caller to judge).  ``sentinel_readers``:
+    ops that read a possible sentinel as a number, emulated (an op inside a
+    region its op owns, such as a reduction's body, through that op) where
+    a rule can compute them on words.  ``pull_unproven``: a value not
+    proven to fit that an emulated op reads is emulated too (not only one
+    that may hold a sentinel), so that no emulated op computes from a
+    narrowed value that may be wrong.  ``words_in``: the
+    entry function's 64-bit integer arguments that are not proven to fit
+    (with ``everything``), or that an emulated value must flow back into,
+    enter as packed words (listed in ``inputs``); else an argument is a
+    32-bit value, and one that would have to carry more is refused.  Raises
+    :class:`~no64.errors.UnsupportedOpError` for any other op that would
+    have to be emulated and has no rule.
+    """
+    groups = _Groups()
+    all_values: list[ir.Value] = []
+    calls: list[ir.Operation] = []
+    funcs = _functions(root)
+    entry = entry_function(root)
+    for fn in funcs:
+        _collect(fn, all_values, calls)
+    by_name = {_sym(f): f for f in funcs}
+    # carried values: those tied together share one group
+    tied: list[ir.Value] = []
+    ret_slots: dict[tuple[str, int], list[ir.Value]] = {}
+    for fn in funcs:
+        if fn != entry:
+            tied.extend(fn.regions[0].blocks[0].arguments)
+        for op in _ops_with_regions_and_calls(fn):
+            spec = spec_of(op.name)
+            if spec.loop:
+                for i, r in enumerate(op.results):
+                    tied.append(r)
+                    for region in op.regions:
+                        a = region.blocks[0].arguments[i]
+                        tied.append(a)
+                        groups.union(a, r)
+            elif spec.branches:
+                tied.extend(op.results)
+            elif spec.call:
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                for j, r in enumerate(op.results):
+                    tied.append(r)
+                    ret_slots.setdefault((callee, j), []).append(r)
+    for members in ret_slots.values():
+        for m in members[1:]:
+            groups.union(m, members[0])
+    group_members: dict[ir.Value, list[ir.Value]] = {}
+    for v in tied:
+        group_members.setdefault(groups.find(v), []).append(v)
+    entry_args: list[ir.Value] = list(entry.regions[0].blocks[0].arguments) if entry is not None else []
+    if words_in:
+        # an input that enters as words is a carried value of its own (packed
+        # in the signature, unpacked at the top of the entry block)
+        for a in entry_args:
+            if is_wide_int(a.type):
+                group_members[a] = [a]
+
+    def slot_of(op: ir.Operation, i: int) -> Any:
+        """The group root (or ``"output"``) operand ``i`` of ``op`` flows into."""
+        s = _slots_fed(op)[i]
+        if isinstance(s, tuple):
+            members = ret_slots.get((s[1], s[2]))
+            return groups.find(members[0]) if members else None
+        if s is None or s == "output":
+            return s
+        return groups.find(s)
+
+    # the uses feeding each group
+    feeders: dict[Any, list[tuple[ir.Operation, int]]] = {}
+    for fn in funcs:
+        for op in _tie_users(fn):
+            for i in range(len(op.operands)):
+                s = slot_of(op, i)
+                if s is not None:
+                    feeders.setdefault(s, []).append((op, i))
+
+    wide: set[ir.Value] = set()
+    ops: dict[ir.Operation, None] = {}
+    outputs: set[int] = set()
+    narrowed: dict[int, ir.Value] = {}
+    emulated_groups: set[ir.Value] = set()
+    work: list[ir.Value] = []
+
+    def needs(v: ir.Value) -> bool:
+        verdict, _ = analysis.verdict(v)
+        return verdict is not Verdict.EXACT
+
+    def inexact(x: ir.Value) -> bool:
+        """Whether ``x`` must not enter the words from the narrowed program:
+        it may hold a sentinel, or (``pull_unproven``) it is not proven to
+        fit -- its 32-bit value may differ from the 64-bit one, and the
+        emulated op would compute exactly from a wrong number (a loop
+        counter that overflows in 32 bits, compared with an emulated bound,
+        would never stop).  The entry function's inputs enter as the 32-bit
+        values the host passes; constants with their exact elements."""
+        if _carries_sentinel(x, analysis):
+            return True
+        if not pull_unproven or not is_wide_int(x.type):
+            return False
+        if (arg := block_argument(x)) is not None and _as_op(arg.owner.owner) == entry:
+            return False
+        d = defining_op(x)
+        if d is not None and spec_of(d.name).constant:
+            return False
+        return needs(x) and analysis.fold(x, sentinels=True) is None
+
+    def mark_op(op: ir.Operation) -> None:
+        if op in ops:
+            return
+        ops[op] = None
+        for r in op.results:
+            if is_wide_int(r.type) and needs(r):
+                work.append(r)
+        for x in op.operands:
+            if inexact(x):
+                work.append(x)
+
+    def mark_user(user: ir.Operation, v: ir.Value) -> None:
+        if _ties(user):
+            for i, x in enumerate(user.operands):
+                if x != v:
+                    continue
+                s = slot_of(user, i)
+                if s == "output":
+                    outputs.add(i)
+                    narrowed[i] = v
+                    ops[user] = None
+                elif s is not None:
+                    ops[user] = None
+                    work.extend(group_members[s][:1])
+            return
+        mark_op(user)
+
+    if everything:
+        if words_in:
+            work.extend(a for a in entry_args if is_wide_int(a.type) and needs(a))
+        for v in all_values:
+            if not is_wide_int(v.type) or (block_argument(v) is not None and _as_op(v.owner.owner) == entry):
+                continue
+            if needs(v):
+                d = defining_op(v)
+                if d is not None and spec_of(d.name).constant:
+                    for user in _users(v):
+                        mark_user(user, v)
+                else:
+                    work.append(v)
+    work.extend(forced_values)
+    for op in forced_ops:
+        mark_op(op)
+    for op in sentinel_readers:
+        owner = _region_owner(op)
+        if spec_of(owner.name).can_emulate(owner) and _static_words(owner):
+            mark_op(owner)
+    forced_users = dict(forced_users or {})
+    for c, exc in forced_users.items():
+        for user in _users(c):
+            if spec_of(user.name).convert and _narrower_int(user.results[0].type):
+                # An out-of-range constant converted straight to a 32-bit or
+                # narrower integer: JAX writes this when it lowers a 64-bit
+                # array with x64 off (the truncation is not the user's);
+                # refuse as before.  (A convert to a float is the user's.)
+                raise exc
+            mark_user(user, c)
+
+    while work:
+        v = work.pop()
+        if v in wide or not is_wide_int(v.type):
+            continue
+        arg = block_argument(v)
+        if not words_in and arg is not None and _as_op(arg.owner.owner) == entry:
+            raise UnsupportedOpError(
+                _as_op(arg.owner.owner).name, decode_location(arg.location),
+                f"argument #{arg.arg_number} of the entry function would have to carry a 64-bit "
+                "value beyond the 32-bit range, but the program's inputs are 32-bit values",
+            )
+        wide.add(v)
+        g = groups.find(v)
+        if g in group_members:
+            if g not in emulated_groups:
+                emulated_groups.add(g)
+                work.extend(group_members[g])
+                for op, i in feeders.get(g, []):
+                    ops[op] = None
+                    x = op.operands[i]
+                    if inexact(x):
+                        work.append(x)
+        else:
+            d = defining_op(v)
+            if d is not None and not spec_of(d.name).constant:
+                mark_op(d)
+        for user in _users(v):
+            mark_user(user, v)
+    if not wide and not ops:
+        return None
+    for op in ops:
+        if _ties(op):
+            continue
+        spec = spec_of(op.name)
+        if not spec.can_emulate(op):
+            for x in op.operands:
+                if x in forced_users:
+                    raise forced_users[x]
+            why = spec.emulate_why_not if spec.emulate is not None else None
+            raise UnsupportedOpError(
+                op.name,
+                decode_location(op.location),
+                "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
+                "cannot compute it exactly in 32-bit words "
+                f"({why(op) if why is not None else 'no emulation for this op'})",
+            )
+        if not _static_words(op):
+            raise UnsupportedOpError(
+                op.name,
+                decode_location(op.location),
+                "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
+                "computes such integers in 32-bit words only in statically shaped tensors",
+            )
+    slots = {g: group_members[g] for g in emulated_groups}
+    fed: dict[ir.Operation, list[int]] = {}
+    for g in emulated_groups:
+        for op, i in feeders.get(g, []):
+            fed.setdefault(op, []).append(i)
+    marks: list[tuple[ir.Operation, list[int]]] = []
+    for op in ops:
+        if _function_return(op) and _as_op(op.parent) == entry:
+            marks.append((op, sorted(outputs)))
+        else:
+            marks.append((op, sorted(fed.get(op, []))))
+    plan = EmulationPlan(root, analysis, wide, [op for op, _ in marks], sorted(outputs), slots, groups, marks)
+    plan.inputs = sorted(i for i, a in enumerate(entry_args) if a in wide)
+    if not words_out:
+        plan.narrowed = [narrowed[i] for i in sorted(narrowed)]
+        plan.outputs = []
+    return plan
+
+
+def _static_words(op: ir.Operation) -> bool:
+    """Whether every 64-bit integer operand and result of ``op`` has a static shape."""
+    for v in list(op.operands) + list(op.results):
+        if is_wide_int(v.type) and not ir.RankedTensorType(v.type).has_static_shape:
+            return False
+    return True
+
+
+def _region_owner(op: ir.Operation) -> ir.Operation:
+    """``op``, or the outermost op that owns a region holding it (its rule
+    rebuilds the region whole: a reduction's body, a sort's comparator)."""
+    owner = op
+    cur = op
+    while True:
+        parent = cur.parent
+        if parent is None:
+            return owner
+        parent = _as_op(parent)
+        if parent.parent is None or spec_of(parent.name).function:
+            return owner  # (the module, or a function)
+        if _owns_regions(parent):
+            owner = parent
+        cur = parent
+
+
+def _tie_users(fn: ir.Operation) -> list[ir.Operation]:
+    out = []
+    stack = [fn]
+    while stack:
+        cur = stack.pop()
+        for region in cur.regions:
+            for block in region.blocks:
+                for op in block.operations:
+                    op = _as_op(op)
+                    if _ties(op):
+                        out.append(op)
+                    if len(op.regions) and not _owns_regions(op):
+                        stack.append(op)
+    return out
+
+
+def _carries_sentinel(x: ir.Value, analysis: RangeAnalysis) -> bool:
+    if not is_wide_int(x.type):
+        return False
+    d = defining_op(x)
+    if d is not None and analysis.fold(x, sentinels=True) is not None:
+        return False  # constants enter with their exact elements
+    r = analysis.range(x)
+    return bool(r is not None and r.sentinels)
+
+
+def _users(v: ir.Value) -> list[ir.Operation]:
+    out = []
+    seen = set()
+    for use in v.uses:
+        op = _as_op(use.owner)
+        if op not in seen:
+            seen.add(op)
+            out.append(op)
+    return out
+
+
+def _collect(fn: ir.Operation, values: list[ir.Value], calls: list[ir.Operation]) -> None:
+    """Every value defined in ``fn`` outside the regions of ops that own them."""
+    stack = [fn]
+    while stack:
+        cur = stack.pop()
+        for region in cur.regions:
+            for block in region.blocks:
+                values.extend(block.arguments)
+                for op in block.operations:
+                    op = _as_op(op)
+                    values.extend(op.results)
+                    spec = spec_of(op.name)
+                    if spec.call:
+                        calls.append(op)
+                    if len(op.regions) and not spec.owns_regions:
+                        stack.append(op)
+
+
+def _ops_with_regions_and_calls(fn: ir.Operation) -> list[ir.Operation]:
+    out = []
+    stack = [fn]
+    while stack:
+        cur = stack.pop()
+        for region in cur.regions:
+            for block in region.blocks:
+                for op in block.operations:
+                    op = _as_op(op)
+                    spec = spec_of(op.name)
+                    if spec.ties:
+                        out.append(op)
+                    if len(op.regions) and not spec.owns_regions:
+                        stack.append(op)
+    return out
