@@ -26,6 +26,7 @@ from jax import lax
 
 import no64
 from no64.analysis.float_hints import FloatHint, float_hints
+from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
 
 FMAX = float(np.finfo(np.float64).max)
@@ -56,7 +57,7 @@ def assert_hint(hints: list[FloatHint], kind: str, line: int, pairs: bool) -> Fl
 
 
 def x64(fn: Callable[..., Any], *args: np.ndarray) -> list[np.ndarray]:
-    with jax.enable_x64(True):
+    with enable_x64(True):
         out = jax.jit(fn)(*args)
     return [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
 
@@ -194,12 +195,12 @@ def long_sum(x):
 def test_sum_of_more_than_2_to_24_terms_is_named():
     # lowered only: running 2**24 float64 elements is not needed to know f32 loses them
     spec = jax.ShapeDtypeStruct((2**24 + 16,), jnp.float64)
-    with jax.enable_x64(True):
+    with enable_x64(True):
         m = jax.jit(long_sum).lower(spec).compiler_ir("stablehlo")
     assert_hint(float_hints(m), "long-sum", line_of(long_sum, "# SUM"), pairs=True)
     # 2**24 terms is still exact in f32's count of ones: no hint
     spec = jax.ShapeDtypeStruct((2**24,), jnp.float64)
-    with jax.enable_x64(True):
+    with enable_x64(True):
         m = jax.jit(long_sum).lower(spec).compiler_ir("stablehlo")
     assert not float_hints(m)
 
@@ -252,7 +253,7 @@ def test_no_hint_on_the_float64_parts_of_the_gpt2_step():
     sys.modules[spec.name] = bench
     spec.loader.exec_module(bench)
     cfg = bench.GPTConfig(layers=1, d_model=32, heads=2, seq=8, batch=2)
-    with jax.enable_x64(True):
+    with enable_x64(True):
         module = jax.jit(partial(bench.train_step, cfg=cfg)).trace(*bench.abstract_args(cfg)).lower()
         module = module.compiler_ir("stablehlo")
     # a float64 model step: its masked softmax subtracts the row maximum from

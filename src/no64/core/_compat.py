@@ -229,6 +229,24 @@ def as_attribute(attr: Any, cls: type[A]) -> A | None:
         return None
 
 
+def constant_value(op: Any) -> ir.Attribute | None:
+    """The ``value`` attribute of a constant op, or ``None`` where the
+    bindings cannot hand it out: a dense attribute of complex elements is
+    never touched (reading it raises ``TypeError`` on jaxlib 0.8-0.12 and
+    aborts the process on 0.7, a C++ exception escaping the binding); its
+    printed form holds the values."""
+    try:
+        elem = ir.ShapedType(op.results[0].type).element_type
+    except (ValueError, TypeError, IndexError):
+        elem = None
+    if isinstance(elem, ir.ComplexType):
+        return None
+    try:
+        return op.attributes["value"]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def attribute_dict(op: Any) -> dict[str, ir.Attribute]:
     """An op's attributes by name (iteration yields names or
     ``NamedAttribute`` depending on the binding; indexing does not)."""

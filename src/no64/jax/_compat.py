@@ -302,3 +302,161 @@ def cpp_call_params(args: tuple[Any, ...]) -> Any:
     (0.7): then no fast path is built, and JAX calls through
     ``stages.Compiled.call`` instead."""
     return args[0] if len(args) == 1 else None
+
+
+# ---------------------------------------------------------------------------
+# The trace and the lowering of a top-level jit
+# ---------------------------------------------------------------------------
+
+def wrap_jit_trace(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of JAX's trace of a ``jit`` call.
+
+    ``original`` and what ``make`` returns both take ``(fun, ji, ctx_mesh,
+    dbg, avals, args, kwargs)`` and return JAX's ``PjitParams`` (``consts``,
+    ``params``, ``in_avals``, ``in_tree``, ``out_tree``):
+    ``pjit._trace_for_jit`` from 0.9; on 0.7-0.8 it is
+    ``pjit._infer_params_impl(fun, ji, ctx_mesh, dbg, args, kwargs,
+    in_avals)``, which also returns the flat arguments (a call without
+    ``in_avals``, under dynamic shapes, is left to it).
+    """
+    from jax._src import pjit
+
+    trace = getattr(pjit, "_trace_for_jit", None)
+    if trace is not None:
+        pjit._trace_for_jit = make(trace)
+        return
+    impl = getattr(pjit, "_infer_params_impl", None)
+    if impl is None:
+        raise _missing("trace of a jit call (pjit._trace_for_jit or pjit._infer_params_impl)")
+
+    def original(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:
+        return impl(fun, ji, ctx_mesh, dbg, args, kwargs, avals)[0]
+
+    wrapped = make(original)
+
+    def _infer_params_impl(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any,
+                           in_avals: Any) -> Any:
+        if in_avals is None:
+            return impl(fun, ji, ctx_mesh, dbg, args, kwargs, in_avals)
+        p = wrapped(fun, ji, ctx_mesh, dbg, in_avals, args, kwargs)
+        return p, list(_jit_dynamic_arguments(ji, args, kwargs))
+
+    _infer_params_impl.__wrapped__ = impl  # type: ignore[attr-defined]
+    pjit._infer_params_impl = _infer_params_impl
+
+
+def _jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> Any:
+    from jax._src import tree_util
+    from jax._src.lib import jax_jit
+
+    # the registry jit flattens arguments with: tree_util.tracing_registry
+    # from 0.10, tree_util.default_registry on 0.7-0.9
+    registry = getattr(tree_util, "tracing_registry", None) or tree_util.default_registry
+    _, dynargs = jax_jit.parse_arguments(
+        args, tuple(kwargs.values()), tuple(kwargs.keys()), ji.static_argnums,
+        ji.static_argnames, registry)
+    return dynargs
+
+
+def jit_input_avals(fun: Any, ji: Any, dbg: Any, args: Any, kwargs: Any) -> Any:
+    """The abstract values ``jit`` traces ``fun`` for, given the call's
+    arguments (under the x64 setting in force): ``pjit._infer_input_type``
+    takes a function returning the debug info from 0.8, the debug info itself
+    on 0.7."""
+    from jax._src import pjit
+
+    infer = getattr(pjit, "_infer_input_type", None)
+    if infer is None:
+        raise _missing("abstract values of a jit call's arguments (pjit._infer_input_type)")
+    dynargs = _jit_dynamic_arguments(ji, args, kwargs)
+    if "dbg_fn" in inspect.signature(infer).parameters:
+        return infer(fun, lambda: dbg, dynargs)
+    return infer(fun, dbg, dynargs)
+
+
+def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of ``pjit._pjit_lower(jaxpr, ...)``
+    (0.7-0.12; a cached function from 0.8, a wrapper of
+    ``_pjit_lower_cached`` on 0.7), which returns the ``MeshComputation``
+    (``_hlo``, ``compile_args``) of a jit call's ``ClosedJaxpr``."""
+    from jax._src import pjit
+
+    lower = getattr(pjit, "_pjit_lower", None)
+    if lower is None:
+        raise _missing("lowering of a jit call (pjit._pjit_lower)")
+    pjit._pjit_lower = make(lower)
+
+
+# ---------------------------------------------------------------------------
+# Host constants taken in by a trace
+# ---------------------------------------------------------------------------
+
+_CONSTANT_TYPES = (int, float, bool, complex, np.generic, np.ndarray)
+
+
+def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
+    """Have a host constant (a numpy array or scalar, a Python number) that a
+    trace takes in canonicalised then, while the user's line is on the stack,
+    whenever ``active()`` says so.
+
+    From 0.8 JAX does this itself (``DynamicJaxprTrace._new_const`` calls
+    ``dtypes.canonicalize_value``), and this does nothing.  0.7 keeps the
+    constant as given in the jaxpr, a literal or a constant argument, and
+    canonicalises it (``xla.canonicalize_dtype``) only when the program is
+    lowered or called; there ``_new_const`` is wrapped to canonicalise it
+    first (the constant stays keyed by the given object, as JAX keys it).
+    """
+    from jax._src import dtypes
+
+    if callable(getattr(dtypes, "canonicalize_value", None)):
+        return
+    pe = _optional_module("jax._src.interpreters.partial_eval")
+    trace = getattr(pe, "DynamicJaxprTrace", None)
+    original = getattr(trace, "_new_const", None)
+    canonicalize = getattr(_optional_module("jax._src.interpreters.xla"), "canonicalize_dtype", None)
+    if original is None or canonicalize is None:
+        raise _missing("canonicalisation of traced host constants (dtypes.canonicalize_value, or "
+                       "DynamicJaxprTrace._new_const and xla.canonicalize_dtype)")
+    if getattr(original, "__no64__", False):
+        return
+
+    def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
+        if isinstance(c, _CONSTANT_TYPES) and active():
+            canonical = canonicalize(c)
+            if canonical is not c:
+                tracer = original(self, aval, canonical, source_info)
+                ids = self.frame.constid_to_tracer
+                if ids.get(id(canonical)) is tracer:
+                    del ids[id(canonical)]
+                    ids[id(c)] = tracer
+                return tracer
+        return original(self, aval, c, source_info)
+
+    _new_const.__wrapped__ = original  # type: ignore[attr-defined]
+    _new_const.__no64__ = True  # type: ignore[attr-defined]
+    trace._new_const = _new_const
+
+
+# ---------------------------------------------------------------------------
+# The frames of an equation's traceback
+# ---------------------------------------------------------------------------
+
+_TRACE_STARTS = frozenset({"trace_to_jaxpr_dynamic", "trace_to_jaxpr"})
+
+
+def traceback_frames(traceback: Any) -> tuple[list[Any], list[int]]:
+    """The code objects and last instructions of a JAX ``Traceback`` (an
+    equation's), innermost first, up to where the trace that made it began.
+
+    From 0.9 jaxlib records only those frames: an equation inside a jitted
+    function (a library's ``jnp.where``) names no line of the code that
+    called it, whose trace JAX caches and reuses for later callers.  0.7-0.8
+    record the whole Python stack; it is cut here at the innermost frame of
+    ``partial_eval.trace_to_jaxpr_dynamic`` (or ``trace_to_jaxpr``), where
+    the trace began.
+    """
+    codes, lastis = traceback.raw_frames()
+    for i, code in enumerate(codes):
+        if code.co_name in _TRACE_STARTS and code.co_filename.endswith("partial_eval.py"):
+            return list(codes[:i]), list(lastis[:i])
+    return list(codes), list(lastis)

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..core._mlir import ir
-from ._compat import enable_x64
+from ._compat import enable_x64, jit_input_avals, wrap_jit_lower, wrap_jit_trace
 from ..core.demote import demote
 from ..core.report import DemotionReport, Narrowing
 from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, OutputRangeError,
@@ -76,20 +76,26 @@ _warned_float: set[tuple[str, int]] = set()
 
 def install() -> None:
     """Put the second trace and lowering into JAX's ``jit`` (idempotent)."""
-    global _installed, _original_trace, _original_lower
+    global _installed
     if _installed:
         return
     with _lock:
         if _installed:
             return
-        from jax._src import pjit
-
         from . import host
 
-        _original_trace = pjit._trace_for_jit
-        _original_lower = pjit._pjit_lower
-        pjit._trace_for_jit = _trace_for_jit
-        pjit._pjit_lower = _pjit_lower
+        def take_trace(original: Callable[..., Any]) -> Callable[..., Any]:
+            global _original_trace
+            _original_trace = original
+            return _trace_for_jit
+
+        def take_lower(original: Callable[..., Any]) -> Callable[..., Any]:
+            global _original_lower
+            _original_lower = original
+            return _pjit_lower
+
+        wrap_jit_trace(take_trace)
+        wrap_jit_lower(take_lower)
         host.host_policy = _forced_host_policy(host.host_policy)
         _installed = True
 
@@ -201,10 +207,6 @@ def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, arg
 
 
 def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any, p: Any) -> Any:
-    import jax
-    from jax._src import pjit, tree_util
-    from jax._src.lib import jax_jit
-
     given = getattr(_tls, "arguments", None)
     if given is not None:
         args, kwargs = given
@@ -212,10 +214,7 @@ def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: An
     _tls.busy = True
     try:
         with enable_x64(True):
-            _, dynargs = jax_jit.parse_arguments(
-                args, tuple(kwargs.values()), tuple(kwargs.keys()), ji.static_argnums,
-                ji.static_argnames, tree_util.tracing_registry)
-            avals = pjit._infer_input_type(fun, lambda: dbg, dynargs)
+            avals = jit_input_avals(fun, ji, dbg, args, kwargs)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 p64 = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
