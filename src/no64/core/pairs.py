@@ -36,7 +36,7 @@ from ..rules import pairs as P
 from ..rules.pair_rules import is_f64
 from ..rules.registry import spec_of
 from ..rules.words import make
-from ._compat import block_argument
+from ._compat import attribute_dict, block_argument
 from ._mlir import ir
 from ._mlir import as_operation as _as_op
 from .emulate import _functions, _refresh_signature
@@ -198,7 +198,7 @@ class PairEmulation:
                         continue
                     if len(op.regions):
                         self.refuse(op, "no64 cannot copy an op with regions inside this region")
-                    attrs = {name: op.attributes[name] for name in op.attributes}
+                    attrs = attribute_dict(op)
                     c = ir.Operation.create(op.name, results=[r.type for r in op.results],
                                             operands=[self.value(x) for x in op.operands], attributes=attrs,
                                             loc=op.location)
@@ -249,7 +249,7 @@ class PairEmulation:
         """``op`` (a ``reduce``, ``reduce_window``, ...) with each float64
         operand, result and body argument as its two words, the body
         computed on pairs."""
-        attrs = {name: op.attributes[name] for name in op.attributes}
+        attrs = attribute_dict(op)
         new = ir.Operation.create(op.name, results=self._expanded_types([r.type for r in op.results]),
                                   operands=self._expanded(list(op.operands)), attributes=attrs, regions=1)
         old_block = op.regions[0].blocks[0]
@@ -262,7 +262,7 @@ class PairEmulation:
     def rebuild_sort(self, op: ir.Operation) -> list[Any]:
         """``sort``: a float64 operand as two; the comparator's (lhs, rhs)
         of it as (lhs_hi, rhs_hi, lhs_lo, rhs_lo)."""
-        attrs = {name: op.attributes[name] for name in op.attributes}
+        attrs = attribute_dict(op)
         new = ir.Operation.create(op.name, results=self._expanded_types([r.type for r in op.results]),
                                   operands=self._expanded(list(op.operands)), attributes=attrs, regions=1)
         old_block = op.regions[0].blocks[0]
@@ -301,7 +301,7 @@ class PairEmulation:
                         "(.at[].set)")
         x, idx, upd = op.operands
         xp, up = self.pair(x), self.pair(upd)
-        attrs = {name: op.attributes[name] for name in op.attributes}
+        attrs = attribute_dict(op)
         words = []
         for k in (0, 1):
             new = ir.Operation.create(op.name, results=[xp[k].type], operands=[xp[k], self.value(idx), up[k]],

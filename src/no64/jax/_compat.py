@@ -460,3 +460,81 @@ def traceback_frames(traceback: Any) -> tuple[list[Any], list[int]]:
         if code.co_name in _TRACE_STARTS and code.co_filename.endswith("partial_eval.py"):
             return list(codes[:i]), list(lastis[:i])
     return list(codes), list(lastis)
+
+
+class _TraceFrames:
+    """A ``Traceback`` as JAX from 0.9 lowers it: its own trace's frames
+    (:func:`traceback_frames`), then the context's -- the enclosing
+    equation's traceback while a nested function is lowered, else the Python
+    stack where the lowering was asked for (the call's line).  Hashed and
+    compared by both (JAX's location cache keys on it)."""
+
+    __slots__ = ("traceback", "context")
+
+    def __init__(self, traceback: Any, context: Any) -> None:
+        self.traceback = traceback
+        self.context = context
+
+    def raw_frames(self) -> tuple[list[Any], list[int]]:
+        codes, lastis = traceback_frames(self.traceback)
+        if self.context is not None:  # a _TraceFrames
+            more_codes, more_lastis = self.context.raw_frames()
+            codes, lastis = codes + list(more_codes), lastis + list(more_lastis)
+        return codes, lastis
+
+    def __hash__(self) -> int:
+        return hash((self.traceback, self.context))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _TraceFrames) and self.traceback == other.traceback
+                and self.context == other.context)
+
+
+def locate_by_trace_frames() -> None:
+    """Have JAX's lowering locate an equation by the frames of its own trace
+    (:func:`traceback_frames`) and the context it is lowered in, as JAX does
+    from 0.9 (jaxlib's ``_jax.TracebackScope`` starts each trace's
+    tracebacks afresh): then this does nothing.  On 0.7-0.8 an equation of a
+    jitted library function whose trace JAX reuses would otherwise carry, in
+    the module's locations, the line of whichever call traced it first;
+    ``mlir._traceback_to_location`` (0.7-0.8) is given :class:`_TraceFrames`
+    instead (the context: ``source_info_util.current()``)."""
+    from jax._src.lib import _jax
+
+    if hasattr(_jax, "TracebackScope"):
+        return
+    from jax._src import source_info_util
+    from jax._src.interpreters import mlir
+
+    original = getattr(mlir, "_traceback_to_location", None)
+    if original is None:
+        raise _missing("per-trace tracebacks (_jax.TracebackScope or mlir._traceback_to_location)")
+    if getattr(original, "__no64__", False):
+        return
+
+    local = threading.local()
+
+    def located(seen: dict[int, tuple[Any, Any]], tb: Any) -> Any:
+        known = seen.get(id(tb))
+        return known[1] if known is not None and known[0] is tb else None
+
+    def _traceback_to_location(ctx: Any, tb: Any) -> Any:
+        seen = getattr(local, "seen", None)
+        if seen is None:
+            seen = local.seen = {}
+        context = source_info_util.current().traceback
+        if context is tb or context == tb:
+            # the equation's own rule, lowering it: where it was located
+            frames = located(seen, tb) or _TraceFrames(tb, None)
+        else:
+            # the enclosing equation as it was located, or the Python stack
+            outer = located(seen, context) or _TraceFrames(context, None)
+            frames = _TraceFrames(tb, outer)
+            if len(seen) > 4096:
+                seen.clear()
+            seen[id(tb)] = (tb, frames)
+        return original(ctx, frames)
+
+    _traceback_to_location.__wrapped__ = original  # type: ignore[attr-defined]
+    _traceback_to_location.__no64__ = True  # type: ignore[attr-defined]
+    mlir._traceback_to_location = _traceback_to_location

@@ -568,10 +568,12 @@ def _ensure_hooks() -> None:
         from . import host
 
         from . import intent
+        from ._compat import locate_by_trace_frames
 
         _get_state()
         host.install_hooks()
         intent.install()
+        locate_by_trace_frames()
         _install_x64_guard()
         _original_compile = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = _compile_or_get_cached
