@@ -35,6 +35,9 @@ What this module covers, with the releases that have each form:
   ``is_a_file()``, ``is_a_fused()`` and the same accessors (``name_str``,
   ``child_loc``, ``callee``, ``filename``, ``start_line``, ``start_col``,
   ``locations``).
+* **Complex constants** (:func:`constant_value`): a dense attribute of
+  complex elements cannot be handed out by the bindings: reading it raises
+  ``TypeError`` on 0.8-0.12 and aborts the process on 0.7; it is never read.
 * **Attribute iteration** (:func:`attribute_dict`): iterating
   ``op.attributes`` yields names on 0.8-0.12 and ``ir.NamedAttribute`` on
   0.7; indexing by position yields ``NamedAttribute`` on all of them.

@@ -13,6 +13,9 @@ What it covers, with the releases that have each form:
 * **``enable_x64`` scope** (:func:`enable_x64`): ``jax.enable_x64`` from 0.8;
   ``jax.experimental.enable_x64`` on 0.7 (deprecated there from 0.8, gone in
   0.9).
+* **The global x64 value jaxlib sees** (:func:`set_x64_global`): jaxlib
+  reads ``jax_enable_x64`` from 0.8; 0.7 mirrors it into jaxlib through
+  ``config._update_x64_global``, which ``State.set_global`` does not call.
 * **Host-value canonicalisation registry** (:func:`register_canonicalize_handler`):
   ``jax._src.dtypes.register_canonicalize_value_handler`` from 0.10.2
   (jaxlib's C++ registry when jaxlib has it); the plain dict
@@ -37,6 +40,26 @@ What it covers, with the releases that have each form:
 * **The C++ fast path of AOT-compiled calls** (:func:`cpp_call_params`):
   ``pxla.MeshExecutable.create_cpp_call(params)`` from 0.8; on 0.7 it takes
   ``(no_kwargs, in_tree, out_tree)``, with no parameters to fall back on.
+* **The trace of a jit call** (:func:`wrap_jit_trace`, :func:`jit_input_avals`):
+  ``pjit._trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs)`` from
+  0.9; ``pjit._infer_params_impl(fun, ji, ctx_mesh, dbg, args, kwargs,
+  in_avals)``, which also returns the flat arguments, on 0.7-0.8.
+  ``pjit._infer_input_type`` takes a function returning the debug info from
+  0.8, the debug info on 0.7; jit flattens arguments with
+  ``tree_util.tracing_registry`` from 0.10, ``default_registry`` on 0.7-0.9.
+* **The lowering of a jit call** (:func:`wrap_jit_lower`):
+  ``pjit._pjit_lower(jaxpr, ...)`` on 0.7-0.12 (a wrapper of
+  ``_pjit_lower_cached`` on 0.7).
+* **Traced host constants** (:func:`canonicalize_traced_constants`):
+  canonicalised by ``DynamicJaxprTrace._new_const`` through
+  ``dtypes.canonicalize_value`` from 0.8; 0.7 canonicalises them only when
+  lowering or calling (``xla.canonicalize_dtype``).
+* **An equation's traceback** (:func:`traceback_frames`,
+  :func:`locate_by_trace_frames`): from 0.9 (``_jax.TracebackScope``) it
+  holds the frames of its own trace, and lowering adds the context's; 0.7-0.8
+  record the whole Python stack (cut at ``partial_eval.trace_to_jaxpr_dynamic``
+  / ``trace_to_jaxpr``, and ``mlir._traceback_to_location`` is given the cut
+  frames and the context's).
 * Internals that are the same on every supported release, named here so that
   a future release that drops one is found in one place:
   ``jax._src.config.enable_x64`` (``value``, ``get_global``, ``set_global``),
@@ -44,6 +67,7 @@ What it covers, with the releases that have each form:
   ``backends``), ``jax._src.compiler.compile_or_get_cached``,
   ``jax._src.core.pytype_aval_mappings``, ``jax._src.lax.lax._convert_element_type``,
   ``jax._src.numpy.array_constructors.array``/``asarray``,
+  ``jax._src.numpy.lax_numpy.arange``,
   ``jax._src.lib.xla_client``, ``jax._src.source_info_util``,
   ``jax._src.traceback_util``, ``jax._src.pjit``, ``jax._src.stages``,
   ``jax._src.interpreters.pxla``, ``jax._src.sharding_impls``.
@@ -109,6 +133,21 @@ def enable_x64(new_val: bool = True) -> AbstractContextManager[Any]:
     if _enable_x64 is None:
         _enable_x64 = _find_enable_x64()
     return _enable_x64(new_val)
+
+
+def set_x64_global(value: bool) -> None:
+    """Set ``jax_enable_x64``'s global value without its update hooks (no
+    warning, no guard), where jaxlib sees it: jaxlib reads the option itself
+    from 0.8 (``jax_jit.set_enable_x64_state``); on 0.7 it keeps its own
+    copy, which ``config._update_x64_global`` (the option's own update hook,
+    which ``set_global`` skips) sets -- else jit's C++ dispatch would convert
+    numpy arguments by the old value."""
+    from jax._src import config as jax_config
+
+    jax_config.enable_x64.set_global(value)
+    mirror = getattr(jax_config, "_update_x64_global", None)
+    if mirror is not None:
+        mirror(value)
 
 
 # ---------------------------------------------------------------------------

@@ -82,7 +82,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import __version__
-from ._compat import watch_explicit_dtypes
+from ._compat import set_x64_global, watch_explicit_dtypes
 from ..core._mlir import ir, make_context
 from ..core.demote import demote
 from ..core.scan import Finding, all_ops, find_64bit
@@ -927,7 +927,7 @@ class Predictor:
             hook._explicit = self._saved["explicit"]
         _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
         if self._saved["x64"] and not jax_config.enable_x64.get_global():
-            jax_config.enable_x64.set_global(True)
+            set_x64_global(True)
 
     # -- recording
 

@@ -734,8 +734,8 @@ def _install_array() -> None:
 
 
 def _install_arange() -> None:
-    """``jnp.arange`` with a bound beyond 32 bits: JAX 0.7-0.8 build
-    ``arange(N, M)`` (and ``arange(N, M, K)`` up to 0.9) on the host with
+    """``jnp.arange`` with a bound beyond 32 bits: JAX 0.7 builds
+    ``arange(N, M)``, and up to 0.9 ``arange(N, M, K)``, on the host with
     ``np.arange(..., dtype=<canonical dtype>)``, which raises
     ``OverflowError`` before no64 sees the values; where it does, the values
     are built as the x64 program builds them, then narrowed by no64.  (Later
