@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jax
+import jax.export  # noqa: F401 - JAX 0.7 loads the submodule only when it is imported
 import jax.numpy as jnp
 import numpy as np
 

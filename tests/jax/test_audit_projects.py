@@ -4,6 +4,8 @@ names every cause by the project's lines and agrees with a run under
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -53,6 +55,25 @@ def _env(**extra: str) -> dict[str, str]:
 def _python(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *args], cwd=cwd, env=_env(**env), capture_output=True,
                           text=True, timeout=180)
+
+
+def _release_neutral(lines: list[str]) -> list[str]:
+    """An audit report without what depends on the JAX release: how many of
+    JAX's own modules compile, and which JAX functions check an explicitly
+    requested dtype (0.7 checks fewer)."""
+    out = []
+    for text in lines:
+        text = re.sub(r"\d+ (modules? compiled|passed through|explicit 64-bit dtypes? became)", r"N \1", text)
+        text = re.sub(r"dtypes? became", "dtype(s) became", text)
+        out.append(re.sub(r"(requested explicitly at \S+) \(in [^)]*\)", r"\1 (in ...)", text))
+    return out
+
+
+@functools.cache
+def _xla_logs_start_up() -> bool:
+    """Whether this jaxlib's XLA logs its start-up at INFO level (jaxlib 0.7 logs nothing there)."""
+    proc = _python(["-c", "import jax; jax.devices()"], PROJECTS, **_XLA_LOGS)
+    return any(_GLOG.match(text) for text in proc.stderr.splitlines())
 
 
 def _line(project: str, file: str, marker: str) -> int:
@@ -153,8 +174,10 @@ def test_jnp_optax_project(tmp_path: Path) -> None:
     assert direct.returncode == 0, direct.stderr
     assert proc.stdout == direct.stdout  # the program computes what it computes under the hook
     # and writes to stderr what it writes there: XLA's start-up log, JAX's warnings at the same lines
-    assert any(_GLOG.match(text) for text in proc.stderr.splitlines()), proc.stderr
-    assert "Explicitly requested dtype int64" in proc.stderr
+    assert (any(_GLOG.match(text) for text in proc.stderr.splitlines())
+            or not _xla_logs_start_up()), proc.stderr
+    # (JAX 0.7 names the dtype as the class it was given: <class 'jax.numpy.int64'>)
+    assert re.search(r"Explicitly requested dtype (int64|<class 'jax\.numpy\.int64'>)", proc.stderr)
     assert _program_stderr(proc.stderr) == _program_stderr(direct.stderr)
 
 
@@ -164,7 +187,8 @@ def test_text_report_and_fail_on() -> None:
     assert proc.returncode == 0, proc.stderr  # the default --fail-on refused: nothing refused
     assert proc.stdout.count("epoch ") == 2  # the program's output, untouched
     before = proc.stderr.split("no64 audit of ", 1)[0].splitlines()
-    assert any(_GLOG.match(text) for text in before)  # XLA's start-up log, with the program's stderr
+    # XLA's start-up log, with the program's stderr
+    assert any(_GLOG.match(text) for text in before) or not _xla_logs_start_up()
     report = _report_lines(proc.stderr)
     assert report[0].startswith("no64 audit of train.py as NO64_PLATFORMS=cpu runs it: ")
     assert ", 4 rewritten (4 exact), " in report[0]
@@ -175,7 +199,11 @@ def test_text_report_and_fail_on() -> None:
     # the README shows this very report
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     shown = readme.split("## Audit\n", 1)[1].split("$ no64 audit train.py\n", 1)[1].split("```", 1)[0]
-    assert shown.splitlines() == proc.stdout.splitlines() + report
+    verified = re.search(r"installs \(jax (\S+) on Python", readme)
+    if verified is not None and importlib.metadata.version("jax") == verified.group(1):
+        assert shown.splitlines() == proc.stdout.splitlines() + report
+    else:  # another release: JAX's own modules and dtype checks differ
+        assert _release_neutral(shown.splitlines()) == _release_neutral(proc.stdout.splitlines() + report)
     strict = _python(["-m", "no64", "audit", "-v", "--fail-on", "any", "train.py"], cwd)
     assert strict.returncode == 1, strict.stderr  # random counters and host values are 64-bit
     assert strict.stdout == proc.stdout
@@ -229,7 +257,9 @@ def test_flax_equinox_project(tmp_path: Path) -> None:
     sentinel = _line(project, "metrics.py", "SENTINEL LINE")
     assert "mapped INT64_MIN \u2192 INT32_MIN" in causes[("host", "metrics.py", sentinel)]
     int64 = _line(project, "metrics.py", "INT64 LINE")
-    assert "(in sum, convert_element_type): JAX makes it int32" in causes[("explicit-dtype", "metrics.py", int64)]
+    # the JAX functions that check the dtype: JAX 0.7 checks it in sum alone
+    assert re.search(r"\(in sum(, convert_element_type)?\): JAX makes it int32",
+                     causes[("explicit-dtype", "metrics.py", int64)])
     labels = _line(project, "train.py", "LABELS LINE")
     assert causes[("explicit-dtype", "train.py", labels)] == (
         f"int64 requested explicitly at train.py:{labels} (in asarray): "

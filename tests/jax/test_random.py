@@ -83,7 +83,13 @@ def lower_x32(fn, *args) -> "no64.ir._mlir.ir.Module":
 @pytest.mark.parametrize("impl", IMPLS)
 def test_every_sampler_is_bit_identical(impl: str) -> None:
     with enable_x64(False):
-        raw = np.asarray(jax.random.key_data(jax.random.key(1234, impl=impl)))
+        try:
+            first = jax.random.key(1234, impl=impl)
+        except ValueError as exc:
+            if "unrecognized PRNG implementation" not in str(exc):
+                raise
+            pytest.skip(f"this JAX has no {impl} keys (threefry4x32 and philox come with jax 0.10)")
+        raw = np.asarray(jax.random.key_data(first))
         raw_batch = np.asarray(jax.random.key_data(jax.random.split(jax.random.key(9, impl=impl), 4)))
         m = lower_x32(program(impl), raw, raw_batch)
     assert no64.find_64bit(m), "expected JAX to emit 64-bit values for random numbers"

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir._compat import constant_value
 from ..ir._mlir import as_operation, ir
 from ..ir.locations import SourceLocation, decode_location
 from ..spec.walk import all_ops, defining_op, functions, is_public, symbol_name
@@ -155,9 +156,8 @@ def _is_float(t: ir.Type) -> bool:
 
 
 def _constant_floats(op: ir.Operation) -> np.ndarray | None:
-    try:
-        attr = op.attributes["value"]
-    except (KeyError, TypeError, ValueError):
+    attr = constant_value(op)
+    if attr is None:
         return None
     if isinstance(attr, ir.DenseIntElementsAttr):
         if attr.is_splat:
@@ -373,9 +373,8 @@ class _Hints:
 
     def _constant(self, op: ir.Operation) -> None:
         r = op.results[0]
-        try:
-            attr = op.attributes["value"]
-        except (KeyError, TypeError, ValueError):  # complex data the bindings cannot cast
+        attr = constant_value(op)
+        if attr is None:  # complex data the bindings cannot cast
             return
         if isinstance(attr, (ir.DenseFPElementsAttr, ir.DenseIntElementsAttr)) and attr.is_splat:
             # the common case, without numpy

@@ -10,6 +10,7 @@ from .diagnostics import _MEMORY
 from .formats import _BYTECODE_MAGIC, FORMATS, format_from_extension
 from .hlo import _is_hlo_proto
 from .jaxexport import _jax_exported
+from .mlir import _VHLO_TEXT
 from ..spec.registry import REGISTRY
 
 
@@ -18,7 +19,6 @@ _VHLO_PRODUCER = b"StableHLO_v"
 # Text detection: what the first significant line of each text format starts with.
 _HLO_START = re.compile(r"HloModule\b")
 _MLIR_START = re.compile(r'(module\b|func\.func\b|"builtin\.module"|"func\.func"|#|!|\{-#)')
-_VHLO_TEXT = re.compile(r"\bvhlo\.func_v\d")
 
 
 def _bytecode_producer(data: bytes) -> bytes:

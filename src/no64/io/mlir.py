@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import io
 import os
+import re
 
 from ..ir._compat import xla_mlir
 from ..ir._mlir import ir, stablehlo
 from ..errors import InputError
 from .diagnostics import _collect_diagnostics, _diagnostic_line
 from .formats import _BYTECODE_MAGIC
+
+
+#: A versioned (VHLO) module in MLIR text.
+_VHLO_TEXT = re.compile(r"\bvhlo\.func_v\d")
 
 
 def _has_vhlo_ops(module: ir.Module) -> bool:
@@ -30,12 +35,19 @@ def _parse_file_ok(path: str | None) -> bool:
 
 
 def _load_mlir(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
-    if not data.startswith(_BYTECODE_MAGIC) and _parse_file_ok(path):
-        # Parsing the file (not the bytes) puts its name into the locations
-        # of ops that have none, so reports can point into it.
-        module = ir.Module.parseFile(path, context=ctx)
-    else:
-        module = ir.Module.parse(data, context=ctx)
+    try:
+        if not data.startswith(_BYTECODE_MAGIC) and _parse_file_ok(path):
+            # Parsing the file (not the bytes) puts its name into the locations
+            # of ops that have none, so reports can point into it.
+            module = ir.Module.parseFile(path, context=ctx)
+        else:
+            module = ir.Module.parse(data, context=ctx)
+    except Exception:
+        # jaxlib 0.7's bindings have no VHLO dialect: a versioned module given
+        # as plain MLIR text is read as the portable artifact it is
+        if not data.startswith(_BYTECODE_MAGIC) and _VHLO_TEXT.search(data.decode("utf-8", "replace")):
+            return _load_vhlo(data, path, name, ctx)
+        raise
     if _has_vhlo_ops(module):
         # A versioned (VHLO) module given as plain MLIR: upgrade it properly.
         return _load_vhlo(data, path, name, ctx)

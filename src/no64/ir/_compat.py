@@ -35,6 +35,9 @@ What this module covers, with the releases that have each form:
   ``is_a_file()``, ``is_a_fused()`` and the same accessors (``name_str``,
   ``child_loc``, ``callee``, ``filename``, ``start_line``, ``start_col``,
   ``locations``).
+* **Complex constants** (:func:`constant_value`): a dense attribute of
+  complex elements cannot be handed out by the bindings: reading it raises
+  ``TypeError`` on 0.8-0.12 and aborts the process on 0.7; it is never read.
 * **Attribute iteration** (:func:`attribute_dict`): iterating
   ``op.attributes`` yields names on 0.8-0.12 and ``ir.NamedAttribute`` on
   0.7; indexing by position yields ``NamedAttribute`` on all of them.
@@ -226,6 +229,24 @@ def as_attribute(attr: Any, cls: type[A]) -> A | None:
     try:
         return cls(attr)  # type: ignore[call-arg]
     except (ValueError, TypeError):
+        return None
+
+
+def constant_value(op: Any) -> ir.Attribute | None:
+    """The ``value`` attribute of a constant op, or ``None`` where the
+    bindings cannot hand it out: a dense attribute of complex elements is
+    never touched (reading it raises ``TypeError`` on jaxlib 0.8-0.12 and
+    aborts the process on 0.7, a C++ exception escaping the binding); its
+    printed form holds the values."""
+    try:
+        elem = ir.ShapedType(op.results[0].type).element_type
+    except (ValueError, TypeError, IndexError):
+        elem = None
+    if isinstance(elem, ir.ComplexType):
+        return None
+    try:
+        return op.attributes["value"]
+    except (KeyError, TypeError, ValueError):
         return None
 
 

@@ -13,6 +13,9 @@ What it covers, with the releases that have each form:
 * **``enable_x64`` scope** (:func:`enable_x64`): ``jax.enable_x64`` from 0.8;
   ``jax.experimental.enable_x64`` on 0.7 (deprecated there from 0.8, gone in
   0.9).
+* **The global x64 value jaxlib sees** (:func:`set_x64_global`): jaxlib
+  reads ``jax_enable_x64`` from 0.8; 0.7 mirrors it into jaxlib through
+  ``config._update_x64_global``, which ``State.set_global`` does not call.
 * **Host-value canonicalisation registry** (:func:`register_canonicalize_handler`):
   ``jax._src.dtypes.register_canonicalize_value_handler`` from 0.10.2
   (jaxlib's C++ registry when jaxlib has it); the plain dict
@@ -54,6 +57,26 @@ What it covers, with the releases that have each form:
   on 0.7), ``_trace_for_jit`` from 0.9; a jit call's arguments are parsed
   (``jax_jit.parse_arguments``) with ``tree_util.tracing_registry`` from
   0.10 and ``tree_util.default_registry`` on 0.7-0.9.
+* **The trace of a jit call** (:func:`wrap_jit_trace`, :func:`jit_input_avals`):
+  ``pjit._trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs)`` from
+  0.9; ``pjit._infer_params_impl(fun, ji, ctx_mesh, dbg, args, kwargs,
+  in_avals)``, which also returns the flat arguments, on 0.7-0.8.
+  ``pjit._infer_input_type`` takes a function returning the debug info from
+  0.8, the debug info on 0.7; jit flattens arguments with
+  ``tree_util.tracing_registry`` from 0.10, ``default_registry`` on 0.7-0.9.
+* **The lowering of a jit call** (:func:`wrap_jit_lower`):
+  ``pjit._pjit_lower(jaxpr, ...)`` on 0.7-0.12 (a wrapper of
+  ``_pjit_lower_cached`` on 0.7).
+* **Traced host constants** (:func:`canonicalize_traced_constants`):
+  canonicalised by ``DynamicJaxprTrace._new_const`` through
+  ``dtypes.canonicalize_value`` from 0.8; 0.7 canonicalises them only when
+  lowering or calling (``xla.canonicalize_dtype``).
+* **An equation's traceback** (:func:`traceback_frames`,
+  :func:`locate_by_trace_frames`): from 0.9 (``_jax.TracebackScope``) it
+  holds the frames of its own trace, and lowering adds the context's; 0.7-0.8
+  record the whole Python stack (cut at ``partial_eval.trace_to_jaxpr_dynamic``
+  / ``trace_to_jaxpr``, and ``mlir._traceback_to_location`` is given the cut
+  frames and the context's).
 * Internals that are the same on every supported release, named here so that
   a future release that drops one is found in one place:
   ``jax._src.config.enable_x64`` (``value``, ``get_global``, ``set_global``),
@@ -62,6 +85,7 @@ What it covers, with the releases that have each form:
   ``jax._src.core.pytype_aval_mappings``, ``jax._src.core.Jaxpr``,
   ``jax._src.core.Literal``, ``jax._src.core.jaxprs_in_params``, ``jax._src.lax.lax._convert_element_type``,
   ``jax._src.numpy.array_constructors.array``/``asarray``,
+  ``jax._src.numpy.lax_numpy.arange``,
   ``jax._src.lib.xla_client``, ``jax._src.source_info_util``,
   ``jax._src.traceback_util``, ``jax._src.stages``,
   ``jax._src.interpreters.pxla``, ``jax._src.sharding_impls``.
@@ -127,6 +151,21 @@ def enable_x64(new_val: bool = True) -> AbstractContextManager[Any]:
     if _enable_x64 is None:
         _enable_x64 = _find_enable_x64()
     return _enable_x64(new_val)
+
+
+def set_x64_global(value: bool) -> None:
+    """Set ``jax_enable_x64``'s global value without its update hooks (no
+    warning, no guard), where jaxlib sees it: jaxlib reads the option itself
+    from 0.8 (``jax_jit.set_enable_x64_state``); on 0.7 it keeps its own
+    copy, which ``config._update_x64_global`` (the option's own update hook,
+    which ``set_global`` skips) sets -- else jit's C++ dispatch would convert
+    numpy arguments by the old value."""
+    from jax._src import config as jax_config
+
+    jax_config.enable_x64.set_global(value)
+    mirror = getattr(jax_config, "_update_x64_global", None)
+    if mirror is not None:
+        mirror(value)
 
 
 # ---------------------------------------------------------------------------
@@ -400,21 +439,236 @@ def replace_jit_function(name: str, new: Callable[..., Any]) -> Callable[..., An
     return original
 
 
-def jit_input_avals(fun: Any, ji: Any, dbg: Any, args: Any, kwargs: Any) -> Any:
-    """The abstract values a jit call's arguments have now (under the
-    configuration in force), as ``pjit._infer_params`` computes them."""
+# The trace and the lowering of a top-level jit
+# ---------------------------------------------------------------------------
+
+def wrap_jit_trace(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of JAX's trace of a ``jit`` call.
+
+    ``original`` and what ``make`` returns both take ``(fun, ji, ctx_mesh,
+    dbg, avals, args, kwargs)`` and return JAX's ``PjitParams`` (``consts``,
+    ``params``, ``in_avals``, ``in_tree``, ``out_tree``):
+    ``pjit._trace_for_jit`` from 0.9; on 0.7-0.8 it is
+    ``pjit._infer_params_impl(fun, ji, ctx_mesh, dbg, args, kwargs,
+    in_avals)``, which also returns the flat arguments (a call without
+    ``in_avals``, under dynamic shapes, is left to it).
+    """
+    from jax._src import pjit
+
+    trace = getattr(pjit, "_trace_for_jit", None)
+    if trace is not None:
+        pjit._trace_for_jit = make(trace)
+        return
+    impl = getattr(pjit, "_infer_params_impl", None)
+    if impl is None:
+        raise _missing("trace of a jit call (pjit._trace_for_jit or pjit._infer_params_impl)")
+
+    def original(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:
+        return impl(fun, ji, ctx_mesh, dbg, args, kwargs, avals)[0]
+
+    wrapped = make(original)
+
+    def _infer_params_impl(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any,
+                           in_avals: Any) -> Any:
+        if in_avals is None:
+            return impl(fun, ji, ctx_mesh, dbg, args, kwargs, in_avals)
+        p = wrapped(fun, ji, ctx_mesh, dbg, in_avals, args, kwargs)
+        return p, list(_jit_dynamic_arguments(ji, args, kwargs))
+
+    _infer_params_impl.__wrapped__ = impl  # type: ignore[attr-defined]
+    pjit._infer_params_impl = _infer_params_impl
+
+
+def _jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> Any:
     from jax._src import tree_util
     from jax._src.lib import jax_jit
 
-    registry = getattr(tree_util, "tracing_registry", None) or getattr(tree_util, "default_registry", None)
-    if registry is None:
-        raise _missing("pytree registry of jit arguments (tree_util.tracing_registry or default_registry)")
+    # the registry jit flattens arguments with: tree_util.tracing_registry
+    # from 0.10, tree_util.default_registry on 0.7-0.9
+    registry = getattr(tree_util, "tracing_registry", None) or tree_util.default_registry
     _, dynargs = jax_jit.parse_arguments(
         args, tuple(kwargs.values()), tuple(kwargs.keys()), ji.static_argnums,
         ji.static_argnames, registry)
-    infer = jit_function("_infer_input_type")
-    # its second parameter: a function giving the debug info from 0.8
-    # (``dbg_fn``), the debug info itself on 0.7 (``dbg``)
+    return dynargs
+
+
+def jit_input_avals(fun: Any, ji: Any, dbg: Any, args: Any, kwargs: Any) -> Any:
+    """The abstract values ``jit`` traces ``fun`` for, given the call's
+    arguments (under the x64 setting in force): ``pjit._infer_input_type``
+    takes a function returning the debug info from 0.8, the debug info itself
+    on 0.7."""
+    from jax._src import pjit
+
+    infer = getattr(pjit, "_infer_input_type", None)
+    if infer is None:
+        raise _missing("abstract values of a jit call's arguments (pjit._infer_input_type)")
+    dynargs = _jit_dynamic_arguments(ji, args, kwargs)
     if "dbg_fn" in inspect.signature(infer).parameters:
         return infer(fun, lambda: dbg, dynargs)
     return infer(fun, dbg, dynargs)
+
+
+def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of ``pjit._pjit_lower(jaxpr, ...)``
+    (0.7-0.12; a cached function from 0.8, a wrapper of
+    ``_pjit_lower_cached`` on 0.7), which returns the ``MeshComputation``
+    (``_hlo``, ``compile_args``) of a jit call's ``ClosedJaxpr``."""
+    from jax._src import pjit
+
+    lower = getattr(pjit, "_pjit_lower", None)
+    if lower is None:
+        raise _missing("lowering of a jit call (pjit._pjit_lower)")
+    pjit._pjit_lower = make(lower)
+
+
+# ---------------------------------------------------------------------------
+# Host constants taken in by a trace
+# ---------------------------------------------------------------------------
+
+_CONSTANT_TYPES = (int, float, bool, complex, np.generic, np.ndarray)
+
+
+def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
+    """Have a host constant (a numpy array or scalar, a Python number) that a
+    trace takes in canonicalised then, while the user's line is on the stack,
+    whenever ``active()`` says so.
+
+    From 0.8 JAX does this itself (``DynamicJaxprTrace._new_const`` calls
+    ``dtypes.canonicalize_value``), and this does nothing.  0.7 keeps the
+    constant as given in the jaxpr, a literal or a constant argument, and
+    canonicalises it (``xla.canonicalize_dtype``) only when the program is
+    lowered or called; there ``_new_const`` is wrapped to canonicalise it
+    first (the constant stays keyed by the given object, as JAX keys it).
+    """
+    from jax._src import dtypes
+
+    if callable(getattr(dtypes, "canonicalize_value", None)):
+        return
+    pe = _optional_module("jax._src.interpreters.partial_eval")
+    trace = getattr(pe, "DynamicJaxprTrace", None)
+    original = getattr(trace, "_new_const", None)
+    canonicalize = getattr(_optional_module("jax._src.interpreters.xla"), "canonicalize_dtype", None)
+    if original is None or canonicalize is None:
+        raise _missing("canonicalisation of traced host constants (dtypes.canonicalize_value, or "
+                       "DynamicJaxprTrace._new_const and xla.canonicalize_dtype)")
+    if getattr(original, "__no64__", False):
+        return
+
+    def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
+        if isinstance(c, _CONSTANT_TYPES) and active():
+            canonical = canonicalize(c)
+            if canonical is not c:
+                tracer = original(self, aval, canonical, source_info)
+                ids = self.frame.constid_to_tracer
+                if ids.get(id(canonical)) is tracer:
+                    del ids[id(canonical)]
+                    ids[id(c)] = tracer
+                return tracer
+        return original(self, aval, c, source_info)
+
+    _new_const.__wrapped__ = original  # type: ignore[attr-defined]
+    _new_const.__no64__ = True  # type: ignore[attr-defined]
+    trace._new_const = _new_const
+
+
+# ---------------------------------------------------------------------------
+# The frames of an equation's traceback
+# ---------------------------------------------------------------------------
+
+_TRACE_STARTS = frozenset({"trace_to_jaxpr_dynamic", "trace_to_jaxpr"})
+
+
+def traceback_frames(traceback: Any) -> tuple[list[Any], list[int]]:
+    """The code objects and last instructions of a JAX ``Traceback`` (an
+    equation's), innermost first, up to where the trace that made it began.
+
+    From 0.9 jaxlib records only those frames: an equation inside a jitted
+    function (a library's ``jnp.where``) names no line of the code that
+    called it, whose trace JAX caches and reuses for later callers.  0.7-0.8
+    record the whole Python stack; it is cut here at the innermost frame of
+    ``partial_eval.trace_to_jaxpr_dynamic`` (or ``trace_to_jaxpr``), where
+    the trace began.
+    """
+    codes, lastis = traceback.raw_frames()
+    for i, code in enumerate(codes):
+        if code.co_name in _TRACE_STARTS and code.co_filename.endswith("partial_eval.py"):
+            return list(codes[:i]), list(lastis[:i])
+    return list(codes), list(lastis)
+
+
+class _TraceFrames:
+    """A ``Traceback`` as JAX from 0.9 lowers it: its own trace's frames
+    (:func:`traceback_frames`), then the context's -- the enclosing
+    equation's traceback while a nested function is lowered, else the Python
+    stack where the lowering was asked for (the call's line).  Hashed and
+    compared by both (JAX's location cache keys on it)."""
+
+    __slots__ = ("traceback", "context")
+
+    def __init__(self, traceback: Any, context: Any) -> None:
+        self.traceback = traceback
+        self.context = context
+
+    def raw_frames(self) -> tuple[list[Any], list[int]]:
+        codes, lastis = traceback_frames(self.traceback)
+        if self.context is not None:  # a _TraceFrames
+            more_codes, more_lastis = self.context.raw_frames()
+            codes, lastis = codes + list(more_codes), lastis + list(more_lastis)
+        return codes, lastis
+
+    def __hash__(self) -> int:
+        return hash((self.traceback, self.context))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _TraceFrames) and self.traceback == other.traceback
+                and self.context == other.context)
+
+
+def locate_by_trace_frames() -> None:
+    """Have JAX's lowering locate an equation by the frames of its own trace
+    (:func:`traceback_frames`) and the context it is lowered in, as JAX does
+    from 0.9 (jaxlib's ``_jax.TracebackScope`` starts each trace's
+    tracebacks afresh): then this does nothing.  On 0.7-0.8 an equation of a
+    jitted library function whose trace JAX reuses would otherwise carry, in
+    the module's locations, the line of whichever call traced it first;
+    ``mlir._traceback_to_location`` (0.7-0.8) is given :class:`_TraceFrames`
+    instead (the context: ``source_info_util.current()``)."""
+    from jax._src.lib import _jax
+
+    if hasattr(_jax, "TracebackScope"):
+        return
+    from jax._src import source_info_util
+    from jax._src.interpreters import mlir
+
+    original = getattr(mlir, "_traceback_to_location", None)
+    if original is None:
+        raise _missing("per-trace tracebacks (_jax.TracebackScope or mlir._traceback_to_location)")
+    if getattr(original, "__no64__", False):
+        return
+
+    local = threading.local()
+
+    def located(seen: dict[int, tuple[Any, Any]], tb: Any) -> Any:
+        known = seen.get(id(tb))
+        return known[1] if known is not None and known[0] is tb else None
+
+    def _traceback_to_location(ctx: Any, tb: Any) -> Any:
+        seen = getattr(local, "seen", None)
+        if seen is None:
+            seen = local.seen = {}
+        context = source_info_util.current().traceback
+        if context is tb or context == tb:
+            # the equation's own rule, lowering it: where it was located
+            frames = located(seen, tb) or _TraceFrames(tb, None)
+        else:
+            # the enclosing equation as it was located, or the Python stack
+            outer = located(seen, context) or _TraceFrames(context, None)
+            frames = _TraceFrames(tb, outer)
+            if len(seen) > 4096:
+                seen.clear()
+            seen[id(tb)] = (tb, frames)
+        return original(ctx, frames)
+
+    _traceback_to_location.__wrapped__ = original  # type: ignore[attr-defined]
+    _traceback_to_location.__no64__ = True  # type: ignore[attr-defined]
+    mlir._traceback_to_location = _traceback_to_location

@@ -522,8 +522,10 @@ def _ensure_hooks() -> None:
         from jax._src import compiler
 
         STATE.jax_state()
+        from ._compat import locate_by_trace_frames
         host.install_hooks()
         intent.install()
+        locate_by_trace_frames()
         _install_x64_guard()
         STATE.original_compile = compiler.compile_or_get_cached
         compiler.compile_or_get_cached = _compile_or_get_cached

@@ -33,7 +33,10 @@ Where JAX 0.10 converts host data, and the hook for each
    closed-over constants), ``pxla.shard_args`` (``jit`` arguments,
    ``device_put``, ``jnp.asarray`` of a numpy array), ``vjp`` and the
    partial evaluator.  no64 registers its own handlers for ``np.ndarray``,
-   the 64-bit numpy scalar types, ``int`` and ``float``.
+   the 64-bit numpy scalar types, ``int`` and ``float``.  (JAX 0.7
+   canonicalises a traced constant only when the program is lowered or
+   called, where the user's line is gone: there no64 has the trace
+   canonicalise it when taking it in, as later releases do.)
 2. ``core.pytype_aval_mappings[int]``: the abstract value of a Python int
    (``jit`` argument parsing, ``shaped_abstractify``), which raises
    ``OverflowError`` outside int32.  Wrapped: a sentinel or policy-narrowed
@@ -180,7 +183,9 @@ def _user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | Non
     """The innermost frame of a JAX ``Traceback`` outside ``inside``."""
     from jax._src import source_info_util
 
-    codes, lastis = traceback.raw_frames()
+    from ._compat import traceback_frames
+
+    codes, lastis = traceback_frames(traceback)
     for code, lasti in zip(codes, lastis):
         filename = code.co_filename
         if not (filename.startswith(inside) or filename.startswith("<frozen")):
@@ -466,10 +471,12 @@ def install_hooks() -> None:
         if _installed:
             return
         _install_canonicalize_handlers()
+        _install_traced_constants()
         _install_int_aval()
         _install_convert_element_type()
         _install_coerce_to_array()
         _install_array()
+        _install_arange()
         _install_fastpath_guard()
         _install_aot_guard()
         _install_sentinel_reads()
@@ -536,6 +543,12 @@ def _install_canonicalize_handlers() -> None:
             register(t, scalar)
     register(int, python_int)
     register(float, python_float)
+
+
+def _install_traced_constants() -> None:
+    from ._compat import canonicalize_traced_constants
+
+    canonicalize_traced_constants(lambda: host_policy() is not None)
 
 
 def _install_int_aval() -> None:
@@ -738,6 +751,37 @@ def _install_array() -> None:
 
     _replace("array", original_array, array, modules)
     _replace("asarray", original_asarray, asarray, modules)
+
+
+def _install_arange() -> None:
+    """``jnp.arange`` with a bound beyond 32 bits: JAX 0.7 builds
+    ``arange(N, M)``, and up to 0.9 ``arange(N, M, K)``, on the host with
+    ``np.arange(..., dtype=<canonical dtype>)``, which raises
+    ``OverflowError`` before no64 sees the values; where it does, the values
+    are built as the x64 program builds them, then narrowed by no64.  (Later
+    releases convert the bounds with ``lax._convert_element_type``, see (3).)"""
+    import jax.numpy as jnp
+    from jax._src.numpy import lax_numpy
+
+    original = lax_numpy.arange
+    if getattr(original, "__no64__", False):
+        return
+
+    def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
+        try:
+            return original(start, stop, step, dtype, **kwargs)
+        except OverflowError:
+            policy = host_policy()
+            bounds = [start] if stop is None and step is None else [start, stop, step]
+            want = _requested(dtype) if dtype is not None else _INT64
+            if (policy is None or any(v is not None for v in kwargs.values()) or want is False
+                    or not all(type(v) is int or isinstance(v, np.integer) for v in bounds if v is not None)
+                    or not any(_needs_int(int(v)) for v in bounds if v is not None)):
+                raise
+        wide = np.arange(*bounds, dtype=want)
+        return jnp.asarray(narrow_host_array(wide, policy))
+
+    _replace("arange", original, arange, (lax_numpy, jnp))
 
 
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

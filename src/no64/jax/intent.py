@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..ir._mlir import ir
-from ._compat import enable_x64, jit_input_avals, replace_jit_function
+from ._compat import enable_x64, jit_input_avals, wrap_jit_lower, wrap_jit_trace
 from ..report import DemotionReport, Narrowing
 from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, OutputRangeError,
                       UnprovenIntegerWarning)
@@ -79,14 +79,25 @@ _warned_float: set[tuple[str, int]] = set()
 
 def install() -> None:
     """Put the second trace and lowering into JAX's ``jit`` (idempotent)."""
-    global _installed, _original_trace, _original_lower
+    global _installed
     if _installed:
         return
     with _lock:
         if _installed:
             return
-        _original_trace = replace_jit_function("_trace_for_jit", _trace_for_jit)
-        _original_lower = replace_jit_function("_pjit_lower", _pjit_lower)
+        def take_trace(original: Callable[..., Any]) -> Callable[..., Any]:
+            global _original_trace
+            _original_trace = original
+            return _trace_for_jit
+
+        def take_lower(original: Callable[..., Any]) -> Callable[..., Any]:
+            global _original_lower
+            _original_lower = original
+            return _pjit_lower
+
+        wrap_jit_trace(take_trace)
+        wrap_jit_lower(take_lower)
+
         _installed = True
 
 

@@ -21,6 +21,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from ..ir._compat import attribute_dict
 from ..ir._mlir import ir
 from ..ir._mlir import as_operation as _as_op
 from ..ir import pairs as P
@@ -150,7 +151,7 @@ def constant(op: ir.Operation, em: Any) -> list[Out]:
 def iota(op: ir.Operation, em: Any) -> list[Out]:
     shape = _shape(op.results[0])
     i32 = ir.IntegerType.get_signless(32)
-    attrs = {name: op.attributes[name] for name in op.attributes}
+    attrs = attribute_dict(op)
     ints = ir.Operation.create(op.name, results=[ir.RankedTensorType.get(shape, i32)], attributes=attrs).results[0]
     # (through a barrier: pair arithmetic folded at compile time loses its error terms)
     return [P.from_int(P.barrier(ints)[0])]
@@ -189,7 +190,7 @@ def componentwise(op: ir.Operation, em: Any) -> list[Out]:
     for k in (0, 1):
         operands = [em.pair(x)[k] if is_f64(em.type(x)) else em.value(x) for x in op.operands]
         rtypes = [_f32_type(r.type) if is_f64(r.type) else r.type for r in op.results]
-        attrs = {name: op.attributes[name] for name in op.attributes}
+        attrs = attribute_dict(op)
         outs.append(ir.Operation.create(op.name, results=rtypes, operands=operands, attributes=attrs))
     return [P.Pair(outs[0].results[i], outs[1].results[i]) if is_f64(r.type) else outs[0].results[i]
             for i, r in enumerate(op.results)]
@@ -221,7 +222,7 @@ def in_f32(op: ir.Operation, em: Any) -> list[Out]:
     em.reduced(op, "computed in f32 from the float64 pair rounded to f32")
     operands = [P.to_f32(em.pair(x)) if is_f64(em.type(x)) else em.value(x) for x in op.operands]
     rtypes = [_f32_type(r.type) if is_f64(r.type) else r.type for r in op.results]
-    attrs = {name: op.attributes[name] for name in op.attributes}
+    attrs = attribute_dict(op)
     new = ir.Operation.create(op.name, results=rtypes, operands=operands, attributes=attrs)
     return [P.from_f32(n) if is_f64(r.type) else n for r, n in zip(op.results, new.results)]
 
@@ -242,7 +243,7 @@ def custom_call(op: ir.Operation, em: Any) -> list[Out]:
             operands.append(make("convert", [P.to_f32(em.pair(x))], em.type(x)))
         else:
             operands.append(em.value(x))
-    attrs = {name: op.attributes[name] for name in op.attributes}
+    attrs = attribute_dict(op)
     new = ir.Operation.create(op.name, results=[r.type for r in op.results], operands=operands,
                               attributes=attrs)
     return [P.from_f32(make("convert", [n], _f32_type(n.type))) if is_f64(r.type) else n

@@ -37,7 +37,7 @@ from ..ir import pairs as P
 from ..rules.pair_rules import is_f64
 from ..spec.registry import spec_of
 from ..ir.words import make
-from ..ir._compat import block_argument
+from ..ir._compat import attribute_dict, block_argument
 from ..ir._mlir import ir
 from ..ir._mlir import as_operation as _as_op
 from .emulate import _functions, _refresh_signature
@@ -194,7 +194,7 @@ class PairEmulation:
                         continue
                     if len(op.regions):
                         self.refuse(op, "no64 cannot copy an op with regions inside this region")
-                    attrs = {name: op.attributes[name] for name in op.attributes}
+                    attrs = attribute_dict(op)
                     c = ir.Operation.create(op.name, results=[r.type for r in op.results],
                                             operands=[self.value(x) for x in op.operands], attributes=attrs,
                                             loc=op.location)
@@ -245,7 +245,7 @@ class PairEmulation:
         """``op`` (a ``reduce``, ``reduce_window``, ...) with each float64
         operand, result and body argument as its two words, the body
         computed on pairs."""
-        attrs = {name: op.attributes[name] for name in op.attributes}
+        attrs = attribute_dict(op)
         new = ir.Operation.create(op.name, results=self._expanded_types([r.type for r in op.results]),
                                   operands=self._expanded(list(op.operands)), attributes=attrs, regions=1)
         old_block = op.regions[0].blocks[0]
@@ -258,7 +258,7 @@ class PairEmulation:
     def rebuild_sort(self, op: ir.Operation) -> list[Any]:
         """``sort``: a float64 operand as two; the comparator's (lhs, rhs)
         of it as (lhs_hi, rhs_hi, lhs_lo, rhs_lo)."""
-        attrs = {name: op.attributes[name] for name in op.attributes}
+        attrs = attribute_dict(op)
         new = ir.Operation.create(op.name, results=self._expanded_types([r.type for r in op.results]),
                                   operands=self._expanded(list(op.operands)), attributes=attrs, regions=1)
         old_block = op.regions[0].blocks[0]
@@ -297,7 +297,7 @@ class PairEmulation:
                         "(.at[].set)")
         x, idx, upd = op.operands
         xp, up = self.pair(x), self.pair(upd)
-        attrs = {name: op.attributes[name] for name in op.attributes}
+        attrs = attribute_dict(op)
         words = []
         for k in (0, 1):
             new = ir.Operation.create(op.name, results=[xp[k].type], operands=[xp[k], self.value(idx), up[k]],

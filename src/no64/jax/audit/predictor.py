@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import hook as jaxhook
 from .. import host, intent
-from .._compat import watch_explicit_dtypes
+from .._compat import set_x64_global, watch_explicit_dtypes
 from ..state import STATE, HookListener
 from ...transforms.scan import find_64bit
 from ...errors import No64Error, X64DisabledWarning
@@ -175,7 +175,7 @@ class Predictor(HookListener):
         self._settings.__exit__(None, None, None)
         _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
         if self._saved["x64"] and not jax_config.enable_x64.get_global():
-            jax_config.enable_x64.set_global(True)
+            set_x64_global(True)
 
     # -- recording
 
@@ -275,7 +275,8 @@ class Predictor(HookListener):
                     handlings = [Handling.EXACT] * len(findings)
                     status = "passed"
                 result = ModuleResult(name, platform, status,
-                                      _values(module, findings, handlings) if status != "passed" else [],
+                                      _values(module, findings, handlings, _stack_site())
+                                      if status != "passed" else [],
                                       _one_line(exc) if exc is not None else None, exc,
                                       emulated=getattr(report, "values_emulated", 0) or 0)
             # the x64 meaning's hints where it was judged, else the module's own

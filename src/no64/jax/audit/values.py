@@ -147,7 +147,10 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling]) -> list[Value]:
+def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling],
+            call_site: Site | None = None) -> list[Value]:
+    """The module's values; ``call_site``: the user's line that compiled it,
+    for the entry's arguments and results where its return op names no line."""
     graph = CallGraph(module)
     # A module that is one of JAX's private helpers, compiled on its own
     # (jax.random.permutation called outside jit compiles jit__shuffle).
@@ -172,6 +175,9 @@ def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling
         if site.file is None and spec_of(f.op).function and f.function == "main" and "main" in graph.returns:
             # the entry's arguments and results: the line that called the jitted function
             site = graph.site(None, graph.returns["main"])
+        if site.file is None and spec_of(f.op).function and f.function == "main" and call_site is not None:
+            # JAX 0.7 gives the entry's return no location: the line compiling it
+            site = call_site
         if helper is not None and site.via is None:
             site = dataclasses.replace(site, via=helper)
         out.append(Value(f.op, _primitive(f), _element(f.type), h, site, f.function,
