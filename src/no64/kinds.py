@@ -25,6 +25,7 @@ __all__ = [
     "SentinelUse",
     "Verdict",
     "View",
+    "HintKind",
 ]
 
 
@@ -338,3 +339,20 @@ class FailOn(_Vocabulary):
         floor = {FailOn.ANY: Handling.EXACT, FailOn.LOSSY: Handling.PRECISION_REDUCED,
                  FailOn.UNPROVEN: Handling.UNPROVEN, FailOn.REFUSED: Handling.REFUSED}[self]
         return frozenset(h for h in Handling if h.rank >= floor.rank)
+
+
+class HintKind(_Vocabulary):
+    """What a float hint says f32 changes (see :mod:`no64.analysis.float_hints`)."""
+
+    #: A constant f32 cannot resolve next to the values it is compared with.
+    TOLERANCE = "tolerance"
+    #: A large value added and taken away again, or values that cancel.
+    CANCELLATION = "cancellation"
+    #: A sum over more terms than f32's mantissa counts (2**24).
+    LONG_SUM = "long-sum"
+    #: Values beyond f32's range.
+    OVERFLOW = "overflow"
+    #: Values below f32's smallest normal magnitude.
+    UNDERFLOW = "underflow"
+    #: A float64 sentinel (its largest finite value) used in arithmetic.
+    SENTINEL_ARITHMETIC = "sentinel-arithmetic"

@@ -62,19 +62,19 @@ from ..ir._compat import constant_value
 from ..ir._mlir import as_operation, ir
 from ..ir.locations import SourceLocation, decode_location
 from ..spec.walk import all_ops, defining_op, functions, is_public, symbol_name
-from ..kinds import SentinelUse
+from ..kinds import HintKind, SentinelUse
 from ..spec.registry import Computes, OpSpec, Reduction, spec_of
 
 __all__ = ["FloatHint", "HINT_KINDS", "float_hints"]
 
 #: The kinds of hint, each with whether ``float_policy="pairs"`` fixes it.
-HINT_KINDS: dict[str, bool] = {
-    "tolerance": True,
-    "cancellation": True,
-    "long-sum": True,
-    "overflow": False,
-    "underflow": False,
-    "sentinel-arithmetic": False,
+HINT_KINDS: dict[HintKind, bool] = {
+    HintKind.TOLERANCE: True,
+    HintKind.CANCELLATION: True,
+    HintKind.LONG_SUM: True,
+    HintKind.OVERFLOW: False,
+    HintKind.UNDERFLOW: False,
+    HintKind.SENTINEL_ARITHMETIC: False,
 }
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -116,7 +116,7 @@ class FloatHint:
       location: The op's :class:`~no64.SourceLocation`.
     """
 
-    kind: str
+    kind: HintKind
     op: str
     detail: str
     pairs_fixes: bool
@@ -245,7 +245,7 @@ class _Hints:
         self.bodies: dict[str, ir.Operation] = {}
         self.ops_of: dict[str, list[ir.Operation]] = {}
 
-    def add(self, kind: str, op: ir.Operation, detail: str, where: ir.Operation | None = None) -> None:
+    def add(self, kind: HintKind, op: ir.Operation, detail: str, where: ir.Operation | None = None) -> None:
         if op in self.flagged:
             return
         self.flagged.add(op)
@@ -345,7 +345,7 @@ class _Hints:
                 elif spec.saturates:
                     pass
                 elif SentinelUse.READS in uses and not _moves(spec):
-                    self.add("sentinel-arithmetic", op,
+                    self.add(HintKind.SENTINEL_ARITHMETIC, op,
                              "finfo(float64).max is mapped to f32's largest value (3.4e38) and then "
                              "computed with, where float64 computes with 1.8e308")
                 elif SentinelUse.CARRIES in uses or _moves(spec):
@@ -366,7 +366,7 @@ class _Hints:
             elif _is_sum(spec, op) and any(_is_f64(v.type) for v in operands):
                 n = _reduced_count(op)
                 if n is not None and n > _LONG_SUM:
-                    self.add("long-sum", op,
+                    self.add(HintKind.LONG_SUM, op,
                              f"a sum of {n} float64 elements, more than 2**24: in f32 every term below "
                              "2**-24 of the running sum is lost")
             self._range(op, spec, operands, results)
@@ -387,10 +387,10 @@ class _Hints:
                     self.sentinel.add(r)
                     return
                 if abs(v) > _F32_MAX:
-                    self.add("overflow", op, f"the float64 constant {v:.6g} is beyond f32's range "
+                    self.add(HintKind.OVERFLOW, op, f"the float64 constant {v:.6g} is beyond f32's range "
                              "(3.4e38) and becomes inf", _first_user(op))
                 elif v != 0 and abs(v) < _F32_TINY:
-                    self.add("underflow", op, f"the float64 constant {v:.6g} is below f32's smallest "
+                    self.add(HintKind.UNDERFLOW, op, f"the float64 constant {v:.6g} is below f32's smallest "
                              "normal value (1.2e-38) and becomes zero or subnormal", _first_user(op))
             self.iv[r] = (v, v)
             return
@@ -408,10 +408,10 @@ class _Hints:
             big = finite[np.abs(finite) > _F32_MAX]
             tiny = finite[(finite != 0) & (np.abs(finite) < _F32_TINY)]
             if big.size:
-                self.add("overflow", op, f"the float64 constant {big[0]:.6g} is beyond f32's range "
+                self.add(HintKind.OVERFLOW, op, f"the float64 constant {big[0]:.6g} is beyond f32's range "
                          "(3.4e38) and becomes inf", _first_user(op))
             elif tiny.size:
-                self.add("underflow", op, f"the float64 constant {tiny[0]:.6g} is below f32's smallest "
+                self.add(HintKind.UNDERFLOW, op, f"the float64 constant {tiny[0]:.6g} is below f32's smallest "
                          "normal value (1.2e-38) and becomes zero or subnormal", _first_user(op))
         self.iv[r] = (float(finite.min()), float(finite.max()))
 
@@ -476,10 +476,10 @@ class _Hints:
         if any(i is not None and (_mag_hi(i) > _F32_MAX or 0 < _mag_hi(i) < _F32_TINY) for i in ins):
             return
         if _mag_hi(iv) > _F32_MAX:
-            self.add("overflow", op, f"float64 values up to {_mag_hi(iv):.3g} are computed here, beyond "
+            self.add(HintKind.OVERFLOW, op, f"float64 values up to {_mag_hi(iv):.3g} are computed here, beyond "
                      "f32's range (3.4e38): f32 gives inf")
         elif 0 < _mag_hi(iv) < _F32_TINY:
-            self.add("underflow", op, f"float64 values of magnitude {_mag_hi(iv):.3g} are computed here, "
+            self.add(HintKind.UNDERFLOW, op, f"float64 values of magnitude {_mag_hi(iv):.3g} are computed here, "
                      "below f32's smallest normal value (1.2e-38): f32 gives zero or a subnormal")
 
     def _compare(self, op: ir.Operation, operands: list[ir.Value]) -> None:
@@ -491,7 +491,7 @@ class _Hints:
             if c is None or c[0] != c[1] or not c[0] > 0:
                 rel = self._relative(operands[side])
                 if rel is not None and rel < _F32_EPS and _difference(operands[other]) is not None:
-                    self.add("tolerance", op,
+                    self.add(HintKind.TOLERANCE, op,
                              f"a difference is compared with {rel:.3g} times a value, a relative "
                              "tolerance below f32's epsilon (1.2e-7): in f32 the test holds only where "
                              "the difference is exactly zero")
@@ -505,13 +505,13 @@ class _Hints:
             if p is not None and q is not None:
                 m = max(_mag_lo(p), _mag_lo(q))
                 if m > 0 and tol < _ulp32(m):
-                    self.add("tolerance", op,
+                    self.add(HintKind.TOLERANCE, op,
                              f"a difference is compared with {tol:.3g}, below f32's spacing "
                              f"({_ulp32(m):.3g}) at the compared values' magnitude ({m:.3g}): in f32 the "
                              "test holds only when they are equal")
                     return
             elif tol < _F32_EPS:
-                self.add("tolerance", op,
+                self.add(HintKind.TOLERANCE, op,
                          f"a difference is compared with {tol:.3g}, below f32's epsilon (1.2e-7): f32 "
                          f"resolves it only for values below {tol / _F32_EPS:.2g} in magnitude (near 1, "
                          "its spacing is 1.2e-7)")
@@ -542,7 +542,7 @@ class _Hints:
             m = min(_mag_lo(p), _mag_lo(q))
             width = max(abs(p[0] - q[1]), abs(p[1] - q[0]))
             if m > 0 and width > 0 and _ulp32(m) >= _CANCEL * width:
-                self.add("cancellation", op,
+                self.add(HintKind.CANCELLATION, op,
                          f"a difference of float64 values of magnitude {m:.3g} that differ by at most "
                          f"{width:.3g}: f32 spaces values there {_ulp32(m):.3g} apart, so the difference "
                          "keeps at most 12 significant bits (or none)")
@@ -554,7 +554,7 @@ class _Hints:
                 for v in d.operands:
                     c = self.get(v)
                     if c is not None and c[0] == c[1] == q[0]:
-                        self.add("cancellation", op,
+                        self.add(HintKind.CANCELLATION, op,
                                  f"(a + C) - C with C = {q[0]:.6g}: f32 spaces values there "
                                  f"{_ulp32(q[0]):.3g} apart and keeps no fraction of a")
                         return
