@@ -600,8 +600,7 @@ class _TraceFrames:
     """A ``Traceback`` as JAX from 0.9 lowers it: its own trace's frames
     (:func:`traceback_frames`), then the context's -- the enclosing
     equation's traceback while a nested function is lowered, else the Python
-    stack where the lowering was asked for (the call's line).  Hashed and
-    compared by both (JAX's location cache keys on it)."""
+    stack where the lowering was asked for (the call's line)."""
 
     __slots__ = ("traceback", "context")
 
@@ -616,13 +615,6 @@ class _TraceFrames:
             codes, lastis = codes + list(more_codes), lastis + list(more_lastis)
         return codes, lastis
 
-    def __hash__(self) -> int:
-        return hash((self.traceback, self.context))
-
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, _TraceFrames) and self.traceback == other.traceback
-                and self.context == other.context)
-
 
 def locate_by_trace_frames() -> None:
     """Have JAX's lowering locate an equation by the frames of its own trace
@@ -630,9 +622,12 @@ def locate_by_trace_frames() -> None:
     from 0.9 (jaxlib's ``_jax.TracebackScope`` starts each trace's
     tracebacks afresh): then this does nothing.  On 0.7-0.8 an equation of a
     jitted library function whose trace JAX reuses would otherwise carry, in
-    the module's locations, the line of whichever call traced it first;
-    ``mlir._traceback_to_location`` (0.7-0.8) is given :class:`_TraceFrames`
-    instead (the context: ``source_info_util.current()``)."""
+    the module's locations, the line of whichever call traced it first:
+    ``mlir._traceback_to_location(ctx, tb)`` (Python on 0.7, jaxlib's
+    ``TracebackToLocationCache`` on 0.8, which takes only a ``Traceback``) is
+    wrapped to build the location of :class:`_TraceFrames` (the context:
+    ``source_info_util.current()``) as 0.7 builds one, where those frames
+    are not the traceback's own."""
     from jax._src.lib import _jax
 
     if hasattr(_jax, "TracebackScope"):
@@ -667,8 +662,56 @@ def locate_by_trace_frames() -> None:
             if len(seen) > 4096:
                 seen.clear()
             seen[id(tb)] = (tb, frames)
-        return original(ctx, frames)
+        codes, lastis = frames.raw_frames()
+        own, _ = tb.raw_frames()
+        if len(codes) == len(own) and all(a is b for a, b in zip(codes, own)):
+            return original(ctx, tb)
+        return _frames_location(ctx, codes, lastis)
 
     _traceback_to_location.__wrapped__ = original  # type: ignore[attr-defined]
     _traceback_to_location.__no64__ = True  # type: ignore[attr-defined]
     mlir._traceback_to_location = _traceback_to_location
+
+
+def _frames_location(ctx: Any, codes: list[Any], lastis: list[int]) -> Any:
+    """The MLIR location of frames (innermost first), as JAX 0.7's
+    ``mlir._traceback_to_location`` builds one: a call-site chain of the user
+    frames, named by function, at most ``jax_traceback_in_locations_limit``
+    of them; cached per module being lowered."""
+    import re
+
+    from jax._src import config as jax_config
+    from jax._src import source_info_util
+    from jax._src.lib.mlir import ir
+
+    caches = ctx.traceback_caches
+    store = getattr(caches, "_no64_locations", None)
+    if store is None:
+        store = {}
+        caches._no64_locations = store
+    key = (tuple(codes), tuple(lastis))
+    loc = store.get(key)
+    if loc is not None:
+        return loc
+    limit = jax_config.traceback_in_locations_limit.value
+    limit = limit if limit >= 0 else 1000
+    pattern = jax_config.hlo_source_file_canonicalization_regex.value
+    frame_locs = []
+    for code, lasti in zip(codes, lastis):
+        if len(frame_locs) >= limit:
+            break
+        if not source_info_util.is_user_filename(code.co_filename):
+            continue
+        frame = source_info_util.raw_frame_to_frame(code, lasti)
+        file_name = re.sub(pattern, "", frame.file_name) if pattern else frame.file_name
+        file_loc = ir.Location.file(file_name, frame.start_line, frame.start_column,
+                                    frame.end_line, frame.end_column)
+        frame_locs.append(ir.Location.name(frame.function_name, childLoc=file_loc))
+    if not frame_locs:
+        loc = ir.Location.unknown()
+    elif len(frame_locs) == 1:
+        loc = frame_locs[0]
+    else:
+        loc = ir.Location.callsite(frame_locs[0], frame_locs[1:])
+    store[key] = loc
+    return loc
