@@ -62,7 +62,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("transforms", ("no64.transforms", "no64.transforms.scan", "no64.transforms.constants",
                     "no64.transforms.emulation_plan",  # which values are carried as word pairs
-                    "no64.transforms.emulate", "no64.transforms.pairs", "no64.transforms.pair_probe",
+                    "no64.transforms.emulate",
+                    "no64.transforms.linalg",  # LAPACK calls written out as StableHLO
+                    "no64.transforms.pairs", "no64.transforms.pair_probe",
                     "no64.transforms.plan",  # what the pass decided: values to retype, verdicts
                     "no64.transforms.rewrite",  # applying a plan: rules, retyping, the strict check
                     "no64.transforms.demote")),

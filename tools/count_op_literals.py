@@ -32,7 +32,8 @@ TABLE = SRC / "no64" / "rules" / "ops.py"
 DIALECTS = ("stablehlo", "chlo", "mhlo", "func", "sdy")
 NAME = re.compile(rf"^({'|'.join(DIALECTS)})\.[a-z0-9_]*$")
 #: Names of the same form that are attributes, not ops.
-ATTRIBUTES = frozenset({"mhlo.num_replicas", "mhlo.num_partitions", "mhlo.sharding", "mhlo.frontend_attributes"})
+ATTRIBUTES = frozenset({"mhlo.num_replicas", "mhlo.num_partitions", "mhlo.sharding", "mhlo.frontend_attributes",
+                        "mhlo.backend_config"})
 IN_TEXT = re.compile(rf"\b({'|'.join(DIALECTS)})\.[a-z][a-z0-9_]*\b")
 
 

@@ -171,7 +171,7 @@ declare("stablehlo.rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_gener
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
         hint="rbg keys need a u64 state: no64 rewrites it exactly")
 declare("stablehlo.custom_call", rewrites=(custom_call.lapack_to_32bit,), refuse=custom_call.opaque_target,
-        region_free=True, pairs=PR.custom_call)
+        region_free=True, external=True, pairs=PR.custom_call)
 for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"):
     declare(_name, refuse=checks.host_transfer, region_free=True)
 

@@ -62,7 +62,7 @@ from ..ir._mlir import func, ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
 from ..kinds import EventKind
 from ..spec.registry import RuleContext, spec_of
-from ..spec.util import erase_dead
+from ..spec.util import erase_dead, install_function
 
 __all__ = ["rng_bit_generator_on_word_pairs", "word_pairs_round_trip"]
 
@@ -368,44 +368,10 @@ def _helper_text(spec: _Spec) -> str:
     )
 
 
-def _module_block(op: ir.Operation) -> ir.Block:
-    """The body of the module that holds ``op``."""
-    cur = op.parent
-    while cur is not None and cur.name != "builtin.module":
-        cur = cur.parent
-    assert cur is not None, "op outside a module"
-    return cur.regions[0].blocks[0]
-
-
 def _helper(op: ir.Operation, spec: _Spec) -> tuple[str, list[ir.Type]]:
     """The symbol and result types of the helper for ``spec`` in ``op``'s
-    module, appending the helper to the module if it is not there yet.
-
-    A function of the helper's name and type is taken to be the helper (made
-    by an earlier rewrite); on a clash with anything else the name gets a
-    numeric suffix.
-    """
-    parsed = ir.Module.parse(_helper_text(spec), op.context)  # owns new_fn until moved
-    new_fn = parsed.body.operations[0].operation
-    ftype = ir.FunctionType(ir.TypeAttr(new_fn.attributes["function_type"]).value)
-    block = _module_block(op)
-    taken: dict[str, ir.Operation] = {}
-    for other in block.operations:
-        other = other.operation
-        if "sym_name" in other.attributes:
-            taken[ir.StringAttr(other.attributes["sym_name"]).value] = other
-    name, suffix = spec.symbol, 0
-    while name in taken:
-        existing = taken[name]
-        if (spec_of(existing.name).function
-                and ir.TypeAttr(existing.attributes["function_type"]).value == ftype):
-            return name, list(ftype.results)
-        suffix += 1
-        name = f"{spec.symbol}.{suffix}"
-    new_fn.attributes["sym_name"] = ir.StringAttr.get(name)
-    new_fn.detach_from_parent()
-    block.append(new_fn)
-    return name, list(ftype.results)
+    module (see :func:`no64.spec.util.install_function`)."""
+    return install_function(op, _helper_text(spec), spec.symbol)
 
 
 # --------------------------------------------------------------------- rules

@@ -186,6 +186,9 @@ class OpSpec:
     #: A call of the function its ``callee`` attribute names: its operands
     #: are the callee's arguments, its results what the callee returns.
     call: bool = False
+    #: Calls a routine outside the module by its ``call_target_name`` (a
+    #: library function the pass cannot look into).
+    external: bool = False
     #: A function: a symbol (``sym_name``) with a signature
     #: (``function_type``) and a body (region 0).
     function: bool = False

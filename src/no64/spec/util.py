@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir._mlir import defining_op, ir, stablehlo
 from .registry import spec_of
 
-__all__ = ["splat", "compare", "after", "erase_dead"]
+__all__ = ["splat", "compare", "after", "erase_dead", "install_function"]
 
 
 def splat(t: ir.RankedTensorType, value: int) -> ir.Value:
@@ -53,3 +53,44 @@ def erase_dead(op: ir.Operation | None) -> None:
         producers = [defining_op(v) for v in cur.operands]
         cur.erase()
         work.extend(producers)
+
+
+def _module_block(op: ir.Operation) -> ir.Block:
+    """The body of the module that holds ``op``."""
+    cur = op.parent
+    while cur is not None and cur.name != "builtin.module":
+        cur = cur.parent
+    assert cur is not None, "op outside a module"
+    return cur.regions[0].blocks[0]
+
+
+def install_function(op: ir.Operation, text: str, symbol: str) -> tuple[str, list[ir.Type]]:
+    """The symbol and result types of a helper function in ``op``'s module:
+    the one function of module ``text``, appended under ``symbol`` unless
+    the module has it already.
+
+    A function of that name and type is taken to be the helper (made by an
+    earlier rewrite); on a clash with anything else the name gets a numeric
+    suffix.
+    """
+    parsed = ir.Module.parse(text, op.context)  # owns new_fn until moved
+    new_fn = parsed.body.operations[0].operation
+    ftype = ir.FunctionType(ir.TypeAttr(new_fn.attributes["function_type"]).value)
+    block = _module_block(op)
+    taken: dict[str, ir.Operation] = {}
+    for other in block.operations:
+        other = other.operation
+        if "sym_name" in other.attributes:
+            taken[ir.StringAttr(other.attributes["sym_name"]).value] = other
+    name, suffix = symbol, 0
+    while name in taken:
+        existing = taken[name]
+        if (spec_of(existing.name).function
+                and ir.TypeAttr(existing.attributes["function_type"]).value == ftype):
+            return name, list(ftype.results)
+        suffix += 1
+        name = f"{symbol}.{suffix}"
+    new_fn.attributes["sym_name"] = ir.StringAttr.get(name)
+    new_fn.detach_from_parent()
+    block.append(new_fn)
+    return name, list(ftype.results)

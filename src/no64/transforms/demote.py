@@ -33,11 +33,13 @@ The plan is :mod:`no64.transforms.plan`'s, the rewrite
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ..analysis.float_hints import float_hints
 from ..analysis.ranges import resolve_input_ranges, validate_input_ranges
 from ..errors import InputRangeError, InvalidModuleError
 from .emulate import exact_input_ranges
+from .linalg import expand_lapack
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..ir._mlir import ir
 from ..report import DemotionReport
@@ -186,6 +188,12 @@ def demote(
             elif words_in and input_ranges:
                 # by position: the analyses that take them need not look names up again
                 input_ranges = dict(resolve_input_ranges(root, input_ranges))
+            expanded: list[tuple[str, str, Any, str]] = []
+            if float_policy is FloatPolicy.PAIRS:
+                # LAPACK calls written out before anything reads the module
+                # (the rewrite rules would narrow them to their f32 siblings)
+                backup = root.clone()
+                expanded = expand_lapack(root)
             p = Planner(root, Settings(integer_policy, range_policy, input_ranges, words_in=words_in,
                                        assumed_inputs=assumed))
             # on the 64-bit module, before anything is narrowed
@@ -195,13 +203,14 @@ def demote(
             if p.plan.candidates:
                 # Exact rewrite rules insert and erase ops, which the undo
                 # log of the pass cannot take back: back the module up first.
-                backup = root.clone()
+                if backup is None:
+                    backup = root.clone()
                 rewrites = rewrite.run_rules(p.plan, p)
                 p = p.replan(settle=False)
             if float_policy is FloatPolicy.PAIRS:
                 if backup is None:
                     backup = root.clone()
-                _float_pairs(p, root, outputs)
+                _float_pairs(p, root, outputs, expanded)
                 p = p.replan(settle=False)
             # Values that may not fit (under policy "exact") and ops with no
             # 32-bit form are computed exactly in 32-bit word pairs.
@@ -268,13 +277,18 @@ def demote(
 FLOAT_POLICIES = FloatPolicy.values()
 
 
-def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs) -> None:
+def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
+                 expanded: list[tuple[str, str, Any, str]]) -> None:
     """Every float64 value as a pair of f32 (:mod:`no64.transforms.pairs`),
-    recorded in the pass's report."""
+    recorded in the pass's report with the LAPACK calls written out before
+    (``expanded``, from :func:`no64.transforms.linalg.expand_lapack`)."""
     from .pairs import emulate_pairs
 
     em = emulate_pairs(root, outputs)
     rep = p.report
+    for name, target, loc, helper in expanded:
+        rep.add(EventKind.REWRITE, name, loc, f"{target} written out as StableHLO ({helper}) "
+                "and computed on float64 pairs")
     rep.float_policy = FloatPolicy.PAIRS
     rep.values_on_pairs = em.values
     rep.ops_on_pairs = sum(em.by_op.values())

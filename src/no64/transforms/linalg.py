@@ -1,0 +1,267 @@
+"""LAPACK float64 calls written out as StableHLO, for ``float_policy="pairs"``.
+
+A LAPACK custom call is opaque: under pairs it would be handed its float64
+operands rounded to f32 and computed by its f32 sibling, which loses what
+pairs are for (a 50 x 50 solve of condition 1e8 is then off by tens of
+percent).  This step runs before the pair rewrite and replaces the calls it
+knows by a call to a private function of ordinary float64 StableHLO ops -- a
+``while`` loop over the columns -- which the pair rewrite then computes on
+pairs like any other function:
+
+* ``lapack_dgetrf_ffi`` (an LU factorization with partial pivoting, what
+  ``jnp.linalg.solve``, ``inv``, ``det`` and ``jax.scipy.linalg.lu_factor``
+  call) on one square matrix: the pivot of each column is its first element
+  of largest magnitude, as LAPACK's ``idamax`` picks it; the pivots are
+  LAPACK's (1-based row interchanges) and ``info`` is the 1-based column of
+  the first exactly zero pivot (0 if none);
+* ``lapack_dtrsm_ffi`` (a triangular solve ``A X = B`` with ``A`` on the left,
+  not transposed; lower or upper, unit diagonal or not) on one matrix.
+
+Other calls, batched ones (``num_batch_dims`` other than 0) and other
+variants are left to the pair rule (computed in f32, recorded as
+``precision-reduced``).  The functions do ``O(n^3)`` work in ``n`` steps,
+as LAPACK's unblocked algorithms do; the results differ from LAPACK's
+blocked ones only by rounding.
+"""
+
+from __future__ import annotations
+
+from ..ir._compat import attribute_dict
+from ..ir._mlir import as_operation, func, ir
+from ..spec.registry import spec_of
+from ..spec.util import install_function
+
+__all__ = ["expand_lapack"]
+
+_GETRF = "lapack_dgetrf_ffi"
+_TRSM = "lapack_dtrsm_ffi"
+
+
+def _getrf_text(n: int) -> str:
+    """LU with partial pivoting of an ``n x n`` float64 matrix."""
+    M, V, VI = f"tensor<{n}x{n}xf64>", f"tensor<{n}xf64>", f"tensor<{n}xi32>"
+    MI, MB, VB = f"tensor<{n}x{n}xi32>", f"tensor<{n}x{n}xi1>", f"tensor<{n}xi1>"
+    S, SI, SB = "tensor<f64>", "tensor<i32>", "tensor<i1>"
+    return f"""
+func.func private @getrf(%a: {M}) -> ({M}, {VI}, {SI}) {{
+  %zero = stablehlo.constant dense<0> : {SI}
+  %piv0 = stablehlo.constant dense<0> : {VI}
+  %r:4 = stablehlo.while(%k = %zero, %m = %a, %p = %piv0, %info = %zero) : {SI}, {M}, {VI}, {SI}
+  cond {{
+    %n = stablehlo.constant dense<{n}> : {SI}
+    %c = stablehlo.compare LT, %k, %n, SIGNED : ({SI}, {SI}) -> {SB}
+    stablehlo.return %c : {SB}
+  }} do {{
+    %z = stablehlo.constant dense<0> : {SI}
+    %one = stablehlo.constant dense<1> : {SI}
+    %nsc = stablehlo.constant dense<{n}> : {SI}
+    %nvec = stablehlo.constant dense<{n}> : {VI}
+    %iota = stablehlo.iota dim = 0 : {VI}
+    %kb = stablehlo.broadcast_in_dim %k, dims = [] : ({SI}) -> {VI}
+    %colm = stablehlo.dynamic_slice %m, %z, %k, sizes = [{n}, 1] : ({M}, {SI}, {SI}) -> tensor<{n}x1xf64>
+    %col = stablehlo.reshape %colm : (tensor<{n}x1xf64>) -> {V}
+    %acol = stablehlo.abs %col : {V}
+    %from_k = stablehlo.compare GE, %iota, %kb, SIGNED : ({VI}, {VI}) -> {VB}
+    %minus1 = stablehlo.constant dense<-1.0> : {V}
+    %cand = stablehlo.select %from_k, %acol, %minus1 : {VB}, {V}
+    %ninf = stablehlo.constant dense<0xFFF0000000000000> : {S}
+    %mx = stablehlo.reduce(%cand init: %ninf) applies stablehlo.maximum across dimensions = [0] : ({V}, {S}) -> {S}
+    %mxb = stablehlo.broadcast_in_dim %mx, dims = [] : ({S}) -> {V}
+    %ismax = stablehlo.compare EQ, %cand, %mxb, FLOAT : ({V}, {V}) -> {VB}
+    %idx = stablehlo.select %ismax, %iota, %nvec : {VB}, {VI}
+    %first = stablehlo.reduce(%idx init: %nsc) applies stablehlo.minimum across dimensions = [0] : ({VI}, {SI}) -> {SI}
+    %none = stablehlo.compare EQ, %first, %nsc, SIGNED : ({SI}, {SI}) -> {SB}
+    %piv = stablehlo.select %none, %k, %first : {SB}, {SI}
+    %rowk = stablehlo.dynamic_slice %m, %k, %z, sizes = [1, {n}] : ({M}, {SI}, {SI}) -> tensor<1x{n}xf64>
+    %rowp = stablehlo.dynamic_slice %m, %piv, %z, sizes = [1, {n}] : ({M}, {SI}, {SI}) -> tensor<1x{n}xf64>
+    %m1a = stablehlo.dynamic_update_slice %m, %rowk, %piv, %z : ({M}, tensor<1x{n}xf64>, {SI}, {SI}) -> {M}
+    %m1 = stablehlo.dynamic_update_slice %m1a, %rowp, %k, %z : ({M}, tensor<1x{n}xf64>, {SI}, {SI}) -> {M}
+    %piv1 = stablehlo.add %piv, %one : {SI}
+    %piv1v = stablehlo.reshape %piv1 : ({SI}) -> tensor<1xi32>
+    %p2 = stablehlo.dynamic_update_slice %p, %piv1v, %k : ({VI}, tensor<1xi32>, {SI}) -> {VI}
+    %urow = stablehlo.reshape %rowp : (tensor<1x{n}xf64>) -> {V}
+    %pvs = stablehlo.dynamic_slice %urow, %k, sizes = [1] : ({V}, {SI}) -> tensor<1xf64>
+    %pv = stablehlo.reshape %pvs : (tensor<1xf64>) -> {S}
+    %fzero = stablehlo.constant dense<0.0> : {S}
+    %isz = stablehlo.compare EQ, %pv, %fzero, FLOAT : ({S}, {S}) -> {SB}
+    %noinfo = stablehlo.compare EQ, %info, %z, SIGNED : ({SI}, {SI}) -> {SB}
+    %setinfo = stablehlo.and %isz, %noinfo : {SB}
+    %k1 = stablehlo.add %k, %one : {SI}
+    %info2 = stablehlo.select %setinfo, %k1, %info : {SB}, {SI}
+    %col2m = stablehlo.dynamic_slice %m1, %z, %k, sizes = [{n}, 1] : ({M}, {SI}, {SI}) -> tensor<{n}x1xf64>
+    %col2 = stablehlo.reshape %col2m : (tensor<{n}x1xf64>) -> {V}
+    %pvb = stablehlo.broadcast_in_dim %pv, dims = [] : ({S}) -> {V}
+    %q = stablehlo.divide %col2, %pvb : {V}
+    %below = stablehlo.compare GT, %iota, %kb, SIGNED : ({VI}, {VI}) -> {VB}
+    %nz = stablehlo.not %isz : {SB}
+    %nzb = stablehlo.broadcast_in_dim %nz, dims = [] : ({SB}) -> {VB}
+    %scale = stablehlo.and %below, %nzb : {VB}
+    %l = stablehlo.select %scale, %q, %col2 : {VB}, {V}
+    %lm = stablehlo.reshape %l : ({V}) -> tensor<{n}x1xf64>
+    %m2a = stablehlo.dynamic_update_slice %m1, %lm, %z, %k : ({M}, tensor<{n}x1xf64>, {SI}, {SI}) -> {M}
+    %zv = stablehlo.constant dense<0.0> : {V}
+    %lz = stablehlo.select %below, %l, %zv : {VB}, {V}
+    %uz = stablehlo.select %below, %urow, %zv : {VB}, {V}
+    %lb = stablehlo.broadcast_in_dim %lz, dims = [0] : ({V}) -> {M}
+    %ub = stablehlo.broadcast_in_dim %uz, dims = [1] : ({V}) -> {M}
+    %prod = stablehlo.multiply %lb, %ub : {M}
+    %upd = stablehlo.subtract %m2a, %prod : {M}
+    %ri = stablehlo.iota dim = 0 : {MI}
+    %ci = stablehlo.iota dim = 1 : {MI}
+    %kbb = stablehlo.broadcast_in_dim %k, dims = [] : ({SI}) -> {MI}
+    %rgt = stablehlo.compare GT, %ri, %kbb, SIGNED : ({MI}, {MI}) -> {MB}
+    %cgt = stablehlo.compare GT, %ci, %kbb, SIGNED : ({MI}, {MI}) -> {MB}
+    %trail = stablehlo.and %rgt, %cgt : {MB}
+    %m2 = stablehlo.select %trail, %upd, %m2a : {MB}, {M}
+    stablehlo.return %k1, %m2, %p2, %info2 : {SI}, {M}, {VI}, {SI}
+  }}
+  return %r#1, %r#2, %r#3 : {M}, {VI}, {SI}
+}}
+"""
+
+
+def _trsm_text(n: int, m: int, lower: bool, unit: bool) -> str:
+    """``X`` with ``A X = B``, ``A`` ``n x n`` lower or upper triangular
+    (the other triangle not read), ``B`` ``n x m``: row by row, each row
+    from the rows solved before it."""
+    A, B, V = f"tensor<{n}x{n}xf64>", f"tensor<{n}x{m}xf64>", f"tensor<{n}xf64>"
+    R, VI, VB = f"tensor<{m}xf64>", f"tensor<{n}xi32>", f"tensor<{n}xi1>"
+    S, SI, SB = "tensor<f64>", "tensor<i32>", "tensor<i1>"
+    if lower:
+        row = "    %i = stablehlo.add %k, %z : " + SI
+        solved = "LT"
+    else:
+        row = f"    %last = stablehlo.constant dense<{n - 1}> : {SI}\n    %i = stablehlo.subtract %last, %k : {SI}"
+        solved = "GT"
+    if unit:
+        divide, xi = "", "%r"
+    else:
+        xi = "%xi"
+        divide = f"""    %ds = stablehlo.dynamic_slice %arow, %i, sizes = [1] : ({V}, {SI}) -> tensor<1xf64>
+    %d = stablehlo.reshape %ds : (tensor<1xf64>) -> {S}
+    %db = stablehlo.broadcast_in_dim %d, dims = [] : ({S}) -> {R}
+    %xi = stablehlo.divide %r, %db : {R}"""
+    return f"""
+func.func private @trsm(%a: {A}, %b: {B}) -> {B} {{
+  %zero = stablehlo.constant dense<0> : {SI}
+  %x0 = stablehlo.constant dense<0.0> : {B}
+  %w:2 = stablehlo.while(%k = %zero, %x = %x0) : {SI}, {B}
+  cond {{
+    %n = stablehlo.constant dense<{n}> : {SI}
+    %c = stablehlo.compare LT, %k, %n, SIGNED : ({SI}, {SI}) -> {SB}
+    stablehlo.return %c : {SB}
+  }} do {{
+    %z = stablehlo.constant dense<0> : {SI}
+    %one = stablehlo.constant dense<1> : {SI}
+{row}
+    %arowm = stablehlo.dynamic_slice %a, %i, %z, sizes = [1, {n}] : ({A}, {SI}, {SI}) -> tensor<1x{n}xf64>
+    %arow = stablehlo.reshape %arowm : (tensor<1x{n}xf64>) -> {V}
+    %jota = stablehlo.iota dim = 0 : {VI}
+    %ib = stablehlo.broadcast_in_dim %i, dims = [] : ({SI}) -> {VI}
+    %known = stablehlo.compare {solved}, %jota, %ib, SIGNED : ({VI}, {VI}) -> {VB}
+    %zv = stablehlo.constant dense<0.0> : {V}
+    %ar = stablehlo.select %known, %arow, %zv : {VB}, {V}
+    %arb = stablehlo.broadcast_in_dim %ar, dims = [0] : ({V}) -> {B}
+    %prod = stablehlo.multiply %arb, %x : {B}
+    %fzero = stablehlo.constant dense<0.0> : {S}
+    %s = stablehlo.reduce(%prod init: %fzero) applies stablehlo.add across dimensions = [0] : ({B}, {S}) -> {R}
+    %browm = stablehlo.dynamic_slice %b, %i, %z, sizes = [1, {m}] : ({B}, {SI}, {SI}) -> tensor<1x{m}xf64>
+    %brow = stablehlo.reshape %browm : (tensor<1x{m}xf64>) -> {R}
+    %r = stablehlo.subtract %brow, %s : {R}
+{divide}
+    %xim = stablehlo.reshape {xi} : ({R}) -> tensor<1x{m}xf64>
+    %x2 = stablehlo.dynamic_update_slice %x, %xim, %i, %z : ({B}, tensor<1x{m}xf64>, {SI}, {SI}) -> {B}
+    %k1 = stablehlo.add %k, %one : {SI}
+    stablehlo.return %k1, %x2 : {SI}, {B}
+  }}
+  return %w#1 : {B}
+}}
+"""
+
+
+def _static_2d(t: ir.Type) -> list[int] | None:
+    if not isinstance(t, ir.RankedTensorType) or not ir.RankedTensorType(t).has_static_shape:
+        return None
+    shape = list(ir.RankedTensorType(t).shape)
+    if len(shape) != 2 or not isinstance(ir.RankedTensorType(t).element_type, ir.F64Type):
+        return None
+    return shape
+
+
+def _unbatched(op: ir.Operation) -> bool:
+    attrs = attribute_dict(op)
+    fa = attrs.get("mhlo.frontend_attributes")
+    if fa is None:
+        return True
+    d = ir.DictAttr(fa)
+    if "num_batch_dims" not in d:
+        return True
+    return ir.StringAttr(d["num_batch_dims"]).value == "0"
+
+
+def _char(config: ir.DictAttr, key: str) -> str | None:
+    if key not in config:
+        return None
+    return chr(ir.IntegerAttr(config[key]).value)
+
+
+def _text_for(op: ir.Operation, target: str) -> tuple[str, str] | None:
+    """The helper's text and symbol for ``op``, or None where this step does
+    not write the call out."""
+    if not _unbatched(op):
+        return None
+    if target == _GETRF and len(op.operands) == 1 and len(op.results) == 3:
+        shape = _static_2d(op.operands[0].type)
+        if shape is None or shape[0] != shape[1] or op.results[0].type != op.operands[0].type:
+            return None
+        return _getrf_text(shape[0]), f"no64.getrf.{shape[0]}"
+    if target == _TRSM and len(op.operands) == 2 and len(op.results) == 1:
+        a, b = (_static_2d(x.type) for x in op.operands)
+        if a is None or b is None or a[0] != a[1] or b[0] != a[0] or op.results[0].type != op.operands[1].type:
+            return None
+        attrs = attribute_dict(op)
+        if "mhlo.backend_config" not in attrs or not isinstance(attrs["mhlo.backend_config"], ir.DictAttr):
+            return None
+        config = ir.DictAttr(attrs["mhlo.backend_config"])
+        side, uplo, trans, diag = (_char(config, k) for k in ("side", "uplo", "trans_x", "diag"))
+        if side != "L" or trans != "N" or uplo not in ("L", "U") or diag not in ("U", "N"):
+            return None
+        lower, unit = uplo == "L", diag == "U"
+        symbol = f"no64.trsm.{'lower' if lower else 'upper'}{'.unit' if unit else ''}.{a[0]}x{b[1]}"
+        return _trsm_text(a[0], b[1], lower, unit), symbol
+    return None
+
+
+def expand_lapack(root: ir.Operation) -> list[tuple[str, str, ir.Location, str]]:
+    """Replace each LAPACK float64 call of ``root`` this step can write out by
+    a call to a private StableHLO function computing the same (see the
+    module docstring).  Returns ``(op name, target, location, helper)`` per
+    call replaced."""
+    found: list[tuple[ir.Operation, str]] = []
+
+    def visit(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    child = as_operation(child)
+                    if spec_of(child.name).external:
+                        target = ir.StringAttr(child.attributes["call_target_name"]).value
+                        if target in (_GETRF, _TRSM):
+                            found.append((child, target))
+                    visit(child)
+
+    visit(root)
+    done: list[tuple[str, str, ir.Location, str]] = []
+    for op, target in found:
+        made = _text_for(op, target)
+        if made is None:
+            continue
+        text, symbol = made
+        name, results = install_function(op, text, symbol)
+        with ir.InsertionPoint(op), op.location:
+            call = func.CallOp(results, ir.FlatSymbolRefAttr.get(name), list(op.operands))
+        for old, new in zip(op.results, call.results):
+            old.replace_all_uses_with(new)
+        done.append((op.name, target, op.location, name))
+        op.erase()
+    return done
