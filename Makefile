@@ -63,7 +63,7 @@ test-compat: $(STAMP)
 # pins admit, the demo and the compatibility subset on every minor release in
 # between, each in a virtual environment built from the registry.
 MATRIX_FULL   ?= 0.7.0 0.12.0.1
-MATRIX_COMPAT ?= 0.8.3 0.9.2 0.10.2 0.11.2:3.13
+MATRIX_COMPAT ?= 0.8.3 0.9.2 0.11.2:3.13
 test-matrix:
 	@set -e; for v in $(MATRIX_FULL); do \
 	    j=$${v%%:*}; p=$$(echo $$v | sed -n 's/.*://p'); \

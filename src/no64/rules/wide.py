@@ -676,6 +676,9 @@ def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
 #: squares the base six times (a larger exponent overflows 64 bits for any
 #: base but 0, 1 and -1), so ``x ** 64`` is 1 and ``x ** 65`` is ``x``.
 _POWER_BITS = 6
+#: From an exponent of 64 on, an even base gives 0 (XLA from jaxlib 0.12 on
+#: checks this; before, its emitter's six bits gave ``2 ** 64 == 1``).
+_POWER_BITS_MAX = 1 << _POWER_BITS
 _M64 = 1 << 64
 
 
@@ -712,9 +715,12 @@ def power(op: ir.Operation, em: "Emulation") -> list[Out]:
     """An integer ``power``, bit for bit as XLA's CPU backend computes it:
 
     * at run time (its emitter), by squaring over the exponent's low six
-      bits; an exponent negative as a signed 64-bit number (also of an
-      unsigned type) gives that for bases 1 and -1 (all ones), 0 for any
-      other;
+      bits, except that an even base to an exponent of 64 or more gives 0
+      (its true value; XLA before jaxlib 0.12 gives the six bits' power);
+      a negative exponent (of a signed type) gives that for bases 1 and -1,
+      0 for any other (XLA in jaxlib 0.7 gives 0 for -1 too; XLA before
+      jaxlib 0.12 reads an unsigned exponent with its top bit set as a
+      negative one);
     * an exponent that is -1 everywhere (a signed type) is rewritten by
       XLA's simplifier into ``1 / base``: 1 for 1, -1 for -1 and for 0
       (XLA's integer division by zero), 0 for any other base;
@@ -741,15 +747,26 @@ def power(op: ir.Operation, em: "Emulation") -> list[Out]:
         es = np.broadcast_to(np.asarray(fe, dtype=object), shape).reshape(-1)
         values = np.array([_xla_folded_power(int(p), int(q), u) % _M64 for p, q in zip(bs, es)], dtype=np.uint64)
         return [W.from_ints(shape, values, u)]
+    zero = W.from_ints(shape, 0, u)
+    lo = b.lo
+    low_bit = W.make("and", [lo, W.splat(lo, 1)], lo.type)
+    even = W.compare("EQ", W.Words(low_bit, W.splat(lo, 0), True), W.from_ints(shape, 0, True), True)
     if splat is not None:
         acc = _power_bits(b, splat % _M64 & ((1 << _POWER_BITS) - 1), shape, None)
-        if not (splat % _M64) >> 63:
+        if splat % _M64 >= _POWER_BITS_MAX:
+            acc = W.select(even, zero, acc)
+        if u or not (splat % _M64) >> 63:
             return [acc]
         negative = None
     else:
         e = em.words(y, u)
         acc = _power_bits(b, 0, shape, e)
-        negative = W.compare("LT", e.retag(False), W.from_ints(shape, 0, False), False)
+        large = W.compare("GE", e.retag(True), W.from_ints(shape, _POWER_BITS_MAX, True), True)
+        both = W.make("and", [even, large], ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)))
+        acc = W.select(both, zero, acc)
+        if u:
+            return [acc]
+        negative = W.compare("LT", e, W.from_ints(shape, 0, False), False)
     unit = W.make("or", [W.compare("EQ", b, W.from_ints(shape, 1, u), u),
                          W.compare("EQ", b, W.from_ints(shape, -1, u), u)],
                   ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)))
