@@ -144,3 +144,48 @@ def test_no64_jit_solves_on_pairs():
     got = no64.jit(jnp.linalg.solve, float_policy="pairs", restore_dtypes=True)(a, b)
     assert got.dtype == np.float64
     assert rel(got, ref) < 1e-6, rel(got, ref)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky_and_cho_solve(lower: bool):
+    # symmetric positive definite, condition 1e8; the other triangle of the
+    # input is not read by LAPACK, nor by the written-out factorization
+    c = conditioned(30, 1e4, 8)
+    a = c @ c.T
+    b = np.random.default_rng(9).standard_normal(30)
+
+    def solve(a, b):
+        factor = jsl.cho_factor(a, lower=lower)
+        return jsl.cho_solve(factor, b), jnp.linalg.cholesky(a)
+
+    ref = reference(solve, a, b)
+    got = run_pairs(solve, a, b)
+    f32 = run_pairs(solve, a, b, float_policy="f32")
+    assert rel(got[0], ref[0]) < 1e-6, rel(got[0], ref[0])
+    assert rel(got[1], ref[1]) < 1e-10, rel(got[1], ref[1])
+    assert not rel(f32[0], ref[0]) < 1e-3
+    m = lower_x64(solve, a, b)
+    report = no64.demote(m, float_policy="pairs", check=True)
+    written = sorted(e.detail.split()[0] for e in report.events if "written out as StableHLO" in e.detail)
+    assert written == ["lapack_dpotrf_ffi", "lapack_dpotrf_ffi", "lapack_dtrsm_ffi", "lapack_dtrsm_ffi"]
+
+
+def test_cholesky_of_a_matrix_that_is_not_positive_definite():
+    a = np.array([[4.0, 2.0, 0.0], [2.0, 1.0, 5.0], [0.0, 5.0, 1.0]])
+    (ref,) = reference(jnp.linalg.cholesky, a)
+    (got,) = run_pairs(jnp.linalg.cholesky, a)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    assert np.isnan(ref).any()
+
+
+def test_transposed_triangular_solve():
+    rng = np.random.default_rng(10)
+    t = np.tril(rng.uniform(-1, 1, (10, 10))) + np.diag(rng.uniform(2, 3, 10))
+    b = rng.standard_normal((10, 3))
+
+    def solve(t, b):
+        return jsl.solve_triangular(t, b, lower=True, trans=1)
+
+    (ref,) = reference(solve, t, b)
+    (got,) = run_pairs(solve, t, b)
+    assert rel(got, ref) < 1e-12, rel(got, ref)

@@ -14,8 +14,12 @@ pairs like any other function:
   of largest magnitude, as LAPACK's ``idamax`` picks it; the pivots are
   LAPACK's (1-based row interchanges) and ``info`` is the 1-based column of
   the first exactly zero pivot (0 if none);
-* ``lapack_dtrsm_ffi`` (a triangular solve ``A X = B`` with ``A`` on the left,
-  not transposed; lower or upper, unit diagonal or not) on one matrix.
+* ``lapack_dtrsm_ffi`` (a triangular solve ``A X = B`` or ``A^T X = B`` with
+  ``A`` on the left; lower or upper, unit diagonal or not) on one matrix;
+* ``lapack_dpotrf_ffi`` (a Cholesky factorization, lower or upper: what
+  ``jnp.linalg.cholesky`` and ``jax.scipy.linalg.cho_factor`` call) on one
+  matrix; ``info`` is LAPACK's (the order of the first leading minor that
+  is not positive definite).
 
 Other calls, batched ones (``num_batch_dims`` other than 0) and other
 variants are left to the pair rule (computed in f32, recorded as
@@ -35,6 +39,7 @@ __all__ = ["expand_lapack"]
 
 _GETRF = "lapack_dgetrf_ffi"
 _TRSM = "lapack_dtrsm_ffi"
+_POTRF = "lapack_dpotrf_ffi"
 
 
 def _getrf_text(n: int) -> str:
@@ -120,10 +125,79 @@ func.func private @getrf(%a: {M}) -> ({M}, {VI}, {SI}) {{
 """
 
 
-def _trsm_text(n: int, m: int, lower: bool, unit: bool) -> str:
-    """``X`` with ``A X = B``, ``A`` ``n x n`` lower or upper triangular
-    (the other triangle not read), ``B`` ``n x m``: row by row, each row
-    from the rows solved before it."""
+def _potrf_text(n: int, lower: bool) -> str:
+    """Cholesky factor of an ``n x n`` float64 matrix, column by column: the
+    lower factor in the lower triangle (the upper one as it was), or for
+    ``lower=False`` the upper factor ``U = L^T`` of the upper triangle,
+    computed as the lower factor of the transpose.  ``info`` is the
+    1-based order of the first leading minor found not positive definite
+    (0 if none)."""
+    M, V, VI = f"tensor<{n}x{n}xf64>", f"tensor<{n}xf64>", f"tensor<{n}xi32>"
+    MI, MB, VB = f"tensor<{n}x{n}xi32>", f"tensor<{n}x{n}xi1>", f"tensor<{n}xi1>"
+    S, SI, SB = "tensor<f64>", "tensor<i32>", "tensor<i1>"
+    flip_in = (f"%a = stablehlo.transpose %a0, dims = [1, 0] : ({M}) -> {M}" if not lower
+               else f"%a = stablehlo.reshape %a0 : ({M}) -> {M}")
+    flip_out = (f"%out = stablehlo.transpose %r#1, dims = [1, 0] : ({M}) -> {M}" if not lower
+                else f"%out = stablehlo.reshape %r#1 : ({M}) -> {M}")
+    return f"""
+func.func private @potrf(%a0: {M}) -> ({M}, {SI}) {{
+  {flip_in}
+  %zero = stablehlo.constant dense<0> : {SI}
+  %r:3 = stablehlo.while(%k = %zero, %m = %a, %info = %zero) : {SI}, {M}, {SI}
+  cond {{
+    %n = stablehlo.constant dense<{n}> : {SI}
+    %c = stablehlo.compare LT, %k, %n, SIGNED : ({SI}, {SI}) -> {SB}
+    stablehlo.return %c : {SB}
+  }} do {{
+    %z = stablehlo.constant dense<0> : {SI}
+    %one = stablehlo.constant dense<1> : {SI}
+    %iota = stablehlo.iota dim = 0 : {VI}
+    %kb = stablehlo.broadcast_in_dim %k, dims = [] : ({SI}) -> {VI}
+    %rowm = stablehlo.dynamic_slice %m, %k, %z, sizes = [1, {n}] : ({M}, {SI}, {SI}) -> tensor<1x{n}xf64>
+    %row = stablehlo.reshape %rowm : (tensor<1x{n}xf64>) -> {V}
+    %ci = stablehlo.iota dim = 1 : {MI}
+    %kbb = stablehlo.broadcast_in_dim %k, dims = [] : ({SI}) -> {MI}
+    %done = stablehlo.compare LT, %ci, %kbb, SIGNED : ({MI}, {MI}) -> {MB}
+    %rowb = stablehlo.broadcast_in_dim %row, dims = [1] : ({V}) -> {M}
+    %prod = stablehlo.multiply %m, %rowb : {M}
+    %zm = stablehlo.constant dense<0.0> : {M}
+    %terms = stablehlo.select %done, %prod, %zm : {MB}, {M}
+    %fzero = stablehlo.constant dense<0.0> : {S}
+    %sum = stablehlo.reduce(%terms init: %fzero) applies stablehlo.add across dimensions = [1] : ({M}, {S}) -> {V}
+    %colm = stablehlo.dynamic_slice %m, %z, %k, sizes = [{n}, 1] : ({M}, {SI}, {SI}) -> tensor<{n}x1xf64>
+    %col = stablehlo.reshape %colm : (tensor<{n}x1xf64>) -> {V}
+    %c = stablehlo.subtract %col, %sum : {V}
+    %dks = stablehlo.dynamic_slice %c, %k, sizes = [1] : ({V}, {SI}) -> tensor<1xf64>
+    %dk = stablehlo.reshape %dks : (tensor<1xf64>) -> {S}
+    %pd = stablehlo.compare GT, %dk, %fzero, FLOAT : ({S}, {S}) -> {SB}
+    %notpd = stablehlo.not %pd : {SB}
+    %noinfo = stablehlo.compare EQ, %info, %z, SIGNED : ({SI}, {SI}) -> {SB}
+    %setinfo = stablehlo.and %notpd, %noinfo : {SB}
+    %k1 = stablehlo.add %k, %one : {SI}
+    %info2 = stablehlo.select %setinfo, %k1, %info : {SB}, {SI}
+    %d = stablehlo.sqrt %dk : {S}
+    %db = stablehlo.broadcast_in_dim %d, dims = [] : ({S}) -> {V}
+    %q = stablehlo.divide %c, %db : {V}
+    %below = stablehlo.compare GT, %iota, %kb, SIGNED : ({VI}, {VI}) -> {VB}
+    %diag = stablehlo.compare EQ, %iota, %kb, SIGNED : ({VI}, {VI}) -> {VB}
+    %keep = stablehlo.select %diag, %db, %col : {VB}, {V}
+    %new = stablehlo.select %below, %q, %keep : {VB}, {V}
+    %newm = stablehlo.reshape %new : ({V}) -> tensor<{n}x1xf64>
+    %m2 = stablehlo.dynamic_update_slice %m, %newm, %z, %k : ({M}, tensor<{n}x1xf64>, {SI}, {SI}) -> {M}
+    stablehlo.return %k1, %m2, %info2 : {SI}, {M}, {SI}
+  }}
+  {flip_out}
+  return %out, %r#2 : {M}, {SI}
+}}
+"""
+
+
+def _trsm_text(n: int, m: int, lower: bool, unit: bool, transpose: bool = False) -> str:
+    """``X`` with ``A X = B`` (``A^T X = B`` if ``transpose``), ``A``
+    ``n x n`` lower or upper triangular (the other triangle not read), ``B``
+    ``n x m``: row by row, each row from the rows solved before it."""
+    if transpose:  # A^T is triangular the other way
+        lower = not lower
     A, B, V = f"tensor<{n}x{n}xf64>", f"tensor<{n}x{m}xf64>", f"tensor<{n}xf64>"
     R, VI, VB = f"tensor<{m}xf64>", f"tensor<{n}xi32>", f"tensor<{n}xi1>"
     S, SI, SB = "tensor<f64>", "tensor<i32>", "tensor<i1>"
@@ -142,7 +216,8 @@ def _trsm_text(n: int, m: int, lower: bool, unit: bool) -> str:
     %db = stablehlo.broadcast_in_dim %d, dims = [] : ({S}) -> {R}
     %xi = stablehlo.divide %r, %db : {R}"""
     return f"""
-func.func private @trsm(%a: {A}, %b: {B}) -> {B} {{
+func.func private @trsm(%a0: {A}, %b: {B}) -> {B} {{
+  {"%a = stablehlo.transpose %a0, dims = [1, 0] : (" + A + ") -> " + A if transpose else "%a = stablehlo.reshape %a0 : (" + A + ") -> " + A}
   %zero = stablehlo.constant dense<0> : {SI}
   %x0 = stablehlo.constant dense<0.0> : {B}
   %w:2 = stablehlo.while(%k = %zero, %x = %x0) : {SI}, {B}
@@ -224,11 +299,23 @@ def _text_for(op: ir.Operation, target: str) -> tuple[str, str] | None:
             return None
         config = ir.DictAttr(attrs["mhlo.backend_config"])
         side, uplo, trans, diag = (_char(config, k) for k in ("side", "uplo", "trans_x", "diag"))
-        if side != "L" or trans != "N" or uplo not in ("L", "U") or diag not in ("U", "N"):
+        if side != "L" or trans not in ("N", "T", "C") or uplo not in ("L", "U") or diag not in ("U", "N"):
             return None
-        lower, unit = uplo == "L", diag == "U"
-        symbol = f"no64.trsm.{'lower' if lower else 'upper'}{'.unit' if unit else ''}.{a[0]}x{b[1]}"
-        return _trsm_text(a[0], b[1], lower, unit), symbol
+        lower, unit, transpose = uplo == "L", diag == "U", trans != "N"  # (real: C is T)
+        symbol = (f"no64.trsm.{'lower' if lower else 'upper'}{'.unit' if unit else ''}"
+                  f"{'.transposed' if transpose else ''}.{a[0]}x{b[1]}")
+        return _trsm_text(a[0], b[1], lower, unit, transpose), symbol
+    if target == _POTRF and len(op.operands) == 1 and len(op.results) == 2:
+        shape = _static_2d(op.operands[0].type)
+        if shape is None or shape[0] != shape[1] or op.results[0].type != op.operands[0].type:
+            return None
+        attrs = attribute_dict(op)
+        if "mhlo.backend_config" not in attrs or not isinstance(attrs["mhlo.backend_config"], ir.DictAttr):
+            return None
+        uplo = _char(ir.DictAttr(attrs["mhlo.backend_config"]), "uplo")
+        if uplo not in ("L", "U"):
+            return None
+        return _potrf_text(shape[0], uplo == "L"), f"no64.potrf.{'lower' if uplo == 'L' else 'upper'}.{shape[0]}"
     return None
 
 
@@ -246,7 +333,7 @@ def expand_lapack(root: ir.Operation) -> list[tuple[str, str, ir.Location, str]]
                     child = as_operation(child)
                     if spec_of(child.name).external:
                         target = ir.StringAttr(child.attributes["call_target_name"]).value
-                        if target in (_GETRF, _TRSM):
+                        if target in (_GETRF, _TRSM, _POTRF):
                             found.append((child, target))
                     visit(child)
 
