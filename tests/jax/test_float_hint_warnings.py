@@ -71,3 +71,28 @@ def test_under_no64_platforms_the_user_sees_the_line(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{script}:9: FloatPrecisionWarning" in proc.stderr, proc.stderr[-3000:]
     assert "[cancellation]" in proc.stderr and 'float_policy="pairs"' in proc.stderr
+
+
+#: Seconds since 1970, 0.1 ms apart: f32 holds them 128 s apart.
+STAMPS = 1712345678.9 + np.arange(4096) * 1e-4
+
+
+def test_float64_inputs_f32_cannot_tell_apart_are_named_at_the_call():
+    intent.clear_warned()
+    intervals = no64.jit(jnp.diff)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        for stamps in (STAMPS, STAMPS + 1.0):  # twice from one line: one warning
+            out = intervals(stamps)  # STAMPS CALL
+        # values f32 resolves: nothing to say
+        no64.jit(jnp.diff)(np.linspace(0.0, 1.0, 4096))
+        no64.jit(jnp.diff)(np.array([1712345678.9, 1712345678.9]))
+    hints = [w for w in got if issubclass(w.category, no64.FloatPrecisionWarning)]
+    assert len(hints) == 1, [str(w.message) for w in got]
+    assert hints[0].filename == __file__ and hints[0].lineno == line_of("# STAMPS CALL")
+    msg = str(hints[0].message)
+    assert "argument a" in msg and "128 apart" in msg and 'float_policy="pairs"' in msg
+    assert np.all(np.asarray(out) == 0.0)  # what the warning is about: every interval lost
+    # the host record says it too (the audit and no64.host_records() show it)
+    events = [e for e in no64.host_records() if "differences are lost" in e.detail]
+    assert events and events[0].location.line == line_of("# STAMPS CALL")

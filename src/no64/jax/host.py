@@ -79,6 +79,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 import weakref
 from typing import Any, NamedTuple
 
@@ -87,7 +88,7 @@ import numpy as np
 from ..transforms import constants as C
 from ..ir.locations import SourceLocation
 from ..report import Event
-from ..errors import ConstantRangeError, HostRangeError, No64Error
+from ..errors import ConstantRangeError, FloatPrecisionWarning, HostRangeError, No64Error
 from ..kinds import EventKind, IntegerPolicy, Mode
 from .state import ALL_PLATFORMS, STATE, default_platform
 
@@ -393,10 +394,51 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
     if fres.sentinels:
         _record(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
     if fres.inexact:
-        _record(EventKind.FLOAT_INEXACT, op, "rounded to the nearest float32", fres.inexact)
+        lost = _resolution(a.reshape(-1), op) if a.size >= 2 else None
+        _record(EventKind.FLOAT_INEXACT, op, lost or "rounded to the nearest float32", fres.inexact)
     if fres.overflow:
         _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf", fres.overflow)
     return fres.values.reshape(a.shape)
+
+
+#: Fewer f32 steps than this across a float64 array's values: f32 cannot
+#: tell them apart well enough to compute with their differences.
+_RESOLVED_STEPS = 16
+_warned_resolution: set[tuple[str | None, int | None]] = set()
+
+
+def clear_warned() -> None:
+    """Forget which lines were warned about (for tests)."""
+    _warned_resolution.clear()
+
+
+def _resolution(flat: np.ndarray, op: str) -> str | None:
+    """Where f32 resolves the spread of a float64 array's values in fewer
+    than 16 steps -- timestamps in seconds since 1970 a fraction of a second
+    apart: f32 holds them 128 s apart, so their differences are lost --
+    warn (:class:`no64.FloatPrecisionWarning`, once per user line) and
+    return the detail for the host record; else None."""
+    finite = flat[np.isfinite(flat)]
+    if finite.size < 2:
+        return None
+    lo, hi = float(finite.min()), float(finite.max())
+    span = hi - lo
+    if span <= 0 or (lo < 0 < hi):
+        return None
+    near = min(abs(lo), abs(hi))
+    ulp = float(np.spacing(np.float32(near)))
+    steps = span / ulp
+    if steps >= _RESOLVED_STEPS:
+        return None
+    source = user_source()
+    detail = (f"float64 values from {lo!r} to {hi!r} ({span:.3g} apart at most): f32 spaces values "
+              f"there {ulp:.3g} apart, so it keeps about {int(steps) + 1} distinct values of them and "
+              "their differences are lost; float_policy=\"pairs\" holds them to 48 bits")
+    key = (source.file, source.line)
+    if key not in _warned_resolution and source.file is not None and source.line is not None:
+        _warned_resolution.add(key)
+        warnings.warn_explicit(f"no64: {op}: {detail}", FloatPrecisionWarning, source.file, source.line)
+    return detail
 
 
 def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,

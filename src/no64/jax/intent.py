@@ -496,4 +496,5 @@ def clear_warned() -> None:
     """Forget which lines were warned about (for tests)."""
     _warned.clear()
     _warned_float.clear()
+    host.clear_warned()
 
