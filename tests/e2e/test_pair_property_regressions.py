@@ -1,0 +1,88 @@
+"""Cases the pair property (``test_pair_property.py``) found, minimized.
+
+Each is one op of a float64 program converted with
+``float_policy="pairs"``, on operands a pair holds exactly (no word below
+f32's smallest normal), far inside f32's exponent range, whose result a
+pair holds too; its error relative to the exact result of those operands
+must be within the double-word bound of the op (``u = 2**-24``).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+
+import no64
+from no64.ir._mlir import ir, make_context
+from runner import compile_module
+
+U2 = 2.0**-48
+T = "tensor<1xf64>"
+
+
+def held(words: np.ndarray) -> Fraction:
+    """The exact value of a pair's words (each a normal f32 or zero)."""
+    hi, lo = (float(w) for w in words.reshape(2))
+    assert all(w == 0 or abs(w) >= 2.0**-126 for w in (hi, lo)), (hi, lo)
+    return Fraction(hi) + Fraction(lo)
+
+
+def relative_error_u2(op: str, *args: float) -> float:
+    """``op`` on float64 ``args`` through pairs: its relative error in u^2,
+    against the exact result of the operands as the pairs hold them."""
+    names = ", ".join(f"%a{i}" for i in range(len(args)))
+    sig = ", ".join(f"%a{i}: {T}" for i in range(len(args)))
+    text = (f"module {{\n  func.func public @main({sig}) -> {T} {{\n"
+            f"    %r = stablehlo.{op} {names} : {T}\n    return %r : {T}\n  }}\n}}\n")
+    m = ir.Module.parse(text, make_context())
+    no64.demote(m, float_policy="pairs", check=True)
+    words = [no64.split_pairs(np.array([a])) for a in args]
+    (out,) = compile_module(m, strict=True)(words)
+    operands = [held(w) for w in words]
+    got = held(out)
+    if op == "sqrt":
+        with mpmath.workprec(320):
+            a = operands[0]
+            exact = mpmath.sqrt(mpmath.mpf(a.numerator) / a.denominator)
+            return float(abs(mpmath.mpf(got.numerator) / got.denominator - exact) / exact) / U2
+    exact = {"multiply": lambda a, b: a * b, "divide": lambda a, b: a / b}[op](*operands)
+    return float(abs(got - exact) / abs(exact)) / U2
+
+
+LOW_HALF = ("the low half of the operand's lo word is subnormal and flushed: multiply and divide scale an "
+            "operand up only below 2**-94")
+
+
+@pytest.mark.xfail(raises=AssertionError, strict=True, reason=LOW_HALF)
+def test_multiply_by_a_factor_near_2_pow_minus_90():
+    # 127 u^2 with scaling below 2**-94 only (bound 7 u^2)
+    assert relative_error_u2("multiply", -8.093712895105437e-28, 1e20) <= 7
+
+
+@pytest.mark.xfail(raises=AssertionError, strict=True, reason=LOW_HALF)
+def test_multiply_found_by_the_property():
+    # 72 u^2 with scaling below 2**-94 only (bound 7 u^2)
+    assert relative_error_u2("multiply", -9.671406556949669e24, -2.584939418669888e-26) <= 7
+
+
+@pytest.mark.xfail(raises=AssertionError, strict=True, reason=LOW_HALF)
+def test_divide_by_a_divisor_near_2_pow_minus_90():
+    # 128 u^2 with scaling below 2**-94 only (bound 15 u^2)
+    assert relative_error_u2("divide", 1.0, -8.093712895105437e-28) <= 15
+
+
+@pytest.mark.xfail(raises=AssertionError, strict=True,
+                   reason="a product of the dividend's size is flushed: a dividend below about 2**-80 is not scaled")
+def test_divide_a_dividend_near_1e_minus_29():
+    # 4384 u^2 without scaling the dividend (bound 15 u^2)
+    assert relative_error_u2("divide", 4.97e-29, 0.246) <= 15
+
+
+@pytest.mark.xfail(raises=AssertionError, strict=True,
+                   reason="s * s's low half-product is flushed: sqrt does not scale a small operand")
+def test_sqrt_near_1e_minus_30():
+    # 432051 u^2 (about 2**-29 relative) without scaling (bound 4 u^2)
+    assert relative_error_u2("sqrt", 3.8e-30) <= 4
