@@ -1122,23 +1122,7 @@ def run_variant(family: str, variant: int, stats: Stats) -> None:
     prop()
 
 
-#: Families whose derandomized programs meet a known defect (see
-#: ``test_pair_property_regressions.py``).
-KNOWN = {
-    "multiply": "a factor near 2**-88 (above 2**-94, where multiply scales it) loses its lo word's flushed low half",
-    "sqrt": "sqrt of a value near 2**-103 loses a flushed half-product of s * s (sqrt scales no operand)",
-    "converts": "a dividend near 2**-94 loses a flushed half-product of the quotient and the divisor's lo word",
-    "moves": "a dividend near 2**-89 loses a flushed half-product of the quotient and the divisor's lo word",
-}
-
-
-def _family(name: str) -> Any:
-    if name not in KNOWN:
-        return name
-    return pytest.param(name, marks=pytest.mark.xfail(raises=AssertionError, strict=True, reason=KNOWN[name]))
-
-
-@pytest.mark.parametrize("family", [_family(f) for f in FAMILIES])
+@pytest.mark.parametrize("family", list(FAMILIES))
 def test_pairs_within_the_double_word_bounds_of_the_exact_result(family: str) -> None:
     stats = run_family(family)
     c = stats.counts

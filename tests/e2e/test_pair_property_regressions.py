@@ -52,37 +52,26 @@ def relative_error_u2(op: str, *args: float) -> float:
     return float(abs(got - exact) / abs(exact)) / U2
 
 
-LOW_HALF = ("the low half of the operand's lo word is subnormal and flushed: multiply and divide scale an "
-            "operand up only below 2**-94")
-
-
-@pytest.mark.xfail(raises=AssertionError, strict=True, reason=LOW_HALF)
 def test_multiply_by_a_factor_near_2_pow_minus_90():
-    # 127 u^2 with scaling below 2**-94 only (bound 7 u^2)
+    # 127 u^2 when only operands below 2**-94 were scaled (bound 7 u^2)
     assert relative_error_u2("multiply", -8.093712895105437e-28, 1e20) <= 7
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True, reason=LOW_HALF)
 def test_multiply_found_by_the_property():
-    # 72 u^2 with scaling below 2**-94 only (bound 7 u^2)
+    # 72 u^2 when only operands below 2**-94 were scaled (bound 7 u^2)
     assert relative_error_u2("multiply", -9.671406556949669e24, -2.584939418669888e-26) <= 7
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True, reason=LOW_HALF)
 def test_divide_by_a_divisor_near_2_pow_minus_90():
-    # 128 u^2 with scaling below 2**-94 only (bound 15 u^2)
+    # 128 u^2 when only operands below 2**-94 were scaled (bound 15 u^2)
     assert relative_error_u2("divide", 1.0, -8.093712895105437e-28) <= 15
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True,
-                   reason="a product of the dividend's size is flushed: a dividend below about 2**-80 is not scaled")
 def test_divide_a_dividend_near_1e_minus_29():
-    # 4384 u^2 without scaling the dividend (bound 15 u^2)
+    # 4384 u^2 when the dividend was not scaled (bound 15 u^2)
     assert relative_error_u2("divide", 4.97e-29, 0.246) <= 15
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True,
-                   reason="s * s's low half-product is flushed: sqrt does not scale a small operand")
 def test_sqrt_near_1e_minus_30():
-    # 432051 u^2 (about 2**-29 relative) without scaling (bound 4 u^2)
+    # 432051 u^2 (about 2**-29 relative) when the operand was not scaled (bound 4 u^2)
     assert relative_error_u2("sqrt", 3.8e-30) <= 4
