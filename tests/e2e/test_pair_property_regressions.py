@@ -5,6 +5,10 @@ Each is one op of a float64 program converted with
 f32's smallest normal), far inside f32's exponent range, whose result a
 pair holds too; its error relative to the exact result of those operands
 must be within the double-word bound of the op (``u = 2**-24``).
+
+The property also counts zeros whose sign the pair algorithms do not
+promise; those of sums, products and quotients differ from IEEE's (and
+from the x64 program's), recorded here as strict xfails.
 """
 
 from __future__ import annotations
@@ -75,3 +79,25 @@ def test_divide_a_dividend_near_1e_minus_29():
 def test_sqrt_near_1e_minus_30():
     # 432051 u^2 (about 2**-29 relative) when the operand was not scaled (bound 4 u^2)
     assert relative_error_u2("sqrt", 3.8e-30) <= 4
+
+
+def signed_zero(op: str, x: float, y: float) -> tuple[float, float]:
+    """``op(x, y)`` through pairs (its hi word) and in the x64 program."""
+    text = (f"module {{\n  func.func public @main(%a0: {T}, %a1: {T}) -> {T} {{\n"
+            f"    %r = stablehlo.{op} %a0, %a1 : {T}\n    return %r : {T}\n  }}\n}}\n")
+    m = ir.Module.parse(text, make_context())
+    no64.demote(m, float_policy="pairs", check=True)
+    args = [np.array([x]), np.array([y])]
+    (out,) = compile_module(m, strict=True)([no64.split_pairs(a) for a in args])
+    (ref,) = compile_module(ir.Module.parse(text, make_context()), strict=False)(args)
+    return float(out[0, 0]), float(ref[0])
+
+
+@pytest.mark.xfail(raises=AssertionError, strict=True,
+                   reason="not promised: a zero sum, product or quotient of pairs is +0 (the final fast_two_sum "
+                   "adds a +0 error term), where IEEE gives -0; 1/((-1)*0) is then +inf, not -inf")
+@pytest.mark.parametrize("op, x, y", [("add", -0.0, -0.0), ("multiply", -1.0, 0.0), ("divide", -0.0, 5.0)])
+def test_zero_results_keep_ieee_sign(op: str, x: float, y: float):
+    got, ref = signed_zero(op, x, y)
+    assert ref == 0 and np.signbit(ref)
+    assert got == 0 and np.signbit(got) == np.signbit(ref)
