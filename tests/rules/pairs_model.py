@@ -116,7 +116,7 @@ def pick(p, a, q, b):
     return np.where(p, F(a), np.where(q, F(b), F(1))).astype(F)
 
 
-LOW, MID = F(2.0**-94), F(2.0**-62)
+LOW, MID = F(2.0**-70), F(2.0**-38)
 
 
 def mul(xh, xl, yh, yl):
@@ -142,6 +142,9 @@ def div(xh, xl, yh, yl):
     f = np.where(np.abs(ftz(yh)) < LOW, F(2.0**32), F(1)).astype(F)
     xh, xl = scale(xh, xl, f)
     yh, yl = scale(yh, yl, f)
+    up = np.abs(ftz(xh)) < LOW
+    xh, xl = scale(xh, xl, np.where(up, F(2.0**32), F(1)).astype(F))
+    back = np.where(up, F(2.0**-32), F(1)).astype(F)
     th = fdiv(xh, yh)
     rh, rl = times_float(yh, yl, th)
     ph, pl = two_sum(xh, fneg(rh))
@@ -151,14 +154,17 @@ def div(xh, xl, yh, yl):
     tl = fdiv(d, yh)
     zh, zl = fast_two_sum(th, tl)
     fin = np.isfinite(zh)
-    return finish(np.where(fin, zh, th).astype(F), np.where(fin, zl, F(0)).astype(F))
+    return finish(*scale(np.where(fin, zh, th).astype(F), np.where(fin, zl, F(0)).astype(F), back))
 
 
 def sqrt(xh, xl):
+    small = ftz(xh) < LOW
+    xh, xl = scale(xh, xl, np.where(small, F(2.0**64), F(1)).astype(F))
+    down = np.where(small, F(2.0**-32), F(1)).astype(F)
     s = fsqrt(xh)
     ph, pl = two_prod(s, s)
     r = fadd(fsub(fsub(xh, ph), pl), xl)
     t = fdiv(r, fadd(s, s))
     zh, zl = fast_two_sum(s, t)
     ok = np.isfinite(s) & (s != 0)
-    return finish(np.where(ok, zh, s).astype(F), np.where(ok, zl, F(0)).astype(F))
+    return finish(*scale(np.where(ok, zh, s).astype(F), np.where(ok, zl, F(0)).astype(F), down))

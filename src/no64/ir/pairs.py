@@ -350,15 +350,21 @@ def _pick(p: ir.Value, a: float, q: ir.Value, b: float, like: ir.Value) -> ir.Va
     return _sel(p, _fsplat(like, a), _sel(q, _fsplat(like, b), _fsplat(like, 1.0)))
 
 
-#: Below this, a word's low half may be subnormal, which backends flush.
-_LOW = 2.0**-94
-_MID = 2.0**-62
+#: Below this, the low half of a pair's lo word (about ``2**-36`` of the
+#: value) may be subnormal, which backends flush, and a product of halves
+#: of the value's size may underflow: losing up to ``2**-126``, more than
+#: ``u^2`` of the value.  A factor, divisor, dividend or square root below
+#: it is scaled up by a power of two first (exact).
+_LOW = 2.0**-70
+#: A factor that can be scaled down by ``2**32`` and stay above ``_LOW``.
+_MID = 2.0**-38
 
 
 def multiply(x: Pair, y: Pair) -> Pair:
-    """DWTimesDW1 (no FMA): relative error <= 7u^2.  A factor so small that
-    its low half would be flushed to zero is scaled up by ``2**32`` and the
-    other one down (both exact)."""
+    """DWTimesDW1 (no FMA): relative error <= 7u^2.  A factor below
+    ``_LOW`` is scaled up by ``2**32`` and the other one down (both exact)
+    where the other one is at least ``_MID``; where it is not, the product
+    is below ``2**-108``, where its own lo word is below f32's normals."""
     ax, ay = _un("abs", x.hi), _un("abs", y.hi)
     low, mid = _fsplat(ax, _LOW), _fsplat(ax, _MID)
     up_x = _and(_cmp(ax, low, "LT"), _cmp(ay, mid, "GE"))
@@ -383,12 +389,18 @@ def _times_float(x: Pair, y: ir.Value) -> Pair:
 
 def divide(x: Pair, y: Pair) -> Pair:
     """DWDivDW2 with a product by a float without FMA: relative error <= 15u^2.
-    A divisor so small that its low half would be flushed to zero is scaled
-    up by ``2**32``, and the dividend with it (both exact)."""
+    A divisor below ``_LOW`` is scaled up by ``2**32``, and the dividend
+    with it; a dividend still below ``_LOW`` is scaled up by ``2**32``
+    alone, and the quotient down by as much (all exact, but for a quotient
+    whose lo word is below f32's normals)."""
     ay = _un("abs", y.hi)
     up = _cmp(ay, _fsplat(ay, _LOW), "LT")
     f = _sel(up, _fsplat(ay, 2.0**32), _fsplat(ay, 1.0))
     x, y = _scaled(x, f), _scaled(y, f)
+    ax = _un("abs", x.hi)
+    up_x = _cmp(ax, _fsplat(ax, _LOW), "LT")
+    x = _scaled(x, _sel(up_x, _fsplat(ax, 2.0**32), _fsplat(ax, 1.0)))
+    back = _sel(up_x, _fsplat(ax, 2.0**-32), _fsplat(ax, 1.0))
     # (a divisor the compiler can see as a constant would become a product
     # by its rounded reciprocal)
     y = Pair(_bar(y.hi), y.lo)
@@ -402,12 +414,17 @@ def divide(x: Pair, y: Pair) -> Pair:
     z = fast_two_sum(th, tl)
     # th is what f32 division gives where y.hi is 0 or either is not finite
     fin = make("is_finite", [z.hi], _tensor(x.shape, _i1()))
-    return finish(Pair(_sel(fin, z.hi, th), _sel(fin, z.lo, _fsplat(th, 0.0))))
+    return finish(_scaled(Pair(_sel(fin, z.hi, th), _sel(fin, z.lo, _fsplat(th, 0.0))), back))
 
 
 def sqrt(x: Pair) -> Pair:
     """One Newton step from the f32 square root: ``s + (x - s*s) / 2s``
-    (relative error a few u^2; 0, inf and nan as f32's sqrt has them)."""
+    (relative error a few u^2; 0, inf and nan as f32's sqrt has them).  An
+    operand below ``_LOW`` is scaled up by ``2**64`` first, and the root
+    down by ``2**32`` (both exact)."""
+    small = _cmp(x.hi, _fsplat(x.hi, _LOW), "LT")
+    x = _scaled(x, _sel(small, _fsplat(x.hi, 2.0**64), _fsplat(x.hi, 1.0)))
+    down = _sel(small, _fsplat(x.hi, 2.0**-32), _fsplat(x.hi, 1.0))
     s = _un("sqrt", x.hi)
     sq = two_prod(s, s)
     r = _bin("add", _bin("subtract", _bin("subtract", x.hi, sq.hi), sq.lo), x.lo)
@@ -415,7 +432,7 @@ def sqrt(x: Pair) -> Pair:
     z = fast_two_sum(s, t)
     zero = _fsplat(s, 0.0)
     ok = _and(make("is_finite", [s], _tensor(x.shape, _i1())), _cmp(s, zero, "NE"))
-    return finish(Pair(_sel(ok, z.hi, s), _sel(ok, z.lo, zero)))
+    return finish(_scaled(Pair(_sel(ok, z.hi, s), _sel(ok, z.lo, zero)), down))
 
 
 # ------------------------------------------------------------ comparisons
