@@ -15,7 +15,9 @@ about 48 bits of significand:
 * a Newton iteration for a square root that stops at a relative step
   below 1e-12, in a ``while`` loop (it converges, in as many steps);
 * a leapfrog integrator of a harmonic oscillator over 10,000 steps (a
-  ``fori_loop``): positions and the energy drift.
+  ``fori_loop``): positions and the energy drift;
+* a log-softmax of logits near 1e4 (exp and log in f32: within the
+  envelope of an f32 log of the sum).
 
 The converted module holds no 64-bit type (``check=True``).
 """
@@ -141,6 +143,24 @@ def test_sum_and_cumsum():
     assert ps < 1e-12, ps
     assert pc < 1e-12, pc
     assert fs > 100 * ps and fc > 1e-7
+
+
+def test_log_softmax_of_logits_near_1e4():
+    # x - logsumexp(x): the shift by the maximum and the differences are
+    # computed on pairs, exp and log in f32 from the rounded pair (recorded
+    # as precision-reduced), so the error is that of an f32 log of the sum,
+    # about 2**-24 * log(n) -- where f32 alone loses the logits' fractions
+    x = 1e4 + np.random.default_rng(2).standard_normal(1000) * 3
+
+    def log_softmax(x):
+        return jax.nn.log_softmax(x)
+
+    (ref,) = reference(log_softmax, x)
+    (got,) = run_pairs(log_softmax, x)
+    (f32,) = run_pairs(log_softmax, x, float_policy="f32")
+    envelope = 2.0**-24 * (np.log(x.size) + 1)
+    assert np.max(np.abs(got - ref)) < envelope, np.max(np.abs(got - ref))
+    assert np.max(np.abs(f32 - ref)) > 100 * envelope
 
 
 def test_newton_iteration_converges_at_1e_12():
