@@ -133,8 +133,10 @@ def test_batched_solve_is_computed_in_f32_and_recorded():
     report = no64.demote(m, float_policy="pairs", check=True)
     reduced = [n for n in report.narrowings if n.verdict == "precision-reduced"]
     assert reduced and all(n.op == "stablehlo.custom_call" for n in reduced)
-    # named by JAX's primitive (the LAPACK call is lowered without a line)
-    assert sorted(str(n.location) for n in reduced) == ["lu", "triangular_solve", "triangular_solve"]
+    # named by JAX's primitive (and, where JAX's lowering keeps it, this line)
+    assert sorted(str(n.location).split(" at ")[0] for n in reduced) == ["lu", "triangular_solve",
+                                                                         "triangular_solve"]
+    assert all(n.location.file in (None, __file__) for n in reduced)
 
 
 def test_no64_jit_solves_on_pairs():
