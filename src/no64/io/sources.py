@@ -60,39 +60,27 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _read_fd(fd: int, name: str, max_size: int | None) -> bytes:
-    """Read a regular file to its end, refusing it past ``max_size`` bytes."""
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = os.read(fd, 1 << 24)
-        if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if max_size is not None and total > max_size:
-            raise _too_large(name, max_size)
-        chunks.append(chunk)
+def _read_to_end(fd: int, name: str, max_size: int | None, *, pipe: bool) -> bytes:
+    """Read ``fd`` to its end, refusing it past ``max_size`` bytes.
 
-
-def _read_pipe(fd: int, name: str, max_size: int | None) -> bytes:
-    """Read a pipe (opened non-blocking) to its end.
-
-    Opening a FIFO that no process writes to, or reading one that stops
-    sending, would block for ever: give up after :data:`PIPE_WAIT_SECONDS`
-    without data.
+    A pipe (``pipe``, opened non-blocking) is polled: opening a FIFO that no
+    process writes to, or reading one that stops sending, would block for
+    ever, so give up after :data:`PIPE_WAIT_SECONDS` without data.
     """
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP)
+    poller = None
+    if pipe:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
     chunks: list[bytes] = []
     total = 0
     while True:
-        if not poller.poll(PIPE_WAIT_SECONDS * 1000):
+        if poller is not None and not poller.poll(PIPE_WAIT_SECONDS * 1000):
             what = "nothing written to this pipe" if not chunks else "this pipe stalled"
             raise InputError(
                 f"{name}: {what} for {PIPE_WAIT_SECONDS:g} s (is a program writing to it?)"
             )
         try:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, 1 << 20 if pipe else 1 << 24)
         except BlockingIOError:
             continue
         if not chunk:
@@ -139,9 +127,9 @@ def _read(
             if max_size is not None and st.st_size > max_size:
                 raise _too_large(path, max_size)
             os.set_blocking(fd, True)
-            data = _read_fd(fd, path, max_size)
+            data = _read_to_end(fd, path, max_size, pipe=False)
         elif stat.S_ISFIFO(st.st_mode):
-            data = _read_pipe(fd, path, max_size)
+            data = _read_to_end(fd, path, max_size, pipe=True)
         else:  # replaced since the check above
             raise InputError(f"{path}: is {_kind(st.st_mode)}, not a file")
     except OSError as exc:
