@@ -263,6 +263,10 @@ class RangeAnalysis:
                 lo32, hi32 = UINT32 if unsigned else INT32
                 lo, hi = int(folded.min()), int(folded.max())
                 return (Verdict.EXACT if lo32 <= lo and hi <= hi32 else Verdict.OVERFLOW), Range(lo, hi)
+            # only selected where it fits: the other elements never reach a result
+            g = self.guarded(v)
+            if g is not None and verdict_of(g, unsigned) is Verdict.EXACT:
+                return Verdict.EXACT, g
         return v_, r
 
     def constant(self, v: ir.Value) -> list[int] | None:
@@ -754,6 +758,91 @@ class RangeAnalysis:
         state = (arg_ranges(acc), acc)
         self._layers[-1][key] = state
         return state
+
+    def range_given(self, v: ir.Value, pred: ir.Value, truth: bool) -> Range | None:
+        """The range of ``v`` in the elements where ``pred`` is ``truth``.
+
+        Where ``pred`` compares an integer ``x`` with a constant, ``x`` is
+        narrowed to the values that give ``truth``, and so is ``v`` if it is
+        ``x`` or computed from ``x`` by one op (JAX's ``where(i < 0, i + n,
+        i)`` of every index it normalizes: ``i + n`` is only selected where
+        ``i < 0``).  Otherwise ``v``'s range."""
+        base = self.range(v)
+        if base is None or base.sentinels:
+            return base
+        cond = self._condition(pred, truth)
+        if cond is None:
+            return base
+        x, lo, hi = cond
+        rx = self.range(x)
+        if rx is None or rx.sentinels or rx.empty:
+            return base
+        nx = Range(max(rx.lo, lo), min(rx.hi, hi))
+        if nx.empty:
+            return base
+        if v == x:
+            return nx
+        op = defining_op(v)
+        if op is None or not any(o == x for o in op.operands):
+            return base
+        transfer = self._spec_of(op.name).transfer
+        if transfer is None:
+            return base
+        self._layers.append({x: nx})
+        try:
+            results = transfer(self, op)
+        finally:
+            self._layers.pop()
+        r = next((r for res, r in zip(op.results, results) if res == v), None)
+        if r is None or r.sentinels or r.empty:
+            return base
+        return Range(max(r.lo, base.lo), min(r.hi, base.hi))
+
+    def _condition(self, pred: ir.Value, truth: bool) -> tuple[ir.Value, int, int] | None:
+        """``(x, lo, hi)``: where ``pred`` is ``truth``, ``lo <= x <= hi``
+        (``pred`` an integer compare of ``x`` with a constant)."""
+        op = defining_op(pred)
+        if op is None or self._spec_of(op.name).computes is not Computes.COMPARE:
+            return None
+        a, b = op.operands
+        full = self.full(a)
+        if full is None or "compare_type" not in op.attributes:
+            return None
+        kind = str(op.attributes["compare_type"]).split()[-1].rstrip(">")
+        if kind != ("UNSIGNED" if full[0] == 0 else "SIGNED"):
+            return None
+        direction = _direction(op)
+        mirror = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
+        cb = self.constant(b)
+        if cb is not None and len(set(cb)) == 1:
+            x, c = a, cb[0]
+        else:
+            ca = self.constant(a)
+            if ca is None or len(set(ca)) != 1:
+                return None
+            x, c, direction = b, ca[0], mirror[direction]
+        if not truth:
+            direction = {"LT": "GE", "LE": "GT", "GT": "LE", "GE": "LT", "EQ": "NE", "NE": "EQ"}[direction]
+        lo, hi = full
+        bounds = {"LT": (lo, c - 1), "LE": (lo, c), "GT": (c + 1, hi), "GE": (c, hi), "EQ": (c, c)}
+        if direction not in bounds:
+            return None
+        return (x, *bounds[direction])
+
+    def guarded(self, v: ir.Value) -> Range | None:
+        """The range of ``v``'s elements that reach a result: where every use
+        of ``v`` is a branch of a ``select`` (not its predicate), the join of
+        its ranges where each select takes it (:meth:`range_given`); else
+        None."""
+        parts = []
+        for use in v.uses:
+            user = _as_op(use.owner)
+            if self._spec_of(user.name).computes is not Computes.SELECT or use.operand_number not in (1, 2):
+                return None
+            parts.append(self.range_given(v, user.operands[0], use.operand_number == 1))
+        if not parts or any(p is None for p in parts):
+            return None
+        return join(parts)  # type: ignore[arg-type]
 
     def moved(self, result: ir.Value, sources: Sequence[ir.Value]) -> Range | None:
         """The range of ``result`` whose elements are elements of ``sources``

@@ -98,7 +98,21 @@ def join_operands(q: RangeAnalysis, op: ir.Operation) -> Results:
 
 
 def select(q: RangeAnalysis, op: ir.Operation) -> Results:
-    return [_moved(q, op, op.results[0], [op.operands[1], op.operands[2]])]
+    """Each branch's range where the predicate takes it (where the predicate
+    compares a value with a constant: :meth:`RangeAnalysis.range_given`)."""
+    p, a, b = op.operands
+    res = op.results[0]
+    full = q.full(res)
+    if full is None:
+        return [None]
+    element = ir.ShapedType(res.type).element_type
+    parts = []
+    for x, truth in ((a, True), (b, False)):
+        r = q.range_given(x, p, truth)
+        if r is None or ir.ShapedType(x.type).element_type != element:
+            return [Range(*full)]
+        parts.append(r)
+    return [join(parts)]
 
 
 def dynamic_update_slice(q: RangeAnalysis, op: ir.Operation) -> Results:

@@ -64,6 +64,10 @@ class RangeQuery(Protocol):
         """The range of a result whose elements are moved from ``sources``."""
         ...
 
+    def range_given(self, v: ir.Value, pred: ir.Value, truth: bool) -> Range | None:
+        """The range of ``v`` in the elements where ``pred`` is ``truth``."""
+        ...
+
     def call_results(self, op: ir.Operation) -> list[Range | None]:
         """The ranges of a call's results, evaluated for this call site."""
         ...
