@@ -295,6 +295,7 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
     # constants) belong to the draw
     random_lines = {(v.site.file, v.site.line) for r in results for v in r.values if drawn(v)}
     by_key: dict[tuple[Any, ...], list[tuple[ModuleResult, Value]]] = {}
+    compiled_sites: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
     for r in results:
         if r.status == "refused":
             continue  # said above
@@ -305,12 +306,25 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
             )
             key = ("random", v.site.file, v.site.line) if rng else (
                 "value", v.site.file, v.site.line, v.site.via if v.site.file is None else None)
+            at = r.compiled_at
+            if (rng and v.site.file is None and at is not None and at.file is not None
+                    and ((r.called or "").startswith("jax.random.") or at.via is not None)):
+                # a draw whose module has no line of the user's (JAX's
+                # tracebacks stop at the jit a library call makes): the
+                # user's line that called the JAX function, or the library,
+                # compiling it
+                key = ("random", at.file, at.line)
+                compiled_sites[key] = (at, r.called)
             by_key.setdefault(key, []).append((r, v))
     for key, items in by_key.items():
         values = [v for _, v in items]
         modules = list(dict.fromkeys(r.name for r, _ in items))
         worst = max((v.handling for v in values), key=lambda h: h.rank)
         site = values[0].site
+        if key in compiled_sites:
+            site, called = compiled_sites[key]
+            if called is not None:
+                values = [dataclasses.replace(v, site=dataclasses.replace(v.site, via=called)) for v in values]
         if key[0] == "random":
             names = [v.site.via for v in values if (v.site.via or "").startswith("jax.random.")]
             # the function the user called: the most frequent public name;

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...ir._mlir import ir, make_context
 from ...transforms.scan import find_64bit
-from .sites import _NO_SITE, _stack_site
+from .sites import _NO_SITE, Site, _compile_site, _stack_site
 from .values import ModuleResult, X64Event, _handlings, _module_name, _one_line, _values
 
 __all__ = ["Compiled", "Observer"]
@@ -22,11 +22,15 @@ __all__ = ["Compiled", "Observer"]
 
 @dataclasses.dataclass
 class Compiled:
-    """One module JAX handed to the compiler: its name, platform and text."""
+    """One module JAX handed to the compiler: its name, platform and text,
+    and the user's line whose call compiled it (with the JAX function it
+    called there, if any)."""
 
     name: str
     platform: str
     text: str
+    site: Site = _NO_SITE
+    called: str | None = None
 
 
 class Observer:
@@ -65,8 +69,9 @@ class Observer:
             return
         op = computation.operation
         text = op.get_asm(enable_debug_info=True)
+        site, called = _compile_site()
         with self._lock:
-            self.modules.append(Compiled(_module_name(op), platform, text))
+            self.modules.append(Compiled(_module_name(op), platform, text, site, called))
             count = len(self.modules)
         if self.progress is not None:
             self.progress(count)
@@ -106,7 +111,7 @@ def _explain(compiled: Sequence[Compiled], integer_policy: str = "error") -> lis
                 status = "refused" if exc is not None else "rewritten"
                 result = ModuleResult(c.name, c.platform, status, _values(module, findings, handlings),
                                       _one_line(exc) if exc is not None else None, exc, order=order,
-                                      float_hints=hints)
+                                      float_hints=hints, compiled_at=c.site, called=c.called)
         seen[key] = result
         results.append(result)
     counts: dict[tuple[str, str], int] = {}

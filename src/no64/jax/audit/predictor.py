@@ -20,7 +20,7 @@ from ...transforms.scan import find_64bit
 from ...errors import No64Error, X64DisabledWarning
 from ...kinds import Handling, Mode
 from .observer import _unchain_x64_hook
-from .sites import _NO_SITE, _stack_site
+from .sites import _NO_SITE, _compile_site, _stack_site
 from .values import (DtypeEvent, ModuleResult, Value, X64Event, _module_name, _one_line,
                      _refusal_handlings, _report_handlings, _values)
 
@@ -282,6 +282,7 @@ class Predictor(HookListener):
             # the x64 meaning's hints where it was judged, else the module's own
             judged = meaning[1] if meaning is not None else report
             result.float_hints = list(getattr(judged, "float_hints", []) or [])
+            result.compiled_at, result.called = _compile_site()
         except Exception as problem:  # noqa: BLE001 - recording must never break the program
             result = ModuleResult("<module>", platform, "passed", [], f"(not analysed: {problem})")
         with self._lock:

@@ -302,6 +302,29 @@ def _stack_site(skip: int = 1) -> Site:
     return _NO_SITE
 
 
+def _compile_site() -> tuple[Site, str | None]:
+    """The user's line whose call is compiling a module now
+    (:func:`_stack_site`) and the public JAX function it called there
+    (``jax.random.normal``: the outermost JAX frame below the user's,
+    named after its public module), if it called one directly."""
+    site = _stack_site(2)
+    if site.file is None:
+        return site, None
+    frame: Any = sys._getframe(1)
+    below: Any = None
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if os.path.abspath(path) == site.path and frame.f_lineno == site.line:
+            break
+        below = frame
+        frame = frame.f_back
+    if frame is None or below is None or not _is_jax(below.f_code.co_filename):
+        return site, None
+    module = below.f_globals.get("__name__", "")
+    public = module.replace("jax._src.", "jax.", 1) if module.startswith("jax._src.") else module
+    return site, f"{public}.{below.f_code.co_name}" if public.startswith("jax.") else None
+
+
 def _is_jax(path: str) -> bool:
     short = _short_library(path)
     return short.startswith(("jax/", "jaxlib/", "numpy/", "<frozen")) or path.startswith("<frozen")

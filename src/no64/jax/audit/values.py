@@ -57,6 +57,10 @@ class ModuleResult:
     order: int = 0
     emulated: int = 0  # the report's values_emulated
     float_hints: list[Any] = dataclasses.field(default_factory=list)  # the report's float hints
+    #: the user's line whose call compiled the module, and the JAX function
+    #: it called there (``jax.random.normal``), where the stack had them
+    compiled_at: Any = None
+    called: str | None = None
 
 
 def _element(type_text: str) -> str:
