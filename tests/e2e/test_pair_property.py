@@ -31,11 +31,13 @@ pair may overflow) the element is left unchecked, and counted.
 
 Infinities and NaN follow IEEE (and XLA's converts: NaN to 0, saturation);
 there the pair result must agree with the truth *and* with the x64
-program run on the CPU backend, sign of an infinity included; so must a
-zero whose sign the pair algorithms keep (negate, abs, sign, sqrt,
-select, moves, a division by a signed zero or an infinity).  Other zeros
-(sums, products, quotients, f64->f32) are counted with whether their sign
-is x64's.  The x64 program is also held to the truth within
+program run on the CPU backend, sign of an infinity included; so must an
+exact zero, signed as IEEE signs it: a sum of operands the pairs hold
+exactly (+0 unless both are -0), a product with a zero factor, a zero
+divided or a division by an infinity (the operands' signs), negate, abs,
+sign, sqrt, min/max (-0 below +0), select, moves, f64->f32.  Other zeros
+(a factor or divisor of no certain sign, a reduction's) are counted with
+whether their sign is x64's.  The x64 program is also held to the truth within
 ``bound + 2**-44 M`` (``M`` the magnitude of the computation: the program
 on the inputs' magnitudes, without cancellation) -- a check of the
 evaluator.
@@ -135,6 +137,11 @@ def finite(e: Fraction, b: float, m: float, zs: int | None = None, local: bool =
     return V("F", e, b, m, zs if (e == 0 and b == 0) else None, local=local, flushed=any(r.flushed for r in reads))
 
 
+def exact_zero(zs: int | None, m: float, reads: Sequence[V]) -> V:
+    """An exact zero (the pair program's too), of sign ``zs`` where promised."""
+    return V("F", Fraction(0), 0.0, m, zs, flushed=any(r.flushed for r in reads))
+
+
 def inf(sign: int | None) -> V:
     return V("S", math.inf * (sign or 1), signed=sign is not None)
 
@@ -199,6 +206,9 @@ def v_add(a: V, b: V) -> V:
             return NAN
         return V("S", r, signed=(a.kind != "S" or a.signed) and (b.kind != "S" or b.signed))
     e = a.e + b.e
+    if e == 0 and a.b == 0 and b.b == 0:  # both held exactly: an exact zero, +0 unless both are -0
+        zs = -1 if a.zs == b.zs == -1 else (1 if a.e != 0 or 1 in (a.zs, b.zs) else None)
+        return exact_zero(zs, a.m + b.m, (a, b))
     x = float(abs(e)) + a.b + b.b
     return finite(e, a.b + b.b + (REL["add"] * U2 * x + SLACK) * FUDGE, a.m + b.m, reads=(a, b))
 
@@ -220,6 +230,10 @@ def v_mul(a: V, b: V) -> V:
             return NAN  # inf * 0
         signed = all(v.kind != "S" or v.signed for v in (a, b))
         return inf(sa * sb if signed else None)
+    sa, sb = sign_of(a), sign_of(b)
+    if sa == 0 or sb == 0:  # a factor exactly zero: an exact zero, signed as the factors
+        za, zb = (a.zs if sa == 0 else sa), (b.zs if sb == 0 else sb)
+        return exact_zero(za * zb if (za and zb) else None, a.m * b.m, (a, b))
     e = a.e * b.e
     prop = float(abs(a.e)) * b.b + float(abs(b.e)) * a.b + a.b * b.b
     x = float(abs(e)) + prop
@@ -250,6 +264,8 @@ def v_div(a: V, b: V) -> V:
         return inf(sa * zb if zb else None)
     if sb is None:
         return UNKNOWN
+    if sa == 0:  # a zero dividend: an exact zero, signed as the operands
+        return exact_zero(a.zs * sb if a.zs else None, 0.0, (a, b))
     e = a.e / b.e
     eb = float(abs(b.e))
     low = eb - b.b
@@ -298,6 +314,8 @@ def v_max(a: V, b: V, kind: str = "max") -> V:
             return UNKNOWN
         fa, fb = as_float(a), as_float(b)
         return a if fa == fb or pick(fa, fb) == fa else b
+    if a.e == b.e == 0 and a.b == b.b == 0 and a.zs and b.zs:  # exact zeros: -0 below +0 (as XLA's)
+        return a if pick(a.zs, b.zs) == a.zs else b
     e = pick(a.e, b.e)
     if abs(a.e - b.e) > a.b + b.b:  # determined: the pick's own error
         return a if e == a.e else b
@@ -368,7 +386,7 @@ def v_round_f32(a: V) -> V:
     if a.kind != "F":
         return a
     if a.e == 0 and a.b == 0:
-        return V("F", Fraction(0), 0.0, 0.0, None)  # (pairs: hi + lo, -0 + 0 = +0)
+        return V("F", Fraction(0), 0.0, 0.0, a.zs)
     x = _xf(a)
     if x >= F32_MAX / 2 or float(abs(a.e)) - a.b < 2.0**-125:
         return UNKNOWN
@@ -1055,6 +1073,7 @@ def check_output(want: np.ndarray, got: np.ndarray, ref: np.ndarray, f32: np.nda
             if v.zs is not None:
                 assert gz == v.zs and math.copysign(1, r) == v.zs, f"zero's sign {ghi} x64 {r} want {v.zs}\n{where(i)}"
                 stats.counts["signed zeros"] += 1
+                stats.counts["-0"] += int(v.zs < 0)
             else:
                 stats.zero_signs["same as x64" if gz == math.copysign(1, r) else "differs from x64"] += 1
             continue
@@ -1164,8 +1183,8 @@ def test_pairs_within_the_double_word_bounds_of_the_exact_result(family: str) ->
         assert stats.directions == set(DIRECTIONS), stats.directions
     if family == "while":  # (the loop whose condition compares float64 pairs)
         assert "LT" in stats.directions, stats.directions
-    if family in ("negate_abs_sign", "sqrt"):
-        assert c["signed zeros"] >= 1, c
+    if family in ("add_sub", "multiply", "divide", "negate_abs_sign", "sqrt", "min_max_clamp", "converts"):
+        assert c["signed zeros"] >= 1 and c["-0"] >= 1, c
     if family == "add_sub":
         # cancellation: pairs within a few u^2 of the magnitudes, f32 within u
         assert c["cancelling"] >= 16, c

@@ -91,7 +91,7 @@ def finish(h, l):
 
 
 def guard(z, plain):
-    fin = np.isfinite(plain)
+    fin = np.isfinite(plain) & (z[0] != 0)
     return np.where(fin, z[0], plain).astype(F), np.where(fin, z[1], F(0)).astype(F)
 
 
@@ -153,7 +153,7 @@ def div(xh, xl, yh, yl):
     d = fadd(ph, dl)
     tl = fdiv(d, yh)
     zh, zl = fast_two_sum(th, tl)
-    fin = np.isfinite(zh)
+    fin = np.isfinite(zh) & (zh != 0)
     return finish(*scale(np.where(fin, zh, th).astype(F), np.where(fin, zl, F(0)).astype(F), back))
 
 

@@ -18,8 +18,15 @@ arithmetic", ACM TOMS 2017), in their forms without FMA:
 * :func:`divide`: DWDivDW2 (Algorithm 17) with a product by a float
   without FMA, <= 15u^2;
 
-with ``u = 2**-24``.  Their error-free transformations are made to survive
-an optimizing compiler:
+with ``u = 2**-24``.  Zeros are signed as IEEE signs float64's: a zero
+sum, product or quotient is the zero f32 gives the op on the hi words
+(``x - x`` is +0; ``-0 + -0``, ``(-a) * 0`` and ``0 / -b`` are -0), a
+rounding to an integer keeps its operand's sign, ``minimum`` and
+``maximum`` order -0 below +0 (as XLA does), and the conversion to f32 keeps
+a -0.
+
+The error-free transformations are made to survive an optimizing
+compiler:
 
 * every rounded sum that an error term is taken from passes through a
   ``stablehlo.optimization_barrier``, so that no simplifier can rewrite
@@ -268,6 +275,7 @@ def fast_two_sum(a: ir.Value, b: ir.Value) -> Pair:
 
 
 _HALF_MASK = -4096  # 0xFFFFF000: sign, exponent and the top 12 significand bits
+_SIGN_BIT = -(2**31)  # 0x80000000
 
 
 def _halves(a: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -316,10 +324,12 @@ def finish(p: Pair) -> Pair:
 
 def _guard(z: Pair, plain: ir.Value) -> Pair:
     """``z``, or -- where ``plain`` (the op on the hi words alone) is not
-    finite -- ``(plain, 0)``: an infinite or NaN operand or an overflow gives
-    what f32 gives, where the error terms would be NaN."""
-    fin = make("is_finite", [plain], _tensor(_shape(plain), _i1()))
-    return Pair(_sel(fin, z.hi, plain), _sel(fin, z.lo, _fsplat(plain, 0.0)))
+    finite, or ``z`` is zero -- ``(plain, 0)``: an infinite or NaN operand or
+    an overflow gives what f32 gives, where the error terms would be NaN,
+    and a zero result has the sign IEEE gives the op on the hi words (the
+    error terms are +0 and would make a -0 result +0)."""
+    ok = _and(make("is_finite", [plain], _tensor(_shape(plain), _i1())), _cmp(z.hi, _fsplat(z.hi, 0.0), "NE"))
+    return Pair(_sel(ok, z.hi, plain), _sel(ok, z.lo, _fsplat(plain, 0.0)))
 
 
 # ------------------------------------------------------------- arithmetic
@@ -412,9 +422,10 @@ def divide(x: Pair, y: Pair) -> Pair:
     d = _bin("add", pi.hi, dl)
     tl = _bin("divide", d, y.hi)
     z = fast_two_sum(th, tl)
-    # th is what f32 division gives where y.hi is 0 or either is not finite
-    fin = make("is_finite", [z.hi], _tensor(x.shape, _i1()))
-    return finish(_scaled(Pair(_sel(fin, z.hi, th), _sel(fin, z.lo, _fsplat(th, 0.0))), back))
+    # th is what f32 division gives where y.hi is 0 or either is not finite,
+    # and the zero IEEE gives (signed) where the quotient is zero
+    ok = _and(make("is_finite", [z.hi], _tensor(x.shape, _i1())), _cmp(z.hi, _fsplat(z.hi, 0.0), "NE"))
+    return finish(_scaled(Pair(_sel(ok, z.hi, th), _sel(ok, z.lo, _fsplat(th, 0.0))), back))
 
 
 def sqrt(x: Pair) -> Pair:
@@ -455,9 +466,19 @@ def select(p: ir.Value, x: Pair, y: Pair) -> Pair:
     return Pair(_sel(p, x.hi, y.hi), _sel(p, x.lo, y.lo))
 
 
+def _is_neg_zero(v: ir.Value) -> ir.Value:
+    bits = _bitcast(v, i32())
+    return _cmp(bits, _isplat(bits, _SIGN_BIT), "EQ")
+
+
 def minmax(kind: str, x: Pair, y: Pair) -> Pair:
-    """``maximum``/``minimum``: NaN if either is NaN (as XLA's)."""
-    pick_x = compare("GT" if kind == "max" else "LT", x, y)
+    """``maximum``/``minimum``: NaN if either is NaN, and -0 below +0 (as
+    XLA's float64 ones)."""
+    strict = "GT" if kind == "max" else "LT"
+    eq_hi = _cmp(x.hi, y.hi, "EQ")
+    pick_x = _or(_cmp(x.hi, y.hi, strict), _and(eq_hi, _cmp(x.lo, y.lo, strict)))
+    # equal zeros: x where it is the maximum (y is -0) or the minimum (x is -0)
+    pick_x = _or(pick_x, _and(eq_hi, _is_neg_zero(y.hi if kind == "max" else x.hi)))
     pick_x = _or(pick_x, _cmp(x.hi, x.hi, "NE"))  # x is NaN
     return select(pick_x, x, y)
 
@@ -472,6 +493,13 @@ def sign(x: Pair) -> Pair:
     return Pair(_un("sign", x.hi), _fsplat(x.lo, 0.0))
 
 
+def _signed_as(v: ir.Value, x: ir.Value) -> ir.Value:
+    """``v`` with ``x``'s sign bit set in it: a zero ``v`` signed as ``x``
+    (for a result whose sign is always its operand's, as a rounding's)."""
+    bits = _bitcast(x, i32())
+    return _bitcast(_or(_bitcast(v, i32()), _and(bits, _isplat(bits, _SIGN_BIT))), f32())
+
+
 def _is_integral(v: ir.Value) -> ir.Value:
     return _cmp(_un("floor", v), v, "EQ")
 
@@ -483,7 +511,8 @@ def floor(x: Pair) -> Pair:
     fh = _un("floor", x.hi)
     whole = _cmp(fh, x.hi, "EQ")
     lo = _sel(whole, _un("floor", x.lo), _fsplat(x.lo, 0.0))
-    return finish(fast_two_sum(fh, lo))
+    z = fast_two_sum(fh, lo)
+    return finish(Pair(_signed_as(z.hi, x.hi), z.lo))
 
 
 def ceil(x: Pair) -> Pair:
@@ -504,7 +533,8 @@ def _round(x: Pair, name: str) -> Pair:
     ch = _bin("add", fh, _fsplat(fh, 1.0))
     rh = _sel(_and(half, up), ch, _sel(_and(half, down), fh, rh))
     lo = _sel(whole, _un(name, x.lo), zero)
-    return finish(fast_two_sum(rh, lo))
+    z = fast_two_sum(rh, lo)
+    return finish(Pair(_signed_as(z.hi, x.hi), z.lo))
 
 
 def round_even(x: Pair) -> Pair:
@@ -526,8 +556,9 @@ def from_float(v: ir.Value) -> Pair:
 
 
 def to_f32(x: Pair) -> ir.Value:
-    """The pair rounded once to f32."""
-    return _bin("add", x.hi, x.lo)
+    """The pair rounded once to f32 (``hi`` where ``lo`` is zero: a -0 stays
+    -0)."""
+    return _sel(_cmp(x.lo, _fsplat(x.lo, 0.0), "EQ"), x.hi, _bin("add", x.hi, x.lo))
 
 
 def to_float(x: Pair, elem: ir.Type) -> ir.Value:
