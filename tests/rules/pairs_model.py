@@ -53,15 +53,22 @@ def run(fn, *args):
 fneg = lambda a: (-np.asarray(a, dtype=F)).astype(F)  # noqa: E731
 
 
-def two_sum(a, b):
+def two_sum(a, b, negated=False):
     s = fadd(a, b)
     bb = fsub(s, a)
+    if negated:
+        return s, fadd(fsub(fsub(s, bb), a), fsub(bb, b))
     return s, fadd(fsub(a, fsub(s, bb)), fsub(b, bb))
 
 
 def fast_two_sum(a, b):
     s = fadd(a, b)
     return s, fsub(b, fsub(s, a))
+
+
+def fast_two_diff(a, nb):
+    s = fsub(a, nb)
+    return s, fsub(fsub(a, s), nb)
 
 
 def halves(a):
@@ -76,10 +83,13 @@ def rprod(a, b):
     return fadd(fadd(fadd(fmul(al, bl), fmul(al, bh)), fmul(ah, bl)), fmul(ah, bh))
 
 
-def two_prod(a, b):
+def two_prod(a, b, negated=False):
     p = fmul(a, b)
     ah, al = halves(a)
     bh, bl = halves(b)
+    if negated:
+        t = fsub(fsub(fsub(p, fmul(ah, bh)), fmul(ah, bl)), fmul(al, bh))
+        return p, fsub(t, fmul(al, bl))
     t = fsub(fmul(ah, bh), p)
     t = fadd(t, fmul(ah, bl))
     t = fadd(t, fmul(al, bh))
@@ -91,17 +101,17 @@ def finish(h, l):
 
 
 def guard(z, plain):
-    fin = np.isfinite(plain) & (z[0] != 0)
+    fin = np.isfinite(plain)
     return np.where(fin, z[0], plain).astype(F), np.where(fin, z[1], F(0)).astype(F)
 
 
 def add(xh, xl, yh, yl):
-    sh, sl = two_sum(xh, yh)
-    th, tl = two_sum(xl, yl)
-    c = fadd(sl, th)
-    vh, vl = fast_two_sum(sh, c)
-    w = fadd(tl, vl)
-    return finish(*guard(fast_two_sum(vh, w), sh))
+    sh, nsl = two_sum(xh, yh, negated=True)
+    th, ntl = two_sum(xl, yl, negated=True)
+    nc = fsub(nsl, th)
+    vh, vl = fast_two_diff(sh, nc)
+    nw = fsub(ntl, vl)
+    return finish(*guard(fast_two_diff(vh, nw), sh))
 
 
 def sub(xh, xl, yh, yl):
@@ -125,10 +135,10 @@ def mul(xh, xl, yh, yl):
     up_y = (ay < LOW) & (ax >= MID)
     xh, xl = scale(xh, xl, pick(up_x, 2.0**32, up_y, 2.0**-32))
     yh, yl = scale(yh, yl, pick(up_x, 2.0**-32, up_y, 2.0**32))
-    ch, cl1 = two_prod(xh, yh)
+    ch, ncl1 = two_prod(xh, yh, negated=True)
     cl2 = fadd(rprod(xh, yl), rprod(xl, yh))
-    cl3 = fadd(cl1, cl2)
-    return finish(*guard(fast_two_sum(ch, cl3), ch))
+    ncl3 = fsub(ncl1, cl2)
+    return finish(*guard(fast_two_diff(ch, ncl3), ch))
 
 
 def times_float(xh, xl, y):

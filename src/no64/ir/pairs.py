@@ -20,8 +20,9 @@ arithmetic", ACM TOMS 2017), in their forms without FMA:
 
 with ``u = 2**-24``.  Zeros are signed as IEEE signs float64's: a zero
 sum, product or quotient is the zero f32 gives the op on the hi words
-(``x - x`` is +0; ``-0 + -0``, ``(-a) * 0`` and ``0 / -b`` are -0), a
-rounding to an integer keeps its operand's sign, ``minimum`` and
+(``x - x`` is +0; ``-0 + -0``, ``(-a) * 0`` and ``0 / -b`` are -0: sums
+and products subtract their error terms negated, none -0, and a quotient
+selects), a rounding to an integer keeps its operand's sign, ``minimum`` and
 ``maximum`` order -0 below +0 (as XLA does), and the conversion to f32 keeps
 a -0.
 
@@ -73,6 +74,7 @@ __all__ = [
     "to_int",
     "two_sum",
     "fast_two_sum",
+    "fast_two_diff",
     "two_prod",
     "add",
     "subtract",
@@ -260,11 +262,15 @@ def _fconst(shape: Sequence[int], arr: np.ndarray) -> ir.Value:
 
 
 # ------------------------------------------- error-free transformations
-def two_sum(a: ir.Value, b: ir.Value) -> Pair:
-    """``s = RN(a + b)`` and its exact error (Knuth's TwoSum, 6 additions)."""
+def two_sum(a: ir.Value, b: ir.Value, negated: bool = False) -> Pair:
+    """``s = RN(a + b)`` and its exact error (Knuth's TwoSum, 6 additions);
+    with ``negated``, the error negated (computed so, exactly: never -0)."""
     s = _bar(_bin("add", a, b))
     bb = _bar(_bin("subtract", s, a))
-    err = _bin("add", _bin("subtract", a, _bin("subtract", s, bb)), _bin("subtract", b, bb))
+    if negated:
+        err = _bin("add", _bin("subtract", _bin("subtract", s, bb), a), _bin("subtract", bb, b))
+    else:
+        err = _bin("add", _bin("subtract", a, _bin("subtract", s, bb)), _bin("subtract", b, bb))
     return Pair(s, err)
 
 
@@ -272,6 +278,15 @@ def fast_two_sum(a: ir.Value, b: ir.Value) -> Pair:
     """``s = RN(a + b)`` and its exact error, for ``|a| >= |b|`` (or ``a = 0``)."""
     s = _bar(_bin("add", a, b))
     return Pair(s, _bin("subtract", b, _bin("subtract", s, a)))
+
+
+def fast_two_diff(a: ir.Value, nb: ir.Value) -> Pair:
+    """``fast_two_sum(a, b)`` given ``nb = -b``: ``s = RN(a - nb)`` and its
+    exact error.  Where ``nb`` is +0, ``s`` is ``a`` with its sign: a
+    negated error term that is never -0 leaves the zero IEEE gives the hi
+    words (``-0 - (+0)`` is -0, where ``-0 + (+0)`` would be +0)."""
+    s = _bar(_bin("subtract", a, nb))
+    return Pair(s, _bin("subtract", _bin("subtract", a, s), nb))
 
 
 _HALF_MASK = -4096  # 0xFFFFF000: sign, exponent and the top 12 significand bits
@@ -302,13 +317,19 @@ def _rprod(a: ir.Value, b: ir.Value) -> ir.Value:
     return _halves_product(*_halves(a), *_halves(b))
 
 
-def two_prod(a: ir.Value, b: ir.Value) -> Pair:
+def two_prod(a: ir.Value, b: ir.Value, negated: bool = False) -> Pair:
     """``p = RN(a * b)`` and its exact error (Dekker's product, from exact
-    half-products; exact unless a partial product underflows)."""
+    half-products; exact unless a partial product underflows); with
+    ``negated``, the error negated (computed so, exactly: never -0)."""
     p = _bar(_bin("multiply", a, b))
     ah, al = _halves(a)
     bh, bl = _halves(b)
     m = lambda x, y: _bin("multiply", x, y)  # noqa: E731
+    if negated:
+        t = _bin("subtract", p, m(ah, bh))
+        t = _bin("subtract", t, m(ah, bl))
+        t = _bin("subtract", t, m(al, bh))
+        return Pair(p, _bin("subtract", t, m(al, bl)))
     t = _bin("subtract", m(ah, bh), p)
     t = _bin("add", t, m(ah, bl))
     t = _bin("add", t, m(al, bh))
@@ -324,23 +345,24 @@ def finish(p: Pair) -> Pair:
 
 def _guard(z: Pair, plain: ir.Value) -> Pair:
     """``z``, or -- where ``plain`` (the op on the hi words alone) is not
-    finite, or ``z`` is zero -- ``(plain, 0)``: an infinite or NaN operand or
-    an overflow gives what f32 gives, where the error terms would be NaN,
-    and a zero result has the sign IEEE gives the op on the hi words (the
-    error terms are +0 and would make a -0 result +0)."""
-    ok = _and(make("is_finite", [plain], _tensor(_shape(plain), _i1())), _cmp(z.hi, _fsplat(z.hi, 0.0), "NE"))
-    return Pair(_sel(ok, z.hi, plain), _sel(ok, z.lo, _fsplat(plain, 0.0)))
+    finite -- ``(plain, 0)``: an infinite or NaN operand or an overflow gives
+    what f32 gives, where the error terms would be NaN."""
+    fin = make("is_finite", [plain], _tensor(_shape(plain), _i1()))
+    return Pair(_sel(fin, z.hi, plain), _sel(fin, z.lo, _fsplat(plain, 0.0)))
 
 
 # ------------------------------------------------------------- arithmetic
 def add(x: Pair, y: Pair) -> Pair:
-    """DWPlusDW (accurate): relative error <= 3u^2."""
-    s = two_sum(x.hi, y.hi)
-    t = two_sum(x.lo, y.lo)
-    c = _bin("add", s.lo, t.hi)
-    v = fast_two_sum(s.hi, c)
-    w = _bin("add", t.lo, v.lo)
-    return finish(_guard(fast_two_sum(v.hi, w), s.hi))
+    """DWPlusDW (accurate): relative error <= 3u^2.  The terms added to
+    the hi words' sum are carried negated and subtracted (the same words):
+    none is -0, so a zero sum is the zero f32 gives the hi words, as IEEE
+    signs it (``-0 + -0`` is -0, ``x - x`` is +0), at no cost."""
+    s = two_sum(x.hi, y.hi, negated=True)
+    t = two_sum(x.lo, y.lo, negated=True)
+    nc = _bin("subtract", s.lo, t.hi)  # -(s's error + t.hi)
+    v = fast_two_diff(s.hi, nc)
+    nw = _bin("subtract", t.lo, v.lo)  # -(t's error + v's error)
+    return finish(_guard(fast_two_diff(v.hi, nw), s.hi))
 
 
 def negate(x: Pair) -> Pair:
@@ -374,18 +396,20 @@ def multiply(x: Pair, y: Pair) -> Pair:
     """DWTimesDW1 (no FMA): relative error <= 7u^2.  A factor below
     ``_LOW`` is scaled up by ``2**32`` and the other one down (both exact)
     where the other one is at least ``_MID``; where it is not, the product
-    is below ``2**-108``, where its own lo word is below f32's normals."""
+    is below ``2**-108``, where its own lo word is below f32's normals.  The
+    error terms are carried negated, as :func:`add`'s: a zero product is the
+    zero f32 gives the hi words (``(-a) * 0`` is -0)."""
     ax, ay = _un("abs", x.hi), _un("abs", y.hi)
     low, mid = _fsplat(ax, _LOW), _fsplat(ax, _MID)
     up_x = _and(_cmp(ax, low, "LT"), _cmp(ay, mid, "GE"))
     up_y = _and(_cmp(ay, low, "LT"), _cmp(ax, mid, "GE"))
     x = _scaled(x, _pick(up_x, 2.0**32, up_y, 2.0**-32, ax))
     y = _scaled(y, _pick(up_x, 2.0**-32, up_y, 2.0**32, ay))
-    c = two_prod(x.hi, y.hi)
+    c = two_prod(x.hi, y.hi, negated=True)
     t1, t2 = _rprod(x.hi, y.lo), _rprod(x.lo, y.hi)
     cl2 = _bin("add", t1, t2)
-    cl3 = _bin("add", c.lo, cl2)
-    return finish(_guard(fast_two_sum(c.hi, cl3), c.hi))
+    ncl3 = _bin("subtract", c.lo, cl2)  # -(c's error + cl2), never -0 (as add's terms)
+    return finish(_guard(fast_two_diff(c.hi, ncl3), c.hi))
 
 
 def _times_float(x: Pair, y: ir.Value) -> Pair:
