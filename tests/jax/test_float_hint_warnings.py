@@ -96,3 +96,25 @@ def test_float64_inputs_f32_cannot_tell_apart_are_named_at_the_call():
     # the host record says it too (the audit and no64.host_records() show it)
     events = [e for e in no64.host_records() if "differences are lost" in e.detail]
     assert events and events[0].location.line == line_of("# STAMPS CALL")
+
+
+def test_under_no64_platforms_float64_inputs_f32_cannot_tell_apart_are_named(tmp_path):
+    script = tmp_path / "stamps.py"
+    script.write_text(textwrap.dedent("""
+        import warnings
+        import jax, jax.numpy as jnp, numpy as np
+        warnings.simplefilter("always")
+
+        intervals = jax.jit(jnp.diff)
+        stamps = 1712345678.9 + np.arange(4096) * 1e-4
+        out = intervals(stamps)
+        print(float(out.max()))
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
+    env.update(NO64_PLATFORMS="cpu", JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"{script}:8: FloatPrecisionWarning" in proc.stderr, proc.stderr[-3000:]
+    assert "differences are lost" in proc.stderr and 'float_policy="pairs"' in proc.stderr
+    assert proc.stdout.strip() == "0.0"  # every interval lost in f32
