@@ -42,6 +42,28 @@ _TRSM = "lapack_dtrsm_ffi"
 _POTRF = "lapack_dpotrf_ffi"
 
 
+def _counted_while(results: str, carried: str, types: str, n: int) -> str:
+    """The head of a ``while`` loop whose first carried value ``%k`` (i32,
+    from ``%zero``) counts its ``n`` iterations, up to the start of its body
+    (which has ``%z`` = 0 and ``%one`` = 1 and ends by returning ``%k + 1``)."""
+    SI, SB = "tensor<i32>", "tensor<i1>"
+    return f"""  {results} = stablehlo.while({carried}) : {types}
+  cond {{
+    %n = stablehlo.constant dense<{n}> : {SI}
+    %c = stablehlo.compare LT, %k, %n, SIGNED : ({SI}, {SI}) -> {SB}
+    stablehlo.return %c : {SB}
+  }} do {{
+    %z = stablehlo.constant dense<0> : {SI}
+    %one = stablehlo.constant dense<1> : {SI}"""
+
+
+def _maybe_transposed(result: str, value: str, matrix: str, transpose: bool) -> str:
+    """``result`` = the square ``value`` transposed, or as it is."""
+    if transpose:
+        return f"{result} = stablehlo.transpose {value}, dims = [1, 0] : ({matrix}) -> {matrix}"
+    return f"{result} = stablehlo.reshape {value} : ({matrix}) -> {matrix}"
+
+
 def _getrf_text(n: int) -> str:
     """LU with partial pivoting of an ``n x n`` float64 matrix."""
     M, V, VI = f"tensor<{n}x{n}xf64>", f"tensor<{n}xf64>", f"tensor<{n}xi32>"
@@ -51,14 +73,7 @@ def _getrf_text(n: int) -> str:
 func.func private @getrf(%a: {M}) -> ({M}, {VI}, {SI}) {{
   %zero = stablehlo.constant dense<0> : {SI}
   %piv0 = stablehlo.constant dense<0> : {VI}
-  %r:4 = stablehlo.while(%k = %zero, %m = %a, %p = %piv0, %info = %zero) : {SI}, {M}, {VI}, {SI}
-  cond {{
-    %n = stablehlo.constant dense<{n}> : {SI}
-    %c = stablehlo.compare LT, %k, %n, SIGNED : ({SI}, {SI}) -> {SB}
-    stablehlo.return %c : {SB}
-  }} do {{
-    %z = stablehlo.constant dense<0> : {SI}
-    %one = stablehlo.constant dense<1> : {SI}
+{_counted_while("%r:4", "%k = %zero, %m = %a, %p = %piv0, %info = %zero", f"{SI}, {M}, {VI}, {SI}", n)}
     %nsc = stablehlo.constant dense<{n}> : {SI}
     %nvec = stablehlo.constant dense<{n}> : {VI}
     %iota = stablehlo.iota dim = 0 : {VI}
@@ -135,22 +150,13 @@ def _potrf_text(n: int, lower: bool) -> str:
     M, V, VI = f"tensor<{n}x{n}xf64>", f"tensor<{n}xf64>", f"tensor<{n}xi32>"
     MI, MB, VB = f"tensor<{n}x{n}xi32>", f"tensor<{n}x{n}xi1>", f"tensor<{n}xi1>"
     S, SI, SB = "tensor<f64>", "tensor<i32>", "tensor<i1>"
-    flip_in = (f"%a = stablehlo.transpose %a0, dims = [1, 0] : ({M}) -> {M}" if not lower
-               else f"%a = stablehlo.reshape %a0 : ({M}) -> {M}")
-    flip_out = (f"%out = stablehlo.transpose %r#1, dims = [1, 0] : ({M}) -> {M}" if not lower
-                else f"%out = stablehlo.reshape %r#1 : ({M}) -> {M}")
+    flip_in = _maybe_transposed("%a", "%a0", M, not lower)
+    flip_out = _maybe_transposed("%out", "%r#1", M, not lower)
     return f"""
 func.func private @potrf(%a0: {M}) -> ({M}, {SI}) {{
   {flip_in}
   %zero = stablehlo.constant dense<0> : {SI}
-  %r:3 = stablehlo.while(%k = %zero, %m = %a, %info = %zero) : {SI}, {M}, {SI}
-  cond {{
-    %n = stablehlo.constant dense<{n}> : {SI}
-    %c = stablehlo.compare LT, %k, %n, SIGNED : ({SI}, {SI}) -> {SB}
-    stablehlo.return %c : {SB}
-  }} do {{
-    %z = stablehlo.constant dense<0> : {SI}
-    %one = stablehlo.constant dense<1> : {SI}
+{_counted_while("%r:3", "%k = %zero, %m = %a, %info = %zero", f"{SI}, {M}, {SI}", n)}
     %iota = stablehlo.iota dim = 0 : {VI}
     %kb = stablehlo.broadcast_in_dim %k, dims = [] : ({SI}) -> {VI}
     %rowm = stablehlo.dynamic_slice %m, %k, %z, sizes = [1, {n}] : ({M}, {SI}, {SI}) -> tensor<1x{n}xf64>
@@ -200,7 +206,7 @@ def _trsm_text(n: int, m: int, lower: bool, unit: bool, transpose: bool = False)
         lower = not lower
     A, B, V = f"tensor<{n}x{n}xf64>", f"tensor<{n}x{m}xf64>", f"tensor<{n}xf64>"
     R, VI, VB = f"tensor<{m}xf64>", f"tensor<{n}xi32>", f"tensor<{n}xi1>"
-    S, SI, SB = "tensor<f64>", "tensor<i32>", "tensor<i1>"
+    S, SI = "tensor<f64>", "tensor<i32>"
     if lower:
         row = "    %i = stablehlo.add %k, %z : " + SI
         solved = "LT"
@@ -217,17 +223,10 @@ def _trsm_text(n: int, m: int, lower: bool, unit: bool, transpose: bool = False)
     %xi = stablehlo.divide %r, %db : {R}"""
     return f"""
 func.func private @trsm(%a0: {A}, %b: {B}) -> {B} {{
-  {"%a = stablehlo.transpose %a0, dims = [1, 0] : (" + A + ") -> " + A if transpose else "%a = stablehlo.reshape %a0 : (" + A + ") -> " + A}
+  {_maybe_transposed("%a", "%a0", A, transpose)}
   %zero = stablehlo.constant dense<0> : {SI}
   %x0 = stablehlo.constant dense<0.0> : {B}
-  %w:2 = stablehlo.while(%k = %zero, %x = %x0) : {SI}, {B}
-  cond {{
-    %n = stablehlo.constant dense<{n}> : {SI}
-    %c = stablehlo.compare LT, %k, %n, SIGNED : ({SI}, {SI}) -> {SB}
-    stablehlo.return %c : {SB}
-  }} do {{
-    %z = stablehlo.constant dense<0> : {SI}
-    %one = stablehlo.constant dense<1> : {SI}
+{_counted_while("%w:2", "%k = %zero, %x = %x0", f"{SI}, {B}", n)}
 {row}
     %arowm = stablehlo.dynamic_slice %a, %i, %z, sizes = [1, {n}] : ({A}, {SI}, {SI}) -> tensor<1x{n}xf64>
     %arow = stablehlo.reshape %arowm : (tensor<1x{n}xf64>) -> {V}
@@ -280,24 +279,36 @@ def _char(config: ir.DictAttr, key: str) -> str | None:
     return chr(ir.IntegerAttr(config[key]).value)
 
 
+def _square(op: ir.Operation) -> int | None:
+    """``n`` where ``op`` takes one ``n x n`` float64 matrix and returns its
+    type first; else None."""
+    shape = _static_2d(op.operands[0].type)
+    if shape is None or shape[0] != shape[1] or op.results[0].type != op.operands[0].type:
+        return None
+    return shape[0]
+
+
+def _config(op: ir.Operation) -> ir.DictAttr | None:
+    """The call's ``mhlo.backend_config`` dictionary (LAPACK's flags)."""
+    attr = attribute_dict(op).get("mhlo.backend_config")
+    return ir.DictAttr(attr) if isinstance(attr, ir.DictAttr) else None
+
+
 def _text_for(op: ir.Operation, target: str) -> tuple[str, str] | None:
     """The helper's text and symbol for ``op``, or None where this step does
     not write the call out."""
     if not _unbatched(op):
         return None
     if target == _GETRF and len(op.operands) == 1 and len(op.results) == 3:
-        shape = _static_2d(op.operands[0].type)
-        if shape is None or shape[0] != shape[1] or op.results[0].type != op.operands[0].type:
-            return None
-        return _getrf_text(shape[0]), f"no64.getrf.{shape[0]}"
+        n = _square(op)
+        return None if n is None else (_getrf_text(n), f"no64.getrf.{n}")
     if target == _TRSM and len(op.operands) == 2 and len(op.results) == 1:
         a, b = (_static_2d(x.type) for x in op.operands)
         if a is None or b is None or a[0] != a[1] or b[0] != a[0] or op.results[0].type != op.operands[1].type:
             return None
-        attrs = attribute_dict(op)
-        if "mhlo.backend_config" not in attrs or not isinstance(attrs["mhlo.backend_config"], ir.DictAttr):
+        config = _config(op)
+        if config is None:
             return None
-        config = ir.DictAttr(attrs["mhlo.backend_config"])
         side, uplo, trans, diag = (_char(config, k) for k in ("side", "uplo", "trans_x", "diag"))
         if side != "L" or trans not in ("N", "T", "C") or uplo not in ("L", "U") or diag not in ("U", "N"):
             return None
@@ -306,16 +317,11 @@ def _text_for(op: ir.Operation, target: str) -> tuple[str, str] | None:
                   f"{'.transposed' if transpose else ''}.{a[0]}x{b[1]}")
         return _trsm_text(a[0], b[1], lower, unit, transpose), symbol
     if target == _POTRF and len(op.operands) == 1 and len(op.results) == 2:
-        shape = _static_2d(op.operands[0].type)
-        if shape is None or shape[0] != shape[1] or op.results[0].type != op.operands[0].type:
+        n, config = _square(op), _config(op)
+        uplo = None if config is None else _char(config, "uplo")
+        if n is None or uplo not in ("L", "U"):
             return None
-        attrs = attribute_dict(op)
-        if "mhlo.backend_config" not in attrs or not isinstance(attrs["mhlo.backend_config"], ir.DictAttr):
-            return None
-        uplo = _char(ir.DictAttr(attrs["mhlo.backend_config"]), "uplo")
-        if uplo not in ("L", "U"):
-            return None
-        return _potrf_text(shape[0], uplo == "L"), f"no64.potrf.{'lower' if uplo == 'L' else 'upper'}.{shape[0]}"
+        return _potrf_text(n, uplo == "L"), f"no64.potrf.{'lower' if uplo == 'L' else 'upper'}.{n}"
     return None
 
 
