@@ -15,15 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
 
 import no64
-from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
+from test_pair_programs import reference
 
 VALUES = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, np.inf, -np.inf,
                    1 - 2.0**-40, -1 + 2.0**-40, -0.5 + 2.0**-40, 0.3, -0.3, -0.5])
@@ -39,12 +38,6 @@ def run_pairs(fn: Callable[..., Any], *args: np.ndarray) -> list[np.ndarray]:
     outs = run_module(m, [no64.split_pairs(a) for a in args])
     return [no64.join_pairs(o) if i in report.pair_outputs else np.asarray(o, dtype=np.float64)
             for i, o in enumerate(outs)]
-
-
-def reference(fn: Callable[..., Any], *args: np.ndarray) -> list[np.ndarray]:
-    with enable_x64(True):
-        out = jax.jit(fn)(*args)
-    return [np.asarray(o, dtype=np.float64) for o in (out if isinstance(out, (tuple, list)) else [out])]
 
 
 def assert_as_x64(fn: Callable[..., Any], *args: np.ndarray) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -50,6 +51,14 @@ def test_error_filter_turns_it_into_a_failure_and_benign_programs_are_quiet():
         assert float(out) == pytest.approx(np.var(np.linspace(0.9, 1.1, 8)), rel=1e-5)
 
 
+def run_under_hook(script: Any) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` as NO64_PLATFORMS=cpu runs it, with x64 on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
+    env.update(NO64_PLATFORMS="cpu", JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
 def test_under_no64_platforms_the_user_sees_the_line(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text(textwrap.dedent("""
@@ -64,10 +73,7 @@ def test_under_no64_platforms_the_user_sees_the_line(tmp_path):
 
         print(intervals(np.ones(255))[0])
     """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
-    env.update(NO64_PLATFORMS="cpu", JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = run_under_hook(script)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{script}:9: FloatPrecisionWarning" in proc.stderr, proc.stderr[-3000:]
     assert "[cancellation]" in proc.stderr and 'float_policy="pairs"' in proc.stderr
@@ -110,10 +116,7 @@ def test_under_no64_platforms_float64_inputs_f32_cannot_tell_apart_are_named(tmp
         out = intervals(stamps)
         print(float(out.max()))
     """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
-    env.update(NO64_PLATFORMS="cpu", JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = run_under_hook(script)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{script}:8: FloatPrecisionWarning" in proc.stderr, proc.stderr[-3000:]
     assert "differences are lost" in proc.stderr and 'float_policy="pairs"' in proc.stderr
