@@ -11,7 +11,7 @@ it returns them as an :class:`EmulationPlan`, and changes nothing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..spec.intervals import INT32, UINT32
@@ -445,20 +445,23 @@ def _region_owner(op: ir.Operation) -> ir.Operation:
         cur = parent
 
 
-def _tie_users(fn: ir.Operation) -> list[ir.Operation]:
-    out = []
+def _unowned_blocks(fn: ir.Operation) -> Iterator[ir.Block]:
+    """Every block of ``fn`` outside the regions of ops that own them (their
+    emulate rules rebuild those whole), outer blocks first."""
     stack = [fn]
     while stack:
         cur = stack.pop()
         for region in cur.regions:
             for block in region.blocks:
+                yield block
                 for op in block.operations:
                     op = _as_op(op)
-                    if _ties(op):
-                        out.append(op)
                     if len(op.regions) and not _owns_regions(op):
                         stack.append(op)
-    return out
+
+
+def _tie_users(fn: ir.Operation) -> list[ir.Operation]:
+    return [op for block in _unowned_blocks(fn) for op in map(_as_op, block.operations) if _ties(op)]
 
 
 def _carries_sentinel(x: ir.Value, analysis: RangeAnalysis) -> bool:
@@ -484,34 +487,15 @@ def _users(v: ir.Value) -> list[ir.Operation]:
 
 def _collect(fn: ir.Operation, values: list[ir.Value], calls: list[ir.Operation]) -> None:
     """Every value defined in ``fn`` outside the regions of ops that own them."""
-    stack = [fn]
-    while stack:
-        cur = stack.pop()
-        for region in cur.regions:
-            for block in region.blocks:
-                values.extend(block.arguments)
-                for op in block.operations:
-                    op = _as_op(op)
-                    values.extend(op.results)
-                    spec = spec_of(op.name)
-                    if spec.call:
-                        calls.append(op)
-                    if len(op.regions) and not spec.owns_regions:
-                        stack.append(op)
+    for block in _unowned_blocks(fn):
+        values.extend(block.arguments)
+        for op in block.operations:
+            op = _as_op(op)
+            values.extend(op.results)
+            if spec_of(op.name).call:
+                calls.append(op)
 
 
 def _ops_with_regions_and_calls(fn: ir.Operation) -> list[ir.Operation]:
-    out = []
-    stack = [fn]
-    while stack:
-        cur = stack.pop()
-        for region in cur.regions:
-            for block in region.blocks:
-                for op in block.operations:
-                    op = _as_op(op)
-                    spec = spec_of(op.name)
-                    if spec.ties:
-                        out.append(op)
-                    if len(op.regions) and not spec.owns_regions:
-                        stack.append(op)
-    return out
+    return [op for block in _unowned_blocks(fn) for op in map(_as_op, block.operations)
+            if spec_of(op.name).ties]
