@@ -45,7 +45,7 @@ ones); :func:`split_words` and :func:`join_words` convert on the host.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,7 @@ from ..ir.types import is_int64_tensor as is_wide_int
 from ..spec.walk import functions as _functions
 from ..spec.walk import symbol_name as _sym
 from .emulation_plan import (
+    EmulationPlan,
     _Groups,
     _function_return,
     _ops_with_regions_and_calls,
@@ -69,10 +70,9 @@ from .emulation_plan import (
     _ties,
     _unsigned,
     exact_input_ranges,
-    plan_words,
 )
 
-__all__ = ["Emulation", "plan_emulation", "exact_input_ranges", "is_wide_int", "join_words", "split_words"]
+__all__ = ["Emulation", "emulation_for", "exact_input_ranges", "is_wide_int", "join_words", "split_words"]
 
 
 def join_words(packed: Any) -> np.ndarray:
@@ -426,26 +426,10 @@ def _refresh_signature(fn: ir.Operation) -> None:
 # ---------------------------------------------------------------- planning
 
 
-def plan_emulation(
-    root: ir.Operation,
-    analysis: RangeAnalysis,
-    *,
-    everything: bool,
-    forced_values: Iterable[ir.Value] = (),
-    forced_ops: Iterable[ir.Operation] = (),
-    forced_users: Mapping[ir.Value, Exception] | None = None,
-    words_out: bool = True,
-    sentinel_readers: Iterable[ir.Operation] = (),
-    pull_unproven: bool = False,
-    words_in: bool = False,
-) -> Emulation | None:
-    """The emulation step for the values :func:`~no64.transforms.emulation_plan.plan_words`
-    decides to emulate (its arguments are this function's); ``None`` if none."""
-    plan = plan_words(
-        root, analysis, everything=everything, forced_values=forced_values, forced_ops=forced_ops,
-        forced_users=forced_users, words_out=words_out, sentinel_readers=sentinel_readers,
-        pull_unproven=pull_unproven, words_in=words_in,
-    )
+def emulation_for(plan: EmulationPlan | None) -> Emulation | None:
+    """The emulation step for the values a plan of
+    :func:`~no64.transforms.emulation_plan.plan_words` emulates; ``None``
+    if it emulates none."""
     if plan is None:
         return None
     em = Emulation(plan.root, plan.analysis, plan.wide, plan.ops, plan.outputs, plan.slots, plan.groups)

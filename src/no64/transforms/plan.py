@@ -29,7 +29,8 @@ from ..spec.intervals import collides
 from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..analysis.ranges import RangeAnalysis, entry_function
 from ..errors import ConstantRangeError, NarrowingError, UnsupportedOpError
-from .emulate import exact_input_ranges, plan_emulation
+from .emulate import emulation_for, exact_input_ranges
+from .emulation_plan import plan_words
 from ..kinds import ElementKind, EventKind, IntegerPolicy, RangePolicy, SentinelUse, Verdict
 from ..spec.registry import REGISTRY, OpSpec, spec_of
 from . import constants as C
@@ -194,10 +195,10 @@ class Planner:
             attempts.append({})
         for k, extra in enumerate(attempts):
             try:
-                return plan_emulation(
+                return emulation_for(plan_words(
                     self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
                     forced_users=constants, words_out=words_out, words_in=self.settings.words_in, **extra,
-                )
+                ))
             except UnsupportedOpError:
                 if k == len(attempts) - 1:
                     raise
