@@ -9,6 +9,7 @@ The ill-conditioned solve is the one of the table that motivates pairs: a
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import mpmath
@@ -129,6 +130,9 @@ def test_batched_solve_is_computed_in_f32_and_recorded():
     # num_batch_dims > 0 is not written out: the f32 sibling, per op and line
     a = np.stack([conditioned(4, 10.0, s) for s in range(3)])
     b = np.ones((3, 4, 1))
+    # (traced afresh: jax 0.7 would otherwise keep the line of whichever
+    # call traced the library's jitted solve first)
+    jax.clear_caches()
     m = lower_x64(lambda a, b: jnp.linalg.solve(a, b), a, b)
     report = no64.demote(m, float_policy="pairs", check=True)
     reduced = [n for n in report.narrowings if n.verdict == "precision-reduced"]
