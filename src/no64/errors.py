@@ -28,6 +28,9 @@ __all__ = [
     "Remaining64BitError",
     "TracedArgumentError",
     "UnprovenIntegerWarning",
+    "NoX64MeaningError",
+    "ConfigurationError",
+    "NoX64MeaningWarning",
     "FloatPrecisionWarning",
     "UnsupportedOpError",
     "X64DisabledWarning",
@@ -169,8 +172,12 @@ class TracedArgumentError(No64Error, TypeError):
     """
 
 
-class Boundary64BitError(No64Error):
+class Boundary64BitError(No64Error, ValueError):
     """A computation for a platform without 64-bit types takes or returns 64-bit arrays.
+
+    A ``ValueError``, as JAX's own refusal of a 64-bit dtype with x64 off is
+    (``jax.random.bits(key, dtype=jnp.uint64)``), so code catching JAX's
+    error catches no64's.
 
     No rewrite of the module can help: JAX would hand the executable 64-bit
     buffers, and such arrays cannot exist on the platform.  The message says
@@ -195,6 +202,28 @@ class UnprovenIntegerWarning(UserWarning):
     """The x64 program computes a 64-bit integer that is not proven to fit in
     32 bits, and the 32-bit program JAX runs may compute a different value
     there (given once per source line; ``-W error`` turns it into a failure)."""
+
+
+class ConfigurationError(No64Error, ValueError):
+    """An unknown value of a no64 environment variable (``NO64_POLICY=exakt``):
+    raised at the first compile, naming the variable, the value and the
+    choices, rather than running under another setting than the one meant."""
+
+
+class NoX64MeaningWarning(UnprovenIntegerWarning):
+    """A program that asked for x64 has no x64 meaning no64 can compute here
+    (its x64 trace failed, differs from the 32-bit one in its signature, or
+    has effects or host callbacks): under the default policy JAX's 32-bit
+    program runs, and its integers may differ from the x64 program's (given
+    once per source line).  ``strict`` and ``exact`` refuse it instead
+    (:class:`NoX64MeaningError`)."""
+
+
+class NoX64MeaningError(No64Error):
+    """Under ``strict`` or ``exact``, a program that asked for x64 has no x64
+    meaning no64 can compute (see :class:`NoX64MeaningWarning`): refused
+    rather than run as JAX's 32-bit program, which may compute other
+    numbers."""
 
 
 class FloatPrecisionWarning(UserWarning):

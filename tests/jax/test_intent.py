@@ -33,6 +33,10 @@ WRAPPING = ("cumsum", "upcast_sum", "square", "scan_counter", "fori_int64", "bin
 #: their x64 results fit in 32 bits: policy "exact" returns them exactly
 EXACT_FITS = ("argmax_products", "cumsum_mod", "hash_mod")
 FITS = ("fits_count", "fits_index", "fits_argmax")
+#: width-dependent ops (shifts by 32 or more, popcnt/clz, 64-bit random bits, an int64
+#: seed, composite sort keys): JAX's 32-bit program computes other numbers, the x64
+#: program converted by no64 -- what runs under every policy -- the x64 ones
+WIDTH = ("composite_keys", "popcnt", "clz", "shift40_mod", "uint64_bits", "int64_seed")
 
 EQX_CONFTEST = "import jax\nimport jax.numpy as jnp\n"
 EQX_TEST = """
@@ -56,7 +60,8 @@ def _lines() -> dict[str, int]:
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
-    env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", **extra)
+    env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
+    env.update(extra)
     return env
 
 
@@ -72,7 +77,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (suite / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
     (suite / "conftest.py").write_text(EQX_CONFTEST)
     (suite / "test_add.py").write_text(EQX_TEST)
-    procs = {"ref": _start([str(SCRIPT)], HERE)}
+    procs = {"ref": _start([str(SCRIPT)], HERE), "plain32": _start([str(SCRIPT)], HERE, JAX_ENABLE_X64="0")}
     for policy in POLICIES:
         procs[policy] = _start([str(SCRIPT), "--records"], HERE, NO64_PLATFORMS="cpu", NO64_POLICY=policy)
     procs["audit"] = _start(["-m", "no64", "audit", "--fail-on", "unproven", "--json", str(SCRIPT)], HERE)
@@ -139,6 +144,24 @@ def test_each_policy(runs: dict[str, Any]) -> None:
     assert exact["arange_across"].get("error") == "OutputRangeError", exact["arange_across"]
     # the compile records say which modules are not exact
     assert [False] == sorted({exact for name, exact in default["records"] if not exact})
+
+
+def test_width_dependent_ops_give_the_x64_value(runs: dict[str, Any]) -> None:
+    """What runs is what was judged: under every policy the module compiled is the x64
+    program converted by the pass, so the ops it computes on words give the x64 value,
+    with no warning (they are exact), where JAX's own 32-bit program differs."""
+    ref = _results(runs, "ref")
+    problems = []
+    for policy in POLICIES:
+        got = _results(runs, policy)
+        for name in WIDTH:
+            g = got[name]
+            if g.get("value") != ref[name]["value"] or g["warnings"]:
+                problems.append(f"{policy}/{name}: {g} (x64: {ref[name]['value']})")
+    assert not problems, "\n".join(problems)
+    # not vacuous: the 32-bit program JAX traces computes other numbers for each
+    plain32 = _results(runs, "plain32")
+    assert all(plain32[name]["value"] != ref[name]["value"] for name in WIDTH), plain32
 
 
 def test_programs_that_fit_are_unchanged(runs: dict[str, Any]) -> None:

@@ -99,8 +99,10 @@ def test_hook_bad_float_policy_is_one_line(tmp_path):
     env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="double", JAX_PLATFORMS="cpu")
     r = subprocess.run([sys.executable, "-c", "import jax; jax.numpy.zeros(1)"], env=env, capture_output=True,
                        text=True, timeout=300)
-    assert r.returncode == 0
-    assert "no64: NO64_FLOAT_POLICY='double' is not one of f32, pairs; using 'f32'" in r.stderr
+    assert r.returncode == 1
+    assert [line for line in r.stderr.splitlines() if line.startswith("no64.errors.")] == [
+        "no64.errors.ConfigurationError: no64: NO64_FLOAT_POLICY='double' is not one of f32, "
+        "pairs; no64 refuses to compile for 'cpu' under another setting than the one meant"]
 
 
 def test_hook_refuses_pairs_where_the_probe_differs(tmp_path):

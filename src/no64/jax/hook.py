@@ -74,6 +74,7 @@ from ..transforms.demote import FLOAT_POLICIES, demote
 from ..transforms.emulate import exact_input_ranges
 from ..errors import (
     Boundary64BitError,
+    ConfigurationError,
     InvalidModuleError,
     NarrowingError,
     No64Error,
@@ -294,6 +295,7 @@ def install(
 
     with STATE.lock:
         STATE.explicit = True
+        STATE.config_error = None
         _activate(config, backends_started=xla_bridge.backends_are_initialized(), source="no64.install")
     return config
 
@@ -307,34 +309,42 @@ def uninstall() -> None:
     """
     with STATE.lock:
         STATE.explicit = True
+        STATE.config_error = None
         state = STATE.jax_state(create=False)
         if state is not None:
             state._set(None)
 
 
 def initialize_from_environment(*, strict: bool = False) -> Config | None:
-    """Install from ``NO64_PLATFORMS`` / ``NO64_MODE`` / ``NO64_INTEGER_POLICY`` / ``NO64_POLICY``.
+    """Install from ``NO64_PLATFORMS`` / ``NO64_MODE`` / ``NO64_INTEGER_POLICY`` /
+    ``NO64_POLICY`` / ``NO64_FLOAT_POLICY``.
 
     Called by the ``jax_plugins`` entry point while JAX starts its backends
     (so it must not start them itself).  Does nothing when the variable is
     empty or when :func:`install` / :func:`uninstall` was already called.
 
-    A bad ``NO64_MODE``, ``NO64_INTEGER_POLICY`` or ``NO64_POLICY`` raises
-    ``ValueError`` when ``strict``; otherwise it is reported in one line on
-    standard error and the default (``fix``, ``error``, ``default``) is used, so that
-    ``import jax`` never fails with a traceback over a typo.
+    A bad ``NO64_MODE``, ``NO64_INTEGER_POLICY``, ``NO64_POLICY`` or
+    ``NO64_FLOAT_POLICY`` fails closed: it raises
+    :class:`no64.ConfigurationError` (a ``ValueError``) when ``strict``;
+    otherwise the hook is installed and the first compile for a listed
+    platform raises it, so that ``import jax`` never fails with a traceback
+    over a typo and nothing runs under a setting other than the one meant.
     """
     platforms = _normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
     if not platforms:
         return None
-    mode = _environment_choice(ENV_MODE, MODES, Mode.FIX, strict)
-    integer_policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR, strict)
-    policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict)
-    float_policy = _environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict)
+    problems: list[str] = []
+    mode = _environment_choice(ENV_MODE, MODES, Mode.FIX, strict, problems)
+    integer_policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR,
+                                         strict, problems)
+    policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict, problems)
+    float_policy = _environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict,
+                                       problems)
     config = Config(platforms, mode, integer_policy, policy, float_policy)
     with STATE.lock:
         if STATE.explicit:
             return active_config()
+        STATE.config_error = "; ".join(problems) or None
         STATE.deferring = True
         try:
             _activate(config, backends_started=False, source=f"{ENV_PLATFORMS}={','.join(sorted(platforms))}")
@@ -343,17 +353,20 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     return config
 
 
-def _environment_choice(name: str, choices: tuple[str, ...], default: str, strict: bool) -> str:
+def _environment_choice(name: str, choices: tuple[str, ...], default: str, strict: bool,
+                        problems: list[str] | None = None) -> str:
     """The value of environment variable ``name`` if it is one of ``choices``;
-    else ``default`` with one line on stderr (or ``ValueError`` if ``strict``)."""
+    else :class:`no64.ConfigurationError` if ``strict``, or the problem is
+    added to ``problems`` and ``default`` returned (the caller refuses to
+    compile under it)."""
     raw = os.environ.get(name, "")
     value = raw.strip().lower() or default
     if value in choices:
         return value
     problem = f"{name}={raw!r} is not one of {', '.join(choices)}"
-    if strict:
-        raise ValueError(f"invalid no64 environment: {problem}")
-    sys.stderr.write(f"no64: {problem}; using {str(default)!r}\n")
+    if strict or problems is None:
+        raise ConfigurationError(f"no64: {problem}")
+    problems.append(problem)
     return default
 
 
@@ -586,13 +599,12 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
     platform = str(backend.platform)
     if config is None or config.mode is Mode.OFF or not config.applies_to(platform):
         return original(backend, computation, *args, **kwargs)
-    if config.policy is not RangePolicy.EXACT and intent.has_meaning(computation):
-        # The x64 meaning is only judged (the 32-bit program runs): it is
-        # traced, lowered and judged while XLA compiles JAX's module.
-        return _compile_judging(backend, computation, config, platform, args, kwargs)
-    meaning = intent.meaning_of(computation)
-    if meaning is not None:
-        prepared = prepare_with_meaning(computation, meaning, config, platform)
+    if STATE.config_error is not None and STATE.global_config() is config:
+        raise ConfigurationError(f"no64: {STATE.config_error}; no64 refuses to compile for "
+                                 f"'{platform}' under another setting than the one meant")
+    if intent.has_meaning(computation):
+        # the program asked for x64: what runs is its x64 program, converted
+        prepared = prepare_with_meaning(computation, intent.meaning_of(computation), config, platform)
     else:
         prepared = prepare_module(computation, config, platform)
     if prepared is computation:
@@ -617,66 +629,6 @@ def _probe_pairs(config: Config, backend: Any) -> None:
         from .pair_probe import require_ieee_f32
 
         require_ieee_f32(backend, backend.devices()[0])
-
-
-def _compile_judging(backend: Any, computation: ir.Module, config: Config, platform: str,
-                     args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Compile JAX's 32-bit ``computation`` (prepared by the pass) while this
-    thread traces, lowers and judges the program's x64 meaning.
-
-    XLA's compile runs in a worker thread (it releases the GIL); the x64
-    trace stays in the caller's thread, with its JAX context (x64 scope,
-    meshes, other thread-local options).  Both finish before anything is
-    returned or raised: the judgement's warnings come from the caller's
-    thread, a refusal under ``strict`` is raised there, as is an error of
-    the compile.  The module's record and the listeners' calls keep their
-    order (the meaning first, then the module)."""
-    original = STATE.original_compile
-    assert original is not None
-    STATE.thread.held = held = []
-    try:
-        prepared = _prepare_module(computation, config, platform, True, None)
-    except BaseException as exc:
-        # refused as it is: judged first, as without the worker
-        STATE.thread.held = None
-        meaning = intent.meaning_of(computation)
-        if meaning is not None:
-            judge_meaning(computation, meaning, config, platform)
-        STATE.thread.meaning = None
-        if STATE.listeners:
-            STATE.emit("on_module", computation, platform, None, exc)
-        raise
-    finally:
-        STATE.thread.held = None
-    report = STATE.thread.report
-    if prepared is not computation:
-        _probe_pairs(config, backend)
-    done: dict[str, Any] = {}
-
-    def compile_it() -> None:
-        try:
-            done["executable"] = original(backend, prepared, *args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            done["error"] = exc
-
-    worker = threading.Thread(target=compile_it, name="no64-compile", daemon=True)
-    worker.start()
-    try:
-        meaning = intent.meaning_of(computation)
-        if meaning is not None:
-            judge_meaning(computation, meaning, config, platform)
-    finally:
-        worker.join()
-    for record in held:  # with the meaning's report (see _record)
-        _record(*record)
-    STATE.thread.report = report
-    if STATE.listeners:
-        STATE.emit("on_module", computation, platform, report, None)
-    if "error" in done:
-        if prepared is not computation and not isinstance(done["error"], No64Error):
-            _blame_rewrite(prepared, computation)
-        raise done["error"]
-    return done["executable"]
 
 
 def _blame_rewrite(prepared: ir.Module, original: ir.Module) -> None:
@@ -704,17 +656,13 @@ def module_name(module: ir.Module) -> str:
         return "<module>"
 
 
-def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary: bool = True,
-                   name: str | None = None) -> ir.Module:
+def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Module:
     """What the backend gets instead of ``module`` under ``config``.
 
     ``module`` itself is never modified.  A module without 64-bit values is
     returned as is; in ``"fix"`` mode a demoted and checked copy is returned;
-    in ``"check"`` mode a module with 64-bit values is refused.
-    ``boundary=False`` is for the x64 meaning of a 32-bit module JAX
-    lowered (:mod:`no64.jax.intent`): its 64-bit inputs are the 32-bit values
-    the host narrowed, and its outputs come back narrowed; ``name`` is the
-    name of that module.
+    in ``"check"`` mode a module with 64-bit values is refused.  (The x64
+    program of a module JAX lowered is prepared by :func:`judge_meaning`.)
 
     Raises:
       no64.Remaining64BitError: ``"check"`` mode and a 64-bit value remains.
@@ -725,9 +673,9 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
     (:meth:`~no64.jax.state.HookListener.on_module`).
     """
     if not STATE.listeners:
-        return _prepare_module(module, config, platform, boundary, name)
+        return _prepare_module(module, config, platform)
     try:
-        prepared = _prepare_module(module, config, platform, boundary, name)
+        prepared = _prepare_module(module, config, platform)
     except BaseException as exc:
         STATE.emit("on_module", module, platform, None, exc)
         raise
@@ -735,9 +683,8 @@ def prepare_module(module: ir.Module, config: Config, platform: str, *, boundary
     return prepared
 
 
-def _prepare_module(module: ir.Module, config: Config, platform: str, boundary: bool,
-                    name: str | None) -> ir.Module:
-    name = name or module_name(module)
+def _prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Module:
+    name = module_name(module)
     STATE.thread.report = None
     if not has_64bit(module):
         _record(name, platform, config.mode, None)
@@ -750,23 +697,16 @@ def _prepare_module(module: ir.Module, config: Config, platform: str, boundary: 
                 f"no64 (mode 'check') refuses {name} for platform '{platform}': {exc}",
                 exc.findings,
             ) from None
-    if boundary:
-        _check_boundary(module, name, platform, config)
+    _check_boundary(module, name, platform, config)
     copy = clone_module(module)
-    # the x64 meaning's 64-bit inputs are the 32-bit values the host narrowed
-    ranges = None
-    if not boundary:
-        ranges = exact_input_ranges(copy.operation, None)
     try:
         # The strict check runs inside the pass (over the ops it already
         # holds); the backend verifies the module it receives, so the pass
         # does not verify it a second time (see _compile_or_get_cached).
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
-                        input_ranges=ranges, verify=False, check=True, outputs=Outputs.NARROW,
+                        verify=False, check=True, outputs=Outputs.NARROW,
                         float_policy=config.float_policy)
     except No64Error as exc:
-        if not boundary and isinstance(exc, NarrowingError) and config.policy is RangePolicy.EXACT:
-            raise intent.output_error(name, exc) from None
         host.name_callers_line(exc, module)
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
         raise
@@ -783,26 +723,36 @@ def last_report() -> DemotionReport | None:
     return STATE.thread.report
 
 
-def prepare_with_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> ir.Module:
-    """What the backend compiles for ``module`` (JAX's 32-bit module), given
-    its x64 meaning ``meaning`` (:func:`no64.jax.intent.meaning_of`).
+def prepare_with_meaning(module: ir.Module, meaning: "ir.Module | intent.NoMeaning | None",
+                         config: Config, platform: str) -> ir.Module:
+    """What the backend compiles for ``module`` (JAX's 32-bit module of a
+    program that asked for x64), given its x64 meaning ``meaning``
+    (:func:`no64.jax.intent.meaning_of`).
 
-    Under ``policy="exact"`` the x64 module, converted with every integer not
-    proven to fit computed exactly, replaces JAX's (it has the same 32-bit
-    signature); an output not proven to fit in the 32-bit array the user
-    receives raises :class:`no64.OutputRangeError`.  Under the other
-    policies the x64 module is judged (:func:`judge_meaning`: warnings and
-    records; ``strict`` refuses) and JAX's module is compiled.
+    Under every policy the x64 module, converted by the pass, replaces JAX's
+    (it has the same 32-bit signature), so what runs is what was judged:
+    width-dependent integer ops (shifts by 32 or more, ``clz``/``popcnt``,
+    64-bit random bits, composite keys) give the x64 result.  The integers
+    it cannot prove inside 32 bits are reported at their lines
+    (:class:`no64.UnprovenIntegerWarning`) under the default policy and
+    computed as 32-bit values there, refused under ``strict``, and computed
+    exactly on 32-bit words under ``exact`` (see :func:`judge_meaning`).
+    ``None``: the x64 program holds no 64-bit value and means what JAX's
+    does.  A program whose x64 meaning cannot be had
+    (:class:`~no64.jax.intent.NoMeaning`) runs JAX's module with a
+    :class:`no64.NoX64MeaningWarning` under the default policy and is
+    refused under ``strict`` and ``exact``.
     """
     name = module_name(module)
-    if config.policy is not RangePolicy.EXACT:
-        judge_meaning(module, meaning, config, platform)
-        return prepare_module(module, config, platform)
-    if _signature(meaning, narrowed=True) != _signature(module):
-        # no comparable x64 meaning: JAX's module runs as it would without one
+    if isinstance(meaning, ir.Module) and _signature(meaning, narrowed=True) != _signature(module):
+        meaning = intent.NoMeaning("its x64 program, narrowed, has another signature than its "
+                                   "32-bit program")
+    if isinstance(meaning, intent.NoMeaning):
         intent.refuse_without_meaning(module)
+        intent.no_meaning(meaning, name, config.policy)
+    if not isinstance(meaning, ir.Module):
         return prepare_module(module, config, platform)
-    return prepare_module(meaning, config, platform, boundary=False, name=name)
+    return judge_meaning(module, meaning, config, platform)
 
 
 def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], list[str]] | None:
@@ -816,62 +766,83 @@ def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], li
         return [str(convert(t)) for t in ftype.inputs], [str(convert(t)) for t in ftype.results]
 
 
-def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> DemotionReport | None:
-    """Judge the 32-bit ``module`` JAX lowered by its x64 meaning (under the
-    default, strict and permissive policies; :mod:`no64.jax.intent`).
+def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> ir.Module:
+    """Convert ``meaning``, the x64 module of JAX's 32-bit ``module``, into
+    what the backend compiles for it, judged under the configured policy.
 
-    A copy of the x64 module is demoted with the configured policy, taking
-    its 64-bit inputs as the 32-bit values the host narrowed: the integers
-    it cannot prove inside 32 bits are those the 32-bit program may compute
-    differently.  Each is reported once per source line
-    (:class:`no64.UnprovenIntegerWarning`) and the report is kept in the
-    module's :class:`CompileRecord` (``meaning``).  ``strict`` refuses them
-    (:class:`no64.NarrowingError`).  An x64 module no64 cannot convert is
-    not judged (``None``), except under ``strict``, which refuses it.  The
-    32-bit program is what runs, so nothing else is refused here.
-
-    The listeners (:data:`STATE`) are told the report or the exception
-    (:meth:`~no64.jax.state.HookListener.on_meaning`).
+    Its 64-bit inputs are the 32-bit values the host narrowed, and its
+    outputs come back narrowed to the 32-bit arrays JAX returns.  Under
+    ``exact`` every integer not proven to fit is computed on 32-bit words
+    and an output not proven to fit is refused
+    (:class:`no64.OutputRangeError`).  Under the other policies the
+    integers it cannot prove inside 32 bits are narrowed, reported once per
+    source line (:class:`no64.UnprovenIntegerWarning`) and kept in the
+    module's :class:`CompileRecord` (``meaning``); ``strict`` refuses them
+    (:class:`no64.NarrowingError`).  The listeners are told the judgement
+    (:meth:`~no64.jax.state.HookListener.on_meaning`), then the prepared
+    module (:meth:`~no64.jax.state.HookListener.on_module`, with
+    ``meaning`` as the module).
     """
-    if not STATE.listeners:
-        return _judge_meaning(module, meaning, config, platform)
-    try:
-        report = _judge_meaning(module, meaning, config, platform)
-    except BaseException as exc:
-        STATE.emit("on_meaning", module, meaning, platform, None, exc)
-        raise
-    STATE.emit("on_meaning", module, meaning, platform, report, None)
-    return report
-
-
-def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str) -> DemotionReport | None:
     name = module_name(module)
-    copy = clone_module(meaning)
-    # the 32-bit program runs: its differences are reported (refused only under strict)
     try:
-        report = demote(copy, integer_policy=config.integer_policy, policy=RangePolicy.PERMISSIVE,
+        prepared = _judge_meaning(module, meaning, config, platform, name)
+    except BaseException as exc:
+        if STATE.listeners:
+            STATE.emit("on_meaning", module, meaning, platform, None, exc)
+            STATE.emit("on_module", meaning, platform, None, exc)
+        raise
+    return prepared
+
+
+def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platform: str,
+                   name: str) -> ir.Module:
+    STATE.thread.report = None
+    exact = config.policy is RangePolicy.EXACT
+    copy = clone_module(meaning)
+    try:
+        # the unproven integers are the judgement's (refused under strict below)
+        report = demote(copy, integer_policy=config.integer_policy,
+                        policy=config.policy if exact else RangePolicy.PERMISSIVE,
                         input_ranges=exact_input_ranges(copy.operation, None),
-                        verify=False, outputs=Outputs.NARROW)
+                        verify=False, check=True, outputs=Outputs.NARROW,
+                        float_policy=config.float_policy)
     except No64Error as exc:
+        if exact and isinstance(exc, NarrowingError):
+            raise intent.output_error(name, exc) from None
+        host.name_callers_line(exc, meaning)
+        if config.policy in (RangePolicy.DEFAULT, RangePolicy.PERMISSIVE):
+            # no64 cannot convert the x64 program (an op with no 32-bit form
+            # there): said at the line, and JAX's 32-bit program runs
+            first = (str(exc).strip().splitlines() or [""])[0]
+            intent.no_meaning(intent.NoMeaning(f"no64 cannot convert its x64 program ({first})"),
+                              name, config.policy)
+            return prepare_module(module, config, platform)
+        exc.add_note(f"no64 was preparing the x64 program of {name} for platform '{platform}' "
+                     f"({config.describe()})")
+        raise
+    if not exact:
         if config.policy is RangePolicy.STRICT:
-            exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "
-                         f"({config.describe()})")
-            raise
-        logger.debug("no64 could not judge %s by its x64 program: %s", name, exc)
-        return None
-    if config.policy is RangePolicy.STRICT:
-        bad = intent.unproven(report)
-        if bad:
-            n = bad[0]
-            exc = NarrowingError(n.op, n.location, n.verdict, n.interval or (0, 0), config.policy,
-                                 narrowing=n, reason=None if n.interval else n.detail)
-            exc.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 program "
-                         f"({config.describe()})")
-            raise exc
-    STATE.thread.meaning = report
-    intent.warn_unproven(report, name)
-    intent.warn_float_hints(report, name)
-    return report
+            bad = intent.unproven(report)
+            if bad:
+                n = bad[0]
+                refusal = NarrowingError(n.op, n.location, n.verdict, n.interval or (0, 0), config.policy,
+                                         narrowing=n, reason=None if n.interval else n.detail)
+                refusal.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 "
+                                 f"program ({config.describe()})")
+                raise refusal
+        intent.warn_unproven(report, name)
+        STATE.thread.meaning = report
+    if STATE.listeners:
+        STATE.emit("on_meaning", module, meaning, platform, None if exact else report, None)
+    STATE.thread.report = report
+    if report.float_hints:
+        intent.warn_float_hints(report, name)
+    _record(name, platform, config.mode, report)
+    if STATE.listeners:
+        STATE.emit("on_module", meaning, platform, report, None)
+    logger.debug("no64 converted the x64 program of %s for %s: %s", name, platform,
+                 report.summary().splitlines()[0])
+    return copy
 
 
 def clone_module(module: ir.Module) -> ir.Module:
@@ -970,8 +941,9 @@ class CompileRecord:
     mode: Mode
     report: DemotionReport | None
     #: The report of the module's x64 meaning, judged under the default,
-    #: strict or permissive policy (see :func:`judge_meaning`); ``None``
-    #: when the program did not ask for x64 or it was not judged.
+    #: strict or permissive policy (see :func:`judge_meaning`; it is then
+    #: also ``report``); ``None`` when the program did not ask for x64, or
+    #: under ``exact``, whose ``report`` is that of the x64 program.
     meaning: DemotionReport | None = None
 
     @property
@@ -988,10 +960,6 @@ class CompileRecord:
 
 
 def _record(name: str, platform: str, mode: Mode, report: DemotionReport | None) -> None:
-    held = STATE.thread.held
-    if held is not None:  # kept until the module's x64 meaning is judged (_compile_judging)
-        held.append((name, platform, mode, report))
-        return
     meaning = STATE.thread.meaning
     STATE.thread.meaning = None
     record = CompileRecord(name, platform, mode, report, meaning)

@@ -397,8 +397,38 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         lost = _resolution(a.reshape(-1), op) if a.size >= 2 else None
         _record(EventKind.FLOAT_INEXACT, op, lost or "rounded to the nearest float32", fres.inexact)
     if fres.overflow:
+        if policy == IntegerPolicy.ERROR:
+            _refuse_float_overflow(a, fres.overflow, scalar)
         _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf", fres.overflow)
     return fres.values.reshape(a.shape)
+
+
+def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
+    """Refuse 64-bit host floats beyond float32's range (they would become
+    ``inf`` on a device without float64; float32 pairs have the same
+    exponent range)."""
+    flat = a.reshape(-1)
+    parts = [flat.real, flat.imag] if np.iscomplexobj(flat) else [flat]
+    big = np.finfo(np.float32).max
+    fmax = np.finfo(np.float64).max
+    bad = np.zeros(flat.shape, bool)
+    for part in parts:
+        mag = np.abs(part)
+        bad |= np.isfinite(part) & (mag > big) & (mag != fmax)
+    if not bad.any():
+        return
+    first = int(np.argmax(bad))
+    index = tuple(int(i) for i in np.unravel_index(first, a.shape)) if a.shape else ()
+    value = flat[first]
+    source = user_source()
+    at = f" at index {index}" if index else ""
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    raise HostRangeError(
+        f"no64: {_describe(a, scalar)} at {source.source or source.raw} holds {value!r}{at}{more}, "
+        "beyond float32's range (|x| > 3.4e38), which float32 and float32 pairs cannot hold: it "
+        "would become inf; scale the data, or NO64_INTEGER_POLICY (no64.jit: integer_policy=) "
+        "'saturate' or 'wrap' lets it become inf, recorded in no64.host_records()",
+        value=value, dtype=str(a.dtype), index=index, source=source)
 
 
 #: Fewer f32 steps than this across a float64 array's values: f32 cannot

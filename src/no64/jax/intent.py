@@ -44,14 +44,15 @@ from typing import Any
 from ..ir._mlir import ir
 from ._compat import enable_x64, jit_input_avals, wrap_jit_lower, wrap_jit_trace
 from ..report import DemotionReport, Narrowing
-from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, OutputRangeError,
-                      UnprovenIntegerWarning)
+from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, NoX64MeaningError,
+                      NoX64MeaningWarning, OutputRangeError, UnprovenIntegerWarning)
 from ..spec.registry import spec_of
 from ..kinds import Mode, RangePolicy, Verdict
 from . import host
 from .state import ALL_PLATFORMS, STATE
 
-__all__ = ["clear_warned", "has_meaning", "install", "meaning_of", "output_error", "refuse_without_meaning",
+__all__ = ["NoMeaning", "clear_warned", "has_meaning", "install", "meaning_of", "no_meaning",
+           "output_error", "refuse_without_meaning",
            "unproven", "warn_float_hints", "warn_unproven", "with_x64_arguments"]
 
 _lock = threading.RLock()
@@ -166,10 +167,26 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
     return p
 
 
+class NoMeaning:
+    """Why a program that asked for x64 has no x64 meaning here (its x64
+    trace failed, or differs from the 32-bit one where the hook cannot put
+    one in place of the other): under the default policy the 32-bit program
+    runs with a :class:`no64.NoX64MeaningWarning` at the user's line;
+    ``strict`` and ``exact`` refuse it (:class:`no64.NoX64MeaningError`)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"NoMeaning({self.reason!r})"
+
+
 class _Deferred:
     """The x64 trace of a 32-bit trace, taken at most once, when first asked
-    for; ``None`` when it has no comparable x64 meaning (or tracing it failed:
-    the 32-bit program then runs as it did without one)."""
+    for; a :class:`NoMeaning` when it has no comparable x64 meaning (or
+    tracing it failed)."""
 
     __slots__ = ("_make", "_value")
 
@@ -183,8 +200,9 @@ class _Deferred:
             self._make = None  # drop what the closure holds
             try:
                 self._value = make()
-            except Exception:  # noqa: BLE001 - no meaning: the 32-bit program runs as it did
-                self._value = None
+            except Exception as exc:  # noqa: BLE001 - no meaning: said at the compile (see NoMeaning)
+                first = (str(exc).strip().splitlines() or [""])[0][:200]
+                self._value = NoMeaning(f"tracing it with x64 on raised {type(exc).__name__}: {first}")
         return self._value
 
 
@@ -225,7 +243,7 @@ def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, arg
             STATE.thread.host_policy = None
     meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p,
                                            getattr(_tls, "arguments", None)))
-    if meaning.get() is None:
+    if isinstance(meaning.get(), NoMeaning):
         raise refusal
     jaxpr = p.params["jaxpr"]
     _meanings[jaxpr] = meaning
@@ -247,16 +265,19 @@ def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: An
                 p64 = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
     finally:
         _tls.busy = False
-    if (p64.consts or p.consts or p64.in_tree != p.in_tree or p64.out_tree != p.out_tree
-            or len(p64.in_avals) != len(p.in_avals)):
-        return None
+    if p64.consts or p.consts:
+        return NoMeaning("its trace holds constants JAX passes as arguments")
+    if p64.in_tree != p.in_tree or p64.out_tree != p.out_tree or len(p64.in_avals) != len(p.in_avals):
+        return NoMeaning("its x64 trace takes or returns other values than its 32-bit trace")
     j32, j64 = p.params["jaxpr"], p64.params["jaxpr"]
     if len(j32.out_avals) != len(j64.out_avals) or any(
             getattr(a, "shape", None) != getattr(b, "shape", None)
             for a, b in zip((*j32.in_avals, *j32.out_avals), (*j64.in_avals, *j64.out_avals))):
-        return None
+        return NoMeaning("its x64 trace has other argument or result shapes than its 32-bit trace")
     if j32.effects or j64.effects:
-        return None
+        effects = ", ".join(sorted({type(e).__name__ for e in (*j32.effects, *j64.effects)}))
+        return NoMeaning(f"it has side effects ({effects}: a callback, debug.print, io), whose "
+                         "host calls no64 cannot move into its x64 program")
     return p64
 
 
@@ -272,17 +293,17 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
     module = computation._hlo
     lowered: list[ir.Module | None] = []
 
-    def lower_x64() -> ir.Module | None:
+    def lower_x64() -> ir.Module | NoMeaning | None:
         if not lowered:  # once per module JAX lowered (an AOT executable may compile it again)
             lowered.append(_lower_x64())
         return lowered[0]
 
-    def _lower_x64() -> ir.Module | None:
-        import jax
-
+    def _lower_x64() -> ir.Module | NoMeaning | None:
         assert _original_lower is not None
         p64 = deferred.get()
-        if p64 is None or not _holds_64bit(p64.params["jaxpr"]):
+        if isinstance(p64, NoMeaning):
+            return p64
+        if not _holds_64bit(p64.params["jaxpr"]):
             # no 64-bit value in the x64 program: it means what JAX's 32-bit one does
             return None
         _tls.busy = True
@@ -294,7 +315,8 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         a, b = computation.compile_args, c64.compile_args
         same = all(a.get(k) == b.get(k) for k in ("kept_var_idx", "ordered_effects", "unordered_effects"))
         if not same or a.get("host_callbacks") or b.get("host_callbacks"):
-            return None
+            return NoMeaning("its lowering has effects or host callbacks no64 cannot move into "
+                             "its x64 program")
         return c64._hlo
 
     with _lock:
@@ -348,20 +370,50 @@ def has_meaning(module: ir.Module) -> bool:
     return entry is not None and entry[0] is module
 
 
-def meaning_of(module: ir.Module) -> ir.Module | None:
+def meaning_of(module: ir.Module) -> ir.Module | NoMeaning | None:
     """The x64 module of the program whose 32-bit module JAX hands the
-    backend, lowered now; ``None`` when it has none."""
+    backend, lowered now: ``None`` when there is none to ask for (no x64
+    requested, or an x64 program without a 64-bit value, which means what
+    the 32-bit one does), a :class:`NoMeaning` when the program asked for
+    x64 and its x64 meaning cannot be had (the refusal of a host value it
+    stood in for is raised instead, where there is one)."""
     with _lock:
         entry = _pending.get(id(module))
     if entry is None or entry[0] is not module:
         return None
     try:
         meaning = entry[1]()
-    except Exception:  # noqa: BLE001 - no meaning: the 32-bit program runs as it did
-        meaning = None
-    if meaning is None:
+    except Exception as exc:  # noqa: BLE001 - said at the compile (see NoMeaning)
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        meaning = NoMeaning(f"lowering it with x64 on raised {type(exc).__name__}: {first}")
+    if not isinstance(meaning, ir.Module):
         refuse_without_meaning(module)
     return meaning
+
+
+_warned_none: set[tuple[str, int]] = set()
+
+
+def no_meaning(why: NoMeaning, name: str, policy: RangePolicy) -> None:
+    """Say at the user's line that ``name`` asked for x64 and has no x64
+    meaning here: a refusal (:class:`no64.NoX64MeaningError`) under
+    ``strict`` and ``exact``, else one :class:`no64.NoX64MeaningWarning`
+    per line (JAX's 32-bit program then runs)."""
+    src = host.user_source()
+    file, line = src.file or "<unknown>", src.line or 0
+    where = f"{file}:{line}" if src.file else "<unknown line>"
+    if policy in (RangePolicy.STRICT, RangePolicy.EXACT):
+        raise NoX64MeaningError(
+            f"no64 (NO64_POLICY={policy}) refuses {name} at {where}: the program asked for x64, "
+            f"but {why.reason}; its 32-bit program may compute other integers than its x64 "
+            "program, and no64 cannot tell")
+    if (file, line) in _warned_none:
+        return
+    _warned_none.add((file, line))
+    warnings.warn_explicit(
+        f"no64: {name} at {where} asked for x64, but {why.reason}; JAX's 32-bit program runs "
+        "unjudged and may compute other integers than the x64 program (NO64_POLICY=strict "
+        "refuses it)", NoX64MeaningWarning, file, line)
 
 
 def refuse_without_meaning(module: ir.Module) -> None:
@@ -496,5 +548,6 @@ def clear_warned() -> None:
     """Forget which lines were warned about (for tests)."""
     _warned.clear()
     _warned_float.clear()
+    _warned_none.clear()
     host.clear_warned()
 

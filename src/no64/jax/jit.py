@@ -705,6 +705,9 @@ class _ExactPath:
         from .reference import main_signature
 
         low = self.lowered(abstract, name)
+        if self.config.policy is not RangePolicy.EXACT:
+            # what is not proven to fit is narrowed: said at its line, as the hook says it
+            intent.warn_unproven(low.report, name)
         jax_lowered = low.jax_lowered
         in_specs, out_specs = main_signature(low.module)
         out_info = jax.tree_util.tree_leaves(
@@ -758,7 +761,10 @@ class _ExactPath:
             elif _whole_integer(x):
                 # a 64-bit input the program proved it needs only 32 bits of
                 x = narrow_argument(x, f"argument leaf #{i}", where=f"no64.jit({name})",
-                                    integer_policy=self.config.integer_policy, sentinels=False)
+                                    integer_policy=self.config.integer_policy,
+                                    sentinels=self.config.policy is not RangePolicy.EXACT)
+            if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
+                x = jax.random.key_data(x)  # a typed PRNG key: its words are the module's input
             if not (isinstance(x, jax.Array) and x.dtype == dtype):
                 x = np.asarray(x)
                 if x.dtype != dtype:

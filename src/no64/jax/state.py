@@ -116,9 +116,6 @@ class _PerThread(threading.local):
     report: Any = None
     #: The report of the x64 meaning judged for the module being prepared.
     meaning: Any = None
-    #: The compile records held back while the x64 meaning of the module
-    #: being compiled is judged (``None``: records go straight in).
-    held: list[Any] | None = None
     #: The host policy forced for the 32-bit trace of a program whose x64
     #: meaning is what runs (``None``: not forced).
     host_policy: str | None = None
@@ -154,6 +151,9 @@ class HookState:
         #: ``-W error``.
         self.deferring = False
         self.deferred: list[str] = []
+        #: An unknown value of a no64 environment variable (the problem,
+        #: said at the first compile under the environment's configuration).
+        self.config_error: str | None = None
         #: no64 turned x64 off for the default backend (globally); host
         #: values are then narrowed by no64 whatever the default backend
         #: turns out to be.

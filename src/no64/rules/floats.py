@@ -62,6 +62,12 @@ def _is_const(value: int, bits: int = 64) -> Any:
 
 def _high_word(bits64: ir.Value) -> ir.Value | None:
     """``hi`` for ``bits64 = (convert(hi : ui32) << 32) | convert(lo : ui32)``."""
+    words = _words(bits64)
+    return None if words is None else words[0]
+
+
+def _words(bits64: ir.Value) -> tuple[ir.Value, ir.Value] | None:
+    """``(hi, lo)`` for ``bits64 = (convert(hi : ui32) << 32) | convert(lo : ui32)``."""
     or_op = _match(bits64, Computes.OR)
     if or_op is None:
         return None
@@ -85,7 +91,7 @@ def _high_word(bits64: ir.Value) -> ir.Value | None:
         e = ir.ShapedType(v.type).element_type
         if not (isinstance(e, ir.IntegerType) and e.width == 32):
             return None
-    return hi
+    return hi, low_conv.operands[0]
 
 
 def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
@@ -109,28 +115,49 @@ def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
     shr = _match(mant, Computes.SHIFT_RIGHT_LOGICAL)
     if shr is None or not _is_const(12)(shr.operands[1]):
         return False
-    hi = _high_word(shr.operands[0])
-    if hi is None:
+    words = _words(shr.operands[0])
+    if words is None:
         return False
+    hi, lo = words
     hi_t = ir.RankedTensorType(hi.type)
-    if not hi_t.has_static_shape:
+    if not hi_t.has_static_shape or ir.RankedTensorType(lo.type).element_type != hi_t.element_type:
         return False
     u32 = hi_t.element_type
     f32_t = ir.RankedTensorType.get(hi_t.shape, ir.F32Type.get())
+    pairs = bool(getattr(ctx.settings, "float_pairs", False))
+
+    def const_u32(value: int) -> ir.Value:
+        return stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(hi_t, ir.IntegerAttr.get(u32, value))).result
+
+    def const_f32(value: float) -> ir.Value:
+        return stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(f32_t, ir.FloatAttr.get(ir.F32Type.get(), value))).result
+
     with ir.InsertionPoint(op), op.location:
-        nine = stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(hi_t, ir.IntegerAttr.get(u32, 9)))
-        one = stablehlo.ConstantOp(
-            ir.DenseElementsAttr.get_splat(hi_t, ir.IntegerAttr.get(u32, _F32_ONE_BITS))
-        )
-        m = stablehlo.ShiftRightLogicalOp(hi, nine.result)
-        o = stablehlo.OrOp(m.result, one.result)
+        m = stablehlo.ShiftRightLogicalOp(hi, const_u32(9))
+        o = stablehlo.OrOp(m.result, const_u32(_F32_ONE_BITS))
         f = stablehlo.BitcastConvertOp(f32_t, o.result)
-    # The f64 users are narrowed to f32 by the generic pass that follows.
-    op.results[0].replace_all_uses_with(f.result)
+        result = f.result
+        if pairs:
+            # float64 as pairs: the 52 bits as 1 + (hi >> 9) 2**-23 (exact in
+            # f32) plus the 29 bits below, (hi & 511) 2**-32 + (lo >> 12) 2**-52
+            # (each exact in f32, their sum rounded once); the f64 sum of the
+            # two is what the pair pass computes on (a pair of f32, 2**-49 of
+            # the f64 value; uniform on [1, 2) as JAX's f64 draw is)
+            f64_t = ir.RankedTensorType(out_t)
+            mid = stablehlo.ConvertOp(f32_t, stablehlo.AndOp(hi, const_u32(511)).result)
+            low = stablehlo.ConvertOp(f32_t, stablehlo.ShiftRightLogicalOp(lo, const_u32(12)).result)
+            rest = stablehlo.AddOp(stablehlo.MulOp(mid.result, const_f32(2.0**-32)).result,
+                                   stablehlo.MulOp(low.result, const_f32(2.0**-52)).result)
+            result = stablehlo.AddOp(stablehlo.ConvertOp(f64_t, f.result).result,
+                                     stablehlo.ConvertOp(f64_t, rest.result).result).result
+    # The f64 users are narrowed to f32 (or computed on pairs) by the pass that follows.
+    op.results[0].replace_all_uses_with(result)
     producer = defining_op(op.operands[0])
     op.erase()
     erase_dead(producer)
     detail = (
+        "f64 random floats from 52 bits computed as a float64 pair from the same bits (the "
+        "pair's 49 bits, uniform on [1, 2))" if pairs else
         "f64 random floats from 52 bits rewritten to JAX's f32 idiom (23 bits, same "
         "distribution on [1, 2))"
     )

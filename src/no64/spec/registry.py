@@ -73,6 +73,7 @@ class RuleContext(Protocol):
 
     conv: TypeConverter
     report: DemotionReport
+    settings: Any  # no64.transforms.plan.Settings (float_pairs, the policies)
 
     def where(self, op: ir.Operation) -> SourceLocation:
         """The op's location, decoded for people."""

@@ -195,7 +195,8 @@ def demote(
                 backup = root.clone()
                 expanded = expand_lapack(root)
             p = Planner(root, Settings(integer_policy, range_policy, input_ranges, words_in=words_in,
-                                       assumed_inputs=assumed))
+                                       assumed_inputs=assumed,
+                                       float_pairs=float_policy is FloatPolicy.PAIRS))
             # on the 64-bit module, before anything is narrowed
             hints = float_hints(root) if float_policy is FloatPolicy.F32 else []
             p.judge_assumed_inputs()

@@ -60,6 +60,7 @@ from ..ir._mlir import as_operation as _as_op
 from ..ir.locations import decode_location
 from ..ir.types import is_int64_tensor as is_wide_int
 from ..spec.walk import functions as _functions
+from ..spec.walk import is_public as _is_public
 from ..spec.walk import symbol_name as _sym
 from .emulation_plan import (
     EmulationPlan,
@@ -342,7 +343,9 @@ class Emulation:
         if returns and fed:
             fn = _as_op(op.parent)
             funcs[_sym(fn)] = fn
-        narrow = returns and bool(self.narrowed) and not self.outputs
+        # only the entry function's results come back narrowed (outputs
+        # "narrow"); a private function hands its callers packed words
+        narrow = returns and bool(self.narrowed) and not self.outputs and _is_public(_as_op(op.parent))
         for i in fed:
             x = op.operands[i]
             with ir.InsertionPoint(op), op.location:

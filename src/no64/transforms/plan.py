@@ -83,6 +83,9 @@ class Settings:
     #: Positions of entry inputs taken as 32-bit values without a declared
     #: range (policy "exact", outputs "narrow"): unproven.
     assumed_inputs: frozenset[int] = frozenset()
+    #: float64 is computed as pairs of f32 (``float_policy="pairs"``): the
+    #: rules keep float64 values float64, for the pair pass that follows.
+    float_pairs: bool = False
 
 
 @dataclass(eq=False)

@@ -17,6 +17,8 @@ import numpy as np
 BIG = np.full(200, 16_000_000, np.int64)
 NEAR = np.array([3, 1 << 30, (1 << 30) + 5, 7], np.int64)
 KEYS = np.array([1, 2, 12345, 2**31 - 1], np.int64)
+SIGNED = np.array([-1, 5, 2**31 - 1, -2**31, 0, 1], np.int32)
+LOW = np.array([3, 1, 2, 0, 2**31 - 1, -2**31], np.int32)
 
 
 def scan_counter(xs):
@@ -39,6 +41,14 @@ PROGRAMS = {
     "argmax_products": (lambda a: jnp.argmax(a * 3), NEAR),  # LINE argmax_products
     "hash_mod": (lambda a: (a * 2654435761) % 1000003, KEYS),  # LINE hash_mod
     "cumsum_mod": (lambda a: jnp.cumsum(a)[-1] % 1000, BIG),  # LINE cumsum_mod
+    # width-dependent ops the pass computes on 32-bit words: the x64 value under every policy
+    "composite_keys": (lambda a: jnp.argsort((a.astype(jnp.int64) << 32) + LOW), SIGNED),  # LINE composite_keys
+    "popcnt": (lambda a: jax.lax.population_count(a.astype(jnp.int64)), SIGNED),  # LINE popcnt
+    "clz": (lambda a: jax.lax.clz(a.astype(jnp.int64)), SIGNED),  # LINE clz
+    "shift40_mod": (lambda a: (a.astype(jnp.int64) + (jnp.int64(1) << 40)) % 1000, SIGNED),  # LINE shift40_mod
+    "uint64_bits": (lambda s: jax.random.bits(jax.random.PRNGKey(s), (6,), dtype=jnp.uint64) % 997,
+                    np.int32(3)),  # LINE uint64_bits
+    "int64_seed": (lambda s: jax.random.bits(jax.random.PRNGKey(s), (4,), jnp.uint32), np.int64(-5)),  # LINE int64_seed
     # integers proven to fit: the same value, no warning, under every policy
     "fits_count": (lambda a: jnp.sum(a > 20_000_000), BIG),  # LINE fits_count
     "fits_argmax": (lambda a: jnp.argmax(a), KEYS),  # LINE fits_argmax

@@ -18,7 +18,7 @@ from .._compat import set_x64_global, watch_explicit_dtypes
 from ..state import STATE, HookListener
 from ...transforms.scan import find_64bit
 from ...errors import No64Error, X64DisabledWarning
-from ...kinds import Handling, Mode
+from ...kinds import Handling, Mode, Verdict
 from .observer import _unchain_x64_hook
 from .sites import _NO_SITE, _compile_site, _stack_site
 from .values import (DtypeEvent, ModuleResult, Value, X64Event, _module_name, _one_line,
@@ -71,6 +71,20 @@ def _hook_settings(given: dict[str, Any]) -> dict[str, str]:
             value = jaxhook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
         out[field.name] = str(value)
     return out
+
+
+def _judged(report: Any) -> Any:
+    """The report of an x64 program the hook judged, as the hook judged it:
+    a value unproven only as a sentinel question (:func:`no64.jax.intent.unproven`
+    leaves it to the sentinel rules) counts as a sentinel."""
+    from types import SimpleNamespace
+
+    bad = {id(n) for n in intent.unproven(report)}
+    narrowings = [n if n.verdict not in (Verdict.UNPROVEN, Verdict.OVERFLOW) or id(n) in bad
+                  else SimpleNamespace(op=n.op, location=n.location, role=n.role, index=n.index,
+                                       verdict=Verdict.SENTINEL)
+                  for n in report.narrowings]
+    return SimpleNamespace(events=report.events, narrowings=narrowings)
 
 
 class Predictor(HookListener):
@@ -269,7 +283,7 @@ class Predictor(HookListener):
                     handlings = _refusal_handlings(findings, exc)
                     status = "refused"
                 elif report is not None:
-                    handlings = _report_handlings(findings, report)
+                    handlings = _report_handlings(findings, _judged(report) if meaning is not None else report)
                     status = "rewritten"
                 else:  # not the hook's (mode off): the backend gets its 64-bit values
                     handlings = [Handling.EXACT] * len(findings)
