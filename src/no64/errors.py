@@ -200,8 +200,9 @@ class X64DisabledWarning(UserWarning):
 
 class UnprovenIntegerWarning(UserWarning):
     """The x64 program computes a 64-bit integer that is not proven to fit in
-    32 bits, and the 32-bit program JAX runs may compute a different value
-    there (given once per source line; ``-W error`` turns it into a failure)."""
+    32 bits, and no64 computes it as a 32-bit value there, which may differ
+    from the x64 program's (given once per source line; ``-W error`` turns
+    it into a failure)."""
 
 
 class ConfigurationError(No64Error, ValueError):

@@ -346,3 +346,31 @@ def test_convert_json_and_summary_list_float_hints(capsys: pytest.CaptureFixture
     code, out, _ = run(capsys, "convert", str(src), "-o", str(tmp_path / "c.mlir"), "--json",
                        "--float-policy", "pairs")
     assert code == 0 and json.loads(out)["float_hints"] == []
+
+
+def test_convert_exact_hlo_with_random_matches_x64(tmp_path: Path) -> None:
+    """XLA HLO of a program drawing jax.random numbers from an int64 seed converts under
+    --policy exact (XLA's importer leaves each while's regions as uncalled functions:
+    dropped, not converted), and the converted module computes the x64 program's values,
+    the seed entering as its two words."""
+    import jax
+
+    from no64.jax._compat import enable_x64
+    from no64.jax.reference import converted_inputs, word_pair_inputs
+
+    f = lambda s: jax.random.bits(jax.random.PRNGKey(s), (6,), jax.numpy.uint32)  # noqa: E731
+    seed = np.int64(-(2**40) - 3)
+    with enable_x64(True):
+        hlo = jax.jit(f).lower(seed).as_text(dialect="hlo")
+        ref = np.asarray(jax.jit(f)(seed))
+    src = tmp_path / "rand.hlo"
+    src.write_text(hlo)
+    out = tmp_path / "rand.mlir"
+    assert main(["convert", "--policy", "exact", str(src), "-o", str(out)]) == 0
+    original = no64io.load(src.read_bytes(), format="hlo")
+    converted = no64io.load(out.read_bytes(), format="mlir")
+    assert not no64.find_64bit(converted)
+    words = word_pair_inputs(original, converted)
+    assert words == [0]
+    (got,) = run_module(converted, converted_inputs([seed], words))
+    np.testing.assert_array_equal(got, ref)

@@ -136,11 +136,10 @@ def test_each_policy(runs: dict[str, Any]) -> None:
         assert exact[name].get("error") == "OutputRangeError", (name, exact[name])
         assert _error_at(exact[name], lines[name])
         assert 'no64.jit(..., policy="exact", restore_dtypes=True)' in exact[name]["message"]
-    # a Python int beyond int32 in the function (a hash multiplier) is refused at its line by
-    # the 32-bit trace; under "exact" the x64 program, which holds it exactly, runs instead
-    for got in (default, strict):
-        assert got["hash_mod"]["error"] == "HostRangeError" and _error_at(got["hash_mod"], lines["hash_mod"])
-    assert exact["hash_mod"]["value"] == ref["hash_mod"]["value"], exact["hash_mod"]
+    # a Python int beyond int32 in the function (a hash multiplier), which the 32-bit trace
+    # cannot hold: the x64 program, which holds it exactly, is what runs under every policy
+    for got in (default, strict, exact):
+        assert got["hash_mod"]["value"] == ref["hash_mod"]["value"], got["hash_mod"]
     assert exact["arange_across"].get("error") == "OutputRangeError", exact["arange_across"]
     # the compile records say which modules are not exact
     assert [False] == sorted({exact for name, exact in default["records"] if not exact})

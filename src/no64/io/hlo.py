@@ -8,6 +8,7 @@ from typing import Any
 from ..ir._compat import xla_hlo, xla_mlir
 from ..ir._mlir import ir
 from ..errors import InputError
+from ..spec.registry import spec_of
 from .diagnostics import _xla_error_line
 from .mlir import _bytecode
 
@@ -23,8 +24,40 @@ def _is_hlo_proto(data: bytes) -> bool:
 
 
 def _from_hlo_proto(proto: bytes, ctx: ir.Context) -> ir.Module:
+    module = ir.Module.parse(xla_mlir().hlo_to_stablehlo(proto), context=ctx)
+    _drop_uncalled(module)
+    return module
 
-    return ir.Module.parse(xla_mlir().hlo_to_stablehlo(proto), context=ctx)
+
+def _drop_uncalled(module: ir.Module) -> None:
+    """Erase the private functions nothing refers to.  XLA's HLO importer
+    writes each computation out as a function, also those it then inlines
+    as a ``while``'s or a reduction's region: dead copies, whose 64-bit
+    values would be converted like any other (and, in no function's call
+    graph, could not be emulated as words)."""
+    functions = [op.operation for op in module.body.operations if spec_of(op.operation.name).function]
+    while True:
+        used: set[str] = set()
+        for fn in functions:
+            fn.walk(lambda op: _note_symbols(op, used))
+        dead = [fn for fn in functions
+                if "sym_visibility" in fn.attributes
+                and ir.StringAttr(fn.attributes["sym_visibility"]).value == "private"
+                and ir.StringAttr(fn.attributes["sym_name"]).value not in used]
+        if not dead:
+            return
+        for fn in dead:
+            functions.remove(fn)
+            fn.erase()
+
+
+def _note_symbols(op: ir.Operation, used: set[str]) -> ir.WalkResult:
+    attrs = op.attributes
+    for i in range(len(attrs)):
+        text = str(attrs[i].attr)
+        if "@" in text:
+            used.update(part.split()[0].strip('",]>)}') for part in text.split("@")[1:] if part)
+    return ir.WalkResult.ADVANCE
 
 
 def _load_hlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:

@@ -139,9 +139,9 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
     try:
         p = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
     except ConstantRangeError as exc:
-        # a host integer beyond 32 bits (a 64-bit hash multiplier): under
-        # "exact" the x64 program, which holds it exactly, is what runs
-        if not (_wanted() and _exact()):
+        # a host integer beyond 32 bits (a 64-bit hash multiplier): the x64
+        # program, which holds it exactly, is what runs
+        if not _wanted():
             raise
         return _trace_for_exact(fun, ji, ctx_mesh, dbg, avals, args, kwargs, exc)
     if not _wanted():
@@ -527,9 +527,9 @@ def warn_unproven(report: DemotionReport, name: str) -> None:
                 else "is not proven to fit in 32 bits")
         message = (
             f"no64: the x64 program computes a 64-bit integer at {file}:{line} ({', '.join(prims)}, "
-            f"in {name}) that {what}; the 32-bit program JAX runs may compute a different "
-            "value there. NO64_POLICY=exact (or no64.jit(..., policy=\"exact\")) computes it "
-            "exactly; NO64_POLICY=strict refuses it"
+            f"in {name}) that {what}; no64 computes it as a 32-bit value there, which may "
+            "differ from the x64 program's. NO64_POLICY=exact (or no64.jit(..., "
+            "policy=\"exact\")) computes it exactly; NO64_POLICY=strict refuses it"
         )
         warnings.warn_explicit(message, UnprovenIntegerWarning, file, line)
 

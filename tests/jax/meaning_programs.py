@@ -1,0 +1,59 @@
+"""Programs run under the compile hook with x64 on: what runs is the x64 program.
+
+Run as a script (under ``NO64_PLATFORMS=cpu JAX_ENABLE_X64=1`` and a policy, or
+without no64 for the reference), it prints one JSON document: per case its
+value, or its error class and message, and the no64 warnings it gave, with
+their lines; plus the float policy each compile record ran under.
+"""
+
+import json
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def cancel(k, c):
+    # float64 arithmetic f32 cannot hold: c + k/1024, minus c, for c = 1e8 (an argument:
+    # XLA folds (x + C) - C of a constant C)
+    big = c + k.astype(jnp.float64) / 1024
+    return (big - c) * 1024
+
+
+def effects(a):
+    jax.debug.print("a = {}", a)
+    return jnp.cumsum(a.astype(jnp.int64))[-1]  # LINE effects
+
+
+CASES = {
+    "cancel": (cancel, (np.arange(5, dtype=np.int32), np.float64(1e8)), {}),
+    "effects": (effects, (np.full(4, 2**30, np.int32),), {}),
+    "huge_float": (lambda x: x * 2, (np.array([1.0, 1e300]),), {}),
+}
+
+
+def main() -> None:
+    out: dict = {}
+    for name, (fun, args, kwargs) in CASES.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                value = np.asarray(jax.jit(fun, **kwargs)(*args))
+                got = {"value": value.tolist(), "dtype": str(value.dtype)}
+            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
+                got = {"error": type(exc).__name__, "message": str(exc)}
+        got["warnings"] = [[w.category.__name__, w.lineno] for w in caught
+                           if w.category.__module__.startswith("no64")]
+        out[name] = got
+    if "no64" in sys.modules:
+        import no64
+
+        out["float_policies"] = sorted({str(r.report.float_policy) for r in no64.compile_records()
+                                        if r.report is not None})
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

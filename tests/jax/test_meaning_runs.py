@@ -1,0 +1,136 @@
+"""Under the compile hook, a program that asked for x64 runs its x64 program --
+the float policy on its own, host data f32 cannot hold, programs with effects,
+typed keys and random floats on pairs -- checked against the x64 program run on
+the CPU without no64."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import no64
+from no64.jax import intent
+from no64.jax._compat import enable_x64
+
+SCRIPT = Path(__file__).parent / "meaning_programs.py"
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+RUNS = {
+    "ref": {},
+    "f32": {"NO64_PLATFORMS": "cpu"},
+    "pairs": {"NO64_PLATFORMS": "cpu", "NO64_FLOAT_POLICY": "pairs"},
+    "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
+}
+
+
+def _line(tag: str) -> int:
+    return next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t.endswith(f"# LINE {tag}"))
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Any]:
+    procs = {}
+    for tag, extra in RUNS.items():
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
+        env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", **extra)
+        procs[tag] = subprocess.Popen([sys.executable, str(SCRIPT)], env=env, cwd=SCRIPT.parent,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = {}
+    for tag, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, (tag, stderr[-3000:])
+        out[tag] = json.loads(stdout.strip().splitlines()[-1])
+    return out
+
+
+def test_float_policy_pairs_alone_computes_pairs(runs: dict[str, Any]) -> None:
+    """NO64_FLOAT_POLICY=pairs, with no NO64_POLICY, computes the x64 program's float64
+    as pairs: 1e8 + k/1024 - 1e8 is k/1024 as with x64, where f32 loses it."""
+    ref, f32, pairs = runs["ref"]["cancel"], runs["f32"]["cancel"], runs["pairs"]["cancel"]
+    assert ref["value"] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert pairs["value"] == ref["value"] and pairs["dtype"] == "float32"
+    assert f32["value"] != ref["value"]  # not vacuous: f32 cannot hold 1e8 + 1/1024
+    assert runs["pairs"]["float_policies"] == ["pairs"] and runs["f32"]["float_policies"] == ["f32"]
+
+
+def test_host_float_beyond_f32_is_refused(runs: dict[str, Any]) -> None:
+    """A float64 host argument beyond float32's range is refused at the call's line (it
+    would become inf), under every float policy; x64 computes with it."""
+    line = next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1)
+                if "jax.jit(fun, **kwargs)(*args)" in t)
+    assert runs["ref"]["huge_float"]["value"] == [2.0, 2e300]
+    for tag in ("f32", "pairs", "strict"):
+        got = runs[tag]["huge_float"]
+        assert got.get("error") == "HostRangeError", (tag, got)
+        assert f"meaning_programs.py:{line}" in got["message"]
+        assert "beyond float32's range" in got["message"]
+
+
+def test_effects_have_no_x64_meaning_and_say_so(runs: dict[str, Any]) -> None:
+    """A function with jax.debug.print has no x64 meaning here: the default policy runs
+    JAX's 32-bit program with a NoX64MeaningWarning at the caller's line (its cumsum
+    wraps: -2**31 against the x64 2**32), strict refuses it; never a silent number."""
+    line = next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1)
+                if "jax.jit(fun, **kwargs)(*args)" in t)
+    assert runs["ref"]["effects"]["value"] == 2**32
+    default = runs["f32"]["effects"]
+    assert ["NoX64MeaningWarning", line] in default["warnings"], default
+    strict = runs["strict"]["effects"]
+    assert strict.get("error") == "NoX64MeaningError", strict
+    assert f"meaning_programs.py:{line}" in strict["message"] and "side effects" in strict["message"]
+
+
+def test_no64_jit_exact_takes_a_typed_key() -> None:
+    """policy="exact" of a function taking a typed PRNG key: the key's words go in, the
+    x64 program's bits come out (bit for bit with restore_dtypes)."""
+    key = jax.random.key(7)
+    f = lambda k: jax.random.bits(k, (4,), jnp.uint64)  # noqa: E731
+    got = no64.jit(f, policy="exact", restore_dtypes=True)(key)
+    with enable_x64(True):
+        ref = jax.jit(f)(key)
+    assert got.dtype == np.uint64
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+
+
+def test_pairs_random_floats_from_the_x64_bits() -> None:
+    """float_policy="pairs": jax.random.uniform's float64 from 52 random bits becomes a
+    pair from the same bits (within 2**-48 of the x64 draw, where the f32 idiom keeps 23
+    bits); an int64 seed beyond int32 is a one-line ArgumentRangeError, not a crash."""
+    f = lambda s: jax.random.uniform(jax.random.PRNGKey(s), (64,))  # noqa: E731
+    got = np.asarray(no64.jit(f, float_policy="pairs", restore_dtypes=True)(np.int64(12345)))
+    with enable_x64(True):
+        ref = np.asarray(jax.jit(f)(np.int64(12345)))
+    assert got.dtype == np.float64
+    err = np.abs(got - ref).max()
+    assert err <= 2.0**-48, err
+    f32 = np.asarray(no64.jit(f)(np.int64(12345)))
+    assert np.abs(f32 - ref).max() > 2.0**-30  # not vacuous: the f32 draw differs
+    with pytest.raises(no64.ArgumentRangeError, match="outside int32's range"):
+        no64.jit(f, float_policy="pairs")(np.int64(2**40 + 5))
+
+
+def test_pairs_float_to_int64_not_proven_is_reported() -> None:
+    """no64.jit(float_policy="pairs") of a float -> int64 convert whose values may not fit
+    in 32 bits: reported at its line under the default policy (never silently another
+    number), refused under strict, the x64 value under exact with restore_dtypes."""
+    intent.clear_warned()
+    f = lambda x: x.astype(jnp.int64)  # noqa: E731  # CONVERT LINE
+    x = np.array([3e9, 2.5e15])
+    with pytest.warns(no64.UnprovenIntegerWarning, match=r"test_meaning_runs.py:\d+ \(convert"):
+        no64.jit(f, float_policy="pairs", restore_dtypes=True)(x)
+    with pytest.raises(no64.NarrowingError, match="unproven"):
+        no64.jit(f, float_policy="pairs", policy="strict", restore_dtypes=True)(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", no64.UnprovenIntegerWarning)
+        got = no64.jit(f, float_policy="pairs", policy="exact", restore_dtypes=True)(x)
+    assert got.tolist() == [3_000_000_000, 2_500_000_000_000_000]
