@@ -108,6 +108,9 @@ class Narrowing:
       location: The value's :class:`~no64.SourceLocation` (decoded on first
         use): the op's location for a result, the argument's own location
         for a block argument.
+      collision: The value is unproven only because it may hold a sentinel
+        (``INT64_MAX`` ...) while its ordinary values fit 32 bits and may
+        reach the sentinel's 32-bit image (or a comparison meets it).
     """
 
     op: str
@@ -116,6 +119,7 @@ class Narrowing:
     verdict: Verdict
     interval: tuple[int, int] | None
     detail: str
+    collision: bool
     _loc: Any
     _decoded: SourceLocation | None
 
@@ -128,6 +132,7 @@ class Narrowing:
         verdict: Verdict | str,
         interval: tuple[int, int] | None = None,
         detail: str = "",
+        collision: bool = False,
     ) -> None:
         if role not in ("result", "argument"):
             raise ValueError(f"role must be 'result' or 'argument', not {role!r}")
@@ -138,6 +143,7 @@ class Narrowing:
         init(self, "verdict", Verdict(verdict))
         init(self, "interval", interval)
         init(self, "detail", detail)
+        init(self, "collision", collision)
         init(self, "_loc", location)
         init(self, "_decoded", location if isinstance(location, SourceLocation) else None)
 
@@ -149,7 +155,8 @@ class Narrowing:
         return self._decoded
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.op, self.role, self.index, self.location, self.verdict, self.interval, self.detail)
+        return (self.op, self.role, self.index, self.location, self.verdict, self.interval, self.detail,
+                self.collision)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Narrowing):
@@ -170,6 +177,7 @@ class Narrowing:
             "interval": list(self.interval) if self.interval is not None else None,
             "location": loc,
             "detail": self.detail,
+            "collision": self.collision,
         }
 
     def __repr__(self) -> str:

@@ -51,9 +51,38 @@ def test_narrowing_records_name_op_index_and_interval() -> None:
         "location": {"primitive": "add", "scope": "jit(f)/add", "file": "p.py", "line": 4, "column": 7,
                      "raw": row["location"]["raw"], "text": "add at p.py:4:7"},
         "detail": "result in [1000000, 1099512627776] may not fit in 32 bits",
+        "collision": False,
     }
     # the events are kept as before
     assert sorted(e.kind for e in report.events) == ["overflow", "unproven", "unproven"]
+
+
+# A min whose identity is INT64_MAX over 32-bit values, and a masked fill with it.
+SENTINEL_SRC = """
+func.func public @main(%x: tensor<4xi64>) -> (tensor<i64>, tensor<4xi64>) {
+  %max = stablehlo.constant dense<9223372036854775807> : tensor<i64>
+  %m = stablehlo.reduce(%x init: %max) applies stablehlo.minimum across dimensions = [0]
+      : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %zero = stablehlo.constant dense<0> : tensor<4xi64>
+  %fill = stablehlo.constant dense<9223372036854775807> : tensor<4xi64>
+  %p = stablehlo.compare GT, %x, %zero : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+  %s = stablehlo.select %p, %x, %fill : tensor<4xi1>, tensor<4xi64>
+  return %m, %s : tensor<i64>, tensor<4xi64>
+}"""
+
+
+def test_collision_marks_values_unproven_only_by_a_sentinel() -> None:
+    """A value unproven only because a sentinel meets ordinary 32-bit values is marked
+    ``collision`` -- a reduction's identity, not a select's masked fill (whose result is
+    the sentinel beside values that may be INT32_MAX) -- and a plainly unproven one is not."""
+    i32 = (-(2**31), 2**31 - 1)
+    report = no64.demote(parse(SENTINEL_SRC), policy="permissive", input_ranges={0: i32})
+    by_op = {(n.op, n.role, n.index): n for n in report.narrowings if n.verdict is Verdict.UNPROVEN}
+    assert by_op["stablehlo.reduce", "result", 0].collision
+    select = by_op["stablehlo.select", "result", 0]
+    assert select.interval == (-(2**31), 2**63 - 1) and not select.collision
+    wide = no64.demote(parse(SENTINEL_SRC), policy="permissive", input_ranges={0: (0, 2**40)})
+    assert not any(n.collision for n in wide.narrowings)
 
 
 def test_narrowing_error_carries_location_and_its_one_record() -> None:

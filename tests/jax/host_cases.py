@@ -304,6 +304,12 @@ def run_all(prefix: str = "", cases: dict[str, Callable[[Any], Any]] | None = No
         compiled = jax.jit(plus_one).lower(small).compile()
         compiled(small)
         out[f"{prefix}aot/{name}"] = encode(lambda: compiled(arg))  # AOT LINE
+        # a C++ fast path made by 32-bit numpy data of the same shape
+        narrow = jax.jit(plus_one)
+        small32 = np.asarray(small, np.int32) if not isinstance(arg, int) else 0
+        narrow(small32)
+        narrow(small32)
+        out[f"{prefix}arg32/{name}"] = encode(lambda: narrow(arg))  # ARGUMENT32 LINE
     return out
 
 

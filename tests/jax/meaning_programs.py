@@ -13,6 +13,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 
 def cancel(k, c):
@@ -34,13 +35,37 @@ CASES = {
 }
 
 
+def cache_order():
+    # one jitted function called with 32-bit data, then with 64-bit host data of the
+    # same shape: the second call's x64 program squares in 64 bits
+    square_mod = jax.jit(lambda a: (a * a) % 1000)  # LINE cache_order
+    square_mod(np.arange(3, dtype=np.int32))
+    return square_mod(np.full(3, 100_000, np.int64))
+
+
+def popcnt(a):
+    return lax.population_count(a.astype(jnp.int64))  # LINE popcnt
+
+
+#: entries other than a top-level jit of the case's function
+RUNNERS = {
+    "eager_popcnt": lambda: lax.population_count(np.array([-1, 5], np.int64)),  # LINE eager
+    "cache_order": cache_order,
+    "vmap_of_jit": lambda: jax.vmap(jax.jit(popcnt))(np.array([-1, 3], np.int32)),  # LINE vmap
+    "jit_of_vmap": lambda: jax.jit(jax.vmap(popcnt))(np.array([-1, 3], np.int32)),
+    "eager_mixed": lambda: lax.add(jnp.arange(2), np.array([2**31 - 1, 1], np.int64)),  # LINE mixed
+    "grad_f64_scalar": lambda: jax.grad(lambda x: (x * np.float64(2.0)).sum())(jnp.ones(3)),
+}
+
+
 def main() -> None:
     out: dict = {}
-    for name, (fun, args, kwargs) in CASES.items():
+    cases = {**CASES, **{name: (run, None, None) for name, run in RUNNERS.items()}}
+    for name, (fun, args, kwargs) in cases.items():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                value = np.asarray(jax.jit(fun, **kwargs)(*args))
+                value = np.asarray(fun() if args is None else jax.jit(fun, **kwargs)(*args))
                 got = {"value": value.tolist(), "dtype": str(value.dtype)}
             except Exception as exc:  # noqa: BLE001 - the test reads the class and message
                 got = {"error": type(exc).__name__, "message": str(exc)}

@@ -113,7 +113,7 @@ def test_environment_host_values_against_x64_reference(tmp_path: Path) -> None:
     """Every case under NO64_PLATFORMS=cpu + JAX_ENABLE_X64=1, eagerly and under jax.jit:
     sentinels give the x64 result narrowed by no64's rules; big integers are refused at the
     case's line (constants) or the call's line (jit and AOT-compiled arguments, also once a
-    C++ fast path exists); under the "wrap" policy they give the x64 result's low 32 bits; the Flax/Optax
+    C++ fast path exists, made by 64-bit or by 32-bit numpy data); under the "wrap" policy they give the x64 result's low 32 bits; the Flax/Optax
     step's metrics match; host_records() names the lines."""
     ref_proc, ref_out = _start(tmp_path, "ref")
     got_proc, got_out = _start(tmp_path, "no64", NO64_PLATFORMS="cpu")
@@ -140,8 +140,11 @@ def test_environment_host_values_against_x64_reference(tmp_path: Path) -> None:
                 problems.append(f"wrap/{key}: {p}")
     aot_line = next(i for i, text in enumerate(Path(CASES_FILE).read_text().splitlines(), 1)
                     if "# AOT LINE" in text)
+    arg32_line = next(i for i, text in enumerate(Path(CASES_FILE).read_text().splitlines(), 1)
+                      if "# ARGUMENT32 LINE" in text)
     for name in hc.BIG_ARGUMENTS:
-        for key, line in ((f"arg/{name}", arg_line), (f"aot/{name}", aot_line)):
+        for key, line in ((f"arg/{name}", arg_line), (f"aot/{name}", aot_line),
+                          (f"arg32/{name}", arg32_line)):
             if (p := refused_at(got[key], line)) is not None:
                 problems.append(f"{key}: {p}")
             if (p := same(got[f"wrap/{key}"], narrowed(ref[key], "wrap"))) is not None:
@@ -395,14 +398,6 @@ def _read_refused(got: dict[str, Any], line: int, meets: bool = False) -> str | 
     return None
 
 
-@pytest.mark.xfail(
-    reason="known bug: under NO64_POLICY=exact the x64 meaning of a program whose host "
-    "sentinel flows through a private function (jnp.where's _where) is emulated with the "
-    "call's results as words but the callee's narrowed (InvalidModuleError, never a "
-    "wrong number); under strict an argument collision is refused by the range check "
-    "before the host's HostRangeError",
-    strict=True,
-)
 def test_environment_sentinel_collisions_and_reads(tmp_path: Path) -> None:
     """Under NO64_PLATFORMS=cpu (JAX_ENABLE_X64=1), jax.jit, every range policy: a host
     array holding a sentinel and its 32-bit image is refused at the user's line naming
@@ -455,9 +450,12 @@ def test_environment_sentinel_collisions_and_reads(tmp_path: Path) -> None:
                 problems.append(f"{policy} {key}: recorded unproven")
         if (p := same(got["arg/move_argument"], narrowed(ref["arg/move_argument"]))) is not None:
             problems.append(f"{policy} arg/move_argument: {p}")
-    # The reference differs from what the 32-bit program computes: reporting is needed.
-    want = narrowed(ref["jit/read_rem"])
-    assert want is not None and same(out["default"]["jit/read_rem"], want) is not None
+    # The 32-bit program holds INT32_MAX for the sentinel (INT32_MAX % 1000 = 647);
+    # what runs under the default policy is the x64 program, whose remainder of
+    # INT64_MAX (807) the pass proves inside 32 bits.
+    assert ref["jit/read_rem"]["value"] == [807, 807, 807]
+    assert (2**31 - 1) % 1000 == 647
+    assert same(out["default"]["jit/read_rem"], narrowed(ref["jit/read_rem"])) is None
     # A 64-bit jax.Array sentinel meeting an argument in jnp.where: the pass's verdict.
     key, line = "jit/jax_array_where", _line_of("# JAX ARRAY LINE")
     if (p := same(out["default"][key], narrowed(ref[key]))) is not None:

@@ -29,6 +29,7 @@ RUNS = {
     "f32": {"NO64_PLATFORMS": "cpu"},
     "pairs": {"NO64_PLATFORMS": "cpu", "NO64_FLOAT_POLICY": "pairs"},
     "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
+    "exact": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact"},
 }
 
 
@@ -88,6 +89,67 @@ def test_effects_have_no_x64_meaning_and_say_so(runs: dict[str, Any]) -> None:
     strict = runs["strict"]["effects"]
     assert strict.get("error") == "NoX64MeaningError", strict
     assert f"meaning_programs.py:{line}" in strict["message"] and "side effects" in strict["message"]
+
+
+def test_eager_primitive_on_64bit_host_data_has_its_x64_meaning(runs: dict[str, Any]) -> None:
+    """An eager lax primitive on int64 host data (JAX canonicalises its operands to int32
+    before it runs) computes the x64 program's popcnt under every policy: 64 for -1."""
+    assert runs["ref"]["eager_popcnt"]["value"] == [64, 2]
+    for tag in ("f32", "strict", "exact"):
+        got = runs[tag]["eager_popcnt"]
+        assert got.get("value") == [64, 2], (tag, got)
+        assert not got["warnings"], (tag, got)
+
+
+def test_eager_primitive_mixing_host_data_and_32bit_arrays_says_so(runs: dict[str, Any]) -> None:
+    """An eager lax.add of an int32 array and int64 host data: the x64 program's dtype of
+    the array is unknown here (jnp.arange is int64 under x64), so no64 says at the line that
+    the 32-bit program runs unjudged (refused under strict and exact); an eager float64
+    scalar under grad (floats are float32 under this float policy) gives no such word."""
+    line = _line("mixed")
+    assert runs["ref"]["eager_mixed"]["value"] == [2**31 - 1, 2]
+    default = runs["f32"]["eager_mixed"]
+    assert ["NoX64MeaningWarning", line] in default["warnings"], default
+    for tag in ("strict", "exact"):
+        got = runs[tag]["eager_mixed"]
+        assert got.get("error") == "NoX64MeaningError", (tag, got)
+        assert f"meaning_programs.py:{line}" in got["message"], got["message"]
+    for tag in ("f32", "strict", "exact"):
+        got = runs[tag]["grad_f64_scalar"]
+        assert got.get("value") == [2.0, 2.0, 2.0] and not got["warnings"], (tag, got)
+
+
+def test_cache_is_keyed_by_the_host_dtypes(runs: dict[str, Any]) -> None:
+    """A jitted function called with int32 data, then with int64 host data of the same
+    shape, is not served the first call's 32-bit program: the second call is judged by its
+    own x64 program (a 64-bit square): reported at the line under default, refused under
+    strict, the x64 value under exact -- never JAX's cached int32 answer unwarned."""
+    line = _line("cache_order")
+    ref = runs["ref"]["cache_order"]
+    assert ref["value"] == [0, 0, 0]  # 10**10 % 1000; int32 wraps to 1410065408 -> 408
+    default = runs["f32"]["cache_order"]
+    assert ["UnprovenIntegerWarning", line] in default["warnings"], default
+    strict = runs["strict"]["cache_order"]
+    assert strict.get("error") == "NarrowingError" and "unproven" in strict["message"], strict
+    assert runs["exact"]["cache_order"].get("value") == [0, 0, 0], runs["exact"]["cache_order"]
+
+
+def test_jit_under_vmap_outside_jit_says_it_has_no_x64_meaning(runs: dict[str, Any]) -> None:
+    """vmap of a jit, called eagerly, has no x64 meaning (the inner jit is traced inside
+    the vmap): a NoX64MeaningWarning at the line asking for int64 under default (JAX's
+    32-bit popcnt runs: 32 for -1), refused under strict and exact.  jit of the vmap has
+    one: the x64 popcnt under every policy."""
+    line = _line("popcnt")
+    assert runs["ref"]["vmap_of_jit"]["value"] == [64, 2]
+    default = runs["f32"]["vmap_of_jit"]
+    assert ["NoX64MeaningWarning", line] in default["warnings"], default
+    assert default["value"] == [32, 2]  # not vacuous: the 32-bit program differs
+    for tag in ("strict", "exact"):
+        got = runs[tag]["vmap_of_jit"]
+        assert got.get("error") == "NoX64MeaningError", (tag, got)
+        assert f"meaning_programs.py:{line}" in got["message"] and "int64" in got["message"]
+    for tag in ("f32", "strict", "exact"):
+        assert runs[tag]["jit_of_vmap"].get("value") == [64, 2], (tag, runs[tag]["jit_of_vmap"])
 
 
 def test_no64_jit_exact_takes_a_typed_key() -> None:

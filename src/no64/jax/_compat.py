@@ -508,6 +508,19 @@ def jit_input_avals(fun: Any, ji: Any, dbg: Any, args: Any, kwargs: Any) -> Any:
     return infer(fun, dbg, dynargs)
 
 
+def wrap_primitive_callable(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of ``dispatch.xla_primitive_callable(prim,
+    **params)``, the ``jit`` an eager primitive runs through (its operands
+    already canonicalised); ``dispatch.apply_primitive`` looks it up by name
+    at every call (0.7-0.12)."""
+    from jax._src import dispatch
+
+    callable_ = getattr(dispatch, "xla_primitive_callable", None)
+    if callable_ is None or not hasattr(dispatch, "apply_primitive"):
+        raise _missing("the jit of an eager primitive (dispatch.xla_primitive_callable)")
+    dispatch.xla_primitive_callable = make(callable_)
+
+
 def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Put ``make(original)`` in place of ``pjit._pjit_lower(jaxpr, ...)``
     (0.7-0.12; a cached function from 0.8, a wrapper of

@@ -821,12 +821,14 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
                      f"({config.describe()})")
         raise
     if not exact:
+        intent.refuse_unless_proven(module, report)
         if config.policy is RangePolicy.STRICT:
             bad = intent.unproven(report)
             if bad:
                 n = bad[0]
                 refusal = NarrowingError(n.op, n.location, n.verdict, n.interval or (0, 0), config.policy,
                                          narrowing=n, reason=None if n.interval else n.detail)
+                host.name_callers_line(refusal, meaning)
                 refusal.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 "
                                  f"program ({config.describe()})")
                 raise refusal

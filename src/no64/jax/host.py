@@ -56,8 +56,11 @@ Where JAX 0.10 converts host data, and the hook for each
    index type JAX canonicalised the x64 program's to) is narrowed as by (3).
 5. The C++ ``jit`` dispatch path converts numpy arguments itself, without
    calling back into Python.  ``pjit._get_fastpath_data`` is wrapped so that
-   a call with a 64-bit numpy argument never gets a C++ fast path: such
-   calls always go through (1).  32-bit arguments keep it.  An AOT
+   a call with a 64-bit numpy argument -- or a numpy argument of their
+   32-bit images (int32, uint32, float32, complex64), whose C++ cache entry
+   a later 64-bit argument would hit, jaxlib keying it by canonical dtype --
+   never gets a C++ fast path: such calls always go through (1).
+   ``jax.Array`` and Python scalar arguments keep it.  An AOT
    ``Compiled`` object's C++ call (``MeshExecutable.create_cpp_call``) is
    wrapped likewise: with 64-bit numpy arguments it takes the Python path.
 
@@ -116,6 +119,14 @@ _COMPLEX64 = np.dtype(np.complex64)
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
 from ..ir.types import NARROWED_DTYPES as NARROWED  # noqa: E402
+
+#: numpy dtypes whose arguments must not get jaxlib's C++ fast path: the
+#: 64-bit ones and their 32-bit images (jaxlib keys its C++ cache by the
+#: canonical dtype, so an int64 array would be served -- and cast in C++,
+#: unchecked -- by the entry an int32 array made).
+#: the 32-bit dtypes no64 gives 64-bit ones
+NARROWED_IMAGES = frozenset(np.dtype(d) for d in NARROWED.values())
+_NO_FAST_PATH = frozenset(NARROWED) | NARROWED_IMAGES
 
 
 # ---------------------------------------------------------------------------
@@ -556,6 +567,49 @@ def install_hooks() -> None:
         _installed = True
 
 
+_WIDE_KEPT = 16
+
+
+def _remember_wide(narrowed: Any, original: Any) -> Any:
+    """Note, for this thread, the 64-bit host data a narrowed value was made
+    from (the last few only): an eager primitive, whose operands JAX
+    canonicalises before it runs, is given its x64 meaning from them (see
+    :func:`wide_original`)."""
+    kept = getattr(_local, "wide", None)
+    if kept is None:
+        kept = _local.wide = {}
+    elif len(kept) >= _WIDE_KEPT:
+        del kept[next(iter(kept))]
+    kept[id(narrowed)] = (narrowed, original)
+    for listener in _wide_listener:
+        listener(original)
+    return narrowed
+
+
+#: called with each 64-bit host array or scalar no64 narrows (see no64.jax.intent)
+_wide_listener: list[Any] = []
+
+
+def on_wide_narrowed(listener: Any) -> None:
+    """Have ``listener(original)`` called whenever JAX canonicalises 64-bit
+    host data that no64 narrows (once; the last one set wins)."""
+    _wide_listener[:] = [listener]
+
+
+def wide_pending() -> bool:
+    """Whether this thread has narrowed 64-bit host data lately (see :func:`wide_original`)."""
+    return bool(getattr(_local, "wide", None))
+
+
+def wide_original(x: Any) -> Any:
+    """The 64-bit host data ``x`` was narrowed from on this thread, or ``None``."""
+    kept = getattr(_local, "wide", None)
+    if not kept:
+        return None
+    entry = kept.get(id(x))
+    return entry[1] if entry is not None and entry[0] is x else None
+
+
 def _install_canonicalize_handlers() -> None:
     from jax._src import dtypes
 
@@ -571,7 +625,8 @@ def _install_canonicalize_handlers() -> None:
             policy = host_policy()
             if policy is not None:
                 # np.asarray, not np.ascontiguousarray: that makes a 0-d array 1-d.
-                return typed(np.asarray(narrow_host_array(np.asarray(x), policy), order="C"))
+                return _remember_wide(
+                    typed(np.asarray(narrow_host_array(np.asarray(x), policy), order="C")), x)
         check_valid(dt)
         return typed(np.asarray(x, dtype=canonical(dt), order="C"))
 
@@ -579,7 +634,7 @@ def _install_canonicalize_handlers() -> None:
         policy = host_policy()
         a = np.asarray(x)
         if policy is not None:
-            return typed(narrow_host_array(a, policy, scalar=True))
+            return _remember_wide(typed(narrow_host_array(a, policy, scalar=True)), x)
         return typed(np.asarray(a, dtype=canonical(a.dtype)))
 
     def int_type(x: int, dtype: np.dtype) -> Any:
@@ -906,8 +961,10 @@ def _install_fastpath_guard() -> None:
         if host_policy() is not None:
             for a in args_flat:
                 t = type(a)
-                if (t is np.ndarray or isinstance(a, np.generic)) and a.dtype in NARROWED:
-                    return None  # jaxlib's C++ dispatch would truncate it
+                if (t is np.ndarray or isinstance(a, np.generic)) and a.dtype in _NO_FAST_PATH:
+                    # jaxlib's C++ dispatch would truncate 64-bit numpy data,
+                    # on this call or on a later one this entry would serve
+                    return None
         return original(executable, out_tree, args_flat, *rest)
 
     _get_fastpath_data.__wrapped__ = original  # type: ignore[attr-defined]

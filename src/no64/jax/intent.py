@@ -34,6 +34,7 @@ twice), and 32-bit ``jax.Array`` values made from 64-bit data before the call
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 import warnings
 import weakref
@@ -42,17 +43,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..ir._mlir import ir
-from ._compat import enable_x64, jit_input_avals, wrap_jit_lower, wrap_jit_trace
+from ._compat import (enable_x64, jit_function, jit_input_avals, replace_jit_function, wrap_jit_lower,
+                      watch_explicit_dtypes, wrap_jit_trace, wrap_primitive_callable)
 from ..report import DemotionReport, Narrowing
 from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, NoX64MeaningError,
                       NoX64MeaningWarning, OutputRangeError, UnprovenIntegerWarning)
 from ..spec.registry import spec_of
-from ..kinds import Mode, RangePolicy, Verdict
+from ..kinds import FloatPolicy, Mode, RangePolicy, Verdict
 from . import host
 from .state import ALL_PLATFORMS, STATE
 
 __all__ = ["NoMeaning", "clear_warned", "has_meaning", "install", "meaning_of", "no_meaning",
-           "output_error", "refuse_without_meaning",
+           "output_error", "refuse_without_meaning", "refuse_unless_proven",
            "unproven", "warn_float_hints", "warn_unproven", "with_x64_arguments"]
 
 _lock = threading.RLock()
@@ -98,8 +100,153 @@ def install() -> None:
 
         wrap_jit_trace(take_trace)
         wrap_jit_lower(take_lower)
+        _install_call_variants()
+        wrap_primitive_callable(_eager_with_wide_operands)
+        watch_explicit_dtypes(_note_explicit_dtype)
+        host.on_wide_narrowed(_note_wide_host_data)
 
         _installed = True
+
+
+# ---------------------------------------------------------------------------
+# One trace per x64 signature of the call
+# ---------------------------------------------------------------------------
+#
+# JAX keys its trace (and so the module and the executable) by the 32-bit
+# abstract values of a call.  A call with 64-bit numpy data has the same
+# 32-bit values as one with 32-bit data, but another x64 program
+# (``a * a`` of int64 data is a 64-bit product): it must not be served the
+# trace -- and the x64 meaning -- of the other.  Such a call traces a
+# variant of the function, equal to it but for the dtypes of the host data,
+# so JAX's caches keep one entry per x64 signature.  (Calls with 64-bit numpy
+# data never take jaxlib's C++ fast path: see no64.jax.host.)
+
+
+class _X64Variant:
+    """``fun`` under another key: the dtypes of the call's 64-bit host data."""
+
+    def __init__(self, fun: Callable[..., Any], key: tuple[str, ...]) -> None:
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._key = key
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fun(*args, **kwargs)
+
+    def __hash__(self) -> int:
+        return hash((self._fun, self._key))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _X64Variant) and other._fun == self._fun
+                and other._key == self._key)
+
+    def __repr__(self) -> str:
+        return f"{self._fun!r} (x64 signature {', '.join(self._key)})"
+
+
+#: fun -> {x64 signature: its variant}
+_variants: "weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], _X64Variant]]" = (
+    weakref.WeakKeyDictionary())
+
+
+def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
+    """The dtypes of a call's array leaves if one is 64-bit numpy data
+    (which the 32-bit program holds as 32-bit data), else ``None``."""
+    import numpy as np
+    from jax import tree_util
+
+    leaves = tree_util.tree_leaves((args, kwargs))
+    wide = False
+    key = []
+    for a in leaves:
+        if type(a) is np.ndarray or isinstance(a, np.generic):
+            wide = wide or a.dtype in host.NARROWED
+            key.append(a.dtype.str)
+        else:
+            dtype = getattr(a, "dtype", None)
+            key.append(str(dtype) if dtype is not None else type(a).__name__)
+    return tuple(key) if wide else None
+
+
+def _variant(fun: Any, args: Any, kwargs: Any) -> Any:
+    given = getattr(_tls, "arguments", None)
+    key = _x64_signature(*(given if given is not None else (args, kwargs)))
+    if key is None:
+        return fun
+    try:
+        per_fun = _variants.setdefault(fun, {})
+    except TypeError:  # not weakly referenceable: a variant per call (no cache)
+        return _X64Variant(fun, key)
+    variant = per_fun.get(key)
+    if variant is None:
+        variant = per_fun[key] = _X64Variant(fun, key)
+    return variant
+
+
+def _eager_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any]:
+    """An eager primitive's ``jit``, called with the 64-bit host data its
+    operands were canonicalised from (so that it traces its x64 meaning, as
+    a jitted function called with that data does)."""
+
+    def xla_primitive_callable(prim: Any, **params: Any) -> Any:
+        fun = original(prim, **params)
+        if host.wide_pending() and _wanted():
+            def with_wide_operands(*args: Any) -> Any:
+                wide = _wide_operands(prim, args)
+                return fun(*(args if wide is None else wide))
+            return with_wide_operands
+        return fun
+
+    xla_primitive_callable.__wrapped__ = original  # type: ignore[attr-defined]
+    return xla_primitive_callable
+
+
+def _wide_operands(prim: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """An eager primitive's operands as the 64-bit host data they were
+    narrowed from, when every operand of a narrowed dtype was (integers; floats
+    under the pairs float policy).  Mixed with 32-bit arrays, the x64
+    program's operands are unknown (the arrays would be 64-bit there too):
+    the 32-bit program runs, said at the line (:func:`no_meaning`)."""
+    import numpy as np
+
+    config = STATE.active_config()
+    if config is None:
+        return None
+    floats = config.float_policy is FloatPolicy.PAIRS
+    out = []
+    found = mixed = False
+    for a in args:
+        w = host.wide_original(a)
+        if w is not None and (floats or np.dtype(w.dtype).kind in "iu"):
+            out.append(w)
+            found = True
+            continue
+        dtype = getattr(a, "dtype", None)
+        mixed = mixed or (dtype is not None and np.dtype(dtype) in host.NARROWED_IMAGES)
+        out.append(a)
+    if not found:
+        return None
+    if mixed:
+        no_meaning(NoMeaning("its operands mix 64-bit host data with 32-bit arrays, whose x64 "
+                             "dtypes no64 cannot know (jit the computation)"),
+                   f"the eager {getattr(prim, 'name', prim)}", config.policy)
+        return None
+    return tuple(out)
+
+
+def _install_call_variants() -> None:
+    original = jit_function("_infer_params")
+    if getattr(original, "__no64_variants__", False):
+        return
+
+    def _infer_params(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
+        if _wanted():
+            fun = _variant(fun, args, kwargs)
+        return original(fun, ji, args, kwargs)
+
+    _infer_params.__wrapped__ = original  # type: ignore[attr-defined]
+    _infer_params.__no64_variants__ = True  # type: ignore[attr-defined]
+    replace_jit_function("_infer_params", _infer_params)
 
 
 @contextmanager
@@ -114,19 +261,77 @@ def with_x64_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterato
         _tls.arguments = saved
 
 
-def _wanted() -> bool:
-    """Whether a trace starting now needs its x64 meaning."""
+def _x64_requested() -> bool:
+    """Whether the program asked for x64 and no64 turned it off (outside
+    no64's own x64 traces)."""
     if getattr(_tls, "busy", False):
         return False
     from jax._src import config as jax_config
-    from jax._src import core
 
     config = STATE.active_config()
     if config is None or config.mode is not Mode.FIX or jax_config.enable_x64.value:
         return False
-    if not core.trace_state_clean():
-        return False
     return ALL_PLATFORMS in config.platforms or STATE.x64_off_by_no64
+
+
+def _wanted() -> bool:
+    """Whether a trace starting now needs its x64 meaning."""
+    if not _x64_requested():
+        return False
+    from jax._src import core
+
+    return core.trace_state_clean()
+
+
+def _unjudged_transformation(dtype: Any) -> RangePolicy | None:
+    """The policy in force if a 64-bit ``dtype`` met now is in a trace with no
+    x64 meaning (a transformation outside any jit), else ``None``."""
+    if dtype.itemsize != 8 or dtype.kind not in "iuf":
+        return None
+    if getattr(_tls, "judging", 0) or not _x64_requested():
+        return None
+    from jax._src import core
+
+    if core.trace_state_clean():
+        return None  # eager (an eager primitive takes the x64 meaning) or a jit's arguments
+    config = STATE.active_config()
+    assert config is not None
+    if dtype.kind == "f" and config.float_policy is not FloatPolicy.PAIRS:
+        return None  # float64 is float32 under this float policy anyway
+    return config.policy
+
+
+_TRANSFORMED = ("in a function traced under a transformation (vmap, grad, scan, shard_map) "
+                "outside any jit, which has no x64 meaning there (jit the transformed function)")
+
+
+def _note_wide_host_data(original: Any) -> None:
+    """64-bit host data narrowed as it enters a trace with no x64 meaning."""
+    policy = _unjudged_transformation(original.dtype)
+    if policy is not None:
+        shape = "[" + ",".join(map(str, getattr(original, "shape", ()))) + "]"
+        no_meaning(NoMeaning(f"{original.dtype}{shape} host data is narrowed {_TRANSFORMED}"),
+                   "a transformed function", policy)
+
+
+def _note_explicit_dtype(requested: Any, became: Any, fun_name: Any) -> None:
+    """An explicitly requested 64-bit dtype (``astype(jnp.int64)``) JAX made
+    32-bit in a trace that has no x64 meaning: a ``jit`` under ``vmap``,
+    ``grad``, ``scan`` or ``shard_map`` called outside a ``jit`` (the top-level
+    ``jit`` of such a function has one).  Said at the user's line: the
+    32-bit program runs there unjudged."""
+    import numpy as np
+
+    try:
+        requested, became = np.dtype(requested), np.dtype(became)
+    except TypeError:
+        return
+    if requested == became:
+        return
+    policy = _unjudged_transformation(requested)
+    if policy is not None:
+        no_meaning(NoMeaning(f"{fun_name or 'it'} asks for {requested} {_TRANSFORMED}"),
+                   "a transformed function", policy)
 
 
 def _exact() -> bool:
@@ -136,14 +341,20 @@ def _exact() -> bool:
 
 def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:
     assert _original_trace is not None
+    wanted = _wanted()
+    # explicit 64-bit dtypes met while it traces are judged by its x64 meaning
+    _tls.judging = getattr(_tls, "judging", 0) + wanted
     try:
         p = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
     except ConstantRangeError as exc:
         # a host integer beyond 32 bits (a 64-bit hash multiplier): the x64
-        # program, which holds it exactly, is what runs
+        # program, which holds it exactly, is what runs -- outside exact only
+        # where its conversion proves every narrowing (refuse_unless_proven)
         if not _wanted():
             raise
         return _trace_for_exact(fun, ji, ctx_mesh, dbg, avals, args, kwargs, exc)
+    finally:
+        _tls.judging -= wanted
     if not _wanted():
         return p
     jaxpr = p.params["jaxpr"]
@@ -423,32 +634,35 @@ def refuse_without_meaning(module: ir.Module) -> None:
         raise refusal
 
 
+def refuse_unless_proven(module: ir.Module, report: DemotionReport) -> None:
+    """Raise the host refusal a module's x64 meaning stood in for when the
+    converted x64 program holds an integer it cannot prove inside 32 bits:
+    outside ``exact`` the x64 program replaces a refused host integer (a
+    64-bit hash multiplier) only where every narrowing of it is proven, so
+    the user's ``integer_policy="error"`` still refuses a host integer whose
+    value would reach a 32-bit result."""
+    refusal = _required_modules.get(id(module))
+    if refusal is not None and unproven(report):
+        raise refusal
+
+
 # ---------------------------------------------------------------------------
 # Judging the 32-bit program by its x64 meaning
 # ---------------------------------------------------------------------------
 
 
-_I32 = (-(2**31), 2**31 - 1)
-_I64 = (-(2**63), 2**63 - 1)
 
 
 def _sentinel_question(n: Narrowing) -> bool:
-    """Whether ``n`` is unproven only because of a signed sentinel: a sentinel
-    compared with values that may reach the 32-bit extreme, or a value that
-    is a 32-bit value or ``INT64_MIN``/``INT64_MAX`` (the identity of a
-    ``min``/``argmax`` reduction, a masked fill).  The 32-bit program holds
-    the mapped 32-bit extreme there (the pass's and the host's sentinel
-    rules, reported as such); it is not a 64-bit value the 32-bit program
-    computes differently."""
-    if n.detail.startswith("compares a 64-bit sentinel"):
-        return True
-    if n.interval is None:
-        return False
-    lo, hi = n.interval
-    lo_ok = lo == _I64[0] or _I32[0] <= lo
-    hi_ok = hi == _I64[1] or hi <= _I32[1]
-    both_extreme = lo == _I64[0] and hi == _I64[1]
-    return lo_ok and hi_ok and not both_extreme and (lo == _I64[0] or hi == _I64[1])
+    """Whether ``n`` is unproven only because a sentinel (``INT64_MAX`` ...)
+    meets ordinary values that fit 32 bits (:attr:`Narrowing.collision`):
+    a reduction's identity compared with its elements, a ``min`` whose
+    identity never reaches the result of a non-empty reduction.  The 32-bit
+    program holds the mapped 32-bit extreme there, by the pass's and the
+    host's sentinel rules (reported as such); it is no 64-bit value computed
+    differently.  (A select outside a reduction is not one: there the
+    sentinel is the result, beside values that may be the same extreme.)"""
+    return n.collision
 
 
 def unproven(report: DemotionReport) -> list[Narrowing]:

@@ -138,6 +138,16 @@ def collides(r: Range, sentinels: frozenset[int]) -> bool:
     return any(r.lo <= SENTINELS[s] <= r.hi for s in sentinels)
 
 
+def sentinel_collision(r: Range, unsigned: bool) -> bool:
+    """Whether ``r`` is unproven only because it may hold a sentinel whose
+    32-bit image its ordinary values (which fit 32 bits) may reach."""
+    if not r.sentinels:
+        return False
+    if r.lo <= r.hi and verdict((r.lo, r.hi), unsigned) is not Verdict.EXACT:
+        return False
+    return collides(r, r.sentinels)
+
+
 def verdict_of(r: Range, unsigned: bool) -> Verdict:
     """The verdict for narrowing a value of range ``r`` to 32 bits.
 

@@ -43,7 +43,7 @@ from .linalg import expand_lapack
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..ir._mlir import ir
 from ..report import DemotionReport
-from .plan import Plan, Planner, Settings
+from .plan import Plan, Planner, Settings, collision_only
 from . import rewrite
 from .scan import _module_op, gc_paused
 
@@ -221,7 +221,8 @@ def demote(
                 for value in em.narrowed:
                     verdict, r = em.analysis.verdict(value)
                     if verdict not in (Verdict.EXACT, Verdict.SENTINEL):
-                        p.record_range(value, verdict, r.interval, refused)
+                        p.record_range(value, verdict, r.interval, refused,
+                                       collision=collision_only(r, value.type))
                 if backup is None:
                     backup = root.clone()
                 # one record per emulated value, taken before the ops change

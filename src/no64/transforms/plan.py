@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from ..spec.intervals import collides
+from ..spec.intervals import Range, collides, sentinel_collision
 from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..analysis.ranges import RangeAnalysis, entry_function
 from ..errors import ConstantRangeError, NarrowingError, UnsupportedOpError
 from .emulate import emulation_for, exact_input_ranges
 from .emulation_plan import plan_words
 from ..kinds import ElementKind, EventKind, IntegerPolicy, RangePolicy, SentinelUse, Verdict
-from ..spec.registry import REGISTRY, OpSpec, spec_of
+from ..spec.registry import REGISTRY, Computes, OpSpec, spec_of
 from . import constants as C
 from ..ir._compat import as_attribute, block_argument, op_result
 from ..ir._mlir import ir
@@ -128,6 +128,28 @@ class Plan:
     #: Values per converted type (by identity), counted by the judgement.
     tally: collections.Counter[int] = field(default_factory=collections.Counter)
 
+
+
+def collision_only(r: Range, t: ir.Type) -> bool:
+    """Whether a value of type ``t`` and range ``r`` is unproven only because
+    a sentinel it may hold meets ordinary values that fit 32 bits
+    (:attr:`no64.report.Narrowing.collision`)."""
+    e = t.element_type if isinstance(t, ir.ShapedType) else t
+    return isinstance(e, ir.IntegerType) and sentinel_collision(r, e.is_unsigned)
+
+
+def _in_reduction(op: ir.Operation) -> bool:
+    """Whether ``op`` lies in the body of a reduction (its ``select`` picks an
+    accumulator, as an ``argmin``'s does)."""
+    parent = op.parent
+    while parent is not None:
+        spec = spec_of(parent.name)
+        if spec.reduction is not None:
+            return True
+        if spec.function:
+            return False
+        parent = parent.parent
+    return False
 
 class Planner:
     """Plans the pass over ``root`` (see :meth:`walk`, :meth:`judge`,
@@ -569,7 +591,7 @@ class Planner:
                     analysis = self.ranges()
                 v, r = analysis.verdict(value)
                 if v not in (Verdict.EXACT, Verdict.SENTINEL):
-                    self.record_range(value, v, r.interval, refused)
+                    self.record_range(value, v, r.interval, refused, collision=collision_only(r, value.type))
             counts[v] = counts.get(v, 0) + 1
         # Floats: constants f32 holds exactly are exact, constants beyond its
         # range overflow (both known from constant planning); every other
@@ -670,7 +692,7 @@ class Planner:
 
     def record_range(
         self, value: ir.Value, v: Verdict, iv: tuple[int, int], refused: frozenset[Verdict],
-        why: str | None = None,
+        why: str | None = None, collision: bool = False,
     ) -> None:
         arg = block_argument(value)
         if arg is not None:
@@ -683,19 +705,26 @@ class Planner:
             op = _as_op(value.owner)
             what = "result"
             loc = op.location
+            if collision and spec_of(op.name).computes is Computes.SELECT and not _in_reduction(op):
+                # a select outside a reduction's body: its sentinel operand is
+                # its result, beside values that may be the same 32-bit extreme
+                # (a masked fill the narrowed program can no longer tell apart)
+                collision = False
         detail = f"{what} in [{iv[0]}, {iv[1]}] " + (
             why or ("is certain to leave the 32-bit range" if v is Verdict.OVERFLOW else "may not fit in 32 bits")
         )
         if v in refused:
             raise NarrowingError(
                 op.name, decode_location(loc), v, iv, self.settings.range_policy,
-                narrowing=self.record(value, v, iv, detail, keep=False), reason=detail if why else None,
+                narrowing=self.record(value, v, iv, detail, keep=False, collision=collision),
+                reason=detail if why else None,
             )
         self.report.add(v, op.name, loc, detail)
-        self.record(value, v, iv, detail)
+        self.record(value, v, iv, detail, collision=collision)
 
     def record(
-        self, value: ir.Value, v: Verdict, iv: tuple[int, int] | None, detail: str, keep: bool = True
+        self, value: ir.Value, v: Verdict, iv: tuple[int, int] | None, detail: str, keep: bool = True,
+        collision: bool = False,
     ) -> Narrowing:
         """The report's record of narrowing ``value`` (added to the report if ``keep``)."""
         arg = block_argument(value)
@@ -704,7 +733,7 @@ class Planner:
         else:
             op = _as_op(value.owner)
             role, index, loc = "result", op_result(value).result_number, op.location  # type: ignore[union-attr]
-        record = Narrowing(op.name, role, index, loc, v, iv, detail)
+        record = Narrowing(op.name, role, index, loc, v, iv, detail, collision)
         if keep:
             self.report.narrowings.append(record)
         return record
@@ -715,10 +744,11 @@ class Planner:
         if Verdict.UNPROVEN in refused:
             raise NarrowingError(
                 op.name, decode_location(op.location), Verdict.UNPROVEN, iv, self.settings.range_policy,
-                narrowing=self.record(value, Verdict.UNPROVEN, iv, why, keep=False), reason=why,
+                narrowing=self.record(value, Verdict.UNPROVEN, iv, why, keep=False, collision=True),
+                reason=why,
             )
         self.report.add(EventKind.UNPROVEN, op.name, op.location, why)
-        self.record(value, Verdict.UNPROVEN, iv, why)
+        self.record(value, Verdict.UNPROVEN, iv, why, collision=True)
 
 
 
