@@ -43,6 +43,10 @@ def cache_order():
     return square_mod(np.full(3, 100_000, np.int64))
 
 
+def square_mod(a):
+    return (a * a) % 1000  # LINE square_mod
+
+
 def popcnt(a):
     return lax.population_count(a.astype(jnp.int64))  # LINE popcnt
 
@@ -53,6 +57,7 @@ RUNNERS = {
     "cache_order": cache_order,
     "vmap_of_jit": lambda: jax.vmap(jax.jit(popcnt))(np.array([-1, 3], np.int32)),  # LINE vmap
     "jit_of_vmap": lambda: jax.jit(jax.vmap(popcnt))(np.array([-1, 3], np.int32)),
+    "vmap_host_data": lambda: jax.vmap(square_mod)(np.full(3, 100_000, np.int64)),  # LINE vmap_host
     "eager_mixed": lambda: lax.add(jnp.arange(2), np.array([2**31 - 1, 1], np.int64)),  # LINE mixed
     "grad_f64_scalar": lambda: jax.grad(lambda x: (x * np.float64(2.0)).sum())(jnp.ones(3)),
 }

@@ -101,6 +101,21 @@ def test_eager_primitive_on_64bit_host_data_has_its_x64_meaning(runs: dict[str, 
         assert not got["warnings"], (tag, got)
 
 
+def test_host_data_entering_a_transformation_outside_jit_says_so(runs: dict[str, Any]) -> None:
+    """jax.vmap(f)(int64 host data), f calling jnp functions (their jits are traced inside
+    the vmap, without an x64 meaning): a NoX64MeaningWarning at the line under default
+    (the 32-bit square wraps: 408 where x64 gives 0), refused under strict and exact."""
+    line = _line("square_mod")
+    assert runs["ref"]["vmap_host_data"]["value"] == [0, 0, 0]
+    default = runs["f32"]["vmap_host_data"]
+    assert ["NoX64MeaningWarning", line] in default["warnings"], default
+    assert default["value"] == [408, 408, 408]
+    for tag in ("strict", "exact"):
+        got = runs[tag]["vmap_host_data"]
+        assert got.get("error") == "NoX64MeaningError", (tag, got)
+        assert "host data enters it" in got["message"], got["message"]
+
+
 def test_eager_primitive_mixing_host_data_and_32bit_arrays_says_so(runs: dict[str, Any]) -> None:
     """An eager lax.add of an int32 array and int64 host data: the x64 program's dtype of
     the array is unknown here (jnp.arange is int64 under x64), so no64 says at the line that

@@ -521,6 +521,18 @@ def wrap_primitive_callable(make: Callable[[Callable[..., Any]], Callable[..., A
     dispatch.xla_primitive_callable = make(callable_)
 
 
+def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of the eager implementation of JAX's
+    ``jit`` primitive (``pjit.jit_p.impl(*args, jaxpr=..., ...)``, 0.7-0.12):
+    what runs a traced ``jit`` outside any trace, its operands canonicalised."""
+    from jax._src import pjit
+
+    prim = getattr(pjit, "jit_p", None)
+    if prim is None or not callable(getattr(prim, "impl", None)):
+        raise _missing("the jit primitive's eager implementation (pjit.jit_p.impl)")
+    prim.def_impl(make(prim.impl))
+
+
 def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Put ``make(original)`` in place of ``pjit._pjit_lower(jaxpr, ...)``
     (0.7-0.12; a cached function from 0.8, a wrapper of

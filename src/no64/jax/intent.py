@@ -44,7 +44,7 @@ from typing import Any
 
 from ..ir._mlir import ir
 from ._compat import (enable_x64, jit_function, jit_input_avals, replace_jit_function, wrap_jit_lower,
-                      watch_explicit_dtypes, wrap_jit_trace, wrap_primitive_callable)
+                      watch_explicit_dtypes, wrap_jit_impl, wrap_jit_trace, wrap_primitive_callable)
 from ..report import DemotionReport, Narrowing
 from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, NoX64MeaningError,
                       NoX64MeaningWarning, OutputRangeError, UnprovenIntegerWarning)
@@ -104,6 +104,7 @@ def install() -> None:
         wrap_primitive_callable(_eager_with_wide_operands)
         watch_explicit_dtypes(_note_explicit_dtype)
         host.on_wide_narrowed(_note_wide_host_data)
+        wrap_jit_impl(_unjudged_jit_with_wide_operands)
 
         _installed = True
 
@@ -234,6 +235,44 @@ def _wide_operands(prim: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return tuple(out)
 
 
+def _unjudged_jit_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The eager run of a traced ``jit``: one traced with no x64 meaning (inside
+    a transformation called outside any jit, ``jax.vmap(f)`` of a function
+    calling ``jnp`` functions) that 64-bit host data enters is said at the
+    line (:func:`no_meaning`): its 32-bit program computes that data."""
+
+    def impl(*args: Any, **params: Any) -> Any:
+        if host.wide_pending() and _wanted():
+            jaxpr = params.get("jaxpr")
+            try:
+                judged = jaxpr is None or jaxpr in _meanings
+            except TypeError:
+                judged = True
+            if not judged:
+                _refuse_unjudged(args, params)
+        return original(*args, **params)
+
+    impl.__wrapped__ = original  # type: ignore[attr-defined]
+    return impl
+
+
+def _refuse_unjudged(args: tuple[Any, ...], params: dict[str, Any]) -> None:
+    import numpy as np
+
+    config = STATE.active_config()
+    if config is None:
+        return
+    floats = config.float_policy is FloatPolicy.PAIRS
+    for a in args:
+        w = host.wide_original(a)
+        if w is not None and (floats or np.dtype(w.dtype).kind in "iu"):
+            shape = "[" + ",".join(map(str, np.shape(w))) + "]"
+            no_meaning(NoMeaning(f"{np.dtype(w.dtype)}{shape} host data enters it, traced "
+                                 f"{_TRANSFORMED}"),
+                       str(params.get("name", "a jitted function")), config.policy)
+            return
+
+
 def _install_call_variants() -> None:
     original = jit_function("_infer_params")
     if getattr(original, "__no64_variants__", False):
@@ -301,8 +340,8 @@ def _unjudged_transformation(dtype: Any) -> RangePolicy | None:
     return config.policy
 
 
-_TRANSFORMED = ("in a function traced under a transformation (vmap, grad, scan, shard_map) "
-                "outside any jit, which has no x64 meaning there (jit the transformed function)")
+_TRANSFORMED = ("under a transformation (vmap, grad, scan, shard_map) outside any jit, which "
+                "has no x64 meaning there (jit the transformed function)")
 
 
 def _note_wide_host_data(original: Any) -> None:
@@ -310,7 +349,8 @@ def _note_wide_host_data(original: Any) -> None:
     policy = _unjudged_transformation(original.dtype)
     if policy is not None:
         shape = "[" + ",".join(map(str, getattr(original, "shape", ()))) + "]"
-        no_meaning(NoMeaning(f"{original.dtype}{shape} host data is narrowed {_TRANSFORMED}"),
+        no_meaning(NoMeaning(f"{original.dtype}{shape} host data is narrowed in a function traced "
+                             f"{_TRANSFORMED}"),
                    "a transformed function", policy)
 
 
@@ -330,7 +370,8 @@ def _note_explicit_dtype(requested: Any, became: Any, fun_name: Any) -> None:
         return
     policy = _unjudged_transformation(requested)
     if policy is not None:
-        no_meaning(NoMeaning(f"{fun_name or 'it'} asks for {requested} {_TRANSFORMED}"),
+        no_meaning(NoMeaning(f"{fun_name or 'it'} asks for {requested} in a function traced "
+                             f"{_TRANSFORMED}"),
                    "a transformed function", policy)
 
 
