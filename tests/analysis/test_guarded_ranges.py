@@ -51,6 +51,22 @@ ESCAPES = program(
     "  %s = stablehlo.select %neg, %up, %i : tensor<4xi1>, tensor<4xi64>\n"
     "  %r = stablehlo.add %s, %up : tensor<4xi64>")
 
+#: jax 0.10+: the select in jnp.where's own jit, a private function called with the
+#: predicate and both branches (Flax's Embed, jnp.take)
+WHERE_CALL = (
+    "func.func public @main(%i: tensor<4xi64>) -> tensor<4xi64> {\n"
+    "  %zero = stablehlo.constant dense<0> : tensor<4xi64>\n"
+    "  %n = stablehlo.constant dense<10> : tensor<4xi64>\n"
+    "  %neg = stablehlo.compare LT, %i, %zero, SIGNED : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>\n"
+    "  %up = stablehlo.add %i, %n : tensor<4xi64>\n"
+    "  %r = call @_where(%neg, %up, %i) : (tensor<4xi1>, tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>\n"
+    "  return %r : tensor<4xi64>\n}\n"
+    "func.func private @_where(%p: tensor<4xi1>, %a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {\n"
+    "  %s = stablehlo.select %p, %a, %b : tensor<4xi1>, tensor<4xi64>\n"
+    "  return %s : tensor<4xi64>\n}")
+#: the same callee, its branches swapped at the call: the sum is taken where it may overflow
+WHERE_CALL_UNGUARDED = WHERE_CALL.replace("call @_where(%neg, %up, %i)", "call @_where(%neg, %i, %up)")
+
 INT32 = (-(2**31), 2**31 - 1)
 
 
@@ -58,7 +74,8 @@ def parse(text: str) -> ir.Module:
     return ir.Module.parse(text, make_context())
 
 
-@pytest.mark.parametrize("text", [NORMALIZE, MIRRORED, FALSE_BRANCH], ids=["normalize", "mirrored", "false-branch"])
+@pytest.mark.parametrize("text", [NORMALIZE, MIRRORED, FALSE_BRANCH, WHERE_CALL],
+                         ids=["normalize", "mirrored", "false-branch", "where-call"])
 def test_guarded_sum_is_proven_and_computes_the_64_bit_result(text: str) -> None:
     converted = parse(text)
     report = no64.demote(converted, policy="strict", input_ranges={0: INT32}, check=True)
@@ -66,7 +83,8 @@ def test_guarded_sum_is_proven_and_computes_the_64_bit_result(text: str) -> None
     compare_on_adversarial_inputs(parse(text), converted, {0: INT32}, "guarded index")
 
 
-@pytest.mark.parametrize("text", [UNGUARDED, ESCAPES], ids=["unguarded", "escapes"])
+@pytest.mark.parametrize("text", [UNGUARDED, ESCAPES, WHERE_CALL_UNGUARDED],
+                         ids=["unguarded", "escapes", "where-call-unguarded"])
 def test_unprotected_sum_stays_unproven(text: str) -> None:
     with pytest.raises(no64.NarrowingError, match="unproven"):
         no64.demote(parse(text), policy="strict", input_ranges={0: INT32})

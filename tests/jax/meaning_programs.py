@@ -51,6 +51,20 @@ def popcnt(a):
     return lax.population_count(a.astype(jnp.int64))  # LINE popcnt
 
 
+TABLE = np.arange(512 * 2, dtype=np.int32).reshape(512, 2)
+TOKENS = np.array([[0, 511, 7], [3, 0, 510]], np.int64)
+
+
+def flax_embed():
+    # Flax's Embed looks token ids up with jnp.take, whose index normalisation
+    # where(i < 0, i + n, i) is proven inside 32 bits (strict accepts it)
+    import flax.linen as nn
+
+    embed = nn.Embed(512, 4, embedding_init=lambda *_: jnp.asarray(TABLE[:, :1] * jnp.ones(4, jnp.int32)))
+    params = embed.init(jax.random.PRNGKey(0), TOKENS)
+    return jax.jit(embed.apply)(params, TOKENS)
+
+
 #: entries other than a top-level jit of the case's function
 RUNNERS = {
     "eager_popcnt": lambda: lax.population_count(np.array([-1, 5], np.int64)),  # LINE eager
@@ -58,6 +72,8 @@ RUNNERS = {
     "vmap_of_jit": lambda: jax.vmap(jax.jit(popcnt))(np.array([-1, 3], np.int32)),  # LINE vmap
     "jit_of_vmap": lambda: jax.jit(jax.vmap(popcnt))(np.array([-1, 3], np.int32)),
     "vmap_host_data": lambda: jax.vmap(square_mod)(np.full(3, 100_000, np.int64)),  # LINE vmap_host
+    "take": lambda: jax.jit(lambda t, i: jnp.take(t, i, axis=0))(TABLE, TOKENS),
+    "flax_embed": lambda: flax_embed(),
     "eager_mixed": lambda: lax.add(jnp.arange(2), np.array([2**31 - 1, 1], np.int64)),  # LINE mixed
     "grad_f64_scalar": lambda: jax.grad(lambda x: (x * np.float64(2.0)).sum())(jnp.ones(3)),
 }

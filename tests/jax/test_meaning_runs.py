@@ -116,6 +116,19 @@ def test_host_data_entering_a_transformation_outside_jit_says_so(runs: dict[str,
         assert "host data enters it" in got["message"], got["message"]
 
 
+def test_index_normalisation_of_take_is_proven_under_strict(runs: dict[str, Any]) -> None:
+    """jnp.take and Flax's Embed of int64 token ids: JAX normalises each index by
+    where(i < 0, i + n, i) in jnp.where's own jit; the sum is proven inside 32 bits where
+    it is selected, so strict accepts the program and every policy gives the x64 rows."""
+    for name in ("take", "flax_embed"):
+        ref = runs["ref"][name]
+        assert "value" in ref, ref
+        for tag in ("f32", "strict", "exact"):
+            got = runs[tag][name]
+            assert got.get("value") == ref["value"], (tag, name, got)
+            assert not got["warnings"], (tag, name, got)
+
+
 def test_eager_primitive_mixing_host_data_and_32bit_arrays_says_so(runs: dict[str, Any]) -> None:
     """An eager lax.add of an int32 array and int64 host data: the x64 program's dtype of
     the array is unknown here (jnp.arange is int64 under x64), so no64 says at the line that

@@ -201,6 +201,8 @@ class RangeAnalysis:
         self._type_ranges: dict[ir.Type, Interval | None] = {}
         self._in_progress: set[str] = set()
         self._in_calls: set[str] = set()
+        # per call being evaluated: its callee's arguments -> the call's operands
+        self._bindings: list[dict[ir.Value, ir.Value]] = []
         self._folds: dict[Any, Any] = {}
 
     # ------------------------------------------------------------ queries
@@ -463,11 +465,14 @@ class RangeAnalysis:
         if sym in self._in_calls:
             return default  # recursion
         context: dict[Any, Any] = {}
+        binding: dict[ir.Value, ir.Value] = {}
         for a, x in zip(callee.regions[0].blocks[0].arguments, op.operands):
+            binding[a] = x
             r = self.range(x) if self.full(a) is not None else None
             if r is not None:
                 context[a] = r
         self._layers.append(context)
+        self._bindings.append(binding)
         self._in_calls.add(sym)
         try:
             parts: list[list[Range]] = [[] for _ in fulls]
@@ -481,8 +486,16 @@ class RangeAnalysis:
                                 parts[k].append(r if r is not None else default[k])  # type: ignore[arg-type]
         finally:
             self._in_calls.discard(sym)
+            self._bindings.pop()
             self._layers.pop()
         return [join(p) if p and d is not None else d for p, d in zip(parts, default)]
+
+    def _caller_value(self, v: ir.Value) -> ir.Value:
+        """``v``, or the operand of the calls being evaluated it is bound to
+        (a callee's argument, followed outwards)."""
+        for binding in reversed(self._bindings):
+            v = binding.get(v, v)
+        return v
 
     # ---------------------------------------------------------------- loops
     def loop_state(self, op: ir.Operation) -> list[Range | None]:
@@ -766,7 +779,11 @@ class RangeAnalysis:
         narrowed to the values that give ``truth``, and so is ``v`` if it is
         ``x`` or computed from ``x`` by one op (JAX's ``where(i < 0, i + n,
         i)`` of every index it normalizes: ``i + n`` is only selected where
-        ``i < 0``).  Otherwise ``v``'s range."""
+        ``i < 0``), also where the select is in a callee (``jnp.where``'s own
+        jit) and ``v`` and ``pred`` are its arguments.  Otherwise ``v``'s
+        range."""
+        if self._bindings:
+            v, pred = self._caller_value(v), self._caller_value(pred)
         base = self.range(v)
         if base is None or base.sentinels:
             return base
@@ -837,12 +854,73 @@ class RangeAnalysis:
         parts = []
         for use in v.uses:
             user = _as_op(use.owner)
-            if self._spec_of(user.name).computes is not Computes.SELECT or use.operand_number not in (1, 2):
+            spec = self._spec_of(user.name)
+            if spec.computes is Computes.SELECT and use.operand_number in (1, 2):
+                parts.append(self.branch_range(v, user.operands[0], use.operand_number == 1))
+            elif spec.call:
+                # a branch of a select inside the callee (jnp.where's own
+                # jit), whose predicate is an argument of the call
+                given = self._guarded_in_callee(v, user, use.operand_number)
+                if given is None:
+                    return None
+                parts.extend(given)
+            else:
                 return None
-            parts.append(self.range_given(v, user.operands[0], use.operand_number == 1))
         if not parts or any(p is None for p in parts):
             return None
         return join(parts)  # type: ignore[arg-type]
+
+    def branch_range(self, v: ir.Value, pred: ir.Value, truth: bool) -> Range | None:
+        """A select's branch ``v`` where ``pred`` is ``truth``
+        (:meth:`range_given`); where both are arguments of a private function
+        evaluated outside any call, the join over its call sites."""
+        if not self._bindings:
+            at_calls = self._guarded_at_call_sites(v, pred, truth)
+            if at_calls is not None:
+                if any(r is None for r in at_calls):
+                    return self.range(v)
+                return join(at_calls)  # type: ignore[arg-type]
+        return self.range_given(v, pred, truth)
+
+    def _guarded_at_call_sites(self, v: ir.Value, pred: ir.Value, truth: bool) -> list[Range | None] | None:
+        """Where ``v`` and ``pred`` are arguments of one private function (a
+        select in ``jnp.where``'s own jit): ``v``'s range where ``pred`` is
+        ``truth``, at each of its call sites; else ``None``."""
+        a, p = block_argument(v), block_argument(pred)
+        if a is None or p is None or a.owner != p.owner:
+            return None
+        fn = _as_op(a.owner.owner)
+        if not spec_of(fn.name).function or _is_public(fn):
+            return None
+        _, callers = self._symbols()
+        sites = callers.get(ir.StringAttr(fn.attributes["sym_name"]).value, [])
+        if not sites:
+            return None
+        return [self.range_given(call.operands[a.arg_number], call.operands[p.arg_number], truth)
+                for call in sites]
+
+    def _guarded_in_callee(self, v: ir.Value, call: ir.Operation, k: int) -> list[Range | None] | None:
+        """The ranges of ``v``, the call's operand ``k``, where each select of
+        the callee takes it; ``None`` unless every use of the callee's
+        argument ``k`` is a branch of a select whose predicate is an argument
+        of the callee."""
+        callee = _callee_of(call)
+        if callee is None:
+            return None
+        block = callee.regions[0].blocks[0]
+        args = list(block.arguments)
+        if k >= len(args):
+            return None
+        parts: list[Range | None] = []
+        for use in args[k].uses:
+            user = _as_op(use.owner)
+            if self._spec_of(user.name).computes is not Computes.SELECT or use.operand_number not in (1, 2):
+                return None
+            pred = block_argument(user.operands[0])
+            if pred is None or pred.owner != block:
+                return None
+            parts.append(self.range_given(v, call.operands[pred.arg_number], use.operand_number == 1))
+        return parts or None
 
     def moved(self, result: ir.Value, sources: Sequence[ir.Value]) -> Range | None:
         """The range of ``result`` whose elements are elements of ``sources``

@@ -99,7 +99,7 @@ def join_operands(q: RangeAnalysis, op: ir.Operation) -> Results:
 
 def select(q: RangeAnalysis, op: ir.Operation) -> Results:
     """Each branch's range where the predicate takes it (where the predicate
-    compares a value with a constant: :meth:`RangeAnalysis.range_given`)."""
+    compares a value with a constant: :meth:`RangeAnalysis.branch_range`)."""
     p, a, b = op.operands
     res = op.results[0]
     full = q.full(res)
@@ -108,7 +108,7 @@ def select(q: RangeAnalysis, op: ir.Operation) -> Results:
     element = ir.ShapedType(res.type).element_type
     parts = []
     for x, truth in ((a, True), (b, False)):
-        r = q.range_given(x, p, truth)
+        r = q.branch_range(x, p, truth)
         if r is None or ir.ShapedType(x.type).element_type != element:
             return [Range(*full)]
         parts.append(r)
