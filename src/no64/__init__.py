@@ -71,6 +71,7 @@ _LAZY_EXPORTS = {
     "Lowered": "jax.jit",
     "audit": "jax.audit",
     "AuditReport": "jax.audit",
+    "assume": "jax.assume",
 }
 
 __all__ = [
@@ -113,6 +114,7 @@ __all__ = [
     "AuditReport",
     "Lowered",
     "active_config",
+    "assume",
     "audit",
     "clear_host_records",
     "compile_records",

@@ -51,6 +51,17 @@ def popcnt(a):
     return lax.population_count(a.astype(jnp.int64))  # LINE popcnt
 
 
+MASK = (np.arange(4 * 64).reshape(4, 64) % 3 == 0).astype(np.int32)
+
+
+def mask_sum_assumed(m):
+    # a 0/1 mask passed as int32: its int64 sum is bounded by the element
+    # count only where the program says the mask is 0/1
+    import no64
+
+    return jnp.sum(no64.assume(m, 0, 1).astype(jnp.int64))
+
+
 TABLE = np.arange(512 * 2, dtype=np.int32).reshape(512, 2)
 TOKENS = np.array([[0, 511, 7], [3, 0, 510]], np.int64)
 
@@ -74,6 +85,8 @@ RUNNERS = {
     "vmap_host_data": lambda: jax.vmap(square_mod)(np.full(3, 100_000, np.int64)),  # LINE vmap_host
     "take": lambda: jax.jit(lambda t, i: jnp.take(t, i, axis=0))(TABLE, TOKENS),
     "flax_embed": lambda: flax_embed(),
+    "mask_sum_assumed": lambda: jax.jit(mask_sum_assumed)(MASK),
+    "mask_sum": lambda: jax.jit(lambda m: jnp.sum(m.astype(jnp.int64)))(MASK),  # LINE mask_sum
     "eager_mixed": lambda: lax.add(jnp.arange(2), np.array([2**31 - 1, 1], np.int64)),  # LINE mixed
     "grad_f64_scalar": lambda: jax.grad(lambda x: (x * np.float64(2.0)).sum())(jnp.ones(3)),
 }
@@ -93,7 +106,7 @@ def main() -> None:
         got["warnings"] = [[w.category.__name__, w.lineno] for w in caught
                            if w.category.__module__.startswith("no64")]
         out[name] = got
-    if "no64" in sys.modules:
+    if "no64.jax.hook" in sys.modules:
         import no64
 
         out["float_policies"] = sorted({str(r.report.float_policy) for r in no64.compile_records()

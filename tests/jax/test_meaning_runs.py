@@ -129,6 +129,23 @@ def test_index_normalisation_of_take_is_proven_under_strict(runs: dict[str, Any]
             assert not got["warnings"], (tag, name, got)
 
 
+def test_assume_states_a_range_strict_and_exact_accept(runs: dict[str, Any]) -> None:
+    """no64.assume(mask, 0, 1) in the program bounds the int64 sum of an int32 0/1 mask by
+    its element count: strict accepts it and exact returns it in int32, with the x64 value
+    (run without no64, the same program gives it too); without the assumption strict
+    refuses the sum and exact its output, at the line."""
+    ref = runs["ref"]["mask_sum_assumed"]
+    assert ref["value"] == runs["ref"]["mask_sum"]["value"] == 86
+    for tag in ("f32", "strict", "exact"):
+        got = runs[tag]["mask_sum_assumed"]
+        assert got.get("value") == 86 and not got["warnings"], (tag, got)
+    line = _line("mask_sum")
+    strict = runs["strict"]["mask_sum"]
+    assert strict.get("error") == "NarrowingError" and f"meaning_programs.py:{line}" in strict["message"]
+    exact = runs["exact"]["mask_sum"]
+    assert exact.get("error") == "OutputRangeError" and f"meaning_programs.py:{line}" in exact["message"]
+
+
 def test_eager_primitive_mixing_host_data_and_32bit_arrays_says_so(runs: dict[str, Any]) -> None:
     """An eager lax.add of an int32 array and int64 host data: the x64 program's dtype of
     the array is unknown here (jnp.arange is int64 under x64), so no64 says at the line that

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..ir._mlir import ir, stablehlo
+from ..ir.locations import assumed_range
 from ..spec.intervals import Interval, Range, fit, join
 
 if TYPE_CHECKING:
@@ -61,6 +62,23 @@ def elementwise(fn: Callable[..., Range]) -> Transfer:
 
     transfer.__name__ = fn.__name__
     return transfer
+
+
+def barrier(q: RangeAnalysis, op: ir.Operation) -> Results:
+    """An identity (``optimization_barrier``); one that :func:`no64.assume`
+    put in declares its operand's range: the operand's range within it."""
+    out = same_as_operands(q, op)
+    declared = assumed_range(op.location) if len(op.operands) == 1 else None
+    if declared is None or out[0] is None:
+        return out
+    lo, hi = declared
+    full = q.full(op.results[0])
+    if full is not None:
+        lo, hi = max(lo, full[0]), min(hi, full[1])
+    r = out[0]
+    if not r.sentinels and r.lo <= r.hi and max(lo, r.lo) <= min(hi, r.hi):
+        return [Range(max(lo, r.lo), min(hi, r.hi))]
+    return [Range(lo, hi)]
 
 
 def same_as_operands(q: RangeAnalysis, op: ir.Operation) -> Results:

@@ -124,3 +124,33 @@ def decode_location(loc: ir.Location) -> SourceLocation:
             primitive, scope, file_loc.filename, file_loc.start_line, file_loc.start_col, raw
         )
     return SourceLocation(primitive, scope, None, None, None, raw)
+
+
+# ---------------------------------------------------------------------------
+# Ranges the program declares (no64.assume)
+# ---------------------------------------------------------------------------
+
+#: The name scope :func:`no64.assume` wraps around the identity op
+#: (``optimization_barrier``) that carries a range the program declares:
+#: ``no64.assume[lo,hi]``, so that any producer's locations carry it.
+ASSUME_SCOPE = "no64.assume"
+_ASSUMED = re.compile(r"(?:^|/)no64\.assume\[(-?\d+),(-?\d+)\]/[^/]*$")
+
+
+def assume_scope(lo: int, hi: int) -> str:
+    """The name scope that declares the range ``[lo, hi]``."""
+    return f"{ASSUME_SCOPE}[{int(lo)},{int(hi)}]"
+
+
+def assumed_range(loc: ir.Location) -> tuple[int, int] | None:
+    """The range an op's location declares (its innermost scope is
+    :func:`assume_scope`), or ``None``."""
+    if ASSUME_SCOPE not in str(loc):
+        return None
+    scope = decode_location(loc).scope
+    m = _ASSUMED.search(scope or "")
+    if m is None:
+        return None
+    lo, hi = int(m.group(1)), int(m.group(2))
+    return (lo, hi) if lo <= hi else None
+

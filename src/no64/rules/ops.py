@@ -89,8 +89,8 @@ declare("stablehlo.reshape", transfer=T.same_as_first, fold=T.fold_reshape, emul
 # Result i holds elements of operand i.
 declare("stablehlo.copy", transfer=T.same_as_operands, emulate=E.moved, moves=True, region_free=True,
         sentinels=CARRIES, pairs=PR.componentwise)
-declare("stablehlo.optimization_barrier", transfer=T.same_as_operands, emulate=E.per_operand, region_free=True,
-        sentinels=CARRIES, pairs=PR.per_operand)
+declare("stablehlo.optimization_barrier", transfer=T.barrier, emulate=E.per_operand, region_free=True,
+        sentinels=CARRIES, pairs=PR.per_operand, declares_range=True)
 for _name in ("stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
               "stablehlo.collective_broadcast"):
     declare(_name, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES)

@@ -217,6 +217,10 @@ class OpSpec:
     computes: Computes | None = None
     #: How a reduction-like op's operands divide (see :class:`Reduction`).
     reduction: Reduction | None = None
+    #: An identity that may carry a range the program declares
+    #: (:func:`no64.assume`'s name scope, see :mod:`no64.ir.locations`):
+    #: the pass reads it and erases the op.
+    declares_range: bool = False
     #: On floats: gives the same result in f32 and float64 where an operand
     #: is ``finfo(float64).max`` mapped to f32's (``exp(-max)`` is 0 in both).
     saturates: bool = False

@@ -248,6 +248,7 @@ def demote(
             if not (plan.values or plan.funcs or rewrites or p.report.ops_emulated):
                 if check:
                     rewrite.check(plan)
+                rewrite.drop_assumptions(plan)
                 return p.report
             if backup is None and plan.needs_backup:
                 backup = root.clone()
@@ -258,6 +259,7 @@ def demote(
             if check:
                 rewrite.check(plan)
             p.report.converts_removed = rewrite.finish(plan)
+            rewrite.drop_assumptions(plan)
         except Exception as exc:
             if backup is not None:
                 _restore(root, backup)

@@ -50,7 +50,7 @@ _CONSTANT_VERDICTS = frozenset({EventKind.SENTINEL, EventKind.SATURATED, EventKi
 _MISS = object()
 
 # What the plan's walk needs to know of an op, as bits (read once per op).
-_CONSTANT, _CONVERT, _CALL, _INSPECT, _REGION_FREE, _FUNCTION = 1, 2, 4, 8, 16, 32
+_CONSTANT, _CONVERT, _CALL, _INSPECT, _REGION_FREE, _FUNCTION, _DECLARES = 1, 2, 4, 8, 16, 32, 64
 
 
 def _roles() -> dict[str, int]:
@@ -65,6 +65,7 @@ def _roles() -> dict[str, int]:
             | (_INSPECT if spec.width_dependent else 0)
             | (_REGION_FREE if spec.region_free else 0)
             | (_FUNCTION if spec.function else 0)
+            | (_DECLARES if spec.declares_range else 0)
         )
     return out
 
@@ -107,6 +108,8 @@ class Plan:
     #: Set when the rewrite will do something the undo log cannot take back.
     needs_backup: bool = False
     converts: list[ir.Operation] = field(default_factory=list)
+    #: Identity ops that may carry a range the program declares (no64.assume).
+    declaring: list[ir.Operation] = field(default_factory=list)
     calls: list[ir.Operation] = field(default_factory=list)
     #: Width-dependent ops fixed up after retyping.
     fixups: list[tuple[ir.Operation, OpSpec]] = field(default_factory=list)
@@ -331,6 +334,8 @@ class Planner:
                     spec = REGISTRY[name]
                     if spec.width_dependent:
                         self._sensitive(op, spec)
+            if role & _DECLARES:
+                self.plan.declaring.append(op)
             if role & _REGION_FREE:
                 continue
             if role & _FUNCTION:

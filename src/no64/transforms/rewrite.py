@@ -11,6 +11,7 @@ and :func:`undo` takes plain retyping back from the plan's undo log.
 from __future__ import annotations
 
 from ..ir._mlir import ir
+from ..ir.locations import assumed_range
 from ..spec.registry import REGISTRY, RuleContext
 from .plan import Plan, elem_name
 from .scan import check as scan_check
@@ -106,6 +107,17 @@ def finish(plan: Plan) -> int:
             op.erase()
             removed += 1
     return removed
+
+
+def drop_assumptions(plan: Plan) -> int:
+    """Erase the identity ops that carry a range the program declared
+    (:func:`no64.assume`), once the pass has read them; returns how many."""
+    found = [op for op in plan.declaring if assumed_range(op.location) is not None]
+    for op in found:
+        for res, src in zip(op.results, op.operands):
+            res.replace_all_uses_with(src)
+        op.erase()
+    return len(found)
 
 
 def undo(plan: Plan) -> None:
