@@ -113,7 +113,9 @@ def test_host_data_entering_a_transformation_outside_jit_says_so(runs: dict[str,
     for tag in ("strict", "exact"):
         got = runs[tag]["vmap_host_data"]
         assert got.get("error") == "NoX64MeaningError", (tag, got)
-        assert "host data enters it" in got["message"], got["message"]
+        # where JAX narrows the data: as it enters the jit (0.10) or inside the vmap (0.7)
+        assert "host data enters it" in got["message"] or "host data is narrowed" in got["message"], got
+        assert "int64[3]" in got["message"], got["message"]
 
 
 def test_index_normalisation_of_take_is_proven_under_strict(runs: dict[str, Any]) -> None:
