@@ -37,11 +37,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from . import __version__
-from . import io as no64io
-from .transforms.demote import demote
+from . import __version__, io as no64io
 from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
+from .transforms.demote import demote
 from .transforms.scan import check, find_64bit
 
 __all__ = ["main"]

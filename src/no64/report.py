@@ -7,8 +7,8 @@ import collections
 import dataclasses
 from typing import Any
 
-from .kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
 from .ir.locations import SourceLocation, decode_location
+from .kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
 
 __all__ = ["DemotionReport", "Event", "Finding", "Narrowing"]
 

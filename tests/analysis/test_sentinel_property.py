@@ -27,8 +27,7 @@ from __future__ import annotations
 import collections
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import no64
 from no64.ir._mlir import ir, make_context

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from no64.analysis.ranges import RangeAnalysis
+from no64.ir._mlir import ir, make_context
 from no64.kinds import (
     EXACT_VERDICTS,
     LOSSY_EVENTS,

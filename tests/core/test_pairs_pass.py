@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from jax import lax
 import no64
 import no64.io
 from no64.cli import main
+from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
 
 RNG = np.random.default_rng(7)

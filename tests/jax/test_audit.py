@@ -18,8 +18,8 @@ import jsonschema
 import pytest
 
 import no64
-from no64.jax.audit import AUDIT_JSON_SCHEMA, CAUSE_KINDS, FAIL_ON, AuditReport
 from no64.cli import main
+from no64.jax.audit import AUDIT_JSON_SCHEMA, CAUSE_KINDS, FAIL_ON, AuditReport
 
 pytest_plugins = ["pytester"]
 

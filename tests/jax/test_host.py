@@ -19,22 +19,21 @@ import json
 import os
 import re
 import subprocess
-import warnings
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
+import host_cases as hc
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import host_cases as hc
 import no64
+from no64.jax import hook as jaxhook, host
+from no64.jax._compat import enable_x64
 from no64.transforms import constants as C
-from no64.jax import hook as jaxhook
-from no64.jax import host
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::no64.jax.hook.X64DisabledWarning"),

@@ -5,12 +5,12 @@ x64 on."""
 from __future__ import annotations
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import no64
+from no64.jax._compat import enable_x64
 
 
 def f(x, n):

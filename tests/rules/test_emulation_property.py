@@ -48,13 +48,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, seed, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as st
 from jax import lax
 
 import no64
-from no64.transforms.emulate import join_words
 from no64.jax.reference import compare_outputs, compare_with_reference, converted_inputs
+from no64.transforms.emulate import join_words
 from runner import compile_module
 
 N = 8

@@ -23,9 +23,9 @@ import mpmath
 import numpy as np
 import pytest
 
+from no64.ir import pairs as P
 from no64.ir._mlir import ir, make_context
 from no64.jax.reference import run_module
-from no64.ir import pairs as P
 
 sys.path.insert(0, str(Path(__file__).parent))
 import pairs_model as M  # noqa: E402

@@ -32,13 +32,11 @@ from typing import Any
 import numpy as np
 
 from ..ir._compat import as_attribute, block_argument, location_kind
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
+from ..ir._mlir import as_operation as _as_op, ir
 from ..kinds import SentinelUse, Verdict
-from ..spec.walk import callee_of, defining_op, entry_function
-from ..spec.walk import is_public as _is_public
-from ..spec.registry import Computes, Reduction, spec_of
 from ..spec.intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
+from ..spec.registry import Computes, Reduction, spec_of
+from ..spec.walk import callee_of, defining_op, entry_function, is_public as _is_public
 
 __all__ = [
     "Interval",

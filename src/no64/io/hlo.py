@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InputError
 from ..ir._compat import xla_hlo, xla_mlir
 from ..ir._mlir import ir
-from ..errors import InputError
 from ..spec.registry import spec_of
 from .diagnostics import _xla_error_line
 from .mlir import _bytecode

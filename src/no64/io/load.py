@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..ir._mlir import ir, make_context
 from ..errors import InputError, No64Error
+from ..ir._mlir import ir, make_context
 from .detect import _require_content, detect_format
 from .diagnostics import _mlir_error_line, _xla_error_line
 from .formats import _BYTECODE_MAGIC, _DESCRIPTIONS, _check_format
@@ -15,7 +15,6 @@ from .hlo import _load_hlo, _load_hlopb
 from .jaxexport import _load_jaxexport
 from .mlir import _load_mlir, _load_vhlo
 from .sources import MAX_INPUT_SIZE, _read
-
 
 _LOADERS: dict[str, Callable[[bytes, str | None, str, ir.Context], ir.Module]] = {
     "mlir": _load_mlir,

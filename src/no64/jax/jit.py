@@ -45,18 +45,25 @@ import jax
 import numpy as np
 
 from .. import io as no64_io
-from ._compat import enable_x64
-from . import hook as jaxhook
-from . import host
-from . import intent
+from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
 from ..ir._mlir import ir
+from ..ir.types import (
+    F32_MAX as _F32_MAX,
+    F64_MAX as _F64_MAX,
+    I32 as _I32,
+    I64 as _I64,
+    NARROWED_DTYPES as NARROWED,
+    U32 as _U32,
+    U64 as _U64,
+)
+from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
+from ..report import DemotionReport
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
 from ..transforms.pairs import join_pairs, split_pairs
-from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
-from ..report import DemotionReport
-from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..transforms.scan import check
+from . import hook as jaxhook, host, intent
+from ._compat import enable_x64
 
 __all__ = [
     "ArgumentRangeError",
@@ -69,10 +76,7 @@ __all__ = [
 ]
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
-from ..ir.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 _WIDENED = {v: k for k, v in NARROWED.items()}
-
-from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir._mlir import ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
+from ..ir._mlir import ir, stablehlo
 from ..kinds import EventKind, Verdict
 from ..spec.registry import Computes, RuleContext, spec_of
 from ..spec.util import erase_dead

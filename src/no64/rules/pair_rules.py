@@ -21,14 +21,12 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..ir._compat import attribute_dict
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
 from ..ir import pairs as P
-from ..spec.registry import Computes, spec_of
+from ..ir._compat import attribute_dict
+from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.words import build, make
-
 from ..spec.protocols import PairRule
+from ..spec.registry import Computes, spec_of
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK"]
 

@@ -19,14 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from ..ir._compat import attribute_dict
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
-from ..ir.types import is_int64_tensor as _is64
 from ..ir import words as W
-from ..spec.protocols import EmulateRule, Out
+from ..ir._compat import attribute_dict
+from ..ir._mlir import as_operation as _as_op, ir
+from ..ir.types import is_int64_tensor as _is64
+from ..spec.protocols import (
+    EmulateRule,
+    Out,
+    WordContext as Emulation,  # what a rule's ``em`` offers
+)
 from ..spec.registry import Computes, spec_of
-from ..spec.protocols import WordContext as Emulation  # what a rule's ``em`` offers
 
 __all__ = ["EmulateRule"]
 

@@ -16,9 +16,9 @@ from typing import Any, Protocol, Union
 
 import numpy as np
 
-from .intervals import Interval, Range
-from ..ir._mlir import ir
 from ..ir import words as W
+from ..ir._mlir import ir
+from .intervals import Interval, Range
 
 __all__ = [
     "RangeQuery",

@@ -42,9 +42,9 @@ from typing import Any, Protocol
 
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation
-from ..report import DemotionReport
 from ..ir.types import TypeConverter
 from ..kinds import SentinelUse
+from ..report import DemotionReport
 from .protocols import ArgTransfer, EmulateRule, Fold, PairRule, RangeQuery, Transfer
 
 __all__ = [

@@ -18,12 +18,8 @@ import re
 
 import numpy as np
 
+from ..ir.types import F32_MAX, F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ..kinds import IntegerPolicy
-from ..ir.types import F32_MAX, F64_MAX
-from ..ir.types import I32 as _I32
-from ..ir.types import I64 as _I64
-from ..ir.types import U32 as _U32
-from ..ir.types import U64 as _U64
 
 __all__ = [
     "IntegerPolicy",

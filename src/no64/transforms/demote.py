@@ -38,13 +38,13 @@ from typing import Any
 from ..analysis.float_hints import float_hints
 from ..analysis.ranges import resolve_input_ranges, validate_input_ranges
 from ..errors import InputRangeError, InvalidModuleError
+from ..ir._mlir import ir
+from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
+from ..report import DemotionReport
+from . import rewrite
 from .emulate import exact_input_ranges
 from .linalg import expand_lapack
-from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
-from ..ir._mlir import ir
-from ..report import DemotionReport
 from .plan import Plan, Planner, Settings, collision_only
-from . import rewrite
 from .scan import _module_op, gc_paused
 
 __all__ = ["demote"]

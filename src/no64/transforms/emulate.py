@@ -53,19 +53,16 @@ import numpy as np
 from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op
 from ..errors import UnsupportedOpError
 from ..ir import words as W
-from ..spec.registry import UNKNOWN, spec_of
 from ..ir._compat import attribute_dict, block_argument
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
+from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import decode_location
 from ..ir.types import is_int64_tensor as is_wide_int
-from ..spec.walk import functions as _functions
-from ..spec.walk import is_public as _is_public
-from ..spec.walk import symbol_name as _sym
+from ..spec.registry import UNKNOWN, spec_of
+from ..spec.walk import functions as _functions, is_public as _is_public, symbol_name as _sym
 from .emulation_plan import (
     EmulationPlan,
-    _Groups,
     _function_return,
+    _Groups,
     _ops_with_regions_and_calls,
     _owns_regions,
     _ties,

@@ -25,22 +25,21 @@ from typing import Any
 
 import numpy as np
 
-from ..spec.intervals import Range, collides, sentinel_collision
-from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..analysis.ranges import RangeAnalysis, entry_function
+from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..errors import ConstantRangeError, NarrowingError, UnsupportedOpError
-from .emulate import emulation_for, exact_input_ranges
-from .emulation_plan import plan_words
+from ..ir._compat import as_attribute, block_argument, op_result
+from ..ir._mlir import as_operation as _as_op, ir
+from ..ir.locations import SourceLocation, decode_location
+from ..ir.types import TypeConverter
 from ..kinds import ElementKind, EventKind, IntegerPolicy, RangePolicy, SentinelUse, Verdict
+from ..report import DemotionReport, Narrowing
+from ..spec.intervals import Range, collides, sentinel_collision
 from ..spec.registry import REGISTRY, Computes, OpSpec, spec_of
 from . import constants as C
-from ..ir._compat import as_attribute, block_argument, op_result
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
-from ..ir.locations import SourceLocation, decode_location
-from ..report import DemotionReport, Narrowing
+from .emulate import emulation_for, exact_input_ranges
+from .emulation_plan import plan_words
 from .scan import all_ops
-from ..ir.types import TypeConverter
 
 __all__ = ["Settings", "Plan", "Planner"]
 

@@ -14,8 +14,8 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-from .. import host
 from ...kinds import IntegerPolicy, Mode, RangePolicy
+from .. import host
 from .causes import ReportInput, build_report
 from .model import AuditReport
 from .observer import Compiled, Observer, _explain, _X64Watch
