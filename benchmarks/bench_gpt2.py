@@ -349,7 +349,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
 
         # As on every compile: the backend verifies the module it receives,
         # so the hook's pass does not verify it again.
-        t_clone, copy = timed(lambda: clone_module(module))
+        t_clone, copy = timed(lambda m=module: clone_module(m))
         clone_times.append(t_clone)
         t_pass, _ = timed(lambda m=copy: no64.demote(m, verify=False, check=True))
         pass_times.append(t_pass)

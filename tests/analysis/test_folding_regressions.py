@@ -15,7 +15,6 @@ from test_soundness_regressions import I32, INT32_RANGE, parse, refused_or_exact
 
 import no64
 from no64.analysis.ranges import RangeAnalysis
-from no64.ir._mlir import ir, make_context
 from no64.jax.reference import lower_x64
 from no64.kinds import Verdict
 

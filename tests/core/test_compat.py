@@ -25,7 +25,6 @@ from no64.ir._mlir import ir, make_context
 from no64.jax.reference import (
     compare_outputs,
     converted_inputs,
-    narrow_inputs,
     run_module,
     word_pair_inputs,
     word_pair_outputs,

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.jax import hook as jaxhook, host
+from no64.jax import host
 from no64.jax._compat import enable_x64
 from no64.transforms import constants as C
 
@@ -487,7 +487,7 @@ def test_jit_sentinel_collision_arguments(name: str) -> None:
     _reference(f, arg)
     with pytest.raises(no64.HostRangeError) as err:
         no64.jit(f)(arg)  # COLLISION CALL LINE
-    assert f"argument a" in str(err.value)
+    assert "argument a" in str(err.value)
     assert err.value.source.file == __file__
     assert "holds both the sentinel" in str(err.value)
 

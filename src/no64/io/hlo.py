@@ -39,7 +39,7 @@ def _drop_uncalled(module: ir.Module) -> None:
     while True:
         used: set[str] = set()
         for fn in functions:
-            fn.walk(lambda op: _note_symbols(op, used))
+            fn.walk(lambda op, used=used: _note_symbols(op, used))
         dead = [fn for fn in functions
                 if "sym_visibility" in fn.attributes
                 and ir.StringAttr(fn.attributes["sym_visibility"]).value == "private"

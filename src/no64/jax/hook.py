@@ -61,13 +61,10 @@ import dataclasses
 import logging
 import os
 import sys
-import threading
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
-
-import numpy as np
 
 from ..errors import (
     Boundary64BitError,
@@ -83,7 +80,7 @@ from ..ir.types import TypeConverter
 from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..report import DemotionReport
 from ..spec.registry import spec_of
-from ..transforms.demote import FLOAT_POLICIES, demote
+from ..transforms.demote import demote
 from ..transforms.emulate import exact_input_ranges
 from ..transforms.scan import check, find_64bit, has_64bit
 from . import host, intent

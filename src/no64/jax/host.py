@@ -88,7 +88,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import ConstantRangeError, FloatPrecisionWarning, HostRangeError, No64Error
+from ..errors import FloatPrecisionWarning, HostRangeError
 from ..ir.locations import SourceLocation
 from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ..kinds import EventKind, IntegerPolicy, Mode

@@ -15,7 +15,6 @@ table (:mod:`no64.rules.ops`) names each op's rule.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 

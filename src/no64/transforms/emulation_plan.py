@@ -200,7 +200,6 @@ def plan_words(
     entry = entry_function(root)
     for fn in funcs:
         _collect(fn, all_values, calls)
-    by_name = {_sym(f): f for f in funcs}
     # carried values: those tied together share one group
     tied: list[ir.Value] = []
     ret_slots: dict[tuple[str, int], list[ir.Value]] = {}
