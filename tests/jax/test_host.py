@@ -112,8 +112,9 @@ def test_environment_host_values_against_x64_reference(tmp_path: Path) -> None:
     """Every case under NO64_PLATFORMS=cpu + JAX_ENABLE_X64=1, eagerly and under jax.jit:
     sentinels give the x64 result narrowed by no64's rules; big integers are refused at the
     case's line (constants) or the call's line (jit and AOT-compiled arguments, also once a
-    C++ fast path exists, made by 64-bit or by 32-bit numpy data); under the "wrap" policy they give the x64 result's low 32 bits; the Flax/Optax
-    step's metrics match; host_records() names the lines."""
+    C++ fast path exists, made by 64-bit or by 32-bit numpy data); under the "wrap" policy
+    they give the x64 result's low 32 bits; the Flax/Optax step's metrics match;
+    host_records() names the lines."""
     ref_proc, ref_out = _start(tmp_path, "ref")
     got_proc, got_out = _start(tmp_path, "no64", NO64_PLATFORMS="cpu")
     ref = _finish(ref_proc, ref_out)

@@ -4,9 +4,9 @@
 Each example is a small JAX program over ``int64``/``uint64`` values built
 from two inputs ``x: int32[8]`` and ``y: uint32[8]`` (or, in a quarter of
 the programs, int64/uint64 arrays over the whole 64-bit range made from
-them, which the converted program takes as 32-bit words).  Its steps are drawn from the op table :data:`FAMILIES`, one line
-per op: arithmetic, shifts by constant amounts (0..70) and by computed
-ones, bitwise ops, compares in every direction (signed and unsigned)
+them, which the converted program takes as 32-bit words).  Its steps are
+drawn from the op table :data:`FAMILIES`, one line per op: arithmetic,
+shifts by constant amounts (0..70) and by computed ones, bitwise ops, compares in every direction (signed and unsigned)
 feeding selects, min/max/clamp/abs/sign, converts to and from narrower
 integers, between signednesses and through floats, bitcasts to words,
 64-bit constants of any value, moved elements (reshapes, slices, pads,

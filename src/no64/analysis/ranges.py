@@ -624,7 +624,9 @@ class RangeAnalysis:
         span = bound.hi - start + (1 if d == "LE" else 0)
         return max(0, -(-span // min(steps)))
 
-    def _refine(self, cond_block: ir.Block, args: list[ir.BlockArgument], state: list[Range | None]) -> list[Range | None]:
+    def _refine(
+        self, cond_block: ir.Block, args: list[ir.BlockArgument], state: list[Range | None]
+    ) -> list[Range | None]:
         """Intersect the carried values' ranges with the loop condition
         (``compare LT/LE/GT/GE arg, bound`` returned by the cond region)."""
         cmp = _loop_compare(cond_block)

@@ -88,8 +88,9 @@ def load(
     Raises:
       InputError: The file is missing, empty, unreadable, not a regular
         file or pipe, larger than ``max_size``, nested more than
-        :data:`MAX_NESTING` levels deep, of unknown format, malformed (the message gives ``file:line:col`` where the parser
-        does), uses an op of an unknown dialect, or fails verification.
+        :data:`MAX_NESTING` levels deep, of unknown format, malformed (the
+        message gives ``file:line:col`` where the parser does), uses an op of
+        an unknown dialect, or fails verification.
     """
     return load_with_format(source, format=format, context=context, max_size=max_size)[0]
 

@@ -130,7 +130,8 @@ def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
         return stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(hi_t, ir.IntegerAttr.get(u32, value))).result
 
     def const_f32(value: float) -> ir.Value:
-        return stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(f32_t, ir.FloatAttr.get(ir.F32Type.get(), value))).result
+        attr = ir.DenseElementsAttr.get_splat(f32_t, ir.FloatAttr.get(ir.F32Type.get(), value))
+        return stablehlo.ConstantOp(attr).result
 
     with ir.InsertionPoint(op), op.location:
         m = stablehlo.ShiftRightLogicalOp(hi, const_u32(9))

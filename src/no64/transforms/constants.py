@@ -148,7 +148,8 @@ _NUM = re.compile(
 
 def _scalar(tok: str, bits_dtype: type) -> float:
     if tok.startswith("0x") or tok.startswith("0X"):
-        return float(np.array([int(tok, 16)], dtype=bits_dtype).view(np.float64 if bits_dtype is np.uint64 else np.float32)[0])
+        view = np.float64 if bits_dtype is np.uint64 else np.float32
+        return float(np.array([int(tok, 16)], dtype=bits_dtype).view(view)[0])
     return float(tok)
 
 

@@ -389,7 +389,8 @@ class Planner:
         if self.plan.candidates:
             return RangeAnalysis(self.root, self.settings.input_ranges, known=self.known_ranges)
         if self._ranges is None:
-            self._ranges = RangeAnalysis(self.root, self.settings.input_ranges, calls=self.plan.calls, known=self.known_ranges)
+            self._ranges = RangeAnalysis(self.root, self.settings.input_ranges, calls=self.plan.calls,
+                                         known=self.known_ranges)
         return self._ranges
 
     def input_ranges_32(self) -> RangeAnalysis:

@@ -87,7 +87,8 @@ def _how_hint(primitive: str, handling: Handling, op: str) -> str:
         return "threefry counters: rewritten exactly"
     if primitive.startswith("<function"):
         if handling is Handling.UNPROVEN:
-            return "64-bit integer inputs of unknown range: pass int32 arrays, or declare input ranges (no64 convert --range)"
+            return ("64-bit integer inputs of unknown range: pass int32 arrays, "
+                    "or declare input ranges (no64 convert --range)")
         what = "inputs" if "argument" in primitive else "outputs"
         return f"64-bit {what} of the compiled function: the caller passes or receives 64-bit arrays"
     if handling is Handling.UNPROVEN:
