@@ -364,7 +364,7 @@ class DemotionReport:
                 "verdicts: "
                 + ", ".join(f"{k} {self.verdicts[k]}" for k in Verdict if self.verdicts.get(k))
             )
-        kinds = collections.Counter()
+        kinds: collections.Counter[EventKind] = collections.Counter()
         for e in self.events:
             kinds[e.kind] += e.count
         if kinds:

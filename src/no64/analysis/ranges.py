@@ -544,7 +544,7 @@ class RangeAnalysis:
         self._layers[-1][key] = state
         return state
 
-    def _bound_accumulators(self, state, inits, body_args, body_ret, trips, one_round):  # type: ignore[no-untyped-def]
+    def _bound_accumulators(self, state, inits, body_args, body_ret, trips, one_round):
         """A carried ``acc`` whose next value is ``acc + step``, with ``step``
         not depending on ``acc`` (possibly through calls, as JAX's
         ``fori_loop`` writes its body): ``acc`` stays within
@@ -603,7 +603,7 @@ class RangeAnalysis:
             j = b_arg.arg_number
             if body_ret.operands[j] != body_args[j] or state[j] is None:
                 return None
-            bound = state[j].plain()  # type: ignore[union-attr]
+            bound = state[j].plain()
         else:
             bc = self.constant(b)
             if bc is None:
@@ -620,7 +620,7 @@ class RangeAnalysis:
         steps = self.constant(y)
         if steps is None or min(steps) < 1:
             return None
-        start = state[k].plain().lo  # type: ignore[union-attr]
+        start = state[k].plain().lo
         span = bound.hi - start + (1 if d == "LE" else 0)
         return max(0, -(-span // min(steps)))
 
@@ -728,9 +728,9 @@ class RangeAnalysis:
                     new.append(acc[k])
                     continue
                 o = outs[k] if outs[k] is not None else Range(*fulls[k])  # type: ignore[misc]
-                nk = join([acc[k], o])  # type: ignore[list-item]
+                nk: Range | None = join([acc[k], o])  # type: ignore[list-item]
                 if it >= _WIDEN_AFTER:
-                    nk = _widen(nk, acc[k], fulls[k])  # type: ignore[arg-type]
+                    nk = _widen(nk, acc[k], fulls[k])
                 new.append(nk)
             if new == acc:
                 break

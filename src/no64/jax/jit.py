@@ -111,6 +111,7 @@ def _range_problem(a: np.ndarray, policy: str, sentinels: bool = True
     """
     dt = a.dtype
     if dt == np.int64 or dt == np.uint64:
+        info: np.iinfo[Any]
         if policy != IntegerPolicy.ERROR or a.size == 0:
             return None
         if dt == np.int64:
@@ -324,8 +325,9 @@ class Jitted:
         float_policy = FloatPolicy.parse(float_policy, "float_policy")
         self._fun = fun
         self._restore = restore_dtypes
-        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX, integer_policy,
-                                      policy)
+        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX,
+                                      IntegerPolicy.parse(integer_policy, "integer_policy"),
+                                      RangePolicy.parse(policy, "policy"))
         self._jit_kwargs = dict(jit_kwargs)
         self.jitted = jax.jit(fun, **jit_kwargs)
         self._exact: _ExactPath | None = None
@@ -547,7 +549,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         """Drop this function's compiled executables and traces."""
-        self.jitted.clear_cache()
+        self.jitted.clear_cache()  # type: ignore[attr-defined]  # (jax's JitWrapped stub omits it)
         self._out_dtypes.clear()
         self._sentinel_traces.clear()
         if self._exact is not None:
@@ -690,7 +692,7 @@ class _ExactPath:
 
     def clear(self) -> None:
         self._cache.clear()
-        self.jitted.clear_cache()
+        self.jitted.clear_cache()  # type: ignore[attr-defined]  # (jax's JitWrapped stub omits it)
 
     def _lower_x64(self, abstract: _Abstract) -> Any:
         with enable_x64(True):
@@ -727,7 +729,7 @@ class _ExactPath:
                 raise No64Error(f"no64.jit({name}, policy='exact') cannot return {info.dtype} values")
             d = np.dtype(info.dtype)
             out_dtypes.append(d if d in _WIDENED.values() else None)
-        device = jax.config.jax_default_device or jax.devices()[0]
+        device = jax.config.jax_default_device or jax.devices()[0]  # type: ignore[attr-defined]  # (a flag)
         if isinstance(device, str):
             device = jax.devices(device)[0]
         backend = jax.extend.backend.get_backend(device.platform)

@@ -450,7 +450,7 @@ def _long_prefix(op: ir.Operation, em: "Emulation") -> tuple[int, int, bool] | N
         combine = _as_op(combine) if not isinstance(combine, ir.Block) else None
         computes = spec_of(combine.name).computes if combine is not None else None
         identity = _IDENTITIES.get(computes) if computes is not None else None
-        if identity is None or set(combine.operands) != {block.arguments[i], block.arguments[i + n]}:
+        if identity is None or combine is None or set(combine.operands) != {block.arguments[i], block.arguments[i + n]}:
             return None
         elem = ir.RankedTensorType(op.results[i].type).element_type
         if not isinstance(elem, ir.IntegerType):

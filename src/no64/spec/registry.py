@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation
@@ -79,7 +79,7 @@ class RuleContext(Protocol):
         """The op's location, decoded for people."""
         ...
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``."""
         ...
 

@@ -183,11 +183,12 @@ def demote(
                 # with no declared range is unproven (judge_assumed_inputs).
                 narrowed_in = exact_input_ranges(root, input_ranges)
                 declared = resolve_input_ranges(root, input_ranges) if input_ranges else {}
-                assumed = frozenset(i for i in narrowed_in if i not in declared)
+                # (by position: exact_input_ranges resolved the names)
+                assumed = frozenset(i for i in narrowed_in if isinstance(i, int) and i not in declared)
                 input_ranges = narrowed_in
             elif words_in and input_ranges:
                 # by position: the analyses that take them need not look names up again
-                input_ranges = dict(resolve_input_ranges(root, input_ranges))
+                input_ranges = dict(resolve_input_ranges(root, input_ranges).items())
             expanded: list[tuple[str, str, Any, str]] = []
             if float_policy is FloatPolicy.PAIRS:
                 # LAPACK calls written out before anything reads the module

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -206,6 +206,7 @@ class Emulation:
                 continue
             if not spec.can_emulate(op):
                 self.refuse(op, "no64 cannot compute this op on 64-bit words inside the region")
+            assert spec.emulate is not None  # (can_emulate says so)
             with op.location:
                 outs = spec.emulate(op, self)
             for r, out in zip(op.results, outs):
@@ -215,7 +216,7 @@ class Emulation:
                     self._subst[r] = out
             self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         raise UnsupportedOpError(op.name, decode_location(op.location), reason)
 
     def _entry(self, v: ir.Value) -> W.Words:

@@ -73,7 +73,7 @@ def exact_input_ranges(
     from ..analysis.ranges import resolve_input_ranges
 
     # by position: the analyses that take these need not look names up again
-    out: dict[int | str, tuple[int, int]] = dict(resolve_input_ranges(root, declared)) if declared else {}
+    out: dict[int | str, tuple[int, int]] = dict(resolve_input_ranges(root, declared).items()) if declared else {}
     block = fn.regions[0].blocks[0]
     for i, arg in enumerate(block.arguments):
         if i in out or not is_wide_int(arg.type):

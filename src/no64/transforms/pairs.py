@@ -29,7 +29,7 @@ enter as exact pairs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -139,7 +139,7 @@ class PairEmulation:
             return p
         raise AssertionError(f"float64 value without a pair: {v.type} (a no64 bug)")
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         raise UnsupportedOpError(op.name, decode_location(op.location), reason)
 
     def reduced(self, op: ir.Operation, detail: str) -> None:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -338,7 +338,7 @@ class Planner:
                 new = convert(ft)
                 if new is not None:
                     self.plan.funcs.append((op, ft, new))
-            known = True
+            known: bool | None = True
             if not role:
                 known = registered.get(name)
                 if known is None:
@@ -380,7 +380,7 @@ class Planner:
     def where(self, op: ir.Operation) -> SourceLocation:
         return decode_location(op.location)
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         raise UnsupportedOpError(op.name, self.where(op), reason)
 
     def ranges(self) -> RangeAnalysis:
@@ -418,6 +418,7 @@ class Planner:
             info = self._const_types[id(new_type)] = (shaped, elem, isinstance(elem, ir.ComplexType))
         shaped, elem, is_complex = info
         old_attr: ir.Attribute | None
+        fclass: Verdict | None
         if is_complex:
             # jaxlib's bindings cannot materialise complex dense attributes
             # (touching one through ``.attr`` aborts the process), so the
@@ -492,7 +493,9 @@ class Planner:
                         f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
                         "and is not a sentinel",
                     )
-                kind = EventKind(self.settings.integer_policy.verdict)
+                verdict = self.settings.integer_policy.verdict
+                assert verdict is not None  # (under "error" no values come back)
+                kind = EventKind(verdict)
                 events.append(
                     (
                         kind,
@@ -664,7 +667,9 @@ class Planner:
                     "program computes with the sentinel, the 32-bit one with its 32-bit extreme, and "
                     "no64 cannot compute this op on 32-bit words here"
                 )
-                self._record_meeting(op, x, analysis.range(x).interval, why, refused)
+                x_range = analysis.range(x)
+                assert x_range is not None  # (a sentinel reading's value has a range)
+                self._record_meeting(op, x, x_range.interval, why, refused)
                 confused.add(x)
                 continue
             if len(op.operands) == 1:
@@ -673,7 +678,9 @@ class Planner:
                     f"{ir.ShapedType(op.results[0].type).element_type}: the 64-bit program converts "
                     "the sentinel itself, the 32-bit one its 32-bit extreme"
                 )
-                self._record_meeting(op, x, analysis.range(x).interval, why, refused)
+                x_range = analysis.range(x)
+                assert x_range is not None  # (a sentinel reading's value has a range)
+                self._record_meeting(op, x, x_range.interval, why, refused)
                 confused.add(x)
                 continue
             for j, y in enumerate(op.operands):

@@ -168,7 +168,8 @@ class Predictor(HookListener):
         self._recording = True
         state._update_global_hook = x64_hook
         self._saved["x64_watch"] = x64_hook
-        config = _StandIn(self.platforms, **self.settings)
+        words: dict[str, Any] = dict(self.settings)  # Config parses each word into its vocabulary
+        config = _StandIn(self.platforms, **words)
         self.config = config
         label = ",".join(sorted(self.platforms))
         jaxhook.activate(config, source=f"{jaxhook.ENV_PLATFORMS}={label}")

@@ -41,6 +41,7 @@ def audit(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> AuditReport:
 
     lowered = jax.jit(fun).lower(*args, **kwargs)
     module = lowered.compiler_ir("stablehlo")
+    assert module is not None  # (JAX has a StableHLO form of every lowering)
     op = module.operation
     platform = jax.default_backend()
     text = op.get_asm(enable_debug_info=True)
