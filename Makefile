@@ -26,7 +26,7 @@ SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all demo test test-compat test-matrix bench bench-emulation clean distclean
+.PHONY: all demo test test-compat test-matrix lint bench bench-emulation clean distclean
 
 all: test
 
@@ -39,7 +39,7 @@ $(DEPS): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "no64 needs Python 3.11 or newer; run make PYTHON=python3.11 (or newer)")'
 	$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): install the venv module for $(PYTHON) (e.g. the python3-venv package)" >&2; exit 1; }
 	$(VPY) -m pip install --quiet --disable-pip-version-check --upgrade pip 'setuptools>=77'
-	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]' $(JAX_PINS)
+	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test,lint]' $(JAX_PINS)
 	@touch $@
 
 $(STAMP): $(DEPS) $(SOURCES)
@@ -58,6 +58,12 @@ test: $(STAMP)
 # hook, no64.jit, export, the audit, the soundness property), e.g. with JAX=.
 test-compat: $(STAMP)
 	$(VPY) -m pytest -q -n 2 -m compat $(PYTEST_ARGS)
+
+# ruff over the sources, tests, benchmarks, examples and tools, and mypy over
+# the packages in src (both configured in pyproject.toml).
+lint: $(DEPS)
+	$(VPY) -m ruff check src tests benchmarks examples tools
+	$(VPY) -m mypy
 
 # The version matrix: the full suite on the oldest and the newest JAX the
 # pins admit, the demo and the compatibility subset on every minor release in
@@ -86,7 +92,7 @@ bench-emulation: $(STAMP)
 
 # Remove everything the targets produced except the virtual environment.
 clean:
-	rm -rf out build dist .pytest_cache src/*.egg-info
+	rm -rf out build dist .pytest_cache .ruff_cache .mypy_cache src/*.egg-info
 	find . \( -path ./.venv -o -path ./.venvs \) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # Also remove the virtual environments.

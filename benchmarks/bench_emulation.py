@@ -83,6 +83,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import jax  # noqa: E402
+
 from no64.jax._compat import enable_x64  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -95,9 +96,9 @@ from jax._src.lib import xla_client as xc  # noqa: E402
 
 import no64  # noqa: E402
 from no64.ir._mlir import ir  # noqa: E402
-from no64.transforms.emulate import join_words  # noqa: E402
 from no64.jax.reference import lower_x64  # noqa: E402
 from no64.spec.registry import spec_of  # noqa: E402
+from no64.transforms.emulate import join_words  # noqa: E402
 
 #: The named scope the op under test runs in.
 SCOPE = "no64_bench_op"

@@ -65,6 +65,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import jax  # noqa: E402
+
 from no64.jax._compat import enable_x64  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -241,8 +242,8 @@ def binding_floor(module: ir.Module) -> None:
     64-bit one its 32-bit type and read it back -- no constants, no block
     arguments, no verdicts, no report.  It shows how much of the pass's cost
     is the cost of crossing the bindings at all."""
-    from no64.transforms.scan import all_ops
     from no64.ir.types import TypeConverter
+    from no64.transforms.scan import all_ops
 
     root = module.operation
     with root.context, ir.Location.unknown():
@@ -348,7 +349,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
 
         # As on every compile: the backend verifies the module it receives,
         # so the hook's pass does not verify it again.
-        t_clone, copy = timed(lambda: clone_module(module))
+        t_clone, copy = timed(lambda m=module: clone_module(m))
         clone_times.append(t_clone)
         t_pass, _ = timed(lambda m=copy: no64.demote(m, verify=False, check=True))
         pass_times.append(t_pass)

@@ -48,6 +48,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_gpt2  # noqa: E402
+
 from no64.jax import intent  # noqa: E402
 
 _WANTED = intent._wanted

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 import jax
+import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 

@@ -25,9 +25,8 @@ from collections.abc import Sequence
 # Keep the XLA client's informational start-up lines out of the output.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-import numpy as np  # noqa: E402
-
 import jax  # noqa: E402
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

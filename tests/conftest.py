@@ -36,9 +36,9 @@ def pytest_configure(config: pytest.Config) -> None:
     file changes); a run that bypasses make after an edit would otherwise
     test the old code.
     """
+    import jax_plugins.no64 as plugin
     import no64
     import no64_entry
-    import jax_plugins.no64 as plugin
 
     src = Path(__file__).resolve().parents[1] / "src"
     for module, rel in ((no64, "no64"), (plugin, "jax_plugins/no64"), (no64_entry, "no64_entry")):

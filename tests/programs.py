@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import lax
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from no64.jax._compat import enable_x64
 from no64.jax.reference import Tolerance
 
 I64_MAX = int(np.iinfo(np.int64).max)

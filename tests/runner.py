@@ -15,14 +15,13 @@ import itertools
 from collections.abc import Callable, Sequence
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.extend.backend
 import numpy as np
 from jax._src.lib import xla_client as xc
 
 import no64
 from no64.ir._mlir import ir
-from no64.transforms.emulate import join_words
+from no64.jax._compat import enable_x64
 from no64.jax.reference import (
     compare_outputs,
     converted_inputs,
@@ -30,6 +29,7 @@ from no64.jax.reference import (
     word_pair_inputs,
     word_pair_outputs,
 )
+from no64.transforms.emulate import join_words
 
 I32 = np.iinfo(np.int32)
 

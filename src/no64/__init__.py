@@ -21,19 +21,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .rules import ops as _table  # noqa: F401  (fills the op registry every layer reads)
-from .transforms.demote import demote
-from .transforms.emulate import join_words, split_words
-from .transforms.pairs import join_pairs, split_pairs
-from .ir.locations import SourceLocation, decode_location
-from .report import DemotionReport, Narrowing
-from .transforms.scan import Finding, check, find_64bit
-from .spec.registry import check_reachable as _check_reachable
 from .errors import (
     ArgumentRangeError,
     Boundary64BitError,
     ConfigurationError,
     ConstantRangeError,
+    FloatPrecisionWarning,
     HostRangeError,
     InputError,
     InputRangeError,
@@ -44,14 +37,21 @@ from .errors import (
     NoX64MeaningWarning,
     OutputError,
     OutputRangeError,
+    PairArithmeticError,
     Remaining64BitError,
     TracedArgumentError,
     UnprovenIntegerWarning,
-    FloatPrecisionWarning,
     UnsupportedOpError,
     X64DisabledWarning,
-    PairArithmeticError,
 )
+from .ir.locations import SourceLocation, decode_location
+from .report import DemotionReport, Narrowing
+from .rules import ops as _table  # noqa: F401  (fills the op registry every layer reads)
+from .spec.registry import check_reachable as _check_reachable
+from .transforms.demote import demote
+from .transforms.emulate import join_words, split_words
+from .transforms.pairs import join_pairs, split_pairs
+from .transforms.scan import Finding, check, find_64bit
 
 __version__ = "0.1.0"
 

@@ -27,6 +27,7 @@ environment variable ``NO64_DEBUG`` is ``1``.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
@@ -35,13 +36,12 @@ import traceback
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
-from . import __version__
-from . import io as no64io
-from .transforms.demote import demote
+from . import __version__, io as no64io
 from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
+from .transforms.demote import demote
 from .transforms.scan import check, find_64bit
 
 __all__ = ["main"]
@@ -545,7 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream.errors == "strict":
-                stream.reconfigure(errors="surrogateescape")
+                # a text file (one without reconfigure: AttributeError below)
+                cast(io.TextIOWrapper, stream).reconfigure(errors="surrogateescape")
         except (AttributeError, ValueError, OSError):
             pass
     program_args: list[str] = []

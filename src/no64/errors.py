@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .ir.locations import SourceLocation
-from .report import Finding, Narrowing
 from .kinds import Verdict
+from .report import Finding, Narrowing
 
 __all__ = [
     "ArgumentRangeError",

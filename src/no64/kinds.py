@@ -40,10 +40,12 @@ class _Vocabulary(enum.StrEnum):
     @classmethod
     def parse(cls, value: object, what: str) -> Self:
         """``value`` as a member, or ``ValueError("<what> must be one of (...), not ...")``."""
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"{what} must be one of {cls.values()}, not {value!r}") from None
+        if isinstance(value, str):  # (any other object is no member either)
+            try:
+                return cls(value)
+            except ValueError:
+                pass
+        raise ValueError(f"{what} must be one of {cls.values()}, not {value!r}") from None
 
 
 class Verdict(_Vocabulary):

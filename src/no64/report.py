@@ -7,8 +7,8 @@ import collections
 import dataclasses
 from typing import Any
 
-from .kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
 from .ir.locations import SourceLocation, decode_location
+from .kinds import EXACT_VERDICTS, LOSSY_EVENTS, EventKind, Verdict
 
 __all__ = ["DemotionReport", "Event", "Finding", "Narrowing"]
 
@@ -364,7 +364,7 @@ class DemotionReport:
                 "verdicts: "
                 + ", ".join(f"{k} {self.verdicts[k]}" for k in Verdict if self.verdicts.get(k))
             )
-        kinds = collections.Counter()
+        kinds: collections.Counter[EventKind] = collections.Counter()
         for e in self.events:
             kinds[e.kind] += e.count
         if kinds:

@@ -18,13 +18,13 @@ try:
 except ImportError as _exc:
     _REASON = str(_exc)
 
-    def pytest_addoption(parser: pytest.Parser) -> None:  # type: ignore[misc]
+    def pytest_addoption(parser: pytest.Parser) -> None:
         group = parser.getgroup("no64")
         group.addoption("--no64", action="store_true", default=False,
                         help=f"(unavailable: {_REASON})")
         parser.addini("no64", type="bool", default=False, help="enable the no64 plugin (like --no64)")
 
-    def pytest_configure(config: pytest.Config) -> None:  # type: ignore[misc]
+    def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line(
             "markers", "no64_skip: the no64 plugin does not check the modules this test compiles"
         )

@@ -11,13 +11,12 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_soundness_regressions import I32, INT32_RANGE, parse, refused_or_exact
 
 import no64
 from no64.analysis.ranges import RangeAnalysis
-from no64.ir._mlir import ir, make_context
-from no64.kinds import Verdict
 from no64.jax.reference import lower_x64
-from test_soundness_regressions import INT32_RANGE, I32, parse, refused_or_exact
+from no64.kinds import Verdict
 
 POLICIES = ["default", "strict", "exact"]
 

@@ -13,12 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import no64
-from no64.ir._mlir import ir, make_context
 from no64.analysis.ranges import RangeAnalysis, verdict
+from no64.ir._mlir import ir, make_context
 from no64.jax.reference import lower_x64, run_module
 
 I32 = np.iinfo(np.int32)

@@ -27,8 +27,7 @@ from __future__ import annotations
 import collections
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import no64
 from no64.ir._mlir import ir, make_context
@@ -54,7 +53,9 @@ class Builder:
 
     def __init__(self, draw) -> None:
         self.draw = draw
-        self.lines: list[str] = ["%m = stablehlo.compare LT, %x, %y, SIGNED : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>"]
+        self.lines: list[str] = [
+            "%m = stablehlo.compare LT, %x, %y, SIGNED : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>"
+        ]
         self.funcs: list[str] = []
         self.pool = ["%x", "%y"]
         self.n = 0
@@ -123,7 +124,8 @@ class Builder:
     def divide(self) -> str:
         op = self.draw(st.sampled_from(["divide", "remainder"]))
         if self.draw(st.booleans()):  # the sentinel as dividend
-            return self.binary(op, self.operand(force=True), self.const(self.draw(st.sampled_from([1000, 7, 2**33, -3]))))
+            divisor = self.const(self.draw(st.sampled_from([1000, 7, 2**33, -3])))
+            return self.binary(op, self.operand(force=True), divisor)
         return self.binary(op, self.operand(), self.operand(force=True))  # as divisor
 
     def shift(self) -> str:
@@ -182,7 +184,10 @@ class Builder:
     def compare(self) -> str:
         d = self.draw(st.sampled_from(["LT", "LE", "EQ", "NE", "GT", "GE"]))
         a = self.operand(force=True)
-        b = self.operand() if self.draw(st.booleans()) else self.const(self.draw(st.sampled_from([INT64_MAX, INT64_MIN, 0])))
+        if self.draw(st.booleans()):
+            b = self.operand()
+        else:
+            b = self.const(self.draw(st.sampled_from([INT64_MAX, INT64_MIN, 0])))
         p = self.name("p")
         self.emit(f"{p} = stablehlo.compare {d}, {a}, {b}, SIGNED : ({T}, {T}) -> {B}")
         return self.back(p, B)
@@ -213,7 +218,8 @@ class Builder:
         elif kind == "pad":
             s, k = self.name(), self.const(INT64_MIN, S)
             self.emit(f"{s} = stablehlo.slice {a} [1:3] : ({T}) -> tensor<2xi64>")
-            self.emit(f"{r} = stablehlo.pad {s}, {k}, low = [1], high = [1], interior = [0] : (tensor<2xi64>, {S}) -> {T}")
+            self.emit(f"{r} = stablehlo.pad {s}, {k}, low = [1], high = [1], interior = [0]"
+                      f" : (tensor<2xi64>, {S}) -> {T}")
         elif kind == "transpose":
             q, t = self.name(), self.name()
             self.emit(f"{q} = stablehlo.reshape {a} : ({T}) -> tensor<2x2xi64>")
@@ -228,7 +234,8 @@ class Builder:
             s, e, c = self.name(), self.name(), self.name()
             self.emit(f"{s} = stablehlo.slice {a} [1:2] : ({T}) -> tensor<1xi64>")
             self.emit(f"{e} = stablehlo.reshape {s} : (tensor<1xi64>) -> {S}")
-            self.emit(f"{c} = stablehlo.concatenate {self.operand()}, {self.operand()}, dim = 0 : ({T}, {T}) -> tensor<8xi64>")
+            self.emit(f"{c} = stablehlo.concatenate {self.operand()}, {self.operand()}, dim = 0"
+                      f" : ({T}, {T}) -> tensor<8xi64>")
             self.emit(f"{r} = stablehlo.dynamic_slice {c}, {e}, sizes = [4] : (tensor<8xi64>, {S}) -> {T}")
         return r
 
@@ -238,7 +245,8 @@ class Builder:
         a = self.operand(force=True)
         i0 = self.const(init, S)
         r, v = self.name("r"), self.name()
-        self.emit(f"{r} = stablehlo.reduce({a} init: {i0}) applies stablehlo.{body} across dimensions = [0] : ({T}, {S}) -> {S}")
+        self.emit(f"{r} = stablehlo.reduce({a} init: {i0}) applies stablehlo.{body} across dimensions = [0]"
+                  f" : ({T}, {S}) -> {S}")
         self.emit(f"{v} = stablehlo.broadcast_in_dim {r}, dims = [] : ({S}) -> {T}")
         return v
 

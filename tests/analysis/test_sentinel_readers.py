@@ -21,12 +21,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from test_soundness_regressions import I32, parse
 
 import no64
-from no64.transforms.emulate import join_words
 from no64.jax.reference import compare_outputs, lower_x64, narrow_inputs, run_module, word_pair_outputs
+from no64.transforms.emulate import join_words
 from runner import compile_module
-from test_soundness_regressions import I32, parse
 
 I64 = np.iinfo(np.int64)
 U64 = np.iinfo(np.uint64)

@@ -27,8 +27,7 @@ from __future__ import annotations
 import collections
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import no64
 from no64.ir._mlir import ir, make_context
@@ -105,7 +104,9 @@ class Builder:
     # --------------------------------------------------- elementwise filler
     def elementwise(self, lines: list[str] | None = None) -> str:
         kind = self.draw(
-            st.sampled_from(["add", "subtract", "multiply", "multiply_c", "maximum", "minimum", "negate", "clamp", "select"])
+            st.sampled_from(
+                ["add", "subtract", "multiply", "multiply_c", "maximum", "minimum", "negate", "clamp", "select"]
+            )
         )
         a = self.pick()
         r = self.name()
@@ -254,10 +255,13 @@ class Builder:
 
     def reduce1(self) -> None:
         a = self.pick()
-        body, init = self.draw(st.sampled_from([("add", 0), ("maximum", INT64_MIN), ("minimum", INT64_MAX), ("add", 7)]))
+        body, init = self.draw(
+            st.sampled_from([("add", 0), ("maximum", INT64_MIN), ("minimum", INT64_MAX), ("add", 7)])
+        )
         i0 = self.const(init, S)
         r, v = self.name("r"), self.name()
-        self.emit(f"{r} = stablehlo.reduce({a} init: {i0}) applies stablehlo.{body} across dimensions = [0] : ({T}, {S}) -> {S}")
+        self.emit(f"{r} = stablehlo.reduce({a} init: {i0}) applies stablehlo.{body} across dimensions = [0]"
+                  f" : ({T}, {S}) -> {S}")
         self.emit(f"{v} = stablehlo.broadcast_in_dim {r}, dims = [] : ({S}) -> {T}")
         self.pool.append(v)
 

@@ -2,10 +2,10 @@
 computes it exactly in 32-bit word pairs."""
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 
 import no64
+from no64.jax._compat import enable_x64
 
 
 @jax.jit

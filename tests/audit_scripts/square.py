@@ -2,8 +2,9 @@
 the square is computed in 64 bits (NO64_POLICY=exact)."""
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
+
+from no64.jax._compat import enable_x64
 
 
 @jax.jit

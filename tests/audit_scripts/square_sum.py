@@ -2,8 +2,9 @@
 sum may leave the 32-bit range, and no op here needs their words."""
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
+
+from no64.jax._compat import enable_x64
 
 
 @jax.jit

@@ -22,8 +22,14 @@ import pytest
 import no64
 from no64.ir import _compat
 from no64.ir._mlir import ir, make_context
+from no64.jax.reference import (
+    compare_outputs,
+    converted_inputs,
+    run_module,
+    word_pair_inputs,
+    word_pair_outputs,
+)
 from no64.transforms.emulate import join_words
-from no64.jax.reference import compare_outputs, narrow_inputs, run_module, word_pair_outputs, converted_inputs, word_pair_inputs
 
 pytestmark = pytest.mark.compat
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from no64.analysis.ranges import RangeAnalysis
+from no64.ir._mlir import ir, make_context
 from no64.kinds import (
     EXACT_VERDICTS,
     LOSSY_EVENTS,
@@ -98,14 +98,16 @@ def test_handlings_order_levels_and_fail_on() -> None:
 
 def test_parse_names_the_choices() -> None:
     assert RangePolicy.parse("strict", "policy") is RangePolicy.STRICT
-    with pytest.raises(ValueError, match=r"^policy must be one of \('default', 'strict', 'permissive', 'exact'\), not 'lax'$"):
+    with pytest.raises(ValueError,
+                       match=r"^policy must be one of \('default', 'strict', 'permissive', 'exact'\), not 'lax'$"):
         RangePolicy.parse("lax", "policy")
 
 
 def test_demote_rejects_unknown_policies_with_the_old_messages() -> None:
     m = ir.Module.parse("func.func public @main(%x: tensor<i64>) -> tensor<i64> { return %x : tensor<i64> }",
                         make_context())
-    with pytest.raises(ValueError, match=r"policy must be one of \('default', 'strict', 'permissive', 'exact'\), not 'x'"):
+    with pytest.raises(ValueError,
+                       match=r"policy must be one of \('default', 'strict', 'permissive', 'exact'\), not 'x'"):
         no64.demote(m, policy="x")
     with pytest.raises(ValueError, match=r"integer_policy must be one of \('error', 'saturate', 'wrap'\), not 'y'"):
         no64.demote(m, integer_policy="y")

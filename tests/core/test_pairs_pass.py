@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from jax import lax
 import no64
 import no64.io
 from no64.cli import main
+from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
 
 RNG = np.random.default_rng(7)
@@ -84,9 +84,13 @@ PROGRAMS = {
     "cumsum_axis": lambda x, y: jnp.cumsum(x, axis=1) + jnp.cumsum(y[:, ::-1], axis=0),
     "floor_round": lambda x, y: (jnp.floor(x / 7.0), jnp.ceil(y * 3), jnp.round(x / 10.0)),
     "scatter_set": lambda x, y: x.at[jnp.array([0, 2]), 1].set(y[:2, 0]),
-    "int_converts": lambda x, y: ((x * 1e3).astype(jnp.int32), (x * 1e5).astype(jnp.int64), jnp.arange(48.0).reshape(6, 8) + x),
+    "int_converts": lambda x, y: (
+        (x * 1e3).astype(jnp.int32), (x * 1e5).astype(jnp.int64), jnp.arange(48.0).reshape(6, 8) + x
+    ),
     "rsqrt_is_finite": lambda x, y: (lax.rsqrt(jnp.abs(y) + 1.0), jnp.isfinite(x / (y - y[0, 0]))),
-    "int64_to_pair": lambda x, y: (jnp.arange(48, dtype=jnp.int64).reshape(6, 8) * 3_000_000_007).astype(jnp.float64) + x,
+    "int64_to_pair": lambda x, y: (
+        (jnp.arange(48, dtype=jnp.int64).reshape(6, 8) * 3_000_000_007).astype(jnp.float64) + x
+    ),
     "f32_mix": lambda x, y: x.astype(jnp.float32) * 2 + (y * 3).astype(jnp.float16).astype(jnp.float64),
 }
 

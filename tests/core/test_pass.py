@@ -91,7 +91,8 @@ def test_attributes_that_are_64bit_by_definition_never_count() -> None:
 func.func @main(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
   %0 = stablehlo.transpose %a, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
   %z = stablehlo.constant dense<0.0> : tensor<f32>
-  %1 = stablehlo.pad %0, %z, low = [0, 0], high = [0, 0], interior = [0, 0] : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
+  %1 = stablehlo.pad %0, %z, low = [0, 0], high = [0, 0], interior = [0, 0]
+      : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
   %2 = "stablehlo.sort"(%1) <{dimension = 0 : i64, is_stable = true}> ({
   ^bb0(%x: tensor<f32>, %y: tensor<f32>):
     %p = stablehlo.compare LT, %x, %y, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
@@ -161,9 +162,11 @@ def test_shardy_and_mhlo_attributes_survive() -> None:
     src = """
 module @m attributes {mhlo.num_partitions = 2 : i32, mhlo.frontend_attributes = {xla.sdy.meshes = "x"}} {
   sdy.mesh @mesh = <["x"=2]>
-  func.func public @main(%a: tensor<8xf64> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>, mhlo.layout_mode = "default"}) -> (tensor<8xf64> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+  func.func public @main(%a: tensor<8xf64> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>, mhlo.layout_mode = "default"})
+      -> (tensor<8xf64> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
     %0 = sdy.sharding_constraint %a <@mesh, [{"x"}]> : tensor<8xf64>
-    %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%arg1: tensor<4xf64>) {
+    %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>]
+        manual_axes={"x"} (%arg1: tensor<4xf64>) {
       %2 = stablehlo.multiply %arg1, %arg1 : tensor<4xf64>
       sdy.return %2 : tensor<4xf64>
     } : (tensor<8xf64>) -> tensor<8xf64>
@@ -214,7 +217,12 @@ def const_text(m: ir.Module) -> str:
         ("dense<18446744073709551615>", "tensor<2xui64>", "dense<4294967295> : tensor<2xui32>", 1),
         ("dense<[3, 4294967295]>", "tensor<2xui64>", "dense<[3, -1]> : tensor<2xui32>", 0),
         ("dense<0x7FEFFFFFFFFFFFFF>", "tensor<f64>", "dense<3.40282347E+38> : tensor<f32>", 1),
-        ("dense<[0xFFEFFFFFFFFFFFFF, 1.0]>", "tensor<2xf64>", "dense<[-3.40282347E+38, 1.000000e+00]> : tensor<2xf32>", 1),
+        (
+            "dense<[0xFFEFFFFFFFFFFFFF, 1.0]>",
+            "tensor<2xf64>",
+            "dense<[-3.40282347E+38, 1.000000e+00]> : tensor<2xf32>",
+            1,
+        ),
     ],
 )
 def test_sentinels_map_to_32bit_extremes(decl: str, ty: str, expected: str, sentinels: int) -> None:
@@ -383,20 +391,24 @@ def test_empty_constant() -> None:
 REFUSALS = [
     (
         "stablehlo.bitcast_convert",
-        """%0 = stablehlo.bitcast_convert %a : (tensor<4xf64>) -> tensor<4xi64> loc("jit(f)/bitcast_convert_type"("u.py":7:2))
-  %1 = stablehlo.convert %0 : (tensor<4xi64>) -> tensor<4xf64>""",
+        '%0 = stablehlo.bitcast_convert %a : (tensor<4xf64>) -> tensor<4xi64>'
+        ' loc("jit(f)/bitcast_convert_type"("u.py":7:2))\n'
+        "  %1 = stablehlo.convert %0 : (tensor<4xi64>) -> tensor<4xf64>",
         "reinterprets the bits",
     ),
     (
         "stablehlo.custom_call",
-        """%1 = stablehlo.custom_call @my_kernel(%a) : (tensor<4xf64>) -> tensor<4xf64> loc("jit(f)/my_kernel"("u.py":7:2))""",
+        '%1 = stablehlo.custom_call @my_kernel(%a) : (tensor<4xf64>) -> tensor<4xf64>'
+        ' loc("jit(f)/my_kernel"("u.py":7:2))',
         "'my_kernel'",
     ),
     (
         "stablehlo.rng_bit_generator",
-        """%st = stablehlo.constant dense<[1, 2]> : tensor<2xui64>
-  %s2, %bits = stablehlo.rng_bit_generator %st, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui64>) loc("jit(f)/rng_bit_generator"("u.py":7:2))
-  %1 = stablehlo.convert %bits : (tensor<4xui64>) -> tensor<4xf64>""",
+        "%st = stablehlo.constant dense<[1, 2]> : tensor<2xui64>\n"
+        "  %s2, %bits = stablehlo.rng_bit_generator %st, algorithm = THREE_FRY"
+        " : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui64>)"
+        ' loc("jit(f)/rng_bit_generator"("u.py":7:2))\n'
+        "  %1 = stablehlo.convert %bits : (tensor<4xui64>) -> tensor<4xf64>",
         "random numbers",
     ),
 ]

@@ -8,8 +8,8 @@ import pytest
 
 import no64
 from no64.ir._mlir import ir, make_context
-from no64.report import DemotionReport, Narrowing
 from no64.kinds import Verdict
+from no64.report import DemotionReport, Narrowing
 
 
 def parse(text: str) -> ir.Module:

@@ -32,7 +32,6 @@ from jax import lax
 import no64
 import no64.io
 from no64.cli import main
-from no64.transforms.emulate import join_words
 from no64.jax.reference import (
     compare_outputs,
     compare_with_reference,
@@ -42,6 +41,7 @@ from no64.jax.reference import (
     word_pair_inputs,
     word_pair_outputs,
 )
+from no64.transforms.emulate import join_words
 
 I32 = np.iinfo(np.int32)
 U32 = np.iinfo(np.uint32)

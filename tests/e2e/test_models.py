@@ -42,7 +42,6 @@ from typing import Any
 import equinox as eqx
 import flax.linen as nn
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -50,6 +49,7 @@ import pytest
 from flax import nnx
 
 import no64
+from no64.jax._compat import enable_x64
 from no64.jax.reference import parse_module, run_module
 
 #: ``None`` is JAX's default key implementation (threefry2x32).

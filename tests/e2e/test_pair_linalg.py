@@ -15,10 +15,10 @@ import jax.scipy.linalg as jsl
 import mpmath
 import numpy as np
 import pytest
+from test_pair_programs import reference, rel, run_pairs
 
 import no64
 from no64.jax.reference import lower_x64
-from test_pair_programs import reference, rel, run_pairs
 
 
 def conditioned(n: int, cond: float, seed: int) -> np.ndarray:

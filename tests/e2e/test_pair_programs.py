@@ -28,13 +28,13 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
 
 import no64
+from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
 
 

@@ -67,8 +67,7 @@ from typing import Any
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import no64
 from no64.ir._mlir import ir, make_context

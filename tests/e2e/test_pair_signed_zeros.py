@@ -19,10 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from test_pair_programs import reference
 
 import no64
 from no64.jax.reference import lower_x64, run_module
-from test_pair_programs import reference
 
 VALUES = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, np.inf, -np.inf,
                    1 - 2.0**-40, -1 + 2.0**-40, -0.5 + 2.0**-40, 0.3, -0.3, -0.5])

@@ -20,10 +20,11 @@ import traceback
 from typing import Any, Callable
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+from no64.jax._compat import enable_x64
 
 I64 = np.iinfo(np.int64)
 U64 = np.iinfo(np.uint64)
@@ -294,22 +295,22 @@ def run_all(prefix: str = "", cases: dict[str, Callable[[Any], Any]] | None = No
     xj = jnp.asarray(x)  # eager cases compute with JAX, not numpy
     out: dict[str, Any] = {}
     for name, f in (cases or {**SENTINELS, **BIG_CONSTANTS}).items():
-        out[f"{prefix}eager/{name}"] = encode(lambda: f(xj))
-        out[f"{prefix}jit/{name}"] = encode(lambda: jax.jit(f)(x))
+        out[f"{prefix}eager/{name}"] = encode(lambda f=f: f(xj))
+        out[f"{prefix}jit/{name}"] = encode(lambda f=f: jax.jit(f)(x))
     jitted = jax.jit(plus_one)
     for name, arg in BIG_ARGUMENTS.items():
         small = np.zeros_like(arg) if not isinstance(arg, int) else 0
         jitted(small)  # a C++ fast path exists
-        out[f"{prefix}arg/{name}"] = encode(lambda: jitted(arg))  # ARGUMENT LINE
+        out[f"{prefix}arg/{name}"] = encode(lambda arg=arg: jitted(arg))  # ARGUMENT LINE
         compiled = jax.jit(plus_one).lower(small).compile()
         compiled(small)
-        out[f"{prefix}aot/{name}"] = encode(lambda: compiled(arg))  # AOT LINE
+        out[f"{prefix}aot/{name}"] = encode(lambda compiled=compiled, arg=arg: compiled(arg))  # AOT LINE
         # a C++ fast path made by 32-bit numpy data of the same shape
         narrow = jax.jit(plus_one)
         small32 = np.asarray(small, np.int32) if not isinstance(arg, int) else 0
         narrow(small32)
         narrow(small32)
-        out[f"{prefix}arg32/{name}"] = encode(lambda: narrow(arg))  # ARGUMENT32 LINE
+        out[f"{prefix}arg32/{name}"] = encode(lambda narrow=narrow, arg=arg: narrow(arg))  # ARGUMENT32 LINE
     return out
 
 
@@ -318,9 +319,9 @@ def run_sentinel_cases() -> dict[str, Any]:
     x = np.arange(3)
     out: dict[str, Any] = {}
     for name, f in {**COLLISIONS, **READS, **MEETS, **PROVEN}.items():
-        out[f"jit/{name}"] = encode(lambda: jax.jit(f)(x))
+        out[f"jit/{name}"] = encode(lambda f=f: jax.jit(f)(x))
     for name, (f, arg) in ARGUMENT_CASES.items():
-        out[f"arg/{name}"] = encode(lambda: jax.jit(f)(arg))  # SENTINEL ARGUMENT LINE
+        out[f"arg/{name}"] = encode(lambda f=f, arg=arg: jax.jit(f)(arg))  # SENTINEL ARGUMENT LINE
     with enable_x64(True):
         wide = jax.device_put(np.array([I64.max, 5, 6]))  # a 64-bit jax.Array, closed over
     out["jit/jax_array_where"] = encode(
@@ -342,7 +343,7 @@ def main(path: str, which: str = "all") -> None:
     results = run_all()
     training = run_training(jax.jit)
     for k, v in training.items():
-        results[f"train/{k}"] = encode(lambda: v)
+        results[f"train/{k}"] = encode(lambda v=v: v)
     if "no64" in sys.modules or "no64.jax.hook" in sys.modules:
         import no64
 

@@ -18,8 +18,8 @@ import jsonschema
 import pytest
 
 import no64
-from no64.jax.audit import AUDIT_JSON_SCHEMA, CAUSE_KINDS, FAIL_ON, AuditReport
 from no64.cli import main
+from no64.jax.audit import AUDIT_JSON_SCHEMA, CAUSE_KINDS, FAIL_ON, AuditReport
 
 pytest_plugins = ["pytester"]
 
@@ -333,7 +333,8 @@ def test_sarif_locations_name_user_lines() -> None:
         return jnp.arange(3, dtype=jnp.int64) + x  # SARIF LINE
 
     sarif = no64.audit(f, jnp.int64(2)).to_sarif()
-    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1) if "# SARIF LINE" in t and "next(" not in t)
+    lines = Path(__file__).read_text().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "# SARIF LINE" in t and "next(" not in t)
     located = [
         r["locations"][0]["physicalLocation"]
         for r in sarif["runs"][0]["results"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 
 from no64.ir._mlir import ir, make_context
-from no64.transforms.scan import find_64bit
 from no64.jax.audit import Compiled, _handlings, analyze
 from no64.kinds import Handling
+from no64.transforms.scan import find_64bit
 
 
 def handlings(text: str) -> dict[tuple[str, str, int | None], Handling]:

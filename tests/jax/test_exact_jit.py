@@ -9,14 +9,14 @@ CPU without no64, on inputs over the whole int32/uint32 range.
 from __future__ import annotations
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import no64
-from no64.transforms.emulate import join_words
+from no64.jax._compat import enable_x64
 from no64.jax.reference import main_signature
+from no64.transforms.emulate import join_words
 
 I32 = np.iinfo(np.int32)
 U32 = np.iinfo(np.uint32)

@@ -19,22 +19,21 @@ import json
 import os
 import re
 import subprocess
-import warnings
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
+import host_cases as hc
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import host_cases as hc
 import no64
-from no64.transforms import constants as C
-from no64.jax import hook as jaxhook
 from no64.jax import host
+from no64.jax._compat import enable_x64
+from no64.transforms import constants as C
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::no64.jax.hook.X64DisabledWarning"),
@@ -113,8 +112,9 @@ def test_environment_host_values_against_x64_reference(tmp_path: Path) -> None:
     """Every case under NO64_PLATFORMS=cpu + JAX_ENABLE_X64=1, eagerly and under jax.jit:
     sentinels give the x64 result narrowed by no64's rules; big integers are refused at the
     case's line (constants) or the call's line (jit and AOT-compiled arguments, also once a
-    C++ fast path exists, made by 64-bit or by 32-bit numpy data); under the "wrap" policy they give the x64 result's low 32 bits; the Flax/Optax
-    step's metrics match; host_records() names the lines."""
+    C++ fast path exists, made by 64-bit or by 32-bit numpy data); under the "wrap" policy
+    they give the x64 result's low 32 bits; the Flax/Optax step's metrics match;
+    host_records() names the lines."""
     ref_proc, ref_out = _start(tmp_path, "ref")
     got_proc, got_out = _start(tmp_path, "no64", NO64_PLATFORMS="cpu")
     ref = _finish(ref_proc, ref_out)
@@ -488,7 +488,7 @@ def test_jit_sentinel_collision_arguments(name: str) -> None:
     _reference(f, arg)
     with pytest.raises(no64.HostRangeError) as err:
         no64.jit(f)(arg)  # COLLISION CALL LINE
-    assert f"argument a" in str(err.value)
+    assert "argument a" in str(err.value)
     assert err.value.source.file == __file__
     assert "holds both the sentinel" in str(err.value)
 

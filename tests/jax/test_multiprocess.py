@@ -24,16 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import jax
-from no64.jax._compat import backend_module_text, enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 import no64
 import no64.io
 from no64.jax import hook as jaxhook
+from no64.jax._compat import backend_module_text, enable_x64
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.

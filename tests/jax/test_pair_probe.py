@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import no64
-from no64.transforms import pair_probe as Q
+from no64.ir import pairs as P
 from no64.jax import pair_probe as R
 from no64.jax.reference import run_module
-from no64.ir import pairs as P
+from no64.transforms import pair_probe as Q
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "rules"))
 import pairs_model as M  # noqa: E402

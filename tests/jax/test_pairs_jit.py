@@ -5,12 +5,12 @@ x64 on."""
 from __future__ import annotations
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import no64
+from no64.jax._compat import enable_x64
 
 
 def f(x, n):
@@ -113,7 +113,8 @@ def test_hook_refuses_pairs_where_the_probe_differs(tmp_path):
     script = tmp_path / "refuse.py"
     script.write_text(HOOK_SCRIPT.replace(
         "import no64\n",
-        "import no64\nimport no64.jax.pair_probe as R\nR._results['cpu'] = 'multiply lo of element 5: got 1, IEEE f32 gives 2'\n"))
+        "import no64\nimport no64.jax.pair_probe as R\n"
+        "R._results['cpu'] = 'multiply lo of element 5: got 1, IEEE f32 gives 2'\n"))
     env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="pairs", JAX_PLATFORMS="cpu")
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0

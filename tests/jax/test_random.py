@@ -11,12 +11,12 @@ the same bits after demotion as before, on the same CPU backend.
 from __future__ import annotations
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import no64
+from no64.jax._compat import enable_x64
 from no64.jax.reference import parse_module, run_module
 
 IMPLS = ["threefry2x32", "threefry4x32", "philox2x32", "philox4x32", "rbg", "unsafe_rbg"]

@@ -13,15 +13,16 @@ import functools
 import re
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
 
 import no64
-from no64.jax import reference
+import programs
 from no64.ir._mlir import ir
+from no64.jax import reference
+from no64.jax._compat import enable_x64
 from no64.jax.reference import (
     ComparisonResult,
     Tolerance,
@@ -32,8 +33,6 @@ from no64.jax.reference import (
     narrow_inputs,
     run_module,
 )
-
-import programs
 from programs import PROGRAMS, Program
 
 BY_NAME = {p.name: p for p in PROGRAMS}

@@ -20,8 +20,8 @@ from jax import lax
 
 import no64
 from analysis.test_soundness_regressions import I32, parse
-from no64.transforms.emulate import join_words
 from no64.jax.reference import compare_outputs, converted_inputs, lower_x64, word_pair_outputs
+from no64.transforms.emulate import join_words
 from runner import compile_module
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import no64
-from no64.transforms.emulate import join_words
 from no64.jax.reference import converted_inputs, parse_module, run_module
+from no64.transforms.emulate import join_words
 
 I64 = np.iinfo(np.int64)
 BASES = [0, 1, -1, 2, -2, 3, -3, 7, 2**31, -(2**31), 2**32, 2**32 + 1, 2**40 + 1, -(2**33) - 7,

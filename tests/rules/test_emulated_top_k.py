@@ -26,7 +26,7 @@ def test_top_k_on_words_is_the_x64_programs(dtype: type) -> None:
     ]
     x = np.array([[v % 2**64 for v in r] for r in rows], np.uint64).view(dtype)
     for k in (1, 3, 8):
-        result = compare_with_reference(lambda v: jax.lax.top_k(v, k), [x], policy="exact")
+        result = compare_with_reference(lambda v, k=k: jax.lax.top_k(v, k), [x], policy="exact")
         assert all(o.ok for o in result.outputs)
         assert result.report.emulated_by_op.get("chlo.top_k") == 1
         assert no64.find_64bit(result.demoted) == []

@@ -4,9 +4,9 @@
 Each example is a small JAX program over ``int64``/``uint64`` values built
 from two inputs ``x: int32[8]`` and ``y: uint32[8]`` (or, in a quarter of
 the programs, int64/uint64 arrays over the whole 64-bit range made from
-them, which the converted program takes as 32-bit words).  Its steps are drawn from the op table :data:`FAMILIES`, one line
-per op: arithmetic, shifts by constant amounts (0..70) and by computed
-ones, bitwise ops, compares in every direction (signed and unsigned)
+them, which the converted program takes as 32-bit words).  Its steps are
+drawn from the op table :data:`FAMILIES`, one line per op: arithmetic,
+shifts by constant amounts (0..70) and by computed ones, bitwise ops, compares in every direction (signed and unsigned)
 feeding selects, min/max/clamp/abs/sign, converts to and from narrower
 integers, between signednesses and through floats, bitcasts to words,
 64-bit constants of any value, moved elements (reshapes, slices, pads,
@@ -48,13 +48,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, seed, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as st
 from jax import lax
 
 import no64
-from no64.transforms.emulate import join_words
 from no64.jax.reference import compare_outputs, compare_with_reference, converted_inputs
+from no64.transforms.emulate import join_words
 from runner import compile_module
 
 N = 8

@@ -63,7 +63,9 @@ PROGRAMS = {
     )[1],
     "scan": lambda x: lax.scan(lambda c, v: (c * 31 + v, c), jnp.int64(7), wide(x))[0],
     "cond": lambda x: lax.cond(x[0] > 0, lambda: wide(x) * 2**40, lambda: wide(x) - 2**40),
-    "switch": lambda x: lax.switch(jnp.abs(x[1]) % 3, [lambda: wide(x) * 2**33, lambda: -wide(x), lambda: wide(x) ** 2]),
+    "switch": lambda x: lax.switch(
+        jnp.abs(x[1]) % 3, [lambda: wide(x) * 2**33, lambda: -wide(x), lambda: wide(x) ** 2]
+    ),
     # sentinels meeting emulated values keep their 64-bit meaning
     "masked_min_sentinel": lambda x: jnp.min(jnp.where(x > 0, wide(x) * wide(x), np.iinfo(np.int64).max)),
     "masked_min_nothing_left": lambda x: jnp.min(jnp.where(x > 2**31 - 1, wide(x) ** 2, np.iinfo(np.int64).max)),

@@ -23,9 +23,9 @@ import mpmath
 import numpy as np
 import pytest
 
+from no64.ir import pairs as P
 from no64.ir._mlir import ir, make_context
 from no64.jax.reference import run_module
-from no64.ir import pairs as P
 
 sys.path.insert(0, str(Path(__file__).parent))
 import pairs_model as M  # noqa: E402
@@ -236,7 +236,8 @@ def test_minmax_abs_sign_floor_select(operands):
     x = M.ftz(xh).astype(np.float64) + M.ftz(xl)
     y = M.ftz(yh).astype(np.float64) + M.ftz(yl)
     with np.errstate(invalid="ignore"):
-        want = [np.maximum(x, y), np.minimum(x, y), np.abs(x), np.sign(x), np.floor(x), np.ceil(x), np.where(pred, x, y)]
+        want = [np.maximum(x, y), np.minimum(x, y), np.abs(x), np.sign(x), np.floor(x), np.ceil(x),
+                np.where(pred, x, y)]
     for k, w in enumerate(want):
         h, l = M.ftz(got[2 * k]), M.ftz(got[2 * k + 1])
         v = h.astype(np.float64) + l

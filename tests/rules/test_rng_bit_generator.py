@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from no64.errors import UnsupportedOpError
+from no64.ir._mlir import ir, make_context
+from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, parse_module, run_module
 
 ALG = jax.lax.RandomAlgorithm

@@ -46,7 +46,8 @@ def test_low_word_mask_keeps_the_mask_for_a_bool(policy: str) -> None:
 @pytest.mark.parametrize("policy", POLICIES)
 def test_low_word_mask_before_a_bool_alone(policy: str) -> None:
     text = LOW_WORD.replace(
-        "return %p, %q, %h : tensor<4xi1>, tensor<4xi32>, tensor<4xi16>", "return %p, %p, %p : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>"
+        "return %p, %q, %h : tensor<4xi1>, tensor<4xi32>, tensor<4xi16>",
+        "return %p, %p, %p : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>",
     ).replace("-> (tensor<4xi1>, tensor<4xi32>, tensor<4xi16>)", "-> (tensor<4xi1>, tensor<4xi1>, tensor<4xi1>)")
     refused_or_exact(parse(text), INPUTS, input_ranges={0: (I32.min, I32.max), 1: (I32.min, I32.max)},
                      policy=policy)

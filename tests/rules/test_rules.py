@@ -8,12 +8,12 @@ where the rule is exact, to the documented precision where it is not.
 from __future__ import annotations
 
 import jax
-from no64.jax._compat import enable_x64
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import no64
+from no64.jax._compat import enable_x64
 from no64.jax.reference import compare_with_reference, lower_x64, parse_module, run_module
 
 

@@ -19,7 +19,10 @@ but unused no64 costs JAX nothing.
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 __all__ = ["initialize", "start"]
 
@@ -74,7 +77,7 @@ class _AfterJaxImport:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None:
             return spec
-        spec.loader = _Loader(spec.loader)
+        spec.loader = cast("Loader", _Loader(spec.loader))  # a loader by its methods
         return spec
 
 

@@ -61,9 +61,9 @@ import numpy as np
 from ..ir._compat import constant_value
 from ..ir._mlir import as_operation, ir
 from ..ir.locations import SourceLocation, decode_location
-from ..spec.walk import all_ops, defining_op, functions, is_public, symbol_name
 from ..kinds import HintKind, SentinelUse
 from ..spec.registry import Computes, OpSpec, Reduction, spec_of
+from ..spec.walk import all_ops, defining_op, functions, is_public, symbol_name
 
 __all__ = ["FloatHint", "HINT_KINDS", "float_hints"]
 

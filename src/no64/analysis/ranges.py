@@ -32,13 +32,11 @@ from typing import Any
 import numpy as np
 
 from ..ir._compat import as_attribute, block_argument, location_kind
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
+from ..ir._mlir import as_operation as _as_op, ir
 from ..kinds import SentinelUse, Verdict
-from ..spec.walk import callee_of, defining_op, entry_function
-from ..spec.walk import is_public as _is_public
-from ..spec.registry import Computes, Reduction, spec_of
 from ..spec.intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
+from ..spec.registry import Computes, Reduction, spec_of
+from ..spec.walk import callee_of, defining_op, entry_function, is_public as _is_public
 
 __all__ = [
     "Interval",
@@ -559,7 +557,7 @@ class RangeAnalysis:
         self._layers[-1][key] = state
         return state
 
-    def _bound_accumulators(self, state, inits, body_args, body_ret, trips, one_round):  # type: ignore[no-untyped-def]
+    def _bound_accumulators(self, state, inits, body_args, body_ret, trips, one_round):
         """A carried ``acc`` whose next value is ``acc + step``, with ``step``
         not depending on ``acc`` (possibly through calls, as JAX's
         ``fori_loop`` writes its body): ``acc`` stays within
@@ -618,7 +616,7 @@ class RangeAnalysis:
             j = b_arg.arg_number
             if body_ret.operands[j] != body_args[j] or state[j] is None:
                 return None
-            bound = state[j].plain()  # type: ignore[union-attr]
+            bound = state[j].plain()
         else:
             bc = self.constant(b)
             if bc is None:
@@ -635,11 +633,13 @@ class RangeAnalysis:
         steps = self.constant(y)
         if steps is None or min(steps) < 1:
             return None
-        start = state[k].plain().lo  # type: ignore[union-attr]
+        start = state[k].plain().lo
         span = bound.hi - start + (1 if d == "LE" else 0)
         return max(0, -(-span // min(steps)))
 
-    def _refine(self, cond_block: ir.Block, args: list[ir.BlockArgument], state: list[Range | None]) -> list[Range | None]:
+    def _refine(
+        self, cond_block: ir.Block, args: list[ir.BlockArgument], state: list[Range | None]
+    ) -> list[Range | None]:
         """Intersect the carried values' ranges with the loop condition
         (``compare LT/LE/GT/GE arg, bound`` returned by the cond region)."""
         cmp = _loop_compare(cond_block)
@@ -741,9 +741,9 @@ class RangeAnalysis:
                     new.append(acc[k])
                     continue
                 o = outs[k] if outs[k] is not None else Range(*fulls[k])  # type: ignore[misc]
-                nk = join([acc[k], o])  # type: ignore[list-item]
+                nk: Range | None = join([acc[k], o])  # type: ignore[list-item]
                 if it >= _WIDEN_AFTER:
-                    nk = _widen(nk, acc[k], fulls[k])  # type: ignore[arg-type]
+                    nk = _widen(nk, acc[k], fulls[k])
                 new.append(nk)
             if new == acc:
                 break

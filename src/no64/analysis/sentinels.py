@@ -21,8 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
+from ..ir._mlir import as_operation as _as_op, ir
 from ..kinds import SentinelUse
 from .ranges import RangeAnalysis
 

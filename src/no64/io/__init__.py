@@ -57,7 +57,7 @@ written) and :mod:`~no64.io.diagnostics` (one-line error messages).
 from __future__ import annotations
 
 from ..errors import InputError, OutputError
-from .destinations import _destination_kind
+from .destinations import _destination_kind as _destination_kind  # the CLI checks OUT before converting
 from .detect import detect_format
 from .dump import dumps, save
 from .formats import FORMATS, MODULE_FORMATS, format_from_extension
@@ -71,6 +71,8 @@ __all__ = [
     "MODULE_FORMATS",
     "MAX_INPUT_SIZE",
     "MAX_NESTING",
+    "PIPE_WAIT_SECONDS",
+    "InputError",
     "OutputError",
     "detect_format",
     "dumps",

@@ -6,13 +6,12 @@ import os
 import re
 
 from ..errors import InputError
+from ..spec.registry import REGISTRY
 from .diagnostics import _MEMORY
 from .formats import _BYTECODE_MAGIC, FORMATS, format_from_extension
 from .hlo import _is_hlo_proto
 from .jaxexport import _jax_exported
 from .mlir import _VHLO_TEXT
-from ..spec.registry import REGISTRY
-
 
 _VHLO_PRODUCER = b"StableHLO_v"
 

@@ -15,7 +15,6 @@ from typing import Any
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
 
-
 #: The name messages give data held in memory.
 _MEMORY = "<memory>"
 

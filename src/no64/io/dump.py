@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..ir._mlir import ir
 from ..errors import No64Error, OutputError
+from ..ir._mlir import ir
 from .destinations import _destination_kind, _write_atomically, _write_through
 from .diagnostics import _mlir_error_line, _xla_message
 from .formats import _DESCRIPTIONS, FORMATS, _check_format, format_from_extension
 from .hlo import _dump_hlo, _dump_hlopb
 from .jaxexport import _dump_jaxexport
 from .mlir import _bytecode, _dump_mlir, _dump_vhlo
-
 
 _DUMPERS: dict[str, Callable[[ir.Module], bytes]] = {
     "mlir": _dump_mlir,

@@ -6,7 +6,6 @@ import os
 
 from ..errors import No64Error
 
-
 #: Every format :func:`load` reads and :func:`dumps` writes.
 FORMATS: tuple[str, ...] = ("mlir", "mlirbc", "vhlo", "hlo", "hlopb", "jaxexport")
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import re
 
+from ..errors import InputError
 from ..ir._mlir import ir
 from ..ir.locations import decode_location
-from ..errors import InputError
 from .diagnostics import _diagnostic_line
-
 
 #: The deepest nesting :func:`load` accepts: of brackets in text formats
 #: (``{``, ``(``, ``[``, ``<``), of regions in bytecode.  Programs JAX writes

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InputError
 from ..ir._compat import xla_hlo, xla_mlir
 from ..ir._mlir import ir
-from ..errors import InputError
 from ..spec.registry import spec_of
 from .diagnostics import _xla_error_line
 from .mlir import _bytecode
@@ -39,7 +39,7 @@ def _drop_uncalled(module: ir.Module) -> None:
     while True:
         used: set[str] = set()
         for fn in functions:
-            fn.walk(lambda op: _note_symbols(op, used))
+            fn.walk(lambda op, used=used: _note_symbols(op, used))
         dead = [fn for fn in functions
                 if "sym_visibility" in fn.attributes
                 and ir.StringAttr(fn.attributes["sym_visibility"]).value == "private"

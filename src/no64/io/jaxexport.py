@@ -14,9 +14,9 @@ import importlib.util
 import weakref
 from typing import Any
 
+from ..errors import InputError, OutputError
 from ..ir._mlir import ir
 from ..ir.types import NARROWED_DTYPE_NAMES as _NARROWED_DTYPES
-from ..errors import InputError, OutputError
 from .formats import _BYTECODE_MAGIC
 from .mlir import _dump_vhlo, _load_vhlo
 

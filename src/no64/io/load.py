@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..ir._mlir import ir, make_context
 from ..errors import InputError, No64Error
+from ..ir._mlir import ir, make_context
 from .detect import _require_content, detect_format
 from .diagnostics import _mlir_error_line, _xla_error_line
 from .formats import _BYTECODE_MAGIC, _DESCRIPTIONS, _check_format
@@ -15,7 +15,6 @@ from .hlo import _load_hlo, _load_hlopb
 from .jaxexport import _load_jaxexport
 from .mlir import _load_mlir, _load_vhlo
 from .sources import MAX_INPUT_SIZE, _read
-
 
 _LOADERS: dict[str, Callable[[bytes, str | None, str, ir.Context], ir.Module]] = {
     "mlir": _load_mlir,
@@ -89,8 +88,9 @@ def load(
     Raises:
       InputError: The file is missing, empty, unreadable, not a regular
         file or pipe, larger than ``max_size``, nested more than
-        :data:`MAX_NESTING` levels deep, of unknown format, malformed (the message gives ``file:line:col`` where the parser
-        does), uses an op of an unknown dialect, or fails verification.
+        :data:`MAX_NESTING` levels deep, of unknown format, malformed (the
+        message gives ``file:line:col`` where the parser does), uses an op of
+        an unknown dialect, or fails verification.
     """
     return load_with_format(source, format=format, context=context, max_size=max_size)[0]
 

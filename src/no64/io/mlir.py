@@ -7,12 +7,11 @@ import io
 import os
 import re
 
+from ..errors import InputError
 from ..ir._compat import xla_mlir
 from ..ir._mlir import ir, stablehlo
-from ..errors import InputError
 from .diagnostics import _collect_diagnostics, _diagnostic_line
 from .formats import _BYTECODE_MAGIC
-
 
 #: A versioned (VHLO) module in MLIR text.
 _VHLO_TEXT = re.compile(r"\bvhlo\.func_v\d")

@@ -16,7 +16,6 @@ import stat
 from ..errors import InputError
 from .diagnostics import _MEMORY
 
-
 #: The largest input :func:`load` reads by default, in bytes (1 GiB).
 MAX_INPUT_SIZE = 1 << 30
 

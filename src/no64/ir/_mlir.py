@@ -7,11 +7,11 @@ imports ``ir`` and the dialect modules from here.
 
 from __future__ import annotations
 
-# ._compat loads jaxlib first (and sets XLA's logging default before it).
-from ._compat import feature  # noqa: E402  (refuses an unsupported jaxlib)
-
 from jaxlib.mlir import ir  # noqa: E402
 from jaxlib.mlir.dialects import chlo, func, mhlo, sdy, stablehlo  # noqa: E402
+
+# ._compat loads jaxlib first (and sets XLA's logging default before it).
+from ._compat import feature  # noqa: E402  (refuses an unsupported jaxlib)
 
 _register_dialects = feature("jaxlib.mlir._mlir_libs._jax_mlir_ext", "register_dialects")
 _register_mhlo = feature("jaxlib.mlir.dialects.mhlo", "register_mhlo_dialect")

@@ -357,7 +357,9 @@ def shift(name: str, a: Words, amount: Words) -> Words:
     # arithmetic: the high word's sign fills in
     hs = bitcast(hi, i32())
     c31 = splat(n, 31)
-    hi_small = bitcast(make("shift_right_arithmetic", [hs, bitcast(make("minimum", [n, c31], n.type), i32())], hs.type), u32())
+    hi_small = bitcast(
+        make("shift_right_arithmetic", [hs, bitcast(make("minimum", [n, c31], n.type), i32())], hs.type), u32()
+    )
     lo_wide = bitcast(
         make("shift_right_arithmetic", [hs, bitcast(make("minimum", [n_hi, c31], n.type), i32())], hs.type), u32()
     )
@@ -443,7 +445,8 @@ def divmod_unsigned(n: Words, d: Words, small_divisor: bool = False) -> tuple[Wo
         # if that is not zero, plus 1 if the remainder is then still >= d.
         large = _cmp(d.hi, zero, "NE", "UNSIGNED")
         s = make("count_leading_zeros", [d.hi], d.hi.type)
-        v1 = _same("or", _same("shift_left", d.hi, s), _same("shift_right_logical", d.lo, _same("subtract", splat(s, 32), s)))
+        v1 = _same("or", _same("shift_left", d.hi, s),
+                   _same("shift_right_logical", d.lo, _same("subtract", splat(s, 32), s)))
         half_lo = _same("or", _same("shift_right_logical", n.lo, one), _same("shift_left", n.hi, splat(n.lo, 31)))
         half_hi = _same("shift_right_logical", n.hi, one)
         q, r = _div_64_by_32(_sel(large, half_hi, r_hi), _sel(large, half_lo, n.lo), _sel(large, v1, v))

@@ -705,8 +705,7 @@ def _frames_location(ctx: Any, codes: list[Any], lastis: list[int]) -> Any:
     of them; cached per module being lowered."""
     import re
 
-    from jax._src import config as jax_config
-    from jax._src import source_info_util
+    from jax._src import config as jax_config, source_info_util
     from jax._src.lib.mlir import ir
 
     caches = ctx.traceback_caches

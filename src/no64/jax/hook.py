@@ -61,17 +61,11 @@ import dataclasses
 import logging
 import os
 import sys
-import threading
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
-
-from ..ir._mlir import ir
-from ..transforms.demote import FLOAT_POLICIES, demote
-from ..transforms.emulate import exact_input_ranges
 from ..errors import (
     Boundary64BitError,
     ConfigurationError,
@@ -81,13 +75,16 @@ from ..errors import (
     Remaining64BitError,
     X64DisabledWarning,
 )
-from ..report import DemotionReport
-from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
-from ..transforms.scan import check, find_64bit, has_64bit
+from ..ir._mlir import ir
 from ..ir.types import TypeConverter
+from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
+from ..report import DemotionReport
+from ..spec.registry import spec_of
+from ..transforms.demote import demote
+from ..transforms.emulate import exact_input_ranges
+from ..transforms.scan import check, find_64bit, has_64bit
 from . import host, intent
 from .state import ALL_PLATFORMS, STATE, default_platform
-from ..spec.registry import spec_of
 
 __all__ = [
     "ALL_PLATFORMS",

@@ -88,11 +88,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..transforms import constants as C
+from ..errors import FloatPrecisionWarning, HostRangeError
 from ..ir.locations import SourceLocation
-from ..report import Event
-from ..errors import ConstantRangeError, FloatPrecisionWarning, HostRangeError, No64Error
+from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ..kinds import EventKind, IntegerPolicy, Mode
+from ..report import Event
+from ..transforms import constants as C
 from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
@@ -105,8 +106,6 @@ __all__ = [
     "narrow_python_int",
     "user_source",
 ]
-
-from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 _INT64 = np.dtype(np.int64)
 _UINT64 = np.dtype(np.uint64)
@@ -858,8 +857,7 @@ def _replace(name: str, original: Any, wrapper: Any, modules: tuple[Any, ...]) -
 
 def _install_array() -> None:
     import jax.numpy as jnp
-    from jax._src.numpy import array_constructors, array_creation, index_tricks, lax_numpy
-    from jax._src.numpy import scalar_types
+    from jax._src.numpy import array_constructors, array_creation, index_tricks, lax_numpy, scalar_types
 
     modules = (array_constructors, array_creation, lax_numpy, index_tricks, scalar_types, jnp)
     original_array = array_constructors.array

@@ -42,15 +42,31 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..errors import (
+    ConstantRangeError,
+    FloatPrecisionWarning,
+    NarrowingError,
+    NoX64MeaningError,
+    NoX64MeaningWarning,
+    OutputRangeError,
+    UnprovenIntegerWarning,
+)
 from ..ir._mlir import ir
-from ._compat import (enable_x64, jit_function, jit_input_avals, replace_jit_function, wrap_jit_lower,
-                      watch_explicit_dtypes, wrap_jit_impl, wrap_jit_trace, wrap_primitive_callable)
-from ..report import DemotionReport, Narrowing
-from ..errors import (ConstantRangeError, FloatPrecisionWarning, NarrowingError, NoX64MeaningError,
-                      NoX64MeaningWarning, OutputRangeError, UnprovenIntegerWarning)
-from ..spec.registry import spec_of
 from ..kinds import FloatPolicy, Mode, RangePolicy, Verdict
+from ..report import DemotionReport, Narrowing
+from ..spec.registry import spec_of
 from . import host
+from ._compat import (
+    enable_x64,
+    jit_function,
+    jit_input_avals,
+    replace_jit_function,
+    watch_explicit_dtypes,
+    wrap_jit_impl,
+    wrap_jit_lower,
+    wrap_jit_trace,
+    wrap_primitive_callable,
+)
 from .state import ALL_PLATFORMS, STATE
 
 __all__ = ["NoMeaning", "clear_warned", "has_meaning", "install", "meaning_of", "no_meaning",

@@ -45,18 +45,25 @@ import jax
 import numpy as np
 
 from .. import io as no64_io
-from ._compat import enable_x64
-from . import hook as jaxhook
-from . import host
-from . import intent
+from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
 from ..ir._mlir import ir
+from ..ir.types import (
+    F32_MAX as _F32_MAX,
+    F64_MAX as _F64_MAX,
+    I32 as _I32,
+    I64 as _I64,
+    NARROWED_DTYPES as NARROWED,
+    U32 as _U32,
+    U64 as _U64,
+)
+from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
+from ..report import DemotionReport
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
 from ..transforms.pairs import join_pairs, split_pairs
-from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
-from ..report import DemotionReport
-from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..transforms.scan import check
+from . import hook as jaxhook, host, intent
+from ._compat import enable_x64
 
 __all__ = [
     "ArgumentRangeError",
@@ -69,10 +76,7 @@ __all__ = [
 ]
 
 #: 64-bit dtype -> the 32-bit dtype no64 gives it.
-from ..ir.types import NARROWED_DTYPES as NARROWED  # noqa: E402
 _WIDENED = {v: k for k, v in NARROWED.items()}
-
-from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -107,6 +111,7 @@ def _range_problem(a: np.ndarray, policy: str, sentinels: bool = True
     """
     dt = a.dtype
     if dt == np.int64 or dt == np.uint64:
+        info: np.iinfo[Any]
         if policy != IntegerPolicy.ERROR or a.size == 0:
             return None
         if dt == np.int64:
@@ -320,8 +325,9 @@ class Jitted:
         float_policy = FloatPolicy.parse(float_policy, "float_policy")
         self._fun = fun
         self._restore = restore_dtypes
-        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX, integer_policy,
-                                      policy)
+        self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX,
+                                      IntegerPolicy.parse(integer_policy, "integer_policy"),
+                                      RangePolicy.parse(policy, "policy"))
         self._jit_kwargs = dict(jit_kwargs)
         self.jitted = jax.jit(fun, **jit_kwargs)
         self._exact: _ExactPath | None = None
@@ -543,7 +549,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         """Drop this function's compiled executables and traces."""
-        self.jitted.clear_cache()
+        self.jitted.clear_cache()  # type: ignore[attr-defined]  # (jax's JitWrapped stub omits it)
         self._out_dtypes.clear()
         self._sentinel_traces.clear()
         if self._exact is not None:
@@ -686,7 +692,7 @@ class _ExactPath:
 
     def clear(self) -> None:
         self._cache.clear()
-        self.jitted.clear_cache()
+        self.jitted.clear_cache()  # type: ignore[attr-defined]  # (jax's JitWrapped stub omits it)
 
     def _lower_x64(self, abstract: _Abstract) -> Any:
         with enable_x64(True):
@@ -723,7 +729,7 @@ class _ExactPath:
                 raise No64Error(f"no64.jit({name}, policy='exact') cannot return {info.dtype} values")
             d = np.dtype(info.dtype)
             out_dtypes.append(d if d in _WIDENED.values() else None)
-        device = jax.config.jax_default_device or jax.devices()[0]
+        device = jax.config.jax_default_device or jax.devices()[0]  # type: ignore[attr-defined]  # (a flag)
         if isinstance(device, str):
             device = jax.devices(device)[0]
         backend = jax.extend.backend.get_backend(device.platform)

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..transforms import pair_probe as Q
 from ..errors import PairArithmeticError
+from ..transforms import pair_probe as Q
 
 __all__ = ["require_ieee_f32", "probe_result"]
 

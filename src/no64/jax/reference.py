@@ -36,15 +36,16 @@ import numpy as np
 from jax._src.lib import xla_client as xc
 from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
-from ._compat import enable_x64
-from ..ir._mlir import func, ir, make_context
-from ..transforms.demote import demote
-from ..transforms.emulate import join_words, split_words
 from ..errors import InputError
+from ..ir._mlir import func, ir, make_context
+from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ..kinds import RangePolicy
 from ..report import DemotionReport
-from ..transforms.scan import check
 from ..spec.registry import spec_of
+from ..transforms.demote import demote
+from ..transforms.emulate import join_words, split_words
+from ..transforms.scan import check
+from ._compat import enable_x64
 
 __all__ = [
     "ArraySpec",
@@ -457,9 +458,6 @@ class Tolerance:
             return self.atol
         finite = np.abs(reference[np.isfinite(reference)])
         return self.rtol * float(finite.max()) if finite.size else 0.0
-
-
-from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64  # noqa: E402
 
 
 def expected_after_demotion(reference: np.ndarray) -> np.ndarray:

@@ -11,8 +11,8 @@ by a zero constant, and the generic pass narrows the rest exactly.
 
 from __future__ import annotations
 
-from ..ir._mlir import ir, stablehlo
 from ..analysis.ranges import defining_op
+from ..ir._mlir import ir, stablehlo
 from ..kinds import EventKind
 from ..spec.registry import Computes, RuleContext, spec_of
 from ..spec.util import after, compare, erase_dead, splat

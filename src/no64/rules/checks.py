@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..ir._mlir import ir
 from ..errors import ConstantRangeError
+from ..ir._mlir import ir
 from ..spec.registry import RuleContext
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir._mlir import ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
+from ..ir._mlir import ir, stablehlo
 from ..kinds import EventKind, Verdict
 from ..spec.registry import Computes, RuleContext, spec_of
 from ..spec.util import erase_dead
@@ -130,7 +130,8 @@ def float_from_bits(op: ir.Operation, ctx: RuleContext) -> bool:
         return stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(hi_t, ir.IntegerAttr.get(u32, value))).result
 
     def const_f32(value: float) -> ir.Value:
-        return stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(f32_t, ir.FloatAttr.get(ir.F32Type.get(), value))).result
+        attr = ir.DenseElementsAttr.get_splat(f32_t, ir.FloatAttr.get(ir.F32Type.get(), value))
+        return stablehlo.ConstantOp(attr).result
 
     with ir.InsertionPoint(op), op.location:
         m = stablehlo.ShiftRightLogicalOp(hi, const_u32(9))

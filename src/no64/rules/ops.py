@@ -32,10 +32,8 @@ from __future__ import annotations
 from ..analysis import transfer as T
 from ..ir._mlir import ir
 from ..kinds import SentinelUse
-from . import bits, checks, custom_call, floats, rng_bit_generator
-from . import pair_rules as PR
-from . import wide as E
 from ..spec.registry import Computes, Reduction, declare
+from . import bits, checks, custom_call, floats, pair_rules as PR, rng_bit_generator, wide as E
 
 #: What an op does with a sentinel operand (see the module docstring).
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS

@@ -17,18 +17,17 @@ precision (``em.reduced``) and refuses (``em.refuse``).  The op table
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, Union
 
 import numpy as np
 
-from ..ir._compat import attribute_dict
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
 from ..ir import pairs as P
-from ..spec.registry import Computes, spec_of
+from ..ir._compat import attribute_dict
+from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.words import build, make
-
 from ..spec.protocols import PairRule
+from ..spec.registry import Computes, spec_of
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK"]
 
@@ -467,11 +466,11 @@ def dot_general(op: ir.Operation, em: Any) -> list[Out]:
         a3, b3 = _pad_last(a3, chunks * c - k), _pad_last(b3, chunks * c - k)
     t4 = P.pair_type([nbt, m, n, c])
     acc: P.Pair | None = None
+    la = ir.DenseI64ArrayAttr.get([0, 1, 3])
+    ra = ir.DenseI64ArrayAttr.get([0, 2, 3])
     for j in range(chunks):
-        aj = _words(a3, lambda w: _chunk(w, j * c, c))
-        bj = _words(b3, lambda w: _chunk(w, j * c, c))
-        la = ir.DenseI64ArrayAttr.get([0, 1, 3])
-        ra = ir.DenseI64ArrayAttr.get([0, 2, 3])
+        aj = _words(a3, partial(_chunk, start=j * c, size=c))
+        bj = _words(b3, partial(_chunk, start=j * c, size=c))
         prod = P.multiply(_words(aj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=la)),
                           _words(bj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=ra)))
         part = blocked_sum(prod, [3])

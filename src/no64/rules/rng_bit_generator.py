@@ -58,8 +58,8 @@ import math
 
 import numpy as np
 
-from ..ir._mlir import func, ir, stablehlo
 from ..analysis.ranges import constant_ints, defining_op
+from ..ir._mlir import func, ir, stablehlo
 from ..kinds import EventKind
 from ..spec.registry import RuleContext, spec_of
 from ..spec.util import erase_dead, install_function

@@ -15,18 +15,19 @@ table (:mod:`no64.rules.ops`) names each op's rule.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
-from ..ir._compat import attribute_dict
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
-from ..ir.types import is_int64_tensor as _is64
 from ..ir import words as W
-from ..spec.protocols import EmulateRule, Out
+from ..ir._compat import attribute_dict
+from ..ir._mlir import as_operation as _as_op, ir
+from ..ir.types import is_int64_tensor as _is64
+from ..spec.protocols import (
+    EmulateRule,
+    Out,
+    WordContext as Emulation,  # what a rule's ``em`` offers
+)
 from ..spec.registry import Computes, spec_of
-from ..spec.protocols import WordContext as Emulation  # what a rule's ``em`` offers
 
 __all__ = ["EmulateRule"]
 
@@ -449,7 +450,7 @@ def _long_prefix(op: ir.Operation, em: "Emulation") -> tuple[int, int, bool] | N
         combine = _as_op(combine) if not isinstance(combine, ir.Block) else None
         computes = spec_of(combine.name).computes if combine is not None else None
         identity = _IDENTITIES.get(computes) if computes is not None else None
-        if identity is None or set(combine.operands) != {block.arguments[i], block.arguments[i + n]}:
+        if identity is None or combine is None or set(combine.operands) != {block.arguments[i], block.arguments[i + n]}:
             return None
         elem = ir.RankedTensorType(op.results[i].type).element_type
         if not isinstance(elem, ir.IntegerType):

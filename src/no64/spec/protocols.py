@@ -12,13 +12,13 @@ layer above it: :class:`~no64.analysis.ranges.RangeAnalysis` implements
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, Union
+from typing import Any, NoReturn, Protocol, Union
 
 import numpy as np
 
-from .intervals import Interval, Range
-from ..ir._mlir import ir
 from ..ir import words as W
+from ..ir._mlir import ir
+from .intervals import Interval, Range
 
 __all__ = [
     "RangeQuery",
@@ -88,7 +88,11 @@ class RangeQuery(Protocol):
 class WordContext(Protocol):
     """The emulation step as emulation rules use it (``em``)."""
 
-    analysis: RangeQuery
+    @property
+    def analysis(self) -> RangeQuery:
+        """The range analysis of the 64-bit program (read only: an
+        implementation may hold a subtype of :class:`RangeQuery`)."""
+        ...
 
     def type(self, v: ir.Value) -> ir.Type:
         """The type ``v`` has now."""
@@ -118,7 +122,7 @@ class WordContext(Protocol):
         """Emulate the ops of a region's block in place."""
         ...
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``."""
         ...
 

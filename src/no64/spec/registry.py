@@ -38,13 +38,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation
-from ..report import DemotionReport
 from ..ir.types import TypeConverter
 from ..kinds import SentinelUse
+from ..report import DemotionReport
 from .protocols import ArgTransfer, EmulateRule, Fold, PairRule, RangeQuery, Transfer
 
 __all__ = [
@@ -79,7 +79,7 @@ class RuleContext(Protocol):
         """The op's location, decoded for people."""
         ...
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``."""
         ...
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import spec_of
 from ..ir._mlir import as_operation, defining_op, ir
+from .registry import spec_of
 
 __all__ = [
     "module_op",

@@ -18,12 +18,8 @@ import re
 
 import numpy as np
 
+from ..ir.types import F32_MAX, F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ..kinds import IntegerPolicy
-from ..ir.types import F32_MAX, F64_MAX
-from ..ir.types import I32 as _I32
-from ..ir.types import I64 as _I64
-from ..ir.types import U32 as _U32
-from ..ir.types import U64 as _U64
 
 __all__ = [
     "IntegerPolicy",
@@ -152,7 +148,8 @@ _NUM = re.compile(
 
 def _scalar(tok: str, bits_dtype: type) -> float:
     if tok.startswith("0x") or tok.startswith("0X"):
-        return float(np.array([int(tok, 16)], dtype=bits_dtype).view(np.float64 if bits_dtype is np.uint64 else np.float32)[0])
+        view = np.float64 if bits_dtype is np.uint64 else np.float32
+        return float(np.array([int(tok, 16)], dtype=bits_dtype).view(view)[0])
     return float(tok)
 
 

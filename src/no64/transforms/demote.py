@@ -38,13 +38,13 @@ from typing import Any
 from ..analysis.float_hints import float_hints
 from ..analysis.ranges import resolve_input_ranges, validate_input_ranges
 from ..errors import InputRangeError, InvalidModuleError
+from ..ir._mlir import ir
+from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
+from ..report import DemotionReport
+from . import rewrite
 from .emulate import exact_input_ranges
 from .linalg import expand_lapack
-from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
-from ..ir._mlir import ir
-from ..report import DemotionReport
 from .plan import Plan, Planner, Settings, collision_only
-from . import rewrite
 from .scan import _module_op, gc_paused
 
 __all__ = ["demote"]
@@ -183,11 +183,12 @@ def demote(
                 # with no declared range is unproven (judge_assumed_inputs).
                 narrowed_in = exact_input_ranges(root, input_ranges)
                 declared = resolve_input_ranges(root, input_ranges) if input_ranges else {}
-                assumed = frozenset(i for i in narrowed_in if i not in declared)
+                # (by position: exact_input_ranges resolved the names)
+                assumed = frozenset(i for i in narrowed_in if isinstance(i, int) and i not in declared)
                 input_ranges = narrowed_in
             elif words_in and input_ranges:
                 # by position: the analyses that take them need not look names up again
-                input_ranges = dict(resolve_input_ranges(root, input_ranges))
+                input_ranges = dict(resolve_input_ranges(root, input_ranges).items())
             expanded: list[tuple[str, str, Any, str]] = []
             if float_policy is FloatPolicy.PAIRS:
                 # LAPACK calls written out before anything reads the module

@@ -46,26 +46,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op
 from ..errors import UnsupportedOpError
 from ..ir import words as W
-from ..spec.registry import UNKNOWN, spec_of
 from ..ir._compat import attribute_dict, block_argument
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
+from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import decode_location
 from ..ir.types import is_int64_tensor as is_wide_int
-from ..spec.walk import functions as _functions
-from ..spec.walk import is_public as _is_public
-from ..spec.walk import symbol_name as _sym
+from ..spec.registry import UNKNOWN, spec_of
+from ..spec.walk import functions as _functions, is_public as _is_public, symbol_name as _sym
 from .emulation_plan import (
     EmulationPlan,
-    _Groups,
     _function_return,
+    _Groups,
     _ops_with_regions_and_calls,
     _owns_regions,
     _ties,
@@ -209,6 +206,7 @@ class Emulation:
                 continue
             if not spec.can_emulate(op):
                 self.refuse(op, "no64 cannot compute this op on 64-bit words inside the region")
+            assert spec.emulate is not None  # (can_emulate says so)
             with op.location:
                 outs = spec.emulate(op, self)
             for r, out in zip(op.results, outs):
@@ -218,7 +216,7 @@ class Emulation:
                     self._subst[r] = out
             self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         raise UnsupportedOpError(op.name, decode_location(op.location), reason)
 
     def _entry(self, v: ir.Value) -> W.Words:

@@ -14,20 +14,16 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..spec.intervals import INT32, UINT32
 from ..analysis.ranges import RangeAnalysis, defining_op, entry_function
 from ..errors import UnsupportedOpError
-from ..kinds import Verdict
-from ..spec.registry import spec_of
 from ..ir._compat import block_argument
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
+from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import decode_location
 from ..ir.types import is_int64_tensor as is_wide_int
-from ..spec.walk import callee_of as _callee
-from ..spec.walk import functions as _functions
-from ..spec.walk import is_public as _is_public
-from ..spec.walk import symbol_name as _sym
+from ..kinds import Verdict
+from ..spec.intervals import INT32, UINT32
+from ..spec.registry import spec_of
+from ..spec.walk import callee_of as _callee, functions as _functions, is_public as _is_public, symbol_name as _sym
 
 __all__ = ["EmulationPlan", "plan_words", "exact_input_ranges"]
 
@@ -77,7 +73,7 @@ def exact_input_ranges(
     from ..analysis.ranges import resolve_input_ranges
 
     # by position: the analyses that take these need not look names up again
-    out: dict[int | str, tuple[int, int]] = dict(resolve_input_ranges(root, declared)) if declared else {}
+    out: dict[int | str, tuple[int, int]] = dict(resolve_input_ranges(root, declared).items()) if declared else {}
     block = fn.regions[0].blocks[0]
     for i, arg in enumerate(block.arguments):
         if i in out or not is_wide_int(arg.type):
@@ -204,7 +200,6 @@ def plan_words(
     entry = entry_function(root)
     for fn in funcs:
         _collect(fn, all_values, calls)
-    by_name = {_sym(f): f for f in funcs}
     # carried values: those tied together share one group
     tied: list[ir.Value] = []
     ret_slots: dict[tuple[str, int], list[ir.Value]] = {}

@@ -29,22 +29,21 @@ enter as exact pairs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from ..errors import UnsupportedOpError
-from ..kinds import Outputs
 from ..ir import pairs as P
+from ..ir._compat import attribute_dict, block_argument
+from ..ir._mlir import as_operation as _as_op, ir
+from ..ir.locations import decode_location
+from ..ir.words import make
+from ..kinds import Outputs
 from ..rules.pair_rules import is_f64
 from ..spec.registry import spec_of
-from ..ir.words import make
-from ..ir._compat import attribute_dict, block_argument
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
-from .emulate import _functions, _refresh_signature
-from ..ir.locations import decode_location
 from ..spec.walk import entry_function
+from .emulate import _functions, _refresh_signature
 
 __all__ = ["PairEmulation", "emulate_pairs", "split_pairs", "join_pairs"]
 
@@ -140,7 +139,7 @@ class PairEmulation:
             return p
         raise AssertionError(f"float64 value without a pair: {v.type} (a no64 bug)")
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         raise UnsupportedOpError(op.name, decode_location(op.location), reason)
 
     def reduced(self, op: ir.Operation, detail: str) -> None:

@@ -21,26 +21,25 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
-from ..spec.intervals import Range, collides, sentinel_collision
-from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..analysis.ranges import RangeAnalysis, entry_function
+from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..errors import ConstantRangeError, NarrowingError, UnsupportedOpError
-from .emulate import emulation_for, exact_input_ranges
-from .emulation_plan import plan_words
+from ..ir._compat import as_attribute, block_argument, op_result
+from ..ir._mlir import as_operation as _as_op, ir
+from ..ir.locations import SourceLocation, decode_location
+from ..ir.types import TypeConverter
 from ..kinds import ElementKind, EventKind, IntegerPolicy, RangePolicy, SentinelUse, Verdict
+from ..report import DemotionReport, Narrowing
+from ..spec.intervals import Range, collides, sentinel_collision
 from ..spec.registry import REGISTRY, Computes, OpSpec, spec_of
 from . import constants as C
-from ..ir._compat import as_attribute, block_argument, op_result
-from ..ir._mlir import ir
-from ..ir._mlir import as_operation as _as_op
-from ..ir.locations import SourceLocation, decode_location
-from ..report import DemotionReport, Narrowing
+from .emulate import emulation_for, exact_input_ranges
+from .emulation_plan import plan_words
 from .scan import all_ops
-from ..ir.types import TypeConverter
 
 __all__ = ["Settings", "Plan", "Planner"]
 
@@ -344,7 +343,7 @@ class Planner:
                 new = convert(ft)
                 if new is not None:
                     self.plan.funcs.append((op, ft, new))
-            known = True
+            known: bool | None = True
             if not role:
                 known = registered.get(name)
                 if known is None:
@@ -386,7 +385,7 @@ class Planner:
     def where(self, op: ir.Operation) -> SourceLocation:
         return decode_location(op.location)
 
-    def refuse(self, op: ir.Operation, reason: str) -> None:
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         raise UnsupportedOpError(op.name, self.where(op), reason)
 
     def ranges(self) -> RangeAnalysis:
@@ -395,7 +394,8 @@ class Planner:
         if self.plan.candidates:
             return RangeAnalysis(self.root, self.settings.input_ranges, known=self.known_ranges)
         if self._ranges is None:
-            self._ranges = RangeAnalysis(self.root, self.settings.input_ranges, calls=self.plan.calls, known=self.known_ranges)
+            self._ranges = RangeAnalysis(self.root, self.settings.input_ranges, calls=self.plan.calls,
+                                         known=self.known_ranges)
         return self._ranges
 
     def input_ranges_32(self) -> RangeAnalysis:
@@ -423,6 +423,7 @@ class Planner:
             info = self._const_types[id(new_type)] = (shaped, elem, isinstance(elem, ir.ComplexType))
         shaped, elem, is_complex = info
         old_attr: ir.Attribute | None
+        fclass: Verdict | None
         if is_complex:
             # jaxlib's bindings cannot materialise complex dense attributes
             # (touching one through ``.attr`` aborts the process), so the
@@ -497,7 +498,9 @@ class Planner:
                         f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
                         "and is not a sentinel",
                     )
-                kind = EventKind(self.settings.integer_policy.verdict)
+                verdict = self.settings.integer_policy.verdict
+                assert verdict is not None  # (under "error" no values come back)
+                kind = EventKind(verdict)
                 events.append(
                     (
                         kind,
@@ -669,7 +672,9 @@ class Planner:
                     "program computes with the sentinel, the 32-bit one with its 32-bit extreme, and "
                     "no64 cannot compute this op on 32-bit words here"
                 )
-                self._record_meeting(op, x, analysis.range(x).interval, why, refused)
+                x_range = analysis.range(x)
+                assert x_range is not None  # (a sentinel reading's value has a range)
+                self._record_meeting(op, x, x_range.interval, why, refused)
                 confused.add(x)
                 continue
             if len(op.operands) == 1:
@@ -678,7 +683,9 @@ class Planner:
                     f"{ir.ShapedType(op.results[0].type).element_type}: the 64-bit program converts "
                     "the sentinel itself, the 32-bit one its 32-bit extreme"
                 )
-                self._record_meeting(op, x, analysis.range(x).interval, why, refused)
+                x_range = analysis.range(x)
+                assert x_range is not None  # (a sentinel reading's value has a range)
+                self._record_meeting(op, x, x_range.interval, why, refused)
                 confused.add(x)
                 continue
             for j, y in enumerate(op.operands):

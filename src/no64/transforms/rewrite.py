@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from ..ir._mlir import ir
 from ..ir.locations import assumed_range
+from ..ir.types import TypeConverter
 from ..spec.registry import REGISTRY, RuleContext
 from .plan import Plan, elem_name
 from .scan import check as scan_check
-from ..ir.types import TypeConverter
 
 __all__ = ["run_rules", "apply", "check", "finish", "undo"]
 

@@ -15,12 +15,12 @@ import contextlib
 import gc
 from collections.abc import Callable, Iterator
 
-from ..ir._mlir import ir
 from ..errors import Remaining64BitError
-from ..spec.registry import names_where
+from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
-from ..report import Finding
 from ..ir.types import TypeConverter
+from ..report import Finding
+from ..spec.registry import names_where
 from ..spec.walk import all_ops, enclosing_function, module_op
 
 # The names other modules import from here.

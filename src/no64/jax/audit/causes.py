@@ -87,7 +87,8 @@ def _how_hint(primitive: str, handling: Handling, op: str) -> str:
         return "threefry counters: rewritten exactly"
     if primitive.startswith("<function"):
         if handling is Handling.UNPROVEN:
-            return "64-bit integer inputs of unknown range: pass int32 arrays, or declare input ranges (no64 convert --range)"
+            return ("64-bit integer inputs of unknown range: pass int32 arrays, "
+                    "or declare input ranges (no64 convert --range)")
         what = "inputs" if "argument" in primitive else "outputs"
         return f"64-bit {what} of the compiled function: the caller passes or receives 64-bit arrays"
     if handling is Handling.UNPROVEN:
@@ -180,7 +181,7 @@ def build_report(given: ReportInput) -> AuditReport:
         for v in r.values:
             hist[str(v.handling)] = hist.get(str(v.handling), 0) + 1
         how = _module_how(r)
-        key = (r.name, r.platform, r.status, r.refusal, tuple(sorted(hist.items())), how)
+        key: tuple[Any, ...] = (r.name, r.platform, r.status, r.refusal, tuple(sorted(hist.items())), how)
         compiles = getattr(r, "compiles", 1)
         if key in merged:
             merged[key].compiles += compiles
@@ -226,10 +227,10 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
     # x64: each place it was turned on, once
     seen_x64: set[Any] = set()
     for e in x64:
-        key = e.environment or e.site
-        if key in seen_x64:
+        place = e.environment or e.site
+        if place in seen_x64:
             continue
-        seen_x64.add(key)
+        seen_x64.add(place)
         after = list(dict.fromkeys(r.name for r in results if r.order > e.modules_before))
         after_results = [r for r in results if r.order > e.modules_before]
         if e.environment:
@@ -371,12 +372,12 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
         for fh in r.float_hints:
             file = _relative(fh.location.file) if fh.location.file is not None else None
             floats.setdefault((file, fh.location.line, fh.kind), []).append((r, fh))
-    for (file, line, kind), items in floats.items():
-        fh = items[0][1]
+    for (file, line, kind), hinted in floats.items():
+        fh = hinted[0][1]
         where = f"at {file}:{line}" if file is not None else "with no line in your code"
         text = f"float64 {kind} {where}: {fh.detail}"
-        causes.append(Cause("float", Handling.PRECISION_REDUCED, file, line, None, text, len(items),
-                            list(dict.fromkeys(r.name for r, _ in items))))
+        causes.append(Cause("float", Handling.PRECISION_REDUCED, file, line, None, text, len(hinted),
+                            list(dict.fromkeys(r.name for r, _ in hinted))))
     # host values no64 narrowed
     for h in report.host:
         where = f"at {h.source}" if h.source else "with no source line"

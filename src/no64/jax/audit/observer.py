@@ -89,6 +89,7 @@ class Observer:
 
         self._active = False
         if compiler.compile_or_get_cached == self._wrapper:
+            assert self._previous is not None  # (set before the wrapper went in)
             compiler.compile_or_get_cached = self._previous
 
 

@@ -12,17 +12,25 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .. import hook as jaxhook
-from .. import host, intent
-from .._compat import set_x64_global, watch_explicit_dtypes
-from ..state import STATE, HookListener
-from ...transforms.scan import find_64bit
 from ...errors import No64Error, X64DisabledWarning
 from ...kinds import Handling, Mode, Verdict
+from ...transforms.scan import find_64bit
+from .. import hook as jaxhook, host, intent
+from .._compat import set_x64_global, watch_explicit_dtypes
+from ..state import STATE, HookListener
 from .observer import _unchain_x64_hook
 from .sites import _NO_SITE, _compile_site, _stack_site
-from .values import (DtypeEvent, ModuleResult, Value, X64Event, _module_name, _one_line,
-                     _refusal_handlings, _report_handlings, _values)
+from .values import (
+    DtypeEvent,
+    ModuleResult,
+    Value,
+    X64Event,
+    _module_name,
+    _one_line,
+    _refusal_handlings,
+    _report_handlings,
+    _values,
+)
 
 __all__ = ["Predictor"]
 
@@ -160,7 +168,8 @@ class Predictor(HookListener):
         self._recording = True
         state._update_global_hook = x64_hook
         self._saved["x64_watch"] = x64_hook
-        config = _StandIn(self.platforms, **self.settings)
+        words: dict[str, Any] = dict(self.settings)  # Config parses each word into its vocabulary
+        config = _StandIn(self.platforms, **words)
         self.config = config
         label = ",".join(sorted(self.platforms))
         jaxhook.activate(config, source=f"{jaxhook.ENV_PLATFORMS}={label}")

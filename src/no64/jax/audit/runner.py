@@ -14,8 +14,8 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-from .. import host
 from ...kinds import IntegerPolicy, Mode, RangePolicy
+from .. import host
 from .causes import ReportInput, build_report
 from .model import AuditReport
 from .observer import Compiled, Observer, _explain, _X64Watch
@@ -41,6 +41,7 @@ def audit(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> AuditReport:
 
     lowered = jax.jit(fun).lower(*args, **kwargs)
     module = lowered.compiler_ir("stablehlo")
+    assert module is not None  # (JAX has a StableHLO form of every lowering)
     op = module.operation
     platform = jax.default_backend()
     text = op.get_asm(enable_debug_info=True)

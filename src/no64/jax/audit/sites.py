@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ...ir._mlir import ir
+from ...ir.types import TypeConverter
 from ...rules import spec_of
 from ...transforms.scan import all_ops
-from ...ir.types import TypeConverter
 
 __all__ = ["CallGraph", "Site"]
 

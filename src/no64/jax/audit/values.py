@@ -14,12 +14,12 @@ import dataclasses
 import re
 from typing import Any
 
-from ...ir._mlir import ir, make_context
-from ...transforms.demote import demote
-from ...transforms.scan import Finding
 from ...errors import Boundary64BitError, No64Error, Remaining64BitError
+from ...ir._mlir import ir, make_context
 from ...kinds import EventKind, Handling, RangePolicy
 from ...rules import spec_of
+from ...transforms.demote import demote
+from ...transforms.scan import Finding
 from .sites import CallGraph, Site, _helper_name
 
 __all__ = ["DtypeEvent", "ModuleResult", "Value", "X64Event"]
