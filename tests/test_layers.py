@@ -46,6 +46,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("analysis", ("no64.analysis", "no64.analysis.ranges", "no64.analysis.transfer",
                   "no64.analysis.sentinels", "no64.analysis.float_hints")),
+    ("target profiles", ("no64.targets",)),  # what each device has, refuses, computes narrower: data
+    ("target legality", ("no64.targets.legality",)),  # what a module holds that a target refuses
     (
         "rules and the op table",
         (
@@ -92,7 +94,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("host values", ("no64.jax.host",)),
     ("the x64 meaning", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
-    ("the JAX layer", ("no64.jax.reference", "no64.jax.jit")),
+    ("the JAX layer", ("no64.jax.reference", "no64.jax.jit", "no64.jax.assume")),
     # the audit, one module per job
     ("the audit's format and attribution", ("no64.jax.audit.schema", "no64.jax.audit.sites")),
     ("the audit's value model", ("no64.jax.audit.values",)),

@@ -82,6 +82,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--json", action="store_true", help="print one JSON document")
     check.add_argument(
+        "--target",
+        metavar="T",
+        help="list instead what target T would refuse or compute inexactly, per op and line: "
+        "64-bit types it lacks, op forms it does not compile, integer ops on a narrower datapath "
+        "not proven exact (" + ", ".join(sorted(_target_names())) + ")",
+    )
+    check.add_argument(
         "--format",
         choices=no64io.FORMATS,
         metavar="F",
@@ -324,7 +331,26 @@ def _too_deep(name: str) -> Iterator[None]:
         ) from None
 
 
+def _target_names() -> list[str]:
+    from .targets import profiles
+
+    return list(profiles())
+
+
+def _findings(module: Any, args: argparse.Namespace) -> list[Any]:
+    """What ``no64 check`` lists for a module: its 64-bit values, or with
+    ``--target`` what that target refuses or computes inexactly."""
+    if args.target is None:
+        return find_64bit(module)
+    from .targets import target
+    from .targets.legality import check_target
+
+    return check_target(module, target(args.target))
+
+
 def _check(args: argparse.Namespace) -> int:
+    if args.target is not None and args.target not in _target_names():
+        raise _UsageError(f"check: unknown target {args.target!r}; known: {', '.join(sorted(_target_names()))}")
     results: list[dict[str, Any]] = []
     status = EXIT_OK
     bad_input = False
@@ -352,14 +378,14 @@ def _check(args: argparse.Namespace) -> int:
                 results.append({"file": name, "clean": None, "findings": [], "skipped": first})
                 continue
             with _too_deep(name):
-                findings = find_64bit(module)
+                findings = _findings(module, args)
             if findings:
                 status = EXIT_FOUND
             _check_output(args, name, findings, results)
             continue
         try:
             with _too_deep(name):
-                findings = find_64bit(_load(name, args))
+                findings = _findings(_load(name, args), args)
         except No64Error as exc:
             _error(exc)
             bad_input = True
@@ -380,13 +406,24 @@ def _check_output(
         {"file": name, "clean": not findings, "findings": [f.to_dict() for f in findings]}
     )
     if not args.json:
-        if findings:
-            rows = [("op", "type", "role", "location")]
-            rows += [(f.op, f.type, f.role, str(f.location)) for f in findings]
+        if findings and args.target is not None:
             print(f"{name}:")
-            for line in _table(rows):
-                print(f"  {line}")
-        print(_summary(name, findings))
+            for f in findings:
+                code = f" [{f.code}]" if f.code else ""
+                print(f"  {f.location}: {f.op}: {f.kind}{code}: {f.detail}")
+            kinds = Counter(f.kind for f in findings)
+            counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+            print(f"{name}: {len(findings)} finding(s) for target {args.target} ({counts})")
+        elif args.target is not None:
+            print(f"{name}: nothing target {args.target} refuses or computes inexactly")
+        else:
+            if findings:
+                rows = [("op", "type", "role", "location")]
+                rows += [(f.op, f.type, f.role, str(f.location)) for f in findings]
+                print(f"{name}:")
+                for line in _table(rows):
+                    print(f"  {line}")
+            print(_summary(name, findings))
 
 
 # --------------------------------------------------------------------------- audit

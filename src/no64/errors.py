@@ -220,6 +220,19 @@ class NoX64MeaningWarning(UnprovenIntegerWarning):
     (:class:`NoX64MeaningError`)."""
 
 
+class TargetWarning(UnprovenIntegerWarning):
+    """A compiled module holds what its device's profile
+    (:mod:`no64.targets`) says the device refuses, or computes on a narrower
+    datapath without a proof that it is exact there (an integer ``dot`` whose
+    products may pass 2**24 on Neuron's f32 engine); given once per source
+    line under the default policy."""
+
+
+class TargetError(No64Error):
+    """Under ``strict`` or ``exact``, what :class:`TargetWarning` says: the
+    module is refused at the op's line, with the vendor's reason."""
+
+
 class NoX64MeaningError(No64Error):
     """Under ``strict`` or ``exact``, a program that asked for x64 has no x64
     meaning no64 can compute (see :class:`NoX64MeaningWarning`): refused

@@ -20,6 +20,7 @@ __all__ = [
     "Handling",
     "IntegerPolicy",
     "Mode",
+    "OpForm",
     "Outputs",
     "RangePolicy",
     "SentinelUse",
@@ -358,3 +359,30 @@ class HintKind(_Vocabulary):
     UNDERFLOW = "underflow"
     #: A float64 sentinel (its largest finite value) used in arithmetic.
     SENTINEL_ARITHMETIC = "sentinel-arithmetic"
+
+
+class OpForm(_Vocabulary):
+    """The forms of op a device may refuse or compute on a narrower datapath
+    (:mod:`no64.targets`); the op table gives each op its form."""
+
+    #: An integer or float contraction (``dot_general``).
+    MATMUL = "matmul"
+    #: A reduction over dimensions (``reduce``).
+    REDUCE = "reduce"
+    #: A reduction over windows (``reduce_window``).
+    REDUCE_WINDOW = "reduce-window"
+    #: A scatter (with a combiner in its body).
+    SCATTER = "scatter"
+    #: A reduction across replicas (``all_reduce``, ``reduce_scatter``).
+    COLLECTIVE = "collective"
+    #: A sort with a comparator.
+    SORT = "sort"
+    #: The largest ``k`` elements (``top_k``).
+    TOP_K = "top-k"
+    #: Rounding floats to fewer bits (``reduce_precision``).
+    REDUCE_PRECISION = "reduce-precision"
+    #: An arithmetic right shift.
+    SHIFT_RIGHT_ARITHMETIC = "shift-right-arithmetic"
+    #: Random bits from a key (``rng_bit_generator``).
+    RNG_BIT_GENERATOR = "rng-bit-generator"
+

@@ -73,6 +73,8 @@ from ..errors import (
     NarrowingError,
     No64Error,
     Remaining64BitError,
+    TargetError,
+    TargetWarning,
     X64DisabledWarning,
 )
 from ..ir._mlir import ir
@@ -119,6 +121,8 @@ ENV_INTEGER_POLICY = "NO64_INTEGER_POLICY"
 ENV_POLICY = "NO64_POLICY"
 #: Environment variable selecting the float policy used with :data:`ENV_PLATFORMS`.
 ENV_FLOAT_POLICY = "NO64_FLOAT_POLICY"
+#: The device profile modules are checked against (default: the platform's).
+ENV_TARGET = "NO64_TARGET"
 
 #: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
 #: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
@@ -169,6 +173,10 @@ class Config:
       float_policy: The float policy passed to :func:`no64.demote` in
         ``"fix"`` mode: ``"f32"`` or ``"pairs"`` (float64 values computed
         as pairs of f32, outputs rounded to f32 once).
+      target: The device profile (:mod:`no64.targets`) each compiled module
+        is checked against: what it refuses, and integer ops on a narrower
+        datapath not proven exact, are a :class:`no64.TargetWarning` at the
+        line (refused under ``strict`` and ``exact``).
     """
 
     platforms: frozenset[str]
@@ -176,8 +184,15 @@ class Config:
     integer_policy: IntegerPolicy = IntegerPolicy.ERROR
     policy: RangePolicy = RangePolicy.DEFAULT
     float_policy: FloatPolicy = FloatPolicy.F32
+    #: The device profile modules are checked against (:mod:`no64.targets`);
+    #: ``None``: the profile of the platform compiled for (``generic`` if none).
+    target: str | None = None
 
     def __post_init__(self) -> None:
+        if self.target is not None:
+            from ..targets import target as _target
+
+            _target(self.target)  # ValueError for an unknown name
         object.__setattr__(self, "mode", Mode.parse(self.mode, "no64 mode"))
         object.__setattr__(
             self, "integer_policy", IntegerPolicy.parse(self.integer_policy, "integer_policy")
@@ -257,6 +272,7 @@ def install(
     integer_policy: IntegerPolicy | str = IntegerPolicy.ERROR,
     policy: RangePolicy | str = RangePolicy.DEFAULT,
     float_policy: str = "f32",
+    target: str | None = None,
 ) -> Config:
     """Make every module JAX compiles for ``platforms`` pass through no64.
 
@@ -275,6 +291,8 @@ def install(
       float_policy: For ``"fix"``: ``"pairs"`` computes float64 values as
         pairs of f32 (:func:`no64.demote`); the executables return what JAX
         lowered, so float64 outputs are rounded to f32 once, at the end.
+      target: The device profile modules are checked against (``"neuron"``,
+        ...; see :mod:`no64.targets`); default: the compiled platform's.
 
     Returns:
       The installed :class:`Config`.
@@ -285,7 +303,7 @@ def install(
     with a one-time :class:`X64DisabledWarning`.  Switching configuration
     never reuses executables compiled under another one.
     """
-    config = Config(_normalize_platforms(platforms), mode, integer_policy, policy, float_policy)
+    config = Config(_normalize_platforms(platforms), mode, integer_policy, policy, float_policy, target)
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
     from jax._src import xla_bridge
@@ -337,7 +355,8 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict, problems)
     float_policy = _environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict,
                                        problems)
-    config = Config(platforms, mode, integer_policy, policy, float_policy)
+    target = _environment_target(strict, problems)
+    config = Config(platforms, mode, integer_policy, policy, float_policy, target)
     with STATE.lock:
         if STATE.explicit:
             return active_config()
@@ -348,6 +367,16 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
         finally:
             STATE.deferring = False
     return config
+
+
+def _environment_target(strict: bool, problems: list[str]) -> str | None:
+    """``NO64_TARGET``: a device profile's name, or ``None`` (the platform's)."""
+    from ..targets import profiles
+
+    raw = os.environ.get(ENV_TARGET, "").strip().lower()
+    if not raw:
+        return None
+    return _environment_choice(ENV_TARGET, tuple(sorted(profiles())), "generic", strict, problems)
 
 
 def _environment_choice(name: str, choices: tuple[str, ...], default: str, strict: bool,
@@ -604,6 +633,8 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
         prepared = prepare_with_meaning(computation, intent.meaning_of(computation), config, platform)
     else:
         prepared = prepare_module(computation, config, platform)
+    if config.mode is Mode.FIX:
+        check_device(prepared, config, platform)
     if prepared is computation:
         return original(backend, computation, *args, **kwargs)
     _probe_pairs(config, backend)
@@ -617,6 +648,41 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
         if prepared is not computation:
             _blame_rewrite(prepared, computation)
         raise
+
+
+_warned_target: set[tuple[str, int, str]] = set()
+
+
+def check_device(module: ir.Module, config: Config, platform: str) -> None:
+    """Check a module about to be compiled against its device's profile
+    (:mod:`no64.targets`): each op the device refuses, and each integer op it
+    computes on a narrower datapath without a proof of exactness (for the
+    program's own 32-bit integers too), is a :class:`no64.TargetWarning` at
+    its line (once per line) under the default policy and a
+    :class:`no64.TargetError` under ``strict`` and ``exact``."""
+    from ..targets import target, target_for_platform
+    from ..targets.legality import check_target
+
+    profile = target(config.target) if config.target else target_for_platform(platform)
+    if not profile.refuses and not profile.datapaths:
+        return
+    findings = check_target(module, profile, types=False)
+    if not findings:
+        return
+    name = module_name(module)
+    if config.policy in (RangePolicy.STRICT, RangePolicy.EXACT):
+        f = findings[0]
+        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+        raise TargetError(f"no64 (NO64_POLICY={config.policy}) refuses {name} for target '{profile.name}': "
+                          f"{f}{more}; source: {f.source}")
+    for f in findings:
+        file, line = f.location.file or "<unknown>", f.location.line or 0
+        key = (file, line, f.kind)
+        if key in _warned_target:
+            continue
+        _warned_target.add(key)
+        warnings.warn_explicit(f"no64: {name}: {f} (NO64_POLICY=strict refuses it)", TargetWarning,
+                               file, line)
 
 
 def _probe_pairs(config: Config, backend: Any) -> None:

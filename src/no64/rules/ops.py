@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..analysis import transfer as T
 from ..ir._mlir import ir
-from ..kinds import SentinelUse
+from ..kinds import OpForm, SentinelUse
 from ..spec.registry import Computes, Reduction, declare
 from . import bits, checks, custom_call, floats, pair_rules as PR, rng_bit_generator, wide as E
 
@@ -135,7 +135,7 @@ declare("stablehlo.abs", transfer=T.absolute, emulate=E.absolute, computes=ABS, 
         pairs=PR.absolute)
 declare("stablehlo.sign", transfer=T.sign, emulate=E.sign, pure=True, region_free=True, pairs=PR.sign)
 declare("stablehlo.dot_general", transfer=T.dot_general, emulate=E.dot_general, emulate_applies=E.dot_applies,
-        emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general)
+        emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general, form=OpForm.MATMUL)
 
 # ------------------------------------------- width-dependent: bits and words
 declare("stablehlo.shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift_left,
@@ -143,7 +143,7 @@ declare("stablehlo.shift_left", transfer=T.shift_left, refuse=bits.shift_amount_
 declare("stablehlo.shift_right_arithmetic", transfer=T.shift_right_arithmetic,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended, bits.unsigned_arithmetic_shift),
         refuse=bits.shift_amount_below_32, emulate=E.shift_right_arithmetic,
-        computes=Computes.SHIFT_RIGHT_ARITHMETIC, pure=True, region_free=True)
+        computes=Computes.SHIFT_RIGHT_ARITHMETIC, pure=True, region_free=True, form=OpForm.SHIFT_RIGHT_ARITHMETIC)
 declare("stablehlo.shift_right_logical", transfer=T.shift_right_logical,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
         refuse=bits.shift_amount_below_32, emulate=E.shift_right_logical,
@@ -164,10 +164,11 @@ declare("stablehlo.bitcast_convert",
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
         refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert,
         emulate_applies=E.bitcast_applies, region_free=True)
-declare("stablehlo.reduce_precision", rewrites=(floats.clamp_reduce_precision,), region_free=True)
+declare("stablehlo.reduce_precision", rewrites=(floats.clamp_reduce_precision,), region_free=True,
+        form=OpForm.REDUCE_PRECISION)
 declare("stablehlo.rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
-        hint="rbg keys need a u64 state: no64 rewrites it exactly")
+        hint="rbg keys need a u64 state: no64 rewrites it exactly", form=OpForm.RNG_BIT_GENERATOR)
 declare("stablehlo.custom_call", rewrites=(custom_call.lapack_to_32bit,), refuse=custom_call.opaque_target,
         region_free=True, external=True, pairs=PR.custom_call)
 for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"):
@@ -176,22 +177,23 @@ for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stable
 # ------------------------------------------------- multi-result and regions
 # (What a region does with a sentinel its op hands it is up to the ops inside.)
 declare("stablehlo.sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort, owns_regions=True,
-        sentinels=CARRIES, pairs=PR.sort)
-declare("chlo.top_k", transfer=T.top_k, emulate=E.top_k, region_free=True, sentinels=CARRIES)
+        sentinels=CARRIES, pairs=PR.sort, form=OpForm.SORT)
+declare("chlo.top_k", transfer=T.top_k, emulate=E.top_k, region_free=True, sentinels=CARRIES, form=OpForm.TOP_K)
 declare("stablehlo.while", transfer=T.while_results, arguments=T.while_arguments, loop=True, sentinels=CARRIES)
 declare("stablehlo.case", transfer=T.branches, branches=True, sentinels=CARRIES)
 declare("stablehlo.if", transfer=T.branches, branches=True, sentinels=CARRIES)
 declare("stablehlo.reduce", transfer=T.reduction_results, arguments=T.reduction_arguments,
         emulate=E.reduction, owns_regions=True, reduction=Reduction.INPUTS_INITS, sentinels=CARRIES,
-        pairs=PR.reduce)
+        pairs=PR.reduce, form=OpForm.REDUCE)
 declare("stablehlo.reduce_window", transfer=T.reduction_results, arguments=T.reduction_arguments,
         emulate=E.reduction, owns_regions=True, reduction=Reduction.INPUTS_INITS, sentinels=CARRIES,
-        pairs=PR.reduce_window)
+        pairs=PR.reduce_window, form=OpForm.REDUCE_WINDOW)
 declare("stablehlo.scatter", transfer=T.reduction_results, arguments=T.reduction_arguments, emulate=E.scatter,
-        owns_regions=True, reduction=Reduction.SCATTER, sentinels=_scatter_use, pairs=PR.scatter)
+        owns_regions=True, reduction=Reduction.SCATTER, sentinels=_scatter_use, pairs=PR.scatter,
+        form=OpForm.SCATTER)
 for _name in ("stablehlo.all_reduce", "stablehlo.reduce_scatter"):
     declare(_name, transfer=T.reduction_results, arguments=T.reduction_arguments, owns_regions=True,
-            reduction=Reduction.REPLICAS, sentinels=CARRIES)
+            reduction=Reduction.REPLICAS, sentinels=CARRIES, form=OpForm.COLLECTIVE)
 declare("stablehlo.select_and_scatter", owns_regions=True)
 declare("func.func", arguments=T.function_arguments, function=True)
 declare("func.call", transfer=T.call, call=True, region_free=True, sentinels=CARRIES)

@@ -43,7 +43,7 @@ from typing import Any, NoReturn, Protocol
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation
 from ..ir.types import TypeConverter
-from ..kinds import SentinelUse
+from ..kinds import OpForm, SentinelUse
 from ..report import DemotionReport
 from .protocols import ArgTransfer, EmulateRule, Fold, PairRule, RangeQuery, Transfer
 
@@ -217,6 +217,9 @@ class OpSpec:
     computes: Computes | None = None
     #: How a reduction-like op's operands divide (see :class:`Reduction`).
     reduction: Reduction | None = None
+    #: Its form, for the devices that refuse it or compute it on a narrower
+    #: datapath (:class:`~no64.kinds.OpForm`, :mod:`no64.targets`).
+    form: OpForm | None = None
     #: An identity that may carry a range the program declares
     #: (:func:`no64.assume`'s name scope, see :mod:`no64.ir.locations`):
     #: the pass reads it and erases the op.

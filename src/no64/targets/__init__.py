@@ -1,0 +1,232 @@
+"""The devices no64 serves, as data: what each compiles natively, what it
+refuses, and what it computes on a narrower datapath.
+
+A :class:`Target` declares, with the vendor's documented reason beside each
+entry:
+
+* ``native``: the element types it has natively (``"f64"``, ``"i64"``,
+  ``"u64"``, ``"c64"``, ``"c128"``); every other 64-bit type is one no64
+  must remove;
+* ``refuses``: op forms (:class:`~no64.kinds.OpForm`, which the op table
+  gives each op) it does not compile, each with a condition
+  (:class:`Refusal`);
+* ``datapaths``: op forms it computes on a narrower datapath, and the
+  magnitude below which that is exact (:class:`Datapath`: Neuron computes
+  integer ``dot``, combining ``scatter`` and the collectives in f32, exact
+  up to 2**24).
+
+:func:`no64.targets.legality.check_target` lists what a module holds that a
+target would refuse or compute inexactly, per op and source line
+(``no64 check --target``).  The built-in profiles are in :data:`TARGETS`;
+a plugin may add its own with :func:`register` (or the ``no64.targets``
+entry point group, loaded by :func:`target`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from ..kinds import OpForm
+
+__all__ = ["Datapath", "Refusal", "TARGETS", "Target", "register", "target", "target_for_platform"]
+
+#: The element types no64 knows how to remove, by short name.
+WIDE_TYPES = ("f64", "i64", "u64", "c128")
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """An op form a target does not compile.
+
+    Attributes:
+      form: The op form.
+      when: Which ops of that form (see :mod:`no64.targets.legality`):
+        ``"always"``, ``"variadic"`` (more than one input), ``"operands!=2"``,
+        ``"comparator"`` (a comparison other than LT/LE/GT/GE),
+        ``"not-32-bit"`` (elements other than 32 bits wide), ``"integer"``
+        (integer elements), ``"algorithm"`` (an RNG algorithm other than the
+        default), ``"64-bit-combining"`` (combines 64-bit elements and its
+        indices are not declared unique).
+      code: The vendor's error code, if it has one.
+      reason: The vendor's words, shortened.
+      source: Where the vendor says so.
+    """
+
+    form: OpForm
+    when: str
+    code: str
+    reason: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Datapath:
+    """An op form a target computes on a narrower datapath.
+
+    Attributes:
+      form: The op form (its integer ops only).
+      computes_in: The datapath (``"f32"``).
+      exact_below: Every operand, product and partial result of magnitude
+        up to this value is exact there (2**24 for f32).
+      code, reason, source: As for :class:`Refusal`.
+    """
+
+    form: OpForm
+    computes_in: str
+    exact_below: int
+    code: str
+    reason: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One device's profile (see the module docstring)."""
+
+    name: str
+    description: str
+    native: frozenset[str] = frozenset()
+    refuses: tuple[Refusal, ...] = ()
+    datapaths: tuple[Datapath, ...] = ()
+    #: The ``jax.devices()`` platform names the profile is for.
+    platforms: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    def lacks(self, short: str) -> bool:
+        """Whether an element type (``"i64"``, ...) has to be removed for it."""
+        return short not in self.native
+
+
+_NEURON_NOTES = "aws-neuron/aws-neuron-sdk release-notes/components/jax.rst (known issues, 2.26)"
+_NEURON_CODES = "aws-neuron/aws-neuron-sdk compiler/error-codes/"
+_F32_EXACT = 2**24
+
+
+def _neuron_datapaths() -> tuple[Datapath, ...]:
+    return (
+        Datapath(OpForm.MATMUL, "f32", _F32_EXACT, "EVRF035",
+                 "the matrix-multiplication engine computes in f32 and has no integer datapath: "
+                 "values beyond 2**24 lose precision", _NEURON_CODES + "EVRF035"),
+        Datapath(OpForm.SCATTER, "f32", _F32_EXACT, "EVRF060",
+                 "scatter with a combiner (scatter-add, index_add, embedding backward) is emulated "
+                 "on an engine that computes in f32", _NEURON_CODES + "EVRF060"),
+        Datapath(OpForm.COLLECTIVE, "f32", _F32_EXACT, "EVRF061/EVRF063",
+                 "all-reduce and reduce-scatter compute their reduction in f32",
+                 _NEURON_CODES + "EVRF061, EVRF063"),
+    )
+
+
+def _neuron_refusals() -> tuple[Refusal, ...]:
+    return (
+        Refusal(OpForm.REDUCE, "variadic", "", "variadic reductions are not supported", _NEURON_NOTES),
+        Refusal(OpForm.REDUCE_PRECISION, "always", "", "jax.lax.reduce_precision is not supported",
+                _NEURON_NOTES),
+        Refusal(OpForm.SORT, "comparator", "",
+                "jax.lax.sort only supports comparators with LE, GE, LT and GT", _NEURON_NOTES),
+        Refusal(OpForm.SHIFT_RIGHT_ARITHMETIC, "not-32-bit", "EVRF022",
+                "shift-right-arithmetic on non 32-bit inputs is not supported", _NEURON_CODES + "EVRF022"),
+        Refusal(OpForm.TOP_K, "integer", "EVRF013", "TopK rejects int32 and int64 inputs",
+                _NEURON_CODES + "EVRF013"),
+        Refusal(OpForm.REDUCE_WINDOW, "operands!=2", "EVRF019", "reduce-window must have exactly 2 operands",
+                _NEURON_CODES + "EVRF019"),
+        Refusal(OpForm.RNG_BIT_GENERATOR, "algorithm", "EVRF006",
+                "RngBitGenerator with an algorithm other than RNG_DEFAULT is rejected",
+                _NEURON_CODES + "EVRF006"),
+    )
+
+
+TARGETS: dict[str, Target] = {}
+
+
+def register(t: Target) -> Target:
+    """Add a profile (a plugin's own); a name is declared once."""
+    if t.name in TARGETS:
+        raise ValueError(f"target {t.name!r} is declared twice")
+    TARGETS[t.name] = t
+    return t
+
+
+register(Target("generic", "a device without any 64-bit type (no64's default for an unknown platform)"))
+register(Target(
+    "neuron", "AWS Trainium 1 / Inferentia 2 (NeuronCore v2): no 64-bit types; integer dot, combining "
+    "scatter and collectives through f32",
+    refuses=_neuron_refusals(), datapaths=_neuron_datapaths(), platforms=("neuron",),
+    sources=("aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-features/data-types.rst: FP32, TF32, BF16, "
+             "FP16, FP8, UINT8; 'Trn1: 64-bit integers are always auto-converted to 32-bit'",
+             _NEURON_NOTES, _NEURON_CODES)))
+register(Target(
+    "neuron-trn2", "AWS Trainium 2/3 with --native-int64: native int64/uint64; integer dot refused, "
+    "combining scatter and collectives through f32",
+    native=frozenset({"i64", "u64"}),
+    refuses=(*_neuron_refusals(),
+             Refusal(OpForm.MATMUL, "integer", "EVRF035",
+                     "an integer dot is an error on Trn2 and later (no integer datapath)",
+                     _NEURON_CODES + "EVRF035")),
+    datapaths=_neuron_datapaths()[1:],
+    sources=("aws-neuron/aws-neuron-sdk v2.32.0 release-notes/components/compiler: '--native-int64=enabled "
+             "runs int64 ops natively without precision loss on trn2 and later'", _NEURON_CODES)))
+register(Target(
+    "mtl", "Apple GPUs through dfm/metal-pjrt-plugin: native 64-bit integers, no float64",
+    native=frozenset({"i64", "u64"}),
+    refuses=(Refusal(OpForm.SCATTER, "64-bit-combining", "",
+                     "a scatter that combines 64-bit elements needs 64-bit atomics, which Metal does not "
+                     "have", "dfm/metal-pjrt-plugin docs/faq.md"),),
+    platforms=("mtl",),
+    sources=("dfm/metal-pjrt-plugin README.md, docs/faq.md, docs/op-coverage.md",)))
+register(Target(
+    "mps", "Apple GPUs through tillahoffmann/jax-mps (MLX): no float64",
+    platforms=("mps",), sources=("tillahoffmann/jax-mps README.md: MLX only supports float32",)))
+register(Target(
+    "iree-vulkan", "Vulkan GPUs through IREE (Mali Valhall, Adreno): no Int64 or Float64 capability",
+    sources=("IREE SPIR-V target capabilities (valhall, adreno): no Int64, Float64",)))
+register(Target("coreml", "Core ML through stablehlo-coreml: no 64-bit types",
+                sources=("stablehlo-coreml: every held-out program of the suite converted",)))
+register(Target("litert", "LiteRT through litert-converter: no 64-bit types",
+                sources=("litert-converter: every held-out program of the suite converted",)))
+register(Target(
+    "tt", "Tenstorrent through tt-xla: no 64-bit types on the device",
+    platforms=("tt",),
+    sources=("tenstorrent/tt-mlir PR #7431: 'We don't support f64/i64/i1 tensors on device'",)))
+
+
+def target(name: str) -> Target:
+    """The profile called ``name`` (built in or registered by a plugin through
+    the ``no64.targets`` entry point group: a :class:`Target`)."""
+    found = TARGETS.get(name)
+    if found is None:
+        _load_plugins()
+        found = TARGETS.get(name)
+    if found is None:
+        raise ValueError(f"unknown target {name!r}; known: {', '.join(sorted(TARGETS))}")
+    return found
+
+
+def target_for_platform(platform: str) -> Target:
+    """The profile of a JAX platform name (``"neuron"``), else ``generic``."""
+    for t in TARGETS.values():
+        if platform in t.platforms:
+            return t
+    return TARGETS["generic"]
+
+
+_loaded = False
+
+
+def _load_plugins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="no64.targets"):
+        t = ep.load()
+        if isinstance(t, Target) and t.name not in TARGETS:
+            register(t)
+
+
+def profiles() -> Mapping[str, Target]:
+    """Every known profile, by name."""
+    _load_plugins()
+    return dict(TARGETS)

@@ -1,0 +1,209 @@
+"""What a module holds that a target would refuse or compute inexactly.
+
+:func:`check_target` walks a module once and reports, per op and source
+line, against a :class:`~no64.targets.Target`:
+
+* ``type``: a 64-bit element type the target lacks (what :func:`no64.demote`
+  removes);
+* ``refused``: an op of a form the target does not compile
+  (:class:`~no64.targets.Refusal`), with the vendor's code and reason;
+* ``inexact``: an integer op the target computes on a narrower datapath
+  (:class:`~no64.targets.Datapath`) whose operands, products or partial
+  results the range analysis cannot prove within the datapath's exact
+  range (for Neuron's f32: magnitude 2**24) -- for the program's own 32-bit
+  integers too.  The analysis takes the module's integer inputs at their
+  types' full range unless ``input_ranges`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ..analysis.ranges import RangeAnalysis
+from ..ir._mlir import ir, stablehlo
+from ..ir.locations import SourceLocation, decode_location
+from ..kinds import OpForm
+from ..spec.registry import Computes, spec_of
+from ..spec.walk import all_ops
+from . import Datapath, Refusal, Target
+
+__all__ = ["TargetFinding", "check_target"]
+
+_ALLOWED_DIRECTIONS = frozenset({"LT", "LE", "GT", "GE"})
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetFinding:
+    """One thing a target would refuse (``kind`` ``"type"`` or ``"refused"``)
+    or compute inexactly (``"inexact"``)."""
+
+    kind: str
+    op: str
+    location: SourceLocation
+    target: str
+    detail: str
+    code: str = ""
+    source: str = ""
+
+    def __str__(self) -> str:
+        code = f" [{self.code}]" if self.code else ""
+        return f"{self.op} at {self.location}: {self.target} {self.kind}{code}: {self.detail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        loc = self.location.to_dict()
+        loc["text"] = str(self.location)
+        return {"kind": self.kind, "op": self.op, "location": loc, "target": self.target,
+                "detail": self.detail, "code": self.code, "source": self.source}
+
+
+def _short(t: ir.Type) -> str | None:
+    """``"i64"``, ``"u64"``, ``"f64"``, ``"c128"``, ``"c64"`` for those element types."""
+    e = t.element_type if isinstance(t, ir.ShapedType) else t
+    if isinstance(e, ir.IntegerType):
+        if e.width == 64:
+            return "u64" if e.is_unsigned else "i64"
+        return None
+    if isinstance(e, ir.F64Type):
+        return "f64"
+    if isinstance(e, ir.ComplexType):
+        inner = e.element_type
+        return "c128" if isinstance(inner, ir.F64Type) else "c64"
+    return None
+
+
+def _element(v: ir.Value) -> ir.Type:
+    t = v.type
+    return t.element_type if isinstance(t, ir.ShapedType) else t
+
+
+def _is_int(v: ir.Value) -> bool:
+    e = _element(v)
+    return isinstance(e, ir.IntegerType) and e.width > 1
+
+
+def _refused(op: ir.Operation, r: Refusal) -> str | None:
+    """Why ``op`` falls under refusal ``r`` (``None``: it does not)."""
+    when = r.when
+    if when == "always":
+        return r.reason
+    if when == "variadic":
+        n = len(op.results)
+        return f"{r.reason} ({n} inputs)" if n > 1 else None
+    if when == "operands!=2":
+        n = len(op.operands)
+        return f"{r.reason} (it has {n})" if n != 2 else None
+    if when == "not-32-bit":
+        e = _element(op.results[0])
+        width = getattr(e, "width", None)
+        return f"{r.reason} ({e})" if width is not None and width != 32 else None
+    if when == "integer":
+        return f"{r.reason} ({_element(op.operands[0])})" if _is_int(op.operands[0]) else None
+    if when == "algorithm":
+        algorithm = str(stablehlo.RngAlgorithmAttr(op.attributes["rng_algorithm"]).value)
+        return f"{r.reason} ({algorithm})" if algorithm != "DEFAULT" else None
+    if when == "comparator":
+        found = set()
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    if spec_of(inner.name).computes is Computes.COMPARE:
+                        d = str(stablehlo.ComparisonDirectionAttr(inner.attributes["comparison_direction"]).value)
+                        if d not in _ALLOWED_DIRECTIONS:
+                            found.add(d)
+        return f"{r.reason} (its comparator uses {', '.join(sorted(found))})" if found else None
+    if when == "64-bit-combining":
+        if any(_short(v.type) in ("i64", "u64") for v in op.results) and not (
+                "unique_indices" in op.attributes and ir.BoolAttr(op.attributes["unique_indices"]).value):
+            return r.reason
+        return None
+    raise ValueError(f"unknown refusal condition {when!r}")
+
+
+def _inexact(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str | None:
+    """Why an integer op on datapath ``d`` may not be exact (``None``: proven)."""
+    values = [v for v in (*op.operands, *op.results) if _is_int(v)]
+    if not values or not any(_is_int(r) for r in op.results):
+        return None
+    bound = d.exact_below
+    worst = 0
+    for v in values:
+        r = ranges.range(v)
+        if r is None:
+            return f"{d.reason}; a value's range is unknown"
+        lo, hi = r.interval
+        worst = max(worst, abs(lo), abs(hi))
+    if op.results and spec_of(op.name).form is OpForm.MATMUL:
+        # every product and partial sum lies in the result's unclamped range
+        # (the transfer's [min(0, lo*n), max(0, hi*n)]), which the result's
+        # range holds unless the type clamped it
+        full = ranges.full(op.results[0])
+        r = ranges.range(op.results[0])
+        if r is not None and full is not None and r.interval == full:
+            return (f"{d.reason}; its products and sums are not proven below 2**{bound.bit_length() - 1} "
+                    f"in magnitude ({d.computes_in} datapath)")
+    if worst > bound:
+        return (f"{d.reason}; its values are not proven below 2**{bound.bit_length() - 1} in magnitude "
+                f"(up to {worst}, {d.computes_in} datapath)")
+    return None
+
+
+def _types_lacking(root: ir.Operation, target: Target) -> list[TargetFinding]:
+    """The op results and block arguments of a type ``target`` lacks."""
+    out = []
+    for op in all_ops(root):
+        where = None
+        for i, r in enumerate(op.results):
+            short = _short(r.type)
+            if short is not None and target.lacks(short):
+                where = where or decode_location(op.location)
+                out.append(TargetFinding("type", op.name, where, target.name,
+                                         f"result #{i} is {r.type}, a type {target.name} does not have"))
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.arguments:
+                    short = _short(a.type)
+                    if short is not None and target.lacks(short):
+                        out.append(TargetFinding("type", op.name, decode_location(a.location), target.name,
+                                                 f"argument #{a.arg_number} is {a.type}, a type "
+                                                 f"{target.name} does not have"))
+    return out
+
+
+def check_target(module: ir.Module | ir.Operation, target: Target,
+                 input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
+                 types: bool = True) -> list[TargetFinding]:
+    """Every value of a type ``target`` lacks (unless not ``types``), every op
+    it refuses and every integer op it may compute inexactly in ``module``, in
+    walk order."""
+    root = module.operation if isinstance(module, ir.Module) else module
+    out: list[TargetFinding] = []
+    with root.context:
+        if types:
+            out += _types_lacking(root, target)
+        refusals: dict[OpForm, list[Refusal]] = {}
+        for r in target.refuses:
+            refusals.setdefault(r.form, []).append(r)
+        datapaths = {d.form: d for d in target.datapaths}
+        if not refusals and not datapaths:
+            return out
+        ranges: RangeAnalysis | None = None
+        for op in all_ops(root):
+            form = spec_of(op.name).form
+            if form is None:
+                continue
+            for r in refusals.get(form, ()):
+                why = _refused(op, r)
+                if why is not None:
+                    out.append(TargetFinding("refused", op.name, decode_location(op.location), target.name,
+                                             why, r.code, r.source))
+            d = datapaths.get(form)
+            if d is not None:
+                if ranges is None:
+                    ranges = RangeAnalysis(root, input_ranges)
+                why = _inexact(op, d, ranges)
+                if why is not None:
+                    out.append(TargetFinding("inexact", op.name, decode_location(op.location), target.name,
+                                             why, d.code, d.source))
+    return out
