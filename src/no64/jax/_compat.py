@@ -300,8 +300,10 @@ def watch_explicit_dtypes(note: Callable[[Any, Any, Any], None]) -> Callable[[],
     name = "_maybe_canonicalize_explicit_dtype"
     original = getattr(dtypes, name, None)
     if original is not None:
+        canonical = original
+
         def canonicalize_explicit(dtype: Any, fun_name: Any) -> Any:
-            out = original(dtype, fun_name)
+            out = canonical(dtype, fun_name)
             note(dtype, out, fun_name)
             return out
 
@@ -476,7 +478,7 @@ def wrap_jit_trace(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> 
         return p, list(_jit_dynamic_arguments(ji, args, kwargs))
 
     _infer_params_impl.__wrapped__ = impl  # type: ignore[attr-defined]
-    pjit._infer_params_impl = _infer_params_impl
+    pjit._infer_params_impl = _infer_params_impl  # type: ignore[attr-defined]  # 0.7-0.8 only
 
 
 def _jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> Any:
@@ -543,7 +545,7 @@ def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> 
     lower = getattr(pjit, "_pjit_lower", None)
     if lower is None:
         raise _missing("lowering of a jit call (pjit._pjit_lower)")
-    pjit._pjit_lower = make(lower)
+    pjit._pjit_lower = make(lower)  # type: ignore[assignment]  # a cached function from 0.8
 
 
 # ---------------------------------------------------------------------------
@@ -593,7 +595,7 @@ def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
 
     _new_const.__wrapped__ = original  # type: ignore[attr-defined]
     _new_const.__no64__ = True  # type: ignore[attr-defined]
-    trace._new_const = _new_const
+    trace._new_const = _new_const  # type: ignore[union-attr]  # found above (0.7 only)
 
 
 # ---------------------------------------------------------------------------
@@ -720,7 +722,7 @@ def _frames_location(ctx: Any, codes: list[Any], lastis: list[int]) -> Any:
     limit = jax_config.traceback_in_locations_limit.value
     limit = limit if limit >= 0 else 1000
     pattern = jax_config.hlo_source_file_canonicalization_regex.value
-    frame_locs = []
+    frame_locs: list[Any] = []
     for code, lasti in zip(codes, lastis):
         if len(frame_locs) >= limit:
             break

@@ -64,6 +64,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 from ..errors import (
@@ -303,7 +304,9 @@ def install(
     with a one-time :class:`X64DisabledWarning`.  Switching configuration
     never reuses executables compiled under another one.
     """
-    config = Config(_normalize_platforms(platforms), mode, integer_policy, policy, float_policy, target)
+    config = Config(_normalize_platforms(platforms), Mode.parse(mode, "no64 mode"),
+                    IntegerPolicy.parse(integer_policy, "integer_policy"), RangePolicy.parse(policy, "policy"),
+                    FloatPolicy.parse(float_policy, "float_policy"), target)
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
     from jax._src import xla_bridge
@@ -356,7 +359,8 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     float_policy = _environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict,
                                        problems)
     target = _environment_target(strict, problems)
-    config = Config(platforms, mode, integer_policy, policy, float_policy, target)
+    config = Config(platforms, Mode(mode), IntegerPolicy(integer_policy), RangePolicy(policy),
+                    FloatPolicy(float_policy), target)
     with STATE.lock:
         if STATE.explicit:
             return active_config()
@@ -461,9 +465,9 @@ def _warn_at_caller(message: str) -> None:
     inside = tuple(
         os.path.dirname(os.path.abspath(m.__file__)) + os.sep
         for m in (sys.modules["no64"], jax, sys.modules.get("jax_plugins.no64"))
-        if m is not None and getattr(m, "__file__", None)
+        if m is not None and m.__file__ is not None
     )
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (

@@ -84,7 +84,8 @@ import sys
 import threading
 import warnings
 import weakref
-from typing import Any, NamedTuple
+from types import FrameType
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -221,7 +222,7 @@ def user_source() -> SourceLocation:
         found = _user_frame(traceback, inside)
         if found is not None:
             return found
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith(inside) or filename.startswith("<frozen")):
@@ -389,6 +390,7 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                 source = user_source()
                 at = f" at index {index}" if index else ""
                 more = f" (and {res.out_of_range - 1} more)" if res.out_of_range > 1 else ""
+                assert res.first_bad is not None  # out of range: the first such element
                 raise HostRangeError(
                     f"no64: {_describe(a, scalar)} at {source.source or source.raw} holds "
                     f"{res.first_bad}{at}{more}, outside {NARROWED[dt]}'s range and no "
@@ -803,7 +805,7 @@ def _leaves_need_narrowing(obj: Any) -> bool:
     return False
 
 
-def _requested(dtype: Any) -> np.dtype | None | bool:
+def _requested(dtype: Any) -> np.dtype | None | Literal[False]:
     """The dtype a ``jnp.array`` call asks for (``None``: none), or ``False``
     when it is not one no64 narrows from."""
     if dtype is None:
@@ -832,8 +834,9 @@ def _array_input(object: Any, dtype: Any, function: str) -> tuple[Any, Any]:
             # fill_value from 0.12): converted as by (3).
             return _pre_narrow(object, dtype, policy, "host value"), dtype
         return object, dtype
+    requested: Any = want  # a dtype or None here
     try:
-        wide = np.asarray(object, dtype=want)
+        wide = np.asarray(object, dtype=requested)
     except (TypeError, ValueError, OverflowError):
         return object, dtype
     if wide.dtype not in NARROWED:
@@ -898,7 +901,7 @@ def _install_arange() -> None:
         except OverflowError:
             policy = host_policy()
             bounds = [start] if stop is None and step is None else [start, stop, step]
-            want = _requested(dtype) if dtype is not None else _INT64
+            want: Any = _requested(dtype) if dtype is not None else _INT64
             if (policy is None or any(v is not None for v in kwargs.values()) or want is False
                     or not all(type(v) is int or isinstance(v, np.integer) for v in bounds if v is not None)
                     or not any(_needs_int(int(v)) for v in bounds if v is not None)):
@@ -945,7 +948,7 @@ def _install_warning_levels() -> None:
     from jax._src import dtypes
 
     if getattr(dtypes, "warnings", None) is warnings:
-        dtypes.warnings = _WarningsPastNo64(warnings)
+        dtypes.warnings = _WarningsPastNo64(warnings)  # type: ignore[assignment]  # a stand-in module
 
 
 def _install_fastpath_guard() -> None:
@@ -1006,7 +1009,7 @@ def _install_aot_guard() -> None:
 
     create_cpp_call.__wrapped__ = original  # type: ignore[attr-defined]
     create_cpp_call.__no64__ = True  # type: ignore[attr-defined]
-    pxla.MeshExecutable.create_cpp_call = create_cpp_call
+    pxla.MeshExecutable.create_cpp_call = create_cpp_call  # type: ignore[method-assign,assignment]
 
 
 

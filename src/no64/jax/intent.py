@@ -425,7 +425,7 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
         # XLA's compile (see no64.jax.hook), from the arguments' shapes and
         # dtypes (the data itself is not kept alive)
         if given is not None:
-            given = _abstracted(*given, ji)
+            given = _abstracted(given[0], given[1], ji)
         a_args, a_kwargs = _abstracted(args, kwargs, ji)
         meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, a_args, a_kwargs, p, given))
     try:
