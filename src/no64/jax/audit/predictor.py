@@ -62,18 +62,24 @@ class _StandIn(jaxhook.Config):
         return f"{jaxhook.Config.describe(self)} (audited here)"
 
 
-def _hook_settings(given: dict[str, Any]) -> dict[str, str]:
+def _hook_settings(given: dict[str, Any]) -> dict[str, Any]:
     """Every field of the hook's :class:`~no64.jax.hook.Config` but its
     platforms, as ``NO64_PLATFORMS`` sets it: from the environment variable
     ``NO64_<FIELD>`` (``NO64_MODE``, ``NO64_INTEGER_POLICY``,
     ``NO64_POLICY``, ...), read as the hook reads it, unless ``given``."""
     defaults = jaxhook.Config(frozenset({"default"}))
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     for field in dataclasses.fields(jaxhook.Config):
         if field.name == "platforms":
             continue
         default = getattr(defaults, field.name)
         value = given.get(field.name)
+        if field.name == "target":  # a profile's name, or None: the platform's
+            problems: list[str] = []
+            out["target"] = value if value is not None else jaxhook._environment_target(False, problems)
+            if problems:
+                raise jaxhook.ConfigurationError(f"no64: {problems[0]}")
+            continue
         if value is None:
             choices = type(default).values() if hasattr(type(default), "values") else (str(default),)
             value = jaxhook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
