@@ -105,6 +105,8 @@ def main() -> None:
                 got = {"error": type(exc).__name__, "message": str(exc)}
         got["warnings"] = [[w.category.__name__, w.lineno] for w in caught
                            if w.category.__module__.startswith("no64")]
+        out.setdefault("x64_warnings", []).extend(
+            str(w.message) for w in caught if w.category.__name__ == "X64DisabledWarning")
         out[name] = got
     if "no64.jax.hook" in sys.modules:
         import no64

@@ -64,6 +64,17 @@ def test_float_policy_pairs_alone_computes_pairs(runs: dict[str, Any]) -> None:
     assert runs["pairs"]["float_policies"] == ["pairs"] and runs["f32"]["float_policies"] == ["f32"]
 
 
+def test_the_x64_warning_says_how_float64_is_computed(runs: dict[str, Any]) -> None:
+    """The X64DisabledWarning's second line says float64 is computed as float32 and how
+    to get pairs, or, under NO64_FLOAT_POLICY=pairs, that it is computed as pairs."""
+    (f32,) = runs["f32"]["x64_warnings"]
+    assert f32.splitlines()[1].startswith(
+        "JAX computes in 32 bits: float64 as float32 (NO64_FLOAT_POLICY=pairs: pairs)")
+    (pairs,) = runs["pairs"]["x64_warnings"]
+    assert pairs.splitlines()[1].startswith("JAX computes in 32 bits: float64 as pairs of float32")
+    assert not runs["ref"]["x64_warnings"]
+
+
 def test_host_float_beyond_f32_is_refused(runs: dict[str, Any]) -> None:
     """A float64 host argument beyond float32's range is refused at the call's line (it
     would become inf), under every float policy; x64 computes with it."""

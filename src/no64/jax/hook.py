@@ -519,11 +519,12 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str, again: b
         STATE.default_noted = False  # compare once the backends have started
     else:
         where = f"the default backend ({default}) is a no64 platform"
+    floats = ("float64 as pairs of float32" if config.float_policy is FloatPolicy.PAIRS
+              else "float64 as float32 (NO64_FLOAT_POLICY=pairs: pairs)")
     _warn_once(
         "again" if again else "off",
-        f"no64 turned jax_enable_x64 off ({source}): {where}.\nJAX computes in 32 bits; "
-        "no64 narrows 64-bit host values (sentinels kept, others range-checked): "
-        "no64.host_records().",
+        f"no64 turned jax_enable_x64 off ({source}): {where}.\nJAX computes in 32 bits: "
+        f"{floats}, int64 as its x64 program; host values: no64.host_records().",
     )
 
 
