@@ -36,7 +36,7 @@ import traceback
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from . import __version__, io as no64io
 from .errors import No64Error, OutputError
@@ -57,8 +57,17 @@ _MAX_COLUMN = 48
 _ELEMENT = re.compile(r"complex<f64>|[su]?i64|f64")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error said in one line (the usage is on ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
+        print(f"no64: error: {command}{message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="no64",
         description="Find and remove every 64-bit type (f64, i64, ui64, complex<f64>) "
         "in StableHLO and HLO programs.",

@@ -49,9 +49,7 @@ def _refused(capsys: pytest.CaptureFixture[str], *argv: str, inputs: list[Path] 
     code, _, err = _run(capsys, *argv)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2, err
-    assert len(lines) == 1 and lines[0].startswith(("no64: error: ", "usage:")) or (
-        lines[0].startswith("usage:") and "error:" in lines[-1]
-    ), err
+    assert len(lines) == 1 and lines[0].startswith("no64: error: "), err
     assert _snapshot(list(inputs)) == before
     return lines[-1]
 

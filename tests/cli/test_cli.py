@@ -374,3 +374,18 @@ def test_convert_exact_hlo_with_random_matches_x64(tmp_path: Path) -> None:
     assert words == [0]
     (got,) = run_module(converted, converted_inputs([seed], words))
     np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("argv,part", [
+    (["check"], "check: the following arguments are required: FILE (see no64 check --help)"),
+    (["bogus"], "invalid choice: 'bogus'"),
+    (["convert", "--policy", "exakt", CLEAN], "convert: argument --policy: invalid choice: 'exakt'"),
+    (["check", "--target"], "check: argument --target: expected one argument"),
+])
+def test_a_usage_error_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], part: str) -> None:
+    """A usage error is one line naming the command and the way to its usage, exit 2."""
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert_one_error_line(err, part)
+
