@@ -47,7 +47,8 @@ _EXPORTED: "weakref.WeakKeyDictionary[ir.Module, Any]" = weakref.WeakKeyDictiona
 
 def _load_jaxexport(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
     if importlib.util.find_spec("flatbuffers") is None:
-        raise InputError(f"{name}: reading a jax.export artifact needs the flatbuffers package")
+        raise InputError(f"{name}: reading a jax.export artifact needs the flatbuffers package "
+                         "(a dependency of no64: pip install flatbuffers)")
     exported = _jax_exported(data)
     if exported is None:
         raise InputError(f"{name}: not a jax.export artifact (Exported.serialize()) this jax can read")
