@@ -28,6 +28,14 @@ def effects(a):
     return jnp.cumsum(a.astype(jnp.int64))[-1]  # LINE effects
 
 
+def compile_time_eval(x):
+    # evaluated eagerly while tracing (Diffrax does this): with x64 on it is a 64-bit
+    # computation, which the no64 platform refuses, so the x64 meaning cannot be had
+    with jax.ensure_compile_time_eval():
+        c = jnp.cumsum(jnp.full(200, 16_000_000, jnp.int64))[-1] % 1000
+    return x + c
+
+
 CASES = {
     "cancel": (cancel, (np.arange(5, dtype=np.int32), np.float64(1e8)), {}),
     "effects": (effects, (np.full(4, 2**30, np.int32),), {}),
@@ -78,6 +86,7 @@ def flax_embed():
 
 #: entries other than a top-level jit of the case's function
 RUNNERS = {
+    "compile_time_eval": lambda: jax.jit(compile_time_eval)(np.int32(0)),  # LINE cte
     "eager_popcnt": lambda: lax.population_count(np.array([-1, 5], np.int64)),  # LINE eager
     "cache_order": cache_order,
     "vmap_of_jit": lambda: jax.vmap(jax.jit(popcnt))(np.array([-1, 3], np.int32)),  # LINE vmap

@@ -210,6 +210,21 @@ def test_jit_under_vmap_outside_jit_says_it_has_no_x64_meaning(runs: dict[str, A
         assert runs[tag]["jit_of_vmap"].get("value") == [64, 2], (tag, runs[tag]["jit_of_vmap"])
 
 
+def test_an_error_while_taking_the_meaning_is_no_verdict(runs: dict[str, Any]) -> None:
+    """A computation evaluated eagerly while tracing (jax.ensure_compile_time_eval, as
+    Diffrax does) is a 64-bit computation in the x64 trace, which the no64 platform
+    refuses: the function has no x64 meaning, and says so at the call's line (default:
+    JAX's 32-bit program runs, 704 where x64 gives 0) or is refused (strict, exact) --
+    never run unjudged as if it had been judged."""
+    line = _line("cte")
+    assert runs["ref"]["compile_time_eval"]["value"] == 0
+    default = runs["f32"]["compile_time_eval"]
+    assert ["NoX64MeaningWarning", line] in default["warnings"] and default["value"] == 704, default
+    for tag in ("strict", "exact"):
+        got = runs[tag]["compile_time_eval"]
+        assert got.get("error") == "NoX64MeaningError" and "tracing it with x64 on raised" in got["message"]
+
+
 def test_no64_jit_exact_takes_a_typed_key() -> None:
     """policy="exact" of a function taking a typed PRNG key: the key's words go in, the
     x64 program's bits come out (bit for bit with restore_dtypes)."""
