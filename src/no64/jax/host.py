@@ -581,10 +581,19 @@ def _remember_wide(narrowed: Any, original: Any) -> Any:
         kept = _local.wide = {}
     elif len(kept) >= _WIDE_KEPT:
         del kept[next(iter(kept))]
-    kept[id(narrowed)] = (narrowed, original)
+    # weakly, where the objects allow it: a large host array is not kept
+    # alive by this note (a numpy scalar, which allows no weak reference, is)
+    kept[id(narrowed)] = (_ref(narrowed), _ref(original))
     for listener in _wide_listener:
         listener(original)
     return narrowed
+
+
+def _ref(x: Any) -> Any:
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        return lambda: x
 
 
 #: called with each 64-bit host array or scalar no64 narrows (see no64.jax.intent)
@@ -608,7 +617,9 @@ def wide_original(x: Any) -> Any:
     if not kept:
         return None
     entry = kept.get(id(x))
-    return entry[1] if entry is not None and entry[0] is x else None
+    if entry is None or entry[0]() is not x:
+        return None
+    return entry[1]()
 
 
 def _install_canonicalize_handlers() -> None:
