@@ -112,6 +112,15 @@ def test_types_a_target_lacks() -> None:
         assert not any("i64" in t for t in by[name]) and any("f64" in t for t in by[name]), by
 
 
+def test_complex64_is_no_64_bit_type() -> None:
+    """complex64 (complex<f32>) is no type a profile lacks; complex128 is one for all."""
+    c64 = lowered(lambda x: x * (1 + 2j), np.ones(3, np.complex64))
+    c128 = lowered(lambda x: x * (1 + 2j), np.ones(3, np.complex128), x64=True)
+    for name in ("generic", "neuron", "mtl"):
+        assert not [f for f in check_target(c64, target(name)) if f.kind == "type"], name
+        assert any("complex<f64>" in f.detail for f in check_target(c128, target(name)) if f.kind == "type")
+
+
 def test_check_target_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, b = np.zeros((8, 128), np.int32), np.zeros((128, 4), np.int32)
     path = tmp_path / "mm.mlir"

@@ -4,9 +4,9 @@ refuses, and what it computes on a narrower datapath.
 A :class:`Target` declares, with the vendor's documented reason beside each
 entry:
 
-* ``native``: the element types it has natively (``"f64"``, ``"i64"``,
-  ``"u64"``, ``"c64"``, ``"c128"``); every other 64-bit type is one no64
-  must remove;
+* ``native``: the 64-bit element types it has natively, of
+  :data:`WIDE_TYPES` (``"f64"``, ``"i64"``, ``"u64"``, ``"c128"``); every
+  other is one no64 must remove;
 * ``refuses``: op forms (:class:`~no64.kinds.OpForm`, which the op table
   gives each op) it does not compile, each with a condition
   (:class:`Refusal`);
@@ -94,7 +94,8 @@ class Target:
     sources: tuple[str, ...] = ()
 
     def lacks(self, short: str) -> bool:
-        """Whether an element type (``"i64"``, ...) has to be removed for it."""
+        """Whether a 64-bit element type (``"i64"``, ... of :data:`WIDE_TYPES`)
+        has to be removed for it."""
         return short not in self.native
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from ..analysis.ranges import RangeAnalysis
 from ..ir._mlir import ir, stablehlo
 from ..ir.locations import SourceLocation, decode_location
+from ..ir.types import is_64bit_element
 from ..kinds import OpForm
 from ..spec.registry import Computes, spec_of
 from ..spec.walk import all_ops
@@ -59,18 +60,14 @@ class TargetFinding:
 
 
 def _short(t: ir.Type) -> str | None:
-    """``"i64"``, ``"u64"``, ``"f64"``, ``"c128"``, ``"c64"`` for those element types."""
+    """A 64-bit element type's name in :data:`~no64.targets.WIDE_TYPES`
+    (``"i64"``, ``"u64"``, ``"f64"``, ``"c128"``); ``None`` for any other."""
     e = t.element_type if isinstance(t, ir.ShapedType) else t
-    if isinstance(e, ir.IntegerType):
-        if e.width == 64:
-            return "u64" if e.is_unsigned else "i64"
+    if not is_64bit_element(e):
         return None
-    if isinstance(e, ir.F64Type):
-        return "f64"
-    if isinstance(e, ir.ComplexType):
-        inner = e.element_type
-        return "c128" if isinstance(inner, ir.F64Type) else "c64"
-    return None
+    if isinstance(e, ir.IntegerType):
+        return "u64" if e.is_unsigned else "i64"
+    return "f64" if isinstance(e, ir.F64Type) else "c128"
 
 
 def _element(v: ir.Value) -> ir.Type:
