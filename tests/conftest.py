@@ -124,3 +124,23 @@ def without_word_rule():  # type: ignore[no-untyped-def]
 
     yield remove
     REGISTRY.update(saved)
+
+
+@pytest.fixture
+def restore_global():  # type: ignore[no-untyped-def]
+    """Put back the global no64 configuration and jax_enable_x64 after a test
+    that installs no64 in this process."""
+    import jax
+
+    from no64.jax import hook as jaxhook
+
+    x64 = jax.config.jax_enable_x64
+    before = jaxhook.STATE.global_config()
+    explicit, warned = jaxhook.STATE.explicit, set(jaxhook.STATE.x64_warnings)
+    yield
+    jaxhook.STATE.jax_state()._set(before)
+    jaxhook.STATE.explicit = explicit
+    jaxhook.STATE.x64_warnings.clear()
+    jaxhook.STATE.x64_warnings.update(warned)
+    jax.config.update("jax_enable_x64", x64)
+

@@ -31,7 +31,6 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 import no64
 import no64.io
-from no64.jax import hook as jaxhook
 from no64.jax._compat import backend_module_text, enable_x64
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
@@ -44,20 +43,6 @@ pytestmark = [
 # --------------------------------------------------------------------------
 # 8 devices, one process
 # --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def restore_global():
-    """Put back the global no64 configuration and jax_enable_x64 after a test."""
-    x64 = jax.config.jax_enable_x64
-    before = jaxhook.STATE.global_config()
-    explicit, warned = jaxhook.STATE.explicit, set(jaxhook.STATE.x64_warnings)
-    yield
-    jaxhook.STATE.jax_state()._set(before)
-    jaxhook.STATE.explicit = explicit
-    jaxhook.STATE.x64_warnings.clear()
-    jaxhook.STATE.x64_warnings.update(warned)
-    jax.config.update("jax_enable_x64", x64)
 
 
 class Intercept:

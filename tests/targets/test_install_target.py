@@ -10,21 +10,6 @@ import numpy as np
 import pytest
 
 import no64
-from no64.jax import hook as jaxhook
-
-
-@pytest.fixture
-def restore_global():
-    x64 = jax.config.jax_enable_x64
-    before = jaxhook.STATE.global_config()
-    explicit = jaxhook.STATE.explicit
-    warned = set(jaxhook.STATE.x64_warnings)
-    yield
-    jaxhook.STATE.jax_state()._set(before)
-    jaxhook.STATE.explicit = explicit
-    jaxhook.STATE.x64_warnings.clear()
-    jaxhook.STATE.x64_warnings.update(warned)
-    jax.config.update("jax_enable_x64", x64)
 
 
 @pytest.mark.filterwarnings("ignore::no64.X64DisabledWarning")

@@ -218,6 +218,30 @@ def _eager_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any
     return xla_primitive_callable
 
 
+def _differs_in_x64(dtype: Any, config: Any) -> bool:
+    """Whether 64-bit data of ``dtype`` computes otherwise in the 32-bit
+    program than in the x64 one: integers always, floats under the pairs
+    float policy (under ``f32`` float64 is float32 in both)."""
+    import numpy as np
+
+    kind = np.dtype(dtype).kind
+    return kind in "iu" or (kind in "fc" and config.float_policy is FloatPolicy.PAIRS)
+
+
+def _judged_original(x: Any, config: Any) -> Any:
+    """The 64-bit host data ``x`` was narrowed from, where it computes
+    otherwise in the x64 program (:func:`_differs_in_x64`); else ``None``."""
+    w = host.wide_original(x)
+    return w if w is not None and _differs_in_x64(w.dtype, config) else None
+
+
+def _described(a: Any) -> str:
+    """``int64[3]``: host data's dtype and shape."""
+    import numpy as np
+
+    return f"{np.dtype(a.dtype)}[{','.join(map(str, np.shape(a)))}]"
+
+
 def _wide_operands(prim: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """An eager primitive's operands as the 64-bit host data they were
     narrowed from, when every operand of a narrowed dtype was (integers; floats
@@ -229,12 +253,11 @@ def _wide_operands(prim: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     config = STATE.active_config()
     if config is None:
         return None
-    floats = config.float_policy is FloatPolicy.PAIRS
     out = []
     found = mixed = False
     for a in args:
-        w = host.wide_original(a)
-        if w is not None and (floats or np.dtype(w.dtype).kind in "iu"):
+        w = _judged_original(a, config)
+        if w is not None:
             out.append(w)
             found = True
             continue
@@ -273,18 +296,13 @@ def _unjudged_jit_with_wide_operands(original: Callable[..., Any]) -> Callable[.
 
 
 def _refuse_unjudged(args: tuple[Any, ...], params: dict[str, Any]) -> None:
-    import numpy as np
-
     config = STATE.active_config()
     if config is None:
         return
-    floats = config.float_policy is FloatPolicy.PAIRS
     for a in args:
-        w = host.wide_original(a)
-        if w is not None and (floats or np.dtype(w.dtype).kind in "iu"):
-            shape = "[" + ",".join(map(str, np.shape(w))) + "]"
-            no_meaning(NoMeaning(f"{np.dtype(w.dtype)}{shape} host data enters it, traced "
-                                 f"{_TRANSFORMED}"),
+        w = _judged_original(a, config)
+        if w is not None:
+            no_meaning(NoMeaning(f"{_described(w)} host data enters it, traced {_TRANSFORMED}"),
                        str(params.get("name", "a jitted function")), config.policy)
             return
 
@@ -351,9 +369,7 @@ def _unjudged_transformation(dtype: Any) -> RangePolicy | None:
         return None  # eager (an eager primitive takes the x64 meaning) or a jit's arguments
     config = STATE.active_config()
     assert config is not None
-    if dtype.kind == "f" and config.float_policy is not FloatPolicy.PAIRS:
-        return None  # float64 is float32 under this float policy anyway
-    return config.policy
+    return config.policy if _differs_in_x64(dtype, config) else None
 
 
 _TRANSFORMED = ("under a transformation (vmap, grad, scan, shard_map) outside any jit, which "
@@ -364,8 +380,7 @@ def _note_wide_host_data(original: Any) -> None:
     """64-bit host data narrowed as it enters a trace with no x64 meaning."""
     policy = _unjudged_transformation(original.dtype)
     if policy is not None:
-        shape = "[" + ",".join(map(str, getattr(original, "shape", ()))) + "]"
-        no_meaning(NoMeaning(f"{original.dtype}{shape} host data is narrowed in a function traced "
+        no_meaning(NoMeaning(f"{_described(original)} host data is narrowed in a function traced "
                              f"{_TRANSFORMED}"),
                    "a transformed function", policy)
 
@@ -706,8 +721,6 @@ def refuse_unless_proven(module: ir.Module, report: DemotionReport) -> None:
 # ---------------------------------------------------------------------------
 # Judging the 32-bit program by its x64 meaning
 # ---------------------------------------------------------------------------
-
-
 
 
 def _sentinel_question(n: Narrowing) -> bool:
