@@ -168,3 +168,17 @@ def test_hook_checks_the_platforms_profile(tmp_path: Path, policy: str) -> None:
     else:
         assert proc.stdout.startswith("TargetError no64 (NO64_POLICY=strict) refuses"), proc.stdout
         assert f"mm.py:{line}:" in proc.stdout and "EVRF035" in proc.stdout
+
+
+def test_an_unknown_target_fails_closed(tmp_path: Path) -> None:
+    """NO64_TARGET names a profile or nothing runs: the first compile raises
+    ConfigurationError naming the variable, the value and the choices."""
+    script = tmp_path / "mm.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
+    env.update(NO64_PLATFORMS="cpu", NO64_TARGET="nope", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ConfigurationError no64: NO64_TARGET='nope' is not one of "), proc.stdout
+    assert "neuron" in proc.stdout and "mtl" in proc.stdout
+
