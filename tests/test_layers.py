@@ -90,7 +90,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     # the JAX seam, and the compile hook's state (one object with its
     # listeners) below everything that reads or writes it
-    ("the JAX seam and the hook's state", ("no64.jax", "no64.jax._compat", "no64.jax.state", "no64.jax.pair_probe")),
+    ("the JAX seam and the hook's state", ("no64.jax", "no64.jax._compat", "no64.jax.state", "no64.jax.pair_probe",
+                                           "no64.jax.x64_arrays")),
     ("host values", ("no64.jax.host",)),
     ("the x64 meaning", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),

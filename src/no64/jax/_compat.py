@@ -535,6 +535,58 @@ def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> N
     prim.def_impl(make(prim.impl))
 
 
+def after_python_jit_call(after: Callable[[Any, Any], None]) -> None:
+    """Have ``after(jaxpr, out_flat)`` called after each jit call that takes
+    JAX's Python dispatch path (every call that does not hit jaxlib's C++
+    fast path), with the call's ``ClosedJaxpr`` and flat results, before JAX
+    decides on the call's C++ fast-path entry: ``pjit._run_python_pjit(p,
+    args_flat, ...)`` from 0.10, ``pjit._python_pjit_helper(fun, jit_info,
+    ...)`` before; both return ``(outs, out_flat, out_tree, args_flat,
+    jaxpr, ...)``."""
+    from jax._src import pjit
+
+    run = getattr(pjit, "_run_python_pjit", None)
+    helper = getattr(pjit, "_python_pjit_helper", None)
+    if run is not None and not getattr(run, "__no64__", False):
+        def _run_python_pjit(p: Any, *rest: Any) -> Any:
+            result = run(p, *rest)
+            after(p.params["jaxpr"], result[1])
+            return result
+
+        _run_python_pjit.__wrapped__ = run  # type: ignore[attr-defined]
+        _run_python_pjit.__no64__ = True  # type: ignore[attr-defined]
+        setattr(pjit, "_run_python_pjit", _run_python_pjit)  # noqa: B010 - absent before 0.10
+    elif run is None and helper is not None and not getattr(helper, "__no64__", False):
+        def _python_pjit_helper(*args: Any, **kwargs: Any) -> Any:
+            result = helper(*args, **kwargs)
+            after(result[4], result[1])
+            return result
+
+        _python_pjit_helper.__wrapped__ = helper  # type: ignore[attr-defined]
+        _python_pjit_helper.__no64__ = True  # type: ignore[attr-defined]
+        setattr(pjit, "_python_pjit_helper", _python_pjit_helper)  # noqa: B010 - absent from 0.10
+    elif run is None and helper is None:
+        raise _missing("the Python dispatch of a jit call (pjit._run_python_pjit)")
+
+
+def wrap_device_put_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of the eager implementation of
+    ``jax.device_put`` (``dispatch.device_put_p.impl(*xs, devices=..., ...)``,
+    a list of arrays, 0.7-0.12), which takes host data in unconverted; from
+    0.10 ``jax.device_put`` calls it by its module name
+    (``dispatch._batched_device_put_impl``) outside a trace."""
+    from jax._src import dispatch
+
+    prim = getattr(dispatch, "device_put_p", None)
+    if prim is None or not callable(getattr(prim, "impl", None)) or not prim.multiple_results:
+        raise _missing("the eager implementation of device_put (dispatch.device_put_p.impl)")
+    impl = prim.impl
+    prim.def_impl(make(impl))
+    direct = getattr(dispatch, "_batched_device_put_impl", None)
+    if callable(direct):
+        dispatch._batched_device_put_impl = make(direct)
+
+
 def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Put ``make(original)`` in place of ``pjit._pjit_lower(jaxpr, ...)``
     (0.7-0.12; a cached function from 0.8, a wrapper of

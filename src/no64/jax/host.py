@@ -79,11 +79,13 @@ narrowed by the compile hook's pass, with the same rules.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, Literal, NamedTuple
 
@@ -95,6 +97,7 @@ from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I6
 from ..kinds import EventKind, IntegerPolicy, Mode
 from ..report import Event
 from ..transforms import constants as C
+from . import x64_arrays
 from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
@@ -560,7 +563,9 @@ def install_hooks() -> None:
         _install_convert_element_type()
         _install_coerce_to_array()
         _install_array()
+        _install_device_put()
         _install_arange()
+        _install_x64_creations()
         _install_fastpath_guard()
         _install_aot_guard()
         _install_sentinel_reads()
@@ -859,6 +864,164 @@ def _array_input(object: Any, dtype: Any, function: str) -> tuple[Any, Any]:
     return narrowed, None
 
 
+#: ``jax.numpy`` functions that make an array from a dtype JAX canonicalises
+#: (given, or a default one): what they return eagerly is noted with its x64
+#: dtype (:mod:`no64.jax.x64_arrays`)
+_CREATIONS = ("arange", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
+              "empty_like", "eye", "identity", "linspace", "tri", "astype")
+
+
+def _install_x64_creations() -> None:
+    import jax.numpy as jnp
+    from jax._src.numpy import array_creation, lax_numpy
+
+    modules = (array_creation, lax_numpy, jnp)
+    for name in _CREATIONS:
+        original = getattr(jnp, name, None)
+        if original is None or getattr(original, "__no64_x64__", False):
+            continue
+        wrapper = _noting_x64(original)
+        wrapper.__no64_x64__ = True  # type: ignore[attr-defined]
+        for module in modules:
+            if getattr(module, name, None) is original:
+                setattr(module, name, wrapper)
+
+
+def _noting_x64(original: Callable[..., Any]) -> Callable[..., Any]:
+    def create(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        dtype = getattr(out, "dtype", None)
+        if dtype is not None and dtype in NARROWED_IMAGES and STATE.x64_requested():
+            from jax._src import core
+
+            if core.trace_state_clean() and computes_otherwise(_WIDENED[np.dtype(dtype)]):
+                _noted(out, _x64_dtype_by_shape(original, args, kwargs))
+        return out
+
+    functools.update_wrapper(create, original)
+    return create
+
+
+#: the 32-bit dtype no64 gives a 64-bit one -> that 64-bit one
+_WIDENED = {np.dtype(v): np.dtype(k) for k, v in NARROWED.items()}
+
+
+def _x64_dtype_by_shape(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The dtype ``fun(*args, **kwargs)`` returns in the x64 program, its array
+    arguments taken with their x64 dtypes (``None`` where it cannot be told)."""
+    import jax
+    from jax import tree_util
+
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    arrays = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
+
+    def call(*dynamic: Any) -> Any:
+        filled = list(leaves)
+        for i, x in zip(arrays, dynamic):
+            filled[i] = x
+        a, k = tree_util.tree_unflatten(tree, filled)
+        return fun(*a, **k)
+
+    specs = [jax.ShapeDtypeStruct(np.shape(leaves[i]), x64_arrays.x64_dtype(leaves[i]) or leaves[i].dtype)
+             for i in arrays]
+    try:
+        with _x64_on(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = jax.eval_shape(call, *specs)
+    except Exception:  # noqa: BLE001 - no x64 dtype to tell (a bound that must be concrete)
+        return None
+    dtype = getattr(out, "dtype", None)
+    return np.dtype(dtype) if dtype is not None and np.dtype(dtype) in NARROWED else None
+
+
+def _install_device_put() -> None:
+    from ._compat import wrap_device_put_impl
+
+    def make(original: Any) -> Any:
+        if getattr(original, "__no64__", False):
+            return original
+
+        def device_put(*xs: Any, **params: Any) -> Any:
+            outs = original(*xs, **params)
+            if STATE.x64_requested():
+                for x, out in zip(xs, outs):
+                    _noted(out, _x64_dtype_of(x, None))
+            return outs
+
+        device_put.__wrapped__ = original  # type: ignore[attr-defined]
+        device_put.__no64__ = True  # type: ignore[attr-defined]
+        return device_put
+
+    wrap_device_put_impl(make)
+
+
+def _x64_dtype_of(object: Any, dtype: Any) -> np.dtype[Any] | None:
+    """The 64-bit dtype ``jnp.array(object, dtype)`` has in the x64 program
+    when no64 makes it 32-bit (int64 host data, a list of Python ints, a
+    requested ``jnp.int64``, an array of the x64 program's int64); else ``None``."""
+    if not STATE.x64_requested():
+        return None
+    if dtype is None:
+        marked = x64_arrays.x64_dtype(object)
+        if marked is not None:
+            return marked
+        if hasattr(object, "dtype") and not isinstance(object, (np.ndarray, np.generic)):
+            return None  # a 32-bit array: 32-bit in the x64 program too
+    try:
+        with _x64_on():
+            wide = np.dtype(_x64_result_dtype(object, dtype))
+    except Exception:  # noqa: BLE001 - no dtype to tell (a pytree, an object JAX refuses later)
+        return None
+    return wide if wide in NARROWED else None
+
+
+def _x64_result_dtype(object: Any, dtype: Any) -> Any:
+    from jax._src import dtypes
+
+    if dtype is not None:
+        return dtypes.canonicalize_dtype(dtype)
+    if isinstance(object, (np.ndarray, np.generic)):
+        return object.dtype
+    if not _python_numbers(object):
+        raise TypeError("not host numbers")
+    return dtypes.canonicalize_dtype(np.asarray(object).dtype)
+
+
+def _python_numbers(object: Any, depth: int = 0) -> bool:
+    if type(object) in (int, float, bool, complex):
+        return True
+    if isinstance(object, (list, tuple)) and depth < 8:
+        return all(_python_numbers(x, depth + 1) for x in object)
+    return False
+
+
+def _x64_on() -> Any:
+    from ._compat import enable_x64
+
+    return enable_x64(True)
+
+
+def _noted(out: Any, wide: np.dtype[Any] | None) -> Any:
+    """``out``, noted as of the x64 program's ``wide`` dtype where it is its 32-bit image."""
+    if wide is not None and getattr(out, "dtype", None) == NARROWED[wide] and computes_otherwise(wide):
+        x64_arrays.mark(out, wide)
+    return out
+
+
+def computes_otherwise(dtype: Any, config: Any = None) -> bool:
+    """Whether 64-bit data of ``dtype`` computes otherwise in the 32-bit
+    program than in the x64 one under ``config`` (the active one by default):
+    integers always, floats under the pairs float policy (under ``f32``
+    float64 is float32 in both)."""
+    from ..kinds import FloatPolicy
+
+    kind = np.dtype(dtype).kind
+    if kind in "iu":
+        return True
+    config = STATE.active_config() if config is None else config
+    return kind in "fc" and config is not None and config.float_policy is FloatPolicy.PAIRS
+
+
 def _replace(name: str, original: Any, wrapper: Any, modules: tuple[Any, ...]) -> None:
     wrapper.__wrapped__ = original
     wrapper.__no64__ = True
@@ -881,12 +1044,14 @@ def _install_array() -> None:
 
     def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
               ndmin: int = 0, **kwargs: Any) -> Any:
+        wide = _x64_dtype_of(object, dtype)
         object, dtype = _array_input(object, dtype, "array")
-        return original_array(object, dtype, copy=copy, order=order, ndmin=ndmin, **kwargs)
+        return _noted(original_array(object, dtype, copy=copy, order=order, ndmin=ndmin, **kwargs), wide)
 
     def asarray(a: Any, dtype: Any = None, order: str | None = None, **kwargs: Any) -> Any:
+        wide = _x64_dtype_of(a, dtype)
         a, dtype = _array_input(a, dtype, "asarray")
-        return original_asarray(a, dtype, order, **kwargs)
+        return _noted(original_asarray(a, dtype, order, **kwargs), wide)
 
     _replace("array", original_array, array, modules)
     _replace("asarray", original_asarray, asarray, modules)
@@ -977,11 +1142,27 @@ def _install_fastpath_guard() -> None:
                     # jaxlib's C++ dispatch would truncate 64-bit numpy data,
                     # on this call or on a later one this entry would serve
                     return None
+        for veto in _fast_path_vetoes:
+            if veto(args_flat, rest[0] if rest else ()):
+                return None
         return original(executable, out_tree, args_flat, *rest)
 
     _get_fastpath_data.__wrapped__ = original  # type: ignore[attr-defined]
     _get_fastpath_data.__no64__ = True  # type: ignore[attr-defined]
     replace_jit_function("_get_fastpath_data", _get_fastpath_data)
+
+
+#: predicates ``veto(args_flat, out_flat)``: a call for which one holds gets
+#: no C++ fast-path entry (see :func:`veto_fast_path`)
+_fast_path_vetoes: list[Callable[[Any, Any], bool]] = []
+
+
+def veto_fast_path(veto: Callable[[Any, Any], bool]) -> None:
+    """Give no C++ fast-path entry to a jit call for which ``veto(args_flat,
+    out_flat)`` holds: jaxlib's C++ dispatch keys its cache by the 32-bit
+    abstract values alone and would serve later calls without no64."""
+    if veto not in _fast_path_vetoes:
+        _fast_path_vetoes.append(veto)
 
 
 def _has_wide_numpy(tree: Any) -> bool:

@@ -52,11 +52,12 @@ from ..errors import (
     UnprovenIntegerWarning,
 )
 from ..ir._mlir import ir
-from ..kinds import FloatPolicy, Mode, RangePolicy, Verdict
+from ..kinds import RangePolicy, Verdict
 from ..report import DemotionReport, Narrowing
 from ..spec.registry import spec_of
-from . import host
+from . import host, x64_arrays
 from ._compat import (
+    after_python_jit_call,
     enable_x64,
     jit_function,
     jit_input_avals,
@@ -67,7 +68,7 @@ from ._compat import (
     wrap_jit_trace,
     wrap_primitive_callable,
 )
-from .state import ALL_PLATFORMS, STATE
+from .state import STATE
 
 __all__ = ["NoMeaning", "clear_warned", "has_meaning", "install", "meaning_of", "no_meaning",
            "output_error", "refuse_without_meaning", "refuse_unless_proven",
@@ -119,6 +120,8 @@ def install() -> None:
         _install_call_variants()
         wrap_primitive_callable(_eager_with_wide_operands)
         watch_explicit_dtypes(_note_explicit_dtype)
+        host.veto_fast_path(_no_fast_path)
+        after_python_jit_call(_after_call)
         host.on_wide_narrowed(_note_wide_host_data)
         wrap_jit_impl(_unjudged_jit_with_wide_operands)
 
@@ -167,8 +170,9 @@ _variants: "weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], _X64Variant]]" 
 
 
 def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
-    """The dtypes of a call's array leaves if one is 64-bit numpy data
-    (which the 32-bit program holds as 32-bit data), else ``None``."""
+    """The dtypes of a call's array leaves if one is 64-bit numpy data or a
+    32-bit array of a 64-bit value of the x64 program (:mod:`no64.jax.x64_arrays`),
+    which the 32-bit program holds as 32-bit data, else ``None``."""
     import numpy as np
     from jax import tree_util
 
@@ -179,9 +183,14 @@ def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
         if type(a) is np.ndarray or isinstance(a, np.generic):
             wide = wide or a.dtype in host.NARROWED
             key.append(a.dtype.str)
-        else:
-            dtype = getattr(a, "dtype", None)
-            key.append(str(dtype) if dtype is not None else type(a).__name__)
+            continue
+        marked = x64_arrays.x64_dtype(a)
+        if marked is not None:
+            wide = True
+            key.append(f"{marked.str} array")
+            continue
+        dtype = getattr(a, "dtype", None)
+        key.append(str(dtype) if dtype is not None else type(a).__name__)
     return tuple(key) if wide else None
 
 
@@ -207,10 +216,12 @@ def _eager_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any
 
     def xla_primitive_callable(prim: Any, **params: Any) -> Any:
         fun = original(prim, **params)
-        if host.wide_pending() and _wanted():
+        if (host.wide_pending() or x64_arrays.marked_count()) and _wanted():
             def with_wide_operands(*args: Any) -> Any:
                 wide = _wide_operands(prim, args)
-                return fun(*(args if wide is None else wide))
+                args = args if wide is None else wide
+                with x64_arrays.assumed(_promoted(args)):
+                    return fun(*args)
             return with_wide_operands
         return fun
 
@@ -218,14 +229,42 @@ def _eager_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any
     return xla_primitive_callable
 
 
+def _promoted(args: tuple[Any, ...]) -> dict[int, Any]:
+    """An eager primitive's 32-bit array operands that meet one of a 64-bit
+    value of the x64 program (:mod:`no64.jax.x64_arrays`), or 64-bit host
+    data, of their kind: JAX
+    promoted them to it there before the primitive (``i32 + i64`` is an int64
+    sum), so its x64 meaning takes them so."""
+    import numpy as np
+
+    wide: dict[str, Any] = {}
+    for a in args:
+        d = x64_arrays.x64_dtype(a)
+        if d is None and (type(a) is np.ndarray or isinstance(a, np.generic)) and a.dtype in host.NARROWED:
+            d = a.dtype  # 64-bit host data (see _wide_operands)
+        if d is not None:
+            wide.setdefault(d.kind, d)
+    if not wide:
+        return {}
+    out: dict[int, Any] = {}
+    for a in args:
+        dtype = getattr(a, "dtype", None)
+        if dtype is None or x64_arrays.x64_dtype(a) is not None:
+            continue
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            continue
+        if dtype in host.NARROWED_IMAGES and dtype.kind in wide:
+            out[id(a)] = wide[dtype.kind]
+    return out
+
+
 def _differs_in_x64(dtype: Any, config: Any) -> bool:
     """Whether 64-bit data of ``dtype`` computes otherwise in the 32-bit
     program than in the x64 one: integers always, floats under the pairs
     float policy (under ``f32`` float64 is float32 in both)."""
-    import numpy as np
-
-    kind = np.dtype(dtype).kind
-    return kind in "iu" or (kind in "fc" and config.float_policy is FloatPolicy.PAIRS)
+    return host.computes_otherwise(dtype, config)
 
 
 def _judged_original(x: Any, config: Any) -> Any:
@@ -243,35 +282,21 @@ def _described(a: Any) -> str:
 
 
 def _wide_operands(prim: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """An eager primitive's operands as the 64-bit host data they were
-    narrowed from, when every operand of a narrowed dtype was (integers; floats
-    under the pairs float policy).  Mixed with 32-bit arrays, the x64
-    program's operands are unknown (the arrays would be 64-bit there too):
-    the 32-bit program runs, said at the line (:func:`no_meaning`)."""
-    import numpy as np
-
+    """An eager primitive's operands with the 64-bit host data they were
+    narrowed from in place of their narrowed images (integers; floats under
+    the pairs float policy), or ``None`` when none was.  A 32-bit array among
+    them is promoted to the host data's dtype in the x64 meaning, as JAX
+    promotes it there (:func:`_promoted`)."""
     config = STATE.active_config()
     if config is None:
         return None
     out = []
-    found = mixed = False
+    found = False
     for a in args:
         w = _judged_original(a, config)
-        if w is not None:
-            out.append(w)
-            found = True
-            continue
-        dtype = getattr(a, "dtype", None)
-        mixed = mixed or (dtype is not None and np.dtype(dtype) in host.NARROWED_IMAGES)
-        out.append(a)
-    if not found:
-        return None
-    if mixed:
-        no_meaning(NoMeaning("its operands mix 64-bit host data with 32-bit arrays, whose x64 "
-                             "dtypes no64 cannot know (jit the computation)"),
-                   f"the eager {getattr(prim, 'name', prim)}", config.policy)
-        return None
-    return tuple(out)
+        found = found or w is not None
+        out.append(a if w is None else w)
+    return tuple(out) if found else None
 
 
 def _unjudged_jit_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -281,7 +306,7 @@ def _unjudged_jit_with_wide_operands(original: Callable[..., Any]) -> Callable[.
     line (:func:`no_meaning`): its 32-bit program computes that data."""
 
     def impl(*args: Any, **params: Any) -> Any:
-        if host.wide_pending() and _wanted():
+        if (host.wide_pending() or x64_arrays.marked_count()) and _wanted():
             jaxpr = params.get("jaxpr")
             try:
                 judged = jaxpr is None or jaxpr in _meanings
@@ -295,14 +320,88 @@ def _unjudged_jit_with_wide_operands(original: Callable[..., Any]) -> Callable[.
     return impl
 
 
+def _no_fast_path(args_flat: Any, out_flat: Any) -> bool:
+    """Whether a jit call must keep off jaxlib's C++ fast path: with x64
+    requested, a call taking a 32-bit array (one of a 64-bit value of the x64
+    program or not: the C++ cache cannot tell them apart) or returning one of
+    a 64-bit value (to be noted at every call, :func:`_mark_outputs`)."""
+    if not _x64_requested():
+        return False
+    import numpy as np
+
+    config = STATE.active_config()
+    assert config is not None
+    for a in args_flat:
+        dtype = getattr(a, "dtype", None)
+        try:
+            if dtype is not None and np.dtype(dtype) in host.NARROWED_IMAGES and _differs_in_x64(dtype, config):
+                return True
+        except TypeError:
+            continue
+    return x64_arrays.any_marked(out_flat)
+
+
+#: 32-bit ClosedJaxpr -> per result, its 64-bit dtype in the x64 program (or None)
+_out_x64: "weakref.WeakKeyDictionary[Any, tuple[Any, ...]]" = weakref.WeakKeyDictionary()
+
+
+def _after_call(jaxpr: Any, out_flat: Any) -> None:
+    if _x64_requested():
+        _mark_outputs(jaxpr, out_flat)
+
+
+def _mark_outputs(jaxpr: Any, outs: Any) -> None:
+    """Note each result of a jit call that is 64-bit in the call's x64
+    program (:mod:`no64.jax.x64_arrays`): the next call it enters takes it
+    as the x64 program does (a step counter, an int64 accumulator)."""
+    if jaxpr is None:
+        return
+    try:
+        dtypes = _out_x64.get(jaxpr)
+        if dtypes is None:
+            deferred = _meanings.get(jaxpr)
+            if deferred is None:
+                return
+            dtypes = _out_x64[jaxpr] = _x64_results(jaxpr, deferred.get())
+    except TypeError:
+        return
+    if not any(d is not None for d in dtypes):
+        return
+    for out, dtype in zip(outs, dtypes):
+        if dtype is not None:
+            x64_arrays.mark(out, dtype)
+
+
+def _x64_results(jaxpr: Any, p64: Any) -> tuple[Any, ...]:
+    import numpy as np
+
+    config = STATE.active_config()
+    n = len(jaxpr.out_avals)
+    if config is None or p64 is None or isinstance(p64, NoMeaning):
+        return (None,) * n
+    out: list[Any] = []
+    for a32, a64 in zip(jaxpr.out_avals, p64.params["jaxpr"].out_avals):
+        d32, d64 = getattr(a32, "dtype", None), getattr(a64, "dtype", None)
+        try:
+            wide = (d64 is not None and np.dtype(d64) in host.NARROWED
+                    and host.NARROWED[np.dtype(d64)] == np.dtype(d32) and _differs_in_x64(d64, config))
+        except TypeError:  # an extended dtype (a typed PRNG key)
+            wide = False
+        out.append(np.dtype(d64) if wide else None)
+    return tuple(out)
+
+
 def _refuse_unjudged(args: tuple[Any, ...], params: dict[str, Any]) -> None:
     config = STATE.active_config()
     if config is None:
         return
     for a in args:
         w = _judged_original(a, config)
-        if w is not None:
-            no_meaning(NoMeaning(f"{_described(w)} host data enters it, traced {_TRANSFORMED}"),
+        marked = x64_arrays.x64_dtype(a)
+        if w is not None or (marked is not None and _differs_in_x64(marked, config)):
+            what = (f"{_described(w)} host data" if w is not None else
+                    f"an array of the x64 program's {marked}[{','.join(map(str, a.shape))}]")
+            no_meaning(NoMeaning(f"{what} enters it, traced {_TRANSFORMED}"),
                        str(params.get("name", "a jitted function")), config.policy)
             return
 
@@ -337,14 +436,7 @@ def with_x64_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterato
 def _x64_requested() -> bool:
     """Whether the program asked for x64 and no64 turned it off (outside
     no64's own x64 traces)."""
-    if getattr(_tls, "busy", False):
-        return False
-    from jax._src import config as jax_config
-
-    config = STATE.active_config()
-    if config is None or config.mode is not Mode.FIX or jax_config.enable_x64.value:
-        return False
-    return ALL_PLATFORMS in config.platforms or STATE.x64_off_by_no64
+    return not getattr(_tls, "busy", False) and STATE.x64_requested()
 
 
 def _wanted() -> bool:
@@ -491,22 +583,48 @@ class _Deferred:
 
 def _abstracted(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``args`` and ``kwargs`` with every array (numpy, JAX, numpy scalar)
-    replaced by its shape and dtype, static arguments kept: what the x64
-    trace needs, without keeping the caller's data alive until compile."""
+    replaced by its shape and its dtype in the x64 program, static arguments
+    kept: what the x64 trace needs, without keeping the caller's data alive
+    until compile."""
     import jax
     import numpy as np
 
     def leaf(x: Any) -> Any:
         if isinstance(x, (np.ndarray, np.generic, jax.Array)):
-            return jax.ShapeDtypeStruct(np.shape(x), x.dtype,
+            return jax.ShapeDtypeStruct(np.shape(x), x64_arrays.x64_dtype(x) or x.dtype,
                                         weak_type=bool(getattr(x, "weak_type", False)))
         return x
+
+    return _map_dynamic(args, kwargs, ji, leaf)
+
+
+def _map_dynamic(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any,
+                 leaf: Callable[[Any], Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``leaf`` applied to every leaf of a call's arguments but the static ones."""
+    import jax
 
     n = len(args)
     static = {i % n for i in ji.static_argnums if -n <= i < n} if n else set()
     names = set(ji.static_argnames)
     return (tuple(x if i in static else jax.tree.map(leaf, x) for i, x in enumerate(args)),
             {k: (v if k in names else jax.tree.map(leaf, v)) for k, v in kwargs.items()})
+
+
+def _as_in_x64(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` with each 32-bit array of a 64-bit value of the
+    x64 program (:mod:`no64.jax.x64_arrays`) replaced by its shape and x64 dtype."""
+    if not x64_arrays.marked_count():
+        return args, kwargs
+    import jax
+    import numpy as np
+
+    def leaf(x: Any) -> Any:
+        dtype = x64_arrays.x64_dtype(x)
+        if dtype is None:
+            return x
+        return jax.ShapeDtypeStruct(np.shape(x), dtype, weak_type=bool(getattr(x, "weak_type", False)))
+
+    return _map_dynamic(args, kwargs, ji, leaf)
 
 
 def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any,
@@ -538,6 +656,7 @@ def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: An
                given: tuple[tuple[Any, ...], dict[str, Any]] | None) -> Any:
     if given is not None:
         args, kwargs = given
+    args, kwargs = _as_in_x64(args, kwargs, ji)
     assert _original_trace is not None
     _tls.busy = True
     try:

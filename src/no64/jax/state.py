@@ -198,6 +198,18 @@ class HookState:
         state = self._jax_state
         return None if state is None else state.value
 
+    def x64_requested(self) -> bool:
+        """Whether the program asked for x64 and no64 turned it off, for the
+        platforms no64 serves in this thread (JAX computes in 32 bits there)."""
+        from jax._src import config as jax_config
+
+        from ..kinds import Mode
+
+        config = self.active_config()
+        if config is None or config.mode is not Mode.FIX or jax_config.enable_x64.value:
+            return False
+        return ALL_PLATFORMS in config.platforms or self.x64_off_by_no64
+
     def global_config(self) -> Any:
         """The global configuration (``None`` when inactive or not yet made)."""
         state = self._jax_state
