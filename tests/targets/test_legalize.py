@@ -401,3 +401,52 @@ def test_the_simulation_catches_a_split_too_wide_for_f32() -> None:
     wrong = [(x, y) for x, y in input_pairs(a.shape, b.shape, np.int32, np.int32)
              if (device_run(m, [x, y])[0] != reference(x, y, MATMUL, np.int32)).any()]
     assert wrong
+
+
+@pytest.mark.filterwarnings("ignore::no64.X64DisabledWarning")
+def test_the_hook_legalizes_a_copy_then_checks() -> None:
+    """check_device: a module that is not no64's own copy is legalized in a copy (the
+    one the backend gets); a dot with no exact form stays a TargetWarning, and under
+    strict a TargetError, that says why no64 left it."""
+    import no64
+    from no64.jax import hook
+    from no64.jax.hook import Config, check_device
+
+    hook._warned_target.clear()  # each line is warned of once per process
+
+    a, b = np.zeros((4, 512), np.int32), np.zeros((512, 3), np.int32)
+    m = lowered(lambda a, b: a @ b, a, b)
+    before = str(m)
+    config = Config(frozenset({"cpu"}), target="neuron")
+    got = check_device(m, config, "cpu")
+    assert got is not m and str(m) == before and len(dots(got)) == 14
+    assert check_device(m, config, "cpu", owned=True) is m and len(dots(m)) == 14
+    long = ir.Module.parse(TOO_LONG, make_context())
+    with pytest.warns(no64.TargetWarning, match="no64 cannot make it exact: a contraction over 16777217"):
+        assert check_device(long, config, "cpu") is long
+    strict = Config(frozenset({"cpu"}), target="neuron", policy="strict")
+    with pytest.raises(no64.TargetError, match="no64 cannot make it exact: a contraction over 16777217"):
+        check_device(long, strict, "cpu")
+
+
+def test_the_word_emulations_dots_are_split_too() -> None:
+    """policy="exact" computes an int64 matmul on 32-bit words with 36 dots of 8-bit
+    limbs, whose sums over 512 terms pass 2**24: each is split again, and the words
+    are still the int64 product's."""
+    import no64
+    from no64.jax._compat import enable_x64
+    from no64.transforms.emulate import join_words, split_words
+
+    a, b = np.zeros((2, 512), np.int64), np.zeros((512, 3), np.int64)
+    with enable_x64(True):
+        text = jax.jit(lambda a, b: a @ b).lower(a, b).as_text()
+    m = ir.Module.parse(text, make_context())
+    no64.demote(m, policy="exact")
+    assert len(check_target(m, NEURON)) == 36
+    done = legalize(m, NEURON)
+    assert len(done.rewritten) == 36 and check_target(m, NEURON) == []
+    run = compile_module(m, strict=True)
+    i64 = np.iinfo(np.int64)
+    for x, y in ((np.full(a.shape, i64.min), np.full(b.shape, i64.max)),
+                 (RNG.integers(i64.min, i64.max, a.shape), RNG.integers(i64.min, i64.max, b.shape))):
+        np.testing.assert_array_equal(join_words(run([split_words(x), split_words(y)])[0]), x @ y)
