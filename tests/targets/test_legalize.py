@@ -450,3 +450,20 @@ def test_the_word_emulations_dots_are_split_too() -> None:
     for x, y in ((np.full(a.shape, i64.min), np.full(b.shape, i64.max)),
                  (RNG.integers(i64.min, i64.max, a.shape), RNG.integers(i64.min, i64.max, b.shape))):
         np.testing.assert_array_equal(join_words(run([split_words(x), split_words(y)])[0]), x @ y)
+
+
+def test_dots_in_a_loop_and_in_a_row() -> None:
+    """A dot in a fori_loop's body, and one of its result: both split, still exact."""
+    a = RNG.integers(I32.min, I32.max, (3, 64), dtype=np.int64).astype(np.int32)
+    b = RNG.integers(I32.min, I32.max, (64, 64), dtype=np.int64).astype(np.int32)
+
+    def f(a: jax.Array, b: jax.Array) -> jax.Array:
+        return lax.fori_loop(0, 3, lambda i, x: x @ b, a) @ b.T
+
+    m = lowered(f, a, b)
+    assert len(legalize(m, NEURON).rewritten) == 2 and check_target(m, NEURON) == []
+    want = a
+    for _ in range(3):
+        want = reference(want, b, MATMUL, np.int32)
+    want = reference(want, b.T, MATMUL, np.int32)
+    np.testing.assert_array_equal(compile_module(m, strict=True)([a, b])[0], want)

@@ -17,7 +17,9 @@ entry:
 
 :func:`no64.targets.legality.check_target` lists what a module holds that a
 target would refuse or compute inexactly, per op and source line
-(``no64 check --target``).  The built-in profiles are in :data:`TARGETS`;
+(``no64 check --target``); :func:`no64.transforms.legalize.legalize` first
+rewrites what no64 can make exact there (an integer ``dot`` into limb dots,
+:mod:`no64.rules.limbs`).  The built-in profiles are in :data:`TARGETS`;
 a plugin may add its own with :func:`register` (or the ``no64.targets``
 entry point group, loaded by :func:`target`).
 """
