@@ -58,6 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.rules.floats",
             "no64.rules.rng_bit_generator",
             "no64.rules.wide",
+            "no64.rules.limbs",  # integer dots as limb dots a narrower datapath computes exactly
             "no64.rules.pair_rules",
             "no64.rules.ops",
         ),
@@ -69,7 +70,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "no64.transforms.pairs", "no64.transforms.pair_probe",
                     "no64.transforms.plan",  # what the pass decided: values to retype, verdicts
                     "no64.transforms.rewrite",  # applying a plan: rules, retyping, the strict check
-                    "no64.transforms.demote")),
+                    "no64.transforms.demote",
+                    "no64.transforms.legalize")),  # a target's exact forms (limb dots), in place
     ("the package's face", ("no64",)),
     (
         "io",

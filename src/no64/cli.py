@@ -160,6 +160,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="declare the inclusive range of an integer input of the entry function, by "
         "position or name (e.g. --range tokens=0:50256 --range 2=0:2147483647); repeatable",
     )
+    convert.add_argument(
+        "--target",
+        metavar="T",
+        help="then make the module exact on target T where no64 can (an integer dot the target "
+        "computes inexactly or refuses becomes limb dots exact in f32) and check it against T: "
+        "what T would still refuse or compute inexactly is a warning, and an error that writes "
+        "nothing under --policy strict or exact (" + ", ".join(sorted(_target_names())) + ")",
+    )
     _add_max_input_size(convert)
     convert.add_argument("--force", action="store_true", help="overwrite an existing OUT")
     convert.add_argument(
@@ -528,6 +536,8 @@ def _convert(args: argparse.Namespace) -> int:
             "or pass --in-place"
         )
     overwrite = args.force or args.in_place
+    if args.target is not None and args.target not in _target_names():
+        raise _UsageError(f"convert: unknown target {args.target!r}; known: {', '.join(sorted(_target_names()))}")
     ranges: dict[int | str, tuple[int, int]] = {}
     for key, bounds in args.ranges:
         if key in ranges:
@@ -553,6 +563,7 @@ def _convert(args: argparse.Namespace) -> int:
             float_policy=args.float_policy,
         )
         check(module)
+        legalized = _legalize(module, args, ranges) if args.target is not None else None
     if args.output_format:
         out_format = args.output_format
     elif args.in_place:
@@ -561,11 +572,42 @@ def _convert(args: argparse.Namespace) -> int:
         out_format = no64io.format_from_extension(dest) or in_format
     no64io.save(module, dest, format=out_format, overwrite=overwrite)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        doc = report.to_dict()
+        if legalized is not None:
+            done, findings = legalized
+            doc["target"] = {**done.to_dict(), "findings": [f.to_dict() for f in findings]}
+        print(json.dumps(doc, indent=2))
     else:
         print(report.summary())
+        if legalized is not None:
+            done, findings = legalized
+            print(done.summary())
+            for r in done.rewritten:
+                print(f"  {r}")
         print(f"wrote {dest} ({out_format})")
     return EXIT_OK
+
+
+def _legalize(module: Any, args: argparse.Namespace,
+              ranges: dict[int | str, tuple[int, int]]) -> tuple[Any, list[Any]]:
+    """``--target T``: make ``module`` exact on T where no64 can, then check it
+    against T; what T still refuses or computes inexactly is a warning on
+    stderr, and under ``--policy strict`` or ``exact`` a TargetError."""
+    from .errors import TargetError
+    from .targets import target
+    from .targets.legality import check_target
+    from .transforms.legalize import legalize
+
+    profile = target(args.target)
+    done = legalize(module, profile, input_ranges=ranges)
+    findings = check_target(module, profile, input_ranges=ranges, types=False)
+    said = done.explain
+    if findings and args.policy in (RangePolicy.STRICT.value, RangePolicy.EXACT.value):
+        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+        raise TargetError(f"target {profile.name} (policy {args.policy}): {said(findings[0])}{more}")
+    for f in findings:
+        print(f"no64: warning: {said(f)}", file=sys.stderr)
+    return done, findings
 
 
 # --------------------------------------------------------------------------- main

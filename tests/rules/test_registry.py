@@ -178,3 +178,10 @@ def test_counted_accumulator_through_a_call_matches_the_64bit_program() -> None:
     assert set(report.verdicts) == {"exact"}
     got = [int(run_module(m, [np.int32(v)])[0]) for v in (0, 1000)]
     assert got == want == [0, 1000000]
+
+
+def test_check_reachable_fails_on_a_legalization_of_an_op_without_a_form(table_restored) -> None:  # type: ignore[no-untyped-def]
+    """A target's legalization finds ops by their form: one without a form is never handed it."""
+    REGISTRY["stablehlo.add"] = dataclasses.replace(REGISTRY["stablehlo.add"], legalize=lambda op, q, b, f: "no")
+    with pytest.raises(AssertionError, match="stablehlo.add: its legalization for a target"):
+        check_reachable()

@@ -62,7 +62,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -175,9 +175,11 @@ class Config:
         ``"fix"`` mode: ``"f32"`` or ``"pairs"`` (float64 values computed
         as pairs of f32, outputs rounded to f32 once).
       target: The device profile (:mod:`no64.targets`) each compiled module
-        is checked against: what it refuses, and integer ops on a narrower
-        datapath not proven exact, are a :class:`no64.TargetWarning` at the
-        line (refused under ``strict`` and ``exact``).
+        is made exact on where no64 can (an integer ``dot`` split into limb
+        dots) and then checked against: what it refuses, and integer ops on
+        a narrower datapath not proven exact, are a
+        :class:`no64.TargetWarning` at the line (refused under ``strict``
+        and ``exact``).
     """
 
     platforms: frozenset[str]
@@ -639,7 +641,7 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
     else:
         prepared = prepare_module(computation, config, platform)
     if config.mode is Mode.FIX:
-        check_device(prepared, config, platform)
+        prepared = check_device(prepared, config, platform, owned=prepared is not computation)
     if prepared is computation:
         return original(backend, computation, *args, **kwargs)
     _probe_pairs(config, backend)
@@ -658,36 +660,53 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
 _warned_target: set[tuple[str, int, str]] = set()
 
 
-def check_device(module: ir.Module, config: Config, platform: str) -> None:
-    """Check a module about to be compiled against its device's profile
-    (:mod:`no64.targets`): each op the device refuses, and each integer op it
-    computes on a narrower datapath without a proof of exactness (for the
-    program's own 32-bit integers too), is a :class:`no64.TargetWarning` at
-    its line (once per line) under the default policy and a
+def check_device(module: ir.Module, config: Config, platform: str, owned: bool = False) -> ir.Module:
+    """The module to compile for ``module``'s device, made exact there where
+    no64 can, and checked against the device's profile
+    (:mod:`no64.targets`).
+
+    First the ops the device computes inexactly on a narrower datapath, or
+    refuses for their integer elements, are rewritten into exact forms
+    (:func:`no64.transforms.legalize.legalize`: an integer ``dot`` into limb
+    dots exact in f32), in a copy unless ``owned`` (the module is no64's
+    own copy already).  Then each op the device refuses, and each integer
+    op it computes on a narrower datapath without a proof of exactness (for
+    the program's own 32-bit integers too), is a :class:`no64.TargetWarning`
+    at its line (once per line) under the default policy and a
     :class:`no64.TargetError` under ``strict`` and ``exact``."""
     from ..targets import target, target_for_platform
     from ..targets.legality import check_target
+    from ..transforms.legalize import legalize, may_legalize
 
     profile = target(config.target) if config.target else target_for_platform(platform)
     if not profile.refuses and not profile.datapaths:
-        return
+        return module
+    said: Callable[[Any], str] = str
+    if may_legalize(module, profile):
+        work = module if owned else clone_module(module)
+        done = legalize(work, profile)
+        said = done.explain
+        if done.rewritten:
+            module = work
+            logger.debug("no64 legalized %s for %s: %s", module_name(module), profile.name, done.summary())
     findings = check_target(module, profile, types=False)
     if not findings:
-        return
+        return module
     name = module_name(module)
     if config.policy in (RangePolicy.STRICT, RangePolicy.EXACT):
         f = findings[0]
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
         raise TargetError(f"no64 (NO64_POLICY={config.policy}) refuses {name} for target '{profile.name}': "
-                          f"{f}{more}; source: {f.source}")
+                          f"{said(f)}{more}; source: {f.source}")
     for f in findings:
         file, line = f.location.file or "<unknown>", f.location.line or 0
         key = (file, line, f.kind)
         if key in _warned_target:
             continue
         _warned_target.add(key)
-        warnings.warn_explicit(f"no64: {name}: {f} (NO64_POLICY=strict refuses it)", TargetWarning,
+        warnings.warn_explicit(f"no64: {name}: {said(f)} (NO64_POLICY=strict refuses it)", TargetWarning,
                                file, line)
+    return module
 
 
 def _probe_pairs(config: Config, backend: Any) -> None:

@@ -33,7 +33,7 @@ from ..analysis import transfer as T
 from ..ir._mlir import ir
 from ..kinds import OpForm, SentinelUse
 from ..spec.registry import Computes, Reduction, declare
-from . import bits, checks, custom_call, floats, pair_rules as PR, rng_bit_generator, wide as E
+from . import bits, checks, custom_call, floats, limbs, pair_rules as PR, rng_bit_generator, wide as E
 
 #: What an op does with a sentinel operand (see the module docstring).
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
@@ -134,8 +134,10 @@ declare("stablehlo.remainder", transfer=T.remainder, emulate=E.remainder, region
 declare("stablehlo.abs", transfer=T.absolute, emulate=E.absolute, computes=ABS, pure=True, region_free=True,
         pairs=PR.absolute)
 declare("stablehlo.sign", transfer=T.sign, emulate=E.sign, pure=True, region_free=True, pairs=PR.sign)
+# (on a device whose integer dot is inexact or refused: split into limb dots)
 declare("stablehlo.dot_general", transfer=T.dot_general, emulate=E.dot_general, emulate_applies=E.dot_applies,
-        emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general, form=OpForm.MATMUL)
+        emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general, form=OpForm.MATMUL,
+        legalize=limbs.dot_general)
 
 # ------------------------------------------- width-dependent: bits and words
 declare("stablehlo.shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift_left,

@@ -30,6 +30,8 @@ __all__ = [
     "Out",
     "EmulateRule",
     "PairRule",
+    "Legalization",
+    "LegalizeRule",
 ]
 
 
@@ -142,3 +144,30 @@ EmulateRule = Callable[[ir.Operation, WordContext], list[Out]]
 #: ``rule(op, em) -> one entry per result`` for float64 values carried as f32
 #: pairs; ``em`` is the pair step's context (:class:`no64.transforms.pairs.PairEmulation`).
 PairRule = Callable[[ir.Operation, Any], list[Any]]
+
+
+class Legalization(Protocol):
+    """An op's rewrite into a form a device computes exactly, planned (every
+    range it needs already read) and not yet applied."""
+
+    @property
+    def summary(self) -> str:
+        """What the op becomes, in a few words."""
+        ...
+
+    @property
+    def ops(self) -> int:
+        """How many ops of the op's own kind it becomes (limb dots, ...)."""
+        ...
+
+    def apply(self) -> None:
+        """Build the new form before the op, hand its uses to it, erase the op."""
+        ...
+
+
+#: ``rule(op, q, bound, in_f32)``: ``op`` rewritten so that every operand,
+#: product and partial result of the ops of its kind it becomes is at most
+#: ``bound`` in magnitude (``in_f32``: those ops computed in f32 on integers
+#: converted to f32, no integer op of its kind left), with ranges from
+#: ``q``; or why no such form exists (a string).
+LegalizeRule = Callable[[ir.Operation, RangeQuery, int, bool], "Legalization | str"]

@@ -13,6 +13,9 @@ this registry:
   and a ``fold`` function evaluating it on constant elements;
 * how it is computed exactly in 32-bit words when one of its 64-bit values
   may not fit in 32 bits (``emulate``, see :mod:`no64.rules.wide`);
+* how it is computed exactly on a device whose datapath for its integer
+  form is narrower, or that refuses that form (``legalize``, see
+  :mod:`no64.rules.limbs`);
 * what it does with a 64-bit sentinel in each operand (``sentinels``, a
   :class:`~no64.kinds.SentinelUse`): carries it unchanged (moving,
   selecting, ordering ops), compares it, or reads it as the 64-bit number
@@ -45,7 +48,7 @@ from ..ir.locations import SourceLocation
 from ..ir.types import TypeConverter
 from ..kinds import OpForm, SentinelUse
 from ..report import DemotionReport
-from .protocols import ArgTransfer, EmulateRule, Fold, PairRule, RangeQuery, Transfer
+from .protocols import ArgTransfer, EmulateRule, Fold, LegalizeRule, PairRule, RangeQuery, Transfer
 
 __all__ = [
     "RuleContext",
@@ -220,6 +223,10 @@ class OpSpec:
     #: Its form, for the devices that refuse it or compute it on a narrower
     #: datapath (:class:`~no64.kinds.OpForm`, :mod:`no64.targets`).
     form: OpForm | None = None
+    #: Its exact form on a device that computes its integer form on a
+    #: narrower datapath or refuses it (an integer ``dot_general`` split
+    #: into limb dots: :mod:`no64.transforms.legalize`).
+    legalize: "LegalizeRule | None" = None
     #: An identity that may carry a range the program declares
     #: (:func:`no64.assume`'s name scope, see :mod:`no64.ir.locations`):
     #: the pass reads it and erases the op.
@@ -345,6 +352,8 @@ def unreachable(spec: OpSpec) -> list[str]:
                    "region or call boundary packed pairs, and calls no rule for it")
     if spec.emulate is None and (spec.emulate_applies is not None or spec.emulate_why_not is not None):
         out.append("when its emulation rule applies: it has none")
+    if spec.legalize is not None and spec.form is None:
+        out.append("its legalization for a target: it has no form a target names")
     if spec.region_free and spec.arguments is not None:
         out.append("its region arguments' ranges: it has no regions")
     return out

@@ -17,7 +17,9 @@ entry:
 
 :func:`no64.targets.legality.check_target` lists what a module holds that a
 target would refuse or compute inexactly, per op and source line
-(``no64 check --target``).  The built-in profiles are in :data:`TARGETS`;
+(``no64 check --target``); :func:`no64.transforms.legalize.legalize` first
+rewrites what no64 can make exact there (an integer ``dot`` into limb dots,
+:mod:`no64.rules.limbs`).  The built-in profiles are in :data:`TARGETS`;
 a plugin may add its own with :func:`register` (or the ``no64.targets``
 entry point group, loaded by :func:`target`).
 """
@@ -29,7 +31,7 @@ from collections.abc import Mapping
 
 from ..kinds import OpForm
 
-__all__ = ["Datapath", "Refusal", "TARGETS", "Target", "register", "target", "target_for_platform"]
+__all__ = ["Datapath", "F32_EXACT", "Refusal", "TARGETS", "Target", "register", "target", "target_for_platform"]
 
 #: The element types no64 knows how to remove, by short name.
 WIDE_TYPES = ("f64", "i64", "u64", "c128")
@@ -101,18 +103,21 @@ class Target:
 
 _NEURON_NOTES = "aws-neuron/aws-neuron-sdk release-notes/components/jax.rst (known issues, 2.26)"
 _NEURON_CODES = "aws-neuron/aws-neuron-sdk compiler/error-codes/"
-_F32_EXACT = 2**24
+#: Every integer of magnitude up to this is an f32 (its significand has 24
+#: bits): an f32 sum or product of integers is exact while every operand,
+#: product and partial sum stays within it.
+F32_EXACT = 2**24
 
 
 def _neuron_datapaths() -> tuple[Datapath, ...]:
     return (
-        Datapath(OpForm.MATMUL, "f32", _F32_EXACT, "EVRF035",
+        Datapath(OpForm.MATMUL, "f32", F32_EXACT, "EVRF035",
                  "the matrix-multiplication engine computes in f32 and has no integer datapath: "
                  "values beyond 2**24 lose precision", _NEURON_CODES + "EVRF035"),
-        Datapath(OpForm.SCATTER, "f32", _F32_EXACT, "EVRF060",
+        Datapath(OpForm.SCATTER, "f32", F32_EXACT, "EVRF060",
                  "scatter with a combiner (scatter-add, index_add, embedding backward) is emulated "
                  "on an engine that computes in f32", _NEURON_CODES + "EVRF060"),
-        Datapath(OpForm.COLLECTIVE, "f32", _F32_EXACT, "EVRF061/EVRF063",
+        Datapath(OpForm.COLLECTIVE, "f32", F32_EXACT, "EVRF061/EVRF063",
                  "all-reduce and reduce-scatter compute their reduction in f32",
                  _NEURON_CODES + "EVRF061, EVRF063"),
     )

@@ -30,7 +30,7 @@ from ..spec.registry import Computes, spec_of
 from ..spec.walk import all_ops
 from . import Datapath, Refusal, Target
 
-__all__ = ["TargetFinding", "check_target"]
+__all__ = ["TargetFinding", "check_target", "inexact_reason", "refusal_reason"]
 
 _ALLOWED_DIRECTIONS = frozenset({"LT", "LE", "GT", "GE"})
 
@@ -80,7 +80,7 @@ def _is_int(v: ir.Value) -> bool:
     return isinstance(e, ir.IntegerType) and e.width > 1
 
 
-def _refused(op: ir.Operation, r: Refusal) -> str | None:
+def refusal_reason(op: ir.Operation, r: Refusal) -> str | None:
     """Why ``op`` falls under refusal ``r`` (``None``: it does not)."""
     when = r.when
     if when == "always":
@@ -118,7 +118,7 @@ def _refused(op: ir.Operation, r: Refusal) -> str | None:
     raise ValueError(f"unknown refusal condition {when!r}")
 
 
-def _inexact(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str | None:
+def inexact_reason(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str | None:
     """Why an integer op on datapath ``d`` may not be exact (``None``: proven)."""
     values = [v for v in (*op.operands, *op.results) if _is_int(v)]
     if not values or not any(_is_int(r) for r in op.results):
@@ -191,7 +191,7 @@ def check_target(module: ir.Module | ir.Operation, target: Target,
             if form is None:
                 continue
             for r in refusals.get(form, ()):
-                why = _refused(op, r)
+                why = refusal_reason(op, r)
                 if why is not None:
                     out.append(TargetFinding("refused", op.name, decode_location(op.location), target.name,
                                              why, r.code, r.source))
@@ -199,7 +199,7 @@ def check_target(module: ir.Module | ir.Operation, target: Target,
             if d is not None:
                 if ranges is None:
                     ranges = RangeAnalysis(root, input_ranges)
-                why = _inexact(op, d, ranges)
+                why = inexact_reason(op, d, ranges)
                 if why is not None:
                     out.append(TargetFinding("inexact", op.name, decode_location(op.location), target.name,
                                              why, d.code, d.source))

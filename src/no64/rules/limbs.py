@@ -1,0 +1,318 @@
+"""An integer ``dot_general`` as limb dots a narrower datapath computes exactly.
+
+Neuron's matrix engine computes an integer dot in f32 (EVRF035): exact while
+every operand, product and partial sum is at most 2**24 in magnitude.  An
+integer dot whose sums the range analysis does not bound so is rewritten
+here (:func:`dot_general`, the op table's ``legalize`` rule of
+``dot_general``):
+
+* each operand, as a 32-bit integer (a narrower one converted; a ``ui32``
+  one that may pass ``INT32_MAX`` read as the ``i32`` of its bits, equal to
+  it modulo 2**32), is split into limbs: low limbs of ``w`` bits, unsigned
+  (``(x >> k*w) & (2**w - 1)``), and a top limb ``x >> L*w`` with every bit
+  left, arithmetic where the operand may be negative (so it carries the
+  sign);
+* each limb pair whose bit offsets sum below the result's width is
+  contracted by a dot with the op's own dimension numbers: a sum of ``K``
+  products of at most ``m_a * m_b`` in magnitude (``K`` the contraction's
+  length, ``m`` a limb's largest magnitude), so ``K * m_a * m_b <= bound``
+  holds every partial sum, in any order of accumulation, within the
+  datapath's exact range -- computed as an ``i32`` dot (which the target
+  check then proves exact from the limbs' ranges) or as an ``f32`` dot of the
+  limbs converted to f32 (what the engine computes; no integer dot left);
+* the limb dots' results, integers of at most ``bound`` in magnitude, are
+  shifted to their offsets and added in ``i32`` -- modulo 2**32, the
+  two's-complement sum the 32-bit dot means -- and narrowed to the result's
+  type.
+
+The widths (:func:`plan`): one width per operand for all its limbs but the
+top one; of all pairs of widths whose contracted limb pairs meet the bound,
+the one with the fewest limb dots (then the fewest limbs, then the most even
+widths).  An operand's range decides how many bits it has, so a narrow one
+needs few limbs or none: a dot of 4-bit values is one dot and is left alone
+where the datapath computes it exactly as it is.  Full-range ``int32``
+operands take 14 limb dots for ``K = 512`` (8- and 7-bit limbs) and 20 for
+``K = 4096``.
+
+A contraction of more than ``bound`` elements has no such split (1-bit
+limbs already sum to ``K``): :func:`dot_general` says so, and the op is left
+as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+from ..ir import words as W
+from ..ir._compat import attribute_dict
+from ..ir._mlir import ir, stablehlo
+from ..spec.intervals import INT32, Interval
+from ..spec.protocols import Legalization, RangeQuery
+
+__all__ = ["Limb", "Split", "LimbPlan", "split", "plan", "contraction", "dot_general"]
+
+#: The integers the limbs are taken from and the limb dots' results summed in.
+_BITS = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Limb:
+    """One limb of an operand: its bits from ``offset`` on, ``width`` of them
+    (``None``: the top limb, every bit from ``offset`` up), and the largest
+    magnitude it takes."""
+
+    offset: int
+    width: int | None
+    magnitude: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """An operand's limbs, lowest first.
+
+    Attributes:
+      bits: How many bits the operand's range needs (two's complement when
+        ``signed``).
+      signed: The operand may be negative: its top limb carries the sign.
+      limbs: The limbs; every one but the last has a ``width``.
+    """
+
+    bits: int
+    signed: bool
+    limbs: tuple[Limb, ...]
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """The bits each limb spans (the top limb: up to the operand's top bit)."""
+        return tuple(limb.width if limb.width is not None else self.bits - limb.offset for limb in self.limbs)
+
+
+@dataclasses.dataclass(frozen=True)
+class LimbPlan:
+    """How one integer dot is split (see the module docstring).
+
+    Attributes:
+      contraction: The number of products each result element sums (``K``).
+      bound: The magnitude every operand, product and partial sum of a limb
+        dot stays within.
+      result_bits: The result's width: limb pairs at an offset of this many
+        bits or more add nothing modulo ``2**result_bits`` and are left out.
+      lhs, rhs: The operands' limbs.
+      pairs: The limb pairs contracted (lhs limb, rhs limb), by offset.
+    """
+
+    contraction: int
+    bound: int
+    result_bits: int
+    lhs: Split
+    rhs: Split
+    pairs: tuple[tuple[int, int], ...]
+
+    @property
+    def dots(self) -> int:
+        """How many limb dots the split computes."""
+        return len(self.pairs)
+
+    def shift(self, pair: tuple[int, int]) -> int:
+        """The bit offset of a limb pair's dot in the result."""
+        return self.lhs.limbs[pair[0]].offset + self.rhs.limbs[pair[1]].offset
+
+    def largest_sum(self, pair: tuple[int, int]) -> int:
+        """The largest magnitude of a product or partial sum of a limb pair's dot."""
+        return self.contraction * self.lhs.limbs[pair[0]].magnitude * self.rhs.limbs[pair[1]].magnitude
+
+    def describe(self) -> str:
+        a, b = (",".join(map(str, s.widths)) for s in (self.lhs, self.rhs))
+        return f"{self.dots} limb dot(s) of {a} x {b}-bit limbs over {self.contraction} terms"
+
+
+def _bits(interval: Interval) -> int:
+    """The bits an integer of ``interval`` needs (two's complement if it may be negative)."""
+    lo, hi = interval
+    if lo < 0:
+        return max((-lo - 1).bit_length(), max(hi, 0).bit_length()) + 1
+    return max(hi.bit_length(), 1)
+
+
+def split(interval: Interval, width: int) -> Split:
+    """The limbs of an integer of ``interval`` with low limbs of ``width`` bits."""
+    lo, hi = interval
+    bits = _bits(interval)
+    low = max(math.ceil(bits / width) - 1, 0)
+    limbs = [Limb(k * width, width, (1 << width) - 1) for k in range(low)]
+    top = low * width
+    limbs.append(Limb(top, None, max(abs(lo >> top), abs(hi >> top))))
+    return Split(bits, lo < 0, tuple(limbs))
+
+
+def _pairs(a: Split, b: Split, result_bits: int) -> list[tuple[int, int]]:
+    pairs = [(i, j) for i, x in enumerate(a.limbs) for j, y in enumerate(b.limbs)
+             if x.offset + y.offset < result_bits]
+    return sorted(pairs, key=lambda p: (a.limbs[p[0]].offset + b.limbs[p[1]].offset, p))
+
+
+@functools.lru_cache(maxsize=512)
+def plan(contraction: int, lhs: Interval, rhs: Interval, result_bits: int, bound: int) -> LimbPlan | None:
+    """The split of a dot of ``contraction`` terms of operands in ``lhs`` and
+    ``rhs`` (as the 32-bit integers their limbs are taken from) with the
+    fewest limb dots whose every operand, product and partial sum is at most
+    ``bound`` in magnitude; ``None`` if there is none (``contraction >
+    bound``)."""
+    best: LimbPlan | None = None
+    best_key: tuple[int, ...] | None = None
+    splits_b = [split(rhs, w) for w in range(1, _bits(rhs) + 1)]
+    for wa in range(1, _bits(lhs) + 1):
+        a = split(lhs, wa)
+        for wb, b in enumerate(splits_b, 1):
+            pairs = _pairs(a, b, result_bits)
+            key = (len(pairs), len(a.limbs) + len(b.limbs), abs(wa - wb), -wa)
+            if best_key is not None and key >= best_key:
+                continue
+            if all(max(a.limbs[i].magnitude, b.limbs[j].magnitude) <= bound
+                   and contraction * a.limbs[i].magnitude * b.limbs[j].magnitude <= bound for i, j in pairs):
+                best, best_key = LimbPlan(contraction, bound, result_bits, a, b, tuple(pairs)), key
+    return best
+
+
+def contraction(op: ir.Operation) -> int:
+    """The number of products each element of a static ``dot_general`` sums."""
+    t = ir.RankedTensorType(op.operands[0].type)
+    dims = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    return math.prod(t.shape[i] for i in dims.lhs_contracting_dimensions)
+
+
+def _int_element(t: ir.Type) -> ir.IntegerType | None:
+    e = ir.ShapedType(t).element_type if isinstance(t, ir.ShapedType) else t
+    return ir.IntegerType(e) if isinstance(e, ir.IntegerType) else None
+
+
+def _unsupported(op: ir.Operation) -> str | None:
+    """Why the split does not apply to ``op`` (``None``: it does)."""
+    for v in (*op.operands, op.results[0]):
+        if not (isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape):
+            return "a dot_general of dynamic shape"
+        e = _int_element(v.type)
+        if e is None:
+            return "not an integer dot_general"
+        if not 2 <= e.width <= _BITS:
+            return f"a dot_general of {e} values (the split takes integers of 2 to {_BITS} bits)"
+    return None
+
+
+def _carrier(v: ir.Value, q: RangeQuery) -> tuple[str, Interval]:
+    """How operand ``v`` becomes the ``i32`` its limbs are taken from
+    (``"same"``, ``"convert"``: value for value, ``"bitcast"``: its bits) and
+    the values that ``i32`` takes."""
+    e = _int_element(v.type)
+    assert e is not None
+    full = q.full(v)
+    r = q.range(v)
+    assert full is not None
+    lo, hi = r.interval if r is not None else full
+    lo, hi = max(lo, full[0]), min(hi, full[1])
+    if lo > hi:  # no value (unreachable code): any bounds are sound
+        lo = hi = 0
+    if e.is_unsigned and e.width == _BITS:
+        return ("convert", (lo, hi)) if hi <= INT32[1] else ("bitcast", INT32)
+    return ("convert" if e.width < _BITS else "same"), (lo, hi)
+
+
+def _bound_text(bound: int) -> str:
+    return f"2**{bound.bit_length() - 1}" if bound & (bound - 1) == 0 else str(bound)
+
+
+def dot_general(op: ir.Operation, q: RangeQuery, bound: int, in_f32: bool) -> Legalization | str:
+    """``op``, an integer ``dot_general``, as limb dots whose every operand,
+    product and partial sum is at most ``bound`` in magnitude (``in_f32``:
+    each an f32 dot of the limbs converted to f32), or why it cannot be."""
+    why = _unsupported(op)
+    if why is not None:
+        return why
+    (how_a, lhs), (how_b, rhs) = _carrier(op.operands[0], q), _carrier(op.operands[1], q)
+    k = contraction(op)
+    result = _int_element(op.results[0].type)
+    assert result is not None
+    p = plan(k, lhs, rhs, result.width, bound)
+    if p is None:
+        return (f"a contraction over {k} elements: even 1-bit limbs may sum past {_bound_text(bound)}, "
+                f"so no limb split is exact")
+    return _LimbDots(op, p, (how_a, how_b), in_f32)
+
+
+class _LimbDots:
+    """A planned limb split of one ``dot_general`` (a :class:`~no64.spec.protocols.Legalization`)."""
+
+    def __init__(self, op: ir.Operation, p: LimbPlan, carriers: tuple[str, str], in_f32: bool) -> None:
+        self.op, self.plan, self.carriers, self.in_f32 = op, p, carriers, in_f32
+
+    @property
+    def summary(self) -> str:
+        return self.plan.describe() + (" in f32" if self.in_f32 else " in i32")
+
+    @property
+    def ops(self) -> int:
+        return self.plan.dots
+
+    def apply(self) -> None:
+        op, p = self.op, self.plan
+        with ir.InsertionPoint(op), op.location:
+            i32, f32 = W.i32(), ir.F32Type.get()
+            shape = list(ir.RankedTensorType(op.results[0].type).shape)
+            values = [self._limbs(x, how, s, {pair[n] for pair in p.pairs})
+                      for n, (x, how, s) in enumerate(zip(op.operands, self.carriers, (p.lhs, p.rhs)))]
+            attrs = attribute_dict(op)
+            if self.in_f32:
+                values = [{i: W.convert(v, f32) for i, v in limbs.items()} for limbs in values]
+                attrs.pop("algorithm", None)
+                attrs["precision_config"] = ir.ArrayAttr.get([stablehlo.PrecisionAttr.get("HIGHEST")] * 2)
+            dot_type = ir.RankedTensorType.get(shape, f32 if self.in_f32 else i32)
+            by_shift: dict[int, list[ir.Value]] = {}
+            for pair in p.pairs:
+                d = ir.Operation.create(op.name, results=[dot_type], operands=[values[0][pair[0]], values[1][pair[1]]],
+                                        attributes=attrs).results[0]
+                by_shift.setdefault(p.shift(pair), []).append(W.convert(d, i32))
+            total: ir.Value | None = None
+            for s in sorted(by_shift):
+                part = by_shift[s][0]
+                for d in by_shift[s][1:]:
+                    part = W.make("add", [part, d], part.type)
+                if s:
+                    part = W.make("shift_left", [part, W.splat(part, s)], part.type)
+                total = part if total is None else W.make("add", [total, part], part.type)
+            assert total is not None
+            out = self._narrow(total, op.results[0].type)
+        op.results[0].replace_all_uses_with(out)
+        op.erase()
+
+    @staticmethod
+    def _limbs(x: ir.Value, how: str, s: Split, used: set[int]) -> dict[int, ir.Value]:
+        """The ``i32`` limbs ``used`` of operand ``x``, by index."""
+        c = (W.bitcast(x, W.i32()) if how == "bitcast" else W.convert(x, W.i32()))
+        out = {}
+        for i in sorted(used):
+            limb = s.limbs[i]
+            v = c
+            if limb.offset:
+                shift = "shift_right_arithmetic" if limb.width is None and s.signed else "shift_right_logical"
+                v = W.make(shift, [v, W.splat(v, limb.offset)], v.type)
+            if limb.width is not None:
+                v = W.make("and", [v, W.splat(v, (1 << limb.width) - 1)], v.type)
+            out[i] = v
+        return out
+
+    @staticmethod
+    def _narrow(total: ir.Value, result_type: ir.Type) -> ir.Value:
+        """The ``i32`` sum as the result's type: its low bits, as two's
+        complement or unsigned."""
+        e = _int_element(result_type)
+        assert e is not None
+        if e.width == _BITS:
+            return W.bitcast(total, e)
+        if e.is_unsigned:
+            low = W.make("and", [total, W.splat(total, (1 << e.width) - 1)], total.type)
+        else:
+            up = W.make("shift_left", [total, W.splat(total, _BITS - e.width)], total.type)
+            low = W.make("shift_right_arithmetic", [up, W.splat(up, _BITS - e.width)], up.type)
+        return W.convert(low, e)

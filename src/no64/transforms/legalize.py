@@ -1,0 +1,156 @@
+"""Rewriting a module into forms a target computes exactly.
+
+:func:`legalize` rewrites, in place, every op that a target
+(:class:`~no64.targets.Target`) would compute inexactly on a narrower
+datapath, or refuses for its integer elements, where the op table gives the
+op a ``legalize`` rule (:class:`~no64.spec.registry.OpSpec`): an integer
+``dot_general`` on Neuron becomes limb dots whose every partial sum is
+exact in f32 (:mod:`no64.rules.limbs`).  Which ops it touches is what
+:func:`~no64.targets.legality.check_target` would report for them:
+
+* an op on a datapath (:class:`~no64.targets.Datapath`) that the range
+  analysis does not prove exact there is split so that every operand,
+  product and partial sum stays within the datapath's exact range -- as
+  integer ops of its kind, which the check then proves exact from their
+  operands' ranges (``in_f32=True``: as f32 ops, like the next case);
+* an op the target refuses for its integer elements (a
+  :class:`~no64.targets.Refusal` ``"integer"``: Trn2's integer dot) becomes
+  f32 ops of its kind on integers converted to f32, each within f32's exact
+  range (:data:`~no64.targets.F32_EXACT`), and no integer op of its kind is
+  left;
+* an op proven exact where it is, and every other op, is left as it is.
+
+An op with no exact form (a contraction over more than 2**24 elements) is
+left as it is, with why, in :attr:`Legalized.left`; the check still reports
+it.  The module's integer inputs are taken at their types' full range
+unless ``input_ranges`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ..analysis.ranges import RangeAnalysis
+from ..ir._mlir import ir
+from ..ir.locations import SourceLocation, decode_location
+from ..spec.protocols import Legalization
+from ..spec.registry import spec_of
+from ..spec.walk import all_ops
+from ..targets import F32_EXACT, Target
+from ..targets.legality import inexact_reason, refusal_reason
+
+__all__ = ["LegalizedOp", "Legalized", "legalize", "may_legalize"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LegalizedOp:
+    """One op :func:`legalize` rewrote (``detail``: what it became, ``ops``
+    how many ops of its kind) or left (``detail``: why, ``ops`` 0)."""
+
+    op: str
+    location: SourceLocation
+    detail: str
+    ops: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.op} at {self.location}: {self.detail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        loc = self.location.to_dict()
+        loc["text"] = str(self.location)
+        return {"op": self.op, "location": loc, "detail": self.detail, "ops": self.ops}
+
+
+@dataclasses.dataclass
+class Legalized:
+    """What :func:`legalize` did to a module for ``target``."""
+
+    target: str
+    rewritten: list[LegalizedOp] = dataclasses.field(default_factory=list)
+    left: list[LegalizedOp] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: how many ops were rewritten into how many, and how many left."""
+        n = len(self.rewritten)
+        line = (f"target {self.target}: {n} op(s) rewritten into {sum(r.ops for r in self.rewritten)} "
+                f"exact op(s) of their kind")
+        if self.left:
+            line += f"; {len(self.left)} left as they are (no exact form)"
+        return line
+
+    def explain(self, finding: Any) -> str:
+        """A :class:`~no64.targets.legality.TargetFinding` of the legalized
+        module, with why no64 left its op as it is (where it did)."""
+        for x in self.left:
+            if x.op == finding.op and x.location == finding.location:
+                return f"{finding}; no64 cannot make it exact: {x.detail}"
+        return str(finding)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "rewritten": [r.to_dict() for r in self.rewritten],
+                "left": [r.to_dict() for r in self.left]}
+
+
+def _integer_refusals(op: ir.Operation, target: Target) -> bool:
+    """Whether ``target`` refuses ``op`` for its integer elements."""
+    form = spec_of(op.name).form
+    return any(r.form is form and r.when == "integer" and refusal_reason(op, r) is not None
+               for r in target.refuses)
+
+
+def _candidates(root: ir.Operation, target: Target) -> list[ir.Operation]:
+    """The ops with a ``legalize`` rule whose form ``target`` computes on a
+    datapath or refuses for integer elements (before any range is read)."""
+    forms = {d.form for d in target.datapaths} | {r.form for r in target.refuses if r.when == "integer"}
+    if not forms:
+        return []
+    return [op for op in all_ops(root)
+            if (spec := spec_of(op.name)).legalize is not None and spec.form in forms]
+
+
+def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:
+    """Whether :func:`legalize` may rewrite something in ``module`` (cheap:
+    reads no range)."""
+    root = module.operation if isinstance(module, ir.Module) else module
+    with root.context:
+        return bool(_candidates(root, target))
+
+
+def legalize(module: ir.Module | ir.Operation, target: Target,
+             input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
+             in_f32: bool = False) -> Legalized:
+    """Rewrite, in place, the ops of ``module`` that ``target`` computes
+    inexactly or refuses for their integer elements into exact forms (see
+    the module docstring); ``in_f32``: in f32 also where the target computes
+    the integer form."""
+    root = module.operation if isinstance(module, ir.Module) else module
+    out = Legalized(target.name)
+    with root.context:
+        candidates = _candidates(root, target)
+        if not candidates:
+            return out
+        datapaths = {d.form: d for d in target.datapaths}
+        ranges = RangeAnalysis(root, input_ranges)
+        planned: list[Legalization] = []
+        # every range is read before the first op changes
+        for op in candidates:
+            spec = spec_of(op.name)
+            assert spec.legalize is not None and spec.form is not None
+            refused = _integer_refusals(op, target)
+            d = datapaths.get(spec.form)
+            if not refused and (d is None or inexact_reason(op, d, ranges) is None):
+                continue
+            f32 = refused or in_f32
+            bound = F32_EXACT if d is None else (min(d.exact_below, F32_EXACT) if f32 else d.exact_below)
+            got = spec.legalize(op, ranges, bound, f32)
+            where = decode_location(op.location)
+            if isinstance(got, str):
+                out.left.append(LegalizedOp(op.name, where, got))
+            else:
+                planned.append(got)
+                out.rewritten.append(LegalizedOp(op.name, where, got.summary, got.ops))
+        for how in planned:
+            how.apply()
+    return out
