@@ -918,6 +918,8 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
                 host.name_callers_line(refusal, meaning)
                 refusal.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 "
                                  f"program ({config.describe()})")
+                refusal.add_note("where the program knows the value's range, no64.assume(x, lo, hi) "
+                                 "states it there")
                 raise refusal
         intent.warn_unproven(report, name)
         STATE.thread.meaning = report

@@ -878,8 +878,8 @@ def _output_message(name: str, bad: list[Narrowing], fallback: str) -> str:
     return (
         f"no64 (NO64_POLICY=exact) refuses {name}: its x64 program returns a 64-bit integer"
         f"{interval} at {_where(n)} that is not proven to fit in the 32-bit array "
-        "JAX returns under the hook; way out: no64.jit(..., policy=\"exact\", restore_dtypes=True) "
-        "returns it as int64 on the host"
+        "JAX returns under the hook; ways out: no64.assume(x, lo, hi) states a range the program "
+        "knows, no64.jit(..., policy=\"exact\", restore_dtypes=True) returns it as int64 on the host"
     )
 
 
