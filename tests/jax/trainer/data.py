@@ -1,7 +1,6 @@
 """Token batches as int64 host data, with a 0/1 padding mask."""
 
 import numpy as np
-
 from settings import BATCH, SEQ, VOCAB
 
 

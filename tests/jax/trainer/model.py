@@ -2,9 +2,9 @@
 
 import flax.linen as nn
 import jax.numpy as jnp
+from settings import VOCAB
 
 import no64
-from settings import VOCAB
 
 
 class TinyLM(nn.Module):

@@ -3,16 +3,15 @@ target tokens and their id sum, the step counter and the argmax hits, as JSON.""
 
 import json
 
-import settings  # noqa: F401  (turns x64 on)
-
 import jax
 import jax.numpy as jnp
 import optax
+import settings  # noqa: F401  (turns x64 on)
+from model import TinyLM
+from settings import STEPS, VOCAB
 
 import data
 import no64
-from model import TinyLM
-from settings import STEPS, VOCAB
 
 model = TinyLM()
 opt = optax.adam(1e-2)
