@@ -110,3 +110,98 @@ def test_default_policy_is_silent_where_it_computes_on_words() -> None:
             assert warned == "warned", name
         else:
             assert warned is None and np.array_equal(got.astype(ref.dtype), ref), (name, got, ref)
+
+
+#: the programs of PROGRAMS with no widening of their own: on int64 arrays they are
+#: the x64 program above, on int32 arrays another one (a shift by 32 or more is 0)
+RAW: dict[str, Callable[..., Any]] = {
+    "shl_mod": lambda a, b, s: (a << s) % 1_000_003,
+    "popcnt": lambda a, b, s: jax.lax.population_count(a << s),
+    "clz": lambda a, b, s: jax.lax.clz(a >> s),
+    "high_word_xor": lambda a, b, s: (a ^ (b << 32)) >> 32,
+    "sum_mod": lambda a, b, s: jnp.sum(a * b) % 999_983,
+    "cumsum_mod": lambda a, b, s: jnp.cumsum(a * 3 + 7) % 1000,
+}
+
+
+def _entries(fn: Callable[..., Any], a: np.ndarray, b: np.ndarray, s: int) -> dict[str, Callable[[], Any]]:
+    """The hook's entries, in the order they run: a jit called with int32 arrays, then
+    (same 32-bit signature, JAX's caches and jaxlib's C++ one) with arrays made by
+    device_put of int64 host data; the same function eagerly on those; and a jit fed
+    the result of an earlier jit call that is int64 in the x64 program."""
+    jf = jax.jit(fn, static_argnums=2)
+
+    def wide() -> tuple[Any, Any]:
+        return jax.device_put(a.astype(np.int64)), jax.device_put(b.astype(np.int64))
+
+    return {
+        "int32": lambda: jf(jnp.asarray(a), jnp.asarray(b), s),
+        "int64 after int32": lambda: jf(*wide(), s),
+        "eager": lambda: fn(*wide(), s),
+        "threaded": lambda: jf(jax.jit(lambda x: x + 0)(wide()[0]), wide()[1], s),
+    }
+
+
+def _hook_run(run: Callable[[], Any]) -> tuple[Any, str | None]:
+    intent.clear_warned()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", no64.UnprovenIntegerWarning)
+        try:
+            return np.asarray(run()), None
+        except no64.UnprovenIntegerWarning:
+            return None, "warned"
+        except (no64.NarrowingError, no64.OutputRangeError, no64.NoX64MeaningError):
+            return None, "refused"
+
+
+@pytest.mark.parametrize("name", sorted(RAW))
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(a=arrays, b=arrays, s=st.integers(0, 63))
+def test_hook_entries_are_the_x64_program(name: str, a: np.ndarray, b: np.ndarray, s: int,
+                                          restore_global: None) -> None:
+    """Under the compile hook with x64 requested, each entry gives the x64 program of
+    the arrays it is given -- int64 for arrays made from int64 data, int32 for int32
+    ones -- or a word from no64: exact gives it on the jit entries, a result without
+    a word is it under every policy, and default warns exactly where strict refuses."""
+    fn = RAW[name]
+    no64.uninstall()  # the reference: the x64 program without no64
+    with enable_x64(True):
+        ref32 = np.asarray(jax.jit(fn, static_argnums=2)(a, b, s))
+        ref64 = np.asarray(jax.jit(fn, static_argnums=2)(a.astype(np.int64), b.astype(np.int64), s))
+    want = {"int32": ref32, "int64 after int32": ref64, "eager": ref64, "threaded": ref64}
+    said: dict[str, dict[str, str | None]] = {}
+    jax.config.update("jax_enable_x64", True)
+    for policy in ("exact", "default", "strict"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", no64.X64DisabledWarning)
+            no64.install("cpu", policy=policy)
+        said[policy] = {}
+        for entry, run in _entries(fn, a, b, s).items():
+            got, word = _hook_run(run)
+            said[policy][entry] = word
+            if got is not None:
+                assert np.array_equal(got.astype(np.int64), want[entry].astype(np.int64)), (
+                    policy, entry, name, a, b, s, got, want[entry])
+    for entry in ("int32", "int64 after int32", "threaded"):
+        assert said["exact"][entry] is None, (name, entry, said)
+        assert (said["default"][entry] is None) == (said["strict"][entry] is None), (name, entry, said)
+
+
+def test_hook_entries_are_not_vacuous(restore_global: None) -> None:
+    """The entries' x64 programs differ by the arrays' dtypes: popcnt of -1 counts 32
+    bits for the int32 call and 64 for each jit entry given arrays that are int64 in the
+    x64 program, with no word from the default policy (nothing there needs narrowing)."""
+    a = np.array([-1, -1, 1, 0, I32.min], np.int32)
+    fn = RAW["popcnt"]
+    jax.config.update("jax_enable_x64", True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", no64.X64DisabledWarning)
+        no64.install("cpu")
+    got = {entry: _hook_run(run) for entry, run in _entries(fn, a, a, 0).items()}
+    assert got["int32"][1] is None and got["int32"][0].tolist() == [32, 32, 1, 0, 1]
+    for entry in ("int64 after int32", "threaded"):
+        assert got[entry][1] is None and got[entry][0].tolist() == [64, 64, 1, 0, 33], (entry, got[entry])
+    # eagerly, a << 0 is a program of its own whose shift amount is an argument: its
+    # int64 result may not fit the int32 array JAX holds it in, which is said
+    assert got["eager"][1] == "warned"
