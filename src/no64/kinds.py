@@ -210,6 +210,12 @@ class Outputs(_Vocabulary):
     #: Narrowed to one 32-bit value each, the signature's types kept 32-bit
     #: (for a runtime that fixes them, such as JAX's compile hook).
     NARROW = "narrow"
+    #: As ``NARROW``; under ``policy="exact"`` a value not proven to fit is
+    #: not refused but checked by its value when the module runs: the entry
+    #: function returns one more result, a scalar ``i1`` that is true when
+    #: every such value fits in 32 bits (the runtime must read it and refuse
+    #: the results otherwise; :attr:`no64.DemotionReport.checked_outputs`).
+    CHECKED = "checked"
 
 
 class ElementKind(_Vocabulary):

@@ -210,6 +210,11 @@ class DemotionReport:
         back as word pairs: shape ``S x 2``, ``[..., 0]`` the low and
         ``[..., 1]`` the high 32 bits (``ui32`` for unsigned results, ``i32``
         bit patterns for signed ones).
+      checked_outputs: The entry function's results (one
+        :class:`Narrowing` each) returned in 32 bits without a proof that
+        they fit, checked by value when the module runs
+        (``outputs="checked"``): the entry function's last result is then a
+        scalar ``i1``, true when all of them fit.
       emulated_inputs: Indices of the entry function's arguments that enter
         as word pairs, in the same layout (``policy="exact"``: 64-bit
         integer inputs not proven to fit; :func:`no64.split_words` makes
@@ -243,6 +248,7 @@ class DemotionReport:
     emulated_by_op: dict[str, int] = dataclasses.field(default_factory=dict)
     emulated_outputs: list[int] = dataclasses.field(default_factory=list)
     emulated_inputs: list[int] = dataclasses.field(default_factory=list)
+    checked_outputs: list["Narrowing"] = dataclasses.field(default_factory=list)
     float_policy: str = "f32"
     values_on_pairs: int = 0
     ops_on_pairs: int = 0
@@ -316,6 +322,7 @@ class DemotionReport:
             "emulated_by_op": dict(self.emulated_by_op),
             "emulated_outputs": list(self.emulated_outputs),
             "emulated_inputs": list(self.emulated_inputs),
+            "checked_outputs": [n.to_dict() for n in self.checked_outputs],
             "float_policy": self.float_policy,
             "values_on_pairs": self.values_on_pairs,
             "ops_on_pairs": self.ops_on_pairs,

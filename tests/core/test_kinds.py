@@ -52,7 +52,7 @@ def test_spellings() -> None:
     assert IntegerPolicy.values() == ("error", "saturate", "wrap")
     assert Mode.values() == ("fix", "check", "off")
     assert FloatPolicy.values() == ("f32", "pairs")
-    assert Outputs.values() == ("words", "narrow")
+    assert Outputs.values() == ("words", "narrow", "checked")
     assert ElementKind.values() == ("int", "uint", "float", "other")
     assert [k for k in ElementKind if k.integer] == [ElementKind.INT, ElementKind.UINT]
     assert View.values() == ("hook", "as-is")
@@ -113,7 +113,7 @@ def test_demote_rejects_unknown_policies_with_the_old_messages() -> None:
         no64.demote(m, integer_policy="y")
     with pytest.raises(ValueError, match=r"^float_policy must be one of \('f32', 'pairs'\), not 'f16'$"):
         no64.demote(m, float_policy="f16")
-    with pytest.raises(ValueError, match=r"^outputs must be one of \('words', 'narrow'\), not 'pairs'$"):
+    with pytest.raises(ValueError, match=r"^outputs must be one of \('words', 'narrow', 'checked'\), not 'pairs'$"):
         no64.demote(m, outputs="pairs")
     assert "i64" in str(m)  # refused before anything changed
 

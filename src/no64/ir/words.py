@@ -259,15 +259,45 @@ def saturated_single(w: Words) -> ir.Value:
     the 32-bit range: values that fit are kept, the 64-bit extremes (the
     sentinels ``INT64_MAX``/``INT64_MIN``/``UINT64_MAX``) become the 32-bit
     ones, as the narrowing pass maps them."""
+    fits = _fits(w)
     if w.unsigned:
-        fits = _cmp(w.hi, splat(w.hi, 0), "EQ", "UNSIGNED")
         return _sel(fits, w.lo, splat(w.lo, _MASK))
     lo_s = bitcast(w.lo, i32())
-    sign = bitcast(make("shift_right_arithmetic", [lo_s, splat(lo_s, 31)], lo_s.type), u32())
-    fits = _cmp(w.hi, sign, "EQ", "UNSIGNED")
     negative = _cmp(bitcast(w.hi, i32()), splat(lo_s, 0), "LT", "SIGNED")
     clipped = _sel(negative, splat(lo_s, -(2**31)), splat(lo_s, 2**31 - 1))
     return _sel(fits, lo_s, clipped)
+
+
+def _fits(w: Words) -> ir.Value:
+    """Per element, whether ``w`` fits in 32 bits (its high word is the low
+    word's sign, or zero if unsigned): an ``i1`` tensor."""
+    if w.unsigned:
+        return _cmp(w.hi, splat(w.hi, 0), "EQ", "UNSIGNED")
+    lo_s = bitcast(w.lo, i32())
+    sign = bitcast(make("shift_right_arithmetic", [lo_s, splat(lo_s, 31)], lo_s.type), u32())
+    return _cmp(w.hi, sign, "EQ", "UNSIGNED")
+
+
+def all_fit(ws: Sequence[Words]) -> ir.Value:
+    """Whether every element of every ``w`` in ``ws`` fits in 32 bits: a
+    scalar ``i1`` (an ``and`` over each one's elements, then over them)."""
+    scalar = _tensor([], _i1())
+    flag: ir.Value | None = None
+    for w in ws:
+        fits = _fits(w)
+        shape = _shape(fits)
+        if shape:
+            init = make("constant", [], scalar, value=ir.DenseElementsAttr.get_splat(
+                scalar, ir.IntegerAttr.get(_i1(), 1)))
+            red = build("reduce", [fits, init], [scalar], regions=1,
+                        dimensions=ir.DenseI64ArrayAttr.get(list(range(len(shape)))))
+            block = red.regions[0].blocks.append(scalar, scalar)
+            with ir.InsertionPoint(block):
+                build("return", [make("and", [block.arguments[0], block.arguments[1]], scalar)], [])
+            fits = red.results[0]
+        flag = fits if flag is None else make("and", [flag, fits], scalar)
+    assert flag is not None, "no words to check"
+    return flag
 
 
 # --------------------------------------------------------------- arithmetic

@@ -96,7 +96,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -567,6 +567,69 @@ def after_python_jit_call(after: Callable[[Any, Any], None]) -> None:
         setattr(pjit, "_python_pjit_helper", _python_pjit_helper)  # noqa: B010 - absent from 0.10
     elif run is None and helper is None:
         raise _missing("the Python dispatch of a jit call (pjit._run_python_pjit)")
+
+
+class FlaggedExecutable:
+    """A compiled executable (jaxlib's ``LoadedExecutable``) whose program
+    returns one result more than JAX asked for: a scalar flag no64 reads
+    after each run (``on_flag(per-device arrays)``, which raises if the run's
+    results must not be handed out), stripped from what JAX sees -- the
+    results of ``execute_sharded`` (``consume_with_handlers``,
+    ``disassemble_into_single_device_arrays``) and of ``execute``, and the
+    per-result ``get_output_shardings``, ``get_output_layouts`` and
+    ``get_output_memory_kinds`` (0.7-0.12).  Everything else is the
+    executable's.  jaxlib's C++ dispatch cannot take it: no64 keeps its
+    calls off the C++ fast path (see :func:`is_flagged`)."""
+
+    def __init__(self, executable: Any, on_flag: Callable[[Sequence[Any]], None]) -> None:
+        self._executable = executable
+        self._on_flag = on_flag
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._executable, name)
+
+    def execute_sharded(self, arguments: Any, *args: Any, **kwargs: Any) -> Any:
+        return _FlaggedResults(self._executable.execute_sharded(arguments, *args, **kwargs), self._on_flag)
+
+    def execute(self, arguments: Any, *args: Any, **kwargs: Any) -> Any:
+        outs = list(self._executable.execute(arguments, *args, **kwargs))
+        self._on_flag([outs[-1]])
+        return outs[:-1]
+
+    def get_output_shardings(self) -> Any:
+        shardings = self._executable.get_output_shardings()
+        return None if shardings is None else list(shardings)[:-1]
+
+    def get_output_layouts(self) -> Any:
+        return list(self._executable.get_output_layouts())[:-1]
+
+    def get_output_memory_kinds(self) -> Any:
+        return [list(kinds)[:-1] for kinds in self._executable.get_output_memory_kinds()]
+
+
+class _FlaggedResults:
+    def __init__(self, results: Any, on_flag: Callable[[Sequence[Any]], None]) -> None:
+        self._results = results
+        self._on_flag = on_flag
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._results, name)
+
+    def consume_with_handlers(self, handlers: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        outs = self._results.consume_with_handlers([*handlers, lambda xs: xs], *args, **kwargs)
+        self._on_flag(outs[-1])
+        return outs[:-1]
+
+    def disassemble_into_single_device_arrays(self) -> Any:
+        outs = self._results.disassemble_into_single_device_arrays()
+        self._on_flag(outs[-1])
+        return outs[:-1]
+
+
+def is_flagged(executable: Any) -> bool:
+    """Whether a ``MeshExecutable`` (or a compiled executable) runs a
+    :class:`FlaggedExecutable`."""
+    return isinstance(getattr(executable, "xla_executable", executable), FlaggedExecutable)
 
 
 def wrap_device_put_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:

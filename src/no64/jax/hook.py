@@ -58,6 +58,7 @@ backend's verification is reported as :class:`~no64.errors.InvalidModuleError`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import sys
@@ -73,6 +74,7 @@ from ..errors import (
     InvalidModuleError,
     NarrowingError,
     No64Error,
+    OutputRangeError,
     Remaining64BitError,
     TargetError,
     TargetWarning,
@@ -87,6 +89,7 @@ from ..transforms.demote import demote
 from ..transforms.emulate import exact_input_ranges
 from ..transforms.scan import check, find_64bit, has_64bit
 from . import host, intent
+from ._compat import FlaggedExecutable
 from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
@@ -640,13 +643,16 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
         prepared = prepare_with_meaning(computation, intent.meaning_of(computation), config, platform)
     else:
         prepared = prepare_module(computation, config, platform)
+    # a module whose last result is a check by value (exact): read after each run
+    checked = _checked.pop(id(prepared), None)
+    checked = checked if checked is not None and checked[0] is prepared else None
     if config.mode is Mode.FIX:
         prepared = check_device(prepared, config, platform, owned=prepared is not computation)
     if prepared is computation:
         return original(backend, computation, *args, **kwargs)
     _probe_pairs(config, backend)
     try:
-        return original(backend, prepared, *args, **kwargs)
+        executable = original(backend, prepared, *args, **kwargs)
     except Exception:
         # The pass leaves verification to the backend, which verifies every
         # module it receives (and reports a failure in its own words: an
@@ -655,6 +661,27 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
         if prepared is not computation:
             _blame_rewrite(prepared, computation)
         raise
+    if checked is not None:
+        return FlaggedExecutable(executable, _refuse_unless_all_fit(checked[1]))
+    return executable
+
+
+#: id(module) -> (that module, the error to raise if a result it checks by
+#: value does not fit when it runs): modules prepared under ``exact`` whose
+#: last result is that check (``outputs="checked"``)
+_checked: dict[int, tuple[ir.Module, Callable[[], OutputRangeError]]] = {}
+
+
+def _refuse_unless_all_fit(error: Callable[[], OutputRangeError]) -> Any:
+    """Read the flag a run returns last: raise ``error()`` unless it is true
+    on every device (one small device-to-host copy per run)."""
+    import numpy as np
+
+    def on_flag(arrays: Any) -> None:
+        if not all(bool(np.asarray(a)) for a in arrays):
+            raise error()
+
+    return on_flag
 
 
 _warned_target: set[tuple[str, int, str]] = set()
@@ -891,7 +918,7 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
         report = demote(copy, integer_policy=config.integer_policy,
                         policy=config.policy if exact else RangePolicy.PERMISSIVE,
                         input_ranges=exact_input_ranges(copy.operation, None),
-                        verify=False, check=True, outputs=Outputs.NARROW,
+                        verify=False, check=True, outputs=Outputs.CHECKED if exact else Outputs.NARROW,
                         float_policy=config.float_policy)
     except No64Error as exc:
         if exact and isinstance(exc, NarrowingError):
@@ -923,6 +950,9 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
                 raise refusal
         intent.warn_unproven(report, name)
         STATE.thread.meaning = report
+    if report.checked_outputs:
+        _checked[id(copy)] = (copy, functools.partial(intent.checked_output_error, name,
+                                                      list(report.checked_outputs)))
     if STATE.listeners:
         STATE.emit("on_meaning", module, meaning, platform, None if exact else report, None)
     STATE.thread.report = report

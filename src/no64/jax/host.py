@@ -1128,7 +1128,7 @@ def _install_warning_levels() -> None:
 
 
 def _install_fastpath_guard() -> None:
-    from ._compat import jit_function, replace_jit_function
+    from ._compat import is_flagged, jit_function, replace_jit_function
 
     original = jit_function("_get_fastpath_data")
     if getattr(original, "__no64__", False):
@@ -1142,6 +1142,8 @@ def _install_fastpath_guard() -> None:
                     # jaxlib's C++ dispatch would truncate 64-bit numpy data,
                     # on this call or on a later one this entry would serve
                     return None
+        if is_flagged(executable):
+            return None  # no64 reads its last result after each run
         for veto in _fast_path_vetoes:
             if veto(args_flat, rest[0] if rest else ()):
                 return None
@@ -1178,13 +1180,15 @@ def _install_aot_guard() -> None:
     from jax._src import stages
     from jax._src.interpreters import pxla
 
-    from ._compat import cpp_call_params
+    from ._compat import cpp_call_params, is_flagged
 
     original = pxla.MeshExecutable.create_cpp_call
     if getattr(original, "__no64__", False):
         return
 
     def create_cpp_call(self: Any, *args: Any) -> Any:
+        if is_flagged(self):
+            return None  # no64 reads its last result after each run: through (1)
         params = cpp_call_params(args)
         if params is None:
             return None  # JAX calls through stages.Compiled.call, where (1) applies

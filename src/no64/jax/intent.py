@@ -870,6 +870,21 @@ def output_error(name: str, exc: NarrowingError) -> OutputRangeError:
     return out
 
 
+def checked_output_error(name: str, checked: list[Narrowing]) -> OutputRangeError:
+    """The error for a run of ``name`` whose x64 program returned a value,
+    checked by value (``policy="exact"``, ``outputs="checked"``), that does
+    not fit in the 32-bit array JAX returns; raised at the run, it names the
+    line that called it where that is another than the op's."""
+    where = list(dict.fromkeys(_where(n) for n in checked))
+    called = host.user_source().source
+    via = f", called at {called}" if called and called not in where else ""
+    return OutputRangeError(
+        f"no64 (NO64_POLICY=exact): {name} returned a 64-bit integer of its x64 program at "
+        f"{', '.join(where)}{via} that does not fit in the 32-bit array JAX returns under the hook "
+        "(checked by value when it ran; no result is handed out); ways out: no64.jit(..., "
+        "policy=\"exact\", restore_dtypes=True) returns it as int64 on the host", checked)
+
+
 def _output_message(name: str, bad: list[Narrowing], fallback: str) -> str:
     if not bad:
         return f"no64 (NO64_POLICY=exact) refuses {name}: {fallback}"

@@ -219,9 +219,19 @@ def demote(
             em = p.emulation(everything=range_policy is RangePolicy.EXACT, words_out=outputs is Outputs.WORDS)
             if em is not None:
                 refused = range_policy.refuses
+                by_value = outputs is Outputs.CHECKED and range_policy is RangePolicy.EXACT
                 for value in em.narrowed:
                     verdict, r = em.analysis.verdict(value)
-                    if verdict not in (Verdict.EXACT, Verdict.SENTINEL):
+                    if verdict in (Verdict.EXACT, Verdict.SENTINEL):
+                        continue
+                    if by_value:
+                        # computed exactly; returned in 32 bits where it fits,
+                        # which the module's last result tells when it runs
+                        em.checked.add(value)
+                        p.report.checked_outputs.append(p.record(
+                            value, Verdict.EMULATED, r.interval,
+                            "returned in 32 bits, checked by value when it runs", keep=False))
+                    else:
                         p.record_range(value, verdict, r.interval, refused,
                                        collision=collision_only(r, value.type))
                 if backup is None:

@@ -120,6 +120,10 @@ class Emulation:
     narrowed: list[ir.Value] = dataclasses.field(default_factory=list)
     #: indices of entry-function arguments that enter packed
     inputs: list[int] = dataclasses.field(default_factory=list)
+    #: Of ``narrowed``, those checked by value when the module runs
+    #: (``outputs="checked"``): the entry function returns one more result,
+    #: a scalar ``i1``, true when they all fit in 32 bits.
+    checked: set[ir.Value] = dataclasses.field(default_factory=set)
     _words: dict[ir.Value, W.Words] = dataclasses.field(default_factory=dict)
     _consts: dict[Any, W.Words] = dataclasses.field(default_factory=dict)
 
@@ -138,6 +142,8 @@ class Emulation:
         #: where a fresh analysis would join what the callee's rewritten
         #: body returns to every caller).
         self.known_ranges: dict[ir.Value, Any] = {}
+        #: entry returns -> the flag (every checked result fits) to return last
+        self._flags: list[tuple[ir.Operation, ir.Value]] = []
 
     def type(self, v: ir.Value) -> ir.Type:
         """The type ``v`` has in the 64-bit program (carried values are
@@ -277,6 +283,15 @@ class Emulation:
                         funcs[_sym(owner)] = owner
         for fn in _functions(self.root):
             self._walk(fn, erase, funcs)
+        for ret, flag in self._flags:
+            # the entry returns the flag last (its signature refreshed below)
+            with ir.InsertionPoint(ret), ret.location:
+                ir.Operation.create(ret.name, results=[], operands=[*ret.operands, flag])
+            erase.append(ret)
+            fn = _as_op(ret.parent)
+            if "res_attrs" in fn.attributes:
+                kept = list(ir.ArrayAttr(fn.attributes["res_attrs"]))
+                fn.attributes["res_attrs"] = ir.ArrayAttr.get([*kept, ir.DictAttr.get({})])
         for op in reversed(erase):
             for r in op.results:
                 if any(True for _ in r.uses):
@@ -344,15 +359,21 @@ class Emulation:
         # only the entry function's results come back narrowed (outputs
         # "narrow"); a private function hands its callers packed words
         narrow = returns and bool(self.narrowed) and not self.outputs and _is_public(_as_op(op.parent))
+        checked: list[W.Words] = []
         for i in fed:
             x = op.operands[i]
             with ir.InsertionPoint(op), op.location:
                 w = self._operand_words(x)
                 if narrow:
+                    if x in self.checked:
+                        checked.append(w)
                     single = W.saturated_single(w)
                     op.operands[i] = W.make("convert", [single], self.type(x))
                 else:
                     op.operands[i] = W.pack(w)
+        if checked:
+            with ir.InsertionPoint(op), op.location:
+                self._flags.append((op, W.all_fit(checked)))
 
     def _operand_words(self, x: ir.Value) -> W.Words:
         if x in self.wide and self._is_packed(x):
