@@ -19,6 +19,7 @@ endif
 VPY    := $(VENV)/bin/python
 DEPS   := $(VENV)/.no64-deps
 STAMP  := $(VENV)/.no64-installed
+DOCS_DEPS := $(VENV)/.no64-docs-deps
 # What the installed package is built from: a change reinstalls it.
 SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o -name py.typed \) 2>/dev/null)
 
@@ -26,7 +27,7 @@ SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all demo test test-compat test-matrix lint bench bench-emulation clean distclean
+.PHONY: all demo test test-compat test-matrix lint docs bench bench-emulation clean distclean
 
 all: test
 
@@ -82,6 +83,18 @@ test-matrix:
 	    $(MAKE) --no-print-directory demo test-compat JAX=$$j JAX_PYTHON=$$p; \
 	done
 
+# The documentation's tools, the `docs` extra of pyproject.toml.
+$(DOCS_DEPS): $(DEPS)
+	$(VPY) -m pip install --quiet --disable-pip-version-check '.[docs]' $(JAX_PINS)
+	@touch $@
+
+# The documentation site (mkdocs.yml, docs/) in site/, with warnings as
+# errors: a link or anchor that does not resolve, a page left out of the
+# navigation, a docstring that does not parse.  The command line's reference
+# is read from its parser, so the package is installed first.
+docs: $(DOCS_DEPS) $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VPY) -m mkdocs build --strict --site-dir site
+
 bench: $(STAMP)
 	$(VPY) benchmarks/bench_gpt2.py $(BENCH_ARGS)
 
@@ -92,7 +105,7 @@ bench-emulation: $(STAMP)
 
 # Remove everything the targets produced except the virtual environment.
 clean:
-	rm -rf out build dist .pytest_cache .ruff_cache .mypy_cache src/*.egg-info
+	rm -rf out build dist site .pytest_cache .ruff_cache .mypy_cache src/*.egg-info
 	find . \( -path ./.venv -o -path ./.venvs \) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # Also remove the virtual environments.

@@ -38,7 +38,8 @@ def assume(x: Any, lo: int, hi: int) -> Any:
 
     Args:
       x: An integer array (a ``jax.Array``, a tracer, numpy data).
-      lo, hi: The inclusive bounds (Python ints, ``lo <= hi``).
+      lo: The inclusive lower bound (a Python int, ``lo <= hi``).
+      hi: The inclusive upper bound (a Python int).
 
     Raises:
       TypeError: ``x`` is not an integer array, or a bound is not an integer.
