@@ -250,7 +250,9 @@ class FloatPrecisionWarning(UserWarning):
 
 class OutputRangeError(No64Error):
     """Under ``NO64_POLICY=exact``, the x64 program returns a 64-bit integer
-    not proven to fit in the 32-bit array JAX returns under the compile hook.
+    that does not fit in the 32-bit array JAX returns under the compile hook
+    (checked by its value when the program runs, where the analysis cannot
+    prove it fits).
 
     ``narrowings`` lists the outputs (:class:`no64.Narrowing`, with their
     source locations).
