@@ -12,6 +12,7 @@ Python int seed beyond int32 given to a jitted ``PRNGKey`` (``OverflowError``),
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from jax._src import config as jax_config
+from jax._src import config as jax_config, dispatch
 
 import no64
 
@@ -138,3 +139,20 @@ def test_uint64_bits_refused_by_jax_as_value_error(impl: str, restore_global: No
     plain, got = _plain_and_no64(bits)
     assert type(plain) is ValueError and "Explicitly requested dtype" in str(plain)
     assert type(got) is ValueError and "Explicitly requested dtype" in str(got)
+
+
+def test_primitive_callable_keeps_its_cache_interface(restore_global: None) -> None:
+    """JAX's tests count the cache misses of the jit an eager primitive runs
+    through (``_CompileAndCheck``): under the hook that function still has
+    ``cache_info``, and an eager op called again with the same types is a hit."""
+    jax.config.update("jax_enable_x64", False)
+    no64.install("cpu")
+    callable_ = dispatch.xla_primitive_callable
+    assert callable(callable_.cache_info) and callable(callable_.cache_clear)
+    x = jnp.arange(5, dtype=jnp.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        abs(x) + x
+        misses = callable_.cache_info().misses
+        abs(x) + x
+    assert callable_.cache_info().misses == misses
