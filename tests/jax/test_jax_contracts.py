@@ -141,6 +141,21 @@ def test_uint64_bits_refused_by_jax_as_value_error(impl: str, restore_global: No
     assert type(got) is ValueError and "Explicitly requested dtype" in str(got)
 
 
+@needs_explicit_x64
+def test_uint64_bits_allowed_by_jax_are_refused_naming_the_setting(restore_global: None) -> None:
+    """With jax_explicit_x64_dtypes="allow", JAX makes uint64 arrays with x64
+    off, which cannot exist on a platform without 64-bit types: no64 refuses
+    them with a Boundary64BitError (a ValueError) that names the setting."""
+    def bits() -> Any:
+        with jax_config.explicit_x64_dtypes("allow"):
+            return jax.random.bits(jax.random.key(1701, impl="threefry2x32"), (3,), jnp.uint64)
+
+    plain, got = _plain_and_no64(bits)
+    assert isinstance(plain, np.ndarray) and plain.dtype == np.uint64
+    assert isinstance(got, no64.Boundary64BitError) and isinstance(got, ValueError), got
+    assert "jax_explicit_x64_dtypes is 'allow'" in str(got), str(got)
+
+
 def test_primitive_callable_keeps_its_cache_interface(restore_global: None) -> None:
     """JAX's tests count the cache misses of the jit an eager primitive runs
     through (``_CompileAndCheck``): under the hook that function still has
