@@ -185,14 +185,15 @@ class Boundary64BitError(No64Error, ValueError):
     """A computation for a platform without 64-bit types takes or returns 64-bit arrays.
 
     A ``ValueError``, as JAX's own refusal of a 64-bit dtype with x64 off is
-    (``jax.random.bits(key, dtype=jnp.uint64)``), so code catching JAX's
-    error catches no64's.
+    (``jax.random.bits(key, dtype=jnp.uint64)`` under
+    ``jax_explicit_x64_dtypes="error"``), so code catching JAX's error
+    catches no64's.
 
     No rewrite of the module can help: JAX would hand the executable 64-bit
     buffers, and such arrays cannot exist on the platform.  The message says
     how the 64-bit values got there (``jax_enable_x64`` on, a computation
     traced before no64 turned it off, a 64-bit ``jax.Array`` created while it
-    was on) and what to do.
+    was on, ``jax_explicit_x64_dtypes="allow"``) and what to do.
     """
 
 
