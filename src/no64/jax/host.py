@@ -475,7 +475,10 @@ def _resolution(flat: np.ndarray, op: str) -> str | None:
     than 16 steps -- timestamps in seconds since 1970 a fraction of a second
     apart: f32 holds them 128 s apart, so their differences are lost --
     warn (:class:`no64.FloatPrecisionWarning`, once per user line) and
-    return the detail for the host record; else None."""
+    return the detail for the host record; else None.  Complex data: its
+    real parts, then its imaginary parts."""
+    if np.iscomplexobj(flat):
+        return _resolution(flat.real, op) or _resolution(flat.imag, op)
     finite = flat[np.isfinite(flat)]
     if finite.size < 2:
         return None
