@@ -3,6 +3,14 @@
 Each error derives from :class:`No64Error`, so callers (and the CLI) can tell
 a refused or malformed program from a bug.  Errors about one op carry its
 location as a :class:`~no64.SourceLocation`.
+
+Where no64 refuses what JAX with x64 off refuses too, its error is also an
+instance of the exception JAX raises there (:class:`PythonIntRangeError`
+an ``OverflowError``, :class:`Boundary64BitError` a ``ValueError``), so code
+and tests that catch JAX's error catch no64's.  An error raised where JAX
+would not refuse derives from no builtin exception for that reason (a
+``HostRangeError`` about numpy data, which JAX truncates, is no
+``OverflowError``).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ __all__ = [
     "UnsupportedOpError",
     "X64DisabledWarning",
     "PairArithmeticError",
+    "PythonIntRangeError",
 ]
 
 
@@ -176,14 +185,15 @@ class Boundary64BitError(No64Error, ValueError):
     """A computation for a platform without 64-bit types takes or returns 64-bit arrays.
 
     A ``ValueError``, as JAX's own refusal of a 64-bit dtype with x64 off is
-    (``jax.random.bits(key, dtype=jnp.uint64)``), so code catching JAX's
-    error catches no64's.
+    (``jax.random.bits(key, dtype=jnp.uint64)`` under
+    ``jax_explicit_x64_dtypes="error"``), so code catching JAX's error
+    catches no64's.
 
     No rewrite of the module can help: JAX would hand the executable 64-bit
     buffers, and such arrays cannot exist on the platform.  The message says
     how the 64-bit values got there (``jax_enable_x64`` on, a computation
     traced before no64 turned it off, a 64-bit ``jax.Array`` created while it
-    was on) and what to do.
+    was on, ``jax_explicit_x64_dtypes="allow"``) and what to do.
     """
 
 
@@ -267,6 +277,12 @@ class HostRangeError(ConstantRangeError):
     """A 64-bit host value (numpy data, a Python int) that does not fit in 32
     bits and is no sentinel, refused under the ``"error"`` integer policy.
 
+    No ``OverflowError`` in itself: with x64 off JAX truncates numpy data
+    without a word, and converts a Python int to an explicit 32-bit type
+    (``lax.convert_element_type(2**32, "int32")``, ``jnp.full``) by
+    truncating it too.  Where JAX refuses the value, no64 raises
+    :class:`PythonIntRangeError`.
+
     Attributes:
       value: The first offending element.
       dtype: Its 64-bit type (``"int64"``, ``"uint64"``, ``"int"``).
@@ -283,3 +299,14 @@ class HostRangeError(ConstantRangeError):
         self.dtype = dtype
         self.index = index
         self.source = source
+
+
+class PythonIntRangeError(HostRangeError, OverflowError):
+    """A :class:`HostRangeError` for an integer that JAX with x64 off refuses
+    too, with an ``OverflowError``: a Python int outside the 32-bit range
+    where JAX checks its range (a ``jit`` argument or an operand, ``jnp.array``
+    and ``jnp.asarray`` of Python ints or of a list holding one,
+    ``device_put``).  So ``except OverflowError`` and
+    ``pytest.raises(OverflowError)`` written for JAX catch it; the message is
+    no64's, naming the value, the 32-bit type and the user's line.
+    """

@@ -104,6 +104,22 @@ def test_float64_inputs_f32_cannot_tell_apart_are_named_at_the_call():
     assert events and events[0].location.line == line_of("# STAMPS CALL")
 
 
+def test_complex128_inputs_are_judged_part_by_part_without_numpy_warnings():
+    """A complex128 argument's real and imaginary parts are judged as float64
+    data, each on its own; numpy's ComplexWarning (an error under
+    ``filterwarnings = error``) is not raised by no64's judgment."""
+    intent.clear_warned()
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)
+        warnings.simplefilter("always", no64.FloatPrecisionWarning)
+        quiet = no64.jit(jnp.diff)(np.array([0.1 + 0.2j, 0.3 - 0.7j, 0.5 + 0.25j]))
+        no64.jit(jnp.diff)(1j * STAMPS)  # STAMPS IMAGINARY CALL
+    np.testing.assert_allclose(np.asarray(quiet), [0.2 - 0.9j, 0.2 + 0.95j], rtol=1e-6)
+    hints = [w for w in got if issubclass(w.category, no64.FloatPrecisionWarning)]
+    assert len(hints) == 1, [str(w.message) for w in got]
+    assert hints[0].lineno == line_of("# STAMPS IMAGINARY CALL")
+
+
 def test_under_no64_platforms_float64_inputs_f32_cannot_tell_apart_are_named(tmp_path):
     script = tmp_path / "stamps.py"
     script.write_text(textwrap.dedent("""

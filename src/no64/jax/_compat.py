@@ -514,13 +514,19 @@ def wrap_primitive_callable(make: Callable[[Callable[..., Any]], Callable[..., A
     """Put ``make(original)`` in place of ``dispatch.xla_primitive_callable(prim,
     **params)``, the ``jit`` an eager primitive runs through (its operands
     already canonicalised); ``dispatch.apply_primitive`` looks it up by name
-    at every call (0.7-0.12)."""
+    at every call (0.7-0.12).  The replacement keeps the original's cache
+    interface (``cache_info``, ``cache_clear``: JAX's tests count its cache
+    misses), which goes on counting the calls through it."""
     from jax._src import dispatch
 
     callable_ = getattr(dispatch, "xla_primitive_callable", None)
     if callable_ is None or not hasattr(dispatch, "apply_primitive"):
         raise _missing("the jit of an eager primitive (dispatch.xla_primitive_callable)")
-    dispatch.xla_primitive_callable = make(callable_)
+    wrapped = make(callable_)
+    for name in ("cache_info", "cache_clear"):
+        if hasattr(callable_, name) and not hasattr(wrapped, name):
+            setattr(wrapped, name, getattr(callable_, name))
+    dispatch.xla_primitive_callable = wrapped
 
 
 def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:

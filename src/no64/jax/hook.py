@@ -998,6 +998,14 @@ def _entry_function(module: ir.Module) -> ir.Operation | None:
     return None
 
 
+def _explicit_x64_allowed(jax_config: Any) -> bool:
+    """Whether JAX's ``jax_explicit_x64_dtypes`` (from 0.8) is ``ALLOW`` here:
+    an explicit 64-bit dtype then makes 64-bit arrays with x64 off."""
+    state = getattr(jax_config, "explicit_x64_dtypes", None)
+    value = getattr(state, "value", None)
+    return str(getattr(value, "name", value)).upper() == "ALLOW"
+
+
 def _check_boundary(module: ir.Module, name: str, platform: str, config: Config) -> None:
     """Refuse a module whose entry function takes or returns 64-bit values."""
     main = _entry_function(module)
@@ -1027,6 +1035,13 @@ def _check_boundary(module: ir.Module, name: str, platform: str, config: Config)
             "jax_enable_x64 is on. Turn it off for this platform (no64 turns it off when it is "
             "installed for the default backend), or use no64.jit, which traces with x64 off "
             "and converts 64-bit host inputs with range checks."
+        )
+    elif _explicit_x64_allowed(jax_config):
+        why = (
+            "jax_explicit_x64_dtypes is 'allow' (globally or in a scope, "
+            "jax.config.explicit_x64_dtypes), so JAX makes the 64-bit arrays a dtype asks for "
+            "(uint64, int64, float64) with x64 off. Ask for 32-bit dtypes, or leave it at "
+            "'warn' (JAX's default), where JAX gives the 32-bit dtype instead."
         )
     else:
         why = (

@@ -17,7 +17,9 @@ to module constants (:mod:`no64.transforms.constants`):
 * any other integer outside the 32-bit range raises :class:`HostRangeError`
   (a :class:`no64.ConstantRangeError`) naming the value and the user's
   source line, or is narrowed by the integer policy (``"saturated"`` /
-  ``"wrapped"``);
+  ``"wrapped"``); where JAX refuses the value too (a Python int at one of
+  JAX's range checks), the error is a :class:`PythonIntRangeError`, also an
+  ``OverflowError`` as JAX's is;
 * float64 values are rounded to the nearest float32 (``"float-inexact"``,
   ``"float-overflow"`` for finite values that become ``inf``).
 
@@ -91,7 +93,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ..errors import FloatPrecisionWarning, HostRangeError
+from ..errors import FloatPrecisionWarning, HostRangeError, PythonIntRangeError
 from ..ir.locations import SourceLocation
 from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ..kinds import EventKind, IntegerPolicy, Mode
@@ -102,6 +104,7 @@ from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
     "HostRangeError",
+    "PythonIntRangeError",
     "clear_host_records",
     "host_policy",
     "host_records",
@@ -327,7 +330,14 @@ def _index_of(hit: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(flat, hit.shape)) if hit.shape else ()
 
 
-def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool) -> None:
+def _refusal(jax_refuses: bool) -> type[HostRangeError]:
+    """The error of a refused host integer: a :class:`PythonIntRangeError`
+    (an ``OverflowError``) where JAX with x64 off refuses it too."""
+    return PythonIntRangeError if jax_refuses else HostRangeError
+
+
+def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool,
+                      what: str | None = None, jax_refuses: bool = False) -> None:
     """Refuse ``a`` if it holds a sentinel and, as an ordinary value, the
     32-bit extreme that sentinel maps to: in the 32-bit program the two would
     be one number.  Otherwise note which extremes now stand for sentinels."""
@@ -338,11 +348,11 @@ def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool) -> N
         is_image = a == np.array(image, a.dtype)
         if is_image.any():
             source = user_source()
-            what = _describe(a, scalar)
+            what = what or _describe(a, scalar)
             if op != "host value":
                 what = f"{what} ({op})"
             at_s, at_i = _index_of(is_sentinel), _index_of(is_image)
-            raise HostRangeError(
+            raise _refusal(jax_refuses)(
                 f"no64: {what} at {source.source or source.raw} holds both the sentinel "
                 f"{name} ({sentinel}{f' at index {at_s}' if at_s else ''}) and {image_name} "
                 f"({image}{f' at index {at_i}' if at_i else ''}): no64 maps {name} to "
@@ -368,8 +378,14 @@ def _note_images(a: np.ndarray, unsigned: bool) -> None:
 
 
 def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
-                      scalar: bool = False) -> np.ndarray:
+                      scalar: bool = False, what: str | None = None,
+                      jax_refuses: bool = False) -> np.ndarray:
     """``a`` (of a 64-bit dtype) as its 32-bit dtype, by no64's rules.
+
+    ``what`` describes the data in a refusal (default: ``a``'s numpy type);
+    ``jax_refuses``: JAX with x64 off refuses an out-of-range integer of
+    this data too (Python ints), so a refusal is a
+    :class:`PythonIntRangeError`.
 
     Raises:
       HostRangeError: an integer outside the 32-bit range that is no
@@ -381,7 +397,7 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         # 1-d: narrow_integers' saturating clip returns a scalar for 0-d input.
         res = C.narrow_integers(a.reshape(-1), unsigned, policy)
         if res.sentinels:
-            _refuse_collision(a, unsigned, op, scalar)
+            _refuse_collision(a, unsigned, op, scalar, what, jax_refuses)
             _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), res.sentinels)
         if res.out_of_range:
             if res.values is None:
@@ -394,8 +410,8 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                 at = f" at index {index}" if index else ""
                 more = f" (and {res.out_of_range - 1} more)" if res.out_of_range > 1 else ""
                 assert res.first_bad is not None  # out of range: the first such element
-                raise HostRangeError(
-                    f"no64: {_describe(a, scalar)} at {source.source or source.raw} holds "
+                raise _refusal(jax_refuses)(
+                    f"no64: {what or _describe(a, scalar)} at {source.source or source.raw} holds "
                     f"{res.first_bad}{at}{more}, outside {NARROWED[dt]}'s range and no "
                     f"sentinel; {_policy_hint()}",
                     value=int(res.first_bad), dtype=str(dt), index=index, source=source,
@@ -462,7 +478,10 @@ def _resolution(flat: np.ndarray, op: str) -> str | None:
     than 16 steps -- timestamps in seconds since 1970 a fraction of a second
     apart: f32 holds them 128 s apart, so their differences are lost --
     warn (:class:`no64.FloatPrecisionWarning`, once per user line) and
-    return the detail for the host record; else None."""
+    return the detail for the host record; else None.  Complex data: its
+    real parts, then its imaginary parts."""
+    if np.iscomplexobj(flat):
+        return _resolution(flat.real, op) or _resolution(flat.imag, op)
     finite = flat[np.isfinite(flat)]
     if finite.size < 2:
         return None
@@ -487,10 +506,12 @@ def _resolution(flat: np.ndarray, op: str) -> str | None:
 
 
 def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
-                      op: str = "host value") -> int:
+                      op: str = "host value", jax_refuses: bool = False) -> int:
     """A Python int outside the 32-bit range but inside the 64-bit one, by
     no64's rules (``unsigned``: for a uint32 target).  Ints already in range,
-    or beyond 64 bits, are returned unchanged."""
+    or beyond 64 bits, are returned unchanged.  ``jax_refuses``: JAX with
+    x64 off refuses ``v`` here too, so a refusal is a
+    :class:`PythonIntRangeError` (an ``OverflowError``)."""
     lo, hi = (0, _U32.max) if unsigned else (_I32.min, _I32.max)
     if lo <= v <= hi:
         return v
@@ -508,7 +529,7 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
         _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), 1)
     elif res.values is None:
         source = user_source()
-        raise HostRangeError(
+        raise _refusal(jax_refuses)(
             f"no64: the Python int {v} at {source.source or source.raw} is outside "
             f"{'uint32' if unsigned else 'int32'}'s range and no sentinel; {_policy_hint()}",
             value=v, dtype="int", index=(), source=source,
@@ -668,7 +689,8 @@ def _install_canonicalize_handlers() -> None:
         if _needs_int(x):
             policy = host_policy() if dtype == _INT32 else None
             if policy is not None and _I64.min <= x <= _I64.max:
-                return int_type(narrow_python_int(x, policy), _INT32)
+                # JAX raises OverflowError for such an int here.
+                return int_type(narrow_python_int(x, policy, jax_refuses=True), _INT32)
             info = np.iinfo(dtype)
             if not info.min <= x <= info.max:
                 raise OverflowError(f"Python int {x} too large to convert to {dtype}")
@@ -705,7 +727,8 @@ def _install_int_aval() -> None:
             policy = host_policy()
             if policy is not None and _I64.min <= x <= _I64.max:
                 if policy == IntegerPolicy.ERROR and x not in (_I64.max, _I64.min):
-                    narrow_python_int(x, policy)  # raises, naming the user's line
+                    # raises, naming the user's line; JAX raises OverflowError here
+                    narrow_python_int(x, policy, jax_refuses=True)
                 return original(0)  # the weak int32 aval
         return original(x)
 
@@ -729,9 +752,13 @@ def _target_for(operand_dtype: np.dtype, new_dtype: Any) -> np.dtype | None:
     return None
 
 
-def _pre_narrow(operand: Any, new_dtype: Any, policy: str, op: str) -> Any:
+def _pre_narrow(operand: Any, new_dtype: Any, policy: str, op: str,
+                jax_refuses: bool = False) -> Any:
     """``operand`` narrowed by no64 when it is 64-bit host data that a
-    conversion to ``new_dtype`` would truncate; otherwise ``operand``."""
+    conversion to ``new_dtype`` would truncate; otherwise ``operand``.
+    ``jax_refuses``: JAX refuses a Python int outside the 32-bit range in
+    this conversion (it does not in ``lax._convert_element_type``, which
+    truncates it)."""
     t = type(operand)
     if t is int:
         if not _needs_int(operand):
@@ -741,9 +768,9 @@ def _pre_narrow(operand: Any, new_dtype: Any, policy: str, op: str) -> Any:
         except TypeError:
             return operand
         if new in (_INT32, _INT64):
-            return narrow_python_int(operand, policy, op=op)
+            return narrow_python_int(operand, policy, op=op, jax_refuses=jax_refuses)
         if new in (_UINT32, _UINT64):
-            return narrow_python_int(operand, policy, unsigned=True, op=op)
+            return narrow_python_int(operand, policy, unsigned=True, op=op, jax_refuses=jax_refuses)
         return operand
     if t is float:
         if not _needs_float(operand):
@@ -802,10 +829,44 @@ def _install_coerce_to_array() -> None:
         if t is int or t is float:
             policy = host_policy()
             if policy is not None:
-                x = _pre_narrow(x, dtype, policy, "host value")
+                # JAX's np.asarray(x, dtype) refuses an int beyond a 32-bit dtype
+                # (the canonical one when dtype is None) with OverflowError.
+                x = _pre_narrow(x, dtype, policy, "host value", jax_refuses=_is_32bit_or_none(dtype))
         return original(x, dtype)
 
     _replace("coerce_to_array", original, coerce_to_array, (dtypes,))
+
+
+def _is_32bit_or_none(dtype: Any) -> bool:
+    if dtype is None:
+        return True
+    try:
+        return np.dtype(dtype) in (_INT32, _UINT32)
+    except TypeError:
+        return False
+
+
+def _python_refusal(obj: Any, target: np.dtype) -> bool:
+    """Whether JAX with x64 off refuses ``obj`` (``jnp.array`` input) as
+    ``target``: numpy refuses, with ``OverflowError``, an integer outside
+    ``target``'s range that is a Python int or a scalar inside a list or
+    tuple (the elements of a numpy array in a list it truncates)."""
+    info = np.iinfo(target)
+
+    def out(v: Any) -> bool:
+        return not info.min <= int(v) <= info.max
+
+    def visit(x: Any, nested: bool) -> bool:
+        t = type(x)
+        if t is int:
+            return out(x)
+        if nested and isinstance(x, np.integer):
+            return out(x)
+        if t is list or t is tuple:
+            return any(visit(y, True) for y in x)
+        return False
+
+    return visit(obj, False)
 
 
 def _leaves_need_narrowing(obj: Any) -> bool:
@@ -847,8 +908,9 @@ def _array_input(object: Any, dtype: Any, function: str) -> tuple[Any, Any]:
         if type(object) is int or type(object) is float:
             # A Python scalar requested as a 32-bit type, maybe the type JAX
             # canonicalised the x64 program's 64-bit one to (jnp.nonzero's
-            # fill_value from 0.12): converted as by (3).
-            return _pre_narrow(object, dtype, policy, "host value"), dtype
+            # fill_value from 0.12): converted as by (3); JAX refuses an int
+            # beyond that type with OverflowError.
+            return _pre_narrow(object, dtype, policy, "host value", jax_refuses=True), dtype
         return object, dtype
     requested: Any = want  # a dtype or None here
     try:
@@ -858,7 +920,13 @@ def _array_input(object: Any, dtype: Any, function: str) -> tuple[Any, Any]:
     if wide.dtype not in NARROWED:
         return object, dtype
     scalar = wide.ndim == 0 and not isinstance(object, np.ndarray)
-    narrowed = narrow_host_array(wide, policy, scalar=scalar)
+    what = None
+    if type(object) is int:
+        what = "a Python int"
+    elif type(object) is list or type(object) is tuple:
+        what = f"a {type(object).__name__} read as {wide.dtype}{list(wide.shape)}"
+    refuses = wide.dtype.kind in "iu" and _python_refusal(object, NARROWED[wide.dtype])
+    narrowed = narrow_host_array(wide, policy, scalar=scalar, what=what, jax_refuses=refuses)
     if dtype is not None and STATE.listeners:
         STATE.emit("on_host_conversion", dtype, getattr(narrowed, "dtype", None), function)
     return narrowed, None
@@ -1083,7 +1151,8 @@ def _install_arange() -> None:
                     or not any(_needs_int(int(v)) for v in bounds if v is not None)):
                 raise
         wide = np.arange(*bounds, dtype=want)
-        return jnp.asarray(narrow_host_array(wide, policy))
+        # JAX raised OverflowError for these bounds: so does a refusal.
+        return jnp.asarray(narrow_host_array(wide, policy, jax_refuses=True))
 
     _replace("arange", original, arange, (lax_numpy, jnp))
 
@@ -1735,6 +1804,18 @@ def _install_sentinel_reads() -> None:
         return
 
     def _infer_params(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            return _following(fun, ji, args, kwargs)
+        except OverflowError as exc:
+            own = exc.__context__
+            if not isinstance(own, PythonIntRangeError) or own is exc:
+                raise
+            # JAX's argument parsing replaced no64's refusal (an OverflowError)
+            # with its own: the refusal, with JAX's words as a note.
+            own.add_note(str(exc))
+            raise own from None
+
+    def _following(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
         if host_policy() is None:
             return original(fun, ji, args, kwargs)
         if not jax_core.trace_state_clean():
