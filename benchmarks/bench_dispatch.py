@@ -5,8 +5,10 @@ argument, or one returning an array it notes as 64-bit in the x64 program,
 off jaxlib's C++ fast path (``no64.jax.x64_arrays``).  This benchmark times
 the same jitted calls -- a step taking a float32 batch and int32 labels, and
 a counter step returning its int64 counter -- per call, after warm-up, in
-three processes side by side: without no64, under ``NO64_PLATFORMS=cpu``
-with x64 off, and under ``NO64_PLATFORMS=cpu`` with ``JAX_ENABLE_X64=1``.
+four processes side by side: without no64, under ``NO64_PLATFORMS=cpu``
+with x64 off, under ``NO64_PLATFORMS=cpu`` with ``JAX_ENABLE_X64=1``, and
+that under ``NO64_POLICY=exact`` (where the counter, not proven to fit, is
+checked by value after each run: one scalar copied to the host).
 
 Run ``python benchmarks/bench_dispatch.py --calls 2000``.
 """
@@ -24,6 +26,8 @@ SETTINGS = {
     "without no64": {},
     "no64, x64 off": {"NO64_PLATFORMS": "cpu"},
     "no64, x64 requested": {"NO64_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1"},
+    # the counter's int64 sum is checked by value after each run
+    "no64 exact, x64": {"NO64_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "NO64_POLICY": "exact"},
 }
 
 
