@@ -999,13 +999,16 @@ def test_invalid_rewrite_is_caught_by_the_backend_and_blamed_on_no64(
             op.results[0].set_type(ir.RankedTensorType.get([7], ir.F32Type.get()))
 
     no64.install("cpu")
+    # the key is made before the rewrite breaks: in a fresh process its own
+    # seeding function is compiled first, and must compile as it is
+    key = jax.random.key(0)
     monkeypatch.setattr(rewrite, "apply", broken_apply)
 
     def fresh(key: jax.Array) -> jax.Array:  # not compiled by any other test
         return jax.random.uniform(key, (11,)) + 0.5
 
     with pytest.raises(no64.InvalidModuleError, match=r"(?s)jit_fresh does not verify.*no64 bug"):
-        jax.jit(fresh)(jax.random.key(0))
+        jax.jit(fresh)(key)
 
 
 @pytest.mark.parametrize("broken", [False, True])
