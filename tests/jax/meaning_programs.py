@@ -98,6 +98,14 @@ RUNNERS = {
     "mask_sum": lambda: jax.jit(lambda m: jnp.sum(m.astype(jnp.int64)))(MASK),  # LINE mask_sum
     "eager_mixed": lambda: lax.add(jnp.arange(2), np.array([2**31 - 1, 1], np.int64)),  # LINE mixed
     "grad_f64_scalar": lambda: jax.grad(lambda x: (x * np.float64(2.0)).sum())(jnp.ones(3)),
+    # JAX's samplers called eagerly fix their dtype (float64, 64 bits) before their own jit
+    "eager_normal": lambda: jax.random.normal(jax.random.PRNGKey(np.int64(-5)), (3,)),
+    "eager_uniform": lambda: jax.random.uniform(jax.random.PRNGKey(7), [2, 2], minval=np.float64(1.0),
+                                                maxval=3.0),
+    "eager_randint": lambda: jax.random.randint(jax.random.PRNGKey(3), (4,), 0, 1000),
+    "eager_bits": lambda: jax.random.bits(jax.random.PRNGKey(1), (2,)),  # LINE eager_bits
+    # a host INT64_MAX compared with INT32_MAX: the sentinel's image is INT32_MAX itself
+    "sentinel_meets": lambda: jax.jit(lambda s: s > 2**31 - 1)(np.int64(2**63 - 1)),  # LINE sentinel
 }
 
 

@@ -26,6 +26,7 @@ SCRIPT = Path(__file__).parent / "meaning_programs.py"
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 RUNS = {
     "ref": {},
+    "jax32": {"JAX_ENABLE_X64": "0"},  # JAX's own 32-bit program, without no64
     "f32": {"NO64_PLATFORMS": "cpu"},
     "pairs": {"NO64_PLATFORMS": "cpu", "NO64_FLOAT_POLICY": "pairs"},
     "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
@@ -43,7 +44,8 @@ def runs() -> dict[str, Any]:
     for tag, extra in RUNS.items():
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
-        env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", **extra)
+        env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
+        env.update(extra)
         procs[tag] = subprocess.Popen([sys.executable, str(SCRIPT)], env=env, cwd=SCRIPT.parent,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = {}
@@ -272,3 +274,52 @@ def test_pairs_float_to_int64_not_proven_is_reported() -> None:
         warnings.simplefilter("error", no64.UnprovenIntegerWarning)
         got = no64.jit(f, float_policy="pairs", policy="exact", restore_dtypes=True)(x)
     assert got.tolist() == [3_000_000_000, 2_500_000_000_000_000]
+
+
+def test_eager_samplers_draw_the_x64_programs_numbers(runs: dict[str, Any]) -> None:
+    """jax.random.normal/uniform/randint called outside any jit fix their dtype (float64,
+    int64: 64 random bits) in Python before their own jit: each runs in a jit of its own,
+    so the numbers are the x64 program's (float64's rounded to float32; the same integers)
+    under every policy -- not JAX's 32-bit draw, which is another set of numbers (more
+    than 1e-3 apart, where these are 1e-5 apart at most)."""
+    for name in ("eager_normal", "eager_uniform", "eager_randint"):
+        ref = np.asarray(runs["ref"][name]["value"])
+        jax32 = np.asarray(runs["jax32"][name]["value"])
+        assert not np.allclose(jax32, ref, rtol=1e-3), name  # not vacuous: other numbers
+        for tag in ("f32", "pairs", "strict", "exact"):
+            got = runs[tag][name]
+            assert "value" in got and not got["warnings"], (tag, name, got)
+            if name == "eager_randint":
+                assert got["value"] == ref.tolist() and got["dtype"] == "int32", (tag, got)
+            else:
+                assert got["dtype"] == "float32", (tag, got)
+                # the x64 program's transform of the same bits, computed in float32
+                # (float32's erfinv: a few units in its last place)
+                np.testing.assert_allclose(got["value"], ref, rtol=1e-5, err_msg=f"{tag} {name}")
+
+
+def test_eager_bits_are_64_bits_or_said(runs: dict[str, Any]) -> None:
+    """jax.random.bits(key) outside any jit draws uint64 in the x64 program: the 32-bit
+    array JAX returns cannot hold them, which the default policy reports at the line and
+    exact refuses when it runs -- never JAX's 32 random bits in their place unwarned."""
+    line = _line("eager_bits")
+    ref = runs["ref"]["eager_bits"]
+    assert ref["dtype"] == "uint64" and max(ref["value"]) >= 2**32
+    default = runs["f32"]["eager_bits"]
+    assert ["UnprovenIntegerWarning", line] in default["warnings"], default
+    assert runs["exact"]["eager_bits"].get("error") == "OutputRangeError", runs["exact"]["eager_bits"]
+    assert runs["strict"]["eager_bits"].get("error") == "NarrowingError", runs["strict"]["eager_bits"]
+
+
+def test_a_host_sentinel_meeting_its_image_is_never_silent(runs: dict[str, Any]) -> None:
+    """A host INT64_MAX compared with INT32_MAX: its 32-bit image is INT32_MAX itself, so
+    the 32-bit comparison says False where x64 says True -- reported at the line with an
+    UnprovenIntegerWarning under default, refused there under strict and exact."""
+    line = _line("sentinel")
+    assert runs["ref"]["sentinel_meets"]["value"] is True
+    default = runs["f32"]["sentinel_meets"]
+    assert ["UnprovenIntegerWarning", line] in default["warnings"], default
+    for tag in ("strict", "exact"):
+        got = runs[tag]["sentinel_meets"]
+        assert got.get("error") == "HostRangeError", (tag, got)
+        assert f"meaning_programs.py:{line}" in got["message"] and "meets" in got["message"], got

@@ -46,6 +46,9 @@ What it covers, with the releases that have each form:
   ``consts`` (its ``constvars`` are the inputs with values attached, its
   ``jaxpr`` is itself), ``ClosedJaxpr`` an alias of it on 0.11 and gone
   from 0.12.
+* **JAX's samplers** (:func:`wrap_random_samplers`): the public functions of
+  ``jax.random`` whose first parameter is ``key`` and which take a ``dtype``,
+  found by signature (0.7-0.12).
 * **A scan's operands** (:func:`scan_layout`): the ``scan`` primitive's
   parameters ``num_consts`` and ``num_carry`` on 0.7-0.10; from 0.11 a
   ``jax._src.flattree.FlatTree`` ``ft_in`` of (consts, carry, xs) (and
@@ -527,6 +530,32 @@ def wrap_primitive_callable(make: Callable[[Callable[..., Any]], Callable[..., A
         if hasattr(callable_, name) and not hasattr(wrapped, name):
             setattr(wrapped, name, getattr(callable_, name))
     dispatch.xla_primitive_callable = wrapped
+
+
+def wrap_random_samplers(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> list[str]:
+    """Put ``make(original)`` in place of each public sampler of ``jax.random``
+    -- a function whose first parameter is ``key`` and which takes a
+    ``dtype`` (``normal``, ``uniform``, ``bits``, ``randint`` ...; found by
+    signature, 0.7-0.12) -- and return their names.  JAX's samplers fix
+    their dtype, and values derived from it (``bits``' bit width), in Python
+    before they call their own ``jit``."""
+    import jax.random as random
+
+    names = []
+    for name in dir(random):
+        fun = getattr(random, name)
+        if name.startswith("_") or not inspect.isfunction(fun) or getattr(fun, "__no64_sampler__", False):
+            continue
+        try:
+            params = list(inspect.signature(fun).parameters)
+        except (TypeError, ValueError):
+            continue
+        if params[:1] == ["key"] and "dtype" in params:
+            wrapped = make(fun)
+            wrapped.__no64_sampler__ = True  # type: ignore[attr-defined]
+            setattr(random, name, wrapped)
+            names.append(name)
+    return names
 
 
 def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:

@@ -93,7 +93,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ..errors import FloatPrecisionWarning, HostRangeError, PythonIntRangeError
+from ..errors import FloatPrecisionWarning, HostRangeError, PythonIntRangeError, UnprovenIntegerWarning
 from ..ir.locations import SourceLocation
 from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ..kinds import EventKind, IntegerPolicy, Mode
@@ -466,11 +466,14 @@ def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
 #: tell them apart well enough to compute with their differences.
 _RESOLVED_STEPS = 16
 _warned_resolution: set[tuple[str | None, int | None]] = set()
+#: user lines already warned of a host sentinel read as a number or met
+_warned_sentinels: set[tuple[str, int]] = set()
 
 
 def clear_warned() -> None:
     """Forget which lines were warned about (for tests)."""
     _warned_resolution.clear()
+    _warned_sentinels.clear()
 
 
 def _resolution(flat: np.ndarray, op: str) -> str | None:
@@ -1748,6 +1751,23 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
                 source=r.source,
             )
         _record(EventKind.UNPROVEN, r.primitive, f"{what}: {why}", 1, source=r.source)
+        if policy is RangePolicy.DEFAULT:
+            _warn_sentinel(r.source, f"{what}: {why}. {way}, or use policy 'exact'")
+
+
+def _warn_sentinel(source: SourceLocation, message: str) -> None:
+    """One :class:`no64.UnprovenIntegerWarning` per user line where a host
+    sentinel is read as a number or meets values that may be its image (the
+    default policy computes with the image there: never silently)."""
+    if source.file is None or source.line is None:
+        warnings.warn(f"no64: {message}", UnprovenIntegerWarning, stacklevel=2)
+        return
+    key = (source.file, source.line)
+    with STATE.host_lock:
+        if key in _warned_sentinels:
+            return
+        _warned_sentinels.add(key)
+    warnings.warn_explicit(f"no64: {message}", UnprovenIntegerWarning, source.file, source.line)
 
 
 #: per traced program (weakly): (seeds, images) -> what sentinel_reads found

@@ -67,6 +67,7 @@ from ._compat import (
     wrap_jit_lower,
     wrap_jit_trace,
     wrap_primitive_callable,
+    wrap_random_samplers,
 )
 from .state import STATE
 
@@ -124,6 +125,7 @@ def install() -> None:
         after_python_jit_call(_after_call)
         host.on_wide_narrowed(_note_wide_host_data)
         wrap_jit_impl(_unjudged_jit_with_wide_operands)
+        wrap_random_samplers(_sampler_in_a_jit)
 
         _installed = True
 
@@ -389,6 +391,69 @@ def _x64_results(jaxpr: Any, p64: Any) -> tuple[Any, ...]:
             wide = False
         out.append(np.dtype(d64) if wide else None)
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# JAX's samplers called eagerly
+# ---------------------------------------------------------------------------
+#
+# ``jax.random.normal(key, (3,))`` called outside any jit fixes its dtype --
+# and what follows from it, such as the number of random bits -- in Python,
+# before it calls its own jit: with x64 turned off that is float32 and 32
+# bits, and the jit's x64 trace only sees the 32-bit choice, so the numbers
+# are JAX's 32-bit draw, not the x64 program's (other values, not float64's
+# rounded).  With x64 requested, an eager call of a sampler runs inside a
+# top-level jit of its own, where the dtype is fixed while tracing: the x64
+# trace draws what the x64 program draws, as ``jax.jit(jax.random.normal)``
+# would.  (One jit per sampler and static arguments, kept in a bounded cache.)
+
+
+def _is_array(x: Any) -> bool:
+    import jax
+    import numpy as np
+
+    return isinstance(x, (np.ndarray, np.generic, jax.Array))
+
+
+def _sampler_in_a_jit(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def sampler(*args: Any, **kwargs: Any) -> Any:
+        if not _wanted():
+            return original(*args, **kwargs)
+        dynamic = tuple(i for i, a in enumerate(args) if _is_array(a))
+        dynamic_kw = tuple(sorted(k for k, v in kwargs.items() if _is_array(v)))
+        static = tuple(None if i in dynamic else _hashable(a) for i, a in enumerate(args))
+        static_kw = tuple(sorted((k, _hashable(v)) for k, v in kwargs.items() if k not in dynamic_kw))
+        operands = (*(args[i] for i in dynamic), *(kwargs[k] for k in dynamic_kw))
+        try:
+            jitted = _sampler_jit(original, static, static_kw, dynamic, dynamic_kw)
+        except TypeError:  # an unhashable static argument: a jit for this call alone
+            jitted = _sampler_jit.__wrapped__(original, static, static_kw, dynamic, dynamic_kw)
+        return jitted(*operands)
+
+    return sampler
+
+
+def _hashable(x: Any) -> Any:
+    """A list (a shape given as a list) as a tuple, for the jit cache."""
+    return tuple(_hashable(v) for v in x) if isinstance(x, list) else x
+
+
+@functools.lru_cache(maxsize=256)
+def _sampler_jit(original: Callable[..., Any], static: tuple[Any, ...], static_kw: tuple[tuple[str, Any], ...],
+                 dynamic: tuple[int, ...], dynamic_kw: tuple[str, ...]) -> Callable[..., Any]:
+    import jax
+
+    def call(*operands: Any) -> Any:
+        args = list(static)
+        for i, x in zip(dynamic, operands):
+            args[i] = x
+        kwargs = dict(static_kw)
+        kwargs.update(zip(dynamic_kw, operands[len(dynamic):]))
+        return original(*args, **kwargs)
+
+    functools.update_wrapper(call, original)
+    return jax.jit(call)
 
 
 def _refuse_unjudged(args: tuple[Any, ...], params: dict[str, Any]) -> None:
