@@ -191,3 +191,21 @@ def bitcast_is_width_dependent(op: ir.Operation, ctx: RuleContext) -> None:
         "bitcast_convert reinterprets the bits of a 64-bit value; narrowing its type "
         "would change every value, so it is never narrowed",
     )
+
+
+def bitcast_same_width(op: ir.Operation) -> bool:
+    """Whether a ``bitcast_convert`` keeps its element width (and so its
+    shape): then it reinterprets each element alone."""
+    src = ir.ShapedType(op.operands[0].type).element_type
+    dst = ir.ShapedType(op.results[0].type).element_type
+    return _width(src) == _width(dst)
+
+
+def _width(t: ir.Type) -> int | None:
+    if isinstance(t, ir.IntegerType):
+        return int(t.width)
+    for cls, bits in ((ir.F32Type, 32), (ir.F64Type, 64), (ir.F16Type, 16), (ir.BF16Type, 16)):
+        if isinstance(t, cls):
+            return bits
+    return None
+

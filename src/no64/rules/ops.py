@@ -33,7 +33,7 @@ from ..analysis import transfer as T
 from ..ir._mlir import ir
 from ..kinds import OpForm, SentinelUse
 from ..spec.registry import Computes, Reduction, declare
-from . import bits, checks, custom_call, floats, limbs, pair_rules as PR, rng_bit_generator, wide as E
+from . import bits, checks, custom_call, floats, limbs, pair_rules as PR, rng_bit_generator, unfold, wide as E
 
 #: What an op does with a sentinel operand (see the module docstring).
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
@@ -87,7 +87,7 @@ declare("stablehlo.reshape", transfer=T.same_as_first, fold=T.fold_reshape, emul
 # Result i holds elements of operand i.
 declare("stablehlo.copy", transfer=T.same_as_operands, emulate=E.moved, moves=True, region_free=True,
         sentinels=CARRIES, pairs=PR.componentwise)
-declare("stablehlo.optimization_barrier", transfer=T.barrier, emulate=E.per_operand, region_free=True,
+declare("stablehlo.optimization_barrier", elementwise=True, transfer=T.barrier, emulate=E.per_operand, region_free=True,
         sentinels=CARRIES, pairs=PR.per_operand, declares_range=True)
 for _name in ("stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
               "stablehlo.collective_broadcast"):
@@ -103,70 +103,79 @@ declare("stablehlo.dynamic_pad", transfer=T.join_operands, region_free=True, sen
 declare("stablehlo.dynamic_update_slice", transfer=T.dynamic_update_slice, emulate=E.dynamic_update_slice,
         region_free=True, sentinels=(CARRIES, CARRIES), pairs=PR.componentwise)
 # select, min/max and clamp pick one of their operands
-declare("stablehlo.select", transfer=T.select, emulate=E.select, computes=Computes.SELECT, pure=True,
+declare("stablehlo.select", elementwise=True, transfer=T.select, emulate=E.select, computes=Computes.SELECT, pure=True,
         region_free=True, sentinels=CARRIES, pairs=PR.select)
-declare("stablehlo.clamp", transfer=T.clamp, emulate=E.clamp, pure=True, region_free=True, sentinels=CARRIES,
-        pairs=PR.clamp)
-declare("stablehlo.maximum", transfer=T.minmax("max"), emulate=E.maximum, computes=MAXIMUM, pure=True,
+declare("stablehlo.clamp", elementwise=True, transfer=T.clamp, emulate=E.clamp, pure=True, region_free=True,
+        sentinels=CARRIES, pairs=PR.clamp)
+declare("stablehlo.maximum", elementwise=True, transfer=T.minmax("max"), emulate=E.maximum, computes=MAXIMUM, pure=True,
         region_free=True, sentinels=CARRIES, pairs=PR.maximum)
-declare("stablehlo.minimum", transfer=T.minmax("min"), emulate=E.minimum, computes=MINIMUM, pure=True,
+declare("stablehlo.minimum", elementwise=True, transfer=T.minmax("min"), emulate=E.minimum, computes=MINIMUM, pure=True,
         region_free=True, sentinels=CARRIES, pairs=PR.minimum)
 
 # ------------------------------------------------------------- predicates
-declare("stablehlo.compare", transfer=T.predicate, emulate=E.compare, computes=Computes.COMPARE, pure=True,
+declare("stablehlo.compare", elementwise=True, transfer=T.predicate, emulate=E.compare, computes=Computes.COMPARE,
+        pure=True,
         region_free=True, sentinels=COMPARES, pairs=PR.compare)
-declare("stablehlo.is_finite", transfer=T.predicate, region_free=True, pairs=PR.is_finite)
-declare("stablehlo.convert", transfer=T.convert, fold=T.fold_convert, convert=True, sentinels=_convert_use,
+declare("stablehlo.is_finite", elementwise=True, transfer=T.predicate, region_free=True, pairs=PR.is_finite)
+declare("stablehlo.convert", elementwise=True, transfer=T.convert, fold=T.fold_convert, convert=True,
+        sentinels=_convert_use,
         emulate=E.convert, pure=True, region_free=True, pairs=PR.convert)
 
 # ------------------------------------------------------------- arithmetic
-declare("stablehlo.add", transfer=T.add, fold=T.fold_add, emulate=E.add, computes=ADD, pure=True,
+declare("stablehlo.add", elementwise=True, transfer=T.add, fold=T.fold_add, emulate=E.add, computes=ADD, pure=True,
         region_free=True, pairs=PR.add)
-declare("stablehlo.subtract", transfer=T.subtract, fold=T.fold_subtract, emulate=E.subtract, computes=SUBTRACT,
+declare("stablehlo.subtract", elementwise=True, transfer=T.subtract, fold=T.fold_subtract, emulate=E.subtract,
+        computes=SUBTRACT,
         pure=True, region_free=True, pairs=PR.subtract)
-declare("stablehlo.multiply", transfer=T.multiply, fold=T.fold_multiply, emulate=E.multiply, computes=MULTIPLY,
+declare("stablehlo.multiply", elementwise=True, transfer=T.multiply, fold=T.fold_multiply, emulate=E.multiply,
+        computes=MULTIPLY,
         pure=True, region_free=True, pairs=PR.multiply)
-declare("stablehlo.negate", transfer=T.negate, fold=T.fold_negate, emulate=E.negate, computes=NEGATE, pure=True,
+declare("stablehlo.negate", elementwise=True, transfer=T.negate, fold=T.fold_negate, emulate=E.negate,
+        computes=NEGATE, pure=True,
         region_free=True, pairs=PR.negate)
-declare("stablehlo.divide", transfer=T.divide, emulate=E.divide, computes=DIVIDE, region_free=True,
+declare("stablehlo.divide", elementwise=True, transfer=T.divide, emulate=E.divide, computes=DIVIDE, region_free=True,
         pairs=PR.divide)
-declare("stablehlo.remainder", transfer=T.remainder, emulate=E.remainder, region_free=True)
-declare("stablehlo.abs", transfer=T.absolute, emulate=E.absolute, computes=ABS, pure=True, region_free=True,
+declare("stablehlo.remainder", elementwise=True, transfer=T.remainder, emulate=E.remainder, region_free=True)
+declare("stablehlo.abs", elementwise=True, transfer=T.absolute, emulate=E.absolute, computes=ABS, pure=True,
+        region_free=True,
         pairs=PR.absolute)
-declare("stablehlo.sign", transfer=T.sign, emulate=E.sign, pure=True, region_free=True, pairs=PR.sign)
+declare("stablehlo.sign", elementwise=True, transfer=T.sign, emulate=E.sign, pure=True, region_free=True, pairs=PR.sign)
 # (on a device whose integer dot is inexact or refused: split into limb dots)
 declare("stablehlo.dot_general", transfer=T.dot_general, emulate=E.dot_general, emulate_applies=E.dot_applies,
         emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general, form=OpForm.MATMUL,
         legalize=limbs.dot_general)
 
 # ------------------------------------------- width-dependent: bits and words
-declare("stablehlo.shift_left", transfer=T.shift_left, refuse=bits.shift_amount_below_32, emulate=E.shift_left,
+declare("stablehlo.shift_left", elementwise=True, transfer=T.shift_left, refuse=bits.shift_amount_below_32,
+        emulate=E.shift_left,
         computes=Computes.SHIFT_LEFT, pure=True, region_free=True)
-declare("stablehlo.shift_right_arithmetic", transfer=T.shift_right_arithmetic,
+declare("stablehlo.shift_right_arithmetic", elementwise=True, transfer=T.shift_right_arithmetic,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended, bits.unsigned_arithmetic_shift),
         refuse=bits.shift_amount_below_32, emulate=E.shift_right_arithmetic,
         computes=Computes.SHIFT_RIGHT_ARITHMETIC, pure=True, region_free=True, form=OpForm.SHIFT_RIGHT_ARITHMETIC)
-declare("stablehlo.shift_right_logical", transfer=T.shift_right_logical,
+declare("stablehlo.shift_right_logical", elementwise=True, transfer=T.shift_right_logical,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
         refuse=bits.shift_amount_below_32, emulate=E.shift_right_logical,
         computes=Computes.SHIFT_RIGHT_LOGICAL, pure=True, region_free=True)
-declare("stablehlo.and", transfer=T.bit_and, rewrites=(bits.low_word_mask,), emulate=E.bit_and,
+declare("stablehlo.and", elementwise=True, transfer=T.bit_and, rewrites=(bits.low_word_mask,), emulate=E.bit_and,
         computes=Computes.AND, pure=True, region_free=True)
-declare("stablehlo.or", transfer=T.bit_or_xor, emulate=E.bit_or, computes=Computes.OR, pure=True, region_free=True)
-declare("stablehlo.xor", transfer=T.bit_or_xor, emulate=E.bit_xor, computes=Computes.XOR, pure=True,
+declare("stablehlo.or", elementwise=True, transfer=T.bit_or_xor, emulate=E.bit_or, computes=Computes.OR, pure=True,
         region_free=True)
-declare("stablehlo.not", transfer=T.bit_not, refuse=bits.unsigned_not, emulate=E.bit_not, pure=True,
+declare("stablehlo.xor", elementwise=True, transfer=T.bit_or_xor, emulate=E.bit_xor, computes=Computes.XOR, pure=True,
         region_free=True)
-declare("stablehlo.count_leading_zeros", transfer=T.bit_count, refuse=bits.static_bit_count,
+declare("stablehlo.not", elementwise=True, transfer=T.bit_not, refuse=bits.unsigned_not, emulate=E.bit_not, pure=True,
+        region_free=True)
+declare("stablehlo.count_leading_zeros", elementwise=True, transfer=T.bit_count, refuse=bits.static_bit_count,
         fixup=bits.bit_count_fixup, emulate=E.count_leading_zeros, emulate_applies=E.static_shape,
         region_free=True)
-declare("stablehlo.popcnt", transfer=T.bit_count, refuse=bits.static_bit_count, fixup=bits.bit_count_fixup,
+declare("stablehlo.popcnt", elementwise=True, transfer=T.bit_count, refuse=bits.static_bit_count,
+        fixup=bits.bit_count_fixup,
         emulate=E.popcnt, emulate_applies=E.static_shape, region_free=True)
-declare("stablehlo.bitcast_convert",
+declare("stablehlo.bitcast_convert", elementwise=floats.bitcast_same_width,
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
         refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert,
         emulate_applies=E.bitcast_applies, region_free=True)
-declare("stablehlo.reduce_precision", rewrites=(floats.clamp_reduce_precision,), region_free=True,
+declare("stablehlo.reduce_precision", elementwise=True, rewrites=(floats.clamp_reduce_precision,), region_free=True,
         form=OpForm.REDUCE_PRECISION)
 declare("stablehlo.rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
@@ -186,10 +195,10 @@ declare("stablehlo.case", transfer=T.branches, branches=True, sentinels=CARRIES)
 declare("stablehlo.if", transfer=T.branches, branches=True, sentinels=CARRIES)
 declare("stablehlo.reduce", transfer=T.reduction_results, arguments=T.reduction_arguments,
         emulate=E.reduction, owns_regions=True, reduction=Reduction.INPUTS_INITS, sentinels=CARRIES,
-        pairs=PR.reduce, form=OpForm.REDUCE)
+        pairs=PR.reduce, form=OpForm.REDUCE, unfold=unfold.reduce)
 declare("stablehlo.reduce_window", transfer=T.reduction_results, arguments=T.reduction_arguments,
         emulate=E.reduction, owns_regions=True, reduction=Reduction.INPUTS_INITS, sentinels=CARRIES,
-        pairs=PR.reduce_window, form=OpForm.REDUCE_WINDOW)
+        pairs=PR.reduce_window, form=OpForm.REDUCE_WINDOW, unfold=unfold.reduce_window)
 declare("stablehlo.scatter", transfer=T.reduction_results, arguments=T.reduction_arguments, emulate=E.scatter,
         owns_regions=True, reduction=Reduction.SCATTER, sentinels=_scatter_use, pairs=PR.scatter,
         form=OpForm.SCATTER)
@@ -208,18 +217,18 @@ for _name in ("stablehlo.return", "func.return", "sdy.return"):
 # on floats, computed in f32 under float_policy="pairs" (recorded)
 for _name in ("stablehlo.log", "stablehlo.cosine", "stablehlo.sine", "stablehlo.tan", "stablehlo.log_plus_one",
               "stablehlo.cbrt", "stablehlo.atan2"):
-    declare(_name, region_free=True, pairs=PR.in_f32)
+    declare(_name, elementwise=True, region_free=True, pairs=PR.in_f32)
 # (on integers, computed on words as XLA computes it)
-declare("stablehlo.power", emulate=E.power, region_free=True, pairs=PR.in_f32)
+declare("stablehlo.power", elementwise=True, emulate=E.power, region_free=True, pairs=PR.in_f32)
 # the same where ``finfo(float64).max`` gives f32's result in float64 too
 for _name in ("stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.tanh", "stablehlo.logistic"):
-    declare(_name, saturates=True, region_free=True, pairs=PR.in_f32)
-declare("stablehlo.sqrt", computes=SQRT, region_free=True, pairs=PR.sqrt)
-declare("stablehlo.rsqrt", region_free=True, pairs=PR.rsqrt)
-declare("stablehlo.floor", region_free=True, pairs=PR.floor)
-declare("stablehlo.ceil", region_free=True, pairs=PR.ceil)
-declare("stablehlo.round_nearest_even", region_free=True, pairs=PR.round_nearest_even)
-declare("stablehlo.round_nearest_afz", region_free=True, pairs=PR.round_nearest_afz)
+    declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32)
+declare("stablehlo.sqrt", elementwise=True, computes=SQRT, region_free=True, pairs=PR.sqrt)
+declare("stablehlo.rsqrt", elementwise=True, region_free=True, pairs=PR.rsqrt)
+declare("stablehlo.floor", elementwise=True, region_free=True, pairs=PR.floor)
+declare("stablehlo.ceil", elementwise=True, region_free=True, pairs=PR.ceil)
+declare("stablehlo.round_nearest_even", elementwise=True, region_free=True, pairs=PR.round_nearest_even)
+declare("stablehlo.round_nearest_afz", elementwise=True, region_free=True, pairs=PR.round_nearest_afz)
 for _name in ("stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.real", "stablehlo.imag",
               "stablehlo.complex", "stablehlo.fft", "stablehlo.convolution", "stablehlo.rng",
               "stablehlo.get_dimension_size"):

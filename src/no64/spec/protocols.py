@@ -32,6 +32,7 @@ __all__ = [
     "PairRule",
     "Legalization",
     "LegalizeRule",
+    "UnfoldRule",
 ]
 
 
@@ -171,3 +172,7 @@ class Legalization(Protocol):
 #: converted to f32, no integer op of its kind left), with ranges from
 #: ``q``; or why no such form exists (a string).
 LegalizeRule = Callable[[ir.Operation, RangeQuery, int, bool], "Legalization | str"]
+
+#: ``rule(op)``: ``op`` rewritten without the several inputs a device refuses
+#: it for (its body applied to whole tensors), or why it cannot be (a string).
+UnfoldRule = Callable[[ir.Operation], "Legalization | str"]

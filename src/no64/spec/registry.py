@@ -48,7 +48,7 @@ from ..ir.locations import SourceLocation
 from ..ir.types import TypeConverter
 from ..kinds import OpForm, SentinelUse
 from ..report import DemotionReport
-from .protocols import ArgTransfer, EmulateRule, Fold, LegalizeRule, PairRule, RangeQuery, Transfer
+from .protocols import ArgTransfer, EmulateRule, Fold, LegalizeRule, PairRule, RangeQuery, Transfer, UnfoldRule
 
 __all__ = [
     "RuleContext",
@@ -227,6 +227,16 @@ class OpSpec:
     #: narrower datapath or refuses it (an integer ``dot_general`` split
     #: into limb dots: :mod:`no64.transforms.legalize`).
     legalize: "LegalizeRule | None" = None
+    #: Its form without its several inputs, on a device that refuses it for
+    #: them (a variadic ``reduce`` as its body on halves; a ``reduce_window``
+    #: of several operands as its body over the window's slices):
+    #: :mod:`no64.rules.unfold`, applied by :mod:`no64.transforms.legalize`.
+    unfold: "UnfoldRule | None" = None
+    #: Applies to each element of its operands alone, whatever their shape
+    #: (its attributes do not depend on it): a body made of such ops can run
+    #: on whole tensors (:mod:`no64.rules.unfold`); a predicate where only
+    #: some of its ops do (see :func:`elementwise`).
+    elementwise: "bool | Callable[[ir.Operation], bool]" = False
     #: An identity that may carry a range the program declares
     #: (:func:`no64.assume`'s name scope, see :mod:`no64.ir.locations`):
     #: the pass reads it and erases the op.
@@ -337,6 +347,13 @@ def computes_pairs(*op_names: str) -> Callable[["PairRule"], "PairRule"]:
     return deco
 
 
+def elementwise(op: ir.Operation) -> bool:
+    """Whether ``op`` applies to each element of its operands alone (its
+    op table entry's ``elementwise``)."""
+    e = spec_of(op.name).elementwise
+    return e(op) if callable(e) else e
+
+
 def unreachable(spec: OpSpec) -> list[str]:
     """The functions of ``spec`` that no step would ever call, each with why."""
     out = []
@@ -354,6 +371,8 @@ def unreachable(spec: OpSpec) -> list[str]:
         out.append("when its emulation rule applies: it has none")
     if spec.legalize is not None and spec.form is None:
         out.append("its legalization for a target: it has no form a target names")
+    if spec.unfold is not None and spec.form is None:
+        out.append("its unfolding for a target: it has no form a target names")
     if spec.region_free and spec.arguments is not None:
         out.append("its region arguments' ranges: it has no regions")
     return out

@@ -110,12 +110,29 @@ def _candidates(root: ir.Operation, target: Target) -> list[ir.Operation]:
             if (spec := spec_of(op.name)).legalize is not None and spec.form in forms]
 
 
+def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
+    """The ops with an ``unfold`` rule that ``target`` refuses for their
+    several inputs (a variadic ``reduce``, a ``reduce_window`` of more than
+    two operands), innermost first."""
+    refusals = [r for r in target.refuses if r.when in _UNFOLDED]
+    if not refusals:
+        return []
+    found = [op for op in all_ops(root)
+             if (spec := spec_of(op.name)).unfold is not None
+             and any(r.form is spec.form and refusal_reason(op, r) is not None for r in refusals)]
+    return found[::-1]
+
+
+#: The refusals an op's ``unfold`` rule answers.
+_UNFOLDED = frozenset({"variadic", "operands!=2"})
+
+
 def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:
     """Whether :func:`legalize` may rewrite something in ``module`` (cheap:
     reads no range)."""
     root = module.operation if isinstance(module, ir.Module) else module
     with root.context:
-        return bool(_candidates(root, target))
+        return bool(_candidates(root, target)) or bool(_unfoldable(root, target))
 
 
 def legalize(module: ir.Module | ir.Operation, target: Target,
@@ -128,6 +145,7 @@ def legalize(module: ir.Module | ir.Operation, target: Target,
     root = module.operation if isinstance(module, ir.Module) else module
     out = Legalized(target.name)
     with root.context:
+        _unfold(root, target, out)
         candidates = _candidates(root, target)
         if not candidates:
             return out
@@ -154,3 +172,19 @@ def legalize(module: ir.Module | ir.Operation, target: Target,
         for how in planned:
             how.apply()
     return out
+
+
+def _unfold(root: ir.Operation, target: Target, out: Legalized) -> None:
+    """Rewrite the ops ``target`` refuses for their several inputs into their
+    bodies on whole tensors (:mod:`no64.rules.unfold`), innermost first; an
+    op with no such form is left, with why, in ``out.left``."""
+    for op in _unfoldable(root, target):
+        rule = spec_of(op.name).unfold
+        assert rule is not None
+        got = rule(op)
+        where = decode_location(op.location)
+        if isinstance(got, str):
+            out.left.append(LegalizedOp(op.name, where, got))
+        else:
+            out.rewritten.append(LegalizedOp(op.name, where, got.summary, got.ops))
+            got.apply()
