@@ -19,8 +19,10 @@
 ``check`` also takes directories: XLA (``--xla_dump_to``) and JAX
 (``jax_dump_ir_to``) dump folders are walked for modules.
 
-Errors no64 expects are printed as one ``no64: error: ...`` line; anything
-else is an internal error (exit 3), with a traceback only when the
+Errors no64 expects (bad input, bad usage) are printed as one
+``no64: error: ...`` line and exit 2.  Anything else is a bug in no64, an
+internal error: one ``no64: internal error: TYPE: MESSAGE -- please report
+this ...`` line, also exit 2; a traceback before it only when the
 environment variable ``NO64_DEBUG`` is ``1``.
 """
 
@@ -48,8 +50,7 @@ __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_FOUND = 1
-EXIT_ERROR = 2
-EXIT_INTERNAL = 3
+EXIT_ERROR = 2  # bad input or usage, and an internal error
 
 _DEBUG_ENV = "NO64_DEBUG"
 # Widest a table cell may make its column; longer cells overflow.
@@ -624,10 +625,19 @@ def _error(exc: BaseException) -> None:
         print(line, file=sys.stderr)
 
 
+def _internal_error(exc: BaseException) -> None:
+    """One line for an exception no64 did not expect: a bug in no64."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    print(
+        f"no64: internal error: {type(exc).__name__}: {message} "
+        "-- please report this as a no64 bug (with the input file)",
+        file=sys.stderr,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``no64`` command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    parser = _build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
     # File names that are not UTF-8 reach Python as surrogate escapes: print
     # them as the bytes they were, as ls does, instead of failing.
     for stream in (sys.stdout, sys.stderr):
@@ -637,22 +647,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cast(io.TextIOWrapper, stream).reconfigure(errors="surrogateescape")
         except (AttributeError, ValueError, OSError):
             pass
-    program_args: list[str] = []
-    if argv and argv[0] == "audit":
-        argv, program_args = _split_audit_argv(argv)
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, usage errors
-        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_ERROR
-    try:
-        if args.command == "check":
-            return _check(args)
-        if args.command == "audit":
-            return _audit(args, program_args)
-        return _convert(args)
+        return _run(args)
     except (_UsageError, No64Error) as exc:
         _error(exc)
         return EXIT_ERROR
@@ -670,10 +666,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if os.environ.get(_DEBUG_ENV) == "1":
             traceback.print_exc()
-        message = " ".join(str(exc).split()) or "(no message)"
-        print(
-            f"no64: internal error: {type(exc).__name__}: {message} "
-            f"(set {_DEBUG_ENV}=1 for a traceback; please report this)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+        _internal_error(exc)
+        return EXIT_ERROR
+
+
+def _run(argv: list[str]) -> int:
+    """Parse ``argv`` and run its command."""
+    parser = _build_parser()
+    program_args: list[str] = []
+    if argv and argv[0] == "audit":
+        argv, program_args = _split_audit_argv(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    if args.command == "check":
+        return _check(args)
+    if args.command == "audit":
+        return _audit(args, program_args)
+    return _convert(args)

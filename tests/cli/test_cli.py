@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 
 import no64
 import no64.cli
+import no64.jax.audit
+import no64.targets.legality
 from no64 import io as no64io
 from no64.cli import main
 from no64.jax.reference import compare_outputs, lower_x64, narrow_inputs, run_module
@@ -297,15 +300,66 @@ def test_internal_error(
     monkeypatch.delenv("NO64_DEBUG", raising=False)
     argv = ["convert", F64, "-o", str(tmp_path / "out.mlir")]
     code, _, err = run(capsys, *argv)
-    assert code == 3
+    assert code == 2
     assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("no64: internal error: RuntimeError: boom")
+    assert err.splitlines() == [
+        "no64: internal error: RuntimeError: boom second line -- please report this as a no64 bug "
+        "(with the input file)"
+    ]
 
     monkeypatch.setenv("NO64_DEBUG", "1")
     code, _, err = run(capsys, *argv)
-    assert code == 3
+    assert code == 2
     assert "Traceback" in err
+
+
+def _broken(*args: object, **kwargs: object) -> None:
+    raise KeyError("boom\nsecond line")
+
+
+INTERNAL = ("no64: internal error: KeyError: 'boom\\nsecond line' -- please report this as a "
+            "no64 bug (with the input file)")
+
+
+@pytest.mark.parametrize("command", ["check", "check-dir", "check-target", "convert", "audit", "parse"])
+def test_an_internal_error_is_one_line_and_exit_2(
+    command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO64_DEBUG", raising=False)
+    script = tmp_path / "prog.py"
+    script.write_text("print('hi')\n")
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    shutil.copy(F64, dump / "a.mlir")
+    if command in ("check", "check-dir"):
+        monkeypatch.setattr(no64.cli, "find_64bit", _broken)
+        argv = ["check", F64 if command == "check" else str(dump)]
+    elif command == "check-target":
+        monkeypatch.setattr(no64.targets.legality, "check_target", _broken)
+        argv = ["check", "--target", "neuron", F64]
+    elif command == "convert":
+        monkeypatch.setattr(no64.cli, "demote", _broken)
+        argv = ["convert", F64, "-o", str(tmp_path / "out.mlir")]
+    elif command == "audit":
+        monkeypatch.setattr(no64.jax.audit, "run_program", _broken)
+        argv = ["audit", str(script)]
+    else:
+        monkeypatch.setattr(no64.cli, "_build_parser", _broken)
+        argv = ["check", F64]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.splitlines() == [INTERNAL]
+    assert not (tmp_path / "out.mlir").exists()
+
+
+def test_no64_debug_adds_the_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(no64.cli, "find_64bit", _broken)
+    monkeypatch.setenv("NO64_DEBUG", "1")
+    code, _, err = run(capsys, "check", F64)
+    assert code == 2
+    assert err.startswith("Traceback") and err.splitlines()[-1] == INTERNAL
 
 
 # --------------------------------------------------------------------------- as a program
@@ -388,4 +442,3 @@ def test_a_usage_error_is_one_line(capsys: pytest.CaptureFixture[str], argv: lis
     out, err = capsys.readouterr()
     assert out == ""
     assert_one_error_line(err, part)
-
