@@ -5,9 +5,11 @@
     any 64-bit value remains, 2 on bad input.
 ``no64 convert IN -o OUT``
     Rewrite IN without 64-bit types, check the result, write it to OUT and
-    print the demotion report.  Exit 0 on success, 2 when the module cannot
-    be converted (bad input, a refused op, an out-of-range constant) or OUT
-    cannot be written.
+    print the demotion report.  In the text report, events alike in kind,
+    op, detail and source location are one line with ``(xN)``; ``--json``
+    keeps every event as an entry of its own.  Exit 0 on success, 2 when the
+    module cannot be converted (bad input, a refused op, an out-of-range
+    constant) or OUT cannot be written.
 
 ``no64 audit [OPTIONS] SCRIPT [ARGS...]`` / ``no64 audit [OPTIONS] -m MODULE [ARGS...]``
     Run a Python program as ``NO64_PLATFORMS=P python ...`` would and report
@@ -43,6 +45,7 @@ from typing import Any, NoReturn, cast
 from . import __version__, io as no64io
 from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
+from .report import grouped_lines
 from .transforms.demote import demote
 from .transforms.scan import check, find_64bit
 
@@ -110,8 +113,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "convert",
         help="rewrite a module without 64-bit types",
         description="Rewrite IN without 64-bit types, check the result, write it to OUT "
-        "and print the demotion report. IN is never overwritten unless --in-place is "
-        "given; an existing OUT only with --force.",
+        "and print the demotion report (alike lines once, with (xN)). IN is never "
+        "overwritten unless --in-place is given; an existing OUT only with --force.",
     )
     convert.add_argument("input", metavar="IN")
     convert.add_argument("-o", "--output", metavar="OUT", help="file to write")
@@ -174,7 +177,9 @@ def _build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--in-place", action="store_true", help="write the result back to IN"
     )
-    convert.add_argument("--json", action="store_true", help="print the report as JSON")
+    convert.add_argument(
+        "--json", action="store_true", help="print the report as JSON (every event an entry of its own)"
+    )
 
     audit = sub.add_parser(
         "audit",
@@ -583,8 +588,8 @@ def _convert(args: argparse.Namespace) -> int:
         if legalized is not None:
             done, findings = legalized
             print(done.summary())
-            for r in done.rewritten:
-                print(f"  {r}")
+            for line in grouped_lines(str(r) for r in done.rewritten):
+                print(f"  {line}")
         print(f"wrote {dest} ({out_format})")
     return EXIT_OK
 
@@ -606,8 +611,8 @@ def _legalize(module: Any, args: argparse.Namespace,
     if findings and args.policy in (RangePolicy.STRICT.value, RangePolicy.EXACT.value):
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
         raise TargetError(f"target {profile.name} (policy {args.policy}): {said(findings[0])}{more}")
-    for f in findings:
-        print(f"no64: warning: {said(f)}", file=sys.stderr)
+    for line in grouped_lines(said(f) for f in findings):
+        print(f"no64: warning: {line}", file=sys.stderr)
     return done, findings
 
 
