@@ -59,15 +59,17 @@ def test_check_finds_64bit_values(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     header = lines[1].split()
     assert header == ["op", "type", "role", "location"]
-    mul = [line for line in lines if "stablehlo.multiply" in line]
+    mul = [line for line in lines if line.startswith("  stablehlo.multiply")]
     assert len(mul) == 1
     # Columns are aligned: each starts at the header's column.
     for column in ("type", "role", "location"):
         start = lines[1].index(column)
         assert lines[2][start - 2 : start] == "  " and lines[2][start] != " "
     assert f"{F64}:5:" in mul[0]  # the op's line in the file
-    assert f"{F64}: 8 64-bit values (f64: 4, i64: 4)" in lines
-    assert lines[-1] == f"{CLEAN}: clean, no 64-bit values"
+    assert f"{F64}: 8 64-bit values -- by type: f64 4, i64 4; by op: func.func 4, " \
+        "stablehlo.constant 2, stablehlo.add 1, stablehlo.multiply 1" in lines
+    assert lines[-2] == f"{CLEAN}: clean, no 64-bit values"
+    assert lines[-1].startswith("total: 8 64-bit values in 1 of 2 files -- by type: f64 4, i64 4; ")
 
 
 def test_check_json(capsys: pytest.CaptureFixture[str]) -> None:
