@@ -1,13 +1,21 @@
 """The ``no64`` command line.
 
 ``no64 check FILE...``
-    List every 64-bit value in each file.  Exit 0 when all are clean, 1 when
-    any 64-bit value remains, 2 on bad input.
+    List every 64-bit value in each file, and end each file's output with
+    its count line: how many, by element type and by op (the ten commonest
+    ops by name).  Over several files a last ``total:`` line sums them up.
+    ``--summary`` prints only the count lines and the total; ``--json``
+    prints one document, a list with an entry per file whose ``counts`` are
+    ``{"total", "by_type", "by_op"}`` (``"by_kind"`` instead of
+    ``"by_type"`` with ``--target``; null for a file not read).  Exit 0 when
+    all are clean, 1 when any 64-bit value remains, 2 on bad input.
 ``no64 convert IN -o OUT``
     Rewrite IN without 64-bit types, check the result, write it to OUT and
-    print the demotion report.  Exit 0 on success, 2 when the module cannot
-    be converted (bad input, a refused op, an out-of-range constant) or OUT
-    cannot be written.
+    print the demotion report.  In the text report, events alike in kind,
+    op, detail and source location are one line with ``(xN)``; ``--json``
+    keeps every event as an entry of its own.  Exit 0 on success, 2 when the
+    module cannot be converted (bad input, a refused op, an out-of-range
+    constant) or OUT cannot be written.
 
 ``no64 audit [OPTIONS] SCRIPT [ARGS...]`` / ``no64 audit [OPTIONS] -m MODULE [ARGS...]``
     Run a Python program as ``NO64_PLATFORMS=P python ...`` would and report
@@ -17,10 +25,16 @@
     ``--fail-on`` (default ``refused``), 0 otherwise; 2 on bad usage.
 
 ``check`` also takes directories: XLA (``--xla_dump_to``) and JAX
-(``jax_dump_ir_to``) dump folders are walked for modules.
+(``jax_dump_ir_to``) dump folders are walked for modules.  XLA writes each
+module twice, as StableHLO (``module_NNNN.NAME/module.mlir``) and as HLO
+text (``module_NNNN.NAME.before_optimizations.txt``): it is checked once,
+from the StableHLO, and from the HLO text only when the StableHLO cannot be
+read.
 
-Errors no64 expects are printed as one ``no64: error: ...`` line; anything
-else is an internal error (exit 3), with a traceback only when the
+Errors no64 expects (bad input, bad usage) are printed as one
+``no64: error: ...`` line and exit 2.  Anything else is a bug in no64, an
+internal error: one ``no64: internal error: TYPE: MESSAGE -- please report
+this ...`` line, also exit 2; a traceback before it only when the
 environment variable ``NO64_DEBUG`` is ``1``.
 """
 
@@ -41,6 +55,7 @@ from typing import Any, NoReturn, cast
 from . import __version__, io as no64io
 from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
+from .report import grouped_lines
 from .transforms.demote import demote
 from .transforms.scan import check, find_64bit
 
@@ -48,8 +63,7 @@ __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_FOUND = 1
-EXIT_ERROR = 2
-EXIT_INTERNAL = 3
+EXIT_ERROR = 2  # bad input or usage, and an internal error
 
 _DEBUG_ENV = "NO64_DEBUG"
 # Widest a table cell may make its column; longer cells overflow.
@@ -79,17 +93,30 @@ def _build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser(
         "check",
         help="list the 64-bit values in modules",
-        description="List every 64-bit value in each FILE. Exit 0 when all files are "
-        "clean, 1 when any 64-bit value remains, 2 on bad input.",
+        description="List every 64-bit value in each FILE; each file's output ends with its "
+        "count line (by element type and by op), and over several files a total line follows. "
+        "Exit 0 when all files are clean, 1 when any 64-bit value remains, 2 on bad input.",
     )
     check.add_argument(
         "files",
         nargs="+",
         metavar="FILE",
         help="module files, or dump directories (XLA --xla_dump_to, JAX jax_dump_ir_to) "
-        "whose *.mlir, *.mlirbc and *.before_optimizations.txt files are checked",
+        "whose *.mlir, *.mlirbc and *.before_optimizations.txt files are checked; a module XLA "
+        "wrote both as NAME/module.mlir and as NAME.before_optimizations.txt is checked once, "
+        "from module.mlir",
     )
-    check.add_argument("--json", action="store_true", help="print one JSON document")
+    shown = check.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document: per file its findings and their counts",
+    )
+    shown.add_argument(
+        "--summary",
+        action="store_true",
+        help="print only each file's count line (by element type and by op) and the total",
+    )
     check.add_argument(
         "--target",
         metavar="T",
@@ -109,8 +136,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "convert",
         help="rewrite a module without 64-bit types",
         description="Rewrite IN without 64-bit types, check the result, write it to OUT "
-        "and print the demotion report. IN is never overwritten unless --in-place is "
-        "given; an existing OUT only with --force.",
+        "and print the demotion report (alike lines once, with (xN)). IN is never "
+        "overwritten unless --in-place is given; an existing OUT only with --force.",
     )
     convert.add_argument("input", metavar="IN")
     convert.add_argument("-o", "--output", metavar="OUT", help="file to write")
@@ -173,7 +200,9 @@ def _build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--in-place", action="store_true", help="write the result back to IN"
     )
-    convert.add_argument("--json", action="store_true", help="print the report as JSON")
+    convert.add_argument(
+        "--json", action="store_true", help="print the report as JSON (every event an entry of its own)"
+    )
 
     audit = sub.add_parser(
         "audit",
@@ -304,26 +333,128 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def _summary(name: str, findings: Sequence[Any]) -> str:
-    if not findings:
+# The ops a count line names one by one; the rest are summed up.
+_MAX_OPS = 10
+
+
+def _element(type_text: str) -> str:
+    """The 64-bit element type a value's type holds (``"f64"``, ``"i64"`` ...)."""
+    m = _ELEMENT.search(type_text)
+    return m.group(0) if m else "other"
+
+
+def _ranked(counter: Counter[str]) -> dict[str, int]:
+    """Counts, most first (ties by name)."""
+    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _counts(findings: Sequence[Any], target: str | None) -> dict[str, Any]:
+    """The ``counts`` of a file's JSON entry: how many findings, by element
+    type (by kind with ``--target``) and by op, most first."""
+    by = "by_kind" if target is not None else "by_type"
+    keys = (f.kind for f in findings) if target is not None else (_element(f.type) for f in findings)
+    return {
+        "total": len(findings),
+        by: _ranked(Counter(keys)),
+        "by_op": _ranked(Counter(f.op for f in findings)),
+    }
+
+
+def _listed(counts: dict[str, int], limit: int | None = None) -> str:
+    """``"a 3, b 1"``; past ``limit`` entries the rest as ``"N other ops M"``."""
+    items = list(counts.items())
+    shown = items if limit is None or len(items) <= limit else items[:limit]
+    parts = [f"{k} {n}" for k, n in shown]
+    rest = items[len(shown):]
+    if rest:
+        parts.append(f"{len(rest)} other ops {sum(n for _, n in rest)}")
+    return ", ".join(parts)
+
+
+def _values(n: int) -> str:
+    return f"{n} 64-bit value{'s' if n != 1 else ''}"
+
+
+def _count_line(name: str, counts: dict[str, Any], target: str | None) -> str:
+    """A file's last line: how many findings, by element type and by op."""
+    n = counts["total"]
+    if target is not None:
+        if not n:
+            return f"{name}: nothing target {target} refuses or computes inexactly"
+        kinds = ", ".join(f"{c} {k}" for k, c in sorted(counts["by_kind"].items()))
+        return f"{name}: {n} finding(s) for target {target} ({kinds})"
+    if not n:
         return f"{name}: clean, no 64-bit values"
-    kinds = Counter((m.group(0) if (m := _ELEMENT.search(f.type)) else "other") for f in findings)
-    parts = ", ".join(f"{k}: {n}" for k, n in kinds.most_common())
-    plural = "s" if len(findings) != 1 else ""
-    return f"{name}: {len(findings)} 64-bit value{plural} ({parts})"
+    return (
+        f"{name}: {_values(n)} -- by type: {_listed(counts['by_type'])}; "
+        f"by op: {_listed(counts['by_op'], _MAX_OPS)}"
+    )
+
+
+def _total_line(
+    counts: Sequence[dict[str, Any]], skipped: int, failed: int, target: str | None
+) -> str:
+    """The last line of ``check`` over several files: the counts summed."""
+    n = sum(c["total"] for c in counts)
+    by: Counter[str] = Counter()
+    ops: Counter[str] = Counter()
+    for c in counts:
+        by.update(c["by_kind" if target is not None else "by_type"])
+        ops.update(c["by_op"])
+    files = len(counts)
+    hit = sum(1 for c in counts if c["total"])
+    where = f"in {hit} of {files} file{'s' if files != 1 else ''}"
+    left = [f"{skipped} skipped"] * bool(skipped) + [f"{failed} not read"] * bool(failed)
+    if left:
+        where += f" ({', '.join(left)})"
+    if target is not None:
+        kinds = ", ".join(f"{c} {k}" for k, c in sorted(by.items()))
+        return f"total: {n} finding(s) for target {target} {where}" + (f" ({kinds})" if n else "")
+    if not n:
+        return f"total: no 64-bit values {where}"
+    return (
+        f"total: {_values(n)} {where} -- by type: {_listed(_ranked(by))}; "
+        f"by op: {_listed(_ranked(ops), _MAX_OPS)}"
+    )
 
 
 _DUMP_SUFFIXES = (".mlir", ".mlirbc", ".before_optimizations.txt")
+# XLA (--xla_dump_to) writes each module twice: as HLO text,
+# ``module_NNNN.NAME.before_optimizations.txt``, and as the StableHLO it was
+# given, ``module_NNNN.NAME/module.mlir``.
+_XLA_HLO = ".before_optimizations.txt"
+_XLA_MLIR = ("module.mlir", "module.mlirbc")
 
 
-def _dump_files(directory: str) -> list[str]:
-    """Module files of a dump folder, sorted: StableHLO (``*.mlir``, ``*.mlirbc``,
-    from ``jax_dump_ir_to`` and XLA) and HLO text before optimisation (XLA)."""
+def _dump_key(path: str) -> str:
+    """What names the module a dump file holds: the same for both of XLA's forms."""
+    folder, base = os.path.split(path)
+    if base in _XLA_MLIR:
+        return folder
+    if base.endswith(_XLA_HLO):
+        return path[: -len(_XLA_HLO)]
+    return path
+
+
+def _dump_files(directory: str) -> list[list[str]]:
+    """The modules of a dump folder, each as its files, sorted: StableHLO
+    (``*.mlir``, ``*.mlirbc``, from ``jax_dump_ir_to`` and XLA) and HLO text
+    before optimisation (XLA).
+
+    A module XLA wrote in both forms is one module, listed once: its
+    StableHLO ``module_NNNN.NAME/module.mlir`` first (the program as JAX
+    gave it to XLA, with JAX's source locations), then the HLO text
+    ``module_NNNN.NAME.before_optimizations.txt``, read only when the
+    StableHLO cannot be.
+    """
     found = []
     for root, dirs, files in os.walk(directory):
         dirs.sort()
         found += [os.path.join(root, f) for f in sorted(files) if f.endswith(_DUMP_SUFFIXES)]
-    return found
+    modules: dict[str, list[str]] = {}
+    for path in found:
+        modules.setdefault(_dump_key(path), []).append(path)
+    return [sorted(paths, key=lambda p: p.endswith(_XLA_HLO)) for paths in modules.values()]
 
 
 def _load(name: str, args: argparse.Namespace) -> Any:
@@ -370,77 +501,85 @@ def _check(args: argparse.Namespace) -> int:
         raise _UsageError(f"check: unknown target {args.target!r}; known: {', '.join(sorted(_target_names()))}")
     results: list[dict[str, Any]] = []
     status = EXIT_OK
-    bad_input = False
-    names: list[str] = []
-    from_dir: set[str] = set()
+    counted: list[dict[str, Any]] = []
+    skipped = failed = 0
+    # Each entry: a module's files (the first that loads is checked) and
+    # whether they come from a dump folder (where a file no64 cannot read is
+    # skipped, not bad input).
+    entries: list[tuple[list[str], bool]] = []
     for name in args.files:
         if os.path.isdir(name):
-            files = _dump_files(name)
-            if not files:
+            modules = _dump_files(name)
+            if not modules:
                 raise no64io.InputError(
                     f"{name}: no module files (*.mlir, *.mlirbc, *.before_optimizations.txt) "
                     "in this directory"
                 )
-            names += files
-            from_dir.update(files)
+            entries += [(files, True) for files in modules]
         else:
-            names.append(name)
-    for name in names:
-        if name in from_dir:
-            try:
-                module = _load(name, args)
-            except No64Error as exc:
-                first = (str(exc).splitlines() or [type(exc).__name__])[0]
-                print(f"no64: note: skipped {name}: {first}", file=sys.stderr)
-                results.append({"file": name, "clean": None, "findings": [], "skipped": first})
+            entries.append(([name], False))
+    for files, from_dir in entries:
+        if from_dir:
+            for name in files:
+                try:
+                    module = _load(name, args)
+                except No64Error as exc:
+                    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                    print(f"no64: note: skipped {name}: {first}", file=sys.stderr)
+                    results.append({"file": name, "clean": None, "findings": [], "skipped": first,
+                                    "counts": None})
+                    continue
+                break
+            else:
+                skipped += 1
                 continue
             with _too_deep(name):
                 findings = _findings(module, args)
-            if findings:
-                status = EXIT_FOUND
-            _check_output(args, name, findings, results)
-            continue
-        try:
-            with _too_deep(name):
-                findings = _findings(_load(name, args), args)
-        except No64Error as exc:
-            _error(exc)
-            bad_input = True
-            results.append({"file": name, "clean": None, "findings": [], "error": str(exc)})
-            continue
+        else:
+            (name,) = files
+            try:
+                with _too_deep(name):
+                    findings = _findings(_load(name, args), args)
+            except No64Error as exc:
+                _error(exc)
+                failed += 1
+                results.append({"file": name, "clean": None, "findings": [], "error": str(exc),
+                                "counts": None})
+                continue
         if findings:
             status = EXIT_FOUND
-        _check_output(args, name, findings, results)
+        counted.append(_check_output(args, name, findings, results))
     if args.json:
         print(json.dumps(results, indent=2))
-    return EXIT_ERROR if bad_input else status
+    elif len(entries) > 1:
+        print(_total_line(counted, skipped, failed, args.target))
+    return EXIT_ERROR if failed else status
 
 
 def _check_output(
     args: argparse.Namespace, name: str, findings: Sequence[Any], results: list[dict[str, Any]]
-) -> None:
+) -> dict[str, Any]:
+    """Print (or record, with ``--json``) one file's findings; return their counts."""
+    counts = _counts(findings, args.target)
     results.append(
-        {"file": name, "clean": not findings, "findings": [f.to_dict() for f in findings]}
+        {"file": name, "clean": not findings, "findings": [f.to_dict() for f in findings],
+         "counts": counts}
     )
-    if not args.json:
-        if findings and args.target is not None:
-            print(f"{name}:")
+    if args.json:
+        return counts
+    if findings and not args.summary:
+        print(f"{name}:")
+        if args.target is not None:
             for f in findings:
                 code = f" [{f.code}]" if f.code else ""
                 print(f"  {f.location}: {f.op}: {f.kind}{code}: {f.detail}")
-            kinds = Counter(f.kind for f in findings)
-            counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-            print(f"{name}: {len(findings)} finding(s) for target {args.target} ({counts})")
-        elif args.target is not None:
-            print(f"{name}: nothing target {args.target} refuses or computes inexactly")
         else:
-            if findings:
-                rows = [("op", "type", "role", "location")]
-                rows += [(f.op, f.type, f.role, str(f.location)) for f in findings]
-                print(f"{name}:")
-                for line in _table(rows):
-                    print(f"  {line}")
-            print(_summary(name, findings))
+            rows = [("op", "type", "role", "location")]
+            rows += [(f.op, f.type, f.role, str(f.location)) for f in findings]
+            for line in _table(rows):
+                print(f"  {line}")
+    print(_count_line(name, counts, args.target))
+    return counts
 
 
 # --------------------------------------------------------------------------- audit
@@ -582,8 +721,8 @@ def _convert(args: argparse.Namespace) -> int:
         if legalized is not None:
             done, findings = legalized
             print(done.summary())
-            for r in done.rewritten:
-                print(f"  {r}")
+            for line in grouped_lines(str(r) for r in done.rewritten):
+                print(f"  {line}")
         print(f"wrote {dest} ({out_format})")
     return EXIT_OK
 
@@ -605,8 +744,8 @@ def _legalize(module: Any, args: argparse.Namespace,
     if findings and args.policy in (RangePolicy.STRICT.value, RangePolicy.EXACT.value):
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
         raise TargetError(f"target {profile.name} (policy {args.policy}): {said(findings[0])}{more}")
-    for f in findings:
-        print(f"no64: warning: {said(f)}", file=sys.stderr)
+    for line in grouped_lines(said(f) for f in findings):
+        print(f"no64: warning: {line}", file=sys.stderr)
     return done, findings
 
 
@@ -624,10 +763,19 @@ def _error(exc: BaseException) -> None:
         print(line, file=sys.stderr)
 
 
+def _internal_error(exc: BaseException) -> None:
+    """One line for an exception no64 did not expect: a bug in no64."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    print(
+        f"no64: internal error: {type(exc).__name__}: {message} "
+        "-- please report this as a no64 bug (with the input file)",
+        file=sys.stderr,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``no64`` command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    parser = _build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
     # File names that are not UTF-8 reach Python as surrogate escapes: print
     # them as the bytes they were, as ls does, instead of failing.
     for stream in (sys.stdout, sys.stderr):
@@ -637,22 +785,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cast(io.TextIOWrapper, stream).reconfigure(errors="surrogateescape")
         except (AttributeError, ValueError, OSError):
             pass
-    program_args: list[str] = []
-    if argv and argv[0] == "audit":
-        argv, program_args = _split_audit_argv(argv)
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, usage errors
-        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_ERROR
-    try:
-        if args.command == "check":
-            return _check(args)
-        if args.command == "audit":
-            return _audit(args, program_args)
-        return _convert(args)
+        return _run(args)
     except (_UsageError, No64Error) as exc:
         _error(exc)
         return EXIT_ERROR
@@ -670,10 +804,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if os.environ.get(_DEBUG_ENV) == "1":
             traceback.print_exc()
-        message = " ".join(str(exc).split()) or "(no message)"
-        print(
-            f"no64: internal error: {type(exc).__name__}: {message} "
-            f"(set {_DEBUG_ENV}=1 for a traceback; please report this)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+        _internal_error(exc)
+        return EXIT_ERROR
+
+
+def _run(argv: list[str]) -> int:
+    """Parse ``argv`` and run its command."""
+    parser = _build_parser()
+    program_args: list[str] = []
+    if argv and argv[0] == "audit":
+        argv, program_args = _split_audit_argv(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    if args.command == "check":
+        return _check(args)
+    if args.command == "audit":
+        return _audit(args, program_args)
+    return _convert(args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from .ir.locations import SourceLocation, decode_location
@@ -338,7 +339,12 @@ class DemotionReport:
         }
 
     def summary(self) -> str:
-        """A short multi-line text for people."""
+        """A short multi-line text for people.
+
+        Events alike in kind, op, detail, source location (and element
+        count) are one line, ``(xN)`` after it when there are N of them.  At
+        most 50 such lines are listed.  ``to_dict`` keeps every event.
+        """
         lines = [
             f"retyped {self.values_retyped} value(s) in {self.functions_retyped} function signature(s) "
             f"and their bodies; narrowed {self.constants_narrowed} constant(s); "
@@ -376,12 +382,24 @@ class DemotionReport:
             kinds[e.kind] += e.count
         if kinds:
             lines.append("events: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
-        for e in self.events[:50]:
-            lines.append(f"  {e}")
-        if len(self.events) > 50:
-            lines.append(f"  ... and {len(self.events) - 50} more (see --json)")
+        events = grouped_lines(str(e) for e in self.events)
+        for line in events[:_MAX_EVENT_LINES]:
+            lines.append(f"  {line}")
+        if len(events) > _MAX_EVENT_LINES:
+            lines.append(f"  ... and {len(events) - _MAX_EVENT_LINES} more (see --json)")
         if self.float_hints:
             lines.append(f"float hints: {len(self.float_hints)} place(s) where f32 changes a float64 result")
-            lines.extend(f"  {h}" for h in self.float_hints)
+            lines.extend(f"  {h}" for h in grouped_lines(str(h) for h in self.float_hints))
         lines.append(f"integer policy: {self.integer_policy}")
         return "\n".join(lines)
+
+
+#: The most event lines :meth:`DemotionReport.summary` lists.
+_MAX_EVENT_LINES = 50
+
+
+def grouped_lines(lines: Iterable[str]) -> list[str]:
+    """Identical lines once each, in first-seen order, ``(xN)`` after one
+    that came N > 1 times."""
+    counts = collections.Counter(lines)
+    return [f"{line} (x{n})" if n > 1 else line for line, n in counts.items()]

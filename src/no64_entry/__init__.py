@@ -24,4 +24,9 @@ def main() -> int:
     except ImportError as exc:
         print(f"no64: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - a bug in no64, said in one line as no64.cli does
+        message = " ".join(str(exc).split()) or "(no message)"
+        print(f"no64: internal error: {type(exc).__name__}: {message} "
+              "-- please report this as a no64 bug (with the input file)", file=sys.stderr)
+        return EXIT_ERROR
     return cli_main()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 
 import no64
 import no64.cli
+import no64.jax.audit
+import no64.targets.legality
 from no64 import io as no64io
 from no64.cli import main
 from no64.jax.reference import compare_outputs, lower_x64, narrow_inputs, run_module
@@ -56,15 +59,17 @@ def test_check_finds_64bit_values(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     header = lines[1].split()
     assert header == ["op", "type", "role", "location"]
-    mul = [line for line in lines if "stablehlo.multiply" in line]
+    mul = [line for line in lines if line.startswith("  stablehlo.multiply")]
     assert len(mul) == 1
     # Columns are aligned: each starts at the header's column.
     for column in ("type", "role", "location"):
         start = lines[1].index(column)
         assert lines[2][start - 2 : start] == "  " and lines[2][start] != " "
     assert f"{F64}:5:" in mul[0]  # the op's line in the file
-    assert f"{F64}: 8 64-bit values (f64: 4, i64: 4)" in lines
-    assert lines[-1] == f"{CLEAN}: clean, no 64-bit values"
+    assert f"{F64}: 8 64-bit values -- by type: f64 4, i64 4; by op: func.func 4, " \
+        "stablehlo.constant 2, stablehlo.add 1, stablehlo.multiply 1" in lines
+    assert lines[-2] == f"{CLEAN}: clean, no 64-bit values"
+    assert lines[-1].startswith("total: 8 64-bit values in 1 of 2 files -- by type: f64 4, i64 4; ")
 
 
 def test_check_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -297,15 +302,66 @@ def test_internal_error(
     monkeypatch.delenv("NO64_DEBUG", raising=False)
     argv = ["convert", F64, "-o", str(tmp_path / "out.mlir")]
     code, _, err = run(capsys, *argv)
-    assert code == 3
+    assert code == 2
     assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("no64: internal error: RuntimeError: boom")
+    assert err.splitlines() == [
+        "no64: internal error: RuntimeError: boom second line -- please report this as a no64 bug "
+        "(with the input file)"
+    ]
 
     monkeypatch.setenv("NO64_DEBUG", "1")
     code, _, err = run(capsys, *argv)
-    assert code == 3
+    assert code == 2
     assert "Traceback" in err
+
+
+def _broken(*args: object, **kwargs: object) -> None:
+    raise KeyError("boom\nsecond line")
+
+
+INTERNAL = ("no64: internal error: KeyError: 'boom\\nsecond line' -- please report this as a "
+            "no64 bug (with the input file)")
+
+
+@pytest.mark.parametrize("command", ["check", "check-dir", "check-target", "convert", "audit", "parse"])
+def test_an_internal_error_is_one_line_and_exit_2(
+    command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO64_DEBUG", raising=False)
+    script = tmp_path / "prog.py"
+    script.write_text("print('hi')\n")
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    shutil.copy(F64, dump / "a.mlir")
+    if command in ("check", "check-dir"):
+        monkeypatch.setattr(no64.cli, "find_64bit", _broken)
+        argv = ["check", F64 if command == "check" else str(dump)]
+    elif command == "check-target":
+        monkeypatch.setattr(no64.targets.legality, "check_target", _broken)
+        argv = ["check", "--target", "neuron", F64]
+    elif command == "convert":
+        monkeypatch.setattr(no64.cli, "demote", _broken)
+        argv = ["convert", F64, "-o", str(tmp_path / "out.mlir")]
+    elif command == "audit":
+        monkeypatch.setattr(no64.jax.audit, "run_program", _broken)
+        argv = ["audit", str(script)]
+    else:
+        monkeypatch.setattr(no64.cli, "_build_parser", _broken)
+        argv = ["check", F64]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.splitlines() == [INTERNAL]
+    assert not (tmp_path / "out.mlir").exists()
+
+
+def test_no64_debug_adds_the_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(no64.cli, "find_64bit", _broken)
+    monkeypatch.setenv("NO64_DEBUG", "1")
+    code, _, err = run(capsys, "check", F64)
+    assert code == 2
+    assert err.startswith("Traceback") and err.splitlines()[-1] == INTERNAL
 
 
 # --------------------------------------------------------------------------- as a program
@@ -388,4 +444,3 @@ def test_a_usage_error_is_one_line(capsys: pytest.CaptureFixture[str], argv: lis
     out, err = capsys.readouterr()
     assert out == ""
     assert_one_error_line(err, part)
-

@@ -45,13 +45,18 @@ class SourceLocation:
 
     @property
     def source(self) -> str | None:
-        """``file:line:column`` (or ``file:line``) when a file is known."""
+        """``file:line:column`` (or ``file:line``) when a file is known.
+
+        MLIR counts lines and columns from 1; a 0 is one not known (XLA's
+        HLO importer gives column 0 to the ``source_file`` and
+        ``source_line`` of HLO metadata) and is left out.
+        """
         if self.file is None:
             return None
         text = self.file
-        if self.line is not None:
+        if self.line:
             text += f":{self.line}"
-            if self.column is not None:
+            if self.column:
                 text += f":{self.column}"
         return text
 
