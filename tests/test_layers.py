@@ -59,6 +59,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.rules.rng_bit_generator",
             "no64.rules.wide",
             "no64.rules.limbs",  # integer dots as limb dots a narrower datapath computes exactly
+            "no64.rules.unfold",  # reductions of several values as their bodies on whole tensors
             "no64.rules.pair_rules",
             "no64.rules.ops",
         ),

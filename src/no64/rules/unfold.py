@@ -41,6 +41,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
+from ..ir import words as W
 from ..ir._compat import attribute_dict
 from ..ir._mlir import ir
 from ..spec.protocols import Legalization
@@ -68,9 +69,7 @@ def _shape(v: ir.Value) -> list[int]:
     return list(ir.RankedTensorType(v.type).shape)
 
 
-def _make(name: str, operands: Sequence[ir.Value], result: ir.Type, **attrs: ir.Attribute) -> ir.Value:
-    return ir.Operation.create("stablehlo." + name, results=[result], operands=list(operands),
-                               attributes=attrs).results[0]
+_make = W.make
 
 
 def _i64s(values: Sequence[int]) -> ir.Attribute:
@@ -110,10 +109,11 @@ def _broadcast(scalar: ir.Value, shape: Sequence[int]) -> ir.Value:
 
 
 def _module_of(op: ir.Operation) -> ir.Operation | None:
-    parent = op.parent
-    while parent is not None and parent.operation.name != "builtin.module":
-        parent = parent.parent
-    return parent
+    """The outermost op holding ``op`` (its module)."""
+    top = op.parent
+    while top is not None and top.parent is not None:
+        top = top.parent
+    return top
 
 
 def _callee(call: ir.Operation) -> ir.Operation | None:
