@@ -371,6 +371,16 @@ def _listed(counts: dict[str, int], limit: int | None = None) -> str:
     return ", ".join(parts)
 
 
+def _by_kind(counts: dict[str, int]) -> str:
+    """``"2 inexact, 1 refused"``: a target's findings by kind, by name."""
+    return ", ".join(f"{c} {k}" for k, c in sorted(counts.items()))
+
+
+def _breakdown(by_type: dict[str, int], by_op: dict[str, int]) -> str:
+    """``"by type: ...; by op: ..."``, the ops past :data:`_MAX_OPS` summed up."""
+    return f"by type: {_listed(by_type)}; by op: {_listed(by_op, _MAX_OPS)}"
+
+
 def _values(n: int) -> str:
     return f"{n} 64-bit value{'s' if n != 1 else ''}"
 
@@ -381,14 +391,10 @@ def _count_line(name: str, counts: dict[str, Any], target: str | None) -> str:
     if target is not None:
         if not n:
             return f"{name}: nothing target {target} refuses or computes inexactly"
-        kinds = ", ".join(f"{c} {k}" for k, c in sorted(counts["by_kind"].items()))
-        return f"{name}: {n} finding(s) for target {target} ({kinds})"
+        return f"{name}: {n} finding(s) for target {target} ({_by_kind(counts['by_kind'])})"
     if not n:
         return f"{name}: clean, no 64-bit values"
-    return (
-        f"{name}: {_values(n)} -- by type: {_listed(counts['by_type'])}; "
-        f"by op: {_listed(counts['by_op'], _MAX_OPS)}"
-    )
+    return f"{name}: {_values(n)} -- {_breakdown(counts['by_type'], counts['by_op'])}"
 
 
 def _total_line(
@@ -408,14 +414,10 @@ def _total_line(
     if left:
         where += f" ({', '.join(left)})"
     if target is not None:
-        kinds = ", ".join(f"{c} {k}" for k, c in sorted(by.items()))
-        return f"total: {n} finding(s) for target {target} {where}" + (f" ({kinds})" if n else "")
+        return f"total: {n} finding(s) for target {target} {where}" + (f" ({_by_kind(by)})" if n else "")
     if not n:
         return f"total: no 64-bit values {where}"
-    return (
-        f"total: {_values(n)} {where} -- by type: {_listed(_ranked(by))}; "
-        f"by op: {_listed(_ranked(ops), _MAX_OPS)}"
-    )
+    return f"total: {_values(n)} {where} -- {_breakdown(_ranked(by), _ranked(ops))}"
 
 
 _DUMP_SUFFIXES = (".mlir", ".mlirbc", ".before_optimizations.txt")

@@ -465,7 +465,7 @@ def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
 #: Fewer f32 steps than this across a float64 array's values: f32 cannot
 #: tell them apart well enough to compute with their differences.
 _RESOLVED_STEPS = 16
-_warned_resolution: set[tuple[str | None, int | None]] = set()
+_warned_resolution: set[tuple[str, int]] = set()
 #: user lines already warned of a host sentinel read as a number or met
 _warned_sentinels: set[tuple[str, int]] = set()
 
@@ -501,11 +501,23 @@ def _resolution(flat: np.ndarray, op: str) -> str | None:
     detail = (f"float64 values from {lo!r} to {hi!r} ({span:.3g} apart at most): f32 spaces values "
               f"there {ulp:.3g} apart, so it keeps about {int(steps) + 1} distinct values of them and "
               "their differences are lost; float_policy=\"pairs\" holds them to 48 bits")
-    key = (source.file, source.line)
-    if key not in _warned_resolution and source.file is not None and source.line is not None:
-        _warned_resolution.add(key)
-        warnings.warn_explicit(f"no64: {op}: {detail}", FloatPrecisionWarning, source.file, source.line)
+    _warn_once_at(source, f"no64: {op}: {detail}", FloatPrecisionWarning, _warned_resolution)
     return detail
+
+
+def _warn_once_at(source: SourceLocation, message: str, category: type[Warning],
+                  warned: set[tuple[str, int]]) -> bool:
+    """Warn ``message`` at ``source``, the user's line, unless a line of
+    ``warned`` already had it; whether ``source`` has a line at all."""
+    if source.file is None or source.line is None:
+        return False
+    key = (source.file, source.line)
+    with STATE.host_lock:
+        if key in warned:
+            return True
+        warned.add(key)
+    warnings.warn_explicit(message, category, source.file, source.line)
+    return True
 
 
 def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
@@ -1759,15 +1771,8 @@ def _warn_sentinel(source: SourceLocation, message: str) -> None:
     """One :class:`no64.UnprovenIntegerWarning` per user line where a host
     sentinel is read as a number or meets values that may be its image (the
     default policy computes with the image there: never silently)."""
-    if source.file is None or source.line is None:
+    if not _warn_once_at(source, f"no64: {message}", UnprovenIntegerWarning, _warned_sentinels):
         warnings.warn(f"no64: {message}", UnprovenIntegerWarning, stacklevel=2)
-        return
-    key = (source.file, source.line)
-    with STATE.host_lock:
-        if key in _warned_sentinels:
-            return
-        _warned_sentinels.add(key)
-    warnings.warn_explicit(f"no64: {message}", UnprovenIntegerWarning, source.file, source.line)
 
 
 #: per traced program (weakly): (seeds, images) -> what sentinel_reads found
