@@ -429,9 +429,21 @@ def _sampler_in_a_jit(original: Callable[..., Any]) -> Callable[..., Any]:
             jitted = _sampler_jit(original, static, static_kw, dynamic, dynamic_kw)
         except TypeError:  # an unhashable static argument: a jit for this call alone
             jitted = _sampler_jit.__wrapped__(original, static, static_kw, dynamic, dynamic_kw)
-        return jitted(*operands)
+        outer = getattr(_tls, "sampler", None)
+        _tls.sampler = outer or f"jax.random.{original.__name__}"
+        try:
+            return jitted(*operands)
+        finally:
+            _tls.sampler = outer
 
     return sampler
+
+
+def eager_sampler() -> str | None:
+    """The public name of the sampler (``jax.random.normal``) whose eager
+    call is compiling now, if any: the jit it runs in hides it from the
+    stack."""
+    return getattr(_tls, "sampler", None)
 
 
 def _hashable(x: Any) -> Any:

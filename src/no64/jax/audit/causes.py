@@ -300,14 +300,20 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
     for r in results:
         if r.status == "refused":
             continue  # said above
+        called = r.called if (r.called or "").startswith("jax.random.") else None
         for v in r.values:
+            at = r.compiled_at
+            if called and at is not None and (v.site.file, v.site.line) == (at.file, at.line):
+                # the user's line called the JAX sampler that compiled this
+                # module: its values are that draw's, by that name (JAX's
+                # tracebacks name inner samplers, or none, on some releases)
+                v = dataclasses.replace(v, site=dataclasses.replace(v.site, via=called))
             rng = drawn(v) or (
                 (v.site.file, v.site.line) in random_lines and v.element == "ui64"
                 and v.handling.rank <= Handling.REWRITTEN.rank
             )
             key = ("random", v.site.file, v.site.line) if rng else (
                 "value", v.site.file, v.site.line, v.site.via if v.site.file is None else None)
-            at = r.compiled_at
             if (rng and v.site.file is None and at is not None and at.file is not None
                     and ((r.called or "").startswith("jax.random.") or at.via is not None)):
                 # a draw whose module has no line of the user's (JAX's

@@ -29,6 +29,7 @@ from ...ir._mlir import ir
 from ...ir.types import TypeConverter
 from ...rules import spec_of
 from ...transforms.scan import all_ops
+from .. import intent
 
 __all__ = ["CallGraph", "Site"]
 
@@ -305,24 +306,56 @@ def _stack_site(skip: int = 1) -> Site:
 def _compile_site() -> tuple[Site, str | None]:
     """The user's line whose call is compiling a module now
     (:func:`_stack_site`) and the public JAX function it called there
-    (``jax.random.normal``: the outermost JAX frame below the user's,
-    named after its public module), if it called one directly."""
+    (``jax.random.normal``: the outermost frame below the user's that is one
+    of JAX's public functions, past JAX's own ``jit`` wrappers and no64's),
+    if it called one directly."""
     site = _stack_site(2)
     if site.file is None:
         return site, None
+    sampler = intent.eager_sampler()
+    if sampler is not None:
+        return site, sampler
     frame: Any = sys._getframe(1)
-    below: Any = None
+    inner: list[Any] = []  # the frames below the user's line, innermost first
     while frame is not None:
         path = frame.f_code.co_filename
         if os.path.abspath(path) == site.path and frame.f_lineno == site.line:
             break
-        below = frame
+        inner.append(frame)
         frame = frame.f_back
-    if frame is None or below is None or not _is_jax(below.f_code.co_filename):
+    if frame is None:
         return site, None
-    module = below.f_globals.get("__name__", "")
-    public = module.replace("jax._src.", "jax.", 1) if module.startswith("jax._src.") else module
-    return site, f"{public}.{below.f_code.co_name}" if public.startswith("jax.") else None
+    for below in reversed(inner):
+        path = below.f_code.co_filename
+        if _is_own(path):
+            continue  # no64's wrappers (an eager sampler's jit) stand aside
+        if not _is_jax(path):
+            return site, None  # a library or the user's code: not a direct call
+        name = _public_name(below)
+        if name is not None:
+            return site, name
+    return site, None
+
+
+#: JAX's public namespaces a compiling call is named in, outermost first.
+_PUBLIC = ("jax.random", "jax.nn", "jax.numpy", "jax.lax")
+
+
+def _public_name(frame: Any) -> str | None:
+    """``jax.random.normal`` for a frame running that function's code."""
+    module = frame.f_globals.get("__name__", "")
+    if not module.startswith("jax."):
+        return None
+    code = frame.f_code
+    for public in _PUBLIC:
+        if not (module.startswith(public.replace("jax.", "jax._src.", 1)) or module.startswith(public)):
+            continue
+        fun = getattr(sys.modules.get(public), code.co_name, None)
+        while fun is not None:
+            if getattr(fun, "__code__", None) is code:
+                return f"{public}.{code.co_name}"
+            fun = getattr(fun, "__wrapped__", None)
+    return None
 
 
 def _is_jax(path: str) -> bool:
