@@ -275,7 +275,9 @@ class OutputRangeError(No64Error):
 
 class HostRangeError(ConstantRangeError):
     """A 64-bit host value (numpy data, a Python int) that does not fit in 32
-    bits and is no sentinel, refused under the ``"error"`` integer policy.
+    bits and is no sentinel, refused under the ``"error"`` integer policy in a
+    program that asked for x64 (one that did not gets JAX's x64-off
+    truncation, recorded).
 
     No ``OverflowError`` in itself: with x64 off JAX truncates numpy data
     without a word, and converts a Python int to an explicit 32-bit type

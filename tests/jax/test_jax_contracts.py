@@ -103,22 +103,54 @@ def test_seed_beyond_int64_is_jax_overflow_error(restore_global: None) -> None:
     assert type(plain) is OverflowError and type(got) is OverflowError
 
 
-#: Conversions JAX itself truncates with x64 off: no64 refuses them, and its
-#: error is no OverflowError (code catching JAX's errors does not expect one).
+#: Conversions JAX itself truncates with x64 off (JAX's test_prng_seeds_and_keys
+#: expects the truncated key of a numpy int64 seed and of an eager Python int seed).
 TRUNCATED: dict[str, Callable[[], Any]] = {
-    "convert_element_type": lambda: lax.convert_element_type(2**32, "int32"),
+    "convert_element_type": lambda: lax.convert_element_type(2**32 + 7, "int32"),
     "jnp.full": lambda: jnp.full((2,), BIG),
-    "numpy int64 data": lambda: jnp.asarray(np.array([2**40])),
-    "numpy int64 seed": lambda: jax.random.PRNGKey(np.int64(BIG)),
+    "numpy int64 data": lambda: jnp.asarray(np.array([2**40 + 3, -(2**35) - 1])),
+    "numpy uint64 data": lambda: jnp.asarray(np.array([2**33 + 5], np.uint64)),
+    "numpy int64 seed": lambda: jax.random.key_data(jax.random.PRNGKey(np.int64(BIG))),
+    "numpy int64 seed, jit": lambda: jax.random.key_data(
+        jax.jit(jax.random.PRNGKey)(np.int64(np.iinfo(np.int32).min - 101))),
+    "eager Python int seed": lambda: jax.random.key_data(jax.random.PRNGKey(BIG)),
+    "float64 beyond float32": lambda: jnp.asarray(np.array([1e300, 2.0])),
 }
 
 
 @pytest.mark.parametrize("name", sorted(TRUNCATED))
-def test_refusal_where_jax_truncates_is_no_overflow_error(name: str, restore_global: None) -> None:
+def test_what_jax_truncates_with_x64_off_is_truncated_and_recorded(name: str, restore_global: None) -> None:
+    """A program that did not ask for x64 means JAX's 32-bit program, whose
+    host conversion keeps an integer's low 32 bits (a float beyond float32
+    becomes inf): under the hook it gets JAX's very numbers, and the
+    narrowing is recorded against this line for the audit."""
+    no64.clear_host_records()
     plain, got = _plain_and_no64(TRUNCATED[name])
     assert isinstance(plain, np.ndarray), plain
-    assert isinstance(got, no64.HostRangeError), got
-    assert not isinstance(got, (OverflowError, no64.PythonIntRangeError)), type(got).__mro__
+    assert isinstance(got, np.ndarray), got
+    np.testing.assert_array_equal(got, plain)
+    assert got.dtype == plain.dtype
+    records = [r for r in no64.host_records() if "as JAX does with x64 off" in r.detail]
+    assert records, no64.host_records()
+    assert all(r.location is not None and r.location.file == __file__ for r in records), records
+
+
+@pytest.mark.parametrize("name", sorted(TRUNCATED))
+def test_what_jax_truncates_is_refused_when_the_program_asked_for_x64(name: str, restore_global: None) -> None:
+    """The same conversions in a program that asked for x64 (no64 turned it
+    off): the x64 program holds the 64-bit value, which no 32-bit array can,
+    so it is a HostRangeError at this line -- no OverflowError, which code
+    catching JAX's errors does not expect here."""
+    jax.config.update("jax_enable_x64", False)
+    no64.install("cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", no64.X64DisabledWarning)
+        jax.config.update("jax_enable_x64", True)
+    assert not jax.config.jax_enable_x64  # no64 turned it off: x64 requested
+    with pytest.raises(no64.HostRangeError) as caught:
+        TRUNCATED[name]()
+    assert not isinstance(caught.value, (OverflowError, no64.PythonIntRangeError)), type(caught.value).__mro__
+    assert f"{__file__}:" in str(caught.value), str(caught.value)
 
 
 needs_explicit_x64 = pytest.mark.skipif(

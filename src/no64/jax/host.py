@@ -19,7 +19,10 @@ to module constants (:mod:`no64.transforms.constants`):
   source line, or is narrowed by the integer policy (``"saturated"`` /
   ``"wrapped"``); where JAX refuses the value too (a Python int at one of
   JAX's range checks), the error is a :class:`PythonIntRangeError`, also an
-  ``OverflowError`` as JAX's is;
+  ``OverflowError`` as JAX's is.  In a program that did not ask for x64
+  (its meaning is JAX's 32-bit program), a value JAX itself truncates keeps
+  its low 32 bits as JAX's would (a float beyond float32 becomes ``inf``),
+  recorded;
 * float64 values are rounded to the nearest float32 (``"float-inexact"``,
   ``"float-overflow"`` for finite values that become ``inf``).
 
@@ -295,7 +298,8 @@ def clear_host_records() -> None:
 def _describe(a: np.ndarray, scalar: bool) -> str:
     if scalar:
         return f"a numpy {a.dtype} scalar"
-    return f"an {a.dtype}{list(a.shape)} array"
+    article = "an" if str(a.dtype)[0] in "aeiou" else "a"
+    return f"{article} {a.dtype}{list(a.shape)} array"
 
 
 def _policy_hint() -> str:
@@ -328,6 +332,18 @@ _PAIRS = {
 def _index_of(hit: np.ndarray) -> tuple[int, ...]:
     flat = int(np.argmax(hit.reshape(-1)))
     return tuple(int(i) for i in np.unravel_index(flat, hit.shape)) if hit.shape else ()
+
+
+def _as_jax(policy: str, jax_refuses: bool) -> bool:
+    """Whether an out-of-range host value is narrowed as JAX narrows it with
+    x64 off rather than refused: the program did not ask for x64 (its
+    meaning is JAX's 32-bit program, whose conversion keeps an integer's low
+    32 bits and turns a float beyond float32 into ``inf``), JAX itself does
+    not refuse the value, and the policy would refuse it."""
+    return policy == IntegerPolicy.ERROR and not jax_refuses and not STATE.x64_requested()
+
+
+_AS_JAX = "as JAX does with x64 off (the program did not ask for x64)"
 
 
 def _refusal(jax_refuses: bool) -> type[HostRangeError]:
@@ -399,7 +415,11 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         if res.sentinels:
             _refuse_collision(a, unsigned, op, scalar, what, jax_refuses)
             _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), res.sentinels)
-        if res.out_of_range:
+        if res.out_of_range and res.values is None and _as_jax(policy, jax_refuses):
+            res = C.narrow_integers(a.reshape(-1), unsigned, IntegerPolicy.WRAP)
+            _record(EventKind.WRAPPED, op, f"out-of-range integer {res.first_bad} kept its low 32 bits, "
+                    + _AS_JAX, res.out_of_range)
+        elif res.out_of_range:
             if res.values is None:
                 info = _U32 if unsigned else _I32
                 bad = (a > info.max) if unsigned else ((a > info.max) | (a < info.min))
@@ -428,9 +448,11 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         lost = _resolution(a.reshape(-1), op) if a.size >= 2 else None
         _record(EventKind.FLOAT_INEXACT, op, lost or "rounded to the nearest float32", fres.inexact)
     if fres.overflow:
-        if policy == IntegerPolicy.ERROR:
+        jax_like = _as_jax(policy, jax_refuses)
+        if policy == IntegerPolicy.ERROR and not jax_like:
             _refuse_float_overflow(a, fres.overflow, scalar)
-        _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf", fres.overflow)
+        _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf"
+                + (", " + _AS_JAX if jax_like else ""), fres.overflow)
     return fres.values.reshape(a.shape)
 
 
@@ -542,6 +564,9 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
     if res.sentinels:
         _note_images(a, unsigned)
         _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), 1)
+    elif res.values is None and _as_jax(policy, jax_refuses):
+        res = C.narrow_integers(a, unsigned, IntegerPolicy.WRAP)
+        _record(EventKind.WRAPPED, op, f"out-of-range integer {v} kept its low 32 bits, " + _AS_JAX, 1)
     elif res.values is None:
         source = user_source()
         raise _refusal(jax_refuses)(
