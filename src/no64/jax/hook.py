@@ -593,6 +593,9 @@ def _install_x64_guard() -> None:
         if previous is not None:
             previous(value)
         if not value:
+            # turned off (by the program, or by no64 just before it notes
+            # that it did): programs traced from now on did not ask for x64
+            STATE.x64_off_by_no64 = False
             return
         config = STATE.global_config()
         if config is None or config.mode is Mode.OFF:
