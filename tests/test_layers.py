@@ -65,6 +65,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("transforms", ("no64.transforms", "no64.transforms.scan", "no64.transforms.constants",
+                    "no64.transforms.carry",  # values carried as parts: what words and pairs share
                     "no64.transforms.emulation_plan",  # which values are carried as word pairs
                     "no64.transforms.emulate",
                     "no64.transforms.linalg",  # LAPACK calls written out as StableHLO

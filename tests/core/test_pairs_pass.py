@@ -91,6 +91,15 @@ PROGRAMS = {
     "int64_to_pair": lambda x, y: (
         (jnp.arange(48, dtype=jnp.int64).reshape(6, 8) * 3_000_000_007).astype(jnp.float64) + x
     ),
+    # a combining scatter (an embedding's gradient): repeated indices into a
+    # zero accumulator, whose hi and lo words are equal
+    "scatter_add": lambda x, y: (
+        jnp.zeros((6, 8)).at[jnp.array([0, 2, 0, 5, 0])].add(x[:5] * 1e-9 + y[:5]),
+        x.at[jnp.array([1, 1]), 3].add(y[:2, 0] * 1e-12),
+        x.at[jnp.array([4, 4, 1]), 2].max(y[:3, 1] + 1e4 / 3),
+    ),
+    # jnp.square lowers to chlo.square (jax 0.10 on)
+    "square": lambda x, y: (jnp.square(x) + jnp.square(y), jnp.square(y / 3.0)),
     "f32_mix": lambda x, y: x.astype(jnp.float32) * 2 + (y * 3).astype(jnp.float16).astype(jnp.float64),
 }
 
@@ -194,3 +203,30 @@ def test_dot_general_over_a_long_contraction_in_chunks():
     b = RNG.standard_normal((2, 150, 3))
     got, ref, _ = run(lambda a, b: jnp.einsum("bik,bkj->bij", a, b), a, b)
     close(got, ref)
+
+
+def test_remainder_on_pairs_against_exact_fmod():
+    """``jnp.fmod`` (``stablehlo.remainder``) on pairs against IEEE's fmod of
+    the float64 inputs, which is exact: within the published ``2**-44 * |x|``
+    (the inputs enter as pairs, about 48 bits), the sign of ``x`` kept, zero
+    results signed as ``x``; NaN for a zero divisor or an infinite dividend,
+    ``x`` for an infinite divisor."""
+    big = np.array([2.0**20 + 1 / 3, -(2.0**20) - 0.7, 1e4 / 3, -1e4 / 3, 7.0, -7.0, 6.0, -6.0])
+    rng = np.random.default_rng(3)
+    x = np.concatenate([big, rng.standard_normal(40) * 10.0 ** rng.integers(-3, 7, 40),
+                        [0.0, -0.0, 5.5, -5.5, 1e-3, 3.0, 9.0, np.inf, -np.inf, np.nan, 2.5, 1.0]])
+    y = np.concatenate([[3.0, 3.0, 0.1, -0.1, 7.0, 7.0, -3.0, 3.0],
+                        rng.standard_normal(40) * 10.0 ** rng.integers(-2, 3, 40),
+                        [2.0, 2.0, 2.75, -2.75, 7.0, 0.0, 3.0, 2.0, 2.0, 2.0, np.inf, np.nan]])
+    got, ref, report = run(lambda a, b: jnp.fmod(a, b), x, y)
+    assert report.pairs_by_op.get("stablehlo.remainder", 0) == 1
+    with np.errstate(invalid="ignore"):
+        exact = np.fmod(x, y)
+        f32 = np.fmod(x.astype(np.float32), y.astype(np.float32)).astype(np.float64)
+    g = got[0]
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(exact))
+    fin = ~np.isnan(exact)
+    assert (np.abs(g[fin] - exact[fin]) <= 2.0**-44 * np.abs(x[fin])).all(), (x[fin], g[fin] - exact[fin])
+    assert (np.signbit(g[fin]) == np.signbit(exact[fin])).all()
+    # not vacuous: float32 computes other remainders
+    assert (np.abs(f32[fin] - exact[fin]) > 2.0**-44 * np.abs(x[fin])).sum() > 10

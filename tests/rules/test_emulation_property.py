@@ -211,6 +211,7 @@ FAMILIES: dict[str, dict[str, Op]] = {
         "negate": Op(1, lambda ins, a: -a),
         "multiply": Op(2, lambda ins, a, b: a * like(b, a)),
         "square": Op(1, lambda ins, a: a * a),
+        "jnp_square": Op(1, lambda ins, a: jnp.square(a)),  # chlo.square from jax 0.10 on
         "add_const": Op(1, lambda ins, a, c: a + k64(a, c), _p(CONST64)),
         "multiply_const": Op(1, lambda ins, a, c: a * k64(a, c), _p(CONST64)),
         "constant": Op(1, lambda ins, a, vals: jnp.where(ins[0] > 0, constant(a, vals), a),

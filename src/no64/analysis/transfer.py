@@ -311,6 +311,12 @@ def negate(full: Interval, a: Range) -> Range:
 
 
 @elementwise
+def square(full: Interval, a: Range) -> Range:
+    lo = 0 if a.lo <= 0 <= a.hi else min(a.lo * a.lo, a.hi * a.hi)
+    return fit(lo, max(a.lo * a.lo, a.hi * a.hi), full)
+
+
+@elementwise
 def absolute(full: Interval, a: Range) -> Range:
     lo = 0 if a.lo <= 0 <= a.hi else min(abs(a.lo), abs(a.hi))
     return fit(lo, max(abs(a.lo), abs(a.hi)), full)
@@ -484,6 +490,10 @@ fold_multiply = _fold_binary(lambda a, b: a * b)
 fold_broadcast = _fold_broadcast
 fold_reshape = _fold_reshape
 fold_convert = _fold_convert
+
+
+def fold_square(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:
+    return _wrap(args[0] * args[0], t)
 
 
 def fold_negate(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:

@@ -47,6 +47,9 @@ What this module covers, with the releases that have each form:
 * **MLIR conversions** (:func:`xla_mlir`): ``jaxlib._jax.mlir``
   (``hlo_to_stablehlo``, ``serialize_portable_artifact``,
   ``mlir_module_to_xla_computation``) on 0.7-0.12.
+* **Insertion after an op** (:func:`insertion_after`):
+  ``ir.InsertionPoint.after`` from jaxlib 0.8; 0.7 has none (the op that
+  follows is looked up in its block).
 * **Dialect registration** (``_jax_mlir_ext.register_dialects``,
   ``register_dialect`` of stablehlo, chlo, sdy, ``register_mhlo_dialect``):
   the same on 0.7-0.12; :func:`feature` names any that goes missing.
@@ -204,6 +207,24 @@ def block_argument(v: Any) -> ir.BlockArgument | None:
         return _BlockArgument(v)
     except (ValueError, TypeError):
         return None
+
+
+_AFTER = getattr(ir.InsertionPoint, "after", None)
+
+
+def insertion_after(op: Any) -> ir.InsertionPoint:
+    """An insertion point right after ``op``: ``InsertionPoint.after``
+    (jaxlib 0.8 on), else before the op that follows it, found by walking
+    its block (0.7: linear in the block's length)."""
+    if _AFTER is not None:
+        return _AFTER(op)
+    block = op.block
+    found = False
+    for o in block.operations:
+        if found:
+            return ir.InsertionPoint(o)
+        found = o.operation == op
+    return ir.InsertionPoint(block)
 
 
 def op_result(v: Any) -> ir.OpResult | None:

@@ -470,6 +470,37 @@ def sqrt(x: Pair) -> Pair:
     return finish(_scaled(Pair(_sel(ok, z.hi, s), _sel(ok, z.lo, zero)), down))
 
 
+def remainder(x: Pair, y: Pair) -> Pair:
+    """``fmod``: ``x - trunc(x / y) * y``, with ``x``'s sign and below
+    ``|y|`` in magnitude (as XLA's float64 ``remainder``).  The quotient is
+    truncated from the pair quotient and corrected by one ``|y|`` where
+    that put the result on the wrong side; the product ``trunc(x/y) * y``
+    is a pair product, so the result is exact to about ``2**-44 * |x|``
+    (exact where ``|x / y|`` is small enough that the product fits in a
+    pair).  NaN where ``y`` is 0 or ``x`` is not finite; ``x`` where ``y``
+    is infinite; a zero result carries ``x``'s sign."""
+    q = divide(x, y)
+    whole = select(compare("GE", q, from_f32(_fsplat(q.hi, 0.0))), floor(q), ceil(q))
+    r = subtract(x, multiply(whole, y))
+    zero = from_f32(_fsplat(x.hi, 0.0))
+    ay = absolute(y)
+    x_neg = _cmp(x.hi, _fsplat(x.hi, 0.0), "LT")
+    step = select(x_neg, negate(ay), ay)  # |y| with x's sign
+    # the wrong side of zero: one |y| back; one |y| or more: one |y| less
+    wrong = _or(_and(x_neg, compare("GT", r, zero)), _and(_un("not", x_neg), compare("LT", r, zero)))
+    r = select(wrong, add(r, step), r)
+    over = compare("GE", absolute(r), ay)
+    r = select(over, subtract(r, step), r)
+    # signs and special values
+    r = Pair(_signed_as(r.hi, x.hi), r.lo)
+    finite_x = make("is_finite", [x.hi], _tensor(x.shape, _i1()))
+    inf_y = _and(_un("not", make("is_finite", [y.hi], _tensor(x.shape, _i1()))), _cmp(y.hi, y.hi, "EQ"))
+    nan = _or(_un("not", finite_x), _cmp(y.hi, _fsplat(y.hi, 0.0), "EQ"))
+    nan = _or(nan, _cmp(y.hi, y.hi, "NE"))
+    r = select(inf_y, x, r)
+    return select(nan, from_f32(_fsplat(x.hi, float("nan"))), r)
+
+
 # ------------------------------------------------------------ comparisons
 def compare(direction: str, x: Pair, y: Pair, kind: str = "FLOAT") -> ir.Value:
     """``x <direction> y`` on normalized pairs (``i1``): the hi words

@@ -130,12 +130,16 @@ declare("stablehlo.subtract", elementwise=True, transfer=T.subtract, fold=T.fold
 declare("stablehlo.multiply", elementwise=True, transfer=T.multiply, fold=T.fold_multiply, emulate=E.multiply,
         computes=MULTIPLY,
         pure=True, region_free=True, pairs=PR.multiply)
+# x * x (jnp.square from jax 0.10 on, also on integers, wrapping as multiply does)
+declare("chlo.square", elementwise=True, transfer=T.square, fold=T.fold_square, emulate=E.square,
+        pure=True, region_free=True, pairs=PR.square)
 declare("stablehlo.negate", elementwise=True, transfer=T.negate, fold=T.fold_negate, emulate=E.negate,
         computes=NEGATE, pure=True,
         region_free=True, pairs=PR.negate)
 declare("stablehlo.divide", elementwise=True, transfer=T.divide, emulate=E.divide, computes=DIVIDE, region_free=True,
         pairs=PR.divide)
-declare("stablehlo.remainder", elementwise=True, transfer=T.remainder, emulate=E.remainder, region_free=True)
+declare("stablehlo.remainder", elementwise=True, transfer=T.remainder, emulate=E.remainder, region_free=True,
+        pairs=PR.remainder)
 declare("stablehlo.abs", elementwise=True, transfer=T.absolute, emulate=E.absolute, computes=ABS, pure=True,
         region_free=True,
         pairs=PR.absolute)

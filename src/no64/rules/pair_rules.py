@@ -77,6 +77,8 @@ divide = _binary(P.divide)
 maximum = _binary(lambda a, b: P.minmax("max", a, b))
 minimum = _binary(lambda a, b: P.minmax("min", a, b))
 negate = _unary(P.negate)
+square = _unary(lambda x: P.multiply(x, x))
+remainder = _binary(P.remainder)
 sqrt = _unary(P.sqrt)
 absolute = _unary(P.absolute)
 sign = _unary(P.sign)
@@ -339,7 +341,7 @@ def reduce(op: ir.Operation, em: Any) -> list[Out]:
         if combine in (Computes.MAXIMUM, Computes.MINIMUM):
             kind = "max" if combine is Computes.MAXIMUM else "min"
             return [_pair_reduce(x, init, dims, lambda a, b: P.minmax(kind, a, b))]
-    return em.rebuild_with_body(op, slots=len(op.results))
+    return em.rebuild_carried(op)
 
 
 def reduce_window(op: ir.Operation, em: Any) -> list[Out]:
@@ -352,7 +354,7 @@ def reduce_window(op: ir.Operation, em: Any) -> list[Out]:
             return [_cumsum(em.pair(op.operands[0]), *prefix)]
         em.refuse(op, "no64 computes a float64 windowed sum on pairs only as a cumulative sum "
                   "(one window as long as its axis, unit strides)")
-    return em.rebuild_with_body(op, slots=len(op.results))
+    return em.rebuild_carried(op)
 
 
 def _prefix(op: ir.Operation, em: Any) -> tuple[int, int, bool] | None:
@@ -413,7 +415,7 @@ def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool) -> P.Pair:
 def sort(op: ir.Operation, em: Any) -> list[Out]:
     """``sort``: each float64 operand as two (hi, lo) operands; the
     comparator compares pairs."""
-    return em.rebuild_sort(op)
+    return em.rebuild_sort(op, [em.is_pair(x) for x in op.operands])
 
 
 def scatter(op: ir.Operation, em: Any) -> list[Out]:

@@ -78,6 +78,7 @@ bit_and = binary(lambda a, b: W.bitwise("and", a, b))
 bit_or = binary(lambda a, b: W.bitwise("or", a, b))
 bit_xor = binary(lambda a, b: W.bitwise("xor", a, b))
 negate = unary(W.negate)
+square = unary(lambda w: W.multiply(w, w))
 bit_not = unary(W.bit_not)
 absolute = unary(W.absolute)
 sign = unary(W.sign)
@@ -280,90 +281,6 @@ pad = per_word(0, 1)
 
 
 # ------------------------------------------------- ops with their own regions
-def _scalar_u32() -> ir.RankedTensorType:
-    return ir.RankedTensorType.get([], W.u32())
-
-
-def _split(em: "Emulation", values: Sequence[ir.Value], wide: Sequence[bool]) -> list[ir.Value]:
-    """Operands of the rebuilt op: each 64-bit slot as its (low, high) words."""
-    out: list[ir.Value] = []
-    for v, w in zip(values, wide):
-        if w:
-            words = em.words(v)
-            out += [words.lo, words.hi]
-        else:
-            out.append(em.value(v))
-    return out
-
-
-def _split_types(types: Sequence[ir.Type], wide: Sequence[bool]) -> list[ir.Type]:
-    out: list[ir.Type] = []
-    for t, w in zip(types, wide):
-        if w:
-            u = ir.RankedTensorType.get(list(ir.RankedTensorType(t).shape), W.u32())
-            out += [u, u]
-        else:
-            out.append(t)
-    return out
-
-
-def _rebuild(
-    op: ir.Operation,
-    em: "Emulation",
-    operands: list[ir.Value],
-    result_types: list[ir.Type],
-    block_args: list[tuple[ir.Value, bool, bool]],
-    hi_key: int | None = None,
-    attributes: dict[str, ir.Attribute] | None = None,
-) -> ir.Operation:
-    """A copy of ``op`` (attributes kept, or ``attributes`` instead) with new
-    operands and result types, whose one-block region computes the old body
-    on words: ``block_args`` are the old block's arguments, each with whether
-    it is a 64-bit slot and whether that slot is unsigned.  With ``hi_key``,
-    the high words the region sees and returns are XORed with it (see
-    :func:`scatter`)."""
-    attrs = attributes if attributes is not None else attribute_dict(op)
-    new = ir.Operation.create(op.name, results=result_types, operands=operands, attributes=attrs, regions=1)
-    old_block = op.regions[0].blocks[0]
-    arg_types: list[ir.Type] = []
-    for arg, wide, _ in block_args:
-        arg_types += [_scalar_u32(), _scalar_u32()] if wide else [arg.type]
-        if wide and list(ir.RankedTensorType(arg.type).shape):
-            raise AssertionError("region arguments of this op are scalars")
-    block = new.regions[0].blocks.append(*arg_types)
-    with ir.InsertionPoint(block):
-        k = 0
-        for arg, wide, unsigned in block_args:
-            if wide:
-                hi = block.arguments[k + 1]
-                if hi_key is not None:
-                    hi = W.make("xor", [hi, W.splat(hi, hi_key)], hi.type)
-                em.bind_words(arg, W.Words(block.arguments[k], hi, unsigned))
-                k += 2
-            else:
-                em.bind(arg, block.arguments[k])
-                k += 1
-        unkey = None
-        if hi_key is not None:
-            def unkey(w: W.Words) -> W.Words:
-                return W.Words(w.lo, W.make("xor", [w.hi, W.splat(w.hi, hi_key)], w.hi.type), w.unsigned)
-        em.emulate_block(old_block, unkey)
-    return new
-
-
-def _slot_results(new: ir.Operation, wide: Sequence[bool], unsigned: Sequence[bool]) -> list[Out]:
-    out: list[Out] = []
-    k = 0
-    for w, u in zip(wide, unsigned):
-        if w:
-            out.append(W.Words(new.results[k], new.results[k + 1], u))
-            k += 2
-        else:
-            out.append(new.results[k])
-            k += 1
-    return out
-
-
 def _is_wide_type(em: "Emulation", v: ir.Value) -> bool:
     return _is64(em.type(v))
 
@@ -381,22 +298,22 @@ def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
     n = len(op.results)
     inputs, inits = list(op.operands[:n]), list(op.operands[n:])
     wide = [_is_wide_type(em, x) or _is_wide_type(em, i) for x, i in zip(inputs, inits)]
-    unsigned = [_unsigned_type(r.type) for r in op.results]
-    operands = _split(em, inputs, wide) + _split(em, inits, wide)
-    rtypes = _split_types([r.type for r in op.results], wide)
+    operands = em.split(inputs, wide) + em.split(inits, wide)
+    result_types = [r.type for r in op.results]
+    rtypes = em.split_types(result_types, wide)
     args = list(op.regions[0].blocks[0].arguments)
-    block_args = [(a, wide[i % n], unsigned[i % n]) for i, a in enumerate(args)]
+    args_wide = [wide[i % n] for i in range(len(args))]
     prefix = _long_prefix(op, em) if op.name == "stablehlo.reduce_window" else None
     if prefix is not None:
-        new = _prefix_by_doubling(op, em, operands, rtypes, block_args, *prefix)
+        new = _prefix_by_doubling(op, em, operands, rtypes, args_wide, *prefix)
     else:
         if op.name == "stablehlo.reduce_window" and _whole_axis_window(op, em):
             em.refuse(op, f"a window over a whole axis longer than {_PREFIX_LIMIT} elements, computed on "
                       "two words, which XLA's CPU compiler cannot compile; no64 computes it by doubling "
                       "only when the body is one add, multiply, min, max, and, or or xor with its "
                       "identity as the initial value")
-        new = _rebuild(op, em, operands, rtypes, block_args)
-    return _slot_results(new, wide, unsigned)
+        new = em.rebuild(op, operands, rtypes, args_wide)
+    return em.joined(list(new.results), result_types, wide)
 
 
 #: Cumulative ``reduce_window``s longer than this are computed by doubling
@@ -473,7 +390,7 @@ def _whole_axis_window(op: ir.Operation, em: "Emulation") -> bool:
 
 
 def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Value], rtypes: list[ir.Type],
-                        block_args: list[tuple[ir.Value, bool, bool]], axis: int, length: int,
+                        args_wide: list[bool], axis: int, length: int,
                         reverse: bool) -> ir.Operation:
     """A cumulative reduction as ``ceil(log2(length))`` reduce_windows of two
     elements each, the second ``d = 1, 2, 4, ...`` elements away (padded by
@@ -499,7 +416,7 @@ def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Val
             "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
             "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
         }
-        new = _rebuild(op, em, values + inits, rtypes, block_args, attributes=attrs)
+        new = em.rebuild(op, values + inits, rtypes, args_wide, attributes=attrs)
         values = list(new.results)
         d *= 2
     assert new is not None
@@ -509,35 +426,7 @@ def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Val
 def sort(op: ir.Operation, em: "Emulation") -> list[Out]:
     """``sort``: each 64-bit operand as two (low, high) operands; the
     comparator sees both words of each side."""
-    inputs = list(op.operands)
-    wide = [_is_wide_type(em, x) for x in inputs]
-    unsigned = [_unsigned_type(r.type) for r in op.results]
-    operands = _split(em, inputs, wide)
-    rtypes = _split_types([r.type for r in op.results], wide)
-    old = list(op.regions[0].blocks[0].arguments)
-    # the comparator takes (lhs, rhs) per operand; a split operand takes
-    # (lhs_lo, rhs_lo, lhs_hi, rhs_hi): bind each side to its two words
-    attrs = attribute_dict(op)
-    new = ir.Operation.create(op.name, results=rtypes, operands=operands, attributes=attrs, regions=1)
-    arg_types: list[ir.Type] = []
-    for i, w in enumerate(wide):
-        arg_types += [_scalar_u32()] * 4 if w else [old[2 * i].type, old[2 * i + 1].type]
-    block = new.regions[0].blocks.append(*arg_types)
-    k = 0
-    for i, w in enumerate(wide):
-        lhs, rhs = old[2 * i], old[2 * i + 1]
-        if w:
-            a = block.arguments
-            em.bind_words(lhs, W.Words(a[k], a[k + 2], unsigned[i]))
-            em.bind_words(rhs, W.Words(a[k + 1], a[k + 3], unsigned[i]))
-            k += 4
-        else:
-            em.bind(lhs, block.arguments[k])
-            em.bind(rhs, block.arguments[k + 1])
-            k += 2
-    with ir.InsertionPoint(block):
-        em.emulate_block(op.regions[0].blocks[0])
-    return _slot_results(new, wide, unsigned)
+    return em.rebuild_sort(op, [_is_wide_type(em, x) for x in op.operands])
 
 
 #: XORed into the high words of a rebuilt scatter (see :func:`scatter`).
@@ -556,7 +445,6 @@ def scatter(op: ir.Operation, em: "Emulation") -> list[Out]:
     n = len(op.results)
     inputs, indices, updates = list(op.operands[:n]), op.operands[n], list(op.operands[n + 1:])
     wide = [_is_wide_type(em, x) or _is_wide_type(em, u) for x, u in zip(inputs, updates)]
-    unsigned = [_unsigned_type(r.type) for r in op.results]
 
     def keyed(values: list[ir.Value]) -> list[ir.Value]:
         out: list[ir.Value] = []
@@ -569,17 +457,15 @@ def scatter(op: ir.Operation, em: "Emulation") -> list[Out]:
                 out.append(em.value(v))
         return out
 
+    def unkey(w: W.Words) -> W.Words:
+        return W.Words(w.lo, W.make("xor", [w.hi, W.splat(w.hi, _SCATTER_KEY)], w.hi.type), w.unsigned)
+
     operands = keyed(inputs) + [_index(em, indices)] + keyed(updates)
-    rtypes = _split_types([r.type for r in op.results], wide)
+    result_types = [r.type for r in op.results]
     args = list(op.regions[0].blocks[0].arguments)
-    block_args = [(a, wide[i % n], unsigned[i % n]) for i, a in enumerate(args)]
-    new = _rebuild(op, em, operands, rtypes, block_args, hi_key=_SCATTER_KEY)
-    out = _slot_results(new, wide, unsigned)
-    return [
-        W.Words(o.lo, W.make("xor", [o.hi, W.splat(o.hi, _SCATTER_KEY)], o.hi.type), o.unsigned)
-        if isinstance(o, W.Words) else o
-        for o in out
-    ]
+    new = em.rebuild(op, operands, em.split_types(result_types, wide), [wide[i % n] for i in range(len(args))],
+                     enter=unkey, returned=unkey)
+    return [unkey(o) if isinstance(o, W.Words) else o for o in em.joined(list(new.results), result_types, wide)]
 
 
 # ------------------------------------------------------------ dot_general
@@ -665,11 +551,10 @@ def per_operand(op: ir.Operation, em: "Emulation") -> list[Out]:
     with several values): rebuilt with each 64-bit operand as its two words."""
     values = list(op.operands)
     wide = [_is_wide_type(em, v) for v in values]
-    unsigned = [_is64(em.type(v)) and _unsigned_type(em.type(v)) for v in values]
-    attrs = attribute_dict(op)
-    new = ir.Operation.create(op.name, results=_split_types([em.type(v) for v in values], wide),
-                              operands=_split(em, values, wide), attributes=attrs)
-    return _slot_results(new, wide, unsigned)
+    types = [em.type(v) for v in values]
+    new = ir.Operation.create(op.name, results=em.split_types(types, wide), operands=em.split(values, wide),
+                              attributes=attribute_dict(op))
+    return em.joined(list(new.results), types, wide)
 
 
 # ------------------------------------------------------------------ power

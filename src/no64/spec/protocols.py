@@ -12,7 +12,7 @@ layer above it: :class:`~no64.analysis.ranges.RangeAnalysis` implements
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, Protocol, Union
+from typing import Any, NoReturn, Protocol, TypeVar, Union
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from .intervals import Interval, Range
 
 __all__ = [
     "RangeQuery",
+    "CarrierContext",
     "WordContext",
     "Results",
     "Transfer",
@@ -88,25 +89,16 @@ class RangeQuery(Protocol):
         ...
 
 
-class WordContext(Protocol):
-    """The emulation step as emulation rules use it (``em``)."""
+R = TypeVar("R")
 
-    @property
-    def analysis(self) -> RangeQuery:
-        """The range analysis of the 64-bit program (read only: an
-        implementation may hold a subtype of :class:`RangeQuery`)."""
-        ...
+
+class CarrierContext(Protocol[R]):
+    """What every emulation step offers its rules, whatever its
+    representation ``R`` of a carried value (words, pairs): see
+    :class:`no64.transforms.carry.Carrier`."""
 
     def type(self, v: ir.Value) -> ir.Type:
-        """The type ``v`` has now."""
-        ...
-
-    def is_wide(self, v: ir.Value) -> bool:
-        """Whether ``v`` is emulated (carried as words)."""
-        ...
-
-    def words(self, v: ir.Value, unsigned: bool | None = None) -> W.Words:
-        """The words of operand ``v``."""
+        """The type ``v`` has in the 64-bit program."""
         ...
 
     def value(self, v: ir.Value) -> ir.Value:
@@ -117,16 +109,66 @@ class WordContext(Protocol):
         """Let ``new`` stand for ``old``."""
         ...
 
-    def bind_words(self, old: ir.Value, words: W.Words) -> None:
-        """Let ``words`` be the words of ``old``."""
+    def bind_rep(self, old: ir.Value, rep: R) -> None:
+        """Let ``rep`` represent carried ``old``."""
         ...
 
-    def emulate_block(self, block: ir.Block, returned: Callable[[W.Words], W.Words] | None = None) -> None:
-        """Emulate the ops of a region's block in place."""
+    def rep(self, v: ir.Value) -> R:
+        """The representation of carried operand ``v``."""
+        ...
+
+    def copy_block(self, block: ir.Block, returned: Callable[[R], R] | None = None) -> None:
+        """Copy a region's block to the insertion point, on the representation."""
+        ...
+
+    def split(self, values: Sequence[ir.Value], carried: Sequence[bool]) -> list[ir.Value]:
+        """Operands of a rebuilt op, each carried one as its parts."""
+        ...
+
+    def split_types(self, types: Sequence[ir.Type], carried: Sequence[bool]) -> list[ir.Type]:
+        """Types of a rebuilt op, each carried one as its parts' types."""
+        ...
+
+    def joined(self, values: Sequence[ir.Value], types: Sequence[ir.Type],
+               carried: Sequence[bool]) -> list[Any]:
+        """A rebuilt op's values per slot: a representation where carried."""
+        ...
+
+    def rebuild(self, op: ir.Operation, operands: Sequence[ir.Value], result_types: Sequence[ir.Type],
+                args_carried: Sequence[bool], *, attributes: dict[str, ir.Attribute] | None = None,
+                enter: Callable[[R], R] | None = None, returned: Callable[[R], R] | None = None,
+                arg_types: Sequence[ir.Type] | None = None) -> ir.Operation:
+        """``op`` rebuilt with new operands and result types, its body on the representation."""
+        ...
+
+    def rebuild_carried(self, op: ir.Operation) -> list[Any]:
+        """``op`` rebuilt with every value of a carried type as its parts."""
+        ...
+
+    def rebuild_sort(self, op: ir.Operation, carried: Sequence[bool]) -> list[Any]:
+        """``sort`` rebuilt with each carried operand as its parts."""
         ...
 
     def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
         """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``."""
+        ...
+
+
+class WordContext(CarrierContext[W.Words], Protocol):
+    """The integer word step as emulation rules use it (``em``)."""
+
+    @property
+    def analysis(self) -> RangeQuery:
+        """The range analysis of the 64-bit program (read only: an
+        implementation may hold a subtype of :class:`RangeQuery`)."""
+        ...
+
+    def is_wide(self, v: ir.Value) -> bool:
+        """Whether ``v`` is emulated (carried as words)."""
+        ...
+
+    def words(self, v: ir.Value, unsigned: bool | None = None) -> W.Words:
+        """The words of operand ``v``."""
         ...
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..ir._compat import insertion_after
 from ..ir._mlir import defining_op, ir, stablehlo
 from .registry import spec_of
 
@@ -28,12 +29,7 @@ def compare(a: ir.Value, b: ir.Value, direction: str, compare_type: str) -> ir.V
 
 def after(op: ir.Operation) -> ir.InsertionPoint:
     """An insertion point right after ``op``."""
-    block = op.block
-    ops = list(block.operations)
-    idx = next(i for i, o in enumerate(ops) if o.operation == op)
-    if idx + 1 < len(ops):
-        return ir.InsertionPoint(ops[idx + 1])
-    return ir.InsertionPoint(block)
+    return insertion_after(op)
 
 
 def erase_dead(op: ir.Operation | None) -> None:

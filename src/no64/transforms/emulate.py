@@ -45,20 +45,19 @@ ones); :func:`split_words` and :func:`join_words` convert on the host.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op
-from ..errors import UnsupportedOpError
 from ..ir import words as W
-from ..ir._compat import attribute_dict, block_argument
+from ..ir._compat import block_argument
 from ..ir._mlir import as_operation as _as_op, ir
-from ..ir.locations import decode_location
 from ..ir.types import is_int64_tensor as is_wide_int
 from ..spec.registry import UNKNOWN, spec_of
 from ..spec.walk import functions as _functions, is_public as _is_public, symbol_name as _sym
+from .carry import Carrier
 from .emulation_plan import (
     EmulationPlan,
     _function_return,
@@ -103,7 +102,7 @@ _MARK = "no64.emulate"
 
 
 @dataclasses.dataclass
-class Emulation:
+class Emulation(Carrier[W.Words]):
     """The rewrite of the ops an :class:`~no64.transforms.emulation_plan.EmulationPlan`
     names (its fields are the plan's), and what emulation rules see of it."""
 
@@ -124,7 +123,7 @@ class Emulation:
     #: (``outputs="checked"``): the entry function returns one more result,
     #: a scalar ``i1``, true when they all fit in 32 bits.
     checked: set[ir.Value] = dataclasses.field(default_factory=set)
-    _words: dict[ir.Value, W.Words] = dataclasses.field(default_factory=dict)
+    _reps: dict[ir.Value, W.Words] = dataclasses.field(default_factory=dict)
     _consts: dict[Any, W.Words] = dataclasses.field(default_factory=dict)
 
     # ------------------------------------------------------------ for rules
@@ -144,86 +143,56 @@ class Emulation:
         self.known_ranges: dict[ir.Value, Any] = {}
         #: entry returns -> the flag (every checked result fits) to return last
         self._flags: list[tuple[ir.Operation, ir.Value]] = []
-
-    def type(self, v: ir.Value) -> ir.Type:
-        """The type ``v`` has in the 64-bit program (carried values are
-        retyped to their packed form before the rules run)."""
-        return self._types.get(v) or v.type
+        #: the ops rewritten, to erase; the functions whose signature changes
+        self._erase: list[ir.Operation] = []
+        self._funcs: dict[str, ir.Operation] = {}
 
     def is_wide(self, v: ir.Value) -> bool:
         return v in self.wide
 
     def words(self, v: ir.Value, unsigned: bool | None = None) -> W.Words:
         """The words of operand ``v`` at the current insertion point."""
-        w = self._words.get(v)
+        w = self._reps.get(v)
         if w is None:
-            w = self._value_words(v) if v in self._packed else self._entry(v)
+            w = self.unpacked(v) if v in self._packed else self._entry(v)
         if unsigned is not None and w.unsigned != unsigned:
             w = w.retag(unsigned)
         return w
 
-    def value(self, v: ir.Value) -> ir.Value:
-        """The value that stands for ``v`` (a value of a region being
-        rebuilt maps to its copy; any other value is itself)."""
-        return self._subst.get(v, v)
+    # ------------------------------------------- the representation (Carrier)
+    def carries(self, t: ir.Type) -> bool:
+        return is_wide_int(t)
 
-    def bind(self, old: ir.Value, new: ir.Value) -> None:
-        """``new`` stands for ``old`` (in a region being rebuilt)."""
-        self._subst[old] = new
+    def parts(self, rep: W.Words) -> list[ir.Value]:
+        return [rep.lo, rep.hi]
 
-    def bind_words(self, old: ir.Value, words: W.Words) -> None:
-        """``words`` are the words of 64-bit ``old`` (in a region being rebuilt)."""
-        self._words[old] = words
+    def part_types(self, t: ir.Type) -> list[ir.Type]:
+        u = ir.RankedTensorType.get(list(ir.RankedTensorType(t).shape), W.u32())
+        return [u, u]
 
-    def emulate_block(self, block: ir.Block, returned: Callable[[W.Words], W.Words] | None = None) -> None:
-        """Copy ``block``'s ops to the insertion point, every 64-bit integer
-        computed on words by its op's rule; its terminator returns the words
-        of 64-bit values as two values each (first passed through
-        ``returned``, if given).  (The body of an op rebuilt by
-        its rule: ``reduce``, ``sort``, ``scatter``, ...)"""
-        for op in block.operations:
-            op = _as_op(op)
-            spec = spec_of(op.name)
-            if spec.terminator:
-                values: list[ir.Value] = []
-                for x in op.operands:
-                    if is_wide_int(self.type(x)):
-                        w = self.words(x)
-                        if returned is not None:
-                            w = returned(w)
-                        values += [w.lo, w.hi]
-                    else:
-                        values.append(self.value(x))
-                ir.Operation.create(op.name, results=[], operands=values)
-                continue
-            touches = any(is_wide_int(x.type) for x in op.operands) or any(
-                is_wide_int(r.type) for r in op.results
-            )
-            if not touches:
-                if len(op.regions):
-                    self.refuse(op, "no64 cannot copy an op with regions inside this region")
-                attrs = attribute_dict(op)
-                new = ir.Operation.create(
-                    op.name, results=[r.type for r in op.results],
-                    operands=[self.value(x) for x in op.operands], attributes=attrs, loc=op.location,
-                )
-                for r, nr in zip(op.results, new.results):
-                    self._subst[r] = nr
-                continue
-            if not spec.can_emulate(op):
-                self.refuse(op, "no64 cannot compute this op on 64-bit words inside the region")
-            assert spec.emulate is not None  # (can_emulate says so)
-            with op.location:
-                outs = spec.emulate(op, self)
-            for r, out in zip(op.results, outs):
-                if isinstance(out, W.Words):
-                    self._words[r] = out
-                elif out is not None:
-                    self._subst[r] = out
-            self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
+    def from_parts(self, parts: Sequence[ir.Value], t: ir.Type) -> W.Words:
+        e = ir.RankedTensorType(t).element_type
+        return W.Words(parts[0], parts[1], isinstance(e, ir.IntegerType) and e.is_unsigned)
 
-    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
-        raise UnsupportedOpError(op.name, decode_location(op.location), reason)
+    def unpack(self, packed: ir.Value) -> W.Words:
+        return W.unpack(packed)
+
+    def rep(self, v: ir.Value) -> W.Words:
+        return self.words(v)
+
+    def compute_copied(self, op: ir.Operation) -> None:
+        spec = spec_of(op.name)
+        if not spec.can_emulate(op):
+            self.refuse(op, "no64 cannot compute this op on 64-bit words inside the region")
+        assert spec.emulate is not None  # (can_emulate says so)
+        with op.location:
+            outs = spec.emulate(op, self)
+        for r, out in zip(op.results, outs):
+            if isinstance(out, W.Words):
+                self._reps[r] = out
+            elif out is not None:
+                self._subst[r] = out
+        self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
 
     def _entry(self, v: ir.Value) -> W.Words:
         t = v.type
@@ -269,20 +238,20 @@ class Emulation:
                         known = self.analysis.range(r)
                         if known is not None:
                             self.known_ranges[r] = known
-        erase: list[ir.Operation] = []
-        funcs: dict[str, ir.Operation] = {}
+        self._erase = []
+        funcs = self._funcs = {}
         # retype the carried values (packed)
         for members in self.slots.values():
             for v in members:
-                self._types[v] = v.type
-                v.set_type(W.packed_type(ir.RankedTensorType(v.type).shape, _unsigned(v.type)))
+                self.retype_packed(v, W.packed_type(ir.RankedTensorType(v.type).shape, _unsigned(v.type)))
                 arg = block_argument(v)
                 if arg is not None:
                     owner = _as_op(arg.owner.owner)
                     if spec_of(owner.name).function:
                         funcs[_sym(owner)] = owner
         for fn in _functions(self.root):
-            self._walk(fn, erase, funcs)
+            self.walk(fn)
+        erase = self._erase
         for ret, flag in self._flags:
             # the entry returns the flag last (its signature refreshed below)
             with ir.InsertionPoint(ret), ret.location:
@@ -292,63 +261,27 @@ class Emulation:
             if "res_attrs" in fn.attributes:
                 kept = list(ir.ArrayAttr(fn.attributes["res_attrs"]))
                 fn.attributes["res_attrs"] = ir.ArrayAttr.get([*kept, ir.DictAttr.get({})])
-        for op in reversed(erase):
-            for r in op.results:
-                if any(True for _ in r.uses):
-                    raise AssertionError(f"emulated {op.name} still has users")
-            op.erase()
+        self.erase_replaced(erase, "emulated on words")
         _sweep(self.root)
         for fn in funcs.values():
             _refresh_signature(fn)
         return sum(self.by_op.values()), dict(sorted(self.by_op.items()))
 
-    def _walk(self, fn: ir.Operation, erase: list[ir.Operation], funcs: dict[str, ir.Operation]) -> None:
-        by_op = self.by_op
-        stack = [fn]
-        while stack:
-            cur = stack.pop()
-            for region in cur.regions:
-                for block in region.blocks:
-                    for child in list(block.operations):
-                        child = _as_op(child)
-                        name = child.name
-                        attrs = child.attributes
-                        if _MARK in attrs:
-                            fed = list(ir.DenseI64ArrayAttr(attrs[_MARK]))
-                            del attrs[_MARK]
-                            if _ties(child):
-                                self._tie_uses(child, fed, funcs)
-                                if len(child.regions):
-                                    stack.append(child)
-                                continue
-                            self._emulate(child)
-                            erase.append(child)
-                            by_op[name] = by_op.get(name, 0) + 1
-                            if not _owns_regions(child):
-                                stack.append(child)
-                        elif len(child.regions) and not _owns_regions(child):
-                            stack.append(child)
-
-    def _value_words(self, v: ir.Value) -> W.Words:
-        """Words of a packed carried value, unpacked right after it is defined."""
-        w = self._words.get(v)
-        if w is not None:
-            return w
-        arg = block_argument(v)
-        if arg is not None:
-            block = arg.owner
-            ops = list(block.operations)
-            ip = ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(block)
-            loc = _as_op(block.owner).location
-        else:
-            op = _as_op(v.owner)
-            from ..spec.util import after
-
-            ip = after(op)
-            loc = op.location
-        with ip, loc:
-            w = self._words[v] = W.unpack(v)
-        return w
+    def visit(self, op: ir.Operation) -> bool:
+        """The ops the plan marked: carried values handed over packed (a
+        loop, branch, call or terminator), or computed on words."""
+        attrs = op.attributes
+        if _MARK not in attrs:
+            return not _owns_regions(op)
+        fed = list(ir.DenseI64ArrayAttr(attrs[_MARK]))
+        del attrs[_MARK]
+        if _ties(op):
+            self._tie_uses(op, fed, self._funcs)
+            return True
+        self._emulate(op)
+        self._erase.append(op)
+        self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
+        return not _owns_regions(op)
 
     def _tie_uses(self, op: ir.Operation, fed: list[int], funcs: dict[str, ir.Operation]) -> None:
         """Hand packed values to the carried values (or outputs) ``op`` feeds."""
@@ -377,7 +310,7 @@ class Emulation:
 
     def _operand_words(self, x: ir.Value) -> W.Words:
         if x in self.wide and self._is_packed(x):
-            return self._value_words(x)
+            return self.unpacked(x)
         return self.words(x)
 
     def _is_packed(self, v: ir.Value) -> bool:
@@ -393,7 +326,7 @@ class Emulation:
                     continue
                 if isinstance(out, W.Words):
                     if r in self.wide:
-                        self._words[r] = out
+                        self._reps[r] = out
                     else:
                         single = _exit(out, r.type)
                         known = self.analysis.range(r)

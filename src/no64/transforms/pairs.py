@@ -29,20 +29,20 @@ enter as exact pairs.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedOpError
 from ..ir import pairs as P
-from ..ir._compat import attribute_dict, block_argument
+from ..ir._compat import attribute_dict
 from ..ir._mlir import as_operation as _as_op, ir
-from ..ir.locations import decode_location
-from ..ir.words import make
+from ..ir.words import make, splat
 from ..kinds import Outputs
 from ..rules.pair_rules import is_f64
 from ..spec.registry import spec_of
 from ..spec.walk import entry_function
+from .carry import Carrier
 from .emulate import _functions, _refresh_signature
 
 __all__ = ["PairEmulation", "emulate_pairs", "split_pairs", "join_pairs"]
@@ -78,18 +78,45 @@ def _packed_type(t: ir.Type) -> ir.Type:
     return P.packed_type(list(ir.RankedTensorType(t).shape))
 
 
-class PairEmulation:
+#: XORed into the lo words' bit patterns in a combining scatter (see
+#: :meth:`PairEmulation.rebuild_scatter`).
+_SCATTER_KEY = 0x5BD1E995
+
+
+def _i32_type(shape: list[int]) -> ir.Type:
+    return ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(32))
+
+
+def _lo_keyed(p: P.Pair) -> P.Pair:
+    """``p`` with its lo word as its bit pattern XORed with the key (an
+    ``i32`` value in the lo slot)."""
+    bits = make("bitcast_convert", [p.lo], _i32_type(list(ir.RankedTensorType(p.lo.type).shape)))
+    return P.Pair(p.hi, _xor_key(bits))
+
+
+def _lo_unkeyed(p: P.Pair) -> P.Pair:
+    """The pair :func:`_lo_keyed` made."""
+    shape = list(ir.RankedTensorType(p.lo.type).shape)
+    return P.Pair(p.hi, make("bitcast_convert", [_xor_key(p.lo)], P.pair_type(shape)))
+
+
+def _xor_key(v: ir.Value) -> ir.Value:
+    return make("xor", [v, splat(v, _SCATTER_KEY)], v.type)
+
+
+class PairEmulation(Carrier[P.Pair]):
     """The rewrite, and what rules may ask of it (see :mod:`no64.rules.pair_rules`)."""
 
     def __init__(self, root: ir.Operation, boundary: Outputs = Outputs.WORDS) -> None:
         self.root = root
         self.boundary = Outputs.parse(boundary, "boundary")
-        self._pairs: dict[ir.Value, P.Pair] = {}
+        self._reps: dict[ir.Value, P.Pair] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._types: dict[ir.Value, ir.Type] = {}
         self._packed: set[ir.Value] = set()
         self._narrow_args: set[ir.Value] = set()
         self._in_place = True
+        self._entry_fn: ir.Operation | None = None
         self._erase: list[ir.Operation] = []
         #: ops computed in f32: (op name, location, detail)
         self.reduced_ops: list[tuple[str, Any, str]] = []
@@ -101,46 +128,48 @@ class PairEmulation:
         self.outputs: list[int] = []
 
     # ------------------------------------------------------------ for rules
-    def type(self, v: ir.Value) -> ir.Type:
-        """``v``'s type in the 64-bit program."""
-        return self._types.get(v) or v.type
-
     def is_pair(self, v: ir.Value) -> bool:
         return is_f64(self.type(v))
 
-    def value(self, v: ir.Value) -> ir.Value:
-        """The value standing for non-float64 ``v``."""
-        return self._subst.get(v, v)
-
     def pair(self, v: ir.Value) -> P.Pair:
         """The pair of float64 ``v`` (unpacked where it is defined, if carried)."""
-        p = self._pairs.get(v)
+        p = self._reps.get(v)
         if p is not None:
             return p
         if v in self._packed or v in self._narrow_args:
-            arg = block_argument(v)
-            if arg is not None:
-                block = arg.owner
-                ops = list(block.operations)
-                ip = ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(block)
-                loc = _as_op(block.owner).location
-            else:
-                from ..spec.util import after
-
-                op = _as_op(v.owner)
-                ip, loc = after(op), op.location
-            with ip, loc:
-                if v in self._packed:
-                    p = P.unpack(v)
-                else:
-                    shape = list(ir.RankedTensorType(v.type).shape)
-                    p = P.from_f32(make("convert", [v], P.pair_type(shape)))
-            self._pairs[v] = p
-            return p
+            return self.unpacked(v)
         raise AssertionError(f"float64 value without a pair: {v.type} (a no64 bug)")
 
-    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
-        raise UnsupportedOpError(op.name, decode_location(op.location), reason)
+    # ------------------------------------------- the representation (Carrier)
+    def carries(self, t: ir.Type) -> bool:
+        return is_f64(t)
+
+    def parts(self, rep: P.Pair) -> list[ir.Value]:
+        return [rep.hi, rep.lo]
+
+    def unpack(self, packed: ir.Value) -> P.Pair:
+        if packed in self._narrow_args:  # an entry argument the caller passes as f32
+            shape = list(ir.RankedTensorType(packed.type).shape)
+            return P.from_f32(make("convert", [packed], P.pair_type(shape)))
+        return P.unpack(packed)
+
+    def part_types(self, t: ir.Type) -> list[ir.Type]:
+        f = P.pair_type(list(ir.RankedTensorType(t).shape))
+        return [f, f]
+
+    def from_parts(self, parts: Sequence[ir.Value], t: ir.Type) -> P.Pair:
+        return P.Pair(parts[0], parts[1])
+
+    def rep(self, v: ir.Value) -> P.Pair:
+        return self.pair(v)
+
+    def compute_copied(self, op: ir.Operation) -> None:
+        saved = self._in_place
+        self._in_place = False  # at the end of the new block
+        try:
+            self._apply_rule(op)
+        finally:
+            self._in_place = saved
 
     def reduced(self, op: ir.Operation, detail: str) -> None:
         """Record that ``op`` is computed with less precision than float64."""
@@ -174,128 +203,52 @@ class PairEmulation:
         return self.constant_elements(op)
 
     # ------------------------------------------------------------- regions
-    def copy_block(self, old: ir.Block, new: ir.Block) -> None:
-        """Copy ``old``'s ops to the end of ``new`` (its arguments bound by
-        the caller), every float64 value as a pair; the terminator returns
-        each pair as its two words."""
-        saved = self._in_place
-        self._in_place = False
-        try:
-            with ir.InsertionPoint(new):
-                for op in old.operations:
-                    op = _as_op(op)
-                    if spec_of(op.name).terminator:
-                        values: list[ir.Value] = []
-                        for x in op.operands:
-                            values += list(self.pair(x)) if self.is_pair(x) else [self.value(x)]
-                        ir.Operation.create(op.name, results=[], operands=values, loc=op.location)
-                        continue
-                    if self._touches(op):
-                        self._apply_rule(op)
-                        continue
-                    if len(op.regions):
-                        self.refuse(op, "no64 cannot copy an op with regions inside this region")
-                    attrs = attribute_dict(op)
-                    c = ir.Operation.create(op.name, results=[r.type for r in op.results],
-                                            operands=[self.value(x) for x in op.operands], attributes=attrs,
-                                            loc=op.location)
-                    for r, nr in zip(op.results, c.results):
-                        self._subst[r] = nr
-        finally:
-            self._in_place = saved
-
-    def _expanded(self, values: list[ir.Value]) -> list[ir.Value]:
-        out: list[ir.Value] = []
-        for x in values:
-            out += list(self.pair(x)) if self.is_pair(x) else [self.value(x)]
-        return out
-
-    def _expanded_types(self, types: list[ir.Type]) -> list[ir.Type]:
-        out: list[ir.Type] = []
-        for t in types:
-            if is_f64(t):
-                f = P.pair_type(list(ir.RankedTensorType(t).shape))
-                out += [f, f]
-            else:
-                out.append(t)
-        return out
-
-    def _results(self, op: ir.Operation, new: ir.Operation) -> list[Any]:
-        outs: list[Any] = []
-        k = 0
-        for r in op.results:
-            if is_f64(r.type):
-                outs.append(P.Pair(new.results[k], new.results[k + 1]))
-                k += 2
-            else:
-                outs.append(new.results[k])
-                k += 1
-        return outs
-
-    def _bind_args(self, old_args: list[ir.Value], new_args: list[ir.Value]) -> None:
-        k = 0
-        for a in old_args:
-            if is_f64(a.type):
-                self._pairs[a] = P.Pair(new_args[k], new_args[k + 1])
-                k += 2
-            else:
-                self._subst[a] = new_args[k]
-                k += 1
-
-    def rebuild_with_body(self, op: ir.Operation, slots: int) -> list[Any]:
-        """``op`` (a ``reduce``, ``reduce_window``, ...) with each float64
-        operand, result and body argument as its two words, the body
-        computed on pairs."""
-        attrs = attribute_dict(op)
-        new = ir.Operation.create(op.name, results=self._expanded_types([r.type for r in op.results]),
-                                  operands=self._expanded(list(op.operands)), attributes=attrs, regions=1)
-        old_block = op.regions[0].blocks[0]
-        old_args = list(old_block.arguments)
-        block = new.regions[0].blocks.append(*self._expanded_types([a.type for a in old_args]))
-        self._bind_args(old_args, list(block.arguments))
-        self.copy_block(old_block, block)
-        return self._results(op, new)
-
-    def rebuild_sort(self, op: ir.Operation) -> list[Any]:
-        """``sort``: a float64 operand as two; the comparator's (lhs, rhs)
-        of it as (lhs_hi, rhs_hi, lhs_lo, rhs_lo)."""
-        attrs = attribute_dict(op)
-        new = ir.Operation.create(op.name, results=self._expanded_types([r.type for r in op.results]),
-                                  operands=self._expanded(list(op.operands)), attributes=attrs, regions=1)
-        old_block = op.regions[0].blocks[0]
-        old = list(old_block.arguments)
-        types: list[ir.Type] = []
-        for i, x in enumerate(op.operands):
-            if self.is_pair(x):
-                s = P.pair_type([])
-                types += [s] * 4
-            else:
-                types += [old[2 * i].type, old[2 * i + 1].type]
-        block = new.regions[0].blocks.append(*types)
-        a = list(block.arguments)
-        k = 0
-        for i, x in enumerate(op.operands):
-            if self.is_pair(x):
-                self._pairs[old[2 * i]] = P.Pair(a[k], a[k + 2])
-                self._pairs[old[2 * i + 1]] = P.Pair(a[k + 1], a[k + 3])
-                k += 4
-            else:
-                self._subst[old[2 * i]] = a[k]
-                self._subst[old[2 * i + 1]] = a[k + 1]
-                k += 2
-        self.copy_block(old_block, block)
-        return self._results(op, new)
-
     def rebuild_scatter(self, op: ir.Operation) -> list[Any]:
-        """``scatter`` whose body returns the update (``.at[].set``): the
-        hi and lo words scattered alike, each by its own scatter."""
+        """``scatter``: one whose body returns the update (``.at[].set``)
+        as two scatters, of the hi and of the lo words; any other (``.at[].add``,
+        an embedding's gradient) as one scatter of (hi, lo) slots whose body
+        combines pairs.
+
+        XLA's CPU backend updates a variadic scatter's inputs in place and
+        gets it wrong when two inputs share one buffer, which its common
+        subexpression elimination makes of equal words (a zero accumulator
+        has equal hi and lo words): the lo words are scattered as their
+        ``i32`` bit patterns XORed with a key, which the body takes off and
+        puts back."""
         block = op.regions[0].blocks[0]
         ret = _as_op(list(block.operations)[-1])
         n = len(op.results)
         args = list(block.arguments)
-        if n != 1 or len(list(block.operations)) != 1 or ret.operands[0] != args[1]:
-            self.refuse(op, "no64 computes a float64 scatter on pairs only when it stores the update "
-                        "(.at[].set)")
+        if n == 1 and len(list(block.operations)) == 1 and ret.operands[0] == args[1]:
+            return self._scatter_set(op, ret)
+        inputs, idx, updates = list(op.operands[:n]), op.operands[n], list(op.operands[n + 1:])
+        carried = [self.is_pair(x) for x in inputs]
+        if carried != [self.is_pair(u) for u in updates]:
+            self.refuse(op, "no64 computes a float64 scatter on pairs only with float64 updates")
+
+        def keyed(values: list[ir.Value]) -> list[ir.Value]:
+            out: list[ir.Value] = []
+            for v, c in zip(values, carried):
+                out += list(_lo_keyed(self.pair(v))) if c else [self.value(v)]
+            return out
+
+        def types(ts: list[ir.Type], scalar: bool) -> list[ir.Type]:
+            out: list[ir.Type] = []
+            for t, c in zip(ts, carried):
+                shape = [] if scalar else list(ir.RankedTensorType(t).shape)
+                out += [P.pair_type(shape), _i32_type(shape)] if c else [t]
+            return out
+
+        result_types = [r.type for r in op.results]
+        old_types = [a.type for a in args]
+        new = self.rebuild(op, keyed(inputs) + [self.value(idx)] + keyed(updates), types(result_types, False),
+                           [carried[i % n] for i in range(len(args))],
+                           arg_types=types(old_types[:n], True) + types(old_types[n:], True),
+                           enter=_lo_unkeyed, returned=_lo_keyed)
+        return [_lo_unkeyed(o) if isinstance(o, P.Pair) else o
+                for o in self.joined(list(new.results), result_types, carried)]
+
+    def _scatter_set(self, op: ir.Operation, ret: ir.Operation) -> list[Any]:
         x, idx, upd = op.operands
         xp, up = self.pair(x), self.pair(upd)
         attrs = attribute_dict(op)
@@ -325,20 +278,15 @@ class PairEmulation:
                 self._retype(a)
                 if fn == entry:
                     self.inputs.append(i)
+        self._entry_fn = entry
         for fn in funcs:
-            self._walk(fn, entry)
-        for op in reversed(self._erase):
-            for r in op.results:
-                if any(True for _ in r.uses):
-                    raise AssertionError(f"{op.name} computed on pairs still has users (a no64 bug)")
-            op.erase()
+            self.walk(fn)
+        self.erase_replaced(self._erase, "computed on pairs")
         for fn in funcs:
             _refresh_signature(fn)
 
     def _retype(self, v: ir.Value) -> None:
-        self._types[v] = v.type
-        v.set_type(_packed_type(v.type))
-        self._packed.add(v)
+        self.retype_packed(v, _packed_type(v.type))
 
     def _touches(self, op: ir.Operation) -> bool:
         types = [self.type(x) for x in op.operands] + [r.type for r in op.results]
@@ -350,28 +298,21 @@ class PairEmulation:
             self.refuse(op, "no64 computes float64 pairs only in statically shaped tensors")
         return bool(f64)
 
-    def _walk(self, fn: ir.Operation, entry: ir.Operation | None) -> None:
-        stack: list[ir.Operation] = [fn]
-        while stack:
-            cur = stack.pop()
-            for region in cur.regions:
-                for block in region.blocks:
-                    for op in list(block.operations):
-                        op = _as_op(op)
-                        spec = spec_of(op.name)
-                        if spec.ties:
-                            self._tie(op)
-                            if len(op.regions):
-                                self._walk_nested(op, entry)
-                        elif spec.terminator:
-                            self._terminator(op, entry)
-                        elif self._touches(op):
-                            self._apply_rule(op)
-                        elif len(op.regions):
-                            self._walk_nested(op, entry)
-
-    def _walk_nested(self, op: ir.Operation, entry: ir.Operation | None) -> None:
-        self._walk(op, entry)
+    def visit(self, op: ir.Operation) -> bool:
+        """Every op that touches a float64 value: a loop, branch or call
+        hands pairs over packed, a return packs or narrows them, any other
+        op is computed on pairs by its rule."""
+        spec = spec_of(op.name)
+        if spec.ties:
+            self._tie(op)
+            return True
+        if spec.terminator:
+            self._terminator(op, self._entry_fn)
+            return False
+        if self._touches(op):
+            self._apply_rule(op)
+            return False
+        return True
 
     def _apply_rule(self, op: ir.Operation) -> None:
         spec = spec_of(op.name)
@@ -386,7 +327,7 @@ class PairEmulation:
                 outs = spec.pairs(op, self)
         for r, out in zip(op.results, outs):
             if isinstance(out, P.Pair):
-                self._pairs[r] = out
+                self._reps[r] = out
                 self.values += 1
             elif out is not None:
                 self._subst[r] = out

@@ -347,13 +347,14 @@ def _public_name(frame: Any) -> str | None:
     if not module.startswith("jax."):
         return None
     code = frame.f_code
+    name: str = code.co_name
     for public in _PUBLIC:
         if not (module.startswith(public.replace("jax.", "jax._src.", 1)) or module.startswith(public)):
             continue
-        fun = getattr(sys.modules.get(public), code.co_name, None)
+        fun = getattr(sys.modules.get(public), name, None)
         while fun is not None:
             if getattr(fun, "__code__", None) is code:
-                return f"{public}.{code.co_name}"
+                return f"{public}.{name}"
             fun = getattr(fun, "__wrapped__", None)
     return None
 

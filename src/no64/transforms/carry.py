@@ -1,0 +1,302 @@
+"""What every emulated representation shares: values carried as parts.
+
+An emulation step (integer words, :mod:`no64.transforms.emulate`; float64
+pairs, :mod:`no64.transforms.pairs`) replaces each value of a 64-bit type it
+takes over by a *representation* -- two 32-bit parts, a :class:`~no64.ir.words.Words`
+or a :class:`~no64.ir.pairs.Pair` -- and each op that reads or computes one
+by its rule in the op table.  What does not depend on the representation is
+here, written once:
+
+* the substitution of values (``value``/``bind``) and of representations
+  (``rep``/``bind_rep``) while a region is rebuilt;
+* values carried *packed* across a region or function boundary (one
+  ``S x 2`` tensor), retyped in place and unpacked once, right where they
+  are defined (:meth:`Carrier.retype_packed`, :meth:`Carrier.unpacked`);
+* the copy of a region's block into a rebuilt op, each carried value of its
+  terminator returned as its parts (:meth:`Carrier.copy_block`), and the
+  rebuilding of an op with a body (``reduce``, ``reduce_window``,
+  ``scatter``, ``sort``) with each carried slot as its parts
+  (:meth:`Carrier.rebuild`, :meth:`Carrier.rebuild_sort`);
+* a refusal naming the op and its location.
+
+A representation says which types it carries, what its parts are and how
+it packs and unpacks (:meth:`Carrier.carries`, :meth:`Carrier.parts`,
+:meth:`Carrier.part_types`, :meth:`Carrier.from_parts`, :meth:`Carrier.unpack`);
+a step says what stands for an operand (:meth:`Carrier.rep`), which ops it
+rewrites (:meth:`Carrier.visit`) and how it computes an op it meets in a
+copied block (:meth:`Carrier.compute_copied`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, NoReturn, TypeVar
+
+from ..errors import UnsupportedOpError
+from ..ir._compat import attribute_dict, block_argument
+from ..ir._mlir import as_operation as _as_op, ir
+from ..ir.locations import decode_location
+from ..spec.registry import spec_of
+from ..spec.util import after
+
+__all__ = ["Carrier"]
+
+R = TypeVar("R")
+
+
+class Carrier(Generic[R]):
+    """The state and the shared steps of an emulation whose values are
+    carried as representations ``R``.  A subclass sets ``_types``,
+    ``_subst``, ``_reps`` and ``_packed`` (empty dicts and a set) and
+    implements the four representation hooks."""
+
+    _types: dict[ir.Value, ir.Type]
+    _subst: dict[ir.Value, ir.Value]
+    _reps: dict[ir.Value, Any]
+    _packed: set[ir.Value]
+
+    # ------------------------------------------------ representation hooks
+    def carries(self, t: ir.Type) -> bool:
+        """Whether a value of type ``t`` (of the 64-bit program) is carried
+        in a region this step copies."""
+        raise NotImplementedError
+
+    def parts(self, rep: R) -> list[ir.Value]:
+        """``rep`` as the values a terminator returns or an op takes, in order."""
+        raise NotImplementedError
+
+    def part_types(self, t: ir.Type) -> list[ir.Type]:
+        """The types of the parts of a carried value of type ``t``."""
+        raise NotImplementedError
+
+    def from_parts(self, parts: Sequence[ir.Value], t: ir.Type) -> R:
+        """The representation made of ``parts`` of a value of type ``t``."""
+        raise NotImplementedError
+
+    def rep(self, v: ir.Value) -> R:
+        """The representation of carried operand ``v`` at the insertion point."""
+        raise NotImplementedError
+
+    def unpack(self, packed: ir.Value) -> R:
+        """The representation of a packed ``S x 2`` value (at the insertion point)."""
+        raise NotImplementedError
+
+    def compute_copied(self, op: ir.Operation) -> None:
+        """Compute ``op``, met in a copied block, at the insertion point by
+        its rule, and bind its results."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ shared
+    def type(self, v: ir.Value) -> ir.Type:
+        """The type ``v`` has in the 64-bit program (carried values are
+        retyped to their packed form)."""
+        return self._types.get(v) or v.type
+
+    def value(self, v: ir.Value) -> ir.Value:
+        """The value that stands for ``v`` (a value of a region being
+        rebuilt maps to its copy; any other value is itself)."""
+        return self._subst.get(v, v)
+
+    def bind(self, old: ir.Value, new: ir.Value) -> None:
+        """``new`` stands for ``old`` (in a region being rebuilt)."""
+        self._subst[old] = new
+
+    def bind_rep(self, old: ir.Value, rep: R) -> None:
+        """``rep`` represents carried ``old`` (in a region being rebuilt)."""
+        self._reps[old] = rep
+
+    def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
+        """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``."""
+        raise UnsupportedOpError(op.name, decode_location(op.location), reason)
+
+    def retype_packed(self, v: ir.Value, packed: ir.Type) -> None:
+        """Carry ``v`` packed: its type becomes ``packed``, its 64-bit type
+        is remembered (:meth:`type`)."""
+        self._types[v] = v.type
+        v.set_type(packed)
+        self._packed.add(v)
+
+    def unpacked(self, v: ir.Value) -> R:
+        """The representation of packed ``v``, unpacked once, right where it
+        is defined (first in its block for a block argument)."""
+        rep = self._reps.get(v)
+        if rep is not None:
+            return rep
+        arg = block_argument(v)
+        if arg is not None:
+            block = arg.owner
+            ip = ir.InsertionPoint.at_block_begin(block)
+            loc = _as_op(block.owner).location
+        else:
+            op = _as_op(v.owner)
+            ip, loc = after(op), op.location
+        with ip, loc:
+            rep = self._reps[v] = self.unpack(v)
+        return rep
+
+    def copy_block(self, block: ir.Block, returned: Callable[[R], R] | None = None) -> None:
+        """Copy ``block``'s ops to the insertion point (its arguments bound
+        by the caller): ops that touch a carried value computed by
+        :meth:`compute_copied`, the others copied; the terminator returns
+        each carried value as its parts (first passed through ``returned``,
+        if given)."""
+        for op in block.operations:
+            op = _as_op(op)
+            spec = spec_of(op.name)
+            if spec.terminator:
+                values: list[ir.Value] = []
+                for x in op.operands:
+                    if self.carries(self.type(x)):
+                        rep = self.rep(x)
+                        values += self.parts(returned(rep) if returned is not None else rep)
+                    else:
+                        values.append(self.value(x))
+                ir.Operation.create(op.name, results=[], operands=values, loc=op.location)
+                continue
+            if self._touches(op):
+                self.compute_copied(op)
+                continue
+            if len(op.regions):
+                self.refuse(op, "no64 cannot copy an op with regions inside this region")
+            new = ir.Operation.create(op.name, results=[r.type for r in op.results],
+                                      operands=[self.value(x) for x in op.operands],
+                                      attributes=attribute_dict(op), loc=op.location)
+            for r, nr in zip(op.results, new.results):
+                self._subst[r] = nr
+
+    # -------------------------------------------------------------- the walk
+    def visit(self, op: ir.Operation) -> bool:
+        """Rewrite ``op`` (met by :meth:`walk`) if this step takes it;
+        whether the walk goes on into its regions."""
+        raise NotImplementedError
+
+    def walk(self, fn: ir.Operation) -> None:
+        """Visit every op of function ``fn``, in order, each block's ops
+        before those of the regions inside it."""
+        stack = [fn]
+        while stack:
+            cur = stack.pop()
+            for region in cur.regions:
+                for block in region.blocks:
+                    for op in list(block.operations):
+                        op = _as_op(op)
+                        if self.visit(op) and len(op.regions):
+                            stack.append(op)
+
+    @staticmethod
+    def erase_replaced(ops: list[ir.Operation], what: str) -> None:
+        """Erase the ops the rewrite replaced, last first; one whose results
+        are still read is a bug in a rule."""
+        for op in reversed(ops):
+            for r in op.results:
+                if any(True for _ in r.uses):
+                    raise AssertionError(f"{op.name} {what} still has users (a no64 bug)")
+            op.erase()
+
+    def _touches(self, op: ir.Operation) -> bool:
+        """Whether ``op`` reads or computes a carried value."""
+        return any(self.carries(self.type(x)) for x in op.operands) or any(
+            self.carries(r.type) for r in op.results)
+
+    # ------------------------------------------------- ops rebuilt with parts
+    def split(self, values: Sequence[ir.Value], carried: Sequence[bool]) -> list[ir.Value]:
+        """``values`` as the operands of a rebuilt op: each carried one as its parts."""
+        out: list[ir.Value] = []
+        for v, c in zip(values, carried):
+            out += self.parts(self.rep(v)) if c else [self.value(v)]
+        return out
+
+    def split_types(self, types: Sequence[ir.Type], carried: Sequence[bool]) -> list[ir.Type]:
+        """``types`` as a rebuilt op's: each carried one as its parts' types."""
+        out: list[ir.Type] = []
+        for t, c in zip(types, carried):
+            out += self.part_types(t) if c else [t]
+        return out
+
+    def joined(self, values: Sequence[ir.Value], types: Sequence[ir.Type],
+               carried: Sequence[bool]) -> list[Any]:
+        """A rebuilt op's ``values`` (results, block arguments) per slot of
+        ``types``: a representation of its parts where carried, else the value."""
+        out: list[Any] = []
+        k = 0
+        for t, c in zip(types, carried):
+            n = len(self.part_types(t)) if c else 1
+            out.append(self.from_parts(values[k:k + n], t) if c else values[k])
+            k += n
+        return out
+
+    def rebuild(self, op: ir.Operation, operands: Sequence[ir.Value], result_types: Sequence[ir.Type],
+                args_carried: Sequence[bool], *, attributes: dict[str, ir.Attribute] | None = None,
+                enter: Callable[[R], R] | None = None, returned: Callable[[R], R] | None = None,
+                arg_types: Sequence[ir.Type] | None = None) -> ir.Operation:
+        """A copy of ``op`` (its attributes, or ``attributes``) with new
+        operands and result types, whose one-block region computes the old
+        body on the representation: each old block argument carried or not
+        by ``args_carried``.  ``enter`` and ``returned`` transform what the
+        body sees of a carried argument and what it returns (``arg_types``:
+        the new block's argument types, where they are not the parts')."""
+        attrs = attributes if attributes is not None else attribute_dict(op)
+        new = ir.Operation.create(op.name, results=list(result_types), operands=list(operands),
+                                  attributes=attrs, regions=1)
+        old_block = op.regions[0].blocks[0]
+        old_args = list(old_block.arguments)
+        types = [a.type for a in old_args]
+        block = new.regions[0].blocks.append(
+            *(arg_types if arg_types is not None else self.split_types(types, args_carried)))
+        with ir.InsertionPoint(block):
+            for arg, c, v in zip(old_args, args_carried, self.joined(list(block.arguments), types, args_carried)):
+                if c:
+                    self.bind_rep(arg, enter(v) if enter is not None else v)
+                else:
+                    self.bind(arg, v)
+            self.copy_block(old_block, returned)
+        return new
+
+    def rebuild_carried(self, op: ir.Operation) -> list[Any]:
+        """``op`` (with one body) rebuilt with every operand, result and body
+        argument of a carried type as its parts (:meth:`rebuild`); its
+        results per slot."""
+        operands = list(op.operands)
+        rtypes = [r.type for r in op.results]
+        rc = [self.carries(t) for t in rtypes]
+        args = list(op.regions[0].blocks[0].arguments)
+        new = self.rebuild(op, self.split(operands, [self.carries(self.type(x)) for x in operands]),
+                           self.split_types(rtypes, rc), [self.carries(a.type) for a in args])
+        return self.joined(list(new.results), rtypes, rc)
+
+    def rebuild_sort(self, op: ir.Operation, carried: Sequence[bool]) -> list[Any]:
+        """``sort`` with each carried operand as its parts; the comparator
+        takes, for a carried operand, each part of both sides in turn
+        (``lhs_0, rhs_0, lhs_1, rhs_1``), its body computed on the
+        representation.  Its results per slot."""
+        operands = list(op.operands)
+        rtypes = [r.type for r in op.results]
+        new = ir.Operation.create(op.name, results=self.split_types(rtypes, carried),
+                                  operands=self.split(operands, carried), attributes=attribute_dict(op),
+                                  regions=1)
+        old_block = op.regions[0].blocks[0]
+        old = list(old_block.arguments)
+        arg_types: list[ir.Type] = []
+        for i, c in enumerate(carried):
+            if c:
+                for t in self.part_types(old[2 * i].type):
+                    arg_types += [t, t]
+            else:
+                arg_types += [old[2 * i].type, old[2 * i + 1].type]
+        block = new.regions[0].blocks.append(*arg_types)
+        a = list(block.arguments)
+        k = 0
+        for i, c in enumerate(carried):
+            lhs, rhs = old[2 * i], old[2 * i + 1]
+            if c:
+                n = len(self.part_types(lhs.type))
+                self.bind_rep(lhs, self.from_parts(a[k:k + 2 * n:2], lhs.type))
+                self.bind_rep(rhs, self.from_parts(a[k + 1:k + 2 * n:2], rhs.type))
+                k += 2 * n
+            else:
+                self.bind(lhs, a[k])
+                self.bind(rhs, a[k + 1])
+                k += 2
+        with ir.InsertionPoint(block):
+            self.copy_block(old_block)
+        return self.joined(list(new.results), rtypes, carried)
