@@ -96,7 +96,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # listeners) below everything that reads or writes it
     ("the JAX seam and the hook's state", ("no64.jax", "no64.jax._compat", "no64.jax.state", "no64.jax.pair_probe",
                                            "no64.jax.x64_arrays")),
-    ("host values", ("no64.jax.host",)),
+    # host values, one module per job
+    ("host values: when, and the user's line", ("no64.jax.host.policy", "no64.jax.host.records")),
+    ("host values: the rules", ("no64.jax.host.narrowing",)),
+    ("host values: JAX's conversion points, sentinels read", ("no64.jax.host.patches",
+                                                               "no64.jax.host.sentinels")),
+    ("host values: installed", ("no64.jax.host.install", "no64.jax.host.callers", "no64.jax.host")),
     ("the x64 meaning", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
     ("the JAX layer", ("no64.jax.reference", "no64.jax.jit", "no64.jax.assume")),

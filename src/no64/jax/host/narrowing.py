@@ -1,0 +1,325 @@
+"""Host values narrowed by no64's rules: sentinels, ranges, floats; refusals and warnings."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...errors import FloatPrecisionWarning, HostRangeError, PythonIntRangeError
+from ...ir.locations import SourceLocation
+from ...ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
+from ...kinds import EventKind, IntegerPolicy
+from ...transforms import constants as C
+from ..state import STATE
+from .policy import _INT64, _UINT64, NARROWED
+from .records import _mapped, _record, user_source
+
+
+def _describe(a: np.ndarray, scalar: bool) -> str:
+    if scalar:
+        return f"a numpy {a.dtype} scalar"
+    article = "an" if str(a.dtype)[0] in "aeiou" else "a"
+    return f"{article} {a.dtype}{list(a.shape)} array"
+
+
+def _policy_hint() -> str:
+    return (
+        "no64 never wraps; NO64_INTEGER_POLICY (no64.jit: integer_policy=) 'saturate' or "
+        "'wrap' narrows it anyway, recorded in no64.host_records()"
+    )
+
+
+def _sentinel_detail(a: np.ndarray, unsigned: bool) -> str:
+    """Which 64-bit extremes ``a`` holds, and what they become."""
+    if unsigned:
+        return "mapped UINT64_MAX \u2192 UINT32_MAX"
+    names = []
+    if (a == _I64.max).any():
+        names.append("INT64_MAX \u2192 INT32_MAX")
+    if (a == _I64.min).any():
+        names.append("INT64_MIN \u2192 INT32_MIN")
+    return "mapped " + " and ".join(names)
+
+
+#: (sentinel, its name, the 32-bit image, its name) per signedness.
+_PAIRS = {
+    False: ((int(_I64.max), "INT64_MAX", int(_I32.max), "INT32_MAX"),
+            (int(_I64.min), "INT64_MIN", int(_I32.min), "INT32_MIN")),
+    True: ((int(_U64.max), "UINT64_MAX", int(_U32.max), "UINT32_MAX"),),
+}
+
+
+def _index_of(hit: np.ndarray) -> tuple[int, ...]:
+    flat = int(np.argmax(hit.reshape(-1)))
+    return tuple(int(i) for i in np.unravel_index(flat, hit.shape)) if hit.shape else ()
+
+
+def _as_jax(policy: str, jax_refuses: bool) -> bool:
+    """Whether an out-of-range host value is narrowed as JAX narrows it with
+    x64 off rather than refused: the program did not ask for x64 (its
+    meaning is JAX's 32-bit program, whose conversion keeps an integer's low
+    32 bits and turns a float beyond float32 into ``inf``), JAX itself does
+    not refuse the value, and the policy would refuse it."""
+    return policy == IntegerPolicy.ERROR and not jax_refuses and not STATE.x64_requested()
+
+
+_AS_JAX = "as JAX does with x64 off (the program did not ask for x64)"
+
+
+def _refusal(jax_refuses: bool) -> type[HostRangeError]:
+    """The error of a refused host integer: a :class:`PythonIntRangeError`
+    (an ``OverflowError``) where JAX with x64 off refuses it too."""
+    return PythonIntRangeError if jax_refuses else HostRangeError
+
+
+def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool,
+                      what: str | None = None, jax_refuses: bool = False) -> None:
+    """Refuse ``a`` if it holds a sentinel and, as an ordinary value, the
+    32-bit extreme that sentinel maps to: in the 32-bit program the two would
+    be one number.  Otherwise note which extremes now stand for sentinels."""
+    for sentinel, name, image, image_name in _PAIRS[unsigned]:
+        is_sentinel = a == np.array(sentinel, a.dtype)
+        if not is_sentinel.any():
+            continue
+        is_image = a == np.array(image, a.dtype)
+        if is_image.any():
+            source = user_source()
+            what = what or _describe(a, scalar)
+            if op != "host value":
+                what = f"{what} ({op})"
+            at_s, at_i = _index_of(is_sentinel), _index_of(is_image)
+            raise _refusal(jax_refuses)(
+                f"no64: {what} at {source.source or source.raw} holds both the sentinel "
+                f"{name} ({sentinel}{f' at index {at_s}' if at_s else ''}) and {image_name} "
+                f"({image}{f' at index {at_i}' if at_i else ''}): no64 maps {name} to "
+                f"{image_name}, so the 32-bit program could not tell them apart. Use another "
+                f"value for one of them, or no64.jit(..., policy='exact'), which computes with "
+                f"the 64-bit values",
+                value=sentinel, dtype=str(a.dtype), index=at_s, source=source,
+            )
+        _note_image(image)
+
+
+def _note_image(image: int) -> None:
+    """Note that a host sentinel became ``image`` at the user's current line:
+    a constant holding ``image`` used at that line may be that sentinel."""
+    source = user_source()
+    _mapped().add((image, source.file, source.line))
+
+
+def _note_images(a: np.ndarray, unsigned: bool) -> None:
+    for sentinel, _, image, _ in _PAIRS[unsigned]:
+        if (a == np.array(sentinel, a.dtype)).any():
+            _note_image(image)
+
+
+def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
+                      scalar: bool = False, what: str | None = None,
+                      jax_refuses: bool = False) -> np.ndarray:
+    """``a`` (of a 64-bit dtype) as its 32-bit dtype, by no64's rules.
+
+    ``what`` describes the data in a refusal (default: ``a``'s numpy type);
+    ``jax_refuses``: JAX with x64 off refuses an out-of-range integer of
+    this data too (Python ints), so a refusal is a
+    :class:`PythonIntRangeError`.
+
+    Raises:
+      HostRangeError: an integer outside the 32-bit range that is no
+        sentinel, under the ``"error"`` policy.
+    """
+    dt = a.dtype
+    if dt == _INT64 or dt == _UINT64:
+        unsigned = dt == _UINT64
+        # 1-d: narrow_integers' saturating clip returns a scalar for 0-d input.
+        res = C.narrow_integers(a.reshape(-1), unsigned, policy)
+        if res.sentinels:
+            _refuse_collision(a, unsigned, op, scalar, what, jax_refuses)
+            _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), res.sentinels)
+        if res.out_of_range and res.values is None and _as_jax(policy, jax_refuses):
+            res = C.narrow_integers(a.reshape(-1), unsigned, IntegerPolicy.WRAP)
+            _record(EventKind.WRAPPED, op, f"out-of-range integer {res.first_bad} kept its low 32 bits, "
+                    + _AS_JAX, res.out_of_range)
+        elif res.out_of_range:
+            if res.values is None:
+                info = _U32 if unsigned else _I32
+                bad = (a > info.max) if unsigned else ((a > info.max) | (a < info.min))
+                bad &= ~((a == _U64.max) if unsigned else ((a == _I64.max) | (a == _I64.min)))
+                flat = int(np.argmax(bad.reshape(-1)))
+                index = tuple(int(i) for i in np.unravel_index(flat, a.shape)) if a.shape else ()
+                source = user_source()
+                at = f" at index {index}" if index else ""
+                more = f" (and {res.out_of_range - 1} more)" if res.out_of_range > 1 else ""
+                assert res.first_bad is not None  # out of range: the first such element
+                raise _refusal(jax_refuses)(
+                    f"no64: {what or _describe(a, scalar)} at {source.source or source.raw} holds "
+                    f"{res.first_bad}{at}{more}, outside {NARROWED[dt]}'s range and no "
+                    f"sentinel; {_policy_hint()}",
+                    value=int(res.first_bad), dtype=str(dt), index=index, source=source,
+                )
+            kind = EventKind.SATURATED if policy == IntegerPolicy.SATURATE else EventKind.WRAPPED
+            _record(kind, op, f"out-of-range integer {res.first_bad} narrowed by policy "
+                    f"{str(policy)!r}", res.out_of_range)
+        assert res.values is not None
+        return res.values.reshape(a.shape)
+    fres = C.narrow_floats(a.reshape(-1))
+    if fres.sentinels:
+        _record(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
+    if fres.inexact:
+        lost = _resolution(a.reshape(-1), op) if a.size >= 2 else None
+        _record(EventKind.FLOAT_INEXACT, op, lost or "rounded to the nearest float32", fres.inexact)
+    if fres.overflow:
+        jax_like = _as_jax(policy, jax_refuses)
+        if policy == IntegerPolicy.ERROR and not jax_like:
+            _refuse_float_overflow(a, fres.overflow, scalar)
+        _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf"
+                + (", " + _AS_JAX if jax_like else ""), fres.overflow)
+    return fres.values.reshape(a.shape)
+
+
+def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
+    """Refuse 64-bit host floats beyond float32's range (they would become
+    ``inf`` on a device without float64; float32 pairs have the same
+    exponent range)."""
+    flat = a.reshape(-1)
+    parts = [flat.real, flat.imag] if np.iscomplexobj(flat) else [flat]
+    big = np.finfo(np.float32).max
+    fmax = np.finfo(np.float64).max
+    bad = np.zeros(flat.shape, bool)
+    for part in parts:
+        mag = np.abs(part)
+        bad |= np.isfinite(part) & (mag > big) & (mag != fmax)
+    if not bad.any():
+        return
+    first = int(np.argmax(bad))
+    index = tuple(int(i) for i in np.unravel_index(first, a.shape)) if a.shape else ()
+    value = flat[first]
+    source = user_source()
+    at = f" at index {index}" if index else ""
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    raise HostRangeError(
+        f"no64: {_describe(a, scalar)} at {source.source or source.raw} holds {value!r}{at}{more}, "
+        "beyond float32's range (|x| > 3.4e38), which float32 and float32 pairs cannot hold: it "
+        "would become inf; scale the data, or NO64_INTEGER_POLICY (no64.jit: integer_policy=) "
+        "'saturate' or 'wrap' lets it become inf, recorded in no64.host_records()",
+        value=value, dtype=str(a.dtype), index=index, source=source)
+
+
+#: Fewer f32 steps than this across a float64 array's values: f32 cannot
+#: tell them apart well enough to compute with their differences.
+_RESOLVED_STEPS = 16
+_warned_resolution: set[tuple[str, int]] = set()
+#: user lines already warned of a host sentinel read as a number or met
+_warned_sentinels: set[tuple[str, int]] = set()
+
+
+def clear_warned() -> None:
+    """Forget which lines were warned about (for tests)."""
+    _warned_resolution.clear()
+    _warned_sentinels.clear()
+
+
+def _resolution(flat: np.ndarray, op: str) -> str | None:
+    """Where f32 resolves the spread of a float64 array's values in fewer
+    than 16 steps -- timestamps in seconds since 1970 a fraction of a second
+    apart: f32 holds them 128 s apart, so their differences are lost --
+    warn (:class:`no64.FloatPrecisionWarning`, once per user line) and
+    return the detail for the host record; else None.  Complex data: its
+    real parts, then its imaginary parts."""
+    if np.iscomplexobj(flat):
+        return _resolution(flat.real, op) or _resolution(flat.imag, op)
+    finite = flat[np.isfinite(flat)]
+    if finite.size < 2:
+        return None
+    lo, hi = float(finite.min()), float(finite.max())
+    span = hi - lo
+    if span <= 0 or (lo < 0 < hi):
+        return None
+    near = min(abs(lo), abs(hi))
+    ulp = float(np.spacing(np.float32(near)))
+    steps = span / ulp
+    if steps >= _RESOLVED_STEPS:
+        return None
+    source = user_source()
+    detail = (f"float64 values from {lo!r} to {hi!r} ({span:.3g} apart at most): f32 spaces values "
+              f"there {ulp:.3g} apart, so it keeps about {int(steps) + 1} distinct values of them and "
+              "their differences are lost; float_policy=\"pairs\" holds them to 48 bits")
+    _warn_once_at(source, f"no64: {op}: {detail}", FloatPrecisionWarning, _warned_resolution)
+    return detail
+
+
+def _warn_once_at(source: SourceLocation, message: str, category: type[Warning],
+                  warned: set[tuple[str, int]]) -> bool:
+    """Warn ``message`` at ``source``, the user's line, unless a line of
+    ``warned`` already had it; whether ``source`` has a line at all."""
+    if source.file is None or source.line is None:
+        return False
+    key = (source.file, source.line)
+    with STATE.host_lock:
+        if key in warned:
+            return True
+        warned.add(key)
+    warnings.warn_explicit(message, category, source.file, source.line)
+    return True
+
+
+def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
+                      op: str = "host value", jax_refuses: bool = False) -> int:
+    """A Python int outside the 32-bit range but inside the 64-bit one, by
+    no64's rules (``unsigned``: for a uint32 target).  Ints already in range,
+    or beyond 64 bits, are returned unchanged.  ``jax_refuses``: JAX with
+    x64 off refuses ``v`` here too, so a refusal is a
+    :class:`PythonIntRangeError` (an ``OverflowError``)."""
+    lo, hi = (0, _U32.max) if unsigned else (_I32.min, _I32.max)
+    if lo <= v <= hi:
+        return v
+    if unsigned:
+        if not 0 <= v <= _U64.max:
+            return v
+        a = np.array([v], np.uint64)
+    else:
+        if not _I64.min <= v <= _I64.max:
+            return v
+        a = np.array([v], np.int64)
+    res = C.narrow_integers(a, unsigned, policy)
+    if res.sentinels:
+        _note_images(a, unsigned)
+        _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), 1)
+    elif res.values is None and _as_jax(policy, jax_refuses):
+        res = C.narrow_integers(a, unsigned, IntegerPolicy.WRAP)
+        _record(EventKind.WRAPPED, op, f"out-of-range integer {v} kept its low 32 bits, " + _AS_JAX, 1)
+    elif res.values is None:
+        source = user_source()
+        raise _refusal(jax_refuses)(
+            f"no64: the Python int {v} at {source.source or source.raw} is outside "
+            f"{'uint32' if unsigned else 'int32'}'s range and no sentinel; {_policy_hint()}",
+            value=v, dtype="int", index=(), source=source,
+        )
+    else:
+        kind = EventKind.SATURATED if policy == IntegerPolicy.SATURATE else EventKind.WRAPPED
+        _record(kind, op, f"out-of-range integer {v} narrowed by policy {str(policy)!r}", 1)
+    assert res.values is not None
+    return int(res.values[0])
+
+
+def _narrow_python_float(v: float, op: str) -> float:
+    """Float64 sentinels map to float32's; a finite value beyond float32 is
+    recorded (it becomes inf).  Rounding of ordinary Python floats is not
+    recorded: they are weakly typed and round to float32 in the x64 program
+    too wherever they meet float32 arrays."""
+    if v == _F64_MAX or v == -_F64_MAX:
+        _record(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", 1)
+        return _F32_MAX if v > 0 else -_F32_MAX
+    if abs(v) > _F32_MAX and v == v and abs(v) != float("inf"):
+        _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf", 1)
+    return v
+
+
+def _needs_float(v: float) -> bool:
+    return abs(v) > _F32_MAX and abs(v) != float("inf")
+
+
+def _needs_int(v: int) -> bool:
+    return not (_I32.min <= v <= _I32.max)
+
+

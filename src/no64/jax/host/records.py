@@ -1,0 +1,128 @@
+"""The user's source line of a host value, and the records of what was narrowed there."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from ...ir.locations import SourceLocation
+from ...kinds import EventKind
+from ...report import Event
+from ..state import STATE
+
+_LIBRARIES = ("no64", "jax", "jaxlib", "numpy", "ml_dtypes", "flax", "optax", "chex",
+              "equinox", "haiku", "opt_einsum", "jax_plugins")
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Directories whose frames are not the user's: the standard library and
+    the libraries above that are loaded (computed when a record is made, so
+    libraries imported later count too)."""
+    dirs = [os.path.dirname(os.__file__) + os.sep]
+    for name in _LIBRARIES:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path:
+            dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return tuple(dirs)
+
+
+def _user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | None:
+    """The innermost frame of a JAX ``Traceback`` outside ``inside``."""
+    from jax._src import source_info_util
+
+    from .._compat import traceback_frames
+
+    codes, lastis = traceback_frames(traceback)
+    for code, lasti in zip(codes, lastis):
+        filename = code.co_filename
+        if not (filename.startswith(inside) or filename.startswith("<frozen")):
+            line = source_info_util.raw_frame_to_frame(code, lasti).start_line
+            return SourceLocation(None, code.co_name, filename, line, None, f"{filename}:{line}")
+    return None
+
+
+def user_source() -> SourceLocation:
+    """The innermost frame outside no64, JAX, numpy, common JAX libraries
+    and the standard library: the user's line.
+
+    While JAX lowers or re-traces an equation it sets the equation's own
+    traceback (from when the user's code traced it) as the current one;
+    that traceback is used then, since the Python stack holds only JAX.
+    """
+    inside = _library_dirs()
+    from jax._src import source_info_util
+
+    traceback = source_info_util._source_info_context.context.traceback
+    if traceback is not None:
+        found = _user_frame(traceback, inside)
+        if found is not None:
+            return found
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not (filename.startswith(inside) or filename.startswith("<frozen")):
+            raw = f"{filename}:{frame.f_lineno}"
+            return SourceLocation(None, frame.f_code.co_name, filename, frame.f_lineno, None, raw)
+        frame = frame.f_back
+    return SourceLocation(None, None, None, None, None, "<unknown>")
+
+
+_local = threading.local()
+
+
+def _mapped() -> set[tuple[int, str | None, int | None]]:
+    """The 32-bit extremes that host sentinels were mapped to in this thread
+    since the innermost trace being watched began (see :func:`_install_sentinel_reads`)."""
+    images = getattr(_local, "images", None)
+    if images is None:
+        images = _local.images = set()
+    return images
+
+
+_MAX_SITES = 1024
+
+
+def _record(kind: EventKind, op: str, detail: str, count: int,
+            source: SourceLocation | None = None) -> None:
+    """Add ``count`` elements to the host record of ``kind`` at ``source``
+    (the user's line), kept in ``STATE.host_records``."""
+    if source is None:
+        source = user_source()
+    key = (kind, op, source.file, source.line)
+    records = STATE.host_records
+    with STATE.host_lock:
+        event = records.get(key)
+        if event is not None:
+            event.count += count
+        else:
+            if len(records) >= _MAX_SITES:
+                records.pop(next(iter(records)))
+            event = records[key] = Event(kind, op, source, detail, count)
+    if STATE.listeners:
+        STATE.emit("on_host_event", event, count)
+
+
+def host_records() -> list[Event]:
+    """The host narrowings that were not exact, one :class:`no64.report.Event`
+    per kind and source line (``count`` sums the elements over all calls),
+    oldest first; the kinds are those of the pass's report."""
+    with STATE.host_lock:
+        return list(STATE.host_records.values())
+
+
+def clear_host_records() -> None:
+    """Forget the records returned by :func:`host_records`."""
+    with STATE.host_lock:
+        STATE.host_records.clear()
+
+
+
+
+def eqn_source(eqn: Any) -> SourceLocation | None:
+    """The user's line that traced a jaxpr equation (``None`` when its
+    traceback holds none)."""
+    tb = getattr(eqn.source_info, "traceback", None)
+    return _user_frame(tb, _library_dirs()) if tb is not None else None
