@@ -105,6 +105,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the x64 meaning", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
     ("the JAX layer", ("no64.jax.reference", "no64.jax.jit", "no64.jax.assume")),
+    ("measured float error", ("no64.jax.numerics",)),
     # the audit, one module per job
     ("the audit's format and attribution", ("no64.jax.audit.schema", "no64.jax.audit.sites")),
     ("the audit's value model", ("no64.jax.audit.values",)),

@@ -75,6 +75,8 @@ _LAZY_EXPORTS = {
     "audit": "jax.audit",
     "AuditReport": "jax.audit",
     "assume": "jax.assume",
+    "numerics": "jax.numerics",
+    "NumericsReport": "jax.numerics",
 }
 
 __all__ = [
@@ -128,6 +130,8 @@ __all__ = [
     "install",
     "jit",
     "lower",
+    "numerics",
+    "NumericsReport",
     "uninstall",
 ]
 

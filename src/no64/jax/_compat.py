@@ -891,3 +891,23 @@ def _frames_location(ctx: Any, codes: list[Any], lastis: list[int]) -> Any:
         loc = ir.Location.callsite(frame_locs[0], frame_locs[1:])
     store[key] = loc
     return loc
+
+
+def jaxpr_literal_type() -> type:
+    """The class of a literal operand of a jaxpr equation:
+    ``jax.extend.core.Literal`` (0.7-0.12)."""
+    ec = _optional_module("jax.extend.core")
+    found = getattr(ec, "Literal", None) if ec is not None else None
+    if found is None:
+        raise _missing("jax.extend.core.Literal")
+    return found
+
+
+def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
+    """Evaluate an open jaxpr eagerly: ``jax.core.eval_jaxpr`` (0.7-0.12)."""
+    import jax
+
+    fn = getattr(jax.core, "eval_jaxpr", None)
+    if fn is None:
+        raise _missing("jax.core.eval_jaxpr")
+    return list(fn(jaxpr, consts, *args))

@@ -1,0 +1,407 @@
+"""What float32 does to a float64 program, measured on the user's own data.
+
+Static hints (:mod:`no64.analysis.float_hints`) guess where float32 changes
+a float64 result; only the data can tell.  :func:`numerics` runs a function
+twice on the CPU, equation by equation: its x64 program (the reference) and
+the 32-bit program JAX traces from the same Python with x64 off (what the
+default float policy runs: float64 computed as float32), on the same
+arguments, the float64 ones rounded to float32 for the second.  Both traces
+come from the same code, so their equations pair up one to one; nested
+``jit``s and custom derivatives are followed inside, loops and branches are
+compared as one step each (their outputs).
+
+For every equation whose float output differs from the reference by more
+than ``tol`` (normwise: the largest difference over the largest magnitude
+of that output; float64's extremes standing for float32's, as no64 maps
+them, count as equal), or which makes ``inf``
+or ``nan`` where the reference is finite, or whose integer or boolean
+output differs (a comparison that flips, a trip count), the report names
+the user's source line and says whether the line *introduces* the error
+(its inputs were within ``tol``) or *amplifies* it (its output error is ten
+times its inputs'), with the worst element, its reference value and what
+float32 gave.  Lines that only carry an error are not reported, nor, when
+the function's outputs are within ``tol`` of the reference, lines whose
+float error does not reach them (a sum of deviations that cancels to
+rounding noise); ``inf``/``nan`` and changed decisions are reported always.  It then
+runs the function under ``float_policy="pairs"`` (:func:`no64.jit`) and
+says how far the outputs are from the reference there: the measured fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir.locations import SourceLocation
+from .host import eqn_source
+
+__all__ = ["NumericsLine", "NumericsReport", "numerics"]
+
+#: Primitives whose body is another jaxpr, followed inside (by the name of
+#: the parameter that holds it).
+_CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
+          "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr", "checkpoint": "jaxpr"}
+#: An output more than this many times as wrong as its inputs amplifies the error.
+_AMPLIFIES = 10.0
+
+
+@dataclasses.dataclass
+class NumericsLine:
+    """One source line where float32 gives another result than float64."""
+
+    location: SourceLocation | None
+    #: The primitives computed there whose outputs were measured.
+    primitives: list[str]
+    #: ``"introduces"``, ``"amplifies"`` or ``"inf/nan"`` (gross: not finite
+    #: where the reference is), ``"differs"`` (an integer or boolean result).
+    kind: str
+    #: The worst relative error of a float output (``inf`` for inf/nan).
+    error: float
+    #: The inputs' worst relative error, for ``"amplifies"``.
+    input_error: float
+    #: The worst element: its index, the reference's value, float32's.
+    index: tuple[int, ...]
+    reference: float
+    got: float
+
+    def __str__(self) -> str:
+        where = self.location.source if self.location is not None and self.location.source else "(no line)"
+        prims = ", ".join(self.primitives[:3]) + (" ..." if len(self.primitives) > 3 else "")
+        if self.kind == "differs":
+            what = f"differs from the x64 program at {list(self.index)}: {self.got:g}, x64 {self.reference:g}"
+        elif self.kind == "inf/nan":
+            what = (f"float32 gives {self.got!r} at {list(self.index)} where x64 gives {self.reference:.17g}")
+        else:
+            what = (f"relative error {self.error:.2g} (x64 {self.reference:.17g}, float32 {self.got:.9g} at "
+                    f"{list(self.index)})")
+            if self.kind == "amplifies":
+                what += f", {self.error / max(self.input_error, 1e-300):.3g}x its inputs' {self.input_error:.2g}"
+        return f"{where}: {self.kind} ({prims}): {what}"
+
+
+@dataclasses.dataclass
+class NumericsReport:
+    """What :func:`numerics` measured."""
+
+    #: The function's name.
+    name: str
+    tol: float
+    #: The lines that introduce or amplify an error beyond ``tol``, in order.
+    lines: list[NumericsLine]
+    #: The worst relative error of the function's float outputs under float32.
+    output_error: float
+    #: The same under ``float_policy="pairs"`` (``None`` when not measured),
+    #: or why pairs could not run it.
+    pairs_error: float | None = None
+    pairs_refusal: str | None = None
+    #: Equations compared, and where the two traces stopped pairing up (the
+    #: rest compared by the function's outputs only).
+    equations: int = 0
+    unpaired: str | None = None
+    #: Lines whose float error exceeds ``tol`` but does not reach the
+    #: outputs (not listed: the outputs are within ``tol``).
+    washed_out: int = 0
+
+    def __str__(self) -> str:
+        head = (f"no64 numerics of {self.name}: {self.equations} equations compared, float32 outputs within "
+                f"{self.output_error:.2g} of x64 (tolerance {self.tol:g}); "
+                f"{len(self.lines)} line(s) beyond it")
+        out = [head] + [f"  {line}" for line in self.lines]
+        if self.washed_out:
+            out.append(f"  ({self.washed_out} line(s) with a larger intermediate error that does not reach the "
+                       "outputs)")
+        if self.unpaired:
+            out.append(f"  (compared by outputs only after {self.unpaired})")
+        if self.pairs_refusal is not None:
+            out.append(f"  float_policy='pairs' cannot run it: {self.pairs_refusal}")
+        elif self.pairs_error is not None:
+            out.append(f"  under float_policy='pairs' the outputs are within {self.pairs_error:.2g} of x64")
+        return "\n".join(out)
+
+
+# ---------------------------------------------------------------- errors
+def _error(ref: np.ndarray, got: np.ndarray) -> tuple[str, float, tuple[int, ...], float, float]:
+    """How far ``got`` (float32's) is from ``ref`` (x64's): ``(kind, error,
+    index, reference, got)``, kind ``"ok"``, ``"float"``, ``"inf/nan"`` or
+    ``"differs"``."""
+    ref = np.asarray(ref)
+    got = np.asarray(got)
+    if ref.shape != got.shape or ref.size == 0:
+        return "ok", 0.0, (), 0.0, 0.0
+    if ref.dtype.kind not in "fc":
+        bad = ref != got.astype(ref.dtype) if got.dtype.kind not in "fc" else ref != got
+        if not bad.any():
+            return "ok", 0.0, (), 0.0, 0.0
+        i = _index(bad)
+        return "differs", float("inf"), i, float(ref[i]), float(got[i])
+    r = ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64)
+    g = got.astype(np.complex128 if got.dtype.kind == "c" else np.float64)
+    # float64's extremes, which float32's stand for (a mask's "minus infinity")
+    f64max, f32max = np.finfo(np.float64).max, float(np.finfo(np.float32).max)
+    sentinel = (np.abs(r) == f64max) & (np.abs(g) == f32max) & (np.sign(r) == np.sign(g))
+    finite = np.isfinite(r) & ~sentinel
+    gross = finite & ~np.isfinite(g)
+    if gross.any():
+        i = _index(gross)
+        return "inf/nan", float("inf"), i, float(np.abs(r[i])), float(np.abs(g[i]))
+    both = finite & np.isfinite(g)
+    if not both.any():
+        return "ok", 0.0, (), 0.0, 0.0
+    # normwise: the largest difference over the largest magnitude of the result
+    diff = np.where(both, np.abs(g - r), 0.0)
+    scale = max(float(np.max(np.abs(r[both]))), np.finfo(np.float64).tiny)
+    i = _index(diff == diff.max())
+    return "float", float(diff[i]) / scale, i, float(np.real(r[i])), float(np.real(g[i]))
+
+
+def _index(mask: np.ndarray) -> tuple[int, ...]:
+    flat = int(np.argmax(mask.reshape(-1)))
+    return tuple(int(k) for k in np.unravel_index(flat, mask.shape)) if mask.shape else ()
+
+
+# ---------------------------------------------------------------- the walk
+class _Walk:
+    def __init__(self, tol: float) -> None:
+        self.tol = tol
+        self.lines: dict[Any, NumericsLine] = {}
+        self.equations = 0
+        self.unpaired: str | None = None
+
+    def run(self, j64: Any, j32: Any, a64: Sequence[Any], a32: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """Evaluate the two closed jaxprs side by side; their outputs."""
+        return self._jaxpr(j64.jaxpr, j32.jaxpr, list(j64.consts), list(j32.consts), list(a64), list(a32))
+
+    def _jaxpr(self, j64: Any, j32: Any, c64: list[Any], c32: list[Any], a64: list[Any],
+               a32: list[Any], where: SourceLocation | None = None) -> tuple[list[Any], list[Any]]:
+        """``where``: the line of the call whose body these are, for
+        equations whose traceback holds no line of the user's."""
+        from ._compat import eval_jaxpr, jaxpr_literal_type
+
+        literal: Any = jaxpr_literal_type()
+        env64: dict[Any, Any] = {}
+        env32: dict[Any, Any] = {}
+        err: dict[Any, float] = {}
+        for v, x in zip(j64.constvars, c64):
+            env64[v] = x
+        for v, x in zip(j32.constvars, c32):
+            env32[v] = x
+        for v, x in zip(j64.invars, a64):
+            env64[v] = x
+        for v, x in zip(j32.invars, a32):
+            env32[v] = x
+
+        def read(env: dict[Any, Any], v: Any) -> Any:
+            return v.val if isinstance(v, literal) else env[v]
+
+        pairs = _aligned(list(j64.eqns), list(j32.eqns))
+        if pairs is None:
+            # the traces differ in structure: whole programs, compared by their outputs
+            first = next((e for e, f in zip(j64.eqns, j32.eqns) if e.primitive.name != f.primitive.name),
+                         j64.eqns[min(len(j64.eqns), len(j32.eqns)) - 1] if j64.eqns else None)
+            if self.unpaired is None and first is not None:
+                loc = eqn_source(first)
+                self.unpaired = f"{first.primitive.name} at {loc.source if loc else '(no line)'}"
+            return eval_jaxpr(j64, c64, *a64), self._eval32(lambda: eval_jaxpr(j32, c32, *a32))
+        for e64, e32 in pairs:
+            if e64 is None or e32 is None:
+                # a convert one program has and the other does not (a no-op at 32 bits)
+                if e64 is not None:
+                    env64[e64.outvars[0]] = _bound(e64, [read(env64, v) for v in e64.invars])()[0]
+                else:
+                    assert e32 is not None
+                    x = self._eval32(_bound(e32, [read(env32, v) for v in e32.invars]))[0]
+                    env32[e32.outvars[0]] = x
+                    src = e32.invars[0]
+                    err[e32.outvars[0]] = 0.0 if isinstance(src, literal) else err.get(src, 0.0)
+                continue
+            in64 = [read(env64, v) for v in e64.invars]
+            in32 = [read(env32, v) for v in e32.invars]
+            in_err = max((err.get(v, 0.0) for v in e32.invars if not isinstance(v, literal)), default=0.0)
+            sub = _CALLS.get(e64.primitive.name)
+            body64 = e64.params.get(sub) if sub else None
+            body32 = e32.params.get(sub) if sub else None
+            if body64 is not None and body32 is not None and hasattr(body64, "jaxpr") and hasattr(body32, "jaxpr"):
+                out64, out32 = self._jaxpr(body64.jaxpr, body32.jaxpr, list(body64.consts), list(body32.consts),
+                                           in64, in32, eqn_source(e64) or where)
+            else:
+                self.equations += 1
+                out64 = _as_list(e64.primitive.bind(*in64, **e64.params), e64.primitive.multiple_results)
+                out32 = self._eval32(_bound(e32, in32))
+                self._judge(e64, out64, out32, in_err, eqn_source(e64) or where)
+            for v, x in zip(e64.outvars, out64):
+                env64[v] = x
+            for v64, v32, x in zip(e64.outvars, e32.outvars, out32):
+                env32[v32] = x
+                kind, e, *_ = _error(np.asarray(env64[v64]), np.asarray(x))
+                err[v32] = e if kind != "ok" else 0.0
+        return [read(env64, v) for v in j64.outvars], [read(env32, v) for v in j32.outvars]
+
+    @staticmethod
+    def _eval32(fn: Callable[[], Any]) -> Any:
+        from ._compat import enable_x64
+
+        with enable_x64(False):
+            return list(fn())
+
+    def _judge(self, e64: Any, out64: list[Any], out32: list[Any], in_err: float,
+               loc: SourceLocation | None) -> None:
+        worst: tuple[str, float, tuple[int, ...], float, float] | None = None
+        for r, g in zip(out64, out32):
+            kind, e, i, rv, gv = _error(np.asarray(r), np.asarray(g))
+            if kind == "ok" or (kind == "float" and e <= self.tol):
+                continue
+            if worst is None or e > worst[1]:
+                worst = (kind, e, i, rv, gv)
+        if worst is None:
+            return
+        kind, e, i, rv, gv = worst
+        if kind == "float":
+            if in_err <= self.tol:
+                kind = "introduces"
+            elif e > _AMPLIFIES * in_err:
+                kind = "amplifies"
+            else:
+                return  # carried: the line that made it is reported
+        elif kind == "inf/nan" and in_err == float("inf"):
+            return  # carried from an input that is not finite already
+        key = (loc.file, loc.line) if loc is not None else ("", e64.primitive.name)
+        found = self.lines.get(key)
+        name = e64.primitive.name
+        if found is None:
+            self.lines[key] = NumericsLine(loc, [name], kind, e, in_err, i, rv, gv)
+        else:
+            if name not in found.primitives:
+                found.primitives.append(name)
+            if e > found.error:
+                found.kind, found.error, found.input_error = kind, e, in_err
+                found.index, found.reference, found.got = i, rv, gv
+
+
+#: Equations one trace may hold and the other not: converts that are no-ops
+#: at 32 bits (``x.astype(jnp.int64)`` of an int32 ``x`` with x64 off).
+_UNPAIRED_OK = frozenset({"convert_element_type", "copy", "copy_p"})
+
+
+def _aligned(e64: list[Any], e32: list[Any]) -> list[tuple[Any, Any]] | None:
+    """The two traces' equations paired one to one, a convert that only one
+    of them has paired with ``None``; ``None`` where they differ otherwise."""
+    out: list[tuple[Any, Any]] = []
+    i = j = 0
+    while i < len(e64) or j < len(e32):
+        a = e64[i] if i < len(e64) else None
+        b = e32[j] if j < len(e32) else None
+        if a is not None and b is not None and a.primitive.name == b.primitive.name:
+            out.append((a, b))
+            i, j = i + 1, j + 1
+        elif a is not None and a.primitive.name in _UNPAIRED_OK and len(a.outvars) == 1:
+            out.append((a, None))
+            i += 1
+        elif b is not None and b.primitive.name in _UNPAIRED_OK and len(b.outvars) == 1:
+            out.append((None, b))
+            j += 1
+        else:
+            return None
+    return out
+
+
+def _bound(eqn: Any, operands: list[Any]) -> Callable[[], list[Any]]:
+    """``eqn``'s primitive applied to ``operands``, when called."""
+    return lambda: _as_list(eqn.primitive.bind(*operands, **eqn.params), eqn.primitive.multiple_results)
+
+
+def _as_list(out: Any, multiple: bool) -> list[Any]:
+    return list(out) if multiple else [out]
+
+
+def _to32(x: Any) -> Any:
+    a = np.asarray(x)
+    if a.dtype == np.float64:
+        return a.astype(np.float32)
+    if a.dtype == np.complex128:
+        return a.astype(np.complex64)
+    if a.dtype in (np.dtype(np.int64), np.dtype(np.uint64)):
+        narrow = a.astype(np.int32 if a.dtype == np.int64 else np.uint32)
+        if (narrow.astype(a.dtype) != a).any():
+            raise ValueError("no64.numerics: an integer argument does not fit in 32 bits; the 32-bit program "
+                             "cannot take it (pass it as int32, or use no64.jit's exact policy)")
+        return narrow
+    return x
+
+
+def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool = True) -> NumericsReport:
+    """Measure, on these arguments, where float32 makes ``fn``'s float64
+    results differ from its x64 program (see the module docstring).
+
+    Args:
+      fn: A JAX function of arrays (its keyword-free arguments).
+      args: Its arguments, as the x64 program takes them (float64 data).
+      tol: The relative error reported (per element; default 1e-3).
+      pairs: Also run ``fn`` under ``float_policy="pairs"`` and report its
+        outputs' error: the measured fix.
+
+    Returns:
+      A :class:`NumericsReport`; ``str()`` of it is the text report.
+    """
+    import contextlib
+
+    import jax
+
+    from ..kinds import Mode
+    from ._compat import enable_x64
+    from .hook import Config, scoped
+
+    with contextlib.ExitStack() as stack:
+        # both programs as JAX runs them on the CPU, whatever no64 is
+        # installed for: the reference is the x64 program itself
+        stack.enter_context(scoped(Config(frozenset(), mode=Mode.OFF)))
+        stack.enter_context(jax.default_device(jax.devices("cpu")[0]))
+        with enable_x64(True):
+            j64 = jax.make_jaxpr(fn)(*args)
+            a64 = jax.tree.leaves(args)
+        args32 = jax.tree.map(_to32, args)
+        with enable_x64(False):
+            j32 = jax.make_jaxpr(fn)(*args32)
+            a32 = jax.tree.leaves(args32)
+        walk = _Walk(tol)
+        with enable_x64(True):
+            out64, out32 = walk.run(j64, j32, a64, a32)
+    output_error = 0.0
+    for r, g in zip(out64, out32):
+        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
+        output_error = max(output_error, e if kind != "ok" else 0.0)
+    lines = list(walk.lines.values())
+    washed = 0
+    if output_error <= tol:
+        # the outputs hold: an intermediate float error that does not reach
+        # them is not the program's (a sum of deviations that cancels to
+        # rounding noise); gross ones (inf/nan, a changed decision) still are
+        kept = [x for x in lines if x.kind in ("inf/nan", "differs")]
+        washed, lines = len(lines) - len(kept), kept
+    report = NumericsReport(getattr(fn, "__name__", "<function>"), tol, lines, output_error,
+                            equations=walk.equations, unpaired=walk.unpaired, washed_out=washed)
+    if pairs:
+        _measure_pairs(report, fn, args, out64)
+    return report
+
+
+def _measure_pairs(report: NumericsReport, fn: Callable[..., Any], args: tuple[Any, ...],
+                   out64: list[Any]) -> None:
+    import jax
+
+    from ..errors import No64Error
+    from .jit import jit as no64_jit
+
+    try:
+        got = jax.tree.leaves(no64_jit(fn, float_policy="pairs", restore_dtypes=True)(*args))
+    except No64Error as exc:
+        report.pairs_refusal = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return
+    worst = 0.0
+    for r, g in zip(out64, got):
+        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
+        worst = max(worst, e if kind != "ok" else 0.0)
+    report.pairs_error = worst

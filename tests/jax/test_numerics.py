@@ -1,0 +1,188 @@
+"""``no64.numerics``: float32's error measured on the program's own data,
+against the x64 program, named by the line that introduces it.
+
+Each program has a known error source at a marked line; the report must
+name that line (and no other), with the error measured independently here
+in numpy within a factor of 2, and nothing on programs that float32
+computes well.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import no64
+
+pytestmark = pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning")
+
+
+def _line(fn, marker: str) -> int:
+    """The line of ``fn``'s source that holds ``marker``."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def _lines(report) -> list[tuple[int, str]]:
+    return [(x.location.line, x.kind) for x in report.lines]
+
+
+def cancellation(x):
+    a = x + 1e8
+    b = a - 1e8  # CANCELS
+    return b * 2.0
+
+
+def test_cancellation_is_introduced_where_it_cancels():
+    x = np.array([0.123, 0.456, 1.5, -3.25])
+    report = no64.numerics(cancellation, x)
+    assert _lines(report) == [(_line(cancellation, "CANCELS"), "introduces")]
+    assert report.lines[0].location.file == __file__
+    # the error float32 makes there, measured here
+    with np.errstate(all="ignore"):
+        b32 = (x.astype(np.float32) + np.float32(1e8)) - np.float32(1e8)
+        b64 = (x + 1e8) - 1e8
+    measured = np.max(np.abs(b32 - b64)) / np.max(np.abs(b64))  # normwise
+    assert measured / 2 <= report.lines[0].error <= measured * 2
+    assert report.output_error >= 0.5
+    # pairs: measured by running the function under float_policy="pairs"
+    assert report.pairs_error is not None and report.pairs_error < 1e-5
+    text = str(report)
+    assert f"{__file__}:{_line(cancellation, 'CANCELS')}: introduces (sub)" in text
+    assert "float_policy='pairs'" in text
+
+
+def overflowing(x):
+    y = jnp.exp(x)  # OVERFLOWS
+    return y / 2.0 + 1.0
+
+
+def test_overflow_is_named_where_it_happens_not_where_it_is_carried():
+    report = no64.numerics(overflowing, np.array([1.0, 100.0]))
+    assert _lines(report) == [(_line(overflowing, "OVERFLOWS"), "inf/nan")]
+    line = report.lines[0]
+    assert line.got == np.inf and line.index == (1,) and line.reference == pytest.approx(np.exp(100.0))
+    # pairs have float32's exponent range: no fix
+    assert report.pairs_error == np.inf
+
+
+def long_sum(x):
+    total = lax.fori_loop(0, x.shape[0], lambda i, s: s + x[i], jnp.zeros((), x.dtype))  # SUMS
+    return total
+
+
+def test_a_long_sum_is_named_with_its_measured_error():
+    x = np.full(20_000, 0.1)
+    report = no64.numerics(long_sum, x, tol=1e-5)
+    assert _lines(report) == [(_line(long_sum, "SUMS"), "introduces")]
+    s = np.float32(0.0)
+    for v in x.astype(np.float32):  # the same sum, one element after another, in float32
+        s = np.float32(s + v)
+    exact = 0.1 * 20_000
+    measured = abs(float(s) - exact) / exact
+    assert measured / 2 <= report.lines[0].error <= measured * 2
+    # and the default tolerance lets it be
+    assert no64.numerics(long_sum, x, pairs=False).lines == []
+
+
+def ill_conditioned(a, b):
+    x = jnp.linalg.solve(a, b)  # SOLVES
+    return x
+
+
+def test_an_ill_conditioned_solve_is_named_at_the_call():
+    rng = np.random.default_rng(1)
+    q, _ = np.linalg.qr(rng.standard_normal((12, 12)))
+    a = q @ np.diag(np.logspace(0, -9, 12)) @ q.T  # condition number 1e9
+    b = rng.standard_normal(12)
+    report = no64.numerics(ill_conditioned, a, b)
+    assert report.lines and {x.location.line for x in report.lines} == {_line(ill_conditioned, "SOLVES")}
+    assert report.output_error > 1e-2
+
+
+def stalls(x):
+    def cond(c):
+        k, _, cur = c
+        return (k < 200) & (jnp.abs(cur * cur - x) > 1e-12 * x)  # a residual float32 cannot reach
+
+    def body(c):
+        k, _, cur = c
+        return k + 1, cur, 0.5 * (cur + x / cur)  # Newton's square root
+
+    k, _, root = lax.while_loop(cond, body, (0, jnp.zeros_like(x), x))  # ITERATES
+    return k, root
+
+
+def test_a_solver_that_stalls_in_float32_differs_in_its_trip_count():
+    report = no64.numerics(stalls, np.float64(2.0))
+    got = {x.location.line: x for x in report.lines}
+    line = got[_line(stalls, "ITERATES")]
+    assert line.kind == "differs"  # x64 stops after a few steps; float32 never meets 1e-12
+    assert line.got == 200 and line.reference < 10
+    assert len(report.lines) == 1
+
+
+def benign(x, w):
+    h = jnp.tanh(x @ w)
+    h = (h - h.mean(-1, keepdims=True)) / jnp.sqrt(h.var(-1, keepdims=True) + 1e-5)
+    return jax.nn.softmax(h, axis=-1), jnp.sum(h**2)
+
+
+def test_a_float32_benign_program_reports_nothing():
+    rng = np.random.default_rng(0)
+    report = no64.numerics(benign, rng.standard_normal((16, 32)), rng.standard_normal((32, 32)) / 5)
+    assert report.lines == [] and report.output_error < 1e-5
+    assert report.equations > 10  # the equations were compared one by one
+    assert "0 line(s) beyond it" in str(report)
+
+
+@jax.jit
+def _inner(a):
+    return (a + 1e8) - 1e8  # INNER
+
+
+def nested(x):
+    return _inner(x) * 3.0
+
+
+def test_lines_inside_a_nested_jit_are_named():
+    report = no64.numerics(nested, np.array([0.25, 0.5]), pairs=False)
+    assert _lines(report) == [(_line(_inner, "INNER"), "introduces")]
+    assert report.pairs_error is None
+
+
+def test_an_integer_argument_beyond_32_bits_is_one_clear_error():
+    with pytest.raises(ValueError, match="does not fit in 32 bits"):
+        no64.numerics(lambda i: i * 2, np.array([2**40]))
+
+
+def washes_out(x):
+    d = x - jnp.mean(x)
+    noise = jnp.sum(d)  # NOISE: zero in x64, rounding noise in float32
+    return jnp.sqrt(jnp.mean(d * d)) + 0.0 * noise
+
+
+def test_an_intermediate_error_that_does_not_reach_the_outputs_is_not_listed():
+    rng = np.random.default_rng(5)
+    report = no64.numerics(washes_out, rng.standard_normal(1000) + 3.0, pairs=False)
+    assert report.output_error < 1e-5 and report.lines == []
+    assert report.washed_out == 1 and "1 line(s) with a larger intermediate error" in str(report)
+    # with the outputs as the tolerance's judge gone (a tolerance they miss), it is listed
+    strict = no64.numerics(washes_out, rng.standard_normal(1000) + 3.0, tol=1e-12, pairs=False)
+    assert _line(washes_out, "NOISE") in {x.location.line for x in strict.lines}
+
+
+def test_the_reference_is_the_x64_program_under_the_hook_too(restore_global):
+    """With no64 installed for the CPU, the reference still runs the x64
+    program as JAX does (not the hook's conversion of it)."""
+    no64.install("cpu")
+    x = np.array([0.123, 0.456])
+    report = no64.numerics(cancellation, x, pairs=False)
+    assert _lines(report) == [(_line(cancellation, "CANCELS"), "introduces")]
+    line = report.lines[0]
+    assert line.reference == pytest.approx((x[line.index] + 1e8) - 1e8, rel=1e-12) and line.got == 0.0
