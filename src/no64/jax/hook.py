@@ -794,9 +794,9 @@ def prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modul
     try:
         prepared = _prepare_module(module, config, platform)
     except BaseException as exc:
-        STATE.emit("on_module", module, platform, None, exc)
+        STATE.tell.on_module(module, platform, None, exc)
         raise
-    STATE.emit("on_module", module, platform, STATE.thread.report, None)
+    STATE.tell.on_module(module, platform, STATE.thread.report, None)
     return prepared
 
 
@@ -905,8 +905,8 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
         prepared = _judge_meaning(module, meaning, config, platform, name)
     except BaseException as exc:
         if STATE.listeners:
-            STATE.emit("on_meaning", module, meaning, platform, None, exc)
-            STATE.emit("on_module", meaning, platform, None, exc)
+            STATE.tell.on_meaning(module, meaning, platform, None, exc)
+            STATE.tell.on_module(meaning, platform, None, exc)
         raise
     return prepared
 
@@ -957,13 +957,13 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
         _checked[id(copy)] = (copy, functools.partial(intent.checked_output_error, name,
                                                       list(report.checked_outputs)))
     if STATE.listeners:
-        STATE.emit("on_meaning", module, meaning, platform, None if exact else report, None)
+        STATE.tell.on_meaning(module, meaning, platform, None if exact else report, None)
     STATE.thread.report = report
     if report.float_hints:
         intent.warn_float_hints(report, name)
     _record(name, platform, config.mode, report)
     if STATE.listeners:
-        STATE.emit("on_module", meaning, platform, report, None)
+        STATE.tell.on_module(meaning, platform, report, None)
     logger.debug("no64 converted the x64 program of %s for %s: %s", name, platform,
                  report.summary().splitlines()[0])
     return copy
@@ -1104,7 +1104,7 @@ def _record(name: str, platform: str, mode: Mode, report: DemotionReport | None)
     record = CompileRecord(name, platform, mode, report, meaning)
     STATE.records.append(record)
     if STATE.listeners:
-        STATE.emit("on_compile", record)
+        STATE.tell.on_compile(record)
 
 
 def compile_records() -> list[CompileRecord]:

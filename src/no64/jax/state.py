@@ -111,6 +111,44 @@ class HookListener:
         dtype."""
 
 
+class _Broadcast(HookListener):
+    """Each :class:`HookListener` method, called on every subscribed
+    listener in turn (:attr:`HookState.tell`): events are typed methods, so
+    a misspelt one is an error, not a silent no-op."""
+
+    def __init__(self, state: HookState) -> None:
+        self._state = state
+
+    def before_backend(self, module: Any, platform: str) -> None:
+        for x in self._state.listeners:
+            x.before_backend(module, platform)
+
+    def after_backend(self, module: Any, platform: str) -> None:
+        for x in self._state.listeners:
+            x.after_backend(module, platform)
+
+    def on_meaning(self, module: Any, meaning: Any, platform: str, report: Any,
+                   error: BaseException | None) -> None:
+        for x in self._state.listeners:
+            x.on_meaning(module, meaning, platform, report, error)
+
+    def on_module(self, module: Any, platform: str, report: Any, error: BaseException | None) -> None:
+        for x in self._state.listeners:
+            x.on_module(module, platform, report, error)
+
+    def on_compile(self, record: Any) -> None:
+        for x in self._state.listeners:
+            x.on_compile(record)
+
+    def on_host_event(self, event: Any, count: int) -> None:
+        for x in self._state.listeners:
+            x.on_host_event(event, count)
+
+    def on_host_conversion(self, requested: Any, became: Any, function: str) -> None:
+        for x in self._state.listeners:
+            x.on_host_conversion(requested, became, function)
+
+
 class _PerThread(threading.local):
     #: The report of the last module the pass prepared in this thread.
     report: Any = None
@@ -279,10 +317,10 @@ class HookState:
         finally:
             self.unsubscribe(listener)
 
-    def emit(self, event: str, *args: Any) -> None:
-        """Call method ``event`` (one of :class:`HookListener`'s) of every listener."""
-        for listener in self._listeners:
-            getattr(listener, event)(*args)
+    @property
+    def tell(self) -> HookListener:
+        """Every subscribed listener, as one: ``STATE.tell.on_module(...)``."""
+        return _Broadcast(self)
 
 
 #: The one state of no64's JAX layer.

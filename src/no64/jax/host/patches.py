@@ -367,7 +367,7 @@ def _array_input(object: Any, dtype: Any, function: str) -> tuple[Any, Any]:
     refuses = wide.dtype.kind in "iu" and _python_refusal(object, NARROWED[wide.dtype])
     narrowed = narrow_host_array(wide, policy, scalar=scalar, what=what, jax_refuses=refuses)
     if dtype is not None and STATE.listeners:
-        STATE.emit("on_host_conversion", dtype, getattr(narrowed, "dtype", None), function)
+        STATE.tell.on_host_conversion(dtype, getattr(narrowed, "dtype", None), function)
     return narrowed, None
 
 

@@ -102,7 +102,7 @@ def _record(kind: EventKind, op: str, detail: str, count: int,
                 records.pop(next(iter(records)))
             event = records[key] = Event(kind, op, source, detail, count)
     if STATE.listeners:
-        STATE.emit("on_host_event", event, count)
+        STATE.tell.on_host_event(event, count)
 
 
 def host_records() -> list[Event]:
