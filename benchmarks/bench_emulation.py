@@ -52,6 +52,12 @@ Divide and remainder run only where the op registry has their emulation
 rule (``no64.spec.registry.spec_of(op).emulate``); otherwise their rows
 say "not emulated".
 
+``--target T`` converts for a device profile (:mod:`no64.targets`)
+instead: for ``mtl`` or ``neuron-trn2``, which have 64-bit integers
+natively, the converted program keeps them, emulates nothing (checked) and
+should cost what the native one costs -- the emulation cost on such a
+device is zero, which the ratio column then measures.
+
 A second table times float64 carried as pairs of f32
 (``no64.demote(module, float_policy="pairs")``), op kind by op kind, on two
 float64 tensors of ``--size`` elements (``sum`` and ``dot`` over a
@@ -404,20 +410,25 @@ def not_emulated(case: OpCase) -> list[str]:
     return [op for op in case.needs if spec_of(op).emulate is None]
 
 
-def prepare(case: OpCase, x: np.ndarray, y: np.ndarray, scan_length: int, floor: bool = True) -> Prepared:
-    """Lower, convert and compile the case's programs (nothing is timed here
-    but the compiles, for the record)."""
+def prepare(case: OpCase, x: np.ndarray, y: np.ndarray, scan_length: int, floor: bool = True,
+            target: str | None = None) -> Prepared:
+    """Lower, convert (for ``target``, if given) and compile the case's
+    programs (nothing is timed here but the compiles, for the record)."""
     size = x.shape[0]
     fn64 = lambda a, b: case.fn(i64(size, scan_length), a, b)  # noqa: E731
     native = lower_x64(fn64, x, y)
     native_text = native.operation.get_asm(enable_debug_info=True)
     converted = lower_x64(fn64, x, y)
-    report = no64.demote(converted, policy="exact", check=True)
-    no64.check(converted)
+    report = no64.demote(converted, policy="exact", check=True, target=target)
+    no64.check(converted, keep=report.kept_native)
     missing = [op for op in case.emulates if op not in report.emulated_by_op]
     scope_native = scoped_ops(native)
     scope_emulated = scoped_ops(converted)
-    if missing or not any(_on_words(op) for op in scope_emulated):
+    if report.kept_native:
+        if report.ops_emulated:
+            raise AssertionError(f"{case.name}: target {target} has 64-bit integers, yet "
+                                 f"{report.ops_emulated} op(s) were emulated")
+    elif missing or not any(_on_words(op) for op in scope_emulated):
         raise AssertionError(
             f"{case.name}: the op under test was not emulated (emulated ops: "
             f"{report.emulated_by_op or 'none'}; expected {', '.join(case.emulates)}); the case "
@@ -535,12 +546,13 @@ def run_case(
     scan_length: int,
     repeats: int,
     timing: bool = True,
+    target: str | None = None,
 ) -> CaseResult:
     """Build, check bit for bit and (``timing``) time one case."""
     missing = not_emulated(case)
-    if missing:
+    if missing and target is None:
         return CaseResult(case.name, "not emulated", missing_rules=missing)
-    p = prepare(case, x, y, scan_length, floor=True)
+    p = prepare(case, x, y, scan_length, floor=True, target=target)
     device = _backend().devices()[0]
     args = [jax.device_put(x, device), jax.device_put(y, device)]
     check_identical(p, args)
@@ -577,10 +589,12 @@ def _ms(t: float | None) -> str:
 
 
 def print_table(results: list[CaseResult], size: int, repeats: int, scan_length: int,
-                load: tuple[tuple[float, ...], tuple[float, ...]]) -> None:
+                load: tuple[tuple[float, ...], tuple[float, ...]], target: str | None = None) -> None:
     print()
+    what = (f"Converted for target {target} (policy=\"exact\")" if target is not None
+            else "Exact 64-bit integer emulation (policy=\"exact\")")
     print(
-        f"Exact 64-bit integer emulation (policy=\"exact\") on the CPU backend: {size} elements, "
+        f"{what} on the CPU backend: {size} elements, "
         f"median of {repeats} repeat{'s' if repeats != 1 else ''}; jax {jax.__version__}, "
         f"{os.cpu_count()} CPUs; load average {load[0][0]:.2f} before, {load[1][0]:.2f} after"
     )
@@ -756,6 +770,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="print only the final table")
     parser.add_argument("--no-pairs", action="store_true", help="leave out the float64-as-pairs table")
     parser.add_argument("--pairs-only", action="store_true", help="run only the float64-as-pairs table")
+    parser.add_argument("--target", metavar="T",
+                        help="convert for device profile T (e.g. mtl, which has 64-bit integers natively)")
     opts = parser.parse_args(argv)
     if opts.list:
         for c in CASES:
@@ -776,7 +792,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for case in cases:
         r = run_case(case, x, y, scan_length=opts.scan_length, repeats=opts.repeats,
-                     timing=not opts.check_only)
+                     timing=not opts.check_only, target=opts.target)
         if r.status == "ok" and opts.check_only:
             log(f"  {case.name}: bit-identical")
         elif r.status == "ok":
@@ -787,7 +803,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
     load_after = os.getloadavg()
     if results:
-        print_table(results, opts.size, opts.repeats, opts.scan_length, (load_before, load_after))
+        print_table(results, opts.size, opts.repeats, opts.scan_length, (load_before, load_after),
+                    opts.target)
     pair_results: list[PairResult] = []
     pair_names = [n for n in PAIR_CASES
                   if not opts.ops or any(p.lower() in n.lower() for p in opts.ops)]

@@ -70,6 +70,20 @@ def test_case_is_emulated_and_bit_identical(name: str, inputs: tuple[np.ndarray,
     assert result.native_s is None and result.emulated_s is None  # nothing was timed
 
 
+@pytest.mark.parametrize("name", ["multiply by 64-bit constant", "shift left by 40", "sort (int64 key)",
+                                  "divide (signed)", "scatter-add"])
+def test_a_native_int64_target_emulates_nothing(name: str, inputs: tuple[np.ndarray, np.ndarray]) -> None:
+    """``--target mtl``: the converted program keeps its 64-bit integers --
+    the same ops as the native one, nothing on words -- and is checked bit
+    for bit against it all the same."""
+    case = next(c for c in bench.CASES if c.name == name)
+    x, y = inputs
+    result = bench.run_case(case, x, y, scan_length=SCAN, repeats=1, timing=False, target="mtl")
+    assert result.status == "ok"
+    assert result.values_emulated == 0 and not result.emulated_by_op
+    assert result.ops_emulated == result.ops_native >= 1
+
+
 def test_the_check_catches_a_different_program(inputs: tuple[np.ndarray, np.ndarray]) -> None:
     """The bit-for-bit check fails when the converted program computes
     something else: ``add``'s native program against ``subtract``'s

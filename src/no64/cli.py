@@ -702,8 +702,9 @@ def _convert(args: argparse.Namespace) -> int:
             integer_policy=args.integer_policy,
             input_ranges=ranges,
             float_policy=args.float_policy,
+            target=args.target,
         )
-        check(module)
+        check(module, keep=report.kept_native)
         legalized = _legalize(module, args, ranges) if args.target is not None else None
     if args.output_format:
         out_format = args.output_format

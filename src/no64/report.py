@@ -229,6 +229,10 @@ class DemotionReport:
         and results that are packed pairs: shape ``S x 2`` float32,
         ``[..., 0]`` hi and ``[..., 1]`` lo (``no64.split_pairs`` /
         ``no64.join_pairs``).
+      target: The device profile the module was converted for
+        (:mod:`no64.targets`), or ``None`` (a device with no 64-bit type).
+      kept_native: The 64-bit element types kept as they are, the target
+        having them natively (``"i64"``, ``"u64"``, ...).
       retyped_by_type: Count of retyped values per original element type.
       verdicts: Count of narrowed values per :class:`~no64.kinds.Verdict`.
       events: Every sentinel, saturation, wrap, precision loss, overflow and
@@ -256,6 +260,8 @@ class DemotionReport:
     pairs_by_op: dict[str, int] = dataclasses.field(default_factory=dict)
     pair_inputs: list[int] = dataclasses.field(default_factory=list)
     pair_outputs: list[int] = dataclasses.field(default_factory=list)
+    target: str | None = None
+    kept_native: list[str] = dataclasses.field(default_factory=list)
     retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
     verdicts: dict[Verdict, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
@@ -330,6 +336,8 @@ class DemotionReport:
             "pairs_by_op": dict(self.pairs_by_op),
             "pair_inputs": list(self.pair_inputs),
             "pair_outputs": list(self.pair_outputs),
+            "target": self.target,
+            "kept_native": list(self.kept_native),
             "retyped_by_type": dict(self.retyped_by_type),
             "verdicts": dict(self.verdicts),
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
@@ -367,6 +375,8 @@ class DemotionReport:
                 + (f"; outputs {self.pair_outputs} come back as [..., 2] pairs (hi, lo)"
                    if self.pair_outputs else "")
             )
+        if self.kept_native:
+            lines.append(f"kept {', '.join(self.kept_native)} as they are (native on target {self.target})")
         if self.retyped_by_type:
             parts = ", ".join(
                 f"{t}: {n}" for t, n in sorted(self.retyped_by_type.items(), key=lambda kv: -kv[1])

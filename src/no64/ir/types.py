@@ -33,6 +33,8 @@ __all__ = [
     "TypeConverter",
     "is_64bit_element",
     "is_int64_tensor",
+    "wide_kind",
+    "WIDE_KINDS",
     "NARROWED_DTYPE_NAMES",
     "NARROWED_DTYPES",
     "I32",
@@ -84,20 +86,50 @@ def is_64bit_element(t: ir.Type) -> bool:
     return False
 
 
-def _holds_64bit(t: ir.Type) -> bool:
+def wide_kind(t: ir.Type) -> str | None:
+    """The short name of a 64-bit element type: ``"f64"``, ``"i64"`` (signless
+    or signed), ``"u64"`` or ``"c128"``; ``None`` for any other type."""
+    if isinstance(t, ir.F64Type):
+        return "f64"
+    if isinstance(t, ir.IntegerType):
+        if t.width != 64:
+            return None
+        return "u64" if t.is_unsigned else "i64"
+    if isinstance(t, ir.ComplexType):
+        return "c128" if isinstance(t.element_type, ir.F64Type) else None
+    return None
+
+
+#: The short names of the 64-bit element types (:func:`wide_kind`).
+WIDE_KINDS = ("f64", "i64", "u64", "c128")
+
+
+def _holds_64bit(t: ir.Type, keep: frozenset[str] = frozenset()) -> bool:
     if isinstance(t, (ir.RankedTensorType, ir.UnrankedTensorType)):
-        return is_64bit_element(t.element_type)
-    if isinstance(t, ir.TupleType):
-        return any(_holds_64bit(t.get_type(i)) for i in range(t.num_types))
-    if isinstance(t, ir.FunctionType):
-        return any(_holds_64bit(x) for x in (*t.inputs, *t.results))
-    return is_64bit_element(t)
+        t = t.element_type
+    elif isinstance(t, ir.TupleType):
+        return any(_holds_64bit(t.get_type(i), keep) for i in range(t.num_types))
+    elif isinstance(t, ir.FunctionType):
+        return any(_holds_64bit(x, keep) for x in (*t.inputs, *t.results))
+    if not keep:
+        return is_64bit_element(t)
+    kind = wide_kind(t)
+    return kind is not None and kind not in keep
 
 
 class TypeConverter:
-    """Maps types to their 64-bit-free form; ``None`` means "already free"."""
+    """Maps types to their 64-bit-free form; ``None`` means "already free".
 
-    def __init__(self) -> None:
+    ``keep``: 64-bit element types (short names of :data:`WIDE_KINDS`) the
+    device has natively: they are kept as they are, and a type that holds
+    only those counts as free (a target's profile, :mod:`no64.targets`).
+    """
+
+    def __init__(self, keep: frozenset[str] = frozenset()) -> None:
+        unknown = set(keep) - set(WIDE_KINDS)
+        if unknown:
+            raise ValueError(f"unknown 64-bit element type(s) {sorted(unknown)}; known: {', '.join(WIDE_KINDS)}")
+        self.keep = frozenset(keep)
         self._cache: dict[ir.Type, ir.Type | None] = {}
         self._holds: dict[ir.Type, bool] = {}
 
@@ -118,7 +150,7 @@ class TypeConverter:
             return self._holds[t]
         except KeyError:
             pass
-        out = _holds_64bit(t)
+        out = _holds_64bit(t, self.keep)
         self._holds[t] = out
         return out
 
@@ -127,6 +159,8 @@ class TypeConverter:
         return t if out is None else out
 
     def _element(self, t: ir.Type) -> ir.Type | None:
+        if self.keep and wide_kind(t) in self.keep:
+            return None
         if isinstance(t, ir.F64Type):
             return ir.F32Type.get()
         if isinstance(t, ir.IntegerType):

@@ -42,6 +42,7 @@ from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I6
 from ..kinds import RangePolicy
 from ..report import DemotionReport
 from ..spec.registry import spec_of
+from ..targets import as_target
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
 from ..transforms.scan import check
@@ -264,6 +265,7 @@ def run_module(
     num_partitions: int | None = None,
     devices: Sequence[Any] | None = None,
     strict: bool = True,
+    keep: Sequence[str] = (),
 ) -> list[np.ndarray]:
     """Compile a StableHLO module on the JAX CPU backend and run it.
 
@@ -281,13 +283,15 @@ def run_module(
       strict: call :func:`no64.check` first, as a device without 64-bit
         types would, so a module that still holds a 64-bit value is refused
         with :class:`no64.Remaining64BitError`.
+      keep: 64-bit element types the device has natively (``"i64"``, ...:
+        a target's ``native``), allowed by that check.
 
     Returns:
       One numpy array per result, each the global (unsharded) value.
     """
     module = parse_module(module_or_text)
     if strict:
-        check(module)
+        check(module, keep=keep)
     in_specs, out_specs = main_signature(module)
     arrays = _check_args(args, in_specs)
     callbacks = _python_callbacks(module)
@@ -699,16 +703,26 @@ def word_pair_inputs(original: ir.Module, converted: ir.Module) -> list[int]:
     return _word_pairs(main_signature(original)[0], main_signature(converted)[0])
 
 
-def converted_inputs(args: Sequence[Any], words: Sequence[int] = ()) -> list[np.ndarray]:
+#: numpy's 64-bit dtypes by their short names (:data:`no64.ir.types.WIDE_KINDS`).
+_KINDS = {np.dtype(np.int64): "i64", np.dtype(np.uint64): "u64", np.dtype(np.float64): "f64",
+          np.dtype(np.complex128): "c128"}
+
+
+def converted_inputs(args: Sequence[Any], words: Sequence[int] = (),
+                     keep: Sequence[str] = ()) -> list[np.ndarray]:
     """The inputs of a converted module for the original's ``args``: the
     arguments at ``words`` (``report.emulated_inputs``) as their 32-bit word
-    pairs (:func:`no64.split_words`), every other one cast to its narrowed
-    dtype (:func:`narrow_inputs`: its integers must fit)."""
+    pairs (:func:`no64.split_words`), those of a 64-bit type the module
+    kept (``keep``: ``report.kept_native``) as they are, every other one
+    cast to its narrowed dtype (:func:`narrow_inputs`: its integers must
+    fit)."""
     wide = set(words)
     out = []
     for i, arg in enumerate(args):
         if i in wide:
             out.append(split_words(np.asarray(arg)))
+        elif _KINDS.get(np.asarray(arg).dtype) in keep:
+            out.append(np.asarray(arg))
         else:
             try:
                 out.extend(narrow_inputs([arg]))
@@ -726,6 +740,7 @@ def compare_with_reference(
     policy: str = "default",
     tolerance: Tolerance | None = None,
     num_partitions: int | None = None,
+    target: str | None = None,
 ) -> ComparisonResult:
     """Check that demoting ``fn``'s 64-bit program keeps its results.
 
@@ -746,7 +761,10 @@ def compare_with_reference(
     into 64-bit integers first and compared bit for bit.  Under
     ``policy="exact"`` 64-bit integer inputs are taken whole: those that
     enter the converted module as word pairs (``report.emulated_inputs``)
-    are split into them (:func:`converted_inputs`).
+    are split into them (:func:`converted_inputs`).  With a ``target``
+    (:mod:`no64.targets`) the program is converted for it: the 64-bit
+    types it has natively are kept, and inputs of those types are taken
+    whole.
 
     Raises:
       AssertionError: an output differs, naming the output, its errors and
@@ -757,8 +775,9 @@ def compare_with_reference(
     leaves, treedef = jax.tree_util.tree_flatten(list(args))
     flat = [np.asarray(a) for a in leaves]
     whole = policy == RangePolicy.EXACT
-    same = [a if whole and a.dtype in (np.int64, np.uint64) else narrow_inputs([a])[0].astype(a.dtype)
-            for a in flat]
+    native = frozenset(as_target(target).native) if target is not None else frozenset()
+    same = [a if (whole and a.dtype in (np.int64, np.uint64)) or _KINDS.get(a.dtype) in native
+            else narrow_inputs([a])[0].astype(a.dtype) for a in flat]
     lowered = _lower(fn, jax.tree_util.tree_unflatten(treedef, same), jit_kwargs or {})
     original = _reparse(lowered.compiler_ir("stablehlo"))
     in_specs, out_specs = main_signature(original)
@@ -768,12 +787,12 @@ def compare_with_reference(
             "array leaves were given (closed-over constants passed as arguments?)"
         )
     demoted = _reparse(original)
-    report = demote(demoted, integer_policy=integer_policy, policy=policy)
-    check(demoted)
+    report = demote(demoted, integer_policy=integer_policy, policy=policy, target=target)
+    check(demoted, keep=report.kept_native)
 
     reference_values = run_module(original, same, num_partitions=num_partitions, strict=False)
-    demoted_values = run_module(demoted, converted_inputs(same, report.emulated_inputs),
-                                num_partitions=num_partitions, strict=True)
+    demoted_values = run_module(demoted, converted_inputs(same, report.emulated_inputs, report.kept_native),
+                                num_partitions=num_partitions, strict=True, keep=report.kept_native)
     for j in report.emulated_outputs:
         demoted_values[j] = join_words(demoted_values[j])
 
@@ -783,6 +802,8 @@ def compare_with_reference(
         names=[spec.name for spec in out_specs],
         tolerance=tolerance,
         what=f"demoted program of {getattr(fn, '__name__', repr(fn))}",
-        wide=report.emulated_outputs,
+        # emulated outputs, and those of a type the target has: 64-bit, bit for bit
+        wide=[*report.emulated_outputs, *(i for i, r in enumerate(reference_values)
+                                          if _KINDS.get(np.asarray(r).dtype) in report.kept_native)],
     )
     return ComparisonResult(outputs, report, original, demoted, reference_values, demoted_values)

@@ -29,12 +29,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from ..ir.types import WIDE_KINDS
 from ..kinds import OpForm
 
-__all__ = ["Datapath", "F32_EXACT", "Refusal", "TARGETS", "Target", "register", "target", "target_for_platform"]
+__all__ = ["as_target", "Datapath", "F32_EXACT", "Refusal", "TARGETS", "Target", "register", "target",
+           "target_for_platform"]
 
-#: The element types no64 knows how to remove, by short name.
-WIDE_TYPES = ("f64", "i64", "u64", "c128")
+#: The element types no64 knows how to remove, by short name
+#: (:data:`no64.ir.types.WIDE_KINDS`).
+WIDE_TYPES = WIDE_KINDS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,6 +209,11 @@ def target(name: str) -> Target:
     if found is None:
         raise ValueError(f"unknown target {name!r}; known: {', '.join(sorted(TARGETS))}")
     return found
+
+
+def as_target(t: "str | Target") -> Target:
+    """A profile given as itself or by name (:func:`target`)."""
+    return t if isinstance(t, Target) else target(t)
 
 
 def target_for_platform(platform: str) -> Target:

@@ -24,7 +24,7 @@ from typing import Any
 from ..analysis.ranges import RangeAnalysis
 from ..ir._mlir import ir, stablehlo
 from ..ir.locations import SourceLocation, decode_location
-from ..ir.types import is_64bit_element
+from ..ir.types import wide_kind
 from ..kinds import OpForm
 from ..spec.registry import Computes, spec_of
 from ..spec.walk import all_ops
@@ -62,12 +62,7 @@ class TargetFinding:
 def _short(t: ir.Type) -> str | None:
     """A 64-bit element type's name in :data:`~no64.targets.WIDE_TYPES`
     (``"i64"``, ``"u64"``, ``"f64"``, ``"c128"``); ``None`` for any other."""
-    e = t.element_type if isinstance(t, ir.ShapedType) else t
-    if not is_64bit_element(e):
-        return None
-    if isinstance(e, ir.IntegerType):
-        return "u64" if e.is_unsigned else "i64"
-    return "f64" if isinstance(e, ir.F64Type) else "c128"
+    return wide_kind(t.element_type if isinstance(t, ir.ShapedType) else t)
 
 
 def _element(v: ir.Value) -> ir.Type:

@@ -41,6 +41,7 @@ from ..errors import InputRangeError, InvalidModuleError
 from ..ir._mlir import ir
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..report import DemotionReport
+from ..targets import Target, as_target as profile_of
 from . import rewrite
 from .emulate import exact_input_ranges
 from .linalg import expand_lapack
@@ -64,6 +65,7 @@ def demote(
     check: bool = False,
     outputs: str = "words",
     float_policy: str = "f32",
+    target: str | Target | None = None,
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
@@ -128,6 +130,15 @@ def demote(
         float32 pairs (``report.pair_inputs``/``pair_outputs``), or, with
         ``outputs="narrow"``, stay float64 (narrowed to f32: taken as exact
         pairs, results rounded once).
+      target: The device the module is for (a :class:`~no64.targets.Target`
+        or its name, :mod:`no64.targets`): the 64-bit element types it has
+        natively (``neuron-trn2`` and ``mtl``: 64-bit integers) are kept as
+        they are -- computed by the device, so neither narrowed nor
+        emulated -- and only the others are removed; the strict check
+        (``check=True``) allows them.  ``None`` (default): a device with no
+        64-bit type.  The ops the target computes on a narrower datapath or
+        refuses are made exact by :func:`no64.transforms.legalize.legalize`
+        after the pass (``no64 convert --target`` runs both).
       verify: Verify the whole module after the rewrite (default).  A
         failure raises :class:`~no64.errors.InvalidModuleError` and leaves
         the module as it was.  A caller that hands the module straight to a
@@ -168,6 +179,8 @@ def demote(
             raise InputRangeError(f"input ranges: {exc}") from None
     integer_policy = IntegerPolicy.parse(integer_policy, "integer_policy")
     float_policy = FloatPolicy.parse(float_policy, "float_policy")
+    profile = profile_of(target) if target is not None else None
+    keep = frozenset(profile.native) if profile is not None else frozenset()
     root = _module_op(module)
     with root.context, ir.Location.unknown(), gc_paused():
         backup: ir.Operation | None = None
@@ -197,7 +210,10 @@ def demote(
                 expanded = expand_lapack(root)
             p = Planner(root, Settings(integer_policy, range_policy, input_ranges, words_in=words_in,
                                        assumed_inputs=assumed,
-                                       float_pairs=float_policy is FloatPolicy.PAIRS))
+                                       float_pairs=float_policy is FloatPolicy.PAIRS, keep=keep))
+            if profile is not None:
+                p.report.target = profile.name
+                p.report.kept_native = sorted(keep)
             # on the 64-bit module, before anything is narrowed
             hints = float_hints(root) if float_policy is FloatPolicy.F32 else []
             p.judge_assumed_inputs()

@@ -86,6 +86,9 @@ class Settings:
     #: float64 is computed as pairs of f32 (``float_policy="pairs"``): the
     #: rules keep float64 values float64, for the pair pass that follows.
     float_pairs: bool = False
+    #: 64-bit element types the device has natively (a target's profile):
+    #: kept as they are (:class:`~no64.ir.types.TypeConverter`).
+    keep: frozenset[str] = frozenset()
 
 
 @dataclass(eq=False)
@@ -101,6 +104,8 @@ class Plan:
     #: The converted type of every type the walk met (``None``: kept);
     #: converted types are cached objects, one per distinct type.
     converted: Mapping[ir.Type, ir.Type | None]
+    #: The 64-bit element types kept as they are (:attr:`Settings.keep`).
+    keep: frozenset[str] = frozenset()
     values: list[tuple[ir.Value, ir.Type, ir.Type]] = field(default_factory=list)
     funcs: list[tuple[ir.Operation, ir.Type, ir.Type]] = field(default_factory=list)
     consts: list[tuple[ir.Operation, ir.Attribute | None, ir.Attribute]] = field(default_factory=list)
@@ -168,9 +173,9 @@ class Planner:
     ) -> None:
         self.root = root
         self.settings = settings
-        self.conv = TypeConverter()
+        self.conv = TypeConverter(settings.keep)
         self.report = report if report is not None else DemotionReport(integer_policy=settings.integer_policy)
-        self.plan = Plan(root, self.conv._cache)
+        self.plan = Plan(root, self.conv._cache, keep=settings.keep)
         #: Ranges established before the module was rewritten (the values
         #: that stand for emulated results proven to fit).
         self.known_ranges: Mapping[ir.Value, Any] = known_ranges if known_ranges is not None else {}

@@ -72,27 +72,27 @@ def check(plan: Plan) -> None:
     decision of the plan is trusted.
     """
     if plan.fixups:
-        scan_check(plan.root)
+        scan_check(plan.root, plan.keep)
         return
     # A fresh classifier: nothing the plan cached is used.
-    holds = TypeConverter().holds_64bit
+    holds = TypeConverter(plan.keep).holds_64bit
     # the distinct types the values were given (converted types are cached objects)
     given = [new for new in plan.converted.values() if new is not None and id(new) in plan.tally]
     if any(holds(new) for new in given):
-        scan_check(plan.root)
+        scan_check(plan.root, plan.keep)
     for value, _, new in plan.values:
         if value.type != new and holds(value.type):
-            scan_check(plan.root)
+            scan_check(plan.root, plan.keep)
     for op in plan.kept_ops:
         for t in op.results.types:
             if holds(t):
-                scan_check(plan.root)
+                scan_check(plan.root, plan.keep)
     for arg in plan.kept_args:
         if holds(arg.type):
-            scan_check(plan.root)
+            scan_check(plan.root, plan.keep)
     for op in plan.func_ops:
         if holds(ir.TypeAttr(op.attributes["function_type"]).value):
-            scan_check(plan.root)
+            scan_check(plan.root, plan.keep)
 
 
 def finish(plan: Plan) -> int:

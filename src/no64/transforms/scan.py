@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 from ..errors import Remaining64BitError
 from ..ir._mlir import ir
@@ -92,13 +92,16 @@ def scan_ops(
                             emit(op, f"region {ri} block {bi} argument #{ai}", t, arg.location, ("argument", ai))
 
 
-def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False) -> list[Finding]:
+def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False,
+               keep: Collection[str] = ()) -> list[Finding]:
     """Return every value in ``module`` whose type holds a 64-bit element type.
 
     Args:
       module: An ``ir.Module`` (or its operation) from jaxlib's MLIR bindings.
       uses: Also list each operand that consumes a 64-bit value (the same
         value is then reported at its definition and at every use).
+      keep: 64-bit element types the device has natively (``"i64"``,
+        ``"u64"``, ... of :data:`no64.ir.types.WIDE_KINDS`): not listed.
 
     Returns:
       Findings in walk order; empty when the module is 64-bit free.
@@ -124,7 +127,7 @@ def find_64bit(module: ir.Module | ir.Operation, *, uses: bool = False) -> list[
         out.append(Finding(op.name, role, text, where, enclosing_function(op), value))
 
     with root.context, ir.Location.unknown(), gc_paused():
-        scan_ops(all_ops(root), TypeConverter().holds_64bit, emit, uses)
+        scan_ops(all_ops(root), TypeConverter(frozenset(keep)).holds_64bit, emit, uses)
     return out
 
 
@@ -147,12 +150,12 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def has_64bit(module: ir.Module | ir.Operation) -> bool:
-    """True if any value of ``module`` holds a 64-bit type (the fast path of
-    :func:`check`: one walk, cached type classification, no location
-    decoding)."""
+def has_64bit(module: ir.Module | ir.Operation, keep: Collection[str] = ()) -> bool:
+    """True if any value of ``module`` holds a 64-bit type other than those
+    in ``keep`` (the fast path of :func:`check`: one walk, cached type
+    classification, no location decoding)."""
     root = _module_op(module)
-    conv = TypeConverter()
+    conv = TypeConverter(frozenset(keep))
     cache = conv._holds
     holds = conv.holds_64bit
     miss = _MISS
@@ -188,16 +191,18 @@ def has_64bit(module: ir.Module | ir.Operation) -> bool:
     return found
 
 
-def check(module: ir.Module | ir.Operation) -> None:
+def check(module: ir.Module | ir.Operation, keep: Collection[str] = ()) -> None:
     """Raise :class:`~no64.errors.Remaining64BitError` if any 64-bit value remains.
 
-    This is what a device without 64-bit types does with the module.  A clean
-    module costs one walk with cached type lookups (:func:`has_64bit`);
-    locations are decoded only to describe what remains.
+    This is what a device without 64-bit types does with the module (one
+    with the types of ``keep`` natively: a target's profile's ``native``,
+    :mod:`no64.targets`).  A clean module costs one walk with cached type
+    lookups (:func:`has_64bit`); locations are decoded only to describe
+    what remains.
     """
-    if not has_64bit(module):
+    if not has_64bit(module, keep):
         return
-    findings = find_64bit(module)
+    findings = find_64bit(module, keep=keep)
     shown = "\n  ".join(str(f) for f in findings[:20])
     more = f"\n  ... and {len(findings) - 20} more" if len(findings) > 20 else ""
     raise Remaining64BitError(
