@@ -85,6 +85,7 @@ from ..ir.types import TypeConverter
 from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..report import DemotionReport
 from ..spec.registry import spec_of
+from ..spec.walk import entry_function, symbol_name
 from ..transforms.demote import demote
 from ..transforms.emulate import exact_input_ranges
 from ..transforms.scan import check, find_64bit, has_64bit
@@ -874,7 +875,7 @@ def prepare_with_meaning(module: ir.Module, meaning: "ir.Module | intent.NoMeani
 
 def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], list[str]] | None:
     """The entry function's input and result types (``narrowed``: as no64 narrows them)."""
-    main = _entry_function(module)
+    main = entry_function(module.operation)
     if main is None:
         return None
     with module.context:
@@ -993,14 +994,6 @@ def clone_module(module: ir.Module) -> ir.Module:
     return new
 
 
-def _entry_function(module: ir.Module) -> ir.Operation | None:
-    for op in module.body.operations:
-        op = op.operation
-        if spec_of(op.name).function and ir.StringAttr(op.attributes["sym_name"]).value == "main":
-            return op
-    return None
-
-
 def _explicit_x64_allowed(jax_config: Any) -> bool:
     """Whether JAX's ``jax_explicit_x64_dtypes`` (from 0.8) is ``ALLOW`` here:
     an explicit 64-bit dtype then makes 64-bit arrays with x64 off."""
@@ -1011,7 +1004,7 @@ def _explicit_x64_allowed(jax_config: Any) -> bool:
 
 def _check_boundary(module: ir.Module, name: str, platform: str, config: Config) -> None:
     """Refuse a module whose entry function takes or returns 64-bit values."""
-    main = _entry_function(module)
+    main = entry_function(module.operation)
     if main is None:
         return
     with module.context:
@@ -1019,9 +1012,10 @@ def _check_boundary(module: ir.Module, name: str, platform: str, config: Config)
         holds = TypeConverter().holds_64bit
         if not any(holds(t) for t in (*ftype.inputs, *ftype.results)):
             return
+    entry = symbol_name(main)
     findings = [
         f for f in find_64bit(module)
-        if f.function == "main" and spec_of(f.op).function
+        if f.function == entry and spec_of(f.op).function
     ]
     shown = "\n  ".join(str(f) for f in findings[:10])
     more = f"\n  ... and {len(findings) - 10} more" if len(findings) > 10 else ""
