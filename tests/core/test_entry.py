@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from no64.ir._mlir import ir, make_context
 from no64.jax.audit.sites import CallGraph
 from no64.jax.reference import main_signature
 from no64.spec.walk import entry_function, entry_name, symbol_name
+from support import ir, make_context
 
 
 def _fn(name: str, visibility: str = "public") -> str:

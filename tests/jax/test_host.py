@@ -32,8 +32,8 @@ import pytest
 
 import no64
 from no64.jax import host
-from no64.jax._compat import enable_x64
 from no64.transforms import constants as C
+from support import enable_x64
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::no64.jax.hook.X64DisabledWarning"),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 
 def f(x, n):
@@ -55,7 +55,7 @@ def test_unknown_float_policy():
 HOOK_SCRIPT = r'''
 import jax, jax.numpy as jnp, numpy as np
 import no64
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 @jax.jit
 def f(x):
