@@ -82,7 +82,7 @@ from ..errors import (
 )
 from ..ir._mlir import ir
 from ..ir.types import TypeConverter
-from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
+from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..report import DemotionReport
 from ..spec.registry import spec_of
 from ..spec.walk import entry_function, symbol_name
@@ -102,7 +102,6 @@ __all__ = [
     "ENV_MODE",
     "ENV_PLATFORMS",
     "ENV_POLICY",
-    "LOSSY_EVENT_KINDS",
     "MODES",
     "X64DisabledWarning",
     "active_config",
@@ -132,8 +131,6 @@ ENV_TARGET = "NO64_TARGET"
 #: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
 #: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
 MODES = Mode.values()
-#: Report event kinds whose narrowing may change a value (see :class:`no64.kinds.EventKind`).
-LOSSY_EVENT_KINDS = LOSSY_EVENTS
 
 
 def is_exact(report: DemotionReport | None) -> bool:
@@ -834,11 +831,6 @@ def _prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modu
     _record(name, platform, config.mode, report)
     logger.debug("no64 demoted %s for %s: %s", name, platform, report.summary().splitlines()[0])
     return copy
-
-
-def last_report() -> DemotionReport | None:
-    """The report of the last :func:`prepare_module` in this thread (``None``: nothing demoted)."""
-    return STATE.thread.report
 
 
 def prepare_with_meaning(module: ir.Module, meaning: "ir.Module | intent.NoMeaning | None",
