@@ -25,8 +25,8 @@ import optax
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from no64.jax._compat import enable_x64
 from no64.jax.reference import Tolerance
+from support import enable_x64
 
 I64_MAX = int(np.iinfo(np.int64).max)
 I64_MIN = int(np.iinfo(np.int64).min)

@@ -20,8 +20,6 @@ import numpy as np
 from jax._src.lib import xla_client as xc
 
 import no64
-from no64.ir._mlir import ir
-from no64.jax._compat import enable_x64
 from no64.jax.reference import (
     compare_outputs,
     converted_inputs,
@@ -30,6 +28,7 @@ from no64.jax.reference import (
     word_pair_outputs,
 )
 from no64.transforms.emulate import join_words
+from support import enable_x64, ir
 
 I32 = np.iinfo(np.int32)
 

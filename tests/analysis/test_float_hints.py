@@ -28,9 +28,9 @@ from jax import lax
 import no64
 from no64.analysis.float_hints import FloatHint, float_hints
 from no64.ir.locations import decode_location
-from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
 from no64.spec.walk import all_ops
+from support import enable_x64
 
 FMAX = float(np.finfo(np.float64).max)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from runner import compare_on_adversarial_inputs
+from support import ir, make_context
 
 
 def program(body: str) -> str:

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import no64
 from no64.analysis.ranges import RangeAnalysis, verdict
-from no64.ir._mlir import ir, make_context
 from no64.jax.reference import lower_x64, run_module
+from support import ir, make_context
 
 I32 = np.iinfo(np.int32)
 

@@ -30,8 +30,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import no64
-from no64.ir._mlir import ir, make_context
 from runner import compare_on_adversarial_inputs
+from support import ir, make_context
 
 T = "tensor<4xi64>"
 U = "tensor<4xui64>"

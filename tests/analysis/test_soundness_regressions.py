@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from no64.jax.reference import compare_outputs, lower_x64, narrow_inputs, run_module, word_pair_outputs
 from no64.rules import REGISTRY, register
 from no64.transforms.emulate import join_words
+from support import ir, make_context
 
 I32 = np.iinfo(np.int32)
 I64 = np.iinfo(np.int64)

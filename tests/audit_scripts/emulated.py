@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 
 import no64
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 
 @jax.jit

@@ -4,7 +4,7 @@ the square is computed in 64 bits (NO64_POLICY=exact)."""
 import jax
 import jax.numpy as jnp
 
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 
 @jax.jit

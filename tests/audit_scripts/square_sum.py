@@ -4,7 +4,7 @@ sum may leave the 32-bit range, and no op here needs their words."""
 import jax
 import jax.numpy as jnp
 
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 
 @jax.jit

@@ -24,7 +24,7 @@ import pytest
 import no64
 from no64 import io as no64io
 from no64.cli import main
-from no64.ir._mlir import ir, make_context
+from support import ir, make_context
 
 DATA = Path(__file__).parents[1] / "data"
 F64 = DATA / "f64_mixed.mlir"

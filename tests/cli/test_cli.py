@@ -411,8 +411,8 @@ def test_convert_exact_hlo_with_random_matches_x64(tmp_path: Path) -> None:
     the seed entering as its two words."""
     import jax
 
-    from no64.jax._compat import enable_x64
     from no64.jax.reference import converted_inputs, word_pair_inputs
+    from support import enable_x64
 
     f = lambda s: jax.random.bits(jax.random.PRNGKey(s), (6,), jax.numpy.uint32)  # noqa: E731
     seed = np.int64(-(2**40) - 3)

@@ -20,8 +20,6 @@ import numpy as np
 import pytest
 
 import no64
-from no64.ir import _compat
-from no64.ir._mlir import ir, make_context
 from no64.jax.reference import (
     compare_outputs,
     converted_inputs,
@@ -30,6 +28,7 @@ from no64.jax.reference import (
     word_pair_outputs,
 )
 from no64.transforms.emulate import join_words
+from support import ir, ir_compat as _compat, make_context
 
 pytestmark = pytest.mark.compat
 

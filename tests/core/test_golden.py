@@ -42,8 +42,8 @@ from pathlib import Path
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from runner import adversarial_inputs, compare_on_adversarial_inputs
+from support import ir, make_context
 
 LIT = Path(__file__).resolve().parents[1] / "lit"
 FILES = sorted(LIT.glob("*.mlir"))

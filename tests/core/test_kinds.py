@@ -8,7 +8,6 @@ import pytest
 
 import no64
 from no64.analysis.ranges import RangeAnalysis
-from no64.ir._mlir import ir, make_context
 from no64.kinds import (
     EXACT_VERDICTS,
     LOSSY_EVENTS,
@@ -24,6 +23,7 @@ from no64.kinds import (
     Verdict,
     View,
 )
+from support import ir, make_context
 
 VOCABULARIES = [Verdict, EventKind, RangePolicy, IntegerPolicy, FloatPolicy, Outputs, ElementKind, Mode,
                 View, Handling, FailOn]

@@ -20,8 +20,8 @@ from jax import lax
 import no64
 import no64.io
 from no64.cli import main
-from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
+from support import enable_x64
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal((6, 8)) * 1e3 + 1e4 / 3

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from no64.jax.reference import run_module
+from support import ir, make_context
 
 
 def parse(text: str) -> ir.Module:

@@ -7,9 +7,9 @@ import json
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from no64.kinds import Verdict
 from no64.report import DemotionReport, Narrowing
+from support import ir, make_context
 
 
 def parse(text: str) -> ir.Module:

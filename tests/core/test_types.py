@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from no64.ir._mlir import ir, make_context
 from no64.ir.types import (
     F32_MAX,
     F64_MAX,
@@ -19,6 +18,7 @@ from no64.ir.types import (
     is_64bit_element,
     is_int64_tensor,
 )
+from support import ir, make_context
 
 #: numpy dtype name -> MLIR element type, for the types the mapping names.
 _MLIR = {

@@ -49,8 +49,8 @@ import pytest
 from flax import nnx
 
 import no64
-from no64.jax._compat import enable_x64
 from no64.jax.reference import parse_module, run_module
+from support import enable_x64
 
 #: ``None`` is JAX's default key implementation (threefry2x32).
 IMPLS: list[str | None] = [None, "rbg"]

@@ -34,8 +34,8 @@ import pytest
 from jax import lax
 
 import no64
-from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
+from support import enable_x64
 
 
 def run_pairs(fn: Callable[..., Any], *args: np.ndarray, float_policy: str = "pairs") -> list[np.ndarray]:

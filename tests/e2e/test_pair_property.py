@@ -70,8 +70,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import no64
-from no64.ir._mlir import ir, make_context
 from runner import compile_module
+from support import ir, make_context
 
 T = "tensor<8xf64>"
 S = "tensor<f64>"

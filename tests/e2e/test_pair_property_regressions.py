@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import no64
-from no64.ir._mlir import ir, make_context
 from runner import compile_module
+from support import ir, make_context
 
 U2 = 2.0**-48
 T = "tensor<1xf64>"

@@ -11,8 +11,8 @@ import pytest
 
 import no64
 from no64 import io as no64io
-from no64.ir._mlir import ir, make_context, stablehlo
 from no64.jax.reference import lower_x64, run_module
+from support import ir, make_context, stablehlo
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 I64 = np.iinfo(np.int64)
 U64 = np.iinfo(np.uint64)

@@ -12,9 +12,8 @@ import pytest
 from jax import export
 
 import no64
-from no64.ir._mlir import ir, make_context
-from no64.jax._compat import enable_x64
 from runner import compile_module
+from support import enable_x64, ir, make_context
 
 VOCAB = 512
 #: 0/1 flags and token ids at the extremes of their declared ranges

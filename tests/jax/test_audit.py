@@ -20,6 +20,7 @@ import pytest
 import no64
 from no64.cli import main
 from no64.jax.audit import AUDIT_JSON_SCHEMA, CAUSE_KINDS, FAIL_ON, AuditReport
+from support import with_support
 
 pytest_plugins = ["pytester"]
 
@@ -34,7 +35,7 @@ def _env(**extra: str) -> dict[str, str]:
     env.pop("JAX_ENABLE_X64", None)
     env["JAX_PLATFORMS"] = "cpu"
     env.update(extra)
-    return env
+    return with_support(env)
 
 
 def _run(argv: list[str], cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:

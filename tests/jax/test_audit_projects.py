@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 
 from no64.jax.audit import AUDIT_JSON_SCHEMA
+from support import with_support
 
 PROJECTS = Path(__file__).parents[1] / "audit_projects"
 _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ ")
@@ -49,7 +50,7 @@ def _env(**extra: str) -> dict[str, str]:
         env.pop(name, None)
     env["JAX_PLATFORMS"] = "cpu"
     env.update(extra)
-    return env
+    return with_support(env)
 
 
 def _python(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

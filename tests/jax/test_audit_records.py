@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 
-from no64.ir._mlir import ir, make_context
 from no64.jax.audit import Compiled, _handlings, analyze
 from no64.kinds import Handling
 from no64.transforms.scan import find_64bit
+from support import ir, make_context
 
 
 def handlings(text: str) -> dict[tuple[str, str, int | None], Handling]:

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import no64
-from no64.jax._compat import enable_x64
 from no64.jax.reference import main_signature
 from no64.transforms.emulate import join_words
+from support import enable_x64
 
 I32 = np.iinfo(np.int32)
 U32 = np.iinfo(np.uint32)

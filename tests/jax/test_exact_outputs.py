@@ -19,10 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from no64.ir._mlir import ir, make_context
-from no64.jax._compat import enable_x64
 from no64.transforms.demote import demote
 from runner import compile_module
+from support import enable_x64, ir, make_context
 
 SCRIPT = Path(__file__).parent / "exact_output_programs.py"
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"

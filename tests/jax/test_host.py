@@ -32,8 +32,8 @@ import pytest
 
 import no64
 from no64.jax import host
-from no64.jax._compat import enable_x64
 from no64.transforms import constants as C
+from support import enable_x64, with_support
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::no64.jax.hook.X64DisabledWarning"),
@@ -95,6 +95,7 @@ def _start(tmp_path: Path, tag: str, *args: str, **extra: str
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
     env.update(XLA_FLAGS=FAST_COMPILE, JAX_PLATFORMS="cpu", JAX_ENABLE_X64="1", **extra)
+    with_support(env)
     out = tmp_path / f"{tag}.json"
     proc = subprocess.Popen([sys.executable, CASES_FILE, str(out), *args], env=env, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -30,9 +30,8 @@ import pytest
 
 import no64
 import no64.io
-from no64.ir._mlir import ir
 from no64.jax import hook as jaxhook, intent
-from no64.jax._compat import backend_module_text, enable_x64
+from support import backend_module_text, enable_x64, ir, with_support
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.
@@ -110,7 +109,7 @@ def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     (shim_dir / "sitecustomize.py").write_text(SHIM)
     env["PYTHONPATH"] = os.pathsep.join([str(shim_dir), *filter(None, [env.get("PYTHONPATH")])])
     env.update(extra)
-    return env
+    return with_support(env)
 
 
 def run_child(args: list[str], env: dict[str, str], cwd: Path, timeout: float = _CHILD_TIMEOUT
@@ -497,7 +496,7 @@ def x64_floats(x):
 
 
 spec = jax.ShapeDtypeStruct((8,), jnp.float32)
-from no64.jax._compat import enable_x64
+from support import enable_x64
 with enable_x64(True):
     ints = roundtrip(export.export(jax.jit(x64_ints))(spec))
     floats = roundtrip(export.export(jax.jit(x64_floats))(spec))
@@ -716,7 +715,7 @@ STALE_SCRIPT = '''
 import jax
 import numpy as np
 import no64
-from no64.jax._compat import enable_x64
+from support import enable_x64
 with enable_x64(True):
     try:
         jax.jit(lambda x: x * 2)(np.arange(3.0))  # traced with x64 on in a scope
@@ -748,7 +747,7 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 from jaxlib import _jax
 import no64.io
-from no64.jax._compat import backend_module_text
+from support import backend_module_text
 compiled = []
 original = _jax.Client.compile_and_load
 def spy(self, m, *a, **k):

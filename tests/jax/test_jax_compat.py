@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from no64.jax import _compat
+from support import jax_compat as _compat
 
 pytestmark = pytest.mark.compat
 

@@ -20,7 +20,7 @@ import pytest
 
 import no64
 from no64.jax import intent
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 SCRIPT = Path(__file__).parent / "meaning_programs.py"
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"

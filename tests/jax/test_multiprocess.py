@@ -31,7 +31,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 import no64
 import no64.io
-from no64.jax._compat import backend_module_text, enable_x64
+from support import backend_module_text, enable_x64, with_support
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.
@@ -175,7 +175,7 @@ jax.distributed.initialize(coordinator_address="127.0.0.1:" + port, num_processe
 
 # Test-only hook: dump every module the backend receives, in order.
 from jaxlib import _jax
-from no64.jax._compat import backend_module_text
+from support import backend_module_text
 phase, count = ["fix"], [0]
 original = _jax.Client.compile_and_load
 def dump(self, module, *args, **kwargs):
@@ -270,6 +270,7 @@ def test_two_processes_compile_identical_modules(tmp_path: Path) -> None:
         JAX_PLATFORMS="cpu",
         XLA_FLAGS="--xla_force_host_platform_device_count=4 --xla_backend_optimization_level=0",
     )
+    with_support(env)
     port = str(_free_port())
     logs = [open(tmp_path / f"worker{i}.log", "w") for i in range(2)]
     procs = [subprocess.Popen([sys.executable, str(script), str(i), port, str(tmp_path)],

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import no64
-from no64.jax._compat import enable_x64
+from support import enable_x64, with_support
 
 
 def f(x, n):
@@ -55,7 +55,7 @@ def test_unknown_float_policy():
 HOOK_SCRIPT = r'''
 import jax, jax.numpy as jnp, numpy as np
 import no64
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 @jax.jit
 def f(x):
@@ -79,7 +79,7 @@ def test_hook_float_policy_from_environment(tmp_path, policy, want):
 
     script = tmp_path / "hook.py"
     script.write_text(HOOK_SCRIPT)
-    env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY=policy, JAX_PLATFORMS="cpu")
+    env = with_support(dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY=policy, JAX_PLATFORMS="cpu"))
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     described, values = r.stdout.strip().splitlines()[-2:]
@@ -115,7 +115,7 @@ def test_hook_refuses_pairs_where_the_probe_differs(tmp_path):
         "import no64\n",
         "import no64\nimport no64.jax.pair_probe as R\n"
         "R._results['cpu'] = 'multiply lo of element 5: got 1, IEEE f32 gives 2'\n"))
-    env = dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="pairs", JAX_PLATFORMS="cpu")
+    env = with_support(dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="pairs", JAX_PLATFORMS="cpu"))
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert "PairArithmeticError: float_policy='pairs' needs IEEE f32 arithmetic" in r.stderr

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import no64
-from no64.jax._compat import enable_x64
 from no64.jax.reference import parse_module, run_module
+from support import enable_x64, ir
 
 IMPLS = ["threefry2x32", "threefry4x32", "philox2x32", "philox4x32", "rbg", "unsafe_rbg"]
 
@@ -75,7 +75,7 @@ def program(impl: str):
     return f
 
 
-def lower_x32(fn, *args) -> "no64.ir._mlir.ir.Module":
+def lower_x32(fn, *args) -> "ir.Module":
     with enable_x64(False):
         return parse_module(jax.jit(fn).lower(*args).as_text(debug_info=True))
 

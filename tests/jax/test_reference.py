@@ -20,9 +20,7 @@ from jax import lax
 
 import no64
 import programs
-from no64.ir._mlir import ir
 from no64.jax import reference
-from no64.jax._compat import enable_x64
 from no64.jax.reference import (
     ComparisonResult,
     Tolerance,
@@ -34,6 +32,7 @@ from no64.jax.reference import (
     run_module,
 )
 from programs import PROGRAMS, Program
+from support import enable_x64, ir
 
 BY_NAME = {p.name: p for p in PROGRAMS}
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import no64
 from no64.jax import intent
-from no64.jax._compat import enable_x64
+from support import enable_x64
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::no64.jax.hook.X64DisabledWarning"),

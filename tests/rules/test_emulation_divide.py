@@ -22,8 +22,8 @@ from jax import lax
 
 import no64
 from no64.analysis.ranges import RangeAnalysis
-from no64.ir._mlir import ir, make_context
 from no64.jax.reference import compare_with_reference, run_module
+from support import ir, make_context
 
 I32 = np.iinfo(np.int32)
 I64 = np.iinfo(np.int64)

@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from no64.ir import pairs as P
-from no64.ir._mlir import ir, make_context
 from no64.jax.reference import run_module
+from support import ir, make_context
 
 sys.path.insert(0, str(Path(__file__).parent))
 import pairs_model as M  # noqa: E402

@@ -18,9 +18,8 @@ import pytest
 
 import no64
 from no64.errors import UnsupportedOpError
-from no64.ir._mlir import ir, make_context
-from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, parse_module, run_module
+from support import enable_x64, ir, make_context
 
 ALG = jax.lax.RandomAlgorithm
 M32 = 0xFFFFFFFF

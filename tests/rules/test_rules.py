@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import no64
-from no64.jax._compat import enable_x64
 from no64.jax.reference import compare_with_reference, lower_x64, parse_module, run_module
+from support import enable_x64
 
 
 def demote_and_run(fn, args, narrowed_args=None, x64=True):

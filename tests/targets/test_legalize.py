@@ -23,13 +23,13 @@ from jax import lax
 from test_targets import f32_datapath_dot, lowered
 
 from no64.cli import main
-from no64.ir._mlir import ir, make_context, stablehlo
 from no64.kinds import OpForm
 from no64.rules.limbs import plan
 from no64.targets import F32_EXACT, Datapath, Target, target
 from no64.targets.legality import check_target
 from no64.transforms.legalize import legalize
 from runner import compile_module
+from support import ir, make_context, stablehlo
 
 RNG = np.random.default_rng(2024)
 I32 = np.iinfo(np.int32)
@@ -434,8 +434,8 @@ def test_the_word_emulations_dots_are_split_too() -> None:
     limbs, whose sums over 512 terms pass 2**24: each is split again, and the words
     are still the int64 product's."""
     import no64
-    from no64.jax._compat import enable_x64
     from no64.transforms.emulate import join_words, split_words
+    from support import enable_x64
 
     a, b = np.zeros((2, 512), np.int64), np.zeros((512, 3), np.int64)
     with enable_x64(True):

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 
 from no64.cli import main
-from no64.ir._mlir import ir, make_context
-from no64.jax._compat import enable_x64
 from no64.targets import TARGETS, Target, register, target, target_for_platform
 from no64.targets.legality import check_target
+from support import enable_x64, ir, make_context
 
 RNG = np.random.default_rng(0)
 

@@ -17,12 +17,11 @@ import pytest
 from jax import lax
 
 import no64
-from no64.ir._mlir import ir, make_context
-from no64.jax._compat import enable_x64
 from no64.targets import target
 from no64.targets.legality import check_target
 from no64.transforms.legalize import legalize
 from runner import compile_module
+from support import enable_x64, ir, make_context
 
 NEURON = target("neuron")
 RNG = np.random.default_rng(7)

@@ -82,9 +82,10 @@ from ..errors import (
 )
 from ..ir._mlir import ir
 from ..ir.types import TypeConverter
-from ..kinds import LOSSY_EVENTS, FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
+from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..report import DemotionReport
 from ..spec.registry import spec_of
+from ..spec.walk import entry_function, symbol_name
 from ..transforms.demote import demote
 from ..transforms.emulate import exact_input_ranges
 from ..transforms.scan import check, find_64bit, has_64bit
@@ -101,7 +102,6 @@ __all__ = [
     "ENV_MODE",
     "ENV_PLATFORMS",
     "ENV_POLICY",
-    "LOSSY_EVENT_KINDS",
     "MODES",
     "X64DisabledWarning",
     "active_config",
@@ -131,8 +131,6 @@ ENV_TARGET = "NO64_TARGET"
 #: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
 #: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
 MODES = Mode.values()
-#: Report event kinds whose narrowing may change a value (see :class:`no64.kinds.EventKind`).
-LOSSY_EVENT_KINDS = LOSSY_EVENTS
 
 
 def is_exact(report: DemotionReport | None) -> bool:
@@ -835,11 +833,6 @@ def _prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modu
     return copy
 
 
-def last_report() -> DemotionReport | None:
-    """The report of the last :func:`prepare_module` in this thread (``None``: nothing demoted)."""
-    return STATE.thread.report
-
-
 def prepare_with_meaning(module: ir.Module, meaning: "ir.Module | intent.NoMeaning | None",
                          config: Config, platform: str) -> ir.Module:
     """What the backend compiles for ``module`` (JAX's 32-bit module of a
@@ -874,7 +867,7 @@ def prepare_with_meaning(module: ir.Module, meaning: "ir.Module | intent.NoMeani
 
 def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], list[str]] | None:
     """The entry function's input and result types (``narrowed``: as no64 narrows them)."""
-    main = _entry_function(module)
+    main = entry_function(module.operation)
     if main is None:
         return None
     with module.context:
@@ -993,14 +986,6 @@ def clone_module(module: ir.Module) -> ir.Module:
     return new
 
 
-def _entry_function(module: ir.Module) -> ir.Operation | None:
-    for op in module.body.operations:
-        op = op.operation
-        if spec_of(op.name).function and ir.StringAttr(op.attributes["sym_name"]).value == "main":
-            return op
-    return None
-
-
 def _explicit_x64_allowed(jax_config: Any) -> bool:
     """Whether JAX's ``jax_explicit_x64_dtypes`` (from 0.8) is ``ALLOW`` here:
     an explicit 64-bit dtype then makes 64-bit arrays with x64 off."""
@@ -1011,7 +996,7 @@ def _explicit_x64_allowed(jax_config: Any) -> bool:
 
 def _check_boundary(module: ir.Module, name: str, platform: str, config: Config) -> None:
     """Refuse a module whose entry function takes or returns 64-bit values."""
-    main = _entry_function(module)
+    main = entry_function(module.operation)
     if main is None:
         return
     with module.context:
@@ -1019,9 +1004,10 @@ def _check_boundary(module: ir.Module, name: str, platform: str, config: Config)
         holds = TypeConverter().holds_64bit
         if not any(holds(t) for t in (*ftype.inputs, *ftype.results)):
             return
+    entry = symbol_name(main)
     findings = [
         f for f in find_64bit(module)
-        if f.function == "main" and spec_of(f.op).function
+        if f.function == entry and spec_of(f.op).function
     ]
     shown = "\n  ".join(str(f) for f in findings[:10])
     more = f"\n  ... and {len(findings) - 10} more" if len(findings) > 10 else ""

@@ -37,11 +37,11 @@ from jax._src.lib import xla_client as xc
 from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
 from ..errors import InputError
-from ..ir._mlir import func, ir, make_context
+from ..ir._mlir import ir, make_context
 from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ..kinds import RangePolicy
 from ..report import DemotionReport
-from ..spec.registry import spec_of
+from ..spec.walk import entry_function, functions, is_public
 from ..targets import as_target
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
@@ -125,25 +125,13 @@ def _module_text(module: ir.Module) -> str:
     return module.operation.get_asm(enable_debug_info=True)
 
 
-def _main_function(module: ir.Module) -> func.FuncOp:
-    """Return the entry function: ``@main``, else the only public function."""
-    public: list[ir.Operation] = []
-    for op in module.body.operations:
-        if not spec_of(op.operation.name).function:
-            continue
-        attrs = op.operation.attributes
-        name = ir.StringAttr(attrs["sym_name"]).value
-        if name == "main":
-            return op
-        visibility = (
-            ir.StringAttr(attrs["sym_visibility"]).value
-            if "sym_visibility" in attrs
-            else "public"
-        )
-        if visibility == "public":
-            public.append(op)
-    if len(public) == 1:
-        return public[0]
+def _main_function(module: ir.Module) -> ir.Operation:
+    """Return the entry function (:func:`no64.spec.walk.entry_function`),
+    refusing a guess among several public functions."""
+    main = entry_function(module.operation, strict=True)
+    if main is not None:
+        return main
+    public = [fn for fn in functions(module.operation) if is_public(fn)]
     raise ValueError(
         "module has no @main function and "
         f"{'no' if not public else 'more than one'} public function to run"

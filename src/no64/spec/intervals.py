@@ -29,7 +29,6 @@ __all__ = [
     "INT64",
     "UINT64",
     "SENTINELS",
-    "EMPTY",
     "verdict",
     "verdict_of",
     "join",
@@ -88,9 +87,6 @@ class Range(NamedTuple):
             t = SENTINELS[s]
             lo, hi = (t, t) if lo > hi else (min(lo, t), max(hi, t))
         return (lo, hi)
-
-
-EMPTY = Range(1, 0)
 
 
 def join(ranges: Iterable[Range]) -> Range:

@@ -61,8 +61,6 @@ __all__ = [
     "UNKNOWN",
     "declare",
     "register",
-    "emulates",
-    "computes_pairs",
     "spec_of",
     "names_where",
     "check_reachable",
@@ -308,40 +306,6 @@ def register(*op_names: str) -> Callable[[Rule], Rule]:
         for name in op_names:
             spec = REGISTRY.get(name) or OpSpec(name=name)
             REGISTRY[name] = dataclasses.replace(spec, rewrites=spec.rewrites + (fn,))
-        return fn
-
-    return deco
-
-
-def emulates(
-    *op_names: str,
-    applies: "Callable[[ir.Operation], bool] | None" = None,
-    why_not: "Callable[[ir.Operation], str] | None" = None,
-) -> Callable[["EmulateRule"], "EmulateRule"]:
-    """Register the emulation rule of the given ops (one per op), with when
-    it applies and why not (see :class:`OpSpec`)."""
-
-    def deco(fn: "EmulateRule") -> "EmulateRule":
-        for name in op_names:
-            spec = REGISTRY.get(name) or OpSpec(name=name)
-            if spec.emulate is not None:
-                raise ValueError(f"op {name!r} has two emulation rules")
-            REGISTRY[name] = dataclasses.replace(spec, emulate=fn, emulate_applies=applies,
-                                                 emulate_why_not=why_not)
-        return fn
-
-    return deco
-
-
-def computes_pairs(*op_names: str) -> Callable[["PairRule"], "PairRule"]:
-    """Register the float-pair rule of the given ops (one per op)."""
-
-    def deco(fn: "PairRule") -> "PairRule":
-        for name in op_names:
-            spec = REGISTRY.get(name) or OpSpec(name=name)
-            if spec.pairs is not None:
-                raise ValueError(f"op {name!r} has two float-pair rules")
-            REGISTRY[name] = dataclasses.replace(spec, pairs=fn)
         return fn
 
     return deco

@@ -19,7 +19,9 @@ __all__ = [
     "is_public",
     "symbol_name",
     "functions",
+    "ENTRY_NAME",
     "entry_function",
+    "entry_name",
     "callee_of",
     "enclosing_function",
 ]
@@ -78,16 +80,37 @@ def functions(root: ir.Operation) -> list[ir.Operation]:
     return out
 
 
-def entry_function(root: ir.Operation) -> ir.Operation | None:
-    """The public function named ``main``, else the first public one."""
+ENTRY_NAME = "main"
+
+
+def entry_function(root: ir.Operation, *, strict: bool = False) -> ir.Operation | None:
+    """The entry function of the module ``root``: the public function named
+    ``main``, else the first public function; ``None`` when none is public.
+
+    This is the one rule for a module's entry; a private ``main`` is not
+    it.  ``strict``: ``None`` too when no public function is named ``main``
+    and several are public (a caller that must not guess, such as one that
+    runs the module).
+    """
     first = None
+    public = 0
     for fn in functions(root):
         if not is_public(fn):
             continue
-        if symbol_name(fn) == "main":
+        if symbol_name(fn) == ENTRY_NAME:
             return fn
+        public += 1
         first = first or fn
+    if strict and public > 1:
+        return None
     return first
+
+
+def entry_name(root: ir.Operation) -> str | None:
+    """The symbol name of the entry function of ``root`` (see
+    :func:`entry_function`); ``None`` when it has none."""
+    fn = entry_function(root)
+    return symbol_name(fn) if fn is not None else None
 
 
 def callee_of(call: ir.Operation) -> ir.Operation | None:

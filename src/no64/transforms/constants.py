@@ -23,16 +23,12 @@ from ..kinds import IntegerPolicy
 
 __all__ = [
     "IntegerPolicy",
-    "INTEGER_POLICIES",
     "IntNarrowing",
     "FloatNarrowing",
     "narrow_integers",
     "narrow_floats",
     "parse_dense_literal",
 ]
-
-#: The integer policies, as plain strings (see :class:`no64.kinds.IntegerPolicy`).
-INTEGER_POLICIES = IntegerPolicy.values()
 
 _F64_MAX = np.float64(F64_MAX)
 _F32_MAX = np.float32(F32_MAX)

@@ -4,14 +4,17 @@
 compute them (see :mod:`no64.transforms.emulate` for which values and why),
 the groups of values that must share one representation (carried packed),
 and which operands of carrying ops and terminators are handed packed values;
-it returns them as an :class:`EmulationPlan`, and changes nothing.
+it returns them as an :class:`EmulationPlan`, and changes nothing; what it
+is asked is a :class:`WordsRequest`, and where no plan can be made it says
+why (:class:`WordsRefused`) instead of raising, so that the caller can ask
+for less and raise only its last refusal.
 :mod:`no64.transforms.emulate` rewrites the ops the plan names.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..analysis.ranges import RangeAnalysis, defining_op, entry_function
@@ -25,7 +28,7 @@ from ..spec.intervals import INT32, UINT32
 from ..spec.registry import spec_of
 from ..spec.walk import callee_of as _callee, functions as _functions, is_public as _is_public, symbol_name as _sym
 
-__all__ = ["EmulationPlan", "plan_words", "exact_input_ranges"]
+__all__ = ["EmulationPlan", "WordsRequest", "WordsRefused", "plan_words", "exact_input_ranges"]
 
 
 def _owns_regions(op: ir.Operation) -> bool:
@@ -102,6 +105,35 @@ class _Groups:
             self.parent[ra] = rb
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class WordsRequest:
+    """What :func:`plan_words` is asked to emulate (see there for each field)."""
+
+    everything: bool
+    forced_values: tuple[ir.Value, ...] = ()
+    forced_ops: tuple[ir.Operation, ...] = ()
+    forced_users: Mapping[ir.Value, Exception] = dataclasses.field(default_factory=dict)
+    words_out: bool = True
+    sentinel_readers: tuple[ir.Operation, ...] = ()
+    pull_unproven: bool = False
+    words_in: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class WordsRefused:
+    """Why :func:`plan_words` can make no plan: the error to raise if the
+    caller has nothing less to ask."""
+
+    error: Exception
+
+    @property
+    def final(self) -> bool:
+        """Whether asking for less cannot help: the error is not an op
+        refused for want of a rule on words (it is an out-of-range
+        constant's, converted straight to a narrower integer)."""
+        return not isinstance(self.error, UnsupportedOpError)
+
+
 @dataclasses.dataclass(eq=False)
 class EmulationPlan:
     """What the emulation step decided: the values, the ops, the boundary."""
@@ -157,20 +189,9 @@ def _slots_fed(op: ir.Operation) -> list[Any]:
     return [None] * n
 
 
-def plan_words(
-    root: ir.Operation,
-    analysis: RangeAnalysis,
-    *,
-    everything: bool,
-    forced_values: Iterable[ir.Value] = (),
-    forced_ops: Iterable[ir.Operation] = (),
-    forced_users: Mapping[ir.Value, Exception] | None = None,
-    words_out: bool = True,
-    sentinel_readers: Iterable[ir.Operation] = (),
-    pull_unproven: bool = False,
-    words_in: bool = False,
-) -> EmulationPlan | None:
-    """Decide which values to emulate; ``None`` if none.
+def plan_words(root: ir.Operation, analysis: RangeAnalysis, request: WordsRequest
+               ) -> EmulationPlan | WordsRefused | None:
+    """Decide which values to emulate; ``None`` if none.  The fields of ``request``:
 
     ``everything``: seed every 64-bit integer value the analysis cannot prove
     to fit (``policy="exact"``); else only the forced ones (``forced_ops``:
@@ -189,10 +210,14 @@ def plan_words(
     entry function's 64-bit integer arguments that are not proven to fit
     (with ``everything``), or that an emulated value must flow back into,
     enter as packed words (listed in ``inputs``); else an argument is a
-    32-bit value, and one that would have to carry more is refused.  Raises
-    :class:`~no64.errors.UnsupportedOpError` for any other op that would
-    have to be emulated and has no rule.
+    32-bit value, and one that would have to carry more is refused.  Any
+    other op that would have to be emulated and has no rule is refused: the
+    result is then a :class:`WordsRefused` with the
+    :class:`~no64.errors.UnsupportedOpError` (or, for a constant's user,
+    the constant's error) to raise.
     """
+    everything, words_out, words_in = request.everything, request.words_out, request.words_in
+    pull_unproven = request.pull_unproven
     groups = _Groups()
     all_values: list[ir.Value] = []
     calls: list[ir.Operation] = []
@@ -325,14 +350,14 @@ def plan_words(
                         mark_user(user, v)
                 else:
                     work.append(v)
-    work.extend(forced_values)
-    for op in forced_ops:
+    work.extend(request.forced_values)
+    for op in request.forced_ops:
         mark_op(op)
-    for op in sentinel_readers:
+    for op in request.sentinel_readers:
         owner = _region_owner(op)
         if spec_of(owner.name).can_emulate(owner) and _static_words(owner):
             mark_op(owner)
-    forced_users = dict(forced_users or {})
+    forced_users = dict(request.forced_users)
     for c, exc in forced_users.items():
         for user in _users(c):
             if spec_of(user.name).convert and _narrower_int(user.results[0].type):
@@ -340,7 +365,7 @@ def plan_words(
                 # narrower integer: JAX writes this when it lowers a 64-bit
                 # array with x64 off (the truncation is not the user's);
                 # refuse as before.  (A convert to a float is the user's.)
-                raise exc
+                return WordsRefused(exc)
             mark_user(user, c)
 
     while work:
@@ -349,11 +374,11 @@ def plan_words(
             continue
         arg = block_argument(v)
         if not words_in and arg is not None and _as_op(arg.owner.owner) == entry:
-            raise UnsupportedOpError(
+            return WordsRefused(UnsupportedOpError(
                 _as_op(arg.owner.owner).name, decode_location(arg.location),
                 f"argument #{arg.arg_number} of the entry function would have to carry a 64-bit "
                 "value beyond the 32-bit range, but the program's inputs are 32-bit values",
-            )
+            ))
         wide.add(v)
         g = groups.find(v)
         if g in group_members:
@@ -380,22 +405,22 @@ def plan_words(
         if not spec.can_emulate(op):
             for x in op.operands:
                 if x in forced_users:
-                    raise forced_users[x]
+                    return WordsRefused(forced_users[x])
             why = spec.emulate_why_not if spec.emulate is not None else None
-            raise UnsupportedOpError(
+            return WordsRefused(UnsupportedOpError(
                 op.name,
                 decode_location(op.location),
                 "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
                 "cannot compute it exactly in 32-bit words "
                 f"({why(op) if why is not None else 'no emulation for this op'})",
-            )
+            ))
         if not _static_words(op):
-            raise UnsupportedOpError(
+            return WordsRefused(UnsupportedOpError(
                 op.name,
                 decode_location(op.location),
                 "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
                 "computes such integers in 32-bit words only in statically shaped tensors",
-            )
+            ))
     slots = {g: group_members[g] for g in emulated_groups}
     fed: dict[ir.Operation, list[int]] = {}
     for g in emulated_groups:

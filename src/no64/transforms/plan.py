@@ -17,6 +17,7 @@ applies a plan, and :mod:`no64.transforms.demote` drives both.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from ..spec.intervals import Range, collides, sentinel_collision
 from ..spec.registry import REGISTRY, Computes, OpSpec, spec_of
 from . import constants as C
 from .emulate import emulation_for, exact_input_ranges
-from .emulation_plan import plan_words
+from .emulation_plan import WordsRefused, WordsRequest, plan_words
 from .scan import all_ops
 
 __all__ = ["Settings", "Plan", "Planner"]
@@ -221,20 +222,24 @@ class Planner:
         # reaches an op with no rule on words, less is emulated: those values
         # are left to the narrowed program, and the readers judged unproven
         # (see _sentinel_meetings).
-        attempts: list[dict[str, Any]] = [{"sentinel_readers": readers, "pull_unproven": not everything}]
+        # Each attempt asks for less; an attempt refused says why, and only
+        # the last refusal (or one that asking for less cannot help) is raised.
+        base = WordsRequest(everything=everything, forced_values=tuple(forced), forced_ops=tuple(forced_ops),
+                            forced_users=constants, words_out=words_out, words_in=self.settings.words_in)
+        attempts = [dataclasses.replace(base, sentinel_readers=tuple(readers), pull_unproven=not everything)]
         if not everything:
-            attempts += [{"sentinel_readers": readers}] if readers else []
-            attempts.append({})
-        for k, extra in enumerate(attempts):
-            try:
-                return emulation_for(plan_words(
-                    self.root, self.ranges(), everything=everything, forced_values=forced, forced_ops=forced_ops,
-                    forced_users=constants, words_out=words_out, words_in=self.settings.words_in, **extra,
-                ))
-            except UnsupportedOpError:
-                if k == len(attempts) - 1:
-                    raise
-        raise AssertionError("unreachable")
+            attempts += [dataclasses.replace(base, sentinel_readers=tuple(readers))] if readers else []
+            attempts.append(base)
+        for request in attempts[:-1]:
+            result = plan_words(self.root, self.ranges(), request)
+            if not isinstance(result, WordsRefused):
+                return emulation_for(result)
+            if result.final:
+                raise result.error
+        last = plan_words(self.root, self.ranges(), attempts[-1])
+        if isinstance(last, WordsRefused):
+            raise last.error
+        return emulation_for(last)
 
     def _all_integers_fit(self) -> bool:
         """Whether every 64-bit integer value the plan retypes (the entry

@@ -1,7 +1,7 @@
 """Traces one function with x64 on in a scope: no64 refuses its module."""
 
 import jax
-from no64.jax._compat import enable_x64
+from support import enable_x64
 import numpy as np
 
 import metrics  # noqa: F401

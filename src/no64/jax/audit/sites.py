@@ -28,6 +28,7 @@ from typing import Any
 from ...ir._mlir import ir
 from ...ir.types import TypeConverter
 from ...rules import spec_of
+from ...spec.walk import entry_name
 from ...transforms.scan import all_ops
 from .. import intent
 
@@ -198,6 +199,8 @@ class CallGraph:
     def __init__(self, module: ir.Module | ir.Operation) -> None:
         op = module.operation if isinstance(module, ir.Module) else module
         self.callers: dict[str, list[tuple[str, str]]] = {}
+        #: The entry function's name (:func:`no64.spec.walk.entry_name`).
+        self.entry: str | None = entry_name(op)
         #: Per function, the location of its return: for the entry function
         #: (``main``), the line that called the jitted function.
         self.returns: dict[str, str] = {}
@@ -223,13 +226,17 @@ class CallGraph:
                     self._constant_users.setdefault((caller, _bare(str(inner.location))), []).append(
                         str(user.owner.location) if user is not None else None)
 
+    def is_entry(self, function: str | None) -> bool:
+        """Whether ``function`` names the module's entry function."""
+        return function is not None and function == self.entry
+
     def outer_helper(self, function: str | None) -> str | None:
         """The outermost of JAX's public random functions on the call chain
         from ``function`` out to the entry (``jax.random.bernoulli`` for a
         value in the ``_uniform`` that ``_bernoulli`` calls)."""
         found = None
         seen: set[str] = set()
-        while function is not None and function != "main" and function not in seen:
+        while function is not None and not self.is_entry(function) and function not in seen:
             seen.add(function)
             name = _helper_name(function)
             if name.startswith("jax.random."):
@@ -275,7 +282,7 @@ class CallGraph:
                     return outer
         if frames:
             return Site(None, None, _library_frame(frames[0]), via_at=(frames[0][1], frames[0][2]))
-        if function is not None and function != "main":
+        if function is not None and not self.is_entry(function):
             return Site(None, None, _helper_name(function))
         return _NO_SITE
 

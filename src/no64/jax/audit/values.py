@@ -176,10 +176,10 @@ def _values(module: ir.Module, findings: list[Finding], handlings: list[Handling
                 at_user = graph.site(f.function, user)
                 if at_user.file is not None:
                     site = at_user
-        if site.file is None and spec_of(f.op).function and f.function == "main" and "main" in graph.returns:
+        if site.file is None and spec_of(f.op).function and graph.is_entry(f.function) and f.function in graph.returns:
             # the entry's arguments and results: the line that called the jitted function
-            site = graph.site(None, graph.returns["main"])
-        if site.file is None and spec_of(f.op).function and f.function == "main" and call_site is not None:
+            site = graph.site(None, graph.returns[f.function])
+        if site.file is None and spec_of(f.op).function and graph.is_entry(f.function) and call_site is not None:
             # JAX 0.7 gives the entry's return no location: the line compiling it
             site = call_site
         if helper is not None and site.via is None:

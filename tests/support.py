@@ -1,0 +1,46 @@
+"""The one place the tests reach into no64's private modules.
+
+The MLIR bindings (:mod:`no64.ir._mlir`) and the compatibility seams
+(:mod:`no64.ir._compat` for the bindings, :mod:`no64.jax._compat` for JAX)
+are private: the package's users never need them.  The tests do: they parse
+and build modules in no64's MLIR context, trace in an x64 scope the same way
+on every supported JAX release, read what the backend client receives, and
+test the seams themselves.  They import those names from here, so that what
+the tests depend on of no64's insides is listed in one file
+(``tests/test_layers.py`` checks that no other test imports a private
+module).  Programs the tests run in a child process import it too: the
+tests put this folder on the child's ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from no64.ir import _compat as ir_compat
+from no64.ir._mlir import ir, make_context, stablehlo
+from no64.jax import _compat as jax_compat
+from no64.jax._compat import backend_module_text, enable_x64
+
+__all__ = [
+    # the MLIR bindings, and a context with every dialect a program may use
+    "ir",
+    "make_context",
+    "stablehlo",
+    # JAX: an x64 scope on every supported release; the text the backend compiles
+    "enable_x64",
+    "backend_module_text",
+    # the seams themselves, for their own tests
+    "ir_compat",
+    "jax_compat",
+    # for a child process that imports this module
+    "with_support",
+]
+
+
+def with_support(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this module's folder first on ``PYTHONPATH``, for a
+    child process whose program imports it."""
+    here = str(Path(__file__).parent)
+    env["PYTHONPATH"] = os.pathsep.join([here, *filter(None, [env.get("PYTHONPATH")])])
+    return env
