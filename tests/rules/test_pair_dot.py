@@ -109,6 +109,17 @@ def test_cancellation_tiny_exact_dot() -> None:
     _check_matmul(ins[0], ins[1], got)
 
 
+def test_a_contraction_over_the_chunk_limit_against_exact() -> None:
+    k = 5000
+    assert plan(k).chunks > 1
+    a = RNG.standard_normal((2, k)) * 2.0 ** RNG.integers(-40, 40, k)
+    b = RNG.standard_normal((k, 2))
+    b[:, 1] = -b[:, 1] * 2.0**70
+    text, ins, got = _convert(lambda x, y: x @ y, a, b)
+    assert text.count("precision = [HIGHEST, HIGHEST]") >= plan(k).products
+    _check_matmul(ins[0], ins[1], got)
+
+
 def test_batch_and_transposed_contracting_dims_against_exact() -> None:
     k = 100
     a = RNG.standard_normal((k, 2, 3)) * 2.0 ** RNG.integers(-30, 30, (1, 2, 3))  # contracting first
