@@ -140,3 +140,15 @@ def test_pair_rows_check_against_float64(capsys: pytest.CaptureFixture[str], tmp
     for r in rows.values():
         assert r["ops_pairs"] > 0 and r["max_rel_error"] <= 1e-13 and r["pairs_s"] is None
     assert "float_policy=\"pairs\"" in capsys.readouterr().out
+
+
+def test_pairs_dot_benchmark_runs_briefly() -> None:
+    """``benchmarks/bench_pairs_dot.py`` on a small matrix: every program
+    runs, and both pair forms come within 1e-13 of float64."""
+    path = BENCH_PATH.parent / "bench_pairs_dot.py"
+    spec = importlib.util.spec_from_file_location("bench_pairs_dot", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    r = module.bench(48, repeats=1)
+    assert r["split_err"] <= 1e-13 and r["elementwise_err"] <= 1e-13 and r["f32_err"] > 1e-9

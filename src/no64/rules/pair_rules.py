@@ -24,10 +24,11 @@ import numpy as np
 
 from ..ir import pairs as P
 from ..ir._compat import attribute_dict
-from ..ir._mlir import as_operation as _as_op, ir
+from ..ir._mlir import as_operation as _as_op, ir, stablehlo
 from ..ir.words import build, make
 from ..spec.protocols import PairRule
 from ..spec.registry import Computes, spec_of
+from .pair_dot import split_dot
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK"]
 
@@ -426,26 +427,34 @@ def scatter(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ------------------------------------------------------------- dot_general
+#: A contraction of at least this many elements is computed by exact
+#: slices into f32 ``dot_general``s (:mod:`no64.rules.pair_dot`); a shorter
+#: one by pair products and a blocked sum, cheaper there (and within
+#: ``3u^2``-ish of ``(|A| |B|)_ij`` elementwise).
+DOT_SPLIT_MIN = 32
+
+#: The elementwise form sums its contraction this many elements at a time.
+DOT_CHUNK = 64
+
+
 def dot_general(op: ir.Operation, em: Any) -> list[Out]:
-    """Pair products of the operands laid out on a common shape
-    ``batch x lhs-free x rhs-free x chunk``, summed in blocks, chunk by
-    chunk of the contraction (:data:`DOT_CHUNK` elements) -- never an f32
-    ``dot_general`` of the words (which some backends compute in lower
-    precision)."""
+    """Both operands laid out ``batch x free x contracting``; a contraction
+    of at least :data:`DOT_SPLIT_MIN` elements as exact f32 ``dot_general``s
+    of slices of the rows and columns (:func:`no64.rules.pair_dot.split_dot`,
+    the Ozaki scheme: error at most ``eps(k) * k * max_l |A_il| *
+    max_l |B_lj|`` with ``eps(k)`` about ``2**-48``, see that module), a
+    shorter one as pair products on ``batch x lhs-free x rhs-free x chunk``
+    summed in blocks (:data:`DOT_CHUNK` contraction elements at a time).
+    A float64 operand beside an f32 (f16, bf16) one takes the latter
+    exactly as a pair."""
     lhs, rhs = op.operands
+    if not is_f64(op.results[0].type):
+        em.refuse(op, "no64 computes dot_general on float64 pairs only with a float64 result")
     a = em.pair(lhs) if is_f64(em.type(lhs)) else P.from_float(em.value(lhs))
     b = em.pair(rhs) if is_f64(em.type(rhs)) else P.from_float(em.value(rhs))
-    dn = op.attributes["dot_dimension_numbers"]
-    text = str(dn)
-
-    def dims(name: str) -> list[int]:
-        import re
-
-        m = re.search(name + r" = \[([0-9, ]*)\]", text)
-        return [int(v) for v in m.group(1).split(",") if v.strip()] if m else []
-
-    lb, rb = dims("lhs_batching_dimensions"), dims("rhs_batching_dimensions")
-    lc, rc = dims("lhs_contracting_dimensions"), dims("rhs_contracting_dimensions")
+    dn = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
+    lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
     ls, rs = a.shape, b.shape
     lf = [i for i in range(len(ls)) if i not in lb and i not in lc]
     rf = [i for i in range(len(rs)) if i not in rb and i not in rc]
@@ -459,9 +468,19 @@ def dot_general(op: ir.Operation, em: Any) -> list[Out]:
     # each operand as batch x free x contracting
     a3 = _words(a, lambda w: make("reshape", [_transposed(w, lb + lf + lc)], P.pair_type([nbt, m, k])))
     b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
-    # the contraction in chunks of at most DOT_CHUNK elements, each chunk's
-    # products laid out batch x m x n x chunk, summed, and added up: the
-    # products are never all in memory at once
+    if k >= DOT_SPLIT_MIN:
+        acc = split_dot(a3, b3, blocked_sum)
+    else:
+        acc = _elementwise_dot(a3, b3)
+    return [_words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))]
+
+
+def _elementwise_dot(a3: P.Pair, b3: P.Pair) -> P.Pair:
+    """Pair products laid out ``batch x m x n x chunk``, summed in blocks,
+    chunk by chunk of the contraction (:data:`DOT_CHUNK` elements): the
+    products are never all in memory at once."""
+    nbt, m, k = a3.shape
+    n = b3.shape[1]
     chunks = max(1, -(-k // DOT_CHUNK))
     c = -(-k // chunks)
     if chunks * c != k:
@@ -478,14 +497,7 @@ def dot_general(op: ir.Operation, em: Any) -> list[Out]:
         part = blocked_sum(prod, [3])
         acc = part if acc is None else P.add(acc, part)
     assert acc is not None
-    out = _words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))
-    if not is_f64(op.results[0].type):
-        em.refuse(op, "no64 computes dot_general on float64 pairs only with a float64 result")
-    return [out]
-
-
-#: A ``dot_general`` on pairs sums its contraction this many elements at a time.
-DOT_CHUNK = 64
+    return acc
 
 
 def _words(x: P.Pair, fn: Callable[[ir.Value], ir.Value]) -> P.Pair:
