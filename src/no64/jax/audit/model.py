@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from ... import __version__
 from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
 from .measure import NumericsSummary
-from .schema import AS_IS, CAUSE_KINDS, HOOK, MODULE_HOW, SCHEMA_VERSION, sarif_log
+from .schema import AS_IS, CAUSE_KINDS, HOOK, MODULE_HOW, SARIF_RULES, SCHEMA_VERSION, sarif_log
 from .values import ModuleResult
 
 __all__ = ["FAIL_ON", "NOT_REMOVABLE", "AuditReport", "Cause", "Group", "HostNarrowing", "ModuleAudit",
@@ -234,7 +234,7 @@ class AuditReport:
         for line in self.numerics.lines if self.numerics is not None else []:
             result = {
                 "ruleId": "no64/numerics",
-                "ruleIndex": len(CAUSE_KINDS),
+                "ruleIndex": SARIF_RULES.index("numerics"),
                 "level": "warning",
                 "message": {"text": line.message()},
                 "properties": {"kind": line.kind, "error": line.to_dict()["error"], "calls": line.calls,

@@ -20,6 +20,7 @@ __all__ = [
     "HANDLINGS",
     "HOOK",
     "MODULE_HOW",
+    "SARIF_RULES",
     "SCHEMA_VERSION",
     "sarif_log",
 ]
@@ -36,6 +37,9 @@ HOOK, AS_IS = View.HOOK, View.AS_IS
 
 #: Kinds of cause, in the order the report lists them.
 CAUSE_KINDS = ("x64", "refused", "explicit-dtype", "random", "host", "value", "float")
+
+#: The SARIF log's rules: one per kind of cause, then the lines ``--numerics`` measures.
+SARIF_RULES = (*CAUSE_KINDS, "numerics")
 
 _CAUSE_DESCRIPTION = {
     "x64": "jax_enable_x64 turned on by the program or its environment",
@@ -63,7 +67,7 @@ def sarif_log(results: list[dict[str, Any]]) -> dict[str, Any]:
             "name": kind.title().replace("-", ""),
             "shortDescription": {"text": _CAUSE_DESCRIPTION[kind]},
         }
-        for kind in (*CAUSE_KINDS, "numerics")
+        for kind in SARIF_RULES
     ]
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
