@@ -115,6 +115,23 @@ def test_text_report_lists_the_line_and_the_unmeasured_function() -> None:
     assert lines[:head] == plain.stderr.splitlines()
 
 
+def test_a_device_array_is_measured_as_the_x64_program_has_it(tmp_path: Path) -> None:
+    """``jnp.asarray`` of float64 data is float32 under the hook and float64 in
+    the x64 program: the call is measured as float64 (else nothing differs)."""
+    script = "tests/audit_scripts/float_device_args.py"
+    proc, data = _report(tmp_path, script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("float32 ")  # what the program holds under the hook
+    (line,) = data["numerics"]["lines"]
+    assert (line["file"], line["line"]) == (script, _line_of(script, "CANCELLATION LINE"))
+    # the reference is computed from the float32 data the array holds, in float64
+    x = (10000.0 + np.linspace(0.0, 1.0, 7) * 0.37).astype(np.float32)
+    ref = x.astype(np.float64) ** 2 - (x.astype(np.float64) - 1.0) * (x.astype(np.float64) + 1.0)
+    got = x * x - (x - np.float32(1.0)) * (x + np.float32(1.0))
+    expected = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+    assert expected > 1 and line["error"] == pytest.approx(expected, rel=1e-6)
+
+
 def test_fail_on_numerics() -> None:
     assert _audit("--numerics", "--fail-on", "numerics", BAD).returncode == 1
     benign = _audit("--numerics", "--fail-on", "numerics", BENIGN)

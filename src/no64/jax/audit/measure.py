@@ -17,7 +17,9 @@ Only calls made outside any trace are measured (a jitted function called
 inside another one is measured as part of it).  Each argument goes in as
 the x64 program has it: numpy data as it is, a ``jax.Array`` no64 noted as
 holding a 64-bit value of the x64 program (:mod:`no64.jax.x64_arrays`) in
-that dtype, any other ``jax.Array`` in its own dtype.  Positional arguments
+that dtype; under the hook, while the program asks for x64 (which no64
+turned off), a float32 (complex64) ``jax.Array`` as float64 (complex128),
+the x64 program's default float; any other ``jax.Array`` in its own dtype.  Positional arguments
 that are arrays (or pytrees of arrays) are the measured function's inputs;
 the rest (static arguments, Python numbers, keyword arguments) are bound as
 they were given.
@@ -168,7 +170,7 @@ class NumericsSummary:
     def headline(self) -> str:
         sampled = "every call" if self.calls == 0 else f"the first {self.calls}"
         if self.every > 1:
-            sampled = f"every {self.every}th call" + (f", at most {self.calls}" if self.calls else "")
+            sampled = f"1 call in {self.every}" + (f", at most {self.calls}" if self.calls else "")
         return (f"measured float error (x64 program vs 32-bit, tolerance {self.tol:g}): "
                 f"{self.measured} call(s) of {len(self.functions)} jitted function(s) measured "
                 f"({sampled} of each), {len(self.lines)} line(s) beyond the tolerance")
@@ -227,6 +229,9 @@ class Measurer:
             raise ValueError("calls >= 0, every >= 1 and tol > 0")
         self.calls, self.every, self.tol, self.pairs = calls, every, tol, pairs
         self.quiet = quiet
+        #: Under the hook: a float32 ``jax.Array`` is float64 in the x64
+        #: program when the program asked for x64 (see :func:`_host_copies`).
+        self.widen = False
         self._functions: dict[Any, _Function] = {}
         self._lines: dict[tuple[Any, ...], MeasuredLine] = {}
         self._lock = threading.Lock()
@@ -273,7 +278,7 @@ class Measurer:
         if f is None:
             return jitted(*args, **kwargs)
         try:
-            snapshot: tuple[Any, Any] | None = _host_copies(args), kwargs
+            snapshot: tuple[Any, Any] | None = _host_copies(args, self.widen and _x64_requested()), kwargs
         except Exception:  # noqa: BLE001 - the call still runs; the measurement says why not
             snapshot = None
         out = jitted(*args, **kwargs)
@@ -446,8 +451,18 @@ def _is_array(x: Any) -> bool:
     return isinstance(x, (np.ndarray, np.generic, jax.Array))
 
 
-def _host_copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The arguments with every array leaf a host copy in the x64 program's dtype."""
+def _x64_requested() -> bool:
+    from ..state import STATE
+
+    return bool(STATE.x64_requested())
+
+
+def _host_copies(args: tuple[Any, ...], floats_wide: bool = False) -> tuple[Any, ...]:
+    """The arguments with every array leaf a host copy in the x64 program's
+    dtype: noted by no64 (:mod:`no64.jax.x64_arrays`), else, with
+    ``floats_wide`` (the program asked for x64, which no64 turned off),
+    float64 for a float32 array and complex128 for a complex64 one (the
+    default float of the x64 program), else its own."""
     import jax
 
     from .. import x64_arrays
@@ -458,6 +473,8 @@ def _host_copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
         if isinstance(x, jax.Array):
             wide = x64_arrays.x64_dtype(x)
             host = np.asarray(x)
+            if wide is None and floats_wide and host.dtype in (np.float32, np.complex64):
+                wide = np.dtype(np.float64 if host.dtype == np.float32 else np.complex128)
             return host.astype(wide) if wide is not None else np.array(host)
         return x
 

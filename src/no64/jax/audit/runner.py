@@ -176,6 +176,7 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
     with Predictor(label, progress=observed) as pred:
         if numerics is not None:
             numerics.quiet = pred.paused
+            numerics.widen = True
         with measuring(numerics):
             status, crash = _run(target, args, module)
         records = host.host_records()
