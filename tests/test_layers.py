@@ -111,6 +111,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the audit's format and attribution", ("no64.jax.audit.schema", "no64.jax.audit.sites")),
     ("the audit's value model", ("no64.jax.audit.values",)),
     ("the audit's views", ("no64.jax.audit.observer", "no64.jax.audit.predictor")),
+    ("the audit's measured float error", ("no64.jax.audit.measure",)),
     ("the audit's report model", ("no64.jax.audit.model",)),
     ("the audit's causes", ("no64.jax.audit.causes",)),
     ("the audit's runner", ("no64.jax.audit.runner",)),

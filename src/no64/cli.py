@@ -20,9 +20,11 @@
 ``no64 audit [OPTIONS] SCRIPT [ARGS...]`` / ``no64 audit [OPTIONS] -m MODULE [ARGS...]``
     Run a Python program as ``NO64_PLATFORMS=P python ...`` would and report
     what the compile hook did, cause by cause, with the user's lines (see
-    :mod:`no64.jax.audit`; ``--as-is``: without the hook).  Exit with the
-    program's status when it is not 0; else 1 when a cause meets
-    ``--fail-on`` (default ``refused``), 0 otherwise; 2 on bad usage.
+    :mod:`no64.jax.audit`; ``--as-is``: without the hook).  ``--numerics``
+    also measures the program's jitted calls (:mod:`no64.jax.audit.measure`).
+    Exit with the program's status when it is not 0; else 1 when a cause
+    meets ``--fail-on`` (default ``refused``; ``numerics``: also a measured
+    line), 0 otherwise; 2 on bad usage.
 
 ``check`` also takes directories: XLA (``--xla_dump_to``) and JAX
 (``jax_dump_ir_to``) dump folders are walked for modules.  XLA writes each
@@ -247,10 +249,67 @@ def _build_parser() -> argparse.ArgumentParser:
         default=FailOn.REFUSED.value,
         help="exit 1 on: refused (default): a refused module (a run under the hook fails); "
         "unproven: also integers that may not fit in 32 bits and overflows; lossy: also "
-        "precision-reduced values; any: any 64-bit value or narrowed host value",
+        "precision-reduced values; any: any 64-bit value or narrowed host value; numerics (with "
+        "--numerics): a refused module or any line measured beyond the tolerance",
     )
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    audit.add_argument(
+        "--numerics",
+        action="store_true",
+        help="also measure the program's jitted calls on their own arguments: the x64 program "
+        "against the 32-bit one, equation by equation (no64.numerics), and list per line of "
+        "your code where float32 changes a float64 result beyond --numerics-tol, with the "
+        "outputs' error under float_policy='pairs'",
+    )
+    audit.add_argument(
+        "--numerics-calls",
+        metavar="N",
+        type=_non_negative,
+        default=None,
+        help="measure at most N calls of each jitted function (default 3; 0: no limit)",
+    )
+    audit.add_argument(
+        "--numerics-every",
+        metavar="K",
+        type=_positive,
+        default=None,
+        help="measure every Kth call of each jitted function: the 1st, K+1st, ... (default 1)",
+    )
+    audit.add_argument(
+        "--numerics-tol",
+        metavar="TOL",
+        type=_tolerance,
+        default=None,
+        help="the relative error a line is listed beyond (default 1e-3)",
+    )
     return parser
+
+
+def _non_negative(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 0 or more")
+    return n
+
+
+def _positive(text: str) -> int:
+    n = _non_negative(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 1 or more")
+    return n
+
+
+def _tolerance(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number such as 1e-3") from None
+    if not 0 < x < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive finite number")
+    return x
 
 
 def _add_max_input_size(parser: argparse.ArgumentParser) -> None:
@@ -278,7 +337,8 @@ def _parse_size(text: str) -> int | None:
 
 # Options of ``audit`` that take a value; everything from SCRIPT (or after
 # -m MODULE) on belongs to the program.
-_AUDIT_VALUE_OPTIONS = frozenset({"--platform", "--fail-on", "-o", "--output"})
+_AUDIT_VALUE_OPTIONS = frozenset({"--platform", "--fail-on", "-o", "--output", "--numerics-calls",
+                                  "--numerics-every", "--numerics-tol"})
 
 
 def _split_audit_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -596,6 +656,12 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
         missing = _missing_module(args.module)
         if missing:
             raise _UsageError(f"audit: -m {args.module}: {missing}")
+    sampling = [name for name, value in (("--numerics-calls", args.numerics_calls),
+                                         ("--numerics-every", args.numerics_every),
+                                         ("--numerics-tol", args.numerics_tol)) if value is not None]
+    if not args.numerics and (sampling or args.fail_on == FailOn.NUMERICS.value):
+        given = sampling[0] if sampling else "--fail-on numerics"
+        raise _UsageError(f"audit: {given} needs --numerics")
     out = None
     if args.output:
         try:
@@ -603,7 +669,13 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
         except OSError as exc:
             raise OutputError(f"{args.output}: cannot write: {exc.strerror}") from None
     from .jax.audit import run_program, write_report  # imports jax
+    from .jax.audit.measure import Measurer
 
+    measurer = None
+    if args.numerics:
+        measurer = Measurer(calls=3 if args.numerics_calls is None else args.numerics_calls,
+                            every=args.numerics_every or 1,
+                            tol=1e-3 if args.numerics_tol is None else args.numerics_tol)
     try:
         report = run_program(
             args.module or args.target,
@@ -612,6 +684,7 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
             platform=args.platform,
             progress=sys.stderr if sys.stderr.isatty() else None,
             as_is=args.as_is,
+            numerics=measurer,
         )
         fmt = "json" if args.json else "sarif" if args.sarif else "text"
         stream = out if out is not None else sys.stderr
@@ -622,7 +695,7 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
             out.close()
     if report.exit_status:
         return report.exit_status
-    return EXIT_FOUND if report.failing(args.fail_on) else EXIT_OK
+    return EXIT_FOUND if report.fails(args.fail_on) else EXIT_OK
 
 
 def _missing_module(name: str) -> str | None:

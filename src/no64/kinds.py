@@ -341,12 +341,15 @@ class FailOn(_Vocabulary):
     UNPROVEN = "unproven"
     #: Refused modules only: ``refused`` and ``blocked`` (the audit's default).
     REFUSED = "refused"
+    #: Refused modules, and any line ``--numerics`` measures beyond its tolerance.
+    NUMERICS = "numerics"
 
     @property
     def handlings(self) -> frozenset[Handling]:
         """The handlings this level fails on."""
         floor = {FailOn.ANY: Handling.EXACT, FailOn.LOSSY: Handling.PRECISION_REDUCED,
-                 FailOn.UNPROVEN: Handling.UNPROVEN, FailOn.REFUSED: Handling.REFUSED}[self]
+                 FailOn.UNPROVEN: Handling.UNPROVEN, FailOn.REFUSED: Handling.REFUSED,
+                 FailOn.NUMERICS: Handling.REFUSED}[self]
         return frozenset(h for h in Handling if h.rank >= floor.rank)
 
 

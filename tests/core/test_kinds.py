@@ -56,7 +56,7 @@ def test_spellings() -> None:
     assert ElementKind.values() == ("int", "uint", "float", "other")
     assert [k for k in ElementKind if k.integer] == [ElementKind.INT, ElementKind.UINT]
     assert View.values() == ("hook", "as-is")
-    assert FailOn.values() == ("any", "lossy", "unproven", "refused")
+    assert FailOn.values() == ("any", "lossy", "unproven", "refused", "numerics")
 
 
 def test_derived_sets() -> None:

@@ -19,7 +19,7 @@ import pytest
 
 import no64
 from no64.cli import main
-from no64.jax.audit import AUDIT_JSON_SCHEMA, CAUSE_KINDS, FAIL_ON, AuditReport
+from no64.jax.audit import AUDIT_JSON_SCHEMA, CAUSE_KINDS, FAIL_ON, SARIF_RULES, AuditReport
 from support import with_support
 
 pytest_plugins = ["pytester"]
@@ -308,7 +308,7 @@ def test_rbg_keys_sarif(tmp_path: Path) -> None:
     driver = run["tool"]["driver"]
     assert driver["name"] == "no64"
     rule_ids = [r["id"] for r in driver["rules"]]
-    assert len(rule_ids) == len(set(rule_ids)) == len(CAUSE_KINDS)
+    assert len(rule_ids) == len(set(rule_ids)) == len(SARIF_RULES) == len(CAUSE_KINDS) + 1  # + numerics
     for rule in driver["rules"]:
         assert rule["shortDescription"]["text"]
     results = run["results"]

@@ -10,6 +10,7 @@ computes well.
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -186,3 +187,15 @@ def test_the_reference_is_the_x64_program_under_the_hook_too(restore_global):
     assert _lines(report) == [(_line(cancellation, "CANCELS"), "introduces")]
     line = report.lines[0]
     assert line.reference == pytest.approx((x[line.index] + 1e8) - 1e8, rel=1e-12) and line.got == 0.0
+
+
+def test_a_function_with_effects_is_refused_before_it_runs_again(capsys: pytest.CaptureFixture[str]) -> None:
+    """Evaluating a function with effects equation by equation would repeat
+    them (print twice more): numerics says so instead."""
+    def noisy(x: Any) -> Any:
+        jax.debug.print("noisy {}", x[0])
+        return x * 2.0
+
+    with pytest.raises(ValueError, match=r"noisy has effects \(DebugEffect\)"):
+        no64.numerics(noisy, np.ones(3))
+    assert "noisy" not in capsys.readouterr().out

@@ -60,6 +60,11 @@ What it covers, with the releases that have each form:
   on 0.7), ``_trace_for_jit`` from 0.9; a jit call's arguments are parsed
   (``jax_jit.parse_arguments``) with ``tree_util.tracing_registry`` from
   0.10 and ``tree_util.default_registry`` on 0.7-0.9.
+* **The public jit** (:func:`wrap_jit_api`, :func:`at_top_level`,
+  :func:`tracer_type`): ``jax.jit(fun, **options)`` and ``jax.jit(**options)``
+  (a decorator) on 0.7-0.12; a jitted function is told by its ``lower``;
+  whether a trace is in progress by ``core.trace_state_clean`` (else
+  ``core.trace_ctx.is_top_level``); tracers are ``jax.core.Tracer``.
 * **The trace of a jit call** (:func:`wrap_jit_trace`, :func:`jit_input_avals`):
   ``pjit._trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs)`` from
   0.9; ``pjit._infer_params_impl(fun, ji, ctx_mesh, dbg, args, kwargs,
@@ -911,3 +916,77 @@ def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
     if fn is None:
         raise _missing("jax.core.eval_jaxpr")
     return list(fn(jaxpr, consts, *args))
+
+
+# The public jit, for measuring calls
+# ---------------------------------------------------------------------------
+
+def wrap_jit_api(make: Callable[[Any], Any], *, skip: Callable[[], bool]) -> Callable[[], None]:
+    """Put in place of ``jax.jit`` a function that returns ``make(jitted)``
+    for each function JAX's ``jit`` makes, also where ``jax.jit(**options)``
+    is used as a decorator factory (0.7-0.12: ``jax.jit(fun=None, ...)``
+    returns a decorator).  A jitted function is told by what it has:
+    callable, with ``lower``.  Where ``skip()`` is true when ``jax.jit`` is
+    called, JAX's own ``jit`` answers.  Returns the function that puts
+    ``jax.jit`` back."""
+    import jax
+
+    original = getattr(jax, "jit", None)
+    if original is None or not callable(original):
+        raise _missing("jax.jit")
+    original = getattr(original, "__no64_original__", original)
+
+    def wrapped(result: Any) -> Any:
+        if callable(result) and hasattr(result, "lower"):
+            return make(result)
+        if callable(result):  # a decorator: jax.jit(static_argnums=...)
+            def decorator(fun: Any) -> Any:
+                return wrapped(result(fun))
+
+            return decorator
+        return result
+
+    def jit(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        return result if skip() else wrapped(result)
+
+    for name in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(jit, name, getattr(original, name, None))
+    jit.__wrapped__ = original  # type: ignore[attr-defined]
+    jit.__no64_original__ = original  # type: ignore[attr-defined]
+    jax.jit = jit
+
+    def restore() -> None:
+        if jax.jit is jit:
+            jax.jit = original
+
+    return restore
+
+
+def at_top_level() -> bool:
+    """Whether nothing is being traced in this thread (a jitted function
+    called here runs rather than being staged): ``core.trace_state_clean``
+    (0.7-0.12), else ``core.trace_ctx.is_top_level``."""
+    from jax._src import core
+
+    clean = getattr(core, "trace_state_clean", None)
+    if clean is not None:
+        return bool(clean())
+    ctx = getattr(core, "trace_ctx", None)
+    if ctx is not None and hasattr(ctx, "is_top_level"):
+        return bool(ctx.is_top_level())
+    raise _missing("a test of whether a trace is in progress (core.trace_state_clean)")
+
+
+def tracer_type() -> type:
+    """The class of JAX's tracers: ``jax.core.Tracer`` (0.7-0.12)."""
+    import jax
+
+    found = getattr(jax.core, "Tracer", None)
+    if found is None:
+        from jax._src import core
+
+        found = getattr(core, "Tracer", None)
+    if found is None:
+        raise _missing("jax.core.Tracer")
+    return found

@@ -345,6 +345,11 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool 
 
     Returns:
       A :class:`NumericsReport`; ``str()`` of it is the text report.
+
+    Raises:
+      ValueError: ``fn`` has effects (``jax.debug.print``, callbacks), which
+        evaluating it again would repeat, or an integer argument does not
+        fit in 32 bits.
     """
     import contextlib
 
@@ -366,6 +371,10 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool 
         with enable_x64(False):
             j32 = jax.make_jaxpr(fn)(*args32)
             a32 = jax.tree.leaves(args32)
+        effects = sorted({type(e).__name__ for e in (*getattr(j64, "effects", ()), *getattr(j32, "effects", ()))})
+        if effects:
+            raise ValueError(f"no64.numerics: {getattr(fn, '__name__', 'the function')} has effects "
+                             f"({', '.join(effects)}): measuring it would run them again")
         walk = _Walk(tol)
         with enable_x64(True):
             out64, out32 = walk.run(j64, j32, a64, a32)

@@ -8,6 +8,16 @@ overflow fails the test, with the audit table in the failure message.  A
 module compiled once and reused from JAX's cache is judged in the test that
 compiled it.  Without the option the plugin does nothing and imports
 nothing heavy.
+
+``pytest --no64-numerics`` (or ``--no64-numerics=fail``) measures each
+test's jitted calls as ``no64 audit --numerics`` does
+(:mod:`no64.jax.audit.measure`: the first 3 calls of each jitted function in
+each test, ``--no64-numerics-tol``, default 1e-3): the lines where float32
+changes a float64 result beyond the tolerance are listed in a ``no64
+numerics`` section of the terminal summary, by test.  ``report`` (the
+default) only lists them; ``fail`` also fails each test whose calls listed
+one.  Functions jitted while pytest starts (in a ``conftest.py`` imported
+before the plugin is configured) are not measured.
 """
 
 from __future__ import annotations
@@ -16,6 +26,9 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
+
+#: Per test with something to say: its id, and what ``--no64-numerics`` measured.
+numerics_found: list[tuple[str, Any]] = []
 
 #: The x64 warnings no64 held back at start-up (``NO64_PLATFORMS`` with x64
 #: on): reported in pytest's header and summary instead of raised inside a
@@ -32,6 +45,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail tests whose compiled JAX modules hold 64-bit values no64 cannot remove exactly",
     )
     parser.addini("no64", type="bool", default=False, help="enable the no64 plugin (like --no64)")
+    group.addoption(
+        "--no64-numerics",
+        nargs="?",
+        const="report",
+        default=None,
+        choices=("report", "fail"),
+        help="measure each test's jitted calls against their x64 program and list, in the summary, the "
+        "lines where float32 changes a float64 result (report, the default); fail: also fail those tests",
+    )
+    group.addoption(
+        "--no64-numerics-tol",
+        type=float,
+        default=1e-3,
+        metavar="TOL",
+        help="the relative error --no64-numerics lists a line beyond (default 1e-3)",
+    )
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -42,6 +71,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "no64_skip: the no64 plugin does not check the modules this test compiles"
     )
+    if config.getoption("no64_numerics", None):
+        tol = config.getoption("no64_numerics_tol")
+        if not 0 < tol < float("inf"):
+            raise pytest.UsageError(f"--no64-numerics-tol {tol}: expected a positive finite number")
+        from no64.jax.audit.measure import install
+
+        install()  # test modules, imported from now on, jit through the measuring wrapper
 
 
 def _held_back() -> None:
@@ -62,15 +98,53 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     _held_back()
     for note in dict.fromkeys(x64_notes):
         terminalreporter.write_line(f"no64: {' '.join(note.split())}")
+    if terminalreporter.config.getoption("no64_numerics", None):
+        terminalreporter.write_sep("=", "no64 numerics")
+        listed = sum(len(summary.lines) for _, summary in numerics_found)
+        measured = sum(summary.measured for _, summary in numerics_found)
+        terminalreporter.write_line(f"{listed} line(s) where float32 changes a float64 result beyond the "
+                                    f"tolerance, in {measured} measured call(s) of the tests below")
+        for nodeid, summary in numerics_found:
+            terminalreporter.write_line(nodeid)
+            for line in summary.text_lines()[1:]:
+                terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    mode = item.config.getoption("no64_numerics", None)
+    if mode and not item.get_closest_marker("no64_skip"):
+        return (yield from _measured(item, mode))
+    return (yield from _checked(item))
+
+
+def _measured(item: pytest.Item, mode: str) -> Generator[None, Any, Any]:
+    """The test, its jitted calls measured (and checked as with ``--no64``)."""
+    from no64.jax.audit.measure import Measurer, measuring
+
+    measurer = Measurer(tol=item.config.getoption("no64_numerics_tol"))
+    try:
+        with measuring(measurer):
+            result = yield from _checked(item, measurer)
+    finally:  # a failing test's measurements are listed too
+        summary = measurer.summary()
+        if summary.lines or any(f.not_measured for f in summary.functions):
+            numerics_found.append((item.nodeid, summary))
+    if mode == "fail" and summary.lines:
+        pytest.fail("no64: float32 changes a float64 result of this test beyond the tolerance:\n"
+                    + "\n".join(summary.text_lines()), pytrace=False)
+    return result
+
+
+def _checked(item: pytest.Item, measurer: Any = None) -> Generator[None, Any, Any]:
+    """The test, its compiled modules checked with ``--no64``."""
     if not _enabled(item.config) or item.get_closest_marker("no64_skip"):
         return (yield)
     from no64.jax.audit import NOT_REMOVABLE, Observer, analyze
 
     with Observer() as observer:
+        if measurer is not None:
+            measurer.quiet = observer.paused
         result = yield  # the test's own failure propagates unchanged
     report = analyze(observer.modules, program=item.nodeid)
     bad = [g for g in report.groups if g.handling in NOT_REMOVABLE]

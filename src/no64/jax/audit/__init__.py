@@ -101,6 +101,7 @@ from .schema import (  # noqa: F401
     HANDLINGS,
     HOOK,
     MODULE_HOW,
+    SARIF_RULES,
     SCHEMA_VERSION,
 )
 from .sites import CallGraph, Site  # noqa: F401

@@ -7,7 +7,8 @@ SARIF.
 ``--fail-on`` levels (see :class:`no64.kinds.FailOn`): ``refused`` (the
 default) fails on a refused module, ``unproven`` also on ``unproven`` and
 ``overflow`` values, ``lossy`` on those and ``precision-reduced``, ``any``
-on every 64-bit value.
+on every 64-bit value; ``numerics`` on a refused module and on any line
+``--numerics`` measured beyond its tolerance (:mod:`no64.jax.audit.measure`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any, TextIO
 
 from ... import __version__
 from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
-from .schema import AS_IS, CAUSE_KINDS, HOOK, MODULE_HOW, SCHEMA_VERSION, sarif_log
+from .measure import NumericsSummary
+from .schema import AS_IS, CAUSE_KINDS, HOOK, MODULE_HOW, SARIF_RULES, SCHEMA_VERSION, sarif_log
 from .values import ModuleResult
 
 __all__ = ["FAIL_ON", "NOT_REMOVABLE", "AuditReport", "Cause", "Group", "HostNarrowing", "ModuleAudit",
@@ -147,7 +149,8 @@ class AuditReport:
     under it) or ``"as-is"`` (the modules the program compiles on its own, as
     no64 would handle them); ``causes`` come first, ``groups`` give the
     values per primitive, line and handling, ``host`` the host values no64
-    narrowed.  ``exit_status`` is the program's (``None`` for :func:`audit`).
+    narrowed.  ``exit_status`` is the program's (``None`` for :func:`audit`);
+    ``numerics`` is what ``--numerics`` measured (``None`` without it).
     """
 
     modules: list[ModuleAudit] = dataclasses.field(default_factory=list)
@@ -161,6 +164,7 @@ class AuditReport:
     mode: str | None = None
     integer_policy: str | None = None
     policy: str | None = None
+    numerics: NumericsSummary | None = None
 
     @property
     def values(self) -> int:
@@ -170,6 +174,14 @@ class AuditReport:
         """The causes whose handling ``fail_on`` (a key of :data:`FAIL_ON`) fails on."""
         levels = FailOn.parse(fail_on, "fail_on").handlings
         return [c for c in self.causes if c.handling in levels]
+
+    def fails(self, fail_on: str = "refused") -> bool:
+        """Whether ``fail_on`` fails this report: a cause it fails on, or
+        for ``numerics`` also a line measured beyond the tolerance."""
+        if self.failing(fail_on):
+            return True
+        return (FailOn.parse(fail_on, "fail_on") is FailOn.NUMERICS and self.numerics is not None
+                and bool(self.numerics.lines))
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-able data, valid against :data:`AUDIT_JSON_SCHEMA`."""
@@ -188,6 +200,7 @@ class AuditReport:
             "host": [h.to_dict() for h in self.host],
             "modules": [m.to_dict() for m in self.modules],
             "groups": [g.to_dict() for g in self.groups],
+            "numerics": self.numerics.to_dict() if self.numerics is not None else None,
         }
 
     def to_sarif(self) -> dict[str, Any]:
@@ -217,6 +230,21 @@ class AuditReport:
                         }
                     }
                 ]
+            results.append(result)
+        for line in self.numerics.lines if self.numerics is not None else []:
+            result = {
+                "ruleId": "no64/numerics",
+                "ruleIndex": SARIF_RULES.index("numerics"),
+                "level": "warning",
+                "message": {"text": line.message()},
+                "properties": {"kind": line.kind, "error": line.to_dict()["error"], "calls": line.calls,
+                               "functions": list(line.functions),
+                               "pairs_error": line.to_dict()["pairs_error"], "view": self.view},
+            }
+            if line.file is not None:
+                region = {"startLine": line.line} if line.line is not None and line.line > 0 else {}
+                result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": _uri(line.file)},
+                                                             **({"region": region} if region else {})}}]
             results.append(result)
         return sarif_log(results)
 
@@ -270,6 +298,8 @@ class AuditReport:
             rest = self.causes[len(shown):]
             kinds = sorted({str(c.handling) for c in rest})
             lines.append(f"  ... and {len(rest)} more ({', '.join(kinds)}): --verbose lists them")
+        if self.numerics is not None:
+            lines += self.numerics.text_lines()
         if verbose and self.groups:
             lines.append("values, per primitive, line and handling:")
             rows = [("handling", "values", "types", "primitive", "source", "via")]

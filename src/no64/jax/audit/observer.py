@@ -6,10 +6,11 @@ uses this view.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ...ir._mlir import ir, make_context
@@ -53,9 +54,21 @@ class Observer:
         self._active = False
         self._previous: Callable[..., Any] | None = None
         self._lock = threading.Lock()
+        self._tls = threading.local()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nothing this thread compiles in the block is recorded (the
+        measurement of ``--numerics`` is not the program's)."""
+        before = getattr(self._tls, "paused", False)
+        self._tls.paused = True
+        try:
+            yield
+        finally:
+            self._tls.paused = before
 
     def _wrapper(self, backend: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._active:
+        if self._active and not getattr(self._tls, "paused", False):
             try:
                 self._record(backend, computation)
             except Exception:  # noqa: BLE001 - observing must never break the program

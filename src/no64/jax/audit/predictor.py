@@ -5,11 +5,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import No64Error, X64DisabledWarning
@@ -163,7 +164,7 @@ class Predictor(HookListener):
         previous_hook = state._update_global_hook
 
         def x64_hook(value: Any) -> None:
-            if value and self._recording:
+            if value and self._on():
                 try:
                     self.x64.append(X64Event(_stack_site(), None, self._count))
                 except Exception:  # noqa: BLE001
@@ -184,7 +185,7 @@ class Predictor(HookListener):
         STATE.subscribe(self)
 
         def explicit_dtype(dtype: Any, out: Any, fun_name: str) -> None:
-            if self._recording:
+            if self._on():
                 try:
                     self._note_dtype(dtype, out, fun_name)
                 except Exception:  # noqa: BLE001
@@ -207,6 +208,22 @@ class Predictor(HookListener):
             set_x64_global(True)
 
     # -- recording
+
+    def _on(self) -> bool:
+        """Whether what happens now is recorded (not in a paused thread)."""
+        return self._recording and not getattr(self._tls, "paused", False)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nothing this thread compiles, traces or narrows in the block is
+        recorded (the measurement of ``--numerics`` is not the program's)."""
+        before = getattr(self._tls, "paused", False)
+        self._tls.paused = True
+        try:
+            with STATE.host_records_kept():
+                yield
+        finally:
+            self._tls.paused = before
 
     def _note_dtype(self, dtype: Any, out: Any, fun_name: str, by_no64: bool = False) -> None:
         import numpy as np
@@ -233,7 +250,7 @@ class Predictor(HookListener):
     def on_host_conversion(self, requested: Any, became: Any, function: str) -> None:
         """``jnp.array``/``jnp.asarray`` of 64-bit host data with a 64-bit
         dtype: no64 converts the data itself and JAX never sees the dtype."""
-        if self._recording:
+        if self._on():
             try:
                 self._note_dtype(requested, became, function, by_no64=True)
             except Exception:  # noqa: BLE001
@@ -243,12 +260,12 @@ class Predictor(HookListener):
         self._tls.prepared = False
 
     def after_backend(self, module: Any, platform: str) -> None:
-        if not getattr(self._tls, "prepared", True) and self._recording:
+        if not getattr(self._tls, "prepared", True) and self._on():
             self._capture(module, platform, None, None, handled=False)
 
     def on_module(self, module: Any, platform: str, report: Any, error: BaseException | None) -> None:
         self._tls.prepared = True
-        if not self._recording:
+        if not self._on():
             return
         if error is None:
             self._capture(module, platform, report, None)
@@ -262,10 +279,10 @@ class Predictor(HookListener):
         32 bits become the values of the module the hook then compiles."""
         self._tls.meaning = None
         if isinstance(error, No64Error):
-            if self._recording:
+            if self._on():
                 self._tls.prepared = True
                 self._capture(meaning, platform, None, error)
-        elif error is None and report is not None and self._recording:
+        elif error is None and report is not None and self._on():
             self._tls.meaning = (meaning, report)
 
     @staticmethod

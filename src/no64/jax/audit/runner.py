@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from ...kinds import IntegerPolicy, Mode, RangePolicy
 from .. import host
 from .causes import ReportInput, build_report
+from .measure import Measurer, measuring
 from .model import AuditReport
 from .observer import Compiled, Observer, _explain, _X64Watch
 from .predictor import Predictor
@@ -134,7 +135,7 @@ def _run(target: str, args: Sequence[str], module: bool) -> tuple[int, BaseExcep
 
 def run_program(target: str, args: Sequence[str], *, module: bool = False,
                 platform: str | None = None, progress: TextIO | None = None,
-                as_is: bool = False) -> AuditReport:
+                as_is: bool = False, numerics: Measurer | None = None) -> AuditReport:
     """Run a script (or ``-m`` module) in this process as ``python`` would;
     returns the report with ``exit_status`` set.
 
@@ -152,7 +153,10 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
     if as_is:
         x64: list[X64Event] = []
         with Observer(platform, observed) as obs, _X64Watch(x64, lambda: len(obs.modules)):
-            status, crash = _run(target, args, module)
+            if numerics is not None:
+                numerics.quiet = obs.paused
+            with measuring(numerics):
+                status, crash = _run(target, args, module)
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
@@ -166,10 +170,15 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
             if line is not None:
                 line.clear()
         report.exit_status = status
+        report.numerics = numerics.summary() if numerics is not None else None
         return report
     label = platform or os.environ.get("NO64_PLATFORMS", "").strip()
     with Predictor(label, progress=observed) as pred:
-        status, crash = _run(target, args, module)
+        if numerics is not None:
+            numerics.quiet = pred.paused
+            numerics.widen = True
+        with measuring(numerics):
+            status, crash = _run(target, args, module)
         records = host.host_records()
     try:
         sys.stdout.flush()
@@ -195,4 +204,5 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
     if line is not None:
         line.clear()
     report.exit_status = status
+    report.numerics = numerics.summary() if numerics is not None else None
     return report

@@ -20,12 +20,13 @@ __all__ = [
     "HANDLINGS",
     "HOOK",
     "MODULE_HOW",
+    "SARIF_RULES",
     "SCHEMA_VERSION",
     "sarif_log",
 ]
 
 #: Version of the JSON document (:data:`AUDIT_JSON_SCHEMA`).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Every handling, from harmless to blocking (see the module docstring and
 #: :class:`no64.kinds.Handling`).
@@ -37,6 +38,9 @@ HOOK, AS_IS = View.HOOK, View.AS_IS
 #: Kinds of cause, in the order the report lists them.
 CAUSE_KINDS = ("x64", "refused", "explicit-dtype", "random", "host", "value", "float")
 
+#: The SARIF log's rules: one per kind of cause, then the lines ``--numerics`` measures.
+SARIF_RULES = (*CAUSE_KINDS, "numerics")
+
 _CAUSE_DESCRIPTION = {
     "x64": "jax_enable_x64 turned on by the program or its environment",
     "refused": "no64 refuses a module (the program fails under the hook)",
@@ -45,6 +49,7 @@ _CAUSE_DESCRIPTION = {
     "host": "a 64-bit host value narrowed by no64",
     "value": "64-bit values in a compiled module",
     "float": "a float64 result that f32 demonstrably changes (float_policy='f32')",
+    "numerics": "a line where float32 measurably changes a float64 result on the program's data (--numerics)",
 }
 
 #: How a module was rewritten, from harmless to worst: its worst value's
@@ -54,14 +59,15 @@ MODULE_HOW = ("exact", "sentinel", "emulated", "precision-reduced", "unproven", 
 
 def sarif_log(results: list[dict[str, Any]]) -> dict[str, Any]:
     """A SARIF 2.1.0 log of one run of no64 with ``results`` (one per
-    cause; each names its rule ``no64/<kind>``, one of :data:`CAUSE_KINDS`)."""
+    cause, each naming its rule ``no64/<kind>``, one of :data:`CAUSE_KINDS`;
+    and one per line ``--numerics`` lists, rule ``no64/numerics``, after them)."""
     rules = [
         {
             "id": f"no64/{kind}",
             "name": kind.title().replace("-", ""),
             "shortDescription": {"text": _CAUSE_DESCRIPTION[kind]},
         }
-        for kind in CAUSE_KINDS
+        for kind in SARIF_RULES
     ]
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -85,6 +91,9 @@ def sarif_log(results: list[dict[str, Any]]) -> dict[str, Any]:
 _NULLABLE_STR = {"type": ["string", "null"]}
 _NULLABLE_INT = {"type": ["integer", "null"]}
 _COUNTS = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
+#: A measured float: a number, or "inf"/"nan" (JSON has no such numbers).
+_MEASURE = {"anyOf": [{"type": "number"}, {"enum": ["inf", "-inf", "nan"]}]}
+_NULLABLE_MEASURE = {"anyOf": [{"type": "number"}, {"enum": ["inf", "-inf", "nan"]}, {"type": "null"}]}
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -166,5 +175,47 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
                 "via": _NULLABLE_STR,
             }),
         },
+        # what --numerics measured (null without it)
+        "numerics": {"anyOf": [{"type": "null"}, _object({
+            "tol": {"type": "number", "exclusiveMinimum": 0},
+            "calls": {"type": "integer", "minimum": 0},
+            "every": {"type": "integer", "minimum": 1},
+            "measured": {"type": "integer", "minimum": 0},
+            "functions": {
+                "type": "array",
+                "items": _object({
+                    "name": {"type": "string"},
+                    "file": _NULLABLE_STR,
+                    "line": _NULLABLE_INT,
+                    "source": _NULLABLE_STR,
+                    "calls": {"type": "integer", "minimum": 0},
+                    "measured": {"type": "integer", "minimum": 0},
+                    "listed": {"type": "integer", "minimum": 0},
+                    "output_error": _MEASURE,
+                    "pairs_error": _NULLABLE_MEASURE,
+                    "not_measured": _NULLABLE_STR,
+                    "failed": {"type": "integer", "minimum": 0},
+                }),
+            },
+            "lines": {
+                "type": "array",
+                "items": _object({
+                    "file": _NULLABLE_STR,
+                    "line": _NULLABLE_INT,
+                    "source": _NULLABLE_STR,
+                    "kind": {"enum": ["introduces", "amplifies", "inf/nan", "differs"]},
+                    "error": _MEASURE,
+                    "input_error": _MEASURE,
+                    "primitives": {"type": "array", "items": {"type": "string"}},
+                    "index": {"type": "array", "items": {"type": "integer"}},
+                    "reference": _MEASURE,
+                    "got": _MEASURE,
+                    "functions": {"type": "array", "items": {"type": "string"}},
+                    "calls": {"type": "integer", "minimum": 1},
+                    "pairs_error": _NULLABLE_MEASURE,
+                    "pairs_refusal": _NULLABLE_STR,
+                }),
+            },
+        })]},
     }),
 }

@@ -1,0 +1,520 @@
+"""Float error measured on a program's own calls: ``no64 audit --numerics``
+and ``pytest --no64-numerics``.
+
+While a :class:`Measurer` is active, every call of a function made by
+``jax.jit`` (:func:`install` puts a wrapper in place of ``jax.jit``, through
+:func:`no64.jax._compat.wrap_jit_api`) is first run as usual, its result
+returned unchanged, and sampled calls are then measured with
+:func:`no64.numerics` on host copies of the call's own arguments, taken
+before the call (a donated argument is gone after it): the x64 program
+against the 32-bit one, equation by equation.  A call is sampled when it is
+the 1st, ``1 + every``-th, ``1 + 2 every``-th ... call of its function, up to
+``calls`` measured calls per function (``0``: no limit).  A function is
+known by its Python function's code (a ``jax.jit(lambda ...)`` made anew in
+a loop is one function).
+
+Only calls made outside any trace are measured (a jitted function called
+inside another one is measured as part of it).  Each argument goes in as
+the x64 program has it: numpy data as it is, a ``jax.Array`` no64 noted as
+holding a 64-bit value of the x64 program (:mod:`no64.jax.x64_arrays`) in
+that dtype; under the hook, while the program asks for x64 (which no64
+turned off), a float32 (complex64) ``jax.Array`` as float64 (complex128),
+the x64 program's default float; any other ``jax.Array`` in its own dtype.  Positional arguments
+that are arrays (or pytrees of arrays) are the measured function's inputs;
+the rest (static arguments, Python numbers, keyword arguments) are bound as
+they were given.
+
+Measured lines are gathered per user source line over calls
+(:class:`MeasuredLine`: the worst error, the calls that listed it, the
+outputs' error under ``float_policy="pairs"``); a function none of whose
+calls can be measured (effects that running it again would repeat, an
+integer argument beyond 32 bits, an argument the trace does not take) is
+said once, with why (:class:`MeasuredFunction`).  Nothing the measurement
+does reaches the program: an error in it is recorded, never raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
+
+import numpy as np
+
+from .sites import _relative
+
+__all__ = ["MeasuredFunction", "MeasuredLine", "Measurer", "NumericsSummary", "install"]
+
+#: This package's parent (no64's own code): a ``jax.jit`` made there is not measured.
+_NO64_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))) + os.sep
+
+
+@dataclasses.dataclass
+class MeasuredLine:
+    """One user source line listed by :func:`no64.numerics` in one or more
+    measured calls: its worst measurement over them."""
+
+    file: str | None
+    line: int | None
+    #: ``"introduces"``, ``"amplifies"``, ``"inf/nan"`` or ``"differs"``
+    #: (see :class:`no64.jax.numerics.NumericsLine`).
+    kind: str
+    #: The worst relative error (normwise; ``inf`` for inf/nan and differs).
+    error: float
+    input_error: float
+    primitives: list[str]
+    #: The worst element: its index, the x64 program's value, float32's.
+    index: list[int]
+    reference: float
+    got: float
+    #: The jitted function(s) whose calls listed it.
+    functions: list[str]
+    #: How many measured calls listed it.
+    calls: int = 1
+    #: The worst outputs' error under ``float_policy="pairs"`` over those
+    #: calls (``None`` when not measured), or why pairs cannot run one.
+    pairs_error: float | None = None
+    pairs_refusal: str | None = None
+
+    @property
+    def source(self) -> str | None:
+        if self.file is None:
+            return None
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def message(self) -> str:
+        """The line as the report prints it."""
+        where = self.source or "(no line in your code)"
+        prims = ", ".join(self.primitives[:3]) + (" ..." if len(self.primitives) > 3 else "")
+        at = f"at {self.index}"
+        if self.kind == "differs":
+            what = f"differs from the x64 program {at}: {self.got:g}, x64 {self.reference:g}"
+        elif self.kind == "inf/nan":
+            what = f"float32 gives {_number(self.got)} {at} where x64 gives {self.reference:.9g}"
+        else:
+            what = f"relative error {self.error:.2g} (x64 {self.reference:.9g}, float32 {self.got:.9g} {at})"
+            if self.kind == "amplifies":
+                what += f", {self.error / max(self.input_error, 1e-300):.3g}x its inputs'"
+        if self.pairs_refusal is not None:
+            fix = f"float_policy='pairs' cannot run it: {self.pairs_refusal}"
+        elif self.pairs_error is not None:
+            fix = f"under float_policy='pairs' the outputs are within {self.pairs_error:.2g}"
+        else:
+            fix = "pairs not measured"
+        calls = f"{self.calls} call{'s' if self.calls != 1 else ''} of {', '.join(self.functions)}"
+        return f"{where}: {self.kind} ({prims}): {what}; {calls}; {fix}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["source"] = self.source
+        for key in ("error", "input_error", "reference", "got", "pairs_error"):
+            d[key] = _json_number(d[key])
+        return d
+
+
+@dataclasses.dataclass
+class MeasuredFunction:
+    """One jitted function: its calls seen and measured."""
+
+    name: str
+    #: Where its Python function is defined.
+    file: str | None
+    line: int | None
+    #: Calls made outside any trace, and how many of them were measured.
+    calls: int = 0
+    measured: int = 0
+    #: Measured calls that listed a line.
+    listed: int = 0
+    #: The worst outputs' error under float32 and under pairs over the measured calls.
+    output_error: float = 0.0
+    pairs_error: float | None = None
+    #: Why a sampled call could not be measured (the first reason), or ``None``.
+    not_measured: str | None = None
+    #: Sampled calls that could not be measured.
+    failed: int = 0
+
+    @property
+    def source(self) -> str | None:
+        if self.file is None:
+            return None
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["source"] = self.source
+        d["output_error"] = _json_number(self.output_error)
+        d["pairs_error"] = _json_number(self.pairs_error)
+        return d
+
+
+@dataclasses.dataclass
+class NumericsSummary:
+    """What the measurement of a run found: the settings, the functions and
+    the listed lines (worst first)."""
+
+    tol: float
+    calls: int
+    every: int
+    functions: list[MeasuredFunction] = dataclasses.field(default_factory=list)
+    lines: list[MeasuredLine] = dataclasses.field(default_factory=list)
+
+    @property
+    def measured(self) -> int:
+        return sum(f.measured for f in self.functions)
+
+    def headline(self) -> str:
+        sampled = "every call" if self.calls == 0 else f"the first {self.calls}"
+        if self.every > 1:
+            sampled = f"1 call in {self.every}" + (f", at most {self.calls}" if self.calls else "")
+        return (f"measured float error (x64 program vs 32-bit, tolerance {self.tol:g}): "
+                f"{self.measured} call(s) of {len(self.functions)} jitted function(s) measured "
+                f"({sampled} of each), {len(self.lines)} line(s) beyond the tolerance")
+
+    def text_lines(self) -> list[str]:
+        out = [self.headline()]
+        out += [f"  {line.message()}" for line in self.lines]
+        for f in self.functions:
+            if f.not_measured is not None:
+                where = f" ({f.source})" if f.source else ""
+                count = f"{f.failed} of {f.failed + f.measured} sampled call(s)" if f.measured else "its calls"
+                out.append(f"  {f.name}{where}: {count} not measured: {f.not_measured}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tol": self.tol,
+            "calls": self.calls,
+            "every": self.every,
+            "measured": self.measured,
+            "functions": [f.to_dict() for f in self.functions],
+            "lines": [line.to_dict() for line in self.lines],
+        }
+
+
+def _json_number(x: float | None) -> float | str | None:
+    """A float JSON can hold: ``inf``/``nan`` as the strings ``"inf"``/``"nan"``."""
+    if x is None or math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _number(x: float) -> str:
+    return repr(float(x)) if not math.isfinite(x) else f"{x:.9g}"
+
+
+# ---------------------------------------------------------------- measuring
+
+
+class _Function:
+    def __init__(self, record: MeasuredFunction) -> None:
+        self.record = record
+        self.seen = 0
+
+
+class Measurer:
+    """Measure jitted calls while active (a context manager; see the module
+    docstring; :func:`measuring` also puts the wrapper of ``jax.jit`` in
+    place, which :func:`install` does for good).  ``quiet`` is entered around each measurement: the audit
+    stops recording there, so that what the measurement compiles is not
+    the program's."""
+
+    def __init__(self, *, calls: int = 3, every: int = 1, tol: float = 1e-3, pairs: bool = True,
+                 quiet: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+        if calls < 0 or every < 1 or not tol > 0:
+            raise ValueError("calls >= 0, every >= 1 and tol > 0")
+        self.calls, self.every, self.tol, self.pairs = calls, every, tol, pairs
+        self.quiet = quiet
+        #: Under the hook: a float32 ``jax.Array`` is float64 in the x64
+        #: program when the program asked for x64 (see :func:`_host_copies`).
+        self.widen = False
+        self._functions: dict[Any, _Function] = {}
+        self._lines: dict[tuple[Any, ...], MeasuredLine] = {}
+        self._lock = threading.Lock()
+        self._previous: Measurer | None = None
+
+    def __enter__(self) -> "Measurer":
+        global _active
+        self._previous, _active = _active, self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _active
+        _active = self._previous
+
+    # -- the calls
+
+    def _function(self, jitted: Any) -> _Function:
+        fun = getattr(jitted, "__wrapped__", None) or jitted
+        code = getattr(fun, "__code__", None)
+        key = (code.co_filename, code.co_firstlineno, getattr(fun, "__qualname__", "")) if code else id(jitted)
+        found = self._functions.get(key)
+        if found is None:
+            name = getattr(fun, "__qualname__", None) or getattr(jitted, "__name__", None) or "<jitted>"
+            file = _relative(code.co_filename) if code is not None else None
+            line = code.co_firstlineno if code is not None else None
+            found = self._functions[key] = _Function(MeasuredFunction(str(name), file, line))
+        return found
+
+    def _sampled(self, jitted: Any) -> _Function | None:
+        with self._lock:
+            f = self._function(jitted)
+            f.seen += 1
+            f.record.calls += 1
+            n = f.seen - 1
+            if n % self.every or (self.calls and n // self.every >= self.calls):
+                return None
+            return f
+
+    def call(self, jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run ``jitted(*args, **kwargs)``, and measure the call if it is sampled."""
+        if getattr(_measuring, "on", False) or not _concrete(args, kwargs):
+            return jitted(*args, **kwargs)
+        f = self._sampled(jitted)
+        if f is None:
+            return jitted(*args, **kwargs)
+        try:
+            snapshot: tuple[Any, Any] | None = _host_copies(args, self.widen and _x64_requested()), kwargs
+        except Exception:  # noqa: BLE001 - the call still runs; the measurement says why not
+            snapshot = None
+        out = jitted(*args, **kwargs)
+        self._measure(f, jitted, snapshot)
+        return out
+
+    def _measure(self, f: _Function, jitted: Any, snapshot: tuple[Any, Any] | None) -> None:
+        from ..numerics import numerics
+
+        record = f.record
+        _measuring.on = True
+        try:
+            with self.quiet() if self.quiet is not None else nullcontext():
+                if snapshot is None:
+                    raise ValueError("its arguments cannot be copied to the host")
+                inputs, bind = _split(*snapshot)
+
+                def measured(*xs: Any) -> Any:
+                    full, kw = bind(xs)
+                    return jitted(*full, **kw)
+
+                measured.__name__ = record.name
+                report = numerics(measured, *inputs, tol=self.tol, pairs=self.pairs)
+        except Exception as exc:  # noqa: BLE001 - measuring never breaks the program
+            with self._lock:
+                record.failed += 1
+                if record.not_measured is None:
+                    record.not_measured = _why(exc)
+            return
+        finally:
+            _measuring.on = False
+        with self._lock:
+            record.measured += 1
+            record.output_error = max(record.output_error, report.output_error)
+            if report.pairs_error is not None:
+                record.pairs_error = max(record.pairs_error or 0.0, report.pairs_error)
+            if report.lines:
+                record.listed += 1
+            for line in report.lines:
+                self._add(line, record.name, report.pairs_error, report.pairs_refusal)
+
+    def _add(self, line: Any, function: str, pairs_error: float | None, refusal: str | None) -> None:
+        loc = line.location
+        file = _relative(loc.file) if loc is not None and loc.file else None
+        number = loc.line if loc is not None else None
+        key = (file, number) if file is not None else (None, function, tuple(line.primitives))
+        found = self._lines.get(key)
+        if found is None:
+            self._lines[key] = MeasuredLine(file, number, line.kind, line.error, line.input_error,
+                                            list(line.primitives), list(line.index), line.reference,
+                                            line.got, [function], 1, pairs_error, refusal)
+            return
+        found.calls += 1
+        if function not in found.functions:
+            found.functions.append(function)
+        for p in line.primitives:
+            if p not in found.primitives:
+                found.primitives.append(p)
+        if pairs_error is not None:
+            found.pairs_error = max(found.pairs_error or 0.0, pairs_error)
+        if refusal is not None and found.pairs_refusal is None:
+            found.pairs_refusal = refusal
+        if line.error > found.error:
+            found.kind, found.error, found.input_error = line.kind, line.error, line.input_error
+            found.index, found.reference, found.got = list(line.index), line.reference, line.got
+
+    def summary(self) -> NumericsSummary:
+        """What was measured so far (lines worst first, then by place)."""
+        with self._lock:
+            lines = sorted(self._lines.values(),
+                           key=lambda x: (-x.error, x.file or "", x.line or 0))
+            functions = [f.record for f in self._functions.values()]
+            return NumericsSummary(self.tol, self.calls, self.every,
+                                   [dataclasses.replace(f) for f in functions],
+                                   [dataclasses.replace(line, primitives=list(line.primitives),
+                                                        functions=list(line.functions))
+                                    for line in lines])
+
+
+def _why(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return text.removeprefix("no64.numerics: ")
+
+
+_measuring = threading.local()
+#: The active measurer (``None``: jitted calls run as they are).
+_active: Measurer | None = None
+_restore: Callable[[], None] | None = None
+_install_lock = threading.Lock()
+
+
+def install() -> None:
+    """Put the measuring wrapper in place of ``jax.jit`` (once; a no-op
+    while no :class:`Measurer` is active).  Functions jitted before it
+    (at an import before the run began) are not measured."""
+    global _restore
+    from .._compat import wrap_jit_api
+
+    with _install_lock:
+        if _restore is None:
+            _restore = wrap_jit_api(_Jitted, skip=_made_by_no64)
+
+
+def uninstall() -> None:
+    """Give ``jax.jit`` back (functions jitted meanwhile keep their wrapper,
+    which does nothing while no measurer is active)."""
+    global _restore
+    with _install_lock:
+        if _restore is not None:
+            _restore()
+            _restore = None
+
+
+def _made_by_no64() -> bool:
+    """Whether ``jax.jit`` is being called from no64's own code."""
+    frame = sys._getframe(2)
+    name = frame.f_globals.get("__name__", "")
+    return isinstance(name, str) and (name == "no64" or name.startswith("no64."))
+
+
+class _Jitted:
+    """A function made by ``jax.jit``, measured by the active :class:`Measurer`
+    when called; everything else (``lower``, ``trace``, attributes, binding
+    as a method) is the jitted function's."""
+
+    def __init__(self, jitted: Any) -> None:
+        self.__dict__["_jitted"] = jitted
+        for name in ("__name__", "__qualname__", "__doc__", "__module__"):
+            try:
+                self.__dict__[name] = getattr(jitted, name)
+            except AttributeError:
+                pass
+        self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        measurer = _active
+        if measurer is None:
+            return self._jitted(*args, **kwargs)
+        return measurer.call(self._jitted, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_jitted"], name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        import types
+
+        return types.MethodType(self, obj)
+
+    def __repr__(self) -> str:
+        return repr(self._jitted)
+
+
+def _concrete(args: Any, kwargs: Any) -> bool:
+    """Whether the call runs (no tracer among its arguments, no trace in progress)."""
+    import jax
+
+    from .._compat import at_top_level, tracer_type
+
+    tracer = tracer_type()
+    if any(isinstance(x, tracer) for x in jax.tree.leaves((args, kwargs))):
+        return False
+    return at_top_level()
+
+
+def _is_array(x: Any) -> bool:
+    import jax
+
+    return isinstance(x, (np.ndarray, np.generic, jax.Array))
+
+
+def _x64_requested() -> bool:
+    from ..state import STATE
+
+    return bool(STATE.x64_requested())
+
+
+def _host_copies(args: tuple[Any, ...], floats_wide: bool = False) -> tuple[Any, ...]:
+    """The arguments with every array leaf a host copy in the x64 program's
+    dtype: noted by no64 (:mod:`no64.jax.x64_arrays`), else, with
+    ``floats_wide`` (the program asked for x64, which no64 turned off),
+    float64 for a float32 array and complex128 for a complex64 one (the
+    default float of the x64 program), else its own."""
+    import jax
+
+    from .. import x64_arrays
+
+    def copy(x: Any) -> Any:
+        if isinstance(x, (np.ndarray, np.generic)):
+            return np.array(x)
+        if isinstance(x, jax.Array):
+            wide = x64_arrays.x64_dtype(x)
+            host = np.asarray(x)
+            if wide is None and floats_wide and host.dtype in (np.float32, np.complex64):
+                wide = np.dtype(np.float64 if host.dtype == np.float32 else np.complex128)
+            return host.astype(wide) if wide is not None else np.array(host)
+        return x
+
+    return tuple(jax.tree.map(copy, a) for a in args)
+
+
+def _split(args: tuple[Any, ...], kwargs: dict[str, Any]
+           ) -> tuple[list[Any], Callable[[tuple[Any, ...]], tuple[list[Any], dict[str, Any]]]]:
+    """The positional arguments that are arrays or pytrees of arrays (the
+    measured inputs), and how to put the call's arguments back together from them."""
+    import jax
+
+    positions = [i for i, a in enumerate(args)
+                 if jax.tree.leaves(a) and all(_is_array(x) for x in jax.tree.leaves(a))]
+    inputs = [args[i] for i in positions]
+    if not inputs:
+        raise ValueError("it takes no array arguments")
+
+    def bind(xs: tuple[Any, ...]) -> tuple[list[Any], dict[str, Any]]:
+        full = list(args)
+        for i, x in zip(positions, xs):
+            full[i] = x
+        return full, kwargs
+
+    return inputs, bind
+
+
+@contextmanager
+def measuring(measurer: Measurer | None) -> Iterator[Measurer | None]:
+    """``measurer`` active for the block, the wrapper of ``jax.jit`` in place
+    (and taken out after it, unless it was in place before); nothing when
+    ``measurer`` is ``None``."""
+    if measurer is None:
+        yield None
+        return
+    installed = _restore is not None
+    install()
+    try:
+        with measurer:
+            yield measurer
+    finally:
+        if not installed:
+            uninstall()

