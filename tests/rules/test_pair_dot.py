@@ -19,10 +19,10 @@ import pytest
 from jax import lax
 
 import no64
-from no64.jax._compat import enable_x64
 from no64.jax.reference import lower_x64, run_module
 from no64.rules.pair_dot import plan
 from no64.rules.pair_rules import DOT_SPLIT_MIN
+from support import enable_x64
 
 RNG = np.random.default_rng(11)
 
