@@ -1,4 +1,4 @@
-"""A float64 matmul on pairs of f32, by exact slices and elementwise, on the CPU.
+"""A float64 matmul on pairs of f32, by exact slices and elementwise, on the CPU (or ``--platform``).
 
 For each size ``n`` (``--sizes``, default 256 and 512) two ``n x n``
 float64 matrices (normal entries) are multiplied by four programs compiled
@@ -48,7 +48,7 @@ def _timed(fn: Callable[[], np.ndarray], repeats: int) -> tuple[float, np.ndarra
     return statistics.median(times), out
 
 
-def _pairs_program(a: np.ndarray, b: np.ndarray, split: bool) -> Callable[[], np.ndarray]:
+def _pairs_program(a: np.ndarray, b: np.ndarray, split: bool, platform: str = "cpu") -> Callable[[], np.ndarray]:
     saved = pair_rules.DOT_SPLIT_MIN
     pair_rules.DOT_SPLIT_MIN = 1 if split else 2**62
     try:
@@ -56,7 +56,7 @@ def _pairs_program(a: np.ndarray, b: np.ndarray, split: bool) -> Callable[[], np
         no64.demote(m, float_policy="pairs", check=True)
     finally:
         pair_rules.DOT_SPLIT_MIN = saved
-    backend = jax.extend.backend.get_backend("cpu")
+    backend = jax.extend.backend.get_backend(platform)
     device = backend.devices()[0]
     options = jax.extend.backend.get_compile_options(
         num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
@@ -70,10 +70,10 @@ def _pairs_program(a: np.ndarray, b: np.ndarray, split: bool) -> Callable[[], np
     return run
 
 
-def bench(n: int, repeats: int, seed: int = 0) -> dict[str, float]:
+def bench(n: int, repeats: int, seed: int = 0, platform: str = "cpu") -> dict[str, float]:
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
-    cpu = jax.devices("cpu")[0]
+    cpu = jax.devices(platform)[0]
     with enable_x64(True):
         f64 = jax.jit(lambda x, y: x @ y)
         da, db = jax.device_put(a, cpu), jax.device_put(b, cpu)
@@ -81,8 +81,8 @@ def bench(n: int, repeats: int, seed: int = 0) -> dict[str, float]:
     f32 = jax.jit(lambda x, y: jnp.matmul(x, y, precision="highest"))
     fa, fb = jax.device_put(a.astype(np.float32), cpu), jax.device_put(b.astype(np.float32), cpu)
     t32, r32 = _timed(lambda: np.asarray(f32(fa, fb).block_until_ready()), repeats)
-    tel, rel = _timed(_pairs_program(a, b, split=False), repeats)
-    tsp, rsp = _timed(_pairs_program(a, b, split=True), repeats)
+    tel, rel = _timed(_pairs_program(a, b, split=False, platform=platform), repeats)
+    tsp, rsp = _timed(_pairs_program(a, b, split=True, platform=platform), repeats)
     scale = np.abs(a) @ np.abs(b)
 
     def err(x: np.ndarray) -> float:
@@ -96,11 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--platform", default="cpu",
+                   help="the JAX backend to run on (default: cpu; f64 there is whatever that backend makes of it)")
     args = p.parse_args(argv)
     print(f"{'n':>5} {'f64':>9} {'pairs elementwise':>22} {'pairs split':>18} {'f32':>16}   "
           "max error / (|A||B|): elementwise, split, f32")
     for n in args.sizes:
-        r = bench(n, args.repeats)
+        r = bench(n, args.repeats, platform=args.platform)
         t = r["f64_s"]
         print(f"{n:>5} {t * 1e3:7.1f}ms {r['elementwise_s'] * 1e3:9.1f}ms ({r['elementwise_s'] / t:6.1f}x) "
               f"{r['split_s'] * 1e3:7.1f}ms ({r['split_s'] / t:5.1f}x) {r['f32_s'] * 1e3:6.1f}ms "
