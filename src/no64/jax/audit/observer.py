@@ -55,20 +55,24 @@ class Observer:
         self._previous: Callable[..., Any] | None = None
         self._lock = threading.Lock()
         self._tls = threading.local()
+        self._pauses = 0
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Nothing this thread compiles in the block is recorded (the
-        measurement of ``--numerics`` is not the program's)."""
-        before = getattr(self._tls, "paused", False)
-        self._tls.paused = True
+        """Nothing compiled in the block is recorded (the measurement of
+        ``--numerics`` is not the program's).  The pause is the whole
+        process's, not the thread's: JAX may compile in threads of its own,
+        while the program's thread waits for the measurement."""
+        with self._lock:
+            self._pauses += 1
         try:
             yield
         finally:
-            self._tls.paused = before
+            with self._lock:
+                self._pauses -= 1
 
     def _wrapper(self, backend: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._active and not getattr(self._tls, "paused", False):
+        if self._active and not self._pauses:
             try:
                 self._record(backend, computation)
             except Exception:  # noqa: BLE001 - observing must never break the program

@@ -133,6 +133,7 @@ class Predictor(HookListener):
         self.dtypes: list[DtypeEvent] = []
         self._lock = threading.Lock()
         self._tls = threading.local()
+        self._pauses = 0
         self._saved: dict[str, Any] = {}
         self._count = 0
         self._recording = False
@@ -210,20 +211,24 @@ class Predictor(HookListener):
     # -- recording
 
     def _on(self) -> bool:
-        """Whether what happens now is recorded (not in a paused thread)."""
-        return self._recording and not getattr(self._tls, "paused", False)
+        """Whether what happens now is recorded (not during a pause)."""
+        return self._recording and not self._pauses
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Nothing this thread compiles, traces or narrows in the block is
-        recorded (the measurement of ``--numerics`` is not the program's)."""
-        before = getattr(self._tls, "paused", False)
-        self._tls.paused = True
+        """Nothing compiled, traced or narrowed in the block is recorded (the
+        measurement of ``--numerics`` is not the program's).  The pause is
+        the whole process's, not the thread's: JAX may compile in threads of
+        its own, while the program's thread waits for the
+        measurement."""
+        with self._lock:
+            self._pauses += 1
         try:
             with STATE.host_records_kept():
                 yield
         finally:
-            self._tls.paused = before
+            with self._lock:
+                self._pauses -= 1
 
     def _note_dtype(self, dtype: Any, out: Any, fun_name: str, by_no64: bool = False) -> None:
         import numpy as np
