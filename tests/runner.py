@@ -20,6 +20,7 @@ import numpy as np
 from jax._src.lib import xla_client as xc
 
 import no64
+from no64.ir.types import DTYPE_KINDS
 from no64.jax.reference import (
     compare_outputs,
     converted_inputs,
@@ -131,8 +132,7 @@ def compare_on_adversarial_inputs(
     whole = list(wide)
     if keep:  # outputs of a kept 64-bit type: compared whole, bit for bit
         _, outs = main_signature(converted)
-        whole = sorted({*wide, *(j for j, spec in enumerate(outs)
-                                 if spec.dtype in (np.dtype(np.int64), np.dtype(np.uint64)))})
+        whole = sorted({*wide, *(j for j, spec in enumerate(outs) if DTYPE_KINDS.get(spec.dtype) in keep)})
     wide_in = word_pair_inputs(original, converted)
     for args in adversarial_inputs(original, ranges, limit):
         ref = run_original(args)

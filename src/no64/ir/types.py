@@ -37,6 +37,7 @@ __all__ = [
     "WIDE_KINDS",
     "NARROWED_DTYPE_NAMES",
     "NARROWED_DTYPES",
+    "DTYPE_KINDS",
     "I32",
     "U32",
     "I64",
@@ -55,6 +56,13 @@ NARROWED_DTYPE_NAMES: Mapping[str, str] = {
 #: The same mapping as numpy dtypes.
 NARROWED_DTYPES: Mapping[np.dtype, np.dtype] = {
     np.dtype(wide): np.dtype(narrow) for wide, narrow in NARROWED_DTYPE_NAMES.items()
+}
+
+#: The 64-bit numpy dtypes by the short names of their element types
+#: (:data:`WIDE_KINDS`, as :func:`wide_kind` names MLIR types).
+DTYPE_KINDS: Mapping[np.dtype, str] = {
+    np.dtype(np.int64): "i64", np.dtype(np.uint64): "u64", np.dtype(np.float64): "f64",
+    np.dtype(np.complex128): "c128",
 }
 
 #: The limits of the integer types on either side of the mapping.

@@ -38,7 +38,15 @@ from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
 from ..errors import InputError
 from ..ir._mlir import ir, make_context
-from ..ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
+from ..ir.types import (
+    DTYPE_KINDS,
+    F32_MAX as _F32_MAX,
+    F64_MAX as _F64_MAX,
+    I32 as _I32,
+    I64 as _I64,
+    U32 as _U32,
+    U64 as _U64,
+)
 from ..kinds import RangePolicy
 from ..report import DemotionReport
 from ..spec.walk import entry_function, functions, is_public
@@ -691,11 +699,6 @@ def word_pair_inputs(original: ir.Module, converted: ir.Module) -> list[int]:
     return _word_pairs(main_signature(original)[0], main_signature(converted)[0])
 
 
-#: numpy's 64-bit dtypes by their short names (:data:`no64.ir.types.WIDE_KINDS`).
-_KINDS = {np.dtype(np.int64): "i64", np.dtype(np.uint64): "u64", np.dtype(np.float64): "f64",
-          np.dtype(np.complex128): "c128"}
-
-
 def converted_inputs(args: Sequence[Any], words: Sequence[int] = (),
                      keep: Sequence[str] = ()) -> list[np.ndarray]:
     """The inputs of a converted module for the original's ``args``: the
@@ -709,7 +712,7 @@ def converted_inputs(args: Sequence[Any], words: Sequence[int] = (),
     for i, arg in enumerate(args):
         if i in wide:
             out.append(split_words(np.asarray(arg)))
-        elif _KINDS.get(np.asarray(arg).dtype) in keep:
+        elif DTYPE_KINDS.get(np.asarray(arg).dtype) in keep:
             out.append(np.asarray(arg))
         else:
             try:
@@ -764,7 +767,7 @@ def compare_with_reference(
     flat = [np.asarray(a) for a in leaves]
     whole = policy == RangePolicy.EXACT
     native = frozenset(as_target(target).native) if target is not None else frozenset()
-    same = [a if (whole and a.dtype in (np.int64, np.uint64)) or _KINDS.get(a.dtype) in native
+    same = [a if (whole and a.dtype in (np.int64, np.uint64)) or DTYPE_KINDS.get(a.dtype) in native
             else narrow_inputs([a])[0].astype(a.dtype) for a in flat]
     lowered = _lower(fn, jax.tree_util.tree_unflatten(treedef, same), jit_kwargs or {})
     original = _reparse(lowered.compiler_ir("stablehlo"))
@@ -792,6 +795,6 @@ def compare_with_reference(
         what=f"demoted program of {getattr(fn, '__name__', repr(fn))}",
         # emulated outputs, and those of a type the target has: 64-bit, bit for bit
         wide=[*report.emulated_outputs, *(i for i, r in enumerate(reference_values)
-                                          if _KINDS.get(np.asarray(r).dtype) in report.kept_native)],
+                                          if DTYPE_KINDS.get(np.asarray(r).dtype) in report.kept_native)],
     )
     return ComparisonResult(outputs, report, original, demoted, reference_values, demoted_values)

@@ -41,7 +41,7 @@ from ..errors import InputRangeError, InvalidModuleError
 from ..ir._mlir import ir
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..report import DemotionReport
-from ..targets import Target, as_target as profile_of
+from ..targets import Target, as_target
 from . import rewrite
 from .emulate import exact_input_ranges
 from .linalg import expand_lapack
@@ -179,7 +179,7 @@ def demote(
             raise InputRangeError(f"input ranges: {exc}") from None
     integer_policy = IntegerPolicy.parse(integer_policy, "integer_policy")
     float_policy = FloatPolicy.parse(float_policy, "float_policy")
-    profile = profile_of(target) if target is not None else None
+    profile = as_target(target) if target is not None else None
     keep = frozenset(profile.native) if profile is not None else frozenset()
     root = _module_op(module)
     with root.context, ir.Location.unknown(), gc_paused():

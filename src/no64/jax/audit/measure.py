@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .sites import _relative
+from .sites import _relative, source_text
 
 __all__ = ["MeasuredFunction", "MeasuredLine", "Measurer", "NumericsSummary", "install"]
 
@@ -83,9 +83,7 @@ class MeasuredLine:
 
     @property
     def source(self) -> str | None:
-        if self.file is None:
-            return None
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
+        return source_text(self.file, self.line)
 
     def message(self) -> str:
         """The line as the report prints it."""
@@ -140,9 +138,7 @@ class MeasuredFunction:
 
     @property
     def source(self) -> str | None:
-        if self.file is None:
-            return None
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
+        return source_text(self.file, self.line)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -23,6 +23,7 @@ from ... import __version__
 from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
 from .measure import NumericsSummary
 from .schema import AS_IS, CAUSE_KINDS, HOOK, MODULE_HOW, SARIF_RULES, SCHEMA_VERSION, sarif_log
+from .sites import source_text
 from .values import ModuleResult
 
 __all__ = ["FAIL_ON", "NOT_REMOVABLE", "AuditReport", "Cause", "Group", "HostNarrowing", "ModuleAudit",
@@ -76,9 +77,7 @@ class Group:
 
     @property
     def source(self) -> str | None:
-        if self.file is None:
-            return None
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
+        return source_text(self.file, self.line)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -104,9 +103,7 @@ class Cause:
 
     @property
     def source(self) -> str | None:
-        if self.file is None:
-            return None
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
+        return source_text(self.file, self.line)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -126,9 +123,7 @@ class HostNarrowing:
 
     @property
     def source(self) -> str | None:
-        if self.file is None:
-            return None
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
+        return source_text(self.file, self.line)
 
     @property
     def handling(self) -> Handling:

@@ -32,7 +32,15 @@ from ...spec.walk import entry_name
 from ...transforms.scan import all_ops
 from .. import intent
 
-__all__ = ["CallGraph", "Site"]
+__all__ = ["CallGraph", "Site", "source_text"]
+
+
+def source_text(file: str | None, line: int | None) -> str | None:
+    """``"file:line"`` (``"file"`` without a line; ``None`` without a file):
+    how every record of the audit names its source."""
+    if file is None:
+        return None
+    return f"{file}:{line}" if line is not None else file
 
 # A location frame: an optional function name, then "file":line:col.
 _FRAME = re.compile(r'(?:"((?:[^"\\]|\\.)*)"\()?"((?:[^"\\]|\\.)+)":(\d+):(\d+)')
@@ -114,9 +122,7 @@ class Site:
 
     @property
     def source(self) -> str | None:
-        if self.file is None:
-            return None
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
+        return source_text(self.file, self.line)
 
     def where(self) -> str:
         """``at file:line`` (``via ...``), or a plain statement that there is no user frame."""
