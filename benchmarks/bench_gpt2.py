@@ -80,6 +80,40 @@ from no64.transforms.scan import has_64bit  # noqa: E402
 #: Share of JAX trace + lower time the pass may take.
 TARGET_PERCENT = 5.0
 
+#: The machine-independent ratios docs/benchmarks.md states for the 12-layer
+#: step (demote + check over the binding floor, over JAX's trace + lower, and
+#: over IREE's two C++ demotion passes run in process): a run more than
+#: ``REGRESSION`` worse than one of them says so loudly.
+STATED_RATIOS = {"pass/floor": 2.1, "pass/JAX": 0.058, "pass/IREE": 1.6}
+STATED_LAYERS = 12
+REGRESSION = 0.20
+
+#: IREE's own demotion passes, the C++ yardstick of the pass (run when the
+#: ``iree-base-compiler`` package is installed).
+IREE_PASSES = "builtin.module(iree-input-conversion-demote-i64-to-i32, iree-input-conversion-demote-f64-to-f32)"
+
+
+def iree_demotion(text: str) -> Callable[[], Any] | None:
+    """A function running IREE's demotion passes on a fresh parse of
+    ``text`` each call, timing only the passes (``None`` without IREE)."""
+    try:
+        from iree.compiler import ir as iree_ir, passmanager as iree_pm
+    except ImportError:
+        return None
+    ctx = iree_ir.Context()
+    ctx.allow_unregistered_dialects = True
+    with ctx:
+        pipeline = iree_pm.PassManager.parse(IREE_PASSES)
+
+    def run() -> float:
+        module = iree_ir.Module.parse(text, ctx)
+        gc.collect()
+        start = time.perf_counter()
+        pipeline.run(module.operation)
+        return time.perf_counter() - start
+
+    return run
+
 
 @dataclass(frozen=True)
 class GPTConfig:
@@ -285,6 +319,8 @@ class Result:
     jax32_s: float
     clean_check_s: float
     clone_s: float
+    #: IREE's C++ demotion passes on the same module (``None``: not installed).
+    iree_s: float | None = None
 
     @property
     def percent(self) -> float:
@@ -309,6 +345,13 @@ class Result:
     @property
     def us_per_op(self) -> float:
         return 1e6 * self.pass_s / self.ops
+
+    def ratios(self) -> dict[str, float]:
+        """The machine-independent ratios of :data:`STATED_RATIOS`."""
+        out = {"pass/floor": self.pass_s / self.floor_s, "pass/JAX": self.pass_s / self.jax_s}
+        if self.iree_s:
+            out["pass/IREE"] = self.pass_s / self.iree_s
+        return out
 
 
 def declared_ranges(cfg: GPTConfig) -> dict[str, tuple[int, int]]:
@@ -338,6 +381,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
     jax32_times: list[float] = []
     clone_times: list[float] = []
     clean_times: list[float] = []
+    iree_times: list[float] = []
     args32 = narrowed_args(args)
     module: ir.Module | None = None
     for i in range(repeats):
@@ -370,6 +414,9 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         t_floor, _ = timed(lambda m=copy: binding_floor(m))
         floor_times.append(t_floor)
         del copy
+        iree = iree_demotion(str(module))
+        if iree is not None:
+            iree_times.append(iree())
 
         # With no64 active JAX traces with x64 off: the module is 32-bit and
         # the hook's whole cost is the check that finds nothing to do.
@@ -416,6 +463,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         jax32_s=statistics.median(jax32_times),
         clean_check_s=statistics.median(clean_times),
         clone_s=statistics.median(clone_times),
+        iree_s=statistics.median(iree_times) if iree_times else None,
     )
 
 
@@ -474,6 +522,15 @@ def print_report(results: list[Result], cfg: GPTConfig, repeats: int) -> bool:
             f"{r.jax32_s:.3f} s; the hook's check finds no 64-bit value in {r.clean_check_s:.3f} s "
             f"({r.clean_check_percent:.2f}%)"
         )
+    for r in results:
+        if r.iree_s is not None:
+            print(
+                f"IREE's C++ demotion passes (i64 -> i32, f64 -> f32), in process on the same module, "
+                f"{r.layers} layers: {r.iree_s:.3f} s; no64's demote+check is x{r.pass_s / r.iree_s:.2f} "
+                "of it (target: at most x1.5)"
+            )
+        else:
+            print("IREE's demotion passes: not measured (pip install iree-base-compiler to compare)")
     ok = all(r.percent <= TARGET_PERCENT for r in results)
     worst = max(r.percent for r in results)
     print()
@@ -491,7 +548,26 @@ def print_report(results: list[Result], cfg: GPTConfig, repeats: int) -> bool:
             f"per-op cost {base.us_per_op:.2f} -> {r.us_per_op:.2f} us "
             f"(x{r.us_per_op / base.us_per_op:.2f}; target: linear in ops, about x1)"
         )
+    for r in results:
+        if r.layers == STATED_LAYERS:
+            regressions(r)
     return ok
+
+
+def regressions(r: Result) -> list[str]:
+    """Say loudly (on stderr) where a ratio is more than :data:`REGRESSION`
+    worse than docs/benchmarks.md states; return those lines."""
+    lines = []
+    for name, value in r.ratios().items():
+        stated = STATED_RATIOS[name]
+        if value > stated * (1 + REGRESSION):
+            lines.append(
+                f"REGRESSION: {name} is {value:.3g} at {r.layers} layers, {100 * (value / stated - 1):.0f}% "
+                f"worse than the {stated:.3g} docs/benchmarks.md states (more than {REGRESSION:.0%})"
+            )
+    for line in lines:
+        print("!" * 8 + " " + line, file=sys.stderr)
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -244,6 +244,15 @@ class _Hints:
         self.walked: set[str] = set()
         self.bodies: dict[str, ir.Operation] = {}
         self.ops_of: dict[str, list[ir.Operation]] = {}
+        # whether a type is float64: types are uniqued, so one query each
+        self._f64_types: dict[ir.Type, bool] = {}
+
+    def f64(self, t: ir.Type) -> bool:
+        """Whether ``t`` is a float64 tensor (cached per type)."""
+        known = self._f64_types.get(t)
+        if known is None:
+            known = self._f64_types[t] = _is_f64(t)
+        return known
 
     def add(self, kind: HintKind, op: ir.Operation, detail: str, where: ir.Operation | None = None) -> None:
         if op in self.flagged:
@@ -356,20 +365,28 @@ class _Hints:
             if computes is Computes.IOTA:
                 self._interval(op, spec, operands, results)  # of any type: converts carry it
                 continue
-            if not any(_is_f64(v.type) for v in operands + results):
+            f64 = self.f64
+            if not any(f64(v.type) for v in results) and not any(f64(v.type) for v in operands):
                 continue
-            self._interval(op, spec, operands, results)
+            # An op none of whose operands has a known magnitude computes
+            # none (constants and iota were taken above): the interval and
+            # range steps have nothing to do, only the patterns below.
+            iv = self.iv
+            known = any(v in iv for v in operands)
+            if known:
+                self._interval(op, spec, operands, results)
             if computes is Computes.COMPARE:
                 self._compare(op, operands)
             elif computes is Computes.SUBTRACT:
                 self._subtract(op, operands)
-            elif _is_sum(spec, op) and any(_is_f64(v.type) for v in operands):
-                n = _reduced_count(op)
-                if n is not None and n > _LONG_SUM:
+            elif spec.reduction is Reduction.INPUTS_INITS and any(f64(v.type) for v in operands):
+                n = _reduced_count(op)  # (the cheap test first: most reduces are short)
+                if n is not None and n > _LONG_SUM and _is_sum(spec, op):
                     self.add(HintKind.LONG_SUM, op,
                              f"a sum of {n} float64 elements, more than 2**24: in f32 every term below "
                              "2**-24 of the running sum is lost")
-            self._range(op, spec, operands, results)
+            if known:
+                self._range(op, spec, operands, results)
 
     def _constant(self, op: ir.Operation) -> None:
         r = op.results[0]
@@ -467,7 +484,7 @@ class _Hints:
 
     def _range(self, op: ir.Operation, spec: OpSpec, operands: list[ir.Value], results: list[ir.Value]) -> None:
         """Overflow / underflow of a result, where it first arises."""
-        if not results or not _is_f64(results[0].type) or _moves(spec):
+        if not results or not self.f64(results[0].type) or _moves(spec):
             return
         iv = self.get(results[0])
         if iv is None:
@@ -484,7 +501,7 @@ class _Hints:
 
     def _compare(self, op: ir.Operation, operands: list[ir.Value]) -> None:
         d = _direction(op)
-        if d not in ("LT", "LE", "GT", "GE") or not all(_is_f64(v.type) for v in operands):
+        if d not in ("LT", "LE", "GT", "GE") or not all(self.f64(v.type) for v in operands):
             return
         for side, other in ((1, 0), (0, 1)):
             c = self.get(operands[side])
