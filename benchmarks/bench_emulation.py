@@ -90,7 +90,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import jax  # noqa: E402
 
-from no64.jax._compat import enable_x64  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support beside it
+from bench_support import enable_x64, ir  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -98,11 +99,9 @@ import jax.extend.backend  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
-from jax._src.lib import xla_client as xc  # noqa: E402
 
 import no64  # noqa: E402
-from no64.ir._mlir import ir  # noqa: E402
-from no64.jax.reference import lower_x64  # noqa: E402
+from no64.jax.reference import compile_module, lower_x64  # noqa: E402
 from no64.spec.registry import spec_of  # noqa: E402
 from no64.transforms.emulate import join_words  # noqa: E402
 
@@ -367,14 +366,7 @@ def _backend() -> Any:
 
 def compile_text(text: str) -> Any:
     """Compile StableHLO text for the first CPU device."""
-    backend = _backend()
-    device = backend.devices()[0]
-    options = jax.extend.backend.get_compile_options(
-        num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object)
-    )
-    return backend.compile_and_load(
-        text, executable_devices=xc.DeviceList((device,)), compile_options=options
-    )
+    return compile_module(text, _backend().devices()[0])
 
 
 def execute(executable: Any, args: Sequence[Any]) -> list[Any]:

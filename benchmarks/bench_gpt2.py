@@ -66,14 +66,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import jax  # noqa: E402
 
-from no64.jax._compat import enable_x64  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support beside it
+from bench_support import enable_x64, ir  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
 import no64  # noqa: E402
-from no64.ir._mlir import ir  # noqa: E402
 from no64.jax.hook import clone_module  # noqa: E402
 from no64.transforms.scan import has_64bit  # noqa: E402
 

@@ -51,12 +51,10 @@ import bench_gpt2  # noqa: E402
 
 from no64.jax import intent  # noqa: E402
 
-_WANTED = intent._wanted
-
 
 def _meaning(on: bool) -> None:
     """Turn the second (x64) trace on or off for the next compiles."""
-    intent._wanted = _WANTED if on else (lambda: False)
+    intent.set_x64_meaning(on)
 
 
 def _small_programs() -> list[tuple[Callable[..., Any], tuple[Any, ...]]]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,10 +36,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 import jax  # noqa: E402
 import jax.extend.backend  # noqa: E402
 import numpy as np  # noqa: E402
-from jax._src.lib import xla_client as xc  # noqa: E402
 
-from no64.ir._mlir import ir, make_context  # noqa: E402
-from no64.jax._compat import enable_x64  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support beside it
+from bench_support import enable_x64, ir, make_context  # noqa: E402
+
+from no64.jax.reference import compile_module  # noqa: E402
 from no64.targets import target  # noqa: E402
 from no64.transforms.legalize import legalize  # noqa: E402
 
@@ -47,13 +49,9 @@ SAMPLE_S = 0.02
 
 
 def _compile(module: ir.Module) -> tuple[Any, float]:
-    backend = jax.extend.backend.get_backend("cpu")
-    device = backend.devices()[0]
-    options = jax.extend.backend.get_compile_options(
-        num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
     text = module.operation.get_asm(enable_debug_info=False)
     start = time.perf_counter()
-    exe = backend.compile_and_load(text, executable_devices=xc.DeviceList((device,)), compile_options=options)
+    exe = compile_module(text)  # the first CPU device
     return exe, time.perf_counter() - start
 
 

@@ -22,7 +22,9 @@ Run ``python benchmarks/bench_pairs_dot.py --repeats 3``.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -30,12 +32,13 @@ import jax
 import jax.extend
 import jax.numpy as jnp
 import numpy as np
-from jax._src.lib import xla_client as xc
 
 import no64
 import no64.rules.pair_rules as pair_rules
-from no64.jax._compat import enable_x64
-from no64.jax.reference import lower_x64
+from no64.jax.reference import compile_module, lower_x64
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support beside it
+from bench_support import enable_x64  # noqa: E402
 
 
 def _timed(fn: Callable[[], np.ndarray], repeats: int) -> tuple[float, np.ndarray]:
@@ -58,9 +61,7 @@ def _pairs_program(a: np.ndarray, b: np.ndarray, split: bool, platform: str = "c
         pair_rules.DOT_SPLIT_MIN = saved
     backend = jax.extend.backend.get_backend(platform)
     device = backend.devices()[0]
-    options = jax.extend.backend.get_compile_options(
-        num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
-    exe = backend.compile_and_load(str(m), executable_devices=xc.DeviceList((device,)), compile_options=options)
+    exe = compile_module(str(m), device)
     ins = [jax.device_put(no64.split_pairs(x), device) for x in (a, b)]
 
     def run() -> np.ndarray:

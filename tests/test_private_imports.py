@@ -72,3 +72,19 @@ def test_the_check_can_fail() -> None:
         "CHILD = '''\nfrom no64.ir._mlir import ir\n'''\n"
     )
     assert sorted(private_imports(program)) == ["no64.ir._mlir", "no64.ir._mlir", "no64.jax._compat"]
+
+
+BENCHMARKS = TESTS.parent / "benchmarks"
+BENCH_SUPPORT = BENCHMARKS / "bench_support.py"
+
+
+def test_the_benchmarks_import_private_modules_through_one_file() -> None:
+    # benchmarks/bench_support.py is their one door to no64's private modules
+    found = [
+        f"{path.relative_to(BENCHMARKS)}: {name}"
+        for path in sorted(BENCHMARKS.glob("*.py"))
+        if path != BENCH_SUPPORT
+        for name in private_imports(path.read_text())
+    ]
+    assert not found, "import these through benchmarks/bench_support.py:\n  " + "\n  ".join(found)
+    assert set(private_imports(BENCH_SUPPORT.read_text())) == {"no64.ir._mlir", "no64.jax._compat"}

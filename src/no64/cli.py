@@ -759,7 +759,7 @@ def _convert(args: argparse.Namespace) -> int:
         ranges[key] = bounds
     # Refuse an unwritable OUT before the work, not after it.
     try:
-        no64io._destination_kind(dest, overwrite)
+        no64io.destination_kind(dest, overwrite)
     except OutputError as exc:
         if not overwrite and "file exists" in str(exc):
             raise OutputError(f"{dest}: file exists; pass --force to overwrite it") from None

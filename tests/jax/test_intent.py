@@ -244,3 +244,39 @@ def test_meaning_traced_at_compile_without_keeping_data(policy: str) -> None:
     else:
         assert got["error"] == "NarrowingError" and "value" not in got
         assert got["warnings"] == []
+
+
+MEANING_OFF = """
+import json, sys
+import jax, jax.numpy as jnp, numpy as np
+import no64
+from no64.jax import intent
+
+def last(a):
+    return jnp.cumsum(a)[-1]
+
+data = np.full(200, 16_000_000, np.int64)
+out = {}
+try:
+    jax.jit(last)(data)
+except no64.No64Error as exc:
+    out["on"] = type(exc).__name__
+intent.set_x64_meaning(False)
+out["off"] = int(jax.jit(lambda a: jnp.cumsum(a)[-1] + 0)(data))
+out["meanings"] = [r.meaning is not None for r in no64.compile_records()]
+print(json.dumps(out))
+"""
+
+
+def test_x64_meaning_can_be_turned_off() -> None:
+    """``intent.set_x64_meaning(False)`` (what ``benchmarks/bench_hook.py``
+    measures by): a trace that starts then has no x64 meaning, so ``strict``
+    no longer refuses the cumsum that wraps in 32 bits; it runs as the
+    32-bit program."""
+    proc = _start(["-c", MEANING_OFF], HERE, NO64_PLATFORMS="cpu", NO64_POLICY="strict")
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr[-4000:]
+    got = json.loads(stdout.strip().splitlines()[-1])
+    assert got["on"] == "NarrowingError"
+    assert got["off"] == -1094967296  # 200 * 16e6 wrapped to 32 bits
+    assert got["meanings"][-1] is False

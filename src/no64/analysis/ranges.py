@@ -49,6 +49,7 @@ __all__ = [
     "type_range",
     "defining_op",
     "constant_ints",
+    "constant_elements",
     "INT32",
     "UINT32",
 ]
@@ -303,7 +304,7 @@ class RangeAnalysis:
             return None
         spec = self._spec_of(op.name)
         if spec.constant:
-            vals = _constant_elements(op)
+            vals = constant_elements(op)
             if vals is None:
                 return None
             if not sentinels and _has_sentinel(vals, op):
@@ -371,7 +372,7 @@ class RangeAnalysis:
         full = self.full(res)
         if full is None:
             return None
-        vals = _constant_elements(op)
+        vals = constant_elements(op)
         if vals is None:
             return Range(*full)
         if vals.size == 0:
@@ -1054,7 +1055,7 @@ def _static_size(v: ir.Value) -> int | None:
     return int(math.prod(t.shape)) if t.has_static_shape else None
 
 
-def _constant_elements(op: ir.Operation) -> np.ndarray | None:
+def constant_elements(op: ir.Operation) -> np.ndarray | None:
     """The integer elements of a constant op, flat, in a numpy integer dtype
     that holds them (unsigned types read as unsigned); a splat gives one
     element.  ``None`` for a non-integer or unreadable constant."""

@@ -57,7 +57,7 @@ written) and :mod:`~no64.io.diagnostics` (one-line error messages).
 from __future__ import annotations
 
 from ..errors import InputError, OutputError
-from .destinations import _destination_kind as _destination_kind  # the CLI checks OUT before converting
+from .destinations import destination_kind  # the CLI checks OUT before converting
 from .detect import detect_format
 from .dump import dumps, save
 from .formats import FORMATS, MODULE_FORMATS, format_from_extension
@@ -74,6 +74,7 @@ __all__ = [
     "PIPE_WAIT_SECONDS",
     "InputError",
     "OutputError",
+    "destination_kind",
     "detect_format",
     "dumps",
     "exported_of",

@@ -17,7 +17,7 @@ from ..errors import OutputError
 from .sources import _kind
 
 
-def _destination_kind(path: str, overwrite: bool) -> str:
+def destination_kind(path: str, overwrite: bool) -> str:
     """Whether ``path`` may be written, and how: ``"file"`` (a new or, with
     ``overwrite``, an existing regular file, replaced atomically) or
     ``"stream"`` (a character device or FIFO, written to as it is).

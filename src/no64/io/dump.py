@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ..errors import No64Error, OutputError
 from ..ir._mlir import ir
-from .destinations import _destination_kind, _write_atomically, _write_through
+from .destinations import _write_atomically, _write_through, destination_kind
 from .diagnostics import _mlir_error_line, _xla_message
 from .formats import _DESCRIPTIONS, FORMATS, _check_format, format_from_extension
 from .hlo import _dump_hlo, _dump_hlopb
@@ -77,7 +77,7 @@ def save(
                 f"give it explicitly, one of: {', '.join(FORMATS)}"
             )
     fmt = _check_format(format, OutputError)
-    kind = _destination_kind(path, overwrite)
+    kind = destination_kind(path, overwrite)
     data = dumps(module, fmt)
     if kind == "stream":
         _write_through(path, data)

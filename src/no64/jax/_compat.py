@@ -85,18 +85,33 @@ What it covers, with the releases that have each form:
   record the whole Python stack (cut at ``partial_eval.trace_to_jaxpr_dynamic``
   / ``trace_to_jaxpr``, and ``mlir._traceback_to_location`` is given the cut
   frames and the context's).
-* Internals that are the same on every supported release, named here so that
-  a future release that drops one is found in one place:
-  ``jax._src.config.enable_x64`` (``value``, ``get_global``, ``set_global``),
-  ``jax._src.xla_bridge`` (``expand_platform_alias``, ``_platform_aliases``,
-  ``backends``), ``jax._src.compiler.compile_or_get_cached``,
-  ``jax._src.core.pytype_aval_mappings``, ``jax._src.core.Jaxpr``,
-  ``jax._src.core.Literal``, ``jax._src.core.jaxprs_in_params``, ``jax._src.lax.lax._convert_element_type``,
+* Internals that are the same on every supported release, each reached
+  through a function of this module so that a future release that drops
+  one is found in one place: ``jax._src.config`` (:func:`x64_state`,
+  :func:`x64_update_hook`, :func:`set_x64_update_hook`,
+  :func:`explicit_x64_dtypes_allowed`, :func:`pinned_platforms`),
+  ``jax._src.xla_bridge`` (:func:`backends_started`, :func:`platform_names`),
+  ``jax._src.lib.xla_client`` (:func:`device_list`),
+  ``jax._src.sharding_impls`` (:func:`sharding_for`),
+  ``jax._src.traceback_util`` (:func:`hide_from_tracebacks`),
+  ``jax._src.source_info_util`` (:func:`hide_from_source_locations`,
+  :func:`frame_line`, :func:`current_traceback`), ``jax._src.core``
+  (:func:`jaxprs_in_params`, :func:`aval_mapping`, :func:`set_aval_mapping`),
+  ``jax._src.dtypes.warnings`` (:func:`wrap_dtype_warnings`), the modules of
+  ``jax._src.numpy`` (:func:`numpy_modules`), and the functions no64 calls or
+  wraps by name (:func:`internal_function`, :func:`replace_internal_function`):
+  ``jax._src.compiler.compile_or_get_cached``,
+  ``jax._src.lax.lax._convert_element_type``, ``jax._src.dtypes``'
+  ``coerce_to_array``, ``canonicalize_dtype`` and ``check_valid_dtype``,
   ``jax._src.numpy.array_constructors.array``/``asarray``,
   ``jax._src.numpy.lax_numpy.arange``,
-  ``jax._src.lib.xla_client``, ``jax._src.source_info_util``,
-  ``jax._src.traceback_util``, ``jax._src.stages``,
-  ``jax._src.interpreters.pxla``, ``jax._src.sharding_impls``.
+  ``jax._src.interpreters.pxla.MeshExecutable.create_cpp_call`` and
+  ``jax._src.stages.Compiled.call``.
+
+No other module of no64 imports ``jax._src``, ``jax.interpreters``,
+``jax.lib`` or ``jaxlib`` (the MLIR bindings excepted, which
+:mod:`no64.ir._mlir` and :mod:`no64.ir._compat` import): ``tests/test_seam.py``
+checks it.
 """
 
 from __future__ import annotations
@@ -990,3 +1005,229 @@ def tracer_type() -> type:
     if found is None:
         raise _missing("jax.core.Tracer")
     return found
+
+
+# ---------------------------------------------------------------------------
+# Internals the same on every supported release
+# ---------------------------------------------------------------------------
+# Each is reached here, by a name of no64's own, so that a release that drops
+# or renames one is found (and handled) in this one file.
+
+#: JAX-internal functions no64 calls or wraps, by the name no64 gives them:
+#: (module, attribute path in it).  Looked up anew on each call of
+#: :func:`internal_function` (no64 and JAX both replace some of them).
+_INTERNAL_FUNCTIONS: dict[str, tuple[str, str]] = {
+    # jit lowering compiles through it; no64's hook and the audit's observer wrap it
+    "compile_or_get_cached": ("jax._src.compiler", "compile_or_get_cached"),
+    # the conversion of host operands inside lax (Python scalars, numpy data)
+    "convert_element_type": ("jax._src.lax.lax", "_convert_element_type"),
+    # a Python scalar made a numpy array under JAX's dtype rules
+    "coerce_to_array": ("jax._src.dtypes", "coerce_to_array"),
+    "canonicalize_dtype": ("jax._src.dtypes", "canonicalize_dtype"),
+    "check_valid_dtype": ("jax._src.dtypes", "check_valid_dtype"),
+    # jnp.array / jnp.asarray / jnp.arange where they are defined
+    "array": ("jax._src.numpy.array_constructors", "array"),
+    "asarray": ("jax._src.numpy.array_constructors", "asarray"),
+    "arange": ("jax._src.numpy.lax_numpy", "arange"),
+    # the C++ fast path of an AOT-compiled call, and the Python call it falls back on
+    "create_cpp_call": ("jax._src.interpreters.pxla", "MeshExecutable.create_cpp_call"),
+    "compiled_call": ("jax._src.stages", "Compiled.call"),
+}
+
+
+def _internal_owner(name: str) -> tuple[Any, str]:
+    """The object that holds internal function ``name``, and its attribute there."""
+    try:
+        module_name, path = _INTERNAL_FUNCTIONS[name]
+    except KeyError:
+        raise ValueError(f"no64 names no JAX internal {name!r}") from None
+    *owners, attr = path.split(".")
+    owner = _optional_module(module_name)
+    for part in owners:
+        owner = getattr(owner, part, None)
+    if owner is None or not callable(getattr(owner, attr, None)):
+        raise _missing(f"{module_name}.{path}")
+    return owner, attr
+
+
+def internal_function(name: str) -> Callable[..., Any]:
+    """The JAX-internal function no64 calls ``name`` (:data:`_INTERNAL_FUNCTIONS`
+    says which), as it is now."""
+    owner, attr = _internal_owner(name)
+    return getattr(owner, attr)
+
+
+def replace_internal_function(name: str, new: Callable[..., Any]) -> None:
+    """Put ``new`` in place of the JAX-internal function ``name`` where it is
+    defined (callers that bound it elsewhere are seen to by the caller, see
+    :func:`numpy_modules`)."""
+    owner, attr = _internal_owner(name)
+    setattr(owner, attr, new)
+
+
+#: The modules of ``jax._src.numpy`` that bind ``jax.numpy``'s functions.
+_NUMPY_MODULES = ("array_constructors", "array_creation", "lax_numpy", "index_tricks", "scalar_types")
+
+
+def numpy_modules(*names: str) -> tuple[Any, ...]:
+    """The ``jax._src.numpy`` modules ``names`` (of :data:`_NUMPY_MODULES`),
+    where ``jax.numpy``'s functions are defined or bound by import: a wrapper
+    of one of them replaces it in each that holds it."""
+    found = []
+    for name in names:
+        if name not in _NUMPY_MODULES:
+            raise ValueError(f"no64 names no jax.numpy module {name!r}")
+        module = _optional_module(f"jax._src.numpy.{name}")
+        if module is None:
+            raise _missing(f"jax._src.numpy.{name}")
+        found.append(module)
+    return tuple(found)
+
+
+def jaxprs_in_params(params: Any) -> list[Any]:
+    """The jaxprs a jaxpr equation's parameters hold (``core.jaxprs_in_params``)."""
+    from jax._src import core
+
+    return list(core.jaxprs_in_params(params))
+
+
+def aval_mapping(type_: type) -> Callable[[Any], Any]:
+    """JAX's abstract value of a host value of ``type_``
+    (``core.pytype_aval_mappings[type_]``)."""
+    from jax._src import core
+
+    return core.pytype_aval_mappings[type_]
+
+
+def set_aval_mapping(type_: type, mapping: Callable[[Any], Any]) -> None:
+    """Make ``mapping`` JAX's abstract value of host values of ``type_``."""
+    from jax._src import core
+
+    core.pytype_aval_mappings[type_] = mapping
+
+
+def wrap_dtype_warnings(make: Callable[[Any], Any]) -> None:
+    """Give ``jax._src.dtypes`` ``make(warnings)`` in place of the ``warnings``
+    module it warns through (once: where it still holds ``warnings`` itself)."""
+    import warnings
+
+    from jax._src import dtypes
+
+    if getattr(dtypes, "warnings", None) is warnings:
+        dtypes.warnings = make(warnings)
+
+
+# -- configuration ----------------------------------------------------------
+
+def x64_state() -> Any:
+    """The ``jax_enable_x64`` option: ``value`` (in this thread's scope),
+    ``get_global()``, ``set_global(value)``."""
+    from jax._src import config as jax_config
+
+    return jax_config.enable_x64
+
+
+def x64_update_hook() -> Callable[[Any], None] | None:
+    """The function JAX calls when ``jax_enable_x64``'s global value is set
+    (the option's ``_update_global_hook``)."""
+    return x64_state()._update_global_hook
+
+
+def set_x64_update_hook(hook: Callable[[Any], None] | None) -> None:
+    """Make ``hook`` the function JAX calls when ``jax_enable_x64``'s global
+    value is set (chain onto :func:`x64_update_hook` to keep JAX's)."""
+    x64_state()._update_global_hook = hook
+
+
+def explicit_x64_dtypes_allowed() -> bool:
+    """Whether JAX's ``jax_explicit_x64_dtypes`` (from 0.8) is ``ALLOW`` here:
+    an explicit 64-bit dtype then makes 64-bit arrays with x64 off (``False``
+    where JAX has no such option)."""
+    from jax._src import config as jax_config
+
+    state = getattr(jax_config, "explicit_x64_dtypes", None)
+    value = getattr(state, "value", None)
+    return str(getattr(value, "name", value)).upper() == "ALLOW"
+
+
+def pinned_platforms() -> str | None:
+    """``jax_platforms`` (``JAX_PLATFORMS``) as set, or ``None``."""
+    from jax._src import config as jax_config
+
+    return jax_config.jax_platforms.value
+
+
+# -- backends ---------------------------------------------------------------
+
+def backends_started() -> bool:
+    """Whether JAX has started its backends (``xla_bridge.backends_are_initialized``)."""
+    from jax._src import xla_bridge
+
+    return bool(xla_bridge.backends_are_initialized())
+
+
+def platform_names(platform: str) -> set[str]:
+    """``platform`` (lower-cased) and its aliases (``gpu`` <-> ``cuda``/
+    ``rocm``/``oneapi``): ``xla_bridge.expand_platform_alias`` and
+    ``xla_bridge._platform_aliases``."""
+    from jax._src import xla_bridge
+
+    platform = platform.lower()
+    names = {platform, *xla_bridge.expand_platform_alias(platform)}
+    alias = getattr(xla_bridge, "_platform_aliases", {}).get(platform)
+    if alias is not None:
+        names.add(alias)
+    return names
+
+
+def device_list(devices: Sequence[Any]) -> Any:
+    """The devices an executable is compiled for, as the backend client takes
+    them (``xla_client.DeviceList``)."""
+    from jax._src.lib import xla_client
+
+    return xla_client.DeviceList(tuple(devices))
+
+
+def sharding_for(devices: Sequence[Any], op_sharding: Any) -> Any:
+    """A JAX sharding for a parameter or output sharding XLA reports
+    (``None`` or one device: a ``SingleDeviceSharding``; else a
+    ``GSPMDSharding`` of ``op_sharding`` over ``devices``)."""
+    from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
+
+    if op_sharding is None or len(devices) == 1:
+        return SingleDeviceSharding(devices[0])
+    return GSPMDSharding(device_list(devices), op_sharding)
+
+
+# -- tracebacks and source locations ------------------------------------------
+
+def hide_from_tracebacks(path: str) -> None:
+    """Leave frames of files under ``path`` out of the tracebacks JAX filters
+    (``traceback_util.register_exclusion``)."""
+    from jax._src import traceback_util
+
+    traceback_util.register_exclusion(path)
+
+
+def hide_from_source_locations(path: str) -> None:
+    """No frame of a file under ``path`` is the user's frame in JAX's source
+    locations (``source_info_util.register_exclusion``, once)."""
+    from jax._src import source_info_util
+
+    if path not in getattr(source_info_util, "_exclude_paths", ()):
+        source_info_util.register_exclusion(path)
+
+
+def frame_line(code: Any, lasti: int) -> int:
+    """The line a frame of a JAX traceback (its code and last instruction) is at."""
+    from jax._src import source_info_util
+
+    return source_info_util.raw_frame_to_frame(code, lasti).start_line
+
+
+def current_traceback() -> Any:
+    """The traceback JAX holds as the current one (an equation's own while it
+    is lowered or re-traced), or ``None``."""
+    from jax._src import source_info_util
+
+    return source_info_util._source_info_context.context.traceback

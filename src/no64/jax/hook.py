@@ -90,7 +90,17 @@ from ..transforms.demote import demote
 from ..transforms.emulate import exact_input_ranges
 from ..transforms.scan import check, find_64bit, has_64bit
 from . import host, intent
-from ._compat import FlaggedExecutable
+from ._compat import (
+    FlaggedExecutable,
+    backends_started as jax_backends_started,
+    explicit_x64_dtypes_allowed,
+    internal_function,
+    platform_names,
+    replace_internal_function,
+    set_x64_update_hook,
+    x64_state,
+    x64_update_hook,
+)
 from .state import ALL_PLATFORMS, STATE, default_platform
 
 __all__ = [
@@ -143,7 +153,10 @@ def is_exact(report: DemotionReport | None) -> bool:
 # ---------------------------------------------------------------------------
 
 
-def _normalize_platforms(platforms: str | Iterable[str]) -> frozenset[str]:
+def normalize_platforms(platforms: str | Iterable[str]) -> frozenset[str]:
+    """Platform names as no64 keeps them: ``"cpu, TPU"`` or ``["cpu", "tpu"]``
+    -> ``{"cpu", "tpu"}`` (lower-cased, stripped, empty names dropped);
+    :class:`TypeError` for a name that is not a string."""
     if isinstance(platforms, str):
         names = platforms.split(",")
     else:
@@ -210,12 +223,12 @@ class Config:
             return False
         if ALL_PLATFORMS in self.platforms:
             return True
-        return bool(_platform_names(platform) & self._expanded())
+        return bool(platform_names(platform) & self._expanded())
 
     def _expanded(self) -> frozenset[str]:
         names: set[str] = set()
         for p in self.platforms:
-            names |= _platform_names(p)
+            names |= platform_names(p)
         return frozenset(names)
 
     def describe(self) -> str:
@@ -224,18 +237,6 @@ class Config:
         if self.float_policy is not FloatPolicy.F32:
             extra += f", float policy {self.float_policy.value!r}"
         return f"mode {self.mode.value!r}{extra} for {plats}"
-
-
-def _platform_names(platform: str) -> set[str]:
-    """``platform`` and its aliases (``gpu`` <-> ``cuda``/``rocm``/``oneapi``)."""
-    from jax._src import xla_bridge
-
-    platform = platform.lower()
-    names = {platform, *xla_bridge.expand_platform_alias(platform)}
-    alias = xla_bridge._platform_aliases.get(platform)
-    if alias is not None:
-        names.add(alias)
-    return names
 
 
 # ---------------------------------------------------------------------------
@@ -307,17 +308,15 @@ def install(
     with a one-time :class:`X64DisabledWarning`.  Switching configuration
     never reuses executables compiled under another one.
     """
-    config = Config(_normalize_platforms(platforms), Mode.parse(mode, "no64 mode"),
+    config = Config(normalize_platforms(platforms), Mode.parse(mode, "no64 mode"),
                     IntegerPolicy.parse(integer_policy, "integer_policy"), RangePolicy.parse(policy, "policy"),
                     FloatPolicy.parse(float_policy, "float_policy"), target)
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
-    from jax._src import xla_bridge
-
     with STATE.lock:
         STATE.explicit = True
         STATE.config_error = None
-        _activate(config, backends_started=xla_bridge.backends_are_initialized(), source="no64.install")
+        _activate(config, backends_started=jax_backends_started(), source="no64.install")
     return config
 
 
@@ -351,17 +350,17 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     platform raises it, so that ``import jax`` never fails with a traceback
     over a typo and nothing runs under a setting other than the one meant.
     """
-    platforms = _normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
+    platforms = normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
     if not platforms:
         return None
     problems: list[str] = []
-    mode = _environment_choice(ENV_MODE, MODES, Mode.FIX, strict, problems)
-    integer_policy = _environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR,
+    mode = environment_choice(ENV_MODE, MODES, Mode.FIX, strict, problems)
+    integer_policy = environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR,
                                          strict, problems)
-    policy = _environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict, problems)
-    float_policy = _environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict,
+    policy = environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict, problems)
+    float_policy = environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict,
                                        problems)
-    target = _environment_target(strict, problems)
+    target = environment_target(strict, problems)
     config = Config(platforms, Mode(mode), IntegerPolicy(integer_policy), RangePolicy(policy),
                     FloatPolicy(float_policy), target)
     with STATE.lock:
@@ -376,17 +375,17 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     return config
 
 
-def _environment_target(strict: bool, problems: list[str]) -> str | None:
+def environment_target(strict: bool, problems: list[str]) -> str | None:
     """``NO64_TARGET``: a device profile's name, or ``None`` (the platform's)."""
     from ..targets import profiles
 
     raw = os.environ.get(ENV_TARGET, "").strip().lower()
     if not raw:
         return None
-    return _environment_choice(ENV_TARGET, tuple(sorted(profiles())), "generic", strict, problems)
+    return environment_choice(ENV_TARGET, tuple(sorted(profiles())), "generic", strict, problems)
 
 
-def _environment_choice(name: str, choices: tuple[str, ...], default: str, strict: bool,
+def environment_choice(name: str, choices: tuple[str, ...], default: str, strict: bool,
                         problems: list[str] | None = None) -> str:
     """The value of environment variable ``name`` if it is one of ``choices``;
     else :class:`no64.ConfigurationError` if ``strict``, or the problem is
@@ -409,10 +408,8 @@ def activate(config: Config, *, source: str) -> None:
     :meth:`STATE.settings_swapped <no64.jax.state.HookState.settings_swapped>`,
     which puts the settings back (the audit runs a program under the hook
     this way).  ``source`` is said in the log and the x64 warning."""
-    from jax._src import xla_bridge
-
     with STATE.lock:
-        _activate(config, backends_started=xla_bridge.backends_are_initialized(), source=source)
+        _activate(config, backends_started=jax_backends_started(), source=source)
 
 
 def _activate(config: Config, *, backends_started: bool, source: str) -> None:
@@ -499,9 +496,7 @@ def _warn_at_caller(message: str) -> None:
 def _handle_x64(config: Config, *, backends_started: bool, source: str, again: bool = False) -> None:
     """Turn x64 off when ``config`` covers the default backend (``again``: it
     was just turned on while no64 was active), and say so once."""
-    from jax._src import config as jax_config
-
-    if not jax_config.enable_x64.get_global():
+    if not x64_state().get_global():
         return
     default = default_platform(backends_started)
     listed = ", ".join(sorted(config.platforms))
@@ -566,26 +561,21 @@ def _ensure_hooks() -> None:
     with STATE.lock:
         if STATE.original_compile is not None:
             return
-        from jax._src import compiler
-
         STATE.jax_state()
         from ._compat import locate_by_trace_frames
         host.install_hooks()
         intent.install()
         locate_by_trace_frames()
         _install_x64_guard()
-        STATE.original_compile = compiler.compile_or_get_cached
-        compiler.compile_or_get_cached = _compile_or_get_cached
+        STATE.original_compile = internal_function("compile_or_get_cached")
+        replace_internal_function("compile_or_get_cached", _compile_or_get_cached)
 
 
 def _install_x64_guard() -> None:
     """Undo a later global ``jax_enable_x64 = True`` while no64 is active for
     the default backend (a trainer file, a library turning it on): chain a
     hook onto JAX's update hook for the option."""
-    from jax._src import config as jax_config
-
-    state = jax_config.enable_x64
-    previous = state._update_global_hook
+    previous = x64_update_hook()
 
     def guard(value: Any) -> None:
         if previous is not None:
@@ -598,16 +588,14 @@ def _install_x64_guard() -> None:
         config = STATE.global_config()
         if config is None or config.mode is Mode.OFF:
             return
-        from jax._src import xla_bridge
-
         _handle_x64(
             config,
-            backends_started=xla_bridge.backends_are_initialized(),
+            backends_started=jax_backends_started(),
             source="jax_enable_x64 was turned on while no64 is active",
             again=True,
         )
 
-    state._update_global_hook = guard
+    set_x64_update_hook(guard)
 
 
 def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **kwargs: Any) -> Any:
@@ -986,14 +974,6 @@ def clone_module(module: ir.Module) -> ir.Module:
     return new
 
 
-def _explicit_x64_allowed(jax_config: Any) -> bool:
-    """Whether JAX's ``jax_explicit_x64_dtypes`` (from 0.8) is ``ALLOW`` here:
-    an explicit 64-bit dtype then makes 64-bit arrays with x64 off."""
-    state = getattr(jax_config, "explicit_x64_dtypes", None)
-    value = getattr(state, "value", None)
-    return str(getattr(value, "name", value)).upper() == "ALLOW"
-
-
 def _check_boundary(module: ir.Module, name: str, platform: str, config: Config) -> None:
     """Refuse a module whose entry function takes or returns 64-bit values."""
     main = entry_function(module.operation)
@@ -1011,21 +991,19 @@ def _check_boundary(module: ir.Module, name: str, platform: str, config: Config)
     ]
     shown = "\n  ".join(str(f) for f in findings[:10])
     more = f"\n  ... and {len(findings) - 10} more" if len(findings) > 10 else ""
-    from jax._src import config as jax_config
-
     if ALL_PLATFORMS in config.platforms:
         why = (
             "Under no64.jit arguments are converted to 32 bits and tracing runs with x64 off, "
             "so the 64-bit value entered another way (e.g. a 64-bit array JAX passes to the "
             "computation as an argument): pass it to the function as an argument instead."
         )
-    elif jax_config.enable_x64.value:
+    elif x64_state().value:
         why = (
             "jax_enable_x64 is on. Turn it off for this platform (no64 turns it off when it is "
             "installed for the default backend), or use no64.jit, which traces with x64 off "
             "and converts 64-bit host inputs with range checks."
         )
-    elif _explicit_x64_allowed(jax_config):
+    elif explicit_x64_dtypes_allowed():
         why = (
             "jax_explicit_x64_dtypes is 'allow' (globally or in a scope, "
             "jax.config.explicit_x64_dtypes), so JAX makes the 64-bit arrays a dtype asks for "

@@ -58,6 +58,7 @@ from ..spec.registry import spec_of
 from . import host, x64_arrays
 from ._compat import (
     after_python_jit_call,
+    at_top_level,
     enable_x64,
     jit_function,
     jit_input_avals,
@@ -73,7 +74,7 @@ from .state import STATE
 
 __all__ = ["NoMeaning", "clear_warned", "has_meaning", "install", "meaning_of", "no_meaning",
            "output_error", "refuse_without_meaning", "refuse_unless_proven",
-           "unproven", "warn_float_hints", "warn_unproven", "with_x64_arguments"]
+           "set_x64_meaning", "unproven", "warn_float_hints", "warn_unproven", "with_x64_arguments"]
 
 _lock = threading.RLock()
 _installed = False
@@ -516,13 +517,26 @@ def _x64_requested() -> bool:
     return not getattr(_tls, "busy", False) and STATE.x64_requested()
 
 
+#: Whether no64 traces the x64 meaning of programs (see :func:`set_x64_meaning`).
+_meaning_on = True
+
+
+def set_x64_meaning(on: bool) -> None:
+    """Turn the x64 meaning on (the default) or off for the traces that
+    start from now on, in every thread.  Off, no64 traces no program a
+    second time with x64 on: what the x64 meaning costs is measured this
+    way (``benchmarks/bench_hook.py``).  A trace that starts while it is
+    off has no x64 meaning, as where the program did not ask for x64.  Not
+    for use in programs."""
+    global _meaning_on
+    _meaning_on = bool(on)
+
+
 def _wanted() -> bool:
     """Whether a trace starting now needs its x64 meaning."""
-    if not _x64_requested():
+    if not _meaning_on or not _x64_requested():
         return False
-    from jax._src import core
-
-    return core.trace_state_clean()
+    return at_top_level()
 
 
 def _unjudged_transformation(dtype: Any) -> RangePolicy | None:
@@ -532,9 +546,7 @@ def _unjudged_transformation(dtype: Any) -> RangePolicy | None:
         return None
     if getattr(_tls, "judging", 0) or not _x64_requested():
         return None
-    from jax._src import core
-
-    if core.trace_state_clean():
+    if at_top_level():
         return None  # eager (an eager primitive takes the x64 meaning) or a jit's arguments
     config = STATE.active_config()
     assert config is not None

@@ -197,7 +197,7 @@ def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
         if isinstance(x, int) and not _I32.min <= x <= _I32.max:
             return host.narrow_python_int(x, integer_policy, op=op)
         if isinstance(x, float) and abs(x) == _F64_MAX:
-            return host._narrow_python_float(x, op)
+            return host.narrow_python_float(x, op)
         return x
     if isinstance(x, (np.ndarray, np.generic)):
         target = NARROWED.get(x.dtype)
@@ -706,8 +706,8 @@ class _ExactPath:
         if abstract.key is not None and abstract.key in self._cache:
             return self._cache[abstract.key]
         import jax.extend.backend
-        from jax._src.lib import xla_client as xc
 
+        from ._compat import device_list
         from .reference import main_signature
 
         low = self.lowered(abstract, name)
@@ -741,7 +741,7 @@ class _ExactPath:
             num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
         executable = backend.compile_and_load(
             low.module.operation.get_asm(enable_debug_info=True),
-            executable_devices=xc.DeviceList((device,)), compile_options=options)
+            executable_devices=device_list((device,)), compile_options=options)
         compiled = _Executable(low, executable, device, [s.dtype for s in in_specs],
                                jax_lowered.out_tree, out_dtypes, frozenset(low.report.emulated_outputs),
                                frozenset(low.report.emulated_inputs),

@@ -25,11 +25,12 @@ def probe_result(backend: Any, device: Any) -> str | None:
             return _results[platform]
     import jax
     import jax.extend.backend
-    from jax._src.lib import xla_client as xc
+
+    from ._compat import device_list
 
     options = jax.extend.backend.get_compile_options(
         num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
-    exe = backend.compile_and_load(Q.probe_text(), executable_devices=xc.DeviceList((device,)),
+    exe = backend.compile_and_load(Q.probe_text(), executable_devices=device_list((device,)),
                                    compile_options=options)
     args = [jax.device_put(a, device) for a in Q.probe_inputs()]
     outs = [np.asarray(o) for o in exe.execute(args)]

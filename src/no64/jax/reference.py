@@ -33,8 +33,6 @@ from typing import Any
 import jax
 import jax.extend.backend
 import numpy as np
-from jax._src.lib import xla_client as xc
-from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
 
 from ..errors import InputError
 from ..ir._mlir import ir, make_context
@@ -54,7 +52,7 @@ from ..targets import as_target
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
 from ..transforms.scan import check
-from ._compat import enable_x64
+from ._compat import device_list, enable_x64, sharding_for
 
 __all__ = [
     "ArraySpec",
@@ -65,6 +63,7 @@ __all__ = [
     "compare_output",
     "compare_outputs",
     "compare_with_reference",
+    "compile_module",
     "converted_inputs",
     "expected_after_demotion",
     "lower_x64",
@@ -232,6 +231,20 @@ def _cpu_backend() -> Any:
     return jax.extend.backend.get_backend("cpu")
 
 
+def compile_module(module_or_text: ir.Module | str, device: Any = None) -> Any:
+    """Compile a StableHLO module (or its text) for one device, the first
+    CPU device by default, as it is: no64 does not convert it.  Returns the
+    backend's loaded executable (``execute(arguments)`` runs it on arrays
+    placed on ``device``); the benchmarks time it this way."""
+    if device is None:
+        device = _cpu_backend().devices()[0]
+    text = module_or_text if isinstance(module_or_text, str) else _module_text(module_or_text)
+    backend = jax.extend.backend.get_backend(device.platform)
+    options = jax.extend.backend.get_compile_options(
+        num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
+    return backend.compile_and_load(text, executable_devices=device_list((device,)), compile_options=options)
+
+
 def _check_args(args: Sequence[Any], specs: Sequence[ArraySpec]) -> list[np.ndarray]:
     if len(args) != len(specs):
         raise ValueError(f"module takes {len(specs)} arguments, got {len(args)}")
@@ -245,13 +258,6 @@ def _check_args(args: Sequence[Any], specs: Sequence[ArraySpec]) -> list[np.ndar
             )
         arrays.append(a)
     return arrays
-
-
-def _sharding(devices: Sequence[Any], op_sharding: Any) -> Any:
-    """A JAX sharding for a parameter/output sharding reported by XLA."""
-    if op_sharding is None or len(devices) == 1:
-        return SingleDeviceSharding(devices[0])
-    return GSPMDSharding(xc.DeviceList(tuple(devices)), op_sharding)
 
 
 def run_module(
@@ -326,7 +332,7 @@ def run_module(
     )
     executable = backend.compile_and_load(
         _module_text(module),
-        executable_devices=xc.DeviceList(tuple(devices)),
+        executable_devices=device_list(devices),
         compile_options=options,
     )
 
@@ -334,7 +340,7 @@ def run_module(
     out_shardings = executable.get_output_shardings() or [None] * len(out_specs)
     with enable_x64(True):  # keep 64-bit inputs 64-bit on the device
         inputs = [
-            jax.device_put(a, _sharding(devices, s)) for a, s in zip(arrays, in_shardings)
+            jax.device_put(a, sharding_for(devices, s)) for a, s in zip(arrays, in_shardings)
         ]
         results = executable.execute_sharded(inputs)
         shards = results.disassemble_into_single_device_arrays()
@@ -344,7 +350,7 @@ def run_module(
                 outputs.append(np.asarray(per_device[0]))
                 continue
             whole = jax.make_array_from_single_device_arrays(
-                spec.shape, _sharding(devices, s), per_device
+                spec.shape, sharding_for(devices, s), per_device
             )
             outputs.append(np.asarray(whole))
     for spec, out in zip(out_specs, outputs):

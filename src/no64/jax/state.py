@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ._compat import make_state
+from ._compat import make_state, pinned_platforms, x64_state
 
 __all__ = ["ALL_PLATFORMS", "STATE", "HookListener", "HookState", "default_platform"]
 
@@ -239,12 +239,10 @@ class HookState:
     def x64_requested(self) -> bool:
         """Whether the program asked for x64 and no64 turned it off, for the
         platforms no64 serves in this thread (JAX computes in 32 bits there)."""
-        from jax._src import config as jax_config
-
         from ..kinds import Mode
 
         config = self.active_config()
-        if config is None or config.mode is not Mode.FIX or jax_config.enable_x64.value:
+        if config is None or config.mode is not Mode.FIX or x64_state().value:
             return False
         return ALL_PLATFORMS in config.platforms or self.x64_off_by_no64
 
@@ -334,11 +332,10 @@ def default_platform(backends_started: bool) -> str | None:
     ``jax_platforms`` names it (its first entry).
     """
     import jax
-    from jax._src import config as jax_config
 
     if backends_started:
         return jax.default_backend()
-    pinned = jax_config.jax_platforms.value
+    pinned = pinned_platforms()
     if pinned:
         return pinned.split(",")[0].strip().lower() or None
     return None

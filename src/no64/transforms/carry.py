@@ -17,7 +17,9 @@ here, written once:
   rebuilding of an op with a body (``reduce``, ``reduce_window``,
   ``scatter``, ``sort``) with each carried slot as its parts
   (:meth:`Carrier.rebuild`, :meth:`Carrier.rebuild_sort`);
-* a refusal naming the op and its location.
+* a refusal naming the op and its location;
+* a function's type made to say what its rebuilt body takes and returns
+  (:func:`refresh_signature`).
 
 A representation says which types it carries, what its parts are and how
 it packs and unpacks (:meth:`Carrier.carries`, :meth:`Carrier.parts`,
@@ -39,7 +41,7 @@ from ..ir.locations import decode_location
 from ..spec.registry import spec_of
 from ..spec.util import after
 
-__all__ = ["Carrier"]
+__all__ = ["Carrier", "refresh_signature"]
 
 R = TypeVar("R")
 
@@ -300,3 +302,21 @@ class Carrier(Generic[R]):
         with ir.InsertionPoint(block):
             self.copy_block(old_block)
         return self.joined(list(new.results), rtypes, carried)
+
+
+def refresh_signature(fn: ir.Operation) -> None:
+    """Make a function's ``function_type`` say what its body now takes and
+    returns: its block's argument types, and the operand types of its
+    terminator (the results it had where the body has no terminator yet).
+    A step that retyped a function's arguments or results calls it once it
+    has rebuilt the body."""
+    block = fn.regions[0].blocks[0]
+    inputs = [a.type for a in block.arguments]
+    results: list[ir.Type] | None = None
+    for op in block.operations:
+        op = _as_op(op)
+        if spec_of(op.name).terminator:
+            results = [v.type for v in op.operands]
+    if results is None:
+        results = list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))

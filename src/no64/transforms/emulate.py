@@ -50,14 +50,14 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.ranges import RangeAnalysis, _constant_elements, defining_op
+from ..analysis.ranges import RangeAnalysis, constant_elements, defining_op
 from ..ir import words as W
 from ..ir._compat import block_argument
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.types import is_int64_tensor as is_wide_int
 from ..spec.registry import UNKNOWN, spec_of
 from ..spec.walk import functions as _functions, is_public as _is_public, symbol_name as _sym
-from .carry import Carrier
+from .carry import Carrier, refresh_signature
 from .emulation_plan import (
     EmulationPlan,
     _function_return,
@@ -207,7 +207,7 @@ class Emulation(Carrier[W.Words]):
         if op is not None and spec.constant:
             # its exact elements, however many (an out-of-range constant
             # must not reach the narrowing pass)
-            elements = _constant_elements(op)
+            elements = constant_elements(op)
             if elements is not None:
                 return W.from_ints(shape, elements, unsigned)
         if op is not None and spec.fold is not None and (spec.moves or spec.convert):
@@ -264,7 +264,7 @@ class Emulation(Carrier[W.Words]):
         self.erase_replaced(erase, "emulated on words")
         _sweep(self.root)
         for fn in funcs.values():
-            _refresh_signature(fn)
+            refresh_signature(fn)
         return sum(self.by_op.values()), dict(sorted(self.by_op.items()))
 
     def visit(self, op: ir.Operation) -> bool:
@@ -363,19 +363,6 @@ def _sweep(root: ir.Operation) -> None:
                     r = op.results[0]
                     if is_wide_int(r.type) and not any(True for _ in r.uses):
                         op.erase()
-
-
-def _refresh_signature(fn: ir.Operation) -> None:
-    block = fn.regions[0].blocks[0]
-    inputs = [a.type for a in block.arguments]
-    results: list[ir.Type] | None = None
-    for op in block.operations:
-        op = _as_op(op)
-        if spec_of(op.name).terminator:
-            results = [v.type for v in op.operands]
-    if results is None:
-        results = list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
-    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
 
 
 # ---------------------------------------------------------------- planning

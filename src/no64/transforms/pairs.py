@@ -41,9 +41,8 @@ from ..ir.words import make, splat
 from ..kinds import Outputs
 from ..rules.pair_rules import is_f64
 from ..spec.registry import spec_of
-from ..spec.walk import entry_function
-from .carry import Carrier
-from .emulate import _functions, _refresh_signature
+from ..spec.walk import entry_function, functions
+from .carry import Carrier, refresh_signature
 
 __all__ = ["PairEmulation", "emulate_pairs", "split_pairs", "join_pairs"]
 
@@ -265,7 +264,7 @@ class PairEmulation(Carrier[P.Pair]):
 
     # ------------------------------------------------------------- the walk
     def run(self) -> None:
-        funcs = _functions(self.root)
+        funcs = functions(self.root)
         entry = entry_function(self.root)
         for fn in funcs:
             for i, a in enumerate(fn.regions[0].blocks[0].arguments):
@@ -283,7 +282,7 @@ class PairEmulation(Carrier[P.Pair]):
             self.walk(fn)
         self.erase_replaced(self._erase, "computed on pairs")
         for fn in funcs:
-            _refresh_signature(fn)
+            refresh_signature(fn)
 
     def _retype(self, v: ir.Value) -> None:
         self.retype_packed(v, _packed_type(v.type))

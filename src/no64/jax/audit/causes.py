@@ -28,7 +28,7 @@ from ...kinds import Handling, Mode
 from ...rules import REGISTRY, spec_of
 from .model import AuditReport, Cause, Group, HostNarrowing, ModuleAudit, _module_how
 from .schema import AS_IS, CAUSE_KINDS, HOOK
-from .sites import _NO_SITE, Site, _relative
+from .sites import _NO_SITE, Site, relative_path
 from .values import DtypeEvent, ModuleResult, Value, X64Event, _one_line
 
 __all__ = ["ReportInput", "build_report"]
@@ -208,7 +208,7 @@ def build_report(given: ReportInput) -> AuditReport:
         groups.values(), key=lambda g: (-g.handling.rank, g.file or "~", g.line or 0, g.primitive)
     )
     report.host = [
-        HostNarrowing(str(e.kind), _relative(e.location.file) if e.location.file else None,
+        HostNarrowing(str(e.kind), relative_path(e.location.file) if e.location.file else None,
                       e.location.line, e.detail, e.count)
         for e in host
     ]
@@ -273,7 +273,7 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
                             len(r.values), [r.name]))
     if isinstance(crash, No64Error) and not any(r.error is crash for r in results):
         loc = getattr(crash, "location", None)
-        file = _relative(loc.file) if loc is not None and loc.file else None
+        file = relative_path(loc.file) if loc is not None and loc.file else None
         line = loc.line if loc is not None else None
         site = Site(file, line)
         text = f"refused {site.where()}: {_reason(_one_line(crash))}; way out: {_way_out(crash, None)}"
@@ -376,7 +376,7 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
     floats: dict[tuple[Any, ...], list[tuple[ModuleResult, Any]]] = {}
     for r in results:
         for fh in r.float_hints:
-            file = _relative(fh.location.file) if fh.location.file is not None else None
+            file = relative_path(fh.location.file) if fh.location.file is not None else None
             floats.setdefault((file, fh.location.line, fh.kind), []).append((r, fh))
     for (file, line, kind), hinted in floats.items():
         fh = hinted[0][1]

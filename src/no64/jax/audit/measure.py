@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .sites import _relative, source_text
+from .sites import relative_path, source_text
 
 __all__ = ["MeasuredFunction", "MeasuredLine", "Measurer", "NumericsSummary", "install"]
 
@@ -251,7 +251,7 @@ class Measurer:
         found = self._functions.get(key)
         if found is None:
             name = getattr(fun, "__qualname__", None) or getattr(jitted, "__name__", None) or "<jitted>"
-            file = _relative(code.co_filename) if code is not None else None
+            file = relative_path(code.co_filename) if code is not None else None
             line = code.co_firstlineno if code is not None else None
             found = self._functions[key] = _Function(MeasuredFunction(str(name), file, line))
         return found
@@ -318,7 +318,7 @@ class Measurer:
 
     def _add(self, line: Any, function: str, pairs_error: float | None, refusal: str | None) -> None:
         loc = line.location
-        file = _relative(loc.file) if loc is not None and loc.file else None
+        file = relative_path(loc.file) if loc is not None and loc.file else None
         number = loc.line if loc is not None else None
         key = (file, number) if file is not None else (None, function, tuple(line.primitives))
         found = self._lines.get(key)

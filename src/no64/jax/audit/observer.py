@@ -15,6 +15,13 @@ from typing import Any
 
 from ...ir._mlir import ir, make_context
 from ...transforms.scan import find_64bit
+from .._compat import (
+    internal_function,
+    replace_internal_function,
+    set_x64_update_hook,
+    x64_state,
+    x64_update_hook,
+)
 from .sites import _NO_SITE, Site, _compile_site, _stack_site
 from .values import ModuleResult, X64Event, _handlings, _module_name, _one_line, _values
 
@@ -94,20 +101,16 @@ class Observer:
             self.progress(count)
 
     def __enter__(self) -> "Observer":
-        from jax._src import compiler
-
-        self._previous = compiler.compile_or_get_cached
-        compiler.compile_or_get_cached = self._wrapper
+        self._previous = internal_function("compile_or_get_cached")
+        replace_internal_function("compile_or_get_cached", self._wrapper)
         self._active = True
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from jax._src import compiler
-
         self._active = False
-        if compiler.compile_or_get_cached == self._wrapper:
+        if internal_function("compile_or_get_cached") == self._wrapper:
             assert self._previous is not None  # (set before the wrapper went in)
-            compiler.compile_or_get_cached = self._previous
+            replace_internal_function("compile_or_get_cached", self._previous)
 
 
 def _explain(compiled: Sequence[Compiled], integer_policy: str = "error") -> list[ModuleResult]:
@@ -149,13 +152,11 @@ class _X64Watch:
         self.count = count
 
     def __enter__(self) -> "_X64Watch":
-        from jax._src import config as jax_config
-
-        state = jax_config.enable_x64
+        state = x64_state()
         if state.get_global():
             env = os.environ.get("JAX_ENABLE_X64")
             self.sink.append(X64Event(_NO_SITE, f"JAX_ENABLE_X64={env}" if env else "jax_enable_x64", 0))
-        self._previous = previous = state._update_global_hook
+        self._previous = previous = x64_update_hook()
         self._active = True
 
         def hook(value: Any) -> None:
@@ -167,7 +168,8 @@ class _X64Watch:
             if previous is not None:
                 previous(value)
 
-        state._update_global_hook = self._hook = hook
+        self._hook = hook
+        set_x64_update_hook(hook)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -181,8 +183,5 @@ def _unchain_x64_hook(ours: Any, previous: Any) -> None:
     meanwhile (the compile hook's x64 guard, installed when no64 was first
     activated inside the watch), the watch stays in the chain, switched off,
     so that the later hook keeps working."""
-    from jax._src import config as jax_config
-
-    state = jax_config.enable_x64
-    if state._update_global_hook is ours:
-        state._update_global_hook = previous
+    if x64_update_hook() is ours:
+        set_x64_update_hook(previous)

@@ -17,7 +17,15 @@ from ...errors import No64Error, X64DisabledWarning
 from ...kinds import Handling, Mode, Verdict
 from ...transforms.scan import find_64bit
 from .. import hook as jaxhook, host, intent
-from .._compat import set_x64_global, watch_explicit_dtypes
+from .._compat import (
+    backends_started,
+    hide_from_tracebacks,
+    set_x64_global,
+    set_x64_update_hook,
+    watch_explicit_dtypes,
+    x64_state,
+    x64_update_hook,
+)
 from ..state import STATE, HookListener
 from .observer import _unchain_x64_hook
 from .sites import _NO_SITE, _compile_site, _stack_site
@@ -50,9 +58,7 @@ class _StandIn(jaxhook.Config):
     def applies_to(self, platform: str) -> bool:
         if self.mode is Mode.OFF:
             return False
-        from jax._src import xla_bridge
-
-        if not xla_bridge.backends_are_initialized():
+        if not backends_started():
             return True
         import jax
 
@@ -77,13 +83,13 @@ def _hook_settings(given: dict[str, Any]) -> dict[str, Any]:
         value = given.get(field.name)
         if field.name == "target":  # a profile's name, or None: the platform's
             problems: list[str] = []
-            out["target"] = value if value is not None else jaxhook._environment_target(False, problems)
+            out["target"] = value if value is not None else jaxhook.environment_target(False, problems)
             if problems:
                 raise jaxhook.ConfigurationError(f"no64: {problems[0]}")
             continue
         if value is None:
             choices = type(default).values() if hasattr(type(default), "values") else (str(default),)
-            value = jaxhook._environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
+            value = jaxhook.environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
         out[field.name] = str(value)
     return out
 
@@ -122,7 +128,7 @@ class Predictor(HookListener):
 
     def __init__(self, platforms: str, *, progress: Callable[[int], None] | None = None,
                  **settings: Any) -> None:
-        self.platforms = jaxhook._normalize_platforms(platforms) or frozenset({"default"})
+        self.platforms = jaxhook.normalize_platforms(platforms) or frozenset({"default"})
         #: The hook's settings, by field of its Config.
         self.settings = _hook_settings(settings)
         self.mode = self.settings["mode"]
@@ -141,28 +147,23 @@ class Predictor(HookListener):
     # -- activation
 
     def __enter__(self) -> "Predictor":
-        from jax._src import traceback_util
-
         # The audit's own frames (this package's) are not part of the
         # program's traceback (a run under NO64_PLATFORMS has none): JAX
         # leaves them out as it leaves out its own frames.
         for path in _own_files():
-            traceback_util.register_exclusion(path)
+            hide_from_tracebacks(path)
 
         warnings.filterwarnings("ignore", category=X64DisabledWarning)
         # the environment activation (NO64_PLATFORMS) yields to this one
         self._settings = STATE.settings_swapped()
         self._settings.__enter__()
         import jax  # noqa: F401 - the program would import it; activation follows
-        from jax._src import config as jax_config
-
-        state = jax_config.enable_x64
+        state = x64_state()
         self._saved["x64"] = state.get_global()
         if state.get_global():
             env = os.environ.get("JAX_ENABLE_X64")
             self.x64.append(X64Event(_NO_SITE, f"JAX_ENABLE_X64={env}" if env else "jax_enable_x64", 0))
-        self._saved["x64_hook"] = state._update_global_hook
-        previous_hook = state._update_global_hook
+        self._saved["x64_hook"] = previous_hook = x64_update_hook()
 
         def x64_hook(value: Any) -> None:
             if value and self._on():
@@ -174,7 +175,7 @@ class Predictor(HookListener):
                 previous_hook(value)
 
         self._recording = True
-        state._update_global_hook = x64_hook
+        set_x64_update_hook(x64_hook)
         self._saved["x64_watch"] = x64_hook
         words: dict[str, Any] = dict(self.settings)  # Config parses each word into its vocabulary
         config = _StandIn(self.platforms, **words)
@@ -196,16 +197,14 @@ class Predictor(HookListener):
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from jax._src import config as jax_config
-
         self._recording = False
         #: Whether x64 is still on when the program ends (no64 left it on).
-        self.x64_kept = bool(jax_config.enable_x64.get_global())
+        self.x64_kept = bool(x64_state().get_global())
         STATE.unsubscribe(self)
         self._saved["explicit_dtype"]()  # takes the watch off
         self._settings.__exit__(None, None, None)
         _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
-        if self._saved["x64"] and not jax_config.enable_x64.get_global():
+        if self._saved["x64"] and not x64_state().get_global():
             set_x64_global(True)
 
     # -- recording

@@ -188,9 +188,9 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         line.show(f"no64 audit: analysing {len(pred.results)} module(s)")
     platforms = sorted(pred.platforms)
     if not label:
-        from jax._src import xla_bridge
+        from .._compat import backends_started
 
-        if xla_bridge.backends_are_initialized():
+        if backends_started():
             import jax
 
             platforms = [jax.default_backend()]

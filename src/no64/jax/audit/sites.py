@@ -32,7 +32,7 @@ from ...spec.walk import entry_name
 from ...transforms.scan import all_ops
 from .. import intent
 
-__all__ = ["CallGraph", "Site", "source_text"]
+__all__ = ["CallGraph", "Site", "relative_path", "source_text"]
 
 
 def source_text(file: str | None, line: int | None) -> str | None:
@@ -81,8 +81,9 @@ def _is_library(path: str) -> bool:
     return real.startswith(_STDLIB) or real.startswith(_OWN_DIR) or real.startswith(_library_dirs())
 
 
-def _relative(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it."""
+def relative_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (as
+    the audit names a file in its records and reports), else as given."""
     if os.path.isabs(path):
         try:
             return Path(path).relative_to(Path.cwd()).as_posix()
@@ -101,7 +102,7 @@ def _short_library(path: str) -> str:
         if real.startswith(d):
             parent = os.path.dirname(d.rstrip(os.sep)) + os.sep
             return real[len(parent):].replace(os.sep, "/")
-    return _relative(path)
+    return relative_path(path)
 
 
 # --------------------------------------------------------------------------- sites
@@ -275,7 +276,7 @@ class CallGraph:
         for i, (_, path, line) in enumerate(frames):
             if not _is_library(path):
                 inner = frames[i - 1] if i > 0 else None
-                return Site(_relative(path), line, _library_frame(inner) if inner else None,
+                return Site(relative_path(path), line, _library_frame(inner) if inner else None,
                             os.path.abspath(path), (inner[1], inner[2]) if inner else None)
         if function is not None and depth < 32:
             for caller, call_raw in self.callers.get(function, ())[:8]:
@@ -310,7 +311,7 @@ def _stack_site(skip: int = 1) -> Site:
                 called, called_line = path, frame.f_lineno
         else:
             via = f"{_short_library(called)}:{called_line}" if called else None
-            return Site(_relative(path), frame.f_lineno, via, os.path.abspath(path),
+            return Site(relative_path(path), frame.f_lineno, via, os.path.abspath(path),
                         (called, called_line) if called else None)
         frame = frame.f_back
     return _NO_SITE

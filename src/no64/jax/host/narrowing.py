@@ -302,7 +302,7 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
     return int(res.values[0])
 
 
-def _narrow_python_float(v: float, op: str) -> float:
+def narrow_python_float(v: float, op: str) -> float:
     """Float64 sentinels map to float32's; a finite value beyond float32 is
     recorded (it becomes inf).  Rounding of ordinary Python floats is not
     recorded: they are weakly typed and round to float32 in the x64 program

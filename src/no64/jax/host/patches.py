@@ -15,7 +15,7 @@ from ...ir.types import I64 as _I64
 from ...kinds import IntegerPolicy
 from .. import x64_arrays
 from ..state import STATE
-from .narrowing import _narrow_python_float, _needs_float, _needs_int, narrow_host_array, narrow_python_int
+from .narrowing import _needs_float, _needs_int, narrow_host_array, narrow_python_float, narrow_python_int
 from .policy import (
     _COMPLEX64,
     _COMPLEX128,
@@ -88,12 +88,10 @@ def wide_original(x: Any) -> Any:
 
 
 def _install_canonicalize_handlers() -> None:
-    from jax._src import dtypes
+    from .._compat import internal_function, register_canonicalize_handler, typed_ndarray, typed_scalar
 
-    from .._compat import register_canonicalize_handler, typed_ndarray, typed_scalar
-
-    canonical = dtypes.canonicalize_dtype
-    check_valid = dtypes.check_valid_dtype
+    canonical = internal_function("canonicalize_dtype")
+    check_valid = internal_function("check_valid_dtype")
     typed = typed_ndarray
 
     def ndarray(x: np.ndarray) -> Any:
@@ -138,7 +136,7 @@ def _install_canonicalize_handlers() -> None:
     def python_float(x: float) -> Any:
         dtype = canonical(f64)
         if dtype == _FLOAT32 and _needs_float(x) and host_policy() is not None:
-            x = _narrow_python_float(x, "host value")
+            x = narrow_python_float(x, "host value")
         return float_type(x, dtype)
 
     register = register_canonicalize_handler
@@ -157,9 +155,9 @@ def _install_traced_constants() -> None:
 
 
 def _install_int_aval() -> None:
-    from jax._src import core
+    from .._compat import aval_mapping, set_aval_mapping
 
-    original = core.pytype_aval_mappings[int]
+    original = aval_mapping(int)
 
     def int_aval(x: int) -> Any:
         if _needs_int(x):
@@ -172,7 +170,7 @@ def _install_int_aval() -> None:
         return original(x)
 
     int_aval.__wrapped__ = original  # type: ignore[attr-defined]
-    core.pytype_aval_mappings[int] = int_aval
+    set_aval_mapping(int, int_aval)
 
 
 def _target_for(operand_dtype: np.dtype, new_dtype: Any) -> np.dtype | None:
@@ -219,7 +217,7 @@ def _pre_narrow(operand: Any, new_dtype: Any, policy: str, op: str,
         except TypeError:
             return operand
         if new in (_FLOAT32, _FLOAT64, _COMPLEX64, _COMPLEX128):
-            return _narrow_python_float(operand, op)
+            return narrow_python_float(operand, op)
         return operand
     if t is np.ndarray or (isinstance(operand, np.generic) and t is not bool):
         dt = operand.dtype
@@ -232,9 +230,9 @@ def _pre_narrow(operand: Any, new_dtype: Any, policy: str, op: str,
 
 
 def _install_convert_element_type() -> None:
-    from jax._src.lax import lax
+    from .._compat import internal_function, replace_internal_function
 
-    original = lax._convert_element_type
+    original = internal_function("convert_element_type")
     if getattr(original, "__no64__", False):
         return
 
@@ -249,7 +247,7 @@ def _install_convert_element_type() -> None:
 
     _convert_element_type.__wrapped__ = original  # type: ignore[attr-defined]
     _convert_element_type.__no64__ = True  # type: ignore[attr-defined]
-    lax._convert_element_type = _convert_element_type
+    replace_internal_function("convert_element_type", _convert_element_type)
 
 
 def _install_coerce_to_array() -> None:
@@ -257,9 +255,9 @@ def _install_coerce_to_array() -> None:
     JAX's dtype rules (``lax.asarray`` of a Python number, the overflow check
     of ``jnp.array``), where JAX raises ``OverflowError`` for an int beyond
     the canonical dtype."""
-    from jax._src import dtypes
+    from .._compat import internal_function, replace_internal_function
 
-    original = dtypes.coerce_to_array
+    original = internal_function("coerce_to_array")
     if getattr(original, "__no64__", False):
         return
 
@@ -273,7 +271,8 @@ def _install_coerce_to_array() -> None:
                 x = _pre_narrow(x, dtype, policy, "host value", jax_refuses=_is_32bit_or_none(dtype))
         return original(x, dtype)
 
-    _replace("coerce_to_array", original, coerce_to_array, (dtypes,))
+    _replace("coerce_to_array", original, coerce_to_array, ())
+    replace_internal_function("coerce_to_array", coerce_to_array)
 
 
 def _is_32bit_or_none(dtype: Any) -> bool:
@@ -380,9 +379,10 @@ _CREATIONS = ("arange", "zeros", "ones", "full", "empty", "zeros_like", "ones_li
 
 def _install_x64_creations() -> None:
     import jax.numpy as jnp
-    from jax._src.numpy import array_creation, lax_numpy
 
-    modules = (array_creation, lax_numpy, jnp)
+    from .._compat import numpy_modules
+
+    modules = (*numpy_modules("array_creation", "lax_numpy"), jnp)
     for name in _CREATIONS:
         original = getattr(jnp, name, None)
         if original is None or getattr(original, "__no64_x64__", False):
@@ -399,9 +399,9 @@ def _noting_x64(original: Callable[..., Any]) -> Callable[..., Any]:
         out = original(*args, **kwargs)
         dtype = getattr(out, "dtype", None)
         if dtype is not None and dtype in NARROWED_IMAGES and STATE.x64_requested():
-            from jax._src import core
+            from .._compat import at_top_level
 
-            if core.trace_state_clean() and computes_otherwise(_WIDENED[np.dtype(dtype)]):
+            if at_top_level() and computes_otherwise(_WIDENED[np.dtype(dtype)]):
                 _noted(out, _x64_dtype_by_shape(original, args, kwargs))
         return out
 
@@ -483,15 +483,16 @@ def _x64_dtype_of(object: Any, dtype: Any) -> np.dtype[Any] | None:
 
 
 def _x64_result_dtype(object: Any, dtype: Any) -> Any:
-    from jax._src import dtypes
+    from .._compat import internal_function
 
+    canonicalize_dtype = internal_function("canonicalize_dtype")
     if dtype is not None:
-        return dtypes.canonicalize_dtype(dtype)
+        return canonicalize_dtype(dtype)
     if isinstance(object, (np.ndarray, np.generic)):
         return object.dtype
     if not _python_numbers(object):
         raise TypeError("not host numbers")
-    return dtypes.canonicalize_dtype(np.asarray(object).dtype)
+    return canonicalize_dtype(np.asarray(object).dtype)
 
 
 def _python_numbers(object: Any, depth: int = 0) -> bool:
@@ -541,13 +542,15 @@ def _replace(name: str, original: Any, wrapper: Any, modules: tuple[Any, ...]) -
 
 def _install_array() -> None:
     import jax.numpy as jnp
-    from jax._src.numpy import array_constructors, array_creation, index_tricks, lax_numpy, scalar_types
 
-    modules = (array_constructors, array_creation, lax_numpy, index_tricks, scalar_types, jnp)
-    original_array = array_constructors.array
+    from .._compat import internal_function, numpy_modules
+
+    modules = (*numpy_modules("array_constructors", "array_creation", "lax_numpy", "index_tricks",
+                              "scalar_types"), jnp)
+    original_array = internal_function("array")
     if getattr(original_array, "__no64__", False):
         return
-    original_asarray = array_constructors.asarray
+    original_asarray = internal_function("asarray")
 
     def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
               ndmin: int = 0, **kwargs: Any) -> Any:
@@ -572,9 +575,10 @@ def _install_arange() -> None:
     are built as the x64 program builds them, then narrowed by no64.  (Later
     releases convert the bounds with ``lax._convert_element_type``, see (3).)"""
     import jax.numpy as jnp
-    from jax._src.numpy import lax_numpy
 
-    original = lax_numpy.arange
+    from .._compat import internal_function, numpy_modules
+
+    original = internal_function("arange")
     if getattr(original, "__no64__", False):
         return
 
@@ -593,7 +597,7 @@ def _install_arange() -> None:
         # JAX raised OverflowError for these bounds: so does a refusal.
         return jnp.asarray(narrow_host_array(wide, policy, jax_refuses=True))
 
-    _replace("arange", original, arange, (lax_numpy, jnp))
+    _replace("arange", original, arange, (*numpy_modules("lax_numpy"), jnp))
 
 
 class _WarningsPastNo64:
@@ -624,12 +628,9 @@ class _WarningsPastNo64:
 
 
 def _install_warning_levels() -> None:
-    import warnings
+    from .._compat import wrap_dtype_warnings
 
-    from jax._src import dtypes
-
-    if getattr(dtypes, "warnings", None) is warnings:
-        dtypes.warnings = _WarningsPastNo64(warnings)  # type: ignore[assignment]  # a stand-in module
+    wrap_dtype_warnings(_WarningsPastNo64)
 
 
 def _install_fastpath_guard() -> None:
@@ -682,12 +683,9 @@ def _has_wide_numpy(tree: Any) -> bool:
 
 
 def _install_aot_guard() -> None:
-    from jax._src import stages
-    from jax._src.interpreters import pxla
+    from .._compat import cpp_call_params, internal_function, is_flagged, replace_internal_function
 
-    from .._compat import cpp_call_params, is_flagged
-
-    original = pxla.MeshExecutable.create_cpp_call
+    original = internal_function("create_cpp_call")
     if getattr(original, "__no64__", False):
         return
 
@@ -703,13 +701,13 @@ def _install_aot_guard() -> None:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if host_policy() is not None and _has_wide_numpy((args, kwargs)):
-                return stages.Compiled.call(params, *args, **kwargs)[0]  # through (1)
+                return internal_function("compiled_call")(params, *args, **kwargs)[0]  # through (1)
             return cpp(*args, **kwargs)
 
         return call
 
     create_cpp_call.__wrapped__ = original  # type: ignore[attr-defined]
     create_cpp_call.__no64__ = True  # type: ignore[attr-defined]
-    pxla.MeshExecutable.create_cpp_call = create_cpp_call  # type: ignore[method-assign,assignment]
+    replace_internal_function("create_cpp_call", create_cpp_call)
 
 

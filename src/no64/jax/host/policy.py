@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ir.types import NARROWED_DTYPES as NARROWED
 from ...kinds import Mode
+from .._compat import backends_started, x64_state
 from ..state import ALL_PLATFORMS, STATE, default_platform
 
 _INT64 = np.dtype(np.int64)
@@ -43,9 +44,7 @@ def host_policy() -> str | None:
 
 
 def _host_policy() -> str | None:
-    from jax._src import config as jax_config
-
-    if jax_config.enable_x64.value:
+    if x64_state().value:
         return None
     config = STATE.active_config()
     if config is None or config.mode is Mode.OFF:
@@ -54,9 +53,7 @@ def _host_policy() -> str | None:
         return config.integer_policy
     covered = STATE.default_covered.get(config)
     if covered is None:
-        from jax._src import xla_bridge
-
-        started = xla_bridge.backends_are_initialized()
+        started = backends_started()
         default = default_platform(started)
         # Before the backends start, no64 turned x64 off on the assumption
         # that a listed platform may become the default.

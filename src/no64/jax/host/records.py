@@ -31,15 +31,13 @@ def _library_dirs() -> tuple[str, ...]:
 
 def _user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | None:
     """The innermost frame of a JAX ``Traceback`` outside ``inside``."""
-    from jax._src import source_info_util
-
-    from .._compat import traceback_frames
+    from .._compat import frame_line, traceback_frames
 
     codes, lastis = traceback_frames(traceback)
     for code, lasti in zip(codes, lastis):
         filename = code.co_filename
         if not (filename.startswith(inside) or filename.startswith("<frozen")):
-            line = source_info_util.raw_frame_to_frame(code, lasti).start_line
+            line = frame_line(code, lasti)
             return SourceLocation(None, code.co_name, filename, line, None, f"{filename}:{line}")
     return None
 
@@ -53,9 +51,9 @@ def user_source() -> SourceLocation:
     that traceback is used then, since the Python stack holds only JAX.
     """
     inside = _library_dirs()
-    from jax._src import source_info_util
+    from .._compat import current_traceback
 
-    traceback = source_info_util._source_info_context.context.traceback
+    traceback = current_traceback()
     if traceback is not None:
         found = _user_frame(traceback, inside)
         if found is not None:

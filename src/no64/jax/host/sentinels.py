@@ -99,9 +99,9 @@ def _sentinel_images(x: Any) -> frozenset[int]:
 
 
 def _tracer_type() -> type:
-    from jax._src import core
+    from .._compat import tracer_type
 
-    return core.Tracer
+    return tracer_type()
 
 
 class SentinelRead(NamedTuple):
@@ -161,9 +161,9 @@ def _sub_jaxpr(params: dict[str, Any], n_in: int, n_out: int) -> Any:
     """The one sub-jaxpr of a call-like primitive whose inputs and outputs are
     the equation's, one for one (``jit``, ``closed_call``, ``remat``,
     ``custom_jvp_call``, ...), or ``None``."""
-    from jax._src import core
+    from .._compat import jaxprs_in_params
 
-    subs = list(core.jaxprs_in_params(params))
+    subs = jaxprs_in_params(params)
     if len(subs) != 1:
         return None
     sub = subs[0]
@@ -200,10 +200,9 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         literal holding ``image`` used by an equation of that line may be
         that sentinel (a library's own ``INT32_MAX`` elsewhere is not).
     """
-    from jax._src import core
+    from .._compat import jaxpr_classes, jaxpr_literal_type, jaxprs_in_params, open_jaxpr, scan_layout
 
-    from .._compat import jaxpr_classes, open_jaxpr, scan_layout
-
+    literal: Any = jaxpr_literal_type()
     image_set = frozenset(i for i, _, _ in images)
     jaxprs = jaxpr_classes()
 
@@ -232,7 +231,7 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         return _Fact(taint, int(a.min()), int(a.max()))
 
     def fact_of(v: Any, env: dict[Any, _Fact], here: SourceLocation | None = None) -> _Fact:
-        if isinstance(v, core.Literal):
+        if isinstance(v, literal):
             return constant_fact(v.val, here)
         f = env.get(v)
         if f is None and v in consts_of:
@@ -307,7 +306,7 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         for eqn in jx.eqns:
             # The user's line (a walk of the equation's traceback) only where
             # it matters: constants that may be sentinels, and sub-programs.
-            if (images and any(isinstance(v, core.Literal) or v in consts_of
+            if (images and any(isinstance(v, literal) or v in consts_of
                                for v in eqn.invars)) or any(
                     isinstance(p, jaxprs) or (
                         type(p) is tuple and p and isinstance(p[0], jaxprs))
@@ -426,7 +425,7 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
         if t_all:
             return None
         if images:  # constants of sub-jaxprs may be sentinels: look into them
-            for sub_jaxpr in core.jaxprs_in_params(params):
+            for sub_jaxpr in jaxprs_in_params(params):
                 run(sub_jaxpr, [_UNKNOWN] * len(sub_jaxpr.invars), (), site)
         return [_UNKNOWN] * n_out
 
@@ -540,9 +539,7 @@ def _install_sentinel_reads() -> None:
     takes it, see ``_install_fastpath_guard``): the host sentinels mapped
     while it traces, and the arguments holding sentinels, are followed
     through the traced program (:func:`sentinel_reads`)."""
-    from jax._src import core as jax_core
-
-    from .._compat import jit_function, replace_jit_function
+    from .._compat import at_top_level, jit_function, replace_jit_function
 
     _exclude_from_source_locations()
     original = jit_function("_infer_params")
@@ -564,7 +561,7 @@ def _install_sentinel_reads() -> None:
     def _following(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
         if host_policy() is None:
             return original(fun, ji, args, kwargs)
-        if not jax_core.trace_state_clean():
+        if not at_top_level():
             # Traced inside another function (jnp.where's own jit): its
             # operands are known only there, whose trace is followed whole.
             return original(fun, ji, args, kwargs)
@@ -589,9 +586,8 @@ def _install_sentinel_reads() -> None:
 def _exclude_from_source_locations() -> None:
     """No frame of no64 is the user's frame in JAX's source locations (the
     locations of a module's ops, which the pass's reports and refusals name)."""
-    from jax._src import source_info_util
+    from .._compat import hide_from_source_locations
 
-    if _OWN_DIR not in source_info_util._exclude_paths:
-        source_info_util.register_exclusion(_OWN_DIR)
+    hide_from_source_locations(_OWN_DIR)
 
 
