@@ -94,7 +94,7 @@ from __future__ import annotations
 from ...errors import HostRangeError, PythonIntRangeError
 from .callers import name_callers_line
 from .install import install_hooks
-from .narrowing import _narrow_python_float, clear_warned, narrow_host_array, narrow_python_int
+from .narrowing import _narrow_python_float, check_pair_range, clear_warned, narrow_host_array, narrow_python_int
 from .patches import computes_otherwise, on_wide_narrowed, veto_fast_path, wide_original, wide_pending
 from .policy import NARROWED, NARROWED_IMAGES, host_policy
 from .records import clear_host_records, eqn_source, host_records, user_source
@@ -118,6 +118,7 @@ __all__ = [
     "install_hooks",
     "name_callers_line",
     "narrow_host_array",
+    "check_pair_range",
     "narrow_python_int",
     "on_wide_narrowed",
     "sentinel_reads",
