@@ -33,12 +33,14 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation
 from ..ir.pairs import PAIR_FULL_MIN, PAIR_MAX
 from ..kinds import HintKind
 from ..spec.registry import Computes, OpSpec
-from .float_hints import Interval, _Hints, _is_f64, _is_sum, _mag_hi, _mag_lo, _moves
+from .float_hints import Interval, _constant_floats, _Hints, _is_f64, _is_sum, _mag_hi, _mag_lo, _moves
 
 __all__ = ["PairRange", "pair_range"]
 
@@ -85,6 +87,17 @@ class _PairRanges(_Hints):
         if iv is None and _is_f64(v.type):
             return _NOMINAL
         return iv
+
+    def _constant(self, op: ir.Operation) -> None:
+        super()._constant(op)
+        r = op.results[0]
+        if r in self.iv or r in self.sentinel or not _is_f64(r.type):
+            return
+        # inf and NaN enter pairs exactly: the finite elements' range
+        vals = _constant_floats(op)
+        if vals is not None:
+            finite = vals[np.isfinite(vals)]
+            self.iv[r] = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
 
     def _known(self, v: ir.Value) -> Interval | None:
         return None if v in self.assumed else self.iv.get(v)
