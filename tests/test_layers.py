@@ -45,7 +45,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("analysis", ("no64.analysis", "no64.analysis.ranges", "no64.analysis.transfer",
-                  "no64.analysis.sentinels", "no64.analysis.float_hints")),
+                  "no64.analysis.sentinels", "no64.analysis.float_hints", "no64.analysis.pair_range")),
     ("target profiles", ("no64.targets",)),  # what each device has, refuses, computes narrower: data
     ("target legality", ("no64.targets.legality",)),  # what a module holds that a target refuses
     (

@@ -38,6 +38,8 @@ from .errors import (
     OutputError,
     OutputRangeError,
     PairArithmeticError,
+    PairRangeError,
+    PairRangeWarning,
     PythonIntRangeError,
     Remaining64BitError,
     TargetError,
@@ -118,6 +120,8 @@ __all__ = [
     "UnsupportedOpError",
     "X64DisabledWarning",
     "PairArithmeticError",
+    "PairRangeError",
+    "PairRangeWarning",
     # the JAX layer (loaded on first use)
     "AuditReport",
     "Lowered",

@@ -43,6 +43,8 @@ __all__ = [
     "UnsupportedOpError",
     "X64DisabledWarning",
     "PairArithmeticError",
+    "PairRangeError",
+    "PairRangeWarning",
     "PythonIntRangeError",
 ]
 
@@ -202,6 +204,41 @@ class PairArithmeticError(No64Error):
     IEEE's step by step (fast-math): its probe of the pair algorithms gave
     other words than IEEE f32 does, so its pairs' error terms would be
     wrong.  The message names the backend and the first word that differs."""
+
+
+class PairRangeError(No64Error, ValueError):
+    """Under ``float_policy="pairs"`` with ``policy="strict"`` or
+    ``"exact"``, a float64 value entering f32 pairs outside their range (a
+    module's constant, a host argument): finite beyond float32's largest
+    value (it would become ``inf``), or nonzero and so small that the pair,
+    once f32 subnormals are flushed, is further from it than ``2**-48`` of
+    its magnitude (its low word, or the value itself, is lost).  The
+    default policy records it (``pair-range`` in the report) or warns
+    (:class:`PairRangeWarning`) instead.  A ``ValueError``, like
+    :class:`ArgumentRangeError`.
+
+    Attributes ``op`` (the op name, or ``"host value"``), ``location`` (the
+    op's or the caller's :class:`~no64.SourceLocation`), ``value`` (the
+    first such element), ``index`` (its index, ``()`` for scalars) and
+    ``count`` (how many elements).
+    """
+
+    def __init__(self, message: str, *, op: str, location: SourceLocation, value: float,
+                 index: tuple[int, ...] = (), count: int = 1) -> None:
+        super().__init__(message)
+        self.op = op
+        self.location = location
+        self.value = value
+        self.index = index
+        self.count = count
+
+
+class PairRangeWarning(UserWarning):
+    """Under ``float_policy="pairs"`` and the default policy, float64 data
+    entering f32 pairs outside their range (see :class:`PairRangeError`,
+    which ``policy="strict"`` and ``"exact"`` raise instead): host arguments
+    of :func:`no64.jit` and of programs under the compile hook, and values
+    handed to :func:`no64.split_pairs`.  Given once per source line."""
 
 
 class X64DisabledWarning(UserWarning):

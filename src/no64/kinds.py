@@ -92,6 +92,11 @@ class EventKind(_Vocabulary):
     FLOAT_INEXACT = "float-inexact"
     #: Finite f64 constant(s) beyond f32's range, now ``inf``.
     FLOAT_OVERFLOW = "float-overflow"
+    #: Under ``float_policy="pairs"``: a float64 value that may leave f32
+    #: pairs' range there (beyond 3.4e38, or too small for its pair to keep
+    #: 48 bits once subnormals flush): a constant, or an op the magnitude
+    #: analysis cannot bound (:mod:`no64.analysis.pair_range`).
+    PAIR_RANGE = "pair-range"
     #: An op replaced by an exact 32-bit equivalent.
     REWRITE = "rewrite"
     #: An op computed exactly on 64-bit integers carried as 32-bit word pairs.
@@ -109,7 +114,7 @@ class EventKind(_Vocabulary):
 
         Kinds named after a verdict are lossy exactly when the verdict is.
         """
-        if self in (EventKind.FLOAT_INEXACT, EventKind.FLOAT_OVERFLOW):
+        if self in (EventKind.FLOAT_INEXACT, EventKind.FLOAT_OVERFLOW, EventKind.PAIR_RANGE):
             return True
         if self in (EventKind.REWRITE, EventKind.EMULATED):
             return False
@@ -317,6 +322,7 @@ _OF_EVENT: dict[EventKind, Handling] = {
     EventKind.PRECISION_REDUCED: Handling.PRECISION_REDUCED,
     EventKind.UNPROVEN: Handling.UNPROVEN,
     EventKind.FLOAT_OVERFLOW: Handling.OVERFLOW,
+    EventKind.PAIR_RANGE: Handling.PRECISION_REDUCED,
     EventKind.OVERFLOW: Handling.OVERFLOW,
 }
 

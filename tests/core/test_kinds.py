@@ -45,8 +45,8 @@ def test_spellings() -> None:
         "overflow",
     )
     assert EventKind.values() == (
-        "sentinel", "saturated", "wrapped", "float-inexact", "float-overflow", "rewrite", "emulated",
-        "precision-reduced", "unproven", "overflow",
+        "sentinel", "saturated", "wrapped", "float-inexact", "float-overflow", "pair-range", "rewrite",
+        "emulated", "precision-reduced", "unproven", "overflow",
     )
     assert RangePolicy.values() == ("default", "strict", "permissive", "exact")
     assert IntegerPolicy.values() == ("error", "saturate", "wrap")
@@ -63,7 +63,7 @@ def test_derived_sets() -> None:
     assert EXACT_VERDICTS == {"exact", "sentinel", "emulated"}
     # "overflow" is lossy as an event kind as well as a verdict
     assert LOSSY_EVENTS == {
-        "float-inexact", "float-overflow", "saturated", "wrapped", "precision-reduced",
+        "float-inexact", "float-overflow", "pair-range", "saturated", "wrapped", "precision-reduced",
         "unproven", "overflow",
     }
     for kind in EventKind:

@@ -4,6 +4,8 @@ x64 on."""
 
 from __future__ import annotations
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -120,3 +122,52 @@ def test_hook_refuses_pairs_where_the_probe_differs(tmp_path):
     assert r.returncode != 0
     assert "PairArithmeticError: float_policy='pairs' needs IEEE f32 arithmetic" in r.stderr
     assert "'cpu' backend does not keep it" in r.stderr
+
+
+def _double(x):
+    return x * 2.0
+
+
+def test_host_values_outside_the_pairs_range_warn_at_the_call_line():
+    x = np.array([1.0, 1e-40, 0.0, -0.0, np.inf, np.nan, 2.0**-100])
+    with pytest.warns(no64.PairRangeWarning) as w:
+        line = inspect.currentframe().f_lineno + 1
+        got = no64.jit(_double, float_policy="pairs", restore_dtypes=True)(x)
+    recs = [r for r in w if r.category is no64.PairRangeWarning]
+    assert len(recs) == 1, [str(r.message) for r in recs]
+    rec = recs[0]
+    assert rec.filename == __file__ and rec.lineno == line
+    assert "1e-40" in str(rec.message) and "index (1,)" in str(rec.message)
+    with enable_x64(True):
+        ref = np.asarray(jax.jit(_double)(x))
+    ok = [0, 2, 3, 4, 5, 6]  # zeros, inf and NaN enter exactly, with their signs
+    assert np.array_equal(got[ok], ref[ok], equal_nan=True)
+    assert (np.signbit(got[ok]) == np.signbit(ref[ok])).all()
+    assert got[1] == 0 and ref[1] == 2e-40  # what the warning said
+
+
+@pytest.mark.parametrize("policy", ["strict", "exact"])
+def test_host_values_outside_the_pairs_range_refused_under_strict_and_exact(policy):
+    f = no64.jit(_double, float_policy="pairs", policy=policy)
+    with pytest.raises(no64.PairRangeError) as e:
+        line = inspect.currentframe().f_lineno + 1
+        f(np.array([1.0, 2.0**-79 + 0.75 * 2.0**-126]))
+    assert e.value.location.line == line and e.value.index == (1,)
+    assert "fewer than 48 bits" in str(e.value)
+
+
+def test_host_values_in_range_pass_silently():
+    import warnings
+
+    x = np.array([np.finfo(np.float32).max, 2.0**-78, 2.0**-126, -0.0, np.inf, np.nan])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", no64.PairRangeWarning)
+        no64.jit(_double, float_policy="pairs", policy="strict")(x)
+
+
+def test_split_pairs_warns_or_refuses():
+    with pytest.warns(no64.PairRangeWarning, match="beyond float32's range"):
+        no64.split_pairs(np.array([1e39]))
+    with pytest.raises(no64.PairRangeError):
+        no64.split_pairs(2.0**-149, strict=True)
+    assert no64.split_pairs(np.array([0.0, np.inf]), strict=True).shape == (2, 2)

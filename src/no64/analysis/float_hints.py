@@ -405,10 +405,10 @@ class _Hints:
                     return
                 if abs(v) > _F32_MAX:
                     self.add(HintKind.OVERFLOW, op, f"the float64 constant {v:.6g} is beyond f32's range "
-                             "(3.4e38) and becomes inf", _first_user(op))
+                             "(3.4e38) and becomes inf", first_user(op))
                 elif v != 0 and abs(v) < _F32_TINY:
                     self.add(HintKind.UNDERFLOW, op, f"the float64 constant {v:.6g} is below f32's smallest "
-                             "normal value (1.2e-38) and becomes zero or subnormal", _first_user(op))
+                             "normal value (1.2e-38) and becomes zero or subnormal", first_user(op))
             self.iv[r] = (v, v)
             return
         vals = _constant_floats(op)
@@ -426,10 +426,10 @@ class _Hints:
             tiny = finite[(finite != 0) & (np.abs(finite) < _F32_TINY)]
             if big.size:
                 self.add(HintKind.OVERFLOW, op, f"the float64 constant {big[0]:.6g} is beyond f32's range "
-                         "(3.4e38) and becomes inf", _first_user(op))
+                         "(3.4e38) and becomes inf", first_user(op))
             elif tiny.size:
                 self.add(HintKind.UNDERFLOW, op, f"the float64 constant {tiny[0]:.6g} is below f32's smallest "
-                         "normal value (1.2e-38) and becomes zero or subnormal", _first_user(op))
+                         "normal value (1.2e-38) and becomes zero or subnormal", first_user(op))
         self.iv[r] = (float(finite.min()), float(finite.max()))
 
     def _interval(self, op: ir.Operation, spec: OpSpec, operands: list[ir.Value], results: list[ir.Value]) -> None:
@@ -577,7 +577,7 @@ class _Hints:
                         return
 
 
-def _first_user(op: ir.Operation) -> ir.Operation:
+def first_user(op: ir.Operation) -> ir.Operation:
     """The first op that computes with ``op``'s result (through moves): a
     constant's own location is where the program was lowered, its user's
     is the user's line."""

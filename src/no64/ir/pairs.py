@@ -66,6 +66,10 @@ __all__ = [
     "unpack",
     "constant",
     "split_f64",
+    "PAIR_MAX",
+    "PAIR_FULL_MIN",
+    "RangeCheck",
+    "range_check",
     "from_f32",
     "from_float",
     "from_int",
@@ -238,6 +242,76 @@ def split_f64(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         s = np.where(lo == 0, hi, (hi + lo).astype(np.float32))
         lo = np.where(np.isfinite(s), (v - s.astype(np.float64)).astype(np.float32), np.float32(0))
     return s, lo
+
+
+#: The largest magnitude of a pair: float32's largest finite value,
+#: ``(2 - 2**-23) * 2**127`` (about 3.4028235e38).  Beyond it a hi word is
+#: ``inf``.
+PAIR_MAX = float(np.finfo(np.float32).max)
+#: float32's smallest normal magnitude: a word below it is subnormal, which
+#: XLA's CPU runtime and most accelerators flush to zero.
+_F32_TINY = float(np.finfo(np.float32).tiny)  # 2**-126
+#: The smallest magnitude from which every float64 value is carried within
+#: ``2**-48`` of itself with f32 subnormals flushed: at ``|x| >= 2**-78`` a
+#: low word below ``2**-126`` is below ``2**-48 * |x|`` too.  Below it, a
+#: value is carried so only where its bits past the hi word's are at
+#: weights ``2**-126`` or above (``2**-100`` is; ``2**-100 * (1 + 2**-30)``
+#: is not), and below ``2**-126`` not at all.
+PAIR_FULL_MIN = 2.0**-78
+#: The relative distance from a float64 value to its pair within which the
+#: pair keeps the value's 48 leading bits (``split_f64``'s rounding).
+_PAIR_REL = 2.0**-48
+
+
+class RangeCheck(NamedTuple):
+    """Which elements of float64 data f32 pairs cannot hold (flat masks):
+    ``over``, finite beyond :data:`PAIR_MAX` (``finfo(float64).max`` and its
+    negation, the float sentinels, are not counted); ``under``, nonzero
+    values whose pair with f32 subnormals flushed is further than
+    ``2**-48 * |x|`` from them.  ``0``, ``-0``, ``inf`` and NaN enter
+    exactly and are in neither."""
+
+    over: np.ndarray
+    under: np.ndarray
+
+    @property
+    def bad(self) -> np.ndarray:
+        return self.over | self.under
+
+    def first(self) -> int:
+        """The flat index of the first element in either mask (``-1``: none)."""
+        bad = self.bad
+        return int(np.argmax(bad)) if bad.any() else -1
+
+    def describe(self, value: float) -> str:
+        """Why ``value`` (an element in a mask) is out of range, for people."""
+        if abs(value) > PAIR_MAX:
+            return f"{value!r} is beyond float32's range (|x| > 3.4028235e38): its pair would be inf"
+        if abs(value) < _F32_TINY:
+            return (f"{value!r} is below float32's smallest normal value (2**-126, 1.2e-38): its pair "
+                    "would be subnormal, which XLA's CPU runtime and most accelerators flush to 0")
+        return (f"{value!r} needs a low word below float32's smallest normal value (2**-126), which "
+                "XLA's CPU runtime and most accelerators flush to 0: its pair would keep fewer than 48 "
+                "bits of it (every value from 2**-78, 3.3e-24, keeps them)")
+
+
+def range_check(values: np.ndarray | float) -> RangeCheck:
+    """Which elements of ``values`` (float64, any shape; masks flat) leave
+    the range of f32 pairs (see :class:`RangeCheck`)."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(v)
+        mag = np.abs(v)
+        over = finite & (mag > PAIR_MAX) & (mag != np.finfo(np.float64).max)
+        small = finite & (v != 0) & (mag < PAIR_FULL_MIN)
+        under = np.zeros_like(small)
+        if small.any():
+            hi, lo = split_f64(v[small])
+            h = np.where(np.abs(hi) < _F32_TINY, 0.0, hi.astype(np.float64))
+            lw = np.where(np.abs(lo) < _F32_TINY, 0.0, lo.astype(np.float64))
+            err = np.abs((v[small] - h) - lw)  # exact: each step cancels known bits
+            under[small] = err > _PAIR_REL * mag[small]
+    return RangeCheck(over, under)
 
 
 def constant(shape: Sequence[int], values: np.ndarray | float) -> Pair:

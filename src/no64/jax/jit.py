@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator, NamedTuple
@@ -45,7 +46,7 @@ import jax
 import numpy as np
 
 from .. import io as no64_io
-from ..errors import ArgumentRangeError, No64Error, TracedArgumentError
+from ..errors import ArgumentRangeError, No64Error, PairRangeWarning, TracedArgumentError
 from ..ir._mlir import ir
 from ..ir.types import (
     F32_MAX as _F32_MAX,
@@ -759,7 +760,12 @@ class _ExactPath:
         for i, (x, dtype) in enumerate(zip(leaves, c.in_dtypes)):
             if i in c.pairs_in and originals is not None:
                 # a float64 input as its pairs, from the caller's float64 values
-                x = split_pairs(np.asarray(originals[i], dtype=np.float64))
+                pairs_of = np.asarray(originals[i], dtype=np.float64)
+                host.check_pair_range(pairs_of, refuse=self.config.policy in (RangePolicy.STRICT, RangePolicy.EXACT),
+                                      what=f"argument leaf #{i} of no64.jit({name})")
+                with warnings.catch_warnings():  # (just checked, at the caller's line)
+                    warnings.simplefilter("ignore", PairRangeWarning)
+                    x = split_pairs(pairs_of)
             elif i in c.words_in:
                 # the 64-bit value whole, as its words (low, high)
                 wide = np.dtype(np.uint64) if np.dtype(dtype) == np.uint32 else np.dtype(np.int64)

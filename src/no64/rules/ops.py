@@ -132,7 +132,7 @@ declare("stablehlo.multiply", elementwise=True, transfer=T.multiply, fold=T.fold
         pure=True, region_free=True, pairs=PR.multiply)
 # x * x (jnp.square from jax 0.10 on, also on integers, wrapping as multiply does)
 declare("chlo.square", elementwise=True, transfer=T.square, fold=T.fold_square, emulate=E.square,
-        pure=True, region_free=True, pairs=PR.square)
+        pure=True, region_free=True, pairs=PR.square, amplifies=True)
 declare("stablehlo.negate", elementwise=True, transfer=T.negate, fold=T.fold_negate, emulate=E.negate,
         computes=NEGATE, pure=True,
         region_free=True, pairs=PR.negate)
@@ -147,7 +147,7 @@ declare("stablehlo.sign", elementwise=True, transfer=T.sign, emulate=E.sign, pur
 # (on a device whose integer dot is inexact or refused: split into limb dots)
 declare("stablehlo.dot_general", transfer=T.dot_general, emulate=E.dot_general, emulate_applies=E.dot_applies,
         emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general, form=OpForm.MATMUL,
-        legalize=limbs.dot_general)
+        legalize=limbs.dot_general, amplifies=True)
 
 # ------------------------------------------- width-dependent: bits and words
 declare("stablehlo.shift_left", elementwise=True, transfer=T.shift_left, refuse=bits.shift_amount_below_32,
@@ -223,9 +223,12 @@ for _name in ("stablehlo.log", "stablehlo.cosine", "stablehlo.sine", "stablehlo.
               "stablehlo.cbrt", "stablehlo.atan2"):
     declare(_name, elementwise=True, region_free=True, pairs=PR.in_f32)
 # (on integers, computed on words as XLA computes it)
-declare("stablehlo.power", elementwise=True, emulate=E.power, region_free=True, pairs=PR.in_f32)
+declare("stablehlo.power", elementwise=True, emulate=E.power, region_free=True, pairs=PR.in_f32,
+        amplifies=True)
 # the same where ``finfo(float64).max`` gives f32's result in float64 too
-for _name in ("stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.tanh", "stablehlo.logistic"):
+for _name in ("stablehlo.exponential", "stablehlo.exponential_minus_one"):
+    declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32, amplifies=True)
+for _name in ("stablehlo.tanh", "stablehlo.logistic"):
     declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32)
 declare("stablehlo.sqrt", elementwise=True, computes=SQRT, region_free=True, pairs=PR.sqrt)
 declare("stablehlo.rsqrt", elementwise=True, region_free=True, pairs=PR.rsqrt)
@@ -239,5 +242,7 @@ for _name in ("stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.real"
     declare(_name, region_free=True)
 # chlo's special functions: on floats, computed in f32 under float_policy="pairs"
 for _name in ("chlo.erf", "chlo.erf_inv", "chlo.lgamma", "chlo.digamma", "chlo.asin", "chlo.acos", "chlo.atan",
-              "chlo.sinh", "chlo.cosh", "chlo.asinh", "chlo.acosh", "chlo.atanh"):
+              "chlo.asinh", "chlo.acosh", "chlo.atanh"):
     declare(_name, pairs=PR.in_f32)
+for _name in ("chlo.sinh", "chlo.cosh"):
+    declare(_name, pairs=PR.in_f32, amplifies=True)

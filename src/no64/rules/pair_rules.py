@@ -135,7 +135,9 @@ def _broadcast(x: P.Pair, shape: Sequence[int]) -> P.Pair:
 def constant(op: ir.Operation, em: Any) -> list[Out]:
     """Each element split exactly into its pair (``finfo(float64).max`` and
     its negation, the float sentinels, become f32's; other values beyond
-    f32's range become infinities -- both reported)."""
+    f32's range become infinities, and values too small for their pair to
+    keep 48 bits lose them -- each recorded, or refused where the policy
+    says so: see :meth:`~no64.transforms.pairs.PairEmulation.out_of_range`)."""
     values = em.constant_elements(op)
     shape = _shape(op.results[0])
     f64max = np.finfo(np.float64).max
@@ -143,10 +145,7 @@ def constant(op: ir.Operation, em: Any) -> list[Out]:
     if sentinel.any():
         em.event(op, "sentinel", "float64 max/lowest mapped to float32 max/lowest", int(sentinel.sum()))
         values = np.where(sentinel, np.sign(values) * float(np.finfo(np.float32).max), values)
-    with np.errstate(over="ignore"):
-        over = np.isfinite(values) & ~np.isfinite(values.astype(np.float32))
-    if over.any():
-        em.event(op, "float-overflow", "finite f64 constant beyond f32's range became inf", int(over.sum()))
+    em.out_of_range(op, values)
     return [P.constant(shape, values)]
 
 

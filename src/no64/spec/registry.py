@@ -242,6 +242,12 @@ class OpSpec:
     #: On floats: gives the same result in f32 and float64 where an operand
     #: is ``finfo(float64).max`` mapped to f32's (``exp(-max)`` is 0 in both).
     saturates: bool = False
+    #: On floats: can give a result beyond f32's exponent range from
+    #: operands well within it otherwise than as a product or quotient of
+    #: two values (``exp``, ``power``, ``cosh``, a dot): under
+    #: ``float_policy="pairs"`` it is named where its operands are not known
+    #: to be small (:mod:`no64.analysis.pair_range`).
+    amplifies: bool = False
 
     def sentinel_use(self, op: ir.Operation, i: int) -> SentinelUse:
         """What ``op`` does with a sentinel in its operand ``i``."""

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.float_hints import float_hints
+from ..analysis.pair_range import PairRange, pair_range
 from ..analysis.ranges import resolve_input_ranges, validate_input_ranges
 from ..errors import InputRangeError, InvalidModuleError
 from ..ir._mlir import ir
@@ -216,6 +217,7 @@ def demote(
                 p.report.kept_native = sorted(keep)
             # on the 64-bit module, before anything is narrowed
             hints = float_hints(root) if float_policy is FloatPolicy.F32 else []
+            ranges = pair_range(root) if float_policy is FloatPolicy.PAIRS else []
             p.judge_assumed_inputs()
             p.walk(settle=False)
             if p.plan.candidates:
@@ -228,7 +230,8 @@ def demote(
             if float_policy is FloatPolicy.PAIRS:
                 if backup is None:
                     backup = root.clone()
-                _float_pairs(p, root, outputs, expanded)
+                _float_pairs(p, root, outputs, expanded, ranges,
+                             refuse_range=range_policy in (RangePolicy.STRICT, RangePolicy.EXACT))
                 p = p.replan(settle=False)
             # Values that may not fit (under policy "exact") and ops with no
             # 32-bit form are computed exactly in 32-bit word pairs.
@@ -309,13 +312,17 @@ FLOAT_POLICIES = FloatPolicy.values()
 
 
 def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
-                 expanded: list[tuple[str, str, Any, str]]) -> None:
+                 expanded: list[tuple[str, str, Any, str]], ranges: list[PairRange],
+                 refuse_range: bool) -> None:
     """Every float64 value as a pair of f32 (:mod:`no64.transforms.pairs`),
     recorded in the pass's report with the LAPACK calls written out before
-    (``expanded``, from :func:`no64.transforms.linalg.expand_lapack`)."""
+    (``expanded``, from :func:`no64.transforms.linalg.expand_lapack`) and
+    the ops that may leave the pairs' range (``ranges``, from
+    :func:`no64.analysis.pair_range.pair_range`); ``refuse_range``: a
+    constant outside it is refused."""
     from .pairs import emulate_pairs
 
-    em = emulate_pairs(root, outputs)
+    em = emulate_pairs(root, outputs, refuse_range)
     rep = p.report
     for name, target, loc, helper in expanded:
         rep.add(EventKind.REWRITE, name, loc, f"{target} written out as StableHLO ({helper}) "
@@ -331,6 +338,8 @@ def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
     for op, loc, detail in em.reduced_ops:
         rep.add(EventKind.PRECISION_REDUCED, op, loc, detail)
         rep.add_narrowing(op, "result", 0, loc, Verdict.PRECISION_REDUCED, None, detail)
+    for r in ranges:
+        rep.add(EventKind.PAIR_RANGE, r.op, r.location, r.detail)
 
 
 def _restore(root: ir.Operation, backup: ir.Operation) -> None:

@@ -29,14 +29,19 @@ enter as exact pairs.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..analysis.float_hints import first_user
+from ..errors import PairRangeError, PairRangeWarning
 from ..ir import pairs as P
 from ..ir._compat import attribute_dict
 from ..ir._mlir import as_operation as _as_op, ir
+from ..ir.locations import SourceLocation, decode_location
 from ..ir.words import make, splat
 from ..kinds import Outputs
 from ..rules.pair_rules import is_f64
@@ -47,11 +52,31 @@ from .carry import Carrier, refresh_signature
 __all__ = ["PairEmulation", "emulate_pairs", "split_pairs", "join_pairs"]
 
 
-def split_pairs(values: Any) -> np.ndarray:
+def split_pairs(values: Any, *, strict: bool = False) -> np.ndarray:
     """Float64 ``values`` as the packed pairs a converted program takes:
     shape ``S x 2`` float32, ``[..., 0]`` the value rounded to f32 and
-    ``[..., 1]`` the rest."""
+    ``[..., 1]`` the rest.
+
+    Values outside the pairs' range (:func:`no64.ir.pairs.range_check`:
+    finite beyond 3.4e38, or nonzero and too small for their pair to keep
+    48 bits once f32 subnormals flush) give a
+    :class:`~no64.PairRangeWarning` at the caller's line, or with
+    ``strict`` raise :class:`~no64.PairRangeError`."""
     v = np.asarray(values, dtype=np.float64)
+    check = P.range_check(v)
+    first = check.first()
+    if first >= 0:
+        frame = sys._getframe(1)
+        loc = SourceLocation(None, None, frame.f_code.co_filename, frame.f_lineno, None,
+                             f"{frame.f_code.co_filename}:{frame.f_lineno}")
+        n = int(check.bad.sum())
+        index = tuple(int(i) for i in np.unravel_index(first, v.shape)) if v.shape else ()
+        value = float(v.reshape(-1)[first])
+        message = (f"no64.split_pairs at {loc.source}: " + (f"at index {index}, " if index else "")
+                   + check.describe(value) + (f" ({n} such elements)" if n > 1 else ""))
+        if strict:
+            raise PairRangeError(message, op="split_pairs", location=loc, value=value, index=index, count=n)
+        warnings.warn(message, PairRangeWarning, stacklevel=2)
     hi, lo = P.split_f64(v.reshape(-1))
     return np.stack([hi.reshape(v.shape), lo.reshape(v.shape)], axis=-1)
 
@@ -106,8 +131,12 @@ def _xor_key(v: ir.Value) -> ir.Value:
 class PairEmulation(Carrier[P.Pair]):
     """The rewrite, and what rules may ask of it (see :mod:`no64.rules.pair_rules`)."""
 
-    def __init__(self, root: ir.Operation, boundary: Outputs = Outputs.WORDS) -> None:
+    def __init__(self, root: ir.Operation, boundary: Outputs = Outputs.WORDS,
+                 refuse_range: bool = False) -> None:
         self.root = root
+        #: refuse a constant outside the pairs' range (``PairRangeError``)
+        #: rather than record it
+        self.refuse_range = refuse_range
         self.boundary = Outputs.parse(boundary, "boundary")
         self._reps: dict[ir.Value, P.Pair] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
@@ -176,6 +205,31 @@ class PairEmulation(Carrier[P.Pair]):
 
     def event(self, op: ir.Operation, kind: str, detail: str, count: int = 1) -> None:
         self.events.append((kind, op.name, op.location, detail, count))
+
+    def out_of_range(self, op: ir.Operation, values: np.ndarray) -> None:
+        """Refuse (``refuse_range``) or record the elements of a float64
+        constant that f32 pairs cannot hold (:func:`no64.ir.pairs.range_check`),
+        at the line of the op that first computes with it."""
+        check = P.range_check(values)
+        first = check.first()
+        if first < 0:
+            return
+        user = first_user(op)
+        if self.refuse_range:
+            n = int(check.bad.sum())
+            more = f" (and {n - 1} more)" if n > 1 else ""
+            loc = decode_location(user.location)
+            raise PairRangeError(
+                f"{user.name} at {loc}: the float64 constant {check.describe(float(values[first]))}{more}; "
+                "refused under this policy (the default policy records it as pair-range)",
+                op=user.name, location=loc, value=float(values[first]), index=(first,), count=n)
+        if check.over.any():
+            self.event(user, "float-overflow", "finite f64 constant beyond f32's range became inf",
+                       int(check.over.sum()))
+        if check.under.any():
+            v = float(values[int(np.argmax(check.under))])
+            self.event(user, "pair-range", f"the float64 constant {check.describe(v)}",
+                       int(check.under.sum()))
 
     def constant_elements(self, op: ir.Operation) -> np.ndarray:
         """The float64 elements of a constant op (flat)."""
@@ -376,11 +430,14 @@ class PairEmulation(Carrier[P.Pair]):
                 self._pack(op, i)
 
 
-def emulate_pairs(root: ir.Operation, boundary: Outputs = Outputs.WORDS) -> PairEmulation:
+def emulate_pairs(root: ir.Operation, boundary: Outputs = Outputs.WORDS,
+                  refuse_range: bool = False) -> PairEmulation:
     """Rewrite every float64 value of ``root`` as a pair (see the module
     docstring); returns what was done.  Raises
     :class:`~no64.errors.UnsupportedOpError` for an op no rule computes on
-    pairs (the module is then partly rewritten: the caller restores it)."""
-    em = PairEmulation(root, boundary)
+    pairs, and with ``refuse_range`` :class:`~no64.errors.PairRangeError`
+    for a constant outside the pairs' range (the module is then partly
+    rewritten: the caller restores it)."""
+    em = PairEmulation(root, boundary, refuse_range)
     em.run()
     return em

@@ -94,7 +94,7 @@ from __future__ import annotations
 from ...errors import HostRangeError, PythonIntRangeError
 from .callers import name_callers_line
 from .install import install_hooks
-from .narrowing import clear_warned, narrow_host_array, narrow_python_float, narrow_python_int
+from .narrowing import check_pair_range, clear_warned, narrow_host_array, narrow_python_float, narrow_python_int
 from .patches import computes_otherwise, on_wide_narrowed, veto_fast_path, wide_original, wide_pending
 from .policy import NARROWED, NARROWED_IMAGES, host_policy
 from .records import clear_host_records, eqn_source, host_records, user_source
@@ -107,6 +107,7 @@ __all__ = [
     "PythonIntRangeError",
     "SentinelRead",
     "argument_seeds",
+    "check_pair_range",
     "check_sentinel_reads",
     "clear_host_records",
     "clear_warned",

@@ -6,10 +6,11 @@ import warnings
 
 import numpy as np
 
-from ...errors import FloatPrecisionWarning, HostRangeError, PythonIntRangeError
+from ...errors import FloatPrecisionWarning, HostRangeError, PairRangeError, PairRangeWarning, PythonIntRangeError
+from ...ir import pairs as P
 from ...ir.locations import SourceLocation
 from ...ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
-from ...kinds import EventKind, IntegerPolicy
+from ...kinds import EventKind, IntegerPolicy, RangePolicy
 from ...transforms import constants as C
 from ..state import STATE
 from .policy import _INT64, _UINT64, NARROWED
@@ -162,6 +163,12 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                     f"{str(policy)!r}", res.out_of_range)
         assert res.values is not None
         return res.values.reshape(a.shape)
+    if computes_otherwise_as_pairs(dt):
+        # f32 values entering pairs: below 2**-126 they flush
+        flat = np.abs(a.reshape(-1))
+        tiny = (flat != 0) & (flat < np.finfo(np.float32).tiny)
+        if tiny.any():
+            check_pair_range(a, P.RangeCheck(np.zeros_like(tiny), tiny), scalar=scalar, what=what, op=op)
     fres = C.narrow_floats(a.reshape(-1))
     if fres.sentinels:
         _record(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
@@ -205,6 +212,57 @@ def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
         value=value, dtype=str(a.dtype), index=index, source=source)
 
 
+_warned_pair_range: set[tuple[str, int]] = set()
+
+
+def computes_otherwise_as_pairs(dtype: np.dtype) -> bool:
+    """Whether float64 host data of ``dtype`` enters pairs under the active
+    configuration (``NO64_FLOAT_POLICY=pairs``)."""
+    from ...kinds import FloatPolicy
+
+    config = STATE.active_config()
+    return (np.dtype(dtype).kind in "fc" and config is not None
+            and config.float_policy is FloatPolicy.PAIRS)
+
+
+def check_pair_range(a: np.ndarray, check: "P.RangeCheck | None" = None, *, refuse: bool | None = None,
+                     scalar: bool = False, what: str | None = None, op: str = "host value") -> None:
+    """Float64 host data ``a`` entering f32 pairs: elements outside their
+    range (``check``, by default :func:`no64.ir.pairs.range_check` of
+    ``a``) are refused (:class:`no64.PairRangeError`, under ``refuse``: by
+    default the active range policy ``strict`` or ``exact``) or warned of
+    (:class:`no64.PairRangeWarning`, once per user line) and recorded
+    (``pair-range``), naming the caller's line.  Complex data: its real
+    and imaginary parts."""
+    flat = np.asarray(a).reshape(-1)
+    if check is None:
+        if np.iscomplexobj(flat):
+            re, im = P.range_check(flat.real), P.range_check(flat.imag)
+            check = P.RangeCheck(re.over | im.over, re.under | im.under)
+        else:
+            check = P.range_check(flat)
+    first = check.first()
+    if first < 0:
+        return
+    if refuse is None:
+        config = STATE.active_config()
+        refuse = config is not None and config.policy in (RangePolicy.STRICT, RangePolicy.EXACT)
+    value = flat[first]
+    part = value.real if P.range_check(value.real).bad.any() else value.imag
+    count = int(check.bad.sum())
+    index = tuple(int(i) for i in np.unravel_index(first, np.shape(a))) if np.shape(a) else ()
+    source = user_source()
+    at = f"at index {index}, " if index else ""
+    more = f" ({count} such elements)" if count > 1 else ""
+    detail = f"{at}{check.describe(float(part))}{more}"
+    message = f"no64: {what or _describe(np.asarray(a), scalar)} at {source.source or source.raw}: {detail}"
+    if refuse:
+        raise PairRangeError(message + "; refused under policy 'strict'/'exact' (the default policy warns)",
+                             op=op, location=source, value=float(part), index=index, count=count)
+    _warn_once_at(source, message, PairRangeWarning, _warned_pair_range)
+    _record(EventKind.PAIR_RANGE, op, detail, count, source)
+
+
 #: Fewer f32 steps than this across a float64 array's values: f32 cannot
 #: tell them apart well enough to compute with their differences.
 _RESOLVED_STEPS = 16
@@ -217,6 +275,7 @@ def clear_warned() -> None:
     """Forget which lines were warned about (for tests)."""
     _warned_resolution.clear()
     _warned_sentinels.clear()
+    _warned_pair_range.clear()
 
 
 def _resolution(flat: np.ndarray, op: str) -> str | None:
