@@ -97,6 +97,9 @@ What it covers, with the releases that have each form:
   ``jax._src.lib.xla_client``, ``jax._src.source_info_util``,
   ``jax._src.traceback_util``, ``jax._src.stages``,
   ``jax._src.interpreters.pxla``, ``jax._src.sharding_impls``.
+* **The primitives JAX defines** (:func:`primitive_names`): every
+  ``jax.extend.core.Primitive`` bound at module level in JAX's modules
+  (0.7-0.12 define them there, mostly in ``jax._src``).
 """
 
 from __future__ import annotations
@@ -990,3 +993,27 @@ def tracer_type() -> type:
     if found is None:
         raise _missing("jax.core.Tracer")
     return found
+
+
+# The primitives JAX defines
+# ---------------------------------------------------------------------------
+
+def primitive_names() -> frozenset[str]:
+    """The names of the primitives the installed JAX defines: those bound at
+    module level in its modules that ``import jax`` loads."""
+    import sys
+
+    import jax  # noqa: F401  (loads its modules)
+
+    ec = _optional_module("jax.extend.core")
+    primitive = getattr(ec, "Primitive", None) if ec is not None else None
+    if primitive is None:
+        raise _missing("jax.extend.core.Primitive")
+    names = set()
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "jax" or name.startswith("jax.")):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, primitive):
+                names.add(value.name)
+    return frozenset(names)
