@@ -97,6 +97,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # listeners) below everything that reads or writes it
     ("the JAX seam and the hook's state", ("no64.jax", "no64.jax._compat", "no64.jax.state", "no64.jax.pair_probe",
                                            "no64.jax.x64_arrays")),
+    # what no64 knows about JAX primitives (from the op table)
+    ("the primitive table", ("no64.jax.primitives",)),
     # host values, one module per job
     ("host values: when, and the user's line", ("no64.jax.host.policy", "no64.jax.host.records")),
     ("host values: the rules", ("no64.jax.host.narrowing",)),

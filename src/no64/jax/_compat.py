@@ -107,6 +107,9 @@ What it covers, with the releases that have each form:
   ``jax._src.numpy.lax_numpy.arange``,
   ``jax._src.interpreters.pxla.MeshExecutable.create_cpp_call`` and
   ``jax._src.stages.Compiled.call``.
+* **The primitives JAX defines** (:func:`primitive_names`): every
+  ``jax.extend.core.Primitive`` bound at module level in JAX's modules
+  (0.7-0.12 define them there, mostly in ``jax._src``).
 
 No other module of no64 imports ``jax._src``, ``jax.interpreters``,
 ``jax.lib`` or ``jaxlib`` (the MLIR bindings excepted, which
@@ -1231,3 +1234,27 @@ def current_traceback() -> Any:
     from jax._src import source_info_util
 
     return source_info_util._source_info_context.context.traceback
+
+
+# The primitives JAX defines
+# ---------------------------------------------------------------------------
+
+def primitive_names() -> frozenset[str]:
+    """The names of the primitives the installed JAX defines: those bound at
+    module level in its modules that ``import jax`` loads."""
+    import sys
+
+    import jax  # noqa: F401  (loads its modules)
+
+    ec = _optional_module("jax.extend.core")
+    primitive = getattr(ec, "Primitive", None) if ec is not None else None
+    if primitive is None:
+        raise _missing("jax.extend.core.Primitive")
+    names = set()
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "jax" or name.startswith("jax.")):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, primitive):
+                names.add(value.name)
+    return frozenset(names)
