@@ -5,6 +5,7 @@ numpy computes on the same data in float64 and float32."""
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.resources
 import json
 import os
@@ -37,6 +38,24 @@ def _audit(*argv: str) -> subprocess.CompletedProcess[str]:
     env["JAX_PLATFORMS"] = "cpu"
     return subprocess.run([sys.executable, "-m", "no64", "audit", *argv], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
+
+
+def _shown(command: str) -> list[str]:
+    """The lines the audit guide shows after ``$ COMMAND`` and a ``...`` line
+    (the lines before them left out)."""
+    page = (ROOT / "docs" / "guides" / "audit.md").read_text()
+    return page.split(f"$ {command}\n...\n", 1)[1].split("```", 1)[0].splitlines()
+
+
+def _as_shown(lines: list[str]) -> list[str]:
+    """On the release the releases guide names, the lines; on another, with
+    the error under pairs left out (XLA's rounding of the pairs differs)."""
+    guide = (ROOT / "docs" / "guides" / "jax-releases.md").read_text()
+    verified = re.search(r"installs \(jax (\S+) on Python", guide)
+    assert verified is not None
+    if importlib.metadata.version("jax") == verified.group(1):
+        return lines
+    return [re.sub(r"the outputs are within \S+", "the outputs are within E", x) for x in lines]
 
 
 def _line_of(script: str, marker: str) -> int:
@@ -110,6 +129,8 @@ def test_text_report_lists_the_line_and_the_unmeasured_function() -> None:
     assert "3 calls of difference; under float_policy='pairs' the outputs are within " in lines[head + 1]
     assert lines[head + 2].startswith(f"  noisy ({BAD}:") and "not measured: " in lines[head + 2]
     assert "Traceback" not in proc.stderr
+    # the audit guide ("audit.md") shows these lines
+    assert _as_shown(lines[head:]) == _as_shown(_shown(f"no64 audit --numerics {BAD}"))
     # the rest of the report is the audit's, as without --numerics: nothing
     # the measurement compiled, traced or narrowed is the program's
     plain = _audit(BAD)
@@ -287,6 +308,11 @@ def test_pytest_plugin_reports_and_fails_on_request(pytester: pytest.Pytester) -
     listed = [x for x in text.splitlines() if x.startswith(f"  test_model.py:{line}: introduces (sub)")]
     assert len(listed) == 1 and "1 call of difference" in listed[0]
     assert "test_model.py::test_difference" in text and "test_model.py::test_halve" not in text
+    # the audit guide ("audit.md") shows the section, from its rule on
+    section = text.splitlines()
+    head = next(i for i, x in enumerate(section) if x.startswith("=") and " no64 numerics " in x)
+    shown = _shown("pytest --no64-numerics")
+    assert _as_shown(section[head:head + len(shown)]) == _as_shown(shown)
     failing = pytester.runpytest_subprocess("--no64-numerics=fail", "-p", "no:cacheprovider")
     failing.assert_outcomes(passed=1, failed=1)
     assert "FAILED test_model.py::test_difference" in failing.stdout.str()
