@@ -228,6 +228,11 @@ def _direction(op: ir.Operation) -> str:
 
 
 class _Hints:
+    #: Whether the interval and range steps look at ops none of whose operands
+    #: has a known magnitude (an analysis that gives unknown values a nominal
+    #: one does: :mod:`no64.analysis.pair_range`).
+    every_op = False
+
     def __init__(self) -> None:
         self.iv: dict[ir.Value, Interval] = {}
         self.sentinel: set[ir.Value] = set()
@@ -372,7 +377,7 @@ class _Hints:
             # none (constants and iota were taken above): the interval and
             # range steps have nothing to do, only the patterns below.
             iv = self.iv
-            known = any(v in iv for v in operands)
+            known = self.every_op or any(v in iv for v in operands)
             if known:
                 self._interval(op, spec, operands, results)
             if computes is Computes.COMPARE:

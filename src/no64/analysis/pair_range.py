@@ -72,6 +72,8 @@ class _PairRanges(_Hints):
     """The float hints' interval walk, with values of unknown magnitude
     taken within ``2**±64`` and its own judgment at each op."""
 
+    every_op = True  # unknown values have the nominal magnitude
+
     def __init__(self) -> None:
         super().__init__()
         self.records: list[PairRange] = []

@@ -1023,7 +1023,7 @@ _INTERNAL_FUNCTIONS: dict[str, tuple[str, str]] = {
     # jit lowering compiles through it; no64's hook and the audit's observer wrap it
     "compile_or_get_cached": ("jax._src.compiler", "compile_or_get_cached"),
     # the conversion of host operands inside lax (Python scalars, numpy data)
-    "convert_element_type": ("jax._src.lax.lax", "_convert_element_type"),
+    "lax_convert": ("jax._src.lax.lax", "_convert_element_type"),
     # a Python scalar made a numpy array under JAX's dtype rules
     "coerce_to_array": ("jax._src.dtypes", "coerce_to_array"),
     "canonicalize_dtype": ("jax._src.dtypes", "canonicalize_dtype"),

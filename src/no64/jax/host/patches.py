@@ -232,7 +232,7 @@ def _pre_narrow(operand: Any, new_dtype: Any, policy: str, op: str,
 def _install_convert_element_type() -> None:
     from .._compat import internal_function, replace_internal_function
 
-    original = internal_function("convert_element_type")
+    original = internal_function("lax_convert")
     if getattr(original, "__no64__", False):
         return
 
@@ -247,7 +247,7 @@ def _install_convert_element_type() -> None:
 
     _convert_element_type.__wrapped__ = original  # type: ignore[attr-defined]
     _convert_element_type.__no64__ = True  # type: ignore[attr-defined]
-    replace_internal_function("convert_element_type", _convert_element_type)
+    replace_internal_function("lax_convert", _convert_element_type)
 
 
 def _install_coerce_to_array() -> None:
