@@ -162,6 +162,11 @@ def test_a_keyword_replaces_that_field_only() -> None:
     assert report.integer_policy == "saturate" and report.float_policy == "pairs"
 
 
+def test_options_are_an_options_object() -> None:
+    with pytest.raises(TypeError, match=r"^demote\(\)'s options must be a no64.Options, not str"):
+        no64.demote(_load("f64_mixed.mlir"), "strict")  # type: ignore[arg-type]
+
+
 def test_settings_are_derived_from_the_options() -> None:
     m = _load("f64_mixed.mlir")
     root = m.operation

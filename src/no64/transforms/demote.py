@@ -177,6 +177,9 @@ def demote(
         ("policy", policy), ("integer_policy", integer_policy), ("input_ranges", input_ranges),
         ("verify", verify), ("check", check), ("outputs", outputs), ("float_policy", float_policy),
         ("target", target)) if value is not None}
+    if options is not None and not isinstance(options, Options):
+        raise TypeError(f"demote()'s options must be a no64.Options, not {type(options).__name__}; "
+                        "give the options as keywords (policy=...) or as Options(...)")
     return _Demotion(module, (options if options is not None else Options()).replace(**given)).run()
 
 
