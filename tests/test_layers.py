@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                   "no64.analysis.sentinels", "no64.analysis.float_hints", "no64.analysis.pair_range")),
     ("target profiles", ("no64.targets",)),  # what each device has, refuses, computes narrower: data
     ("target legality", ("no64.targets.legality",)),  # what a module holds that a target refuses
+    ("options", ("no64.options",)),  # what a conversion is asked to do, from every way in
     (
         "rules and the op table",
         (

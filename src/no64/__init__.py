@@ -50,6 +50,7 @@ from .errors import (
     X64DisabledWarning,
 )
 from .ir.locations import SourceLocation, decode_location
+from .options import Options
 from .report import DemotionReport, Narrowing
 from .rules import ops as _table  # noqa: F401  (fills the op registry every layer reads)
 from .spec.registry import check_reachable as _check_reachable
@@ -86,6 +87,7 @@ __all__ = [
     "DemotionReport",
     "Finding",
     "Narrowing",
+    "Options",
     "SourceLocation",
     "check",
     "decode_location",

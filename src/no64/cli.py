@@ -57,6 +57,7 @@ from typing import Any, NoReturn, cast
 from . import __version__, io as no64io
 from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
+from .options import Options, variable
 from .report import grouped_lines
 from .transforms.demote import demote
 from .transforms.scan import check, find_64bit
@@ -67,7 +68,7 @@ EXIT_OK = 0
 EXIT_FOUND = 1
 EXIT_ERROR = 2  # bad input or usage, and an internal error
 
-_DEBUG_ENV = "NO64_DEBUG"
+_DEBUG_ENV = variable("NO64_DEBUG").name
 # Widest a table cell may make its column; longer cells overflow.
 _MAX_COLUMN = 48
 _ELEMENT = re.compile(r"complex<f64>|[su]?i64|f64")
@@ -750,13 +751,7 @@ def _convert(args: argparse.Namespace) -> int:
             "or pass --in-place"
         )
     overwrite = args.force or args.in_place
-    if args.target is not None and args.target not in _target_names():
-        raise _UsageError(f"convert: unknown target {args.target!r}; known: {', '.join(sorted(_target_names()))}")
-    ranges: dict[int | str, tuple[int, int]] = {}
-    for key, bounds in args.ranges:
-        if key in ranges:
-            raise _UsageError(f"--range {key}: given twice; give each argument one range")
-        ranges[key] = bounds
+    options = convert_options(args)
     # Refuse an unwritable OUT before the work, not after it.
     try:
         no64io.destination_kind(dest, overwrite)
@@ -769,16 +764,9 @@ def _convert(args: argparse.Namespace) -> int:
         module, in_format = no64io.load_with_format(
             source, format=args.format, max_size=args.max_input_size
         )
-        report = demote(
-            module,
-            policy=args.policy,
-            integer_policy=args.integer_policy,
-            input_ranges=ranges,
-            float_policy=args.float_policy,
-            target=args.target,
-        )
+        report = demote(module, options)
         check(module, keep=report.kept_native)
-        legalized = _legalize(module, args, ranges) if args.target is not None else None
+        legalized = _legalize(module, options.target, options) if options.target is not None else None
     if args.output_format:
         out_format = args.output_format
     elif args.in_place:
@@ -803,23 +791,36 @@ def _convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _legalize(module: Any, args: argparse.Namespace,
-              ranges: dict[int | str, tuple[int, int]]) -> tuple[Any, list[Any]]:
+def convert_options(args: argparse.Namespace) -> Options:
+    """The :class:`~no64.options.Options` that ``no64 convert``'s flags ask
+    for (``--policy``, ``--integer-policy``, ``--float-policy``, ``--range``,
+    ``--target``); a bad flag is a usage error."""
+    if args.target is not None and args.target not in _target_names():
+        raise _UsageError(f"convert: unknown target {args.target!r}; known: {', '.join(sorted(_target_names()))}")
+    ranges: dict[int | str, tuple[int, int]] = {}
+    for key, bounds in args.ranges:
+        if key in ranges:
+            raise _UsageError(f"--range {key}: given twice; give each argument one range")
+        ranges[key] = bounds
+    return Options(policy=args.policy, integer_policy=args.integer_policy, float_policy=args.float_policy,
+                   target=args.target, input_ranges=ranges)
+
+
+def _legalize(module: Any, profile: Any, options: Options) -> tuple[Any, list[Any]]:
     """``--target T``: make ``module`` exact on T where no64 can, then check it
     against T; what T still refuses or computes inexactly is a warning on
     stderr, and under ``--policy strict`` or ``exact`` a TargetError."""
     from .errors import TargetError
-    from .targets import target
     from .targets.legality import check_target
     from .transforms.legalize import legalize
 
-    profile = target(args.target)
+    ranges = options.declared_ranges
     done = legalize(module, profile, input_ranges=ranges)
     findings = check_target(module, profile, input_ranges=ranges, types=False)
     said = done.explain
-    if findings and args.policy in (RangePolicy.STRICT.value, RangePolicy.EXACT.value):
+    if findings and options.policy in (RangePolicy.STRICT, RangePolicy.EXACT):
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-        raise TargetError(f"target {profile.name} (policy {args.policy}): {said(findings[0])}{more}")
+        raise TargetError(f"target {profile.name} (policy {options.policy}): {said(findings[0])}{more}")
     for line in grouped_lines(said(f) for f in findings):
         print(f"no64: warning: {line}", file=sys.stderr)
     return done, findings

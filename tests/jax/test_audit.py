@@ -210,24 +210,21 @@ def test_requested_explicitly_in_a_library_is_said_as_via(tmp_path: Path) -> Non
 
 def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit reads every setting of the hook's Config from the variable the
-    environment activation reads, with the same result."""
-    import dataclasses
-
+    environment activation reads (each declared in no64.options.ENVIRONMENT),
+    with the same result."""
     from no64.jax import hook
     from no64.jax.audit import _hook_settings
+    from no64.options import ENVIRONMENT, Options
 
-    default = hook.Config(frozenset({"cpu"}))
+    default = {"mode": "fix", **{v.field: getattr(Options(), v.field) for v in ENVIRONMENT if v.field}}
     chosen = {}
-    for field in dataclasses.fields(hook.Config):
-        if field.name == "platforms":
+    for v in ENVIRONMENT:
+        if v.choices is None:
             continue
-        value = getattr(default, field.name)
-        if field.name == "target":  # a device profile's name (default: the platform's)
-            chosen["target"] = "neuron"
-        else:
-            chosen[field.name] = next(v for v in type(value).values() if v != value)
-        monkeypatch.setenv(f"NO64_{field.name.upper()}", f" {chosen[field.name].upper()} ")
-    assert {"mode", "integer_policy"} <= set(chosen)
+        name = v.field or "mode"
+        chosen[name] = next(w for w in v.choices() if w != default[name])
+        monkeypatch.setenv(v.name, f" {chosen[name].upper()} ")
+    assert {"mode", "integer_policy", "policy", "float_policy", "target"} == set(chosen)
     activated: list[hook.Config] = []
     monkeypatch.setenv("NO64_PLATFORMS", "cpu")
     monkeypatch.setattr(hook.STATE, "explicit", False)

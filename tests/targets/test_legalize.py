@@ -411,20 +411,21 @@ def test_the_hook_legalizes_a_copy_then_checks() -> None:
     import no64
     from no64.jax import hook
     from no64.jax.hook import Config, check_device
+    from no64.options import Options
 
     hook._warned_target.clear()  # each line is warned of once per process
 
     a, b = np.zeros((4, 512), np.int32), np.zeros((512, 3), np.int32)
     m = lowered(lambda a, b: a @ b, a, b)
     before = str(m)
-    config = Config(frozenset({"cpu"}), target="neuron")
+    config = Config(frozenset({"cpu"}), options=Options(target="neuron"))
     got = check_device(m, config, "cpu")
     assert got is not m and str(m) == before and len(dots(got)) == 14
     assert check_device(m, config, "cpu", owned=True) is m and len(dots(m)) == 14
     long = ir.Module.parse(TOO_LONG, make_context())
     with pytest.warns(no64.TargetWarning, match="no64 cannot make it exact: a contraction over 16777217"):
         assert check_device(long, config, "cpu") is long
-    strict = Config(frozenset({"cpu"}), target="neuron", policy="strict")
+    strict = Config(frozenset({"cpu"}), options=Options(target="neuron", policy="strict"))
     with pytest.raises(no64.TargetError, match="no64 cannot make it exact: a contraction over 16777217"):
         check_device(long, strict, "cpu")
 

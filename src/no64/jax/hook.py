@@ -83,6 +83,7 @@ from ..errors import (
 from ..ir._mlir import ir
 from ..ir.types import TypeConverter
 from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
+from ..options import Options, read as read_environment, variable
 from ..report import DemotionReport
 from ..spec.registry import spec_of
 from ..spec.walk import entry_function, symbol_name
@@ -125,18 +126,20 @@ __all__ = [
 
 logger = logging.getLogger("no64")
 
+# The environment variables (declared, with what each means, in
+# no64.options.ENVIRONMENT; an undeclared name fails here).
 #: Environment variable naming the platforms to protect (comma separated).
-ENV_PLATFORMS = "NO64_PLATFORMS"
+ENV_PLATFORMS = variable("NO64_PLATFORMS").name
 #: Environment variable selecting the mode used with :data:`ENV_PLATFORMS`.
-ENV_MODE = "NO64_MODE"
+ENV_MODE = variable("NO64_MODE").name
 #: Environment variable selecting the integer policy used with :data:`ENV_PLATFORMS`.
-ENV_INTEGER_POLICY = "NO64_INTEGER_POLICY"
+ENV_INTEGER_POLICY = variable("NO64_INTEGER_POLICY").name
 #: Environment variable selecting the range policy used with :data:`ENV_PLATFORMS`.
-ENV_POLICY = "NO64_POLICY"
+ENV_POLICY = variable("NO64_POLICY").name
 #: Environment variable selecting the float policy used with :data:`ENV_PLATFORMS`.
-ENV_FLOAT_POLICY = "NO64_FLOAT_POLICY"
+ENV_FLOAT_POLICY = variable("NO64_FLOAT_POLICY").name
 #: The device profile modules are checked against (default: the platform's).
-ENV_TARGET = "NO64_TARGET"
+ENV_TARGET = variable("NO64_TARGET").name
 
 #: The modes (see :class:`no64.kinds.Mode`): ``"fix"`` demotes then checks;
 #: ``"check"`` refuses any 64-bit value; ``"off"`` passes modules through.
@@ -182,40 +185,49 @@ class Config:
       mode: ``"fix"`` (demote, then check), ``"check"`` (refuse a module
         with any 64-bit value with :class:`no64.Remaining64BitError`) or
         ``"off"`` (modules pass through untouched).
-      integer_policy: Passed to :func:`no64.demote` in ``"fix"`` mode.
-      policy: The range policy passed to :func:`no64.demote` in ``"fix"``
-        mode (``"default"``, ``"strict"``, ``"permissive"`` or ``"exact"``).
-      float_policy: The float policy passed to :func:`no64.demote` in
-        ``"fix"`` mode: ``"f32"`` or ``"pairs"`` (float64 values computed
-        as pairs of f32, outputs rounded to f32 once).
-      target: The device profile (:mod:`no64.targets`) each compiled module
-        is made exact on where no64 can (an integer ``dot`` split into limb
-        dots) and then checked against: what it refuses, and integer ops on
-        a narrower datapath not proven exact, are a
+      options: The conversion's :class:`~no64.options.Options` in ``"fix"``
+        mode: its range policy (``policy``: ``"exact"`` computes every
+        integer not proven to fit in word pairs), ``integer_policy`` and
+        ``float_policy`` (``"pairs"``: float64 values computed as pairs of
+        f32, outputs rounded to f32 once) are :func:`no64.demote`'s; its
+        ``target`` is the device profile (:mod:`no64.targets`) each
+        compiled module is made exact on where no64 can (an integer ``dot``
+        split into limb dots) and then checked against: what it refuses,
+        and integer ops on a narrower datapath not proven exact, are a
         :class:`no64.TargetWarning` at the line (refused under ``strict``
-        and ``exact``).
+        and ``exact``); ``None``: the profile of the platform compiled for
+        (``generic`` if none).  Its other fields are the hook's own (it
+        narrows outputs and lets the backend verify).
     """
 
     platforms: frozenset[str]
     mode: Mode = Mode.FIX
-    integer_policy: IntegerPolicy = IntegerPolicy.ERROR
-    policy: RangePolicy = RangePolicy.DEFAULT
-    float_policy: FloatPolicy = FloatPolicy.F32
-    #: The device profile modules are checked against (:mod:`no64.targets`);
-    #: ``None``: the profile of the platform compiled for (``generic`` if none).
-    target: str | None = None
+    options: Options = Options()
 
     def __post_init__(self) -> None:
-        if self.target is not None:
-            from ..targets import target as _target
-
-            _target(self.target)  # ValueError for an unknown name
         object.__setattr__(self, "mode", Mode.parse(self.mode, "no64 mode"))
-        object.__setattr__(
-            self, "integer_policy", IntegerPolicy.parse(self.integer_policy, "integer_policy")
-        )
-        object.__setattr__(self, "policy", RangePolicy.parse(self.policy, "policy"))
-        object.__setattr__(self, "float_policy", FloatPolicy.parse(self.float_policy, "float_policy"))
+        if not isinstance(self.options, Options):
+            raise TypeError(f"Config.options must be a no64.options.Options, not {type(self.options).__name__}")
+
+    @property
+    def policy(self) -> RangePolicy:
+        """The range policy (``options.policy``)."""
+        return self.options.policy
+
+    @property
+    def integer_policy(self) -> IntegerPolicy:
+        """The integer policy (``options.integer_policy``)."""
+        return self.options.integer_policy
+
+    @property
+    def float_policy(self) -> FloatPolicy:
+        """The float policy (``options.float_policy``)."""
+        return self.options.float_policy
+
+    @property
+    def target(self) -> str | None:
+        """The name of the device profile (``None``: the platform's)."""
+        return self.options.target.name if self.options.target is not None else None
 
     def applies_to(self, platform: str) -> bool:
         """Whether modules compiled for ``platform`` go through no64."""
@@ -309,8 +321,7 @@ def install(
     never reuses executables compiled under another one.
     """
     config = Config(normalize_platforms(platforms), Mode.parse(mode, "no64 mode"),
-                    IntegerPolicy.parse(integer_policy, "integer_policy"), RangePolicy.parse(policy, "policy"),
-                    FloatPolicy.parse(float_policy, "float_policy"), target)
+                    Options(integer_policy=integer_policy, policy=policy, float_policy=float_policy, target=target))
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
     with STATE.lock:
@@ -353,16 +364,7 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     platforms = normalize_platforms(os.environ.get(ENV_PLATFORMS, ""))
     if not platforms:
         return None
-    problems: list[str] = []
-    mode = environment_choice(ENV_MODE, MODES, Mode.FIX, strict, problems)
-    integer_policy = environment_choice(ENV_INTEGER_POLICY, IntegerPolicy.values(), IntegerPolicy.ERROR,
-                                         strict, problems)
-    policy = environment_choice(ENV_POLICY, RangePolicy.values(), RangePolicy.DEFAULT, strict, problems)
-    float_policy = environment_choice(ENV_FLOAT_POLICY, FloatPolicy.values(), FloatPolicy.F32, strict,
-                                       problems)
-    target = environment_target(strict, problems)
-    config = Config(platforms, Mode(mode), IntegerPolicy(integer_policy), RangePolicy(policy),
-                    FloatPolicy(float_policy), target)
+    config, problems = _environment_config(platforms, strict)
     with STATE.lock:
         if STATE.explicit:
             return active_config()
@@ -375,31 +377,17 @@ def initialize_from_environment(*, strict: bool = False) -> Config | None:
     return config
 
 
-def environment_target(strict: bool, problems: list[str]) -> str | None:
-    """``NO64_TARGET``: a device profile's name, or ``None`` (the platform's)."""
-    from ..targets import profiles
-
-    raw = os.environ.get(ENV_TARGET, "").strip().lower()
-    if not raw:
-        return None
-    return environment_choice(ENV_TARGET, tuple(sorted(profiles())), "generic", strict, problems)
-
-
-def environment_choice(name: str, choices: tuple[str, ...], default: str, strict: bool,
-                        problems: list[str] | None = None) -> str:
-    """The value of environment variable ``name`` if it is one of ``choices``;
-    else :class:`no64.ConfigurationError` if ``strict``, or the problem is
-    added to ``problems`` and ``default`` returned (the caller refuses to
-    compile under it)."""
-    raw = os.environ.get(name, "")
-    value = raw.strip().lower() or default
-    if value in choices:
-        return value
-    problem = f"{name}={raw!r} is not one of {', '.join(choices)}"
-    if strict or problems is None:
-        raise ConfigurationError(f"no64: {problem}")
-    problems.append(problem)
-    return default
+def _environment_config(platforms: frozenset[str], strict: bool) -> tuple[Config, list[str]]:
+    """The configuration the environment sets for ``platforms``: the mode
+    from ``NO64_MODE``, the options from theirs
+    (:meth:`~no64.options.Options.from_env`).  A bad value raises
+    :class:`no64.ConfigurationError` if ``strict``; else it is one of the
+    problems returned, and its default taken (the hook refuses to compile
+    under it)."""
+    problems: list[str] = []
+    collect = None if strict else problems
+    mode = read_environment(os.environ, ENV_MODE, collect) or Mode.FIX
+    return Config(platforms, Mode(mode), Options.from_env(os.environ, problems=collect)), problems
 
 
 def activate(config: Config, *, source: str) -> None:

@@ -58,6 +58,7 @@ from ..ir.types import (
     U64 as _U64,
 )
 from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
+from ..options import Options
 from ..report import DemotionReport
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
@@ -311,6 +312,9 @@ class Jitted:
     Attributes:
       jitted: The underlying :func:`jax.jit` object (call it only inside
         :meth:`scope`).
+      options: The :class:`~no64.options.Options` the keywords of
+        :func:`jit` ask for (``integer_policy``, ``policy``,
+        ``float_policy``).
     """
 
     def __init__(
@@ -323,17 +327,18 @@ class Jitted:
         policy: str = "default",
         float_policy: str = "f32",
     ) -> None:
-        float_policy = FloatPolicy.parse(float_policy, "float_policy")
+        self.options = options = Options(integer_policy=integer_policy, policy=policy, float_policy=float_policy)
         self._fun = fun
         self._restore = restore_dtypes
+        # the 32-bit program's compilations (float64 is float32 there; under
+        # float_policy="pairs" the x64 program runs, on the exact path)
         self._config = jaxhook.Config(frozenset({jaxhook.ALL_PLATFORMS}), Mode.FIX,
-                                      IntegerPolicy.parse(integer_policy, "integer_policy"),
-                                      RangePolicy.parse(policy, "policy"))
+                                      options.replace(float_policy=FloatPolicy.F32))
         self._jit_kwargs = dict(jit_kwargs)
         self.jitted = jax.jit(fun, **jit_kwargs)
         self._exact: _ExactPath | None = None
-        if self._config.policy is RangePolicy.EXACT or float_policy is FloatPolicy.PAIRS:
-            self._exact = _ExactPath(fun, self._jit_kwargs, self._config, float_policy)
+        if options.policy is RangePolicy.EXACT or options.float_policy is FloatPolicy.PAIRS:
+            self._exact = _ExactPath(fun, self._jit_kwargs, self._config, options.float_policy)
         try:
             sig: inspect.Signature | None = inspect.signature(fun)
         except (TypeError, ValueError):
@@ -546,7 +551,8 @@ class Jitted:
         self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
         with self.scope():
             lowered = self.jitted.lower(*nargs, **nkwargs)
-        return Lowered._from_jax(lowered, self._config.integer_policy, self._name)
+        return Lowered._from_jax(lowered, Options(integer_policy=self._config.integer_policy,
+                                                  outputs=Outputs.NARROW), self._name)
 
     def clear_cache(self) -> None:
         """Drop this function's compiled executables and traces."""
@@ -700,8 +706,8 @@ class _ExactPath:
             return self.jitted.lower(*abstract.args, **abstract.kwargs)
 
     def lowered(self, abstract: _Abstract, name: str) -> "Lowered":
-        return Lowered._from_jax(self._lower_x64(abstract), self.config.integer_policy, name,
-                                 policy=self.config.policy, outputs=Outputs.WORDS, float_policy=self.float_policy)
+        options = self.config.options.replace(outputs=Outputs.WORDS, float_policy=self.float_policy)
+        return Lowered._from_jax(self._lower_x64(abstract), options, name)
 
     def _compiled(self, abstract: _Abstract, name: str) -> _Executable:
         if abstract.key is not None and abstract.key in self._cache:
@@ -817,17 +823,14 @@ class Lowered:
         self.name = name
 
     @classmethod
-    def _from_jax(cls, lowered: Any, integer_policy: str, name: str, *,
-                  policy: str = "default", outputs: Outputs = Outputs.NARROW,
-                  float_policy: str = "f32") -> "Lowered":
+    def _from_jax(cls, lowered: Any, options: Options, name: str) -> "Lowered":
         import io
 
         buf = io.BytesIO()
         lowered.compiler_ir("stablehlo").operation.write_bytecode(file=buf)
         module = no64_io.load(buf.getvalue(), format="mlirbc")
         try:
-            report = demote(module, integer_policy=integer_policy, policy=policy, outputs=outputs,
-                            float_policy=float_policy)
+            report = demote(module, options)
         except No64Error as exc:
             host.name_callers_line(exc, module)
             raise

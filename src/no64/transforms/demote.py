@@ -37,14 +37,14 @@ from typing import Any
 
 from ..analysis.float_hints import float_hints
 from ..analysis.pair_range import PairRange, pair_range
-from ..analysis.ranges import resolve_input_ranges, validate_input_ranges
+from ..analysis.ranges import resolve_input_ranges
 from ..errors import InputRangeError, InvalidModuleError
 from ..ir._mlir import ir
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
+from ..options import Options
 from ..report import DemotionReport
-from ..targets import Target, as_target
+from ..targets import Target
 from . import rewrite
-from .emulate import exact_input_ranges
 from .linalg import expand_lapack
 from .plan import Plan, Planner, Settings, collision_only
 from .scan import _module_op, gc_paused
@@ -58,14 +58,15 @@ RANGE_POLICIES = {p.value: p.refuses for p in RangePolicy}
 
 def demote(
     module: ir.Module | ir.Operation,
+    options: Options | None = None,
     *,
-    policy: str = "default",
-    integer_policy: str = "error",
+    policy: RangePolicy | str | None = None,
+    integer_policy: IntegerPolicy | str | None = None,
     input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
-    verify: bool = True,
-    check: bool = False,
-    outputs: str = "words",
-    float_policy: str = "f32",
+    verify: bool | None = None,
+    check: bool | None = None,
+    outputs: Outputs | str | None = None,
+    float_policy: FloatPolicy | str | None = None,
     target: str | Target | None = None,
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
@@ -78,10 +79,17 @@ def demote(
     ``precision-reduced``.  The report counts them and records every
     unproven or overflow value with its location.
 
+    The options come as one :class:`~no64.options.Options` object
+    (``options``), as keyword arguments, or both: each keyword argument
+    given (not ``None``) replaces that field of ``options``, and a field
+    given neither way has the default below.  ``demote(m, policy="strict")``
+    is ``demote(m, Options(policy="strict"))``.
+
     Args:
       module: An ``ir.Module`` (or its operation) from jaxlib's MLIR bindings.
+      options: The options as one object (default: ``Options()``).
       policy: Which verdicts are refused with
-        :class:`~no64.errors.NarrowingError`: ``"default"`` refuses
+        :class:`~no64.errors.NarrowingError`: ``"default"`` (default) refuses
         ``overflow`` and reports ``unproven``; ``"strict"`` refuses both;
         ``"permissive"`` reports both; ``"exact"`` computes every 64-bit
         integer value the analysis cannot prove inside the 32-bit range
@@ -100,7 +108,7 @@ def demote(
         :class:`~no64.errors.ConstantRangeError`; ``"saturate"`` clips it
         to the 32-bit extremes; ``"wrap"`` keeps its low 32 bits.  Every such
         constant is recorded in the report.
-      check: Run the strict check on the rewritten module (as
+      check: Run the strict check on the rewritten module (default: no) (as
         :func:`~no64.check` does, reading every type again, over the ops the
         pass has at hand instead of a second walk) and raise
         :class:`~no64.errors.Remaining64BitError`, leaving the module as it
@@ -166,144 +174,194 @@ def demote(
       InvalidModuleError: ``verify=True`` and the rewritten module does not
         verify (a no64 bug).  The module is left unchanged.
     """
-    range_policy = RangePolicy.parse(policy, "policy")
-    if _module_op(module).name != "builtin.module":
-        raise TypeError(
-            f"demote() takes a module (builtin.module), not a {_module_op(module).name} op; "
-            "pass the module that holds it"
-        )
-    validate_input_ranges(input_ranges)
-    if input_ranges:
-        try:
-            resolve_input_ranges(_module_op(module), input_ranges)
-        except ValueError as exc:
-            raise InputRangeError(f"input ranges: {exc}") from None
-    integer_policy = IntegerPolicy.parse(integer_policy, "integer_policy")
-    float_policy = FloatPolicy.parse(float_policy, "float_policy")
-    profile = as_target(target) if target is not None else None
-    keep = frozenset(profile.native) if profile is not None else frozenset()
-    root = _module_op(module)
-    with root.context, ir.Location.unknown(), gc_paused():
-        backup: ir.Operation | None = None
-        changing: Plan | None = None
-        rewrites = 0
-        try:
-            outputs = Outputs.parse(outputs, "outputs")
-            words_in = range_policy is RangePolicy.EXACT and outputs is Outputs.WORDS
-            assumed: frozenset[int] = frozenset()
-            if range_policy is RangePolicy.EXACT and not words_in:
-                # The program's inputs are 32-bit values (the runtime fixes
-                # the types): the analysis takes them so, and each input
-                # with no declared range is unproven (judge_assumed_inputs).
-                narrowed_in = exact_input_ranges(root, input_ranges)
-                declared = resolve_input_ranges(root, input_ranges) if input_ranges else {}
-                # (by position: exact_input_ranges resolved the names)
-                assumed = frozenset(i for i in narrowed_in if isinstance(i, int) and i not in declared)
-                input_ranges = narrowed_in
-            elif words_in and input_ranges:
-                # by position: the analyses that take them need not look names up again
-                input_ranges = dict(resolve_input_ranges(root, input_ranges).items())
-            expanded: list[tuple[str, str, Any, str]] = []
-            if float_policy is FloatPolicy.PAIRS:
-                # LAPACK calls written out before anything reads the module
-                # (the rewrite rules would narrow them to their f32 siblings)
-                backup = root.clone()
-                expanded = expand_lapack(root)
-            p = Planner(root, Settings(integer_policy, range_policy, input_ranges, words_in=words_in,
-                                       assumed_inputs=assumed,
-                                       float_pairs=float_policy is FloatPolicy.PAIRS, keep=keep))
-            if profile is not None:
-                p.report.target = profile.name
-                p.report.kept_native = sorted(keep)
-            # on the 64-bit module, before anything is narrowed
-            hints = float_hints(root) if float_policy is FloatPolicy.F32 else []
-            ranges = pair_range(root) if float_policy is FloatPolicy.PAIRS else []
-            p.judge_assumed_inputs()
-            p.walk(settle=False)
-            if p.plan.candidates:
-                # Exact rewrite rules insert and erase ops, which the undo
-                # log of the pass cannot take back: back the module up first.
-                if backup is None:
-                    backup = root.clone()
-                rewrites = rewrite.run_rules(p.plan, p)
-                p = p.replan(settle=False)
-            if float_policy is FloatPolicy.PAIRS:
-                if backup is None:
-                    backup = root.clone()
-                _float_pairs(p, root, outputs, expanded, ranges,
-                             refuse_range=range_policy in (RangePolicy.STRICT, RangePolicy.EXACT))
-                p = p.replan(settle=False)
-            # Values that may not fit (under policy "exact") and ops with no
-            # 32-bit form are computed exactly in 32-bit word pairs.
-            em = p.emulation(everything=range_policy is RangePolicy.EXACT, words_out=outputs is Outputs.WORDS)
-            if em is not None:
-                refused = range_policy.refuses
-                by_value = outputs is Outputs.CHECKED and range_policy is RangePolicy.EXACT
-                for value in em.narrowed:
-                    verdict, r = em.analysis.verdict(value)
-                    if verdict in (Verdict.EXACT, Verdict.SENTINEL):
-                        continue
-                    if by_value:
-                        # computed exactly; returned in 32 bits where it fits,
-                        # which the module's last result tells when it runs
-                        em.checked.add(value)
-                        p.report.checked_outputs.append(p.record(
-                            value, Verdict.EMULATED, r.interval,
-                            "returned in 32 bits, checked by value when it runs", keep=False))
-                    else:
-                        p.record_range(value, verdict, r.interval, refused,
-                                       collision=collision_only(r, value.type))
-                if backup is None:
-                    backup = root.clone()
-                # one record per emulated value, taken before the ops change
-                records = [p.record(v, Verdict.EMULATED, None, "computed exactly as a pair of 32-bit words",
-                                    keep=False) for v in em.wide]
-                records.sort(key=lambda n: (str(n._loc), n.op, n.role, n.index))
-                p.report.narrowings.extend(records)
-                p.report.ops_emulated, by_op = em.apply()
-                p.report.emulated_by_op = by_op
-                p.report.values_emulated = len(em.wide)
-                p.report.emulated_outputs = list(em.outputs)
-                p.report.emulated_inputs = list(em.inputs)
-                p.known_ranges = em.known_ranges
-                p = p.replan()
+    given = {name: value for name, value in (
+        ("policy", policy), ("integer_policy", integer_policy), ("input_ranges", input_ranges),
+        ("verify", verify), ("check", check), ("outputs", outputs), ("float_policy", float_policy),
+        ("target", target)) if value is not None}
+    if options is not None and not isinstance(options, Options):
+        raise TypeError(f"demote()'s options must be a no64.Options, not {type(options).__name__}; "
+                        "give the options as keywords (policy=...) or as Options(...)")
+    return _Demotion(module, (options if options is not None else Options()).replace(**given)).run()
+
+
+class _Demotion:
+    """One run of the pass over one module: its steps in order
+    (:meth:`run`), each a method, and the one place that undoes them when a
+    step fails.
+
+    Plain retyping is taken back from the plan's undo log; the steps that
+    insert and erase ops (exact rewrite rules, float pairs, word emulation,
+    a plan that needs it) first take a backup, a clone of the module, once.
+    """
+
+    def __init__(self, module: ir.Module | ir.Operation, options: Options) -> None:
+        self.root = _module_op(module)
+        if self.root.name != "builtin.module":
+            raise TypeError(
+                f"demote() takes a module (builtin.module), not a {self.root.name} op; "
+                "pass the module that holds it"
+            )
+        self.options = options
+        declared = options.declared_ranges
+        if declared:
+            try:
+                resolve_input_ranges(self.root, declared)
+            except ValueError as exc:
+                raise InputRangeError(f"input ranges: {exc}") from None
+        #: A clone of the module as it was, once a step needs one.
+        self.backup: ir.Operation | None = None
+        #: The plan being applied (its undo log takes plain retyping back).
+        self.changing: Plan | None = None
+        #: Ops the exact rewrite rules replaced.
+        self.rewrites = 0
+        #: The LAPACK calls written out (float pairs).
+        self.expanded: list[tuple[str, str, Any, str]] = []
+
+    def run(self) -> DemotionReport:
+        """Every step, in order; the module is left as it was if one fails."""
+        with self.root.context, ir.Location.unknown(), gc_paused():
+            try:
+                return self._steps()
+            except Exception as exc:
+                self._undo()
+                if isinstance(exc, ir.MLIRError):
+                    raise InvalidModuleError(
+                        "the rewritten module does not verify, so the module was left unchanged "
+                        f"(please report this as a no64 bug, with the input module): {exc}"
+                    ) from None
+                raise
+            finally:
+                if self.backup is not None:
+                    self.backup.erase()
+
+    def _steps(self) -> DemotionReport:
+        pairs = self.options.float_policy is FloatPolicy.PAIRS
+        settings = Settings.of(self.options, self.root)
+        if pairs:
+            self._expand_lapack()
+        p = self._planner(settings)
+        # on the 64-bit module, before anything is narrowed
+        hints = float_hints(self.root) if not pairs else []
+        ranges = pair_range(self.root) if pairs else []
+        p.judge_assumed_inputs()
+        p.walk(settle=False)
+        p = self._rules(p)
+        if pairs:
+            p = self._pairs(p, ranges)
+        p = self._emulate(p)
+        self._judge(p, hints)
+        return self._apply(p)
+
+    def _back_up(self) -> None:
+        if self.backup is None:
+            self.backup = self.root.clone()
+
+    def _undo(self) -> None:
+        if self.backup is not None:
+            _restore(self.root, self.backup)
+        elif self.changing is not None:
+            rewrite.undo(self.changing)
+
+    def _expand_lapack(self) -> None:
+        """LAPACK calls written out before anything reads the module (the
+        rewrite rules would narrow them to their f32 siblings)."""
+        self._back_up()
+        self.expanded = expand_lapack(self.root)
+
+    def _planner(self, settings: Settings) -> Planner:
+        p = Planner(self.root, settings)
+        if self.options.target is not None:
+            p.report.target = self.options.target.name
+            p.report.kept_native = sorted(settings.keep)
+        return p
+
+    def _rules(self, p: Planner) -> Planner:
+        """The exact rewrite rules (they insert and erase ops, which the undo
+        log cannot take back: the module is backed up first)."""
+        if not p.plan.candidates:
+            return p
+        self._back_up()
+        self.rewrites = rewrite.run_rules(p.plan, p)
+        return p.replan(settle=False)
+
+    def _pairs(self, p: Planner, ranges: list[PairRange]) -> Planner:
+        """Every float64 value as a pair of f32 (a constant outside their
+        range refused under the strict and exact policies)."""
+        self._back_up()
+        _float_pairs(p, self.root, self.options.outputs, self.expanded, ranges,
+                     refuse_range=self.options.policy in (RangePolicy.STRICT, RangePolicy.EXACT))
+        return p.replan(settle=False)
+
+    def _emulate(self, p: Planner) -> Planner:
+        """Values that may not fit (under policy "exact") and ops with no
+        32-bit form, computed exactly in 32-bit word pairs; with none, the
+        plan is settled (refusals raise there, before anything changes)."""
+        em = p.emulation(everything=self.options.policy is RangePolicy.EXACT,
+                         words_out=self.options.outputs is Outputs.WORDS)
+        if em is None:
+            p.settle()
+            return p
+        self._judge_narrowed(p, em)
+        self._back_up()
+        # one record per emulated value, taken before the ops change
+        records = [p.record(v, Verdict.EMULATED, None, "computed exactly as a pair of 32-bit words",
+                            keep=False) for v in em.wide]
+        records.sort(key=lambda n: (str(n._loc), n.op, n.role, n.index))
+        rep = p.report
+        rep.narrowings.extend(records)
+        rep.ops_emulated, rep.emulated_by_op = em.apply()
+        rep.values_emulated = len(em.wide)
+        rep.emulated_outputs = list(em.outputs)
+        rep.emulated_inputs = list(em.inputs)
+        p.known_ranges = em.known_ranges
+        return p.replan()
+
+    def _judge_narrowed(self, p: Planner, em: Any) -> None:
+        """The values the emulation leaves narrowed: judged as the policy
+        says, or (``outputs="checked"`` under ``exact``) checked by value."""
+        refused = self.options.policy.refuses
+        by_value = self.options.outputs is Outputs.CHECKED and self.options.policy is RangePolicy.EXACT
+        for value in em.narrowed:
+            verdict, r = em.analysis.verdict(value)
+            if verdict in (Verdict.EXACT, Verdict.SENTINEL):
+                continue
+            if by_value:
+                # computed exactly; returned in 32 bits where it fits,
+                # which the module's last result tells when it runs
+                em.checked.add(value)
+                p.report.checked_outputs.append(p.record(
+                    value, Verdict.EMULATED, r.interval,
+                    "returned in 32 bits, checked by value when it runs", keep=False))
             else:
-                p.settle()  # refusals raise here, before anything is changed
-            p.judge()
-            p.report.float_hints = hints
-            if p.report.values_emulated:
-                p.report.verdicts[Verdict.EMULATED] = p.report.values_emulated
-            p.report.ops_rewritten = rewrites
-            plan = p.plan
-            if not (plan.values or plan.funcs or rewrites or p.report.ops_emulated):
-                if check:
-                    rewrite.check(plan)
-                rewrite.drop_assumptions(plan)
-                return p.report
-            if backup is None and plan.needs_backup:
-                backup = root.clone()
-            changing = plan
-            rewrite.apply(plan, p)
-            if verify:
-                root.verify()
-            if check:
+                p.record_range(value, verdict, r.interval, refused, collision=collision_only(r, value.type))
+
+    def _judge(self, p: Planner, hints: list[Any]) -> None:
+        p.judge()
+        rep = p.report
+        rep.float_hints = hints
+        if rep.values_emulated:
+            rep.verdicts[Verdict.EMULATED] = rep.values_emulated
+        rep.ops_rewritten = self.rewrites
+
+    def _apply(self, p: Planner) -> DemotionReport:
+        """The plan applied: types changed, constants replaced, the module
+        verified and checked as asked, converts that became no-ops erased."""
+        plan = p.plan
+        if not (plan.values or plan.funcs or self.rewrites or p.report.ops_emulated):
+            if self.options.check:
                 rewrite.check(plan)
-            p.report.converts_removed = rewrite.finish(plan)
             rewrite.drop_assumptions(plan)
-        except Exception as exc:
-            if backup is not None:
-                _restore(root, backup)
-            elif changing is not None:
-                rewrite.undo(changing)
-            if isinstance(exc, ir.MLIRError):
-                raise InvalidModuleError(
-                    "the rewritten module does not verify, so the module was left unchanged "
-                    f"(please report this as a no64 bug, with the input module): {exc}"
-                ) from None
-            raise
-        finally:
-            if backup is not None:
-                backup.erase()
+            return p.report
+        if plan.needs_backup:
+            self._back_up()
+        self.changing = plan
+        rewrite.apply(plan, p)
+        if self.options.verify:
+            self.root.verify()
+        if self.options.check:
+            rewrite.check(plan)
+        p.report.converts_removed = rewrite.finish(plan)
+        rewrite.drop_assumptions(plan)
         return p.report
 
 

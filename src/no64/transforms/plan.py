@@ -26,14 +26,15 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ..analysis.ranges import RangeAnalysis, entry_function
+from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..errors import ConstantRangeError, NarrowingError, UnsupportedOpError
 from ..ir._compat import as_attribute, block_argument, op_result
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import TypeConverter
-from ..kinds import ElementKind, EventKind, IntegerPolicy, RangePolicy, SentinelUse, Verdict
+from ..kinds import ElementKind, EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, SentinelUse, Verdict
+from ..options import Options
 from ..report import DemotionReport, Narrowing
 from ..spec.intervals import Range, collides, sentinel_collision
 from ..spec.registry import REGISTRY, Computes, OpSpec, spec_of
@@ -90,6 +91,31 @@ class Settings:
     #: 64-bit element types the device has natively (a target's profile):
     #: kept as they are (:class:`~no64.ir.types.TypeConverter`).
     keep: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, options: Options, root: ir.Operation) -> "Settings":
+        """The planner's view of ``options`` for the module ``root``.
+
+        Under ``policy="exact"`` with ``outputs="words"`` the 64-bit integer
+        inputs not proven to fit enter as words; with other ``outputs`` they
+        are 32-bit values (the runtime fixes the types): the analysis takes
+        them so, and each without a declared range is unproven
+        (:meth:`Planner.judge_assumed_inputs`).  Declared ranges are looked
+        up by position there, once."""
+        exact = options.policy is RangePolicy.EXACT
+        words_in = exact and options.outputs is Outputs.WORDS
+        declared = options.declared_ranges
+        ranges: Mapping[int | str, tuple[int, int]] | None = declared
+        assumed: frozenset[int] = frozenset()
+        if exact and not words_in:
+            ranges = exact_input_ranges(root, declared)
+            given = resolve_input_ranges(root, declared) if declared else {}
+            # (by position: exact_input_ranges resolved the names)
+            assumed = frozenset(i for i in ranges if isinstance(i, int) and i not in given)
+        elif words_in and declared:
+            ranges = dict(resolve_input_ranges(root, declared).items())
+        return cls(options.integer_policy, options.policy, ranges, words_in=words_in, assumed_inputs=assumed,
+                   float_pairs=options.float_policy is FloatPolicy.PAIRS, keep=options.native)
 
 
 @dataclass(eq=False)

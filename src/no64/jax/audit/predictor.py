@@ -15,6 +15,7 @@ from typing import Any
 
 from ...errors import No64Error, X64DisabledWarning
 from ...kinds import Handling, Mode, Verdict
+from ...options import ENVIRONMENT, Options, read as read_environment
 from ...transforms.scan import find_64bit
 from .. import hook as jaxhook, host, intent
 from .._compat import (
@@ -70,28 +71,29 @@ class _StandIn(jaxhook.Config):
 
 
 def _hook_settings(given: dict[str, Any]) -> dict[str, Any]:
-    """Every field of the hook's :class:`~no64.jax.hook.Config` but its
-    platforms, as ``NO64_PLATFORMS`` sets it: from the environment variable
-    ``NO64_<FIELD>`` (``NO64_MODE``, ``NO64_INTEGER_POLICY``,
-    ``NO64_POLICY``, ...), read as the hook reads it, unless ``given``."""
-    defaults = jaxhook.Config(frozenset({"default"}))
-    out: dict[str, Any] = {}
-    for field in dataclasses.fields(jaxhook.Config):
-        if field.name == "platforms":
-            continue
-        default = getattr(defaults, field.name)
-        value = given.get(field.name)
-        if field.name == "target":  # a profile's name, or None: the platform's
-            problems: list[str] = []
-            out["target"] = value if value is not None else jaxhook.environment_target(False, problems)
-            if problems:
-                raise jaxhook.ConfigurationError(f"no64: {problems[0]}")
-            continue
-        if value is None:
-            choices = type(default).values() if hasattr(type(default), "values") else (str(default),)
-            value = jaxhook.environment_choice(f"NO64_{field.name.upper()}", choices, default, False)
-        out[field.name] = str(value)
+    """The hook's settings but its platforms, as ``NO64_PLATFORMS`` sets
+    them, each a word by name (``"mode"``, ``"policy"``, ``"target"``, ...:
+    the mode and every option an environment variable sets): from its
+    variable (declared in :data:`no64.options.ENVIRONMENT`), read as the
+    hook reads it (a bad value raises :class:`no64.ConfigurationError`),
+    unless ``given``.  ``target`` is ``None`` for the platform's profile."""
+    chosen = {name: value for name, value in given.items() if value is not None}
+    unknown = set(chosen) - {"mode", *_OPTION_VARIABLES}
+    if unknown:
+        raise TypeError(f"unknown hook setting(s): {', '.join(sorted(unknown))}")
+    skipped = {_OPTION_VARIABLES[name] for name in chosen if name != "mode"}
+    options = Options.from_env({k: v for k, v in os.environ.items() if k not in skipped})
+    options = options.replace(**{name: value for name, value in chosen.items() if name != "mode"})
+    mode = chosen.get("mode") or read_environment(os.environ, jaxhook.ENV_MODE) or Mode.FIX
+    out: dict[str, Any] = {"mode": str(Mode.parse(mode, "no64 mode"))}
+    for name in _OPTION_VARIABLES:
+        value = getattr(options, name)
+        out[name] = None if value is None else value.name if name == "target" else str(value)
     return out
+
+
+#: The options an environment variable sets, by field: the variable's name.
+_OPTION_VARIABLES = {v.field: v.name for v in ENVIRONMENT if v.field}
 
 
 def _judged(report: Any) -> Any:
@@ -177,8 +179,8 @@ class Predictor(HookListener):
         self._recording = True
         set_x64_update_hook(x64_hook)
         self._saved["x64_watch"] = x64_hook
-        words: dict[str, Any] = dict(self.settings)  # Config parses each word into its vocabulary
-        config = _StandIn(self.platforms, **words)
+        words = {name: word for name, word in self.settings.items() if name != "mode" and word is not None}
+        config = _StandIn(self.platforms, Mode(self.settings["mode"]), Options(**words))
         self.config = config
         label = ",".join(sorted(self.platforms))
         jaxhook.activate(config, source=f"{jaxhook.ENV_PLATFORMS}={label}")
