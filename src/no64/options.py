@@ -35,6 +35,19 @@ __all__ = ["ENVIRONMENT", "Options", "Variable", "environment_table", "read", "v
 InputRanges = tuple[tuple[int | str, tuple[int, int]], ...]
 
 
+_SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False}
+
+
+def _switch(value: bool | str, name: str) -> bool:
+    """A yes/no option from a bool or a word (``on``/``off``)."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in _SWITCH:
+        raise ValueError(f"{name} must be on or off, not {value!r}")
+    return _SWITCH[word]
+
+
 @dataclasses.dataclass(frozen=True, init=False, repr=False)
 class Options:
     """The options of one conversion (see :func:`no64.demote` for what each does).
@@ -63,6 +76,11 @@ class Options:
         (:attr:`declared_ranges` as a mapping).
       verify: Verify the whole module after the rewrite.
       check: Run the strict check on the rewritten module.
+      float_hints: Under ``float_policy="f32"``, look for the float64
+        results f32 demonstrably changes (:mod:`no64.analysis.float_hints`;
+        ``report.float_hints``).  On by default; the compile hook's
+        environment leaves it off unless ``NO64_FLOAT_HINTS=on``: the
+        analysis costs about as much as the rest of the pass.
     """
 
     policy: RangePolicy
@@ -73,6 +91,7 @@ class Options:
     input_ranges: InputRanges
     verify: bool
     check: bool
+    float_hints: bool
 
     def __init__(
         self,
@@ -85,6 +104,7 @@ class Options:
         input_ranges: Mapping[int | str, tuple[int, int]] | InputRanges | None = None,
         verify: bool = True,
         check: bool = False,
+        float_hints: bool | str = True,
     ) -> None:
         if isinstance(input_ranges, tuple):  # (as dataclasses.replace passes it)
             input_ranges = dict(input_ranges)
@@ -99,6 +119,7 @@ class Options:
             ("input_ranges", ranges),
             ("verify", bool(verify)),
             ("check", bool(check)),
+            ("float_hints", _switch(float_hints, "float_hints")),
         ):
             object.__setattr__(self, name, value)
 
@@ -141,7 +162,11 @@ class Options:
         added to them (the caller refuses to run under the default it gets
         instead)."""
         env = os.environ if environ is None else environ
-        words: dict[str, Any] = {v.field: read(env, v.name, problems) for v in ENVIRONMENT if v.field}
+        words: dict[str, Any] = {}
+        for v in ENVIRONMENT:
+            if v.field:
+                word = read(env, v.name, problems)
+                words[v.field] = word if word is not None else v.unset
         return cls(**{name: word for name, word in words.items() if word is not None})
 
 
@@ -167,6 +192,9 @@ class Variable:
     default: str = ""
     #: The :class:`Options` field it sets (``None``: not an option).
     field: str | None = None
+    #: The word the field takes when the variable is unset or empty, where
+    #: the environment's default differs from the API's (``None``: the same).
+    unset: str | None = None
 
 
 def _target_names() -> tuple[str, ...]:
@@ -191,6 +219,11 @@ ENVIRONMENT: tuple[Variable, ...] = (
              FloatPolicy.values, FloatPolicy.F32.value, "float_policy"),
     Variable("NO64_TARGET", "The device profile (`no64.targets`) compiled modules are made exact on and "
              "checked against.", _target_names, "the platform's profile", "target"),
+    Variable("NO64_FLOAT_HINTS", "`on`: the compile hook also looks, under the `f32` float policy, for "
+             "float64 results f32 demonstrably changes, and warns at their lines "
+             "(`no64.FloatPrecisionWarning`); off by default, as the analysis costs about as much as the "
+             "rest of the pass (`no64.demote`, `no64 convert`, `no64.jit` and the audit always look).",
+             lambda: ("on", "off"), "off", "float_hints", unset="off"),
     Variable("NO64_DEBUG", "`1`: the `no64` command prints the traceback before its one-line error.",
              default="unset"),
     Variable("NO64_SKIP_VERSION_CHECK", "Set: no warning for a jaxlib release no64 is not tested with.",

@@ -25,10 +25,23 @@ DATA = ROOT / "tests" / "data"
 OPTION_VARIABLES = [v for v in ENVIRONMENT if v.field]
 
 
+#: What the environment sets when no variable is set: the API's defaults,
+#: but float hints, which the compile hook skips unless asked.
+ENV_DEFAULT = Options(float_hints=False)
+
+
+def test_the_environment_leaves_float_hints_off_unless_asked() -> None:
+    assert Options().float_hints and not Options.from_env({}).float_hints
+    assert Options.from_env({"NO64_FLOAT_HINTS": "on"}).float_hints
+    assert Options(float_hints="off") == ENV_DEFAULT
+    with pytest.raises(ValueError, match="float_hints must be on or off"):
+        Options(float_hints="maybe")
+
+
 def test_the_option_variables_are_declared() -> None:
     assert {v.name: v.field for v in OPTION_VARIABLES} == {
         "NO64_INTEGER_POLICY": "integer_policy", "NO64_POLICY": "policy",
-        "NO64_FLOAT_POLICY": "float_policy", "NO64_TARGET": "target"}
+        "NO64_FLOAT_POLICY": "float_policy", "NO64_TARGET": "target", "NO64_FLOAT_HINTS": "float_hints"}
     assert [v.name for v in ENVIRONMENT][:2] == ["NO64_PLATFORMS", "NO64_MODE"]
 
 
@@ -38,11 +51,11 @@ def test_each_variable_sets_its_option(var) -> None:
     for word in var.choices():
         # read without surrounding spaces, in any case
         got = Options.from_env({var.name: f" {word.upper()} "})
-        assert got == Options(**{var.field: word}), word
-        others = [getattr(got, v.field) == getattr(Options(), v.field) for v in OPTION_VARIABLES if v is not var]
+        assert got == ENV_DEFAULT.replace(**{var.field: word}), word
+        others = [getattr(got, v.field) == getattr(ENV_DEFAULT, v.field) for v in OPTION_VARIABLES if v is not var]
         assert all(others)
     # unset or empty: the default
-    assert Options.from_env({}) == Options.from_env({var.name: "  "}) == Options()
+    assert Options.from_env({}) == Options.from_env({var.name: "  "}) == ENV_DEFAULT
 
 
 @pytest.mark.parametrize("var", [v for v in ENVIRONMENT if v.choices], ids=lambda v: v.name)
@@ -57,14 +70,14 @@ def test_a_bad_value_is_one_line_naming_the_variable(var) -> None:
         with pytest.raises(ConfigurationError, match=f"^no64: {var.name}='Typo' is not one of {choices}$"):
             Options.from_env(env)
         problems: list[str] = []  # collected instead: the default is taken
-        assert Options.from_env(env, problems=problems) == Options()
+        assert Options.from_env(env, problems=problems) == ENV_DEFAULT
         assert problems == [f"{var.name}='Typo' is not one of {choices}"]
 
 
 def test_every_bad_variable_is_collected_in_order() -> None:
     problems: list[str] = []
     env = {"NO64_POLICY": "exakt", "NO64_INTEGER_POLICY": "saturat", "NO64_FLOAT_POLICY": "f32"}
-    assert Options.from_env(env, problems=problems) == Options()
+    assert Options.from_env(env, problems=problems) == ENV_DEFAULT
     assert [p.split("=")[0] for p in problems] == ["NO64_INTEGER_POLICY", "NO64_POLICY"]
 
 
@@ -79,7 +92,7 @@ def test_words_and_members_are_the_same_options() -> None:
     assert words.declared_ranges == {"tokens": (0, 9), 1: (2, 3)} and Options().declared_ranges is None
     assert words.native == target("neuron").native and Options(target="mtl").native == {"i64", "u64"}
     assert words.replace(policy="strict") == Options(**{**_fields(words), "policy": "strict"})
-    assert words.replace() == words and Options() == Options.from_env({})
+    assert words.replace() == words and Options().replace(float_hints=False) == Options.from_env({})
     assert repr(Options(policy="strict", target="neuron")) == "Options(policy='strict', target='neuron')"
 
 
@@ -121,7 +134,8 @@ def _convert_args(*flags: str):
 ])
 def test_cli_environment_and_api_agree(flags: tuple, env: dict, api: dict) -> None:
     from_cli = no64.cli.convert_options(_convert_args(*flags))
-    assert from_cli == Options.from_env(env) == Options(**api) == no64.Options(**api)
+    # the same but float hints, which the environment (the compile hook's) leaves off
+    assert from_cli == Options.from_env(env).replace(float_hints=True) == Options(**api) == no64.Options(**api)
 
 
 def test_cli_ranges_are_the_options_input_ranges() -> None:

@@ -216,7 +216,9 @@ def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.Monke
     from no64.jax.audit import _hook_settings
     from no64.options import ENVIRONMENT, Options
 
-    default = {"mode": "fix", **{v.field: getattr(Options(), v.field) for v in ENVIRONMENT if v.field}}
+    env_default = Options.from_env({})
+    default = {"mode": "fix", **{v.field: getattr(env_default, v.field) for v in ENVIRONMENT if v.field}}
+    default["float_hints"] = "on" if default["float_hints"] else "off"
     chosen = {}
     for v in ENVIRONMENT:
         if v.choices is None:
@@ -224,7 +226,7 @@ def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.Monke
         name = v.field or "mode"
         chosen[name] = next(w for w in v.choices() if w != default[name])
         monkeypatch.setenv(v.name, f" {chosen[name].upper()} ")
-    assert {"mode", "integer_policy", "policy", "float_policy", "target"} == set(chosen)
+    assert {"mode", "integer_policy", "policy", "float_policy", "target", "float_hints"} == set(chosen)
     activated: list[hook.Config] = []
     monkeypatch.setenv("NO64_PLATFORMS", "cpu")
     monkeypatch.setattr(hook.STATE, "explicit", False)
@@ -232,7 +234,8 @@ def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.Monke
     hook.initialize_from_environment(strict=True)
     (config,) = activated
     settings = _hook_settings({})
-    assert settings == chosen == {name: str(getattr(config, name)) for name in chosen}
+    assert settings == chosen == {name: str(getattr(config, name)) for name in chosen if name != "float_hints"} | {
+        "float_hints": "on" if config.options.float_hints else "off"}
     assert _hook_settings({"mode": "off"})["mode"] == "off"  # an explicit choice wins
 
 

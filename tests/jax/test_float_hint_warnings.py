@@ -51,10 +51,10 @@ def test_error_filter_turns_it_into_a_failure_and_benign_programs_are_quiet():
         assert float(out) == pytest.approx(np.var(np.linspace(0.9, 1.1, 8)), rel=1e-5)
 
 
-def run_under_hook(script: Any) -> subprocess.CompletedProcess[str]:
+def run_under_hook(script: Any, **extra: str) -> subprocess.CompletedProcess[str]:
     """Run ``script`` as NO64_PLATFORMS=cpu runs it, with x64 on."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
-    env.update(NO64_PLATFORMS="cpu", JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
+    env.update(NO64_PLATFORMS="cpu", JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", **extra)
     return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
                           timeout=300)
 
@@ -73,10 +73,14 @@ def test_under_no64_platforms_the_user_sees_the_line(tmp_path):
 
         print(intervals(np.ones(255))[0])
     """))
-    proc = run_under_hook(script)
+    proc = run_under_hook(script, NO64_FLOAT_HINTS="on")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{script}:9: FloatPrecisionWarning" in proc.stderr, proc.stderr[-3000:]
     assert "[cancellation]" in proc.stderr and 'float_policy="pairs"' in proc.stderr
+    # off by default under the hook (the analysis costs about as much as the pass)
+    quiet = run_under_hook(script)
+    assert quiet.returncode == 0 and quiet.stdout == proc.stdout, quiet.stderr[-3000:]
+    assert "FloatPrecisionWarning" not in quiet.stderr, quiet.stderr[-3000:]
 
 
 #: Seconds since 1970, 0.1 ms apart: f32 holds them 128 s apart.

@@ -44,8 +44,9 @@ def test_hook_install_jit_cli_and_demote_agree(monkeypatch: pytest.MonkeyPatch, 
     activated = _environment(monkeypatch, env)
     assert hook.initialize_from_environment(strict=True) is activated[0]
     from_env = activated[0]
-    assert from_env == hook.Config(frozenset({"cpu"}), Mode.FIX, Options(**api))
-    assert from_env.options == Options.from_env(env) == Options(**api)
+    # (the hook leaves float hints off unless NO64_FLOAT_HINTS=on; the API and the CLI look)
+    assert from_env == hook.Config(frozenset({"cpu"}), Mode.FIX, Options(**api, float_hints=False))
+    assert from_env.options == Options.from_env(env) == Options(**api, float_hints=False)
     assert from_env.policy is from_env.options.policy and from_env.float_policy is from_env.options.float_policy
     assert from_env.target == api.get("target")
     # no64.install builds the same configuration
@@ -55,10 +56,10 @@ def test_hook_install_jit_cli_and_demote_agree(monkeypatch: pytest.MonkeyPatch, 
         assert hook.install("cpu", **api) == from_env == activated[-1]
     # no64 convert's flags
     args = no64.cli._build_parser().parse_args(["convert", "in.mlir", "-o", "out.mlir", *flags])
-    assert no64.cli.convert_options(args) == from_env.options
+    assert no64.cli.convert_options(args) == from_env.options.replace(float_hints=True)
     # no64.jit's keywords (it has no target: the device is the one it runs on)
     jit_kwargs = {k: v for k, v in api.items() if k != "target"}
-    assert no64.jit(lambda x: x, **jit_kwargs).options == from_env.options.replace(target=None)
+    assert no64.jit(lambda x: x, **jit_kwargs).options == from_env.options.replace(target=None, float_hints=True)
     # the audit reads the hook's settings as the hook does
     settings = _hook_settings({})
     assert settings["mode"] == "fix"

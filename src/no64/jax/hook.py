@@ -202,7 +202,8 @@ class Config:
 
     platforms: frozenset[str]
     mode: Mode = Mode.FIX
-    options: Options = Options()
+    #: The hook's default options leave float hints off (``NO64_FLOAT_HINTS``).
+    options: Options = Options(float_hints=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode.parse(self.mode, "no64 mode"))
@@ -290,6 +291,7 @@ def install(
     policy: RangePolicy | str = RangePolicy.DEFAULT,
     float_policy: str = "f32",
     target: str | None = None,
+    float_hints: bool = False,
 ) -> Config:
     """Make every module JAX compiles for ``platforms`` pass through no64.
 
@@ -310,6 +312,10 @@ def install(
         lowered, so float64 outputs are rounded to f32 once, at the end.
       target: The device profile modules are checked against (``"neuron"``,
         ...; see :mod:`no64.targets`); default: the compiled platform's.
+      float_hints: Also look for float64 results that f32 demonstrably
+        changes and warn at their lines (:class:`no64.FloatPrecisionWarning`;
+        as ``NO64_FLOAT_HINTS=on``).  Off by default: on a model's module
+        the analysis costs about as much as the rest of the pass.
 
     Returns:
       The installed :class:`Config`.
@@ -321,7 +327,8 @@ def install(
     never reuses executables compiled under another one.
     """
     config = Config(normalize_platforms(platforms), Mode.parse(mode, "no64 mode"),
-                    Options(integer_policy=integer_policy, policy=policy, float_policy=float_policy, target=target))
+                    Options(integer_policy=integer_policy, policy=policy, float_policy=float_policy, target=target,
+                            float_hints=float_hints))
     if not config.platforms:
         raise ValueError("no64.install needs at least one platform name")
     with STATE.lock:
@@ -796,7 +803,7 @@ def _prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modu
         # does not verify it a second time (see _compile_or_get_cached).
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
                         verify=False, check=True, outputs=Outputs.NARROW,
-                        float_policy=config.float_policy)
+                        float_policy=config.float_policy, float_hints=config.options.float_hints)
     except No64Error as exc:
         host.name_callers_line(exc, module)
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
@@ -891,7 +898,7 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
                         policy=config.policy if exact else RangePolicy.PERMISSIVE,
                         input_ranges=exact_input_ranges(copy.operation, None),
                         verify=False, check=True, outputs=Outputs.CHECKED if exact else Outputs.NARROW,
-                        float_policy=config.float_policy)
+                        float_policy=config.float_policy, float_hints=config.options.float_hints)
     except No64Error as exc:
         if exact and isinstance(exc, NarrowingError):
             raise intent.output_error(name, exc) from None

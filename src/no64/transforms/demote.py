@@ -68,6 +68,7 @@ def demote(
     outputs: Outputs | str | None = None,
     float_policy: FloatPolicy | str | None = None,
     target: str | Target | None = None,
+    float_hints: bool | None = None,
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
@@ -148,6 +149,11 @@ def demote(
         64-bit type.  The ops the target computes on a narrower datapath or
         refuses are made exact by :func:`no64.transforms.legalize.legalize`
         after the pass (``no64 convert --target`` runs both).
+      float_hints: Under ``float_policy="f32"``, look for the float64
+        results that f32 demonstrably changes, each named at its line in
+        ``report.float_hints`` (:mod:`no64.analysis.float_hints`; default:
+        yes).  The analysis costs about as much as the rest of the pass; the
+        compile hook skips it unless ``NO64_FLOAT_HINTS=on``.
       verify: Verify the whole module after the rewrite (default).  A
         failure raises :class:`~no64.errors.InvalidModuleError` and leaves
         the module as it was.  A caller that hands the module straight to a
@@ -177,7 +183,7 @@ def demote(
     given = {name: value for name, value in (
         ("policy", policy), ("integer_policy", integer_policy), ("input_ranges", input_ranges),
         ("verify", verify), ("check", check), ("outputs", outputs), ("float_policy", float_policy),
-        ("target", target)) if value is not None}
+        ("target", target), ("float_hints", float_hints)) if value is not None}
     if options is not None and not isinstance(options, Options):
         raise TypeError(f"demote()'s options must be a no64.Options, not {type(options).__name__}; "
                         "give the options as keywords (policy=...) or as Options(...)")
@@ -241,7 +247,7 @@ class _Demotion:
             self._expand_lapack()
         p = self._planner(settings)
         # on the 64-bit module, before anything is narrowed
-        hints = float_hints(self.root) if not pairs else []
+        hints = float_hints(self.root) if not pairs and self.options.float_hints else []
         ranges = pair_range(self.root) if pairs else []
         p.judge_assumed_inputs()
         p.walk(settle=False)

@@ -88,7 +88,8 @@ def _hook_settings(given: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"mode": str(Mode.parse(mode, "no64 mode"))}
     for name in _OPTION_VARIABLES:
         value = getattr(options, name)
-        out[name] = None if value is None else value.name if name == "target" else str(value)
+        out[name] = (None if value is None else value.name if name == "target"
+                     else ("on" if value else "off") if isinstance(value, bool) else str(value))
     return out
 
 
@@ -180,6 +181,7 @@ class Predictor(HookListener):
         set_x64_update_hook(x64_hook)
         self._saved["x64_watch"] = x64_hook
         words = {name: word for name, word in self.settings.items() if name != "mode" and word is not None}
+        words["float_hints"] = True  # the audit names what f32 changes, whatever the hook would
         config = _StandIn(self.platforms, Mode(self.settings["mode"]), Options(**words))
         self.config = config
         label = ",".join(sorted(self.platforms))
