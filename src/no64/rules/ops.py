@@ -92,8 +92,9 @@ declare("stablehlo.optimization_barrier", elementwise=True, transfer=T.barrier, 
 for _name in ("stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
               "stablehlo.collective_broadcast"):
     declare(_name, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES)
-for _name in ("sdy.sharding_constraint", "sdy.reshard"):
-    declare(_name, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES, pairs=PR.componentwise)
+declare("sdy.sharding_constraint", transfer=T.same_as_operands, emulate=E.moved, region_free=True, sentinels=CARRIES,
+        pairs=PR.componentwise)
+declare("sdy.reshard", transfer=T.same_as_operands, region_free=True, sentinels=CARRIES, pairs=PR.componentwise)
 declare("stablehlo.concatenate", transfer=T.join_operands, emulate=E.moved_all, computes=Computes.CONCATENATE,
         pure=True, region_free=True, sentinels=CARRIES, pairs=PR.componentwise)
 declare("stablehlo.pad", transfer=T.join_operands, emulate=E.pad, computes=Computes.PAD, region_free=True,
