@@ -849,8 +849,5 @@ def _kind_of(t: ir.Type) -> ElementKind:
 
 
 def elem_name(t: ir.Type) -> str:
-    try:
-        return str(ir.ShapedType(t).element_type)
-    except (ValueError, TypeError):
-        return str(t)
+    return str(t.element_type) if isinstance(t, ir.ShapedType) else str(t)
 
