@@ -208,7 +208,9 @@ Results = list["Range | None"]
 Transfer = Callable[[RangeQuery, ir.Operation], Results]
 #: ``arguments(q, arg, op)``: the range of a block argument of ``op``'s regions.
 ArgTransfer = Callable[[RangeQuery, ir.BlockArgument, ir.Operation], "Range | None"]
-#: ``fold(op, elements, result_type)``: the op evaluated on constant elements.
+#: ``fold(op, elements, result_type)``: the op evaluated on constant elements
+#: (called with integer operands and a statically shaped integer result;
+#: ``None`` where it cannot be evaluated -- it raises nothing).
 Fold = Callable[[ir.Operation, list[np.ndarray], ir.Type], "np.ndarray | None"]
 #: What an emulation rule gives for one result: words, a plain value, or nothing.
 Out = Union[W.Words, ir.Value, None]
