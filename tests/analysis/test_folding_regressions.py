@@ -110,3 +110,18 @@ func.func public @main() -> tensor<3x2x4xi64> {
 def test_a_permuted_broadcast_is_converted_exactly_or_refused(policy: str) -> None:
     x = [np.array([[0, 5], [-1, 7]], np.int64), np.array([[I32.max, I32.min], [0, -1]], np.int64)]
     refused_or_exact(parse(PERMUTED_BROADCAST), [[a] for a in x], input_ranges={0: INT32_RANGE}, policy=policy)
+
+
+def test_a_convert_to_a_boolean_folds_to_whether_nonzero() -> None:
+    """StableHLO converts an integer to ``i1`` as ``x != 0``: 2 and -2 fold
+    to true (a fold that wrapped to one bit took their low bit, false)."""
+    m = parse("""
+func.func @main() -> tensor<4xi1> {
+  %c = stablehlo.constant dense<[2, -2, 0, 4294967296]> : tensor<4xi64>
+  %b = stablehlo.convert %c : (tensor<4xi64>) -> tensor<4xi1>
+  return %b : tensor<4xi1>
+}""")
+    with m.context:
+        ret = list(m.body.operations[0].regions[0].blocks[0].operations)[-1]
+        folded = RangeAnalysis(m.operation).fold(ret.operands[0])
+    assert folded is not None and folded.tolist() == [1, 1, 0, 1]

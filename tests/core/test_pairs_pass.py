@@ -230,3 +230,27 @@ def test_remainder_on_pairs_against_exact_fmod():
     assert (np.signbit(g[fin]) == np.signbit(exact[fin])).all()
     # not vacuous: float32 computes other remainders
     assert (np.abs(f32[fin] - exact[fin]) > 2.0**-44 * np.abs(x[fin])).sum() > 10
+
+
+def test_top_k_on_pairs_is_the_x64_programs():
+    """``lax.top_k`` of float64 on pairs: the values (bit for bit, zeros
+    signed) and indices the x64 program gives, in IEEE's total order as
+    XLA's: NaN first and -NaN last, +0 before -0, ties in index order, and
+    values only their lo words tell apart (each input exactly a pair)."""
+    lo = 2.0**-30  # below f32's precision at 1: the lo word alone differs
+    x = np.array([
+        [1.0, 1.0 + lo, 1.0 - lo, 1.0, -0.0, 0.0, np.nan, np.inf],
+        [-np.inf, -0.0, 0.0, -0.0, 3.0, 3.0 + 4 * lo, -np.nan, 2.0**100],
+        [-1.0 - lo, -1.0, -1.0 + lo, -1.0 - lo, -(2.0**-100), 2.0**-100, -5.0, -1.0],
+        [7.0, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0],
+    ])
+    for k in (1, 3, 8):
+        got, ref, report = run(lambda v, k=k: lax.top_k(v, k), x)
+        assert report.pairs_by_op.get("chlo.top_k") == 1
+        np.testing.assert_array_equal(got[0], ref[0])
+        assert (np.signbit(got[0]) == np.signbit(ref[0])).all()
+        np.testing.assert_array_equal(got[1], ref[1])
+    # on a computed operand (exact in float64 too): its pair comes from the op computing it
+    got, ref, _ = run(lambda v: lax.top_k(-2.0 * v, 5), x)
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_array_equal(got[1], ref[1])

@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir._compat import constant_value
+from ..ir._compat import as_attribute, constant_value
 from ..ir._mlir import as_operation, ir
 from ..ir.locations import SourceLocation, decode_location
 from ..kinds import HintKind, SentinelUse
@@ -139,10 +139,7 @@ def _ulp32(x: float) -> float:
 
 
 def _elem(t: ir.Type) -> ir.Type | None:
-    try:
-        return ir.ShapedType(t).element_type
-    except (ValueError, TypeError):
-        return None
+    return t.element_type if isinstance(t, ir.ShapedType) else None
 
 
 def _is_f64(t: ir.Type) -> bool:
@@ -196,22 +193,17 @@ def _mul(a: Interval, b: Interval) -> Interval | None:
 
 
 def _reduced_count(op: ir.Operation) -> int | None:
-    try:
-        dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
-        t = ir.RankedTensorType(op.operands[0].type)
-    except (KeyError, ValueError, TypeError):
-        return None
-    if not t.has_static_shape:
+    dims = as_attribute(op.attributes["dimensions"], ir.DenseI64ArrayAttr) if "dimensions" in op.attributes else None
+    t = op.operands[0].type if len(op.operands) else None
+    if dims is None or not isinstance(t, ir.RankedTensorType) or not t.has_static_shape:
         return None
     return int(math.prod(t.shape[d] for d in dims))
 
 
 def _body_is_add(op: ir.Operation) -> bool:
-    try:
-        block = op.regions[0].blocks[0]
-    except (IndexError, ValueError):
+    if not len(op.regions) or not len(op.regions[0].blocks):
         return False
-    names = [o.name for o in block.operations]
+    names = [o.name for o in op.regions[0].blocks[0].operations]
     return bool(names) and spec_of(names[0]).computes is Computes.ADD
 
 
@@ -221,10 +213,9 @@ def _is_sum(spec: OpSpec, op: ir.Operation) -> bool:
 
 
 def _direction(op: ir.Operation) -> str:
-    try:
-        return str(op.attributes["comparison_direction"]).split()[-1].rstrip(">")
-    except KeyError:
+    if "comparison_direction" not in op.attributes:
         return ""
+    return str(op.attributes["comparison_direction"]).split()[-1].rstrip(">")
 
 
 class _Hints:
@@ -443,11 +434,8 @@ class _Hints:
         computes = spec.computes
         if computes is Computes.IOTA:
             t = ir.RankedTensorType(results[0].type)
-            try:
-                d = ir.IntegerAttr(op.attributes["iota_dimension"]).value
-                out = (0.0, float(max(t.shape[d] - 1, 0))) if t.has_static_shape else None
-            except (KeyError, ValueError):
-                out = None
+            d = ir.IntegerAttr(op.attributes["iota_dimension"]).value
+            out = (0.0, float(max(t.shape[d] - 1, 0))) if t.has_static_shape else None
         elif _moves(spec) and operands:
             out = get(operands[0])
         elif computes in _BINARY:

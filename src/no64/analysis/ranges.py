@@ -322,10 +322,7 @@ class RangeAnalysis:
             if a is None:
                 return None
             args.append(a)
-        try:
-            return fold(op, args, t)
-        except (ValueError, TypeError):
-            return None
+        return fold(op, args, t)
 
     # ----------------------------------------------------------- helpers
     def _lookup(self, key: Any) -> Any:
@@ -1115,11 +1112,12 @@ def _arg_name(fn: ir.Operation, i: int) -> str | None:
 
 
 def _replica_count(op: ir.Operation) -> int | None:
-    try:
-        groups = np.asarray(op.attributes["replica_groups"])
-        return int(groups.shape[-1]) if groups.ndim == 2 and groups.size else None
-    except (KeyError, ValueError, TypeError):
+    dense = as_attribute(op.attributes["replica_groups"], ir.DenseIntElementsAttr) \
+        if "replica_groups" in op.attributes else None
+    if dense is None:
         return None
+    groups = np.asarray(dense)
+    return int(groups.shape[-1]) if groups.ndim == 2 and groups.size else None
 
 
 def _reduced_count(op: ir.Operation) -> int | None:

@@ -481,6 +481,9 @@ def _fold_reshape(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.nd
 
 
 def _fold_convert(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:
+    if ir.IntegerType(ir.ShapedType(t).element_type).width == 1:
+        # to a boolean: true where nonzero (not the low bit)
+        return np.asarray(args[0] != 0, dtype=object).astype(int).astype(object)
     return _wrap(args[0], t)
 
 

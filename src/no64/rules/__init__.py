@@ -12,8 +12,12 @@ of its name that has a 64-bit operand or result, before retyping; it returns
 ``True`` when it rewrote the op (the op may be erased), ``False`` when the
 op is not its business.  A rule may leave 64-bit values behind as long as
 the generic pass can narrow them exactly; it may raise
-:class:`~no64.errors.UnsupportedOpError` through ``ctx.refuse``.  Built-in
-rules are listed in the table; :func:`register` adds one for any op.
+:class:`~no64.errors.UnsupportedOpError` through ``ctx.refuse`` where it
+finds, part-way, that the op has no exact form.  A *check* (an op's
+``refuse``) is ``check(op, ctx) -> Refusal | None``: it says why an op no
+rule rewrote cannot be narrowed, and raises nothing -- the pass decides
+(computing the op on words where it can, else raising with its location).
+Built-in rules are listed in the table; :func:`register` adds one for any op.
 
 Rules run on a module that the pass has backed up: if anything fails later,
 the module is restored.
@@ -30,6 +34,7 @@ from ..spec.registry import (
     UNKNOWN,
     Check,
     OpSpec,
+    Refusal,
     Rule,
     RuleContext,
     check_reachable,
@@ -43,6 +48,7 @@ __all__ = [
     "UNKNOWN",
     "Check",
     "OpSpec",
+    "Refusal",
     "Rule",
     "RuleContext",
     "check_reachable",

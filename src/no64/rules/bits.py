@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..analysis.ranges import defining_op
 from ..ir._mlir import ir, stablehlo
 from ..kinds import EventKind
-from ..spec.registry import Computes, RuleContext, spec_of
+from ..spec.registry import Computes, Refusal, RuleContext, spec_of
 from ..spec.util import after, compare, erase_dead, splat
 
 
@@ -197,43 +197,42 @@ def _truncating_int(user: ir.Operation) -> bool:
 # ----------------------------------------------------------------- refusals
 
 
-def shift_amount_below_32(op: ir.Operation, ctx: RuleContext) -> None:
+def shift_amount_below_32(op: ir.Operation, ctx: RuleContext) -> Refusal | None:
     """A 64-bit shift narrows to a 32-bit one only when its amount is proven
     to lie in [0, 31]: a shift by 32 or more moves bits across the 32-bit
     boundary (and means something else on 32-bit integers)."""
     amount = ctx.ranges().range(op.operands[1])
     if amount is None:
-        return
+        return None
     p = amount.plain()
     if p.lo > p.hi or (0 <= p.lo and p.hi < 32):
-        return
+        return None
     if p.lo == p.hi:
-        ctx.refuse(
-            op,
+        return Refusal(
             f"a 64-bit shift by {p.lo} bits moves bits across the 32-bit boundary; "
             "it has no 32-bit equivalent",
         )
-    ctx.refuse(
-        op,
+    return Refusal(
         f"the shift amount of a 64-bit shift lies in [{p.lo}, {p.hi}], so it cannot be "
         "shown to stay below 32 (a shift by 32 or more means something else on 32-bit "
         "integers)",
     )
 
 
-def unsigned_not(op: ir.Operation, ctx: RuleContext) -> None:
+def unsigned_not(op: ir.Operation, ctx: RuleContext) -> Refusal | None:
     t = ir.ShapedType(op.results[0].type).element_type
     if isinstance(t, ir.IntegerType) and t.is_unsigned and t.width == 64:
-        ctx.refuse(
-            op,
+        return Refusal(
             "bitwise not of an unsigned 64-bit value sets the upper 32 bits; "
             "it has no 32-bit equivalent",
         )
+    return None
 
 
-def static_bit_count(op: ir.Operation, ctx: RuleContext) -> None:
+def static_bit_count(op: ir.Operation, ctx: RuleContext) -> Refusal | None:
     if not ir.ShapedType(op.results[0].type).has_static_shape:
-        ctx.refuse(op, "64-bit bit counting on a dynamically shaped tensor is not supported")
+        return Refusal("64-bit bit counting on a dynamically shaped tensor is not supported")
+    return None
 
 
 def bit_count_fixup(op: ir.Operation, ctx: RuleContext) -> bool:

@@ -13,7 +13,7 @@ import re
 
 from ..ir._mlir import ir
 from ..kinds import EventKind
-from ..spec.registry import RuleContext
+from ..spec.registry import Refusal, RuleContext
 
 _LAPACK = re.compile(r"^lapack_([dz])([a-z0-9]+(?:_ffi)?)$")
 _LAPACK_32 = re.compile(r"^lapack_[sc][a-z0-9]+(?:_ffi)?$")
@@ -58,11 +58,11 @@ TYPE_AGNOSTIC = frozenset(
 )
 
 
-def opaque_target(op: ir.Operation, ctx: RuleContext) -> None:
+def opaque_target(op: ir.Operation, ctx: RuleContext) -> Refusal | None:
     target = ir.StringAttr(op.attributes["call_target_name"]).value
     if target not in TYPE_AGNOSTIC and not renamed_to_32bit(target):
-        ctx.refuse(
-            op,
+        return Refusal(
             f"custom_call target {target!r} takes or returns 64-bit values and its "
             "implementation is opaque; no64 does not know a 32-bit equivalent",
         )
+    return None

@@ -25,7 +25,7 @@ from typing import Any
 from ..analysis.ranges import constant_ints, defining_op
 from ..ir._mlir import ir, stablehlo
 from ..kinds import EventKind, Verdict
-from ..spec.registry import Computes, RuleContext, spec_of
+from ..spec.registry import Computes, Refusal, RuleContext, spec_of
 from ..spec.util import erase_dead
 
 _F64_ONE_BITS = 0x3FF0000000000000
@@ -185,9 +185,8 @@ def clamp_reduce_precision(op: ir.Operation, ctx: RuleContext) -> bool:
     return True
 
 
-def bitcast_is_width_dependent(op: ir.Operation, ctx: RuleContext) -> None:
-    ctx.refuse(
-        op,
+def bitcast_is_width_dependent(op: ir.Operation, ctx: RuleContext) -> Refusal | None:
+    return Refusal(
         "bitcast_convert reinterprets the bits of a 64-bit value; narrowing its type "
         "would change every value, so it is never narrowed",
     )

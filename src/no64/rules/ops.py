@@ -92,8 +92,9 @@ declare("stablehlo.optimization_barrier", elementwise=True, transfer=T.barrier, 
 for _name in ("stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
               "stablehlo.collective_broadcast"):
     declare(_name, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES)
-for _name in ("sdy.sharding_constraint", "sdy.reshard"):
-    declare(_name, transfer=T.same_as_operands, region_free=True, sentinels=CARRIES, pairs=PR.componentwise)
+declare("sdy.sharding_constraint", transfer=T.same_as_operands, emulate=E.moved, region_free=True, sentinels=CARRIES,
+        pairs=PR.componentwise)
+declare("sdy.reshard", transfer=T.same_as_operands, region_free=True, sentinels=CARRIES, pairs=PR.componentwise)
 declare("stablehlo.concatenate", transfer=T.join_operands, emulate=E.moved_all, computes=Computes.CONCATENATE,
         pure=True, region_free=True, sentinels=CARRIES, pairs=PR.componentwise)
 declare("stablehlo.pad", transfer=T.join_operands, emulate=E.pad, computes=Computes.PAD, region_free=True,
@@ -193,7 +194,8 @@ for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stable
 # (What a region does with a sentinel its op hands it is up to the ops inside.)
 declare("stablehlo.sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort, owns_regions=True,
         sentinels=CARRIES, pairs=PR.sort, form=OpForm.SORT)
-declare("chlo.top_k", transfer=T.top_k, emulate=E.top_k, region_free=True, sentinels=CARRIES, form=OpForm.TOP_K)
+declare("chlo.top_k", transfer=T.top_k, emulate=E.top_k, region_free=True, sentinels=CARRIES, pairs=PR.top_k,
+        form=OpForm.TOP_K)
 declare("stablehlo.while", transfer=T.while_results, arguments=T.while_arguments, loop=True, sentinels=CARRIES)
 declare("stablehlo.case", transfer=T.branches, branches=True, sentinels=CARRIES)
 declare("stablehlo.if", transfer=T.branches, branches=True, sentinels=CARRIES)

@@ -418,6 +418,37 @@ def sort(op: ir.Operation, em: Any) -> list[Out]:
     return em.rebuild_sort(op, [em.is_pair(x) for x in op.operands])
 
 
+def top_k(op: ir.Operation, em: Any) -> list[Out]:
+    """``chlo.top_k``: a stable sort of (hi, lo, index) along the last
+    dimension, greatest first in IEEE's total order on the hi words (NaN
+    first, +0 before -0), then by the lo words -- ties in index order, as
+    XLA's -- and its first ``k``: the values as pairs, the indices as they
+    are."""
+    if "largest" in op.attributes and not ir.BoolAttr(op.attributes["largest"]).value:
+        em.refuse(op, "no64 computes top_k on float64 pairs only for the largest elements")
+    x = em.pair(op.operands[0])
+    shape = x.shape
+    rank = len(shape)
+    k = ir.IntegerAttr(op.attributes["k"]).value
+    itype = ir.RankedTensorType(op.results[1].type).element_type
+    i64 = ir.IntegerType.get_signless(64)
+    index = make("iota", [], ir.RankedTensorType.get(shape, itype), iota_dimension=ir.IntegerAttr.get(i64, rank - 1))
+    t = P.pair_type(shape)
+    new = build("sort", [x.hi, x.lo, index], [t, t, index.type], regions=1,
+                dimension=ir.IntegerAttr.get(i64, rank - 1), is_stable=ir.BoolAttr.get(True))
+    st, it = P.pair_type([]), ir.RankedTensorType.get([], itype)
+    block = new.regions[0].blocks.append(st, st, st, st, it, it)
+    with ir.InsertionPoint(block):
+        a = block.arguments
+        build("return", [P.compare("GT", P.Pair(a[0], a[2]), P.Pair(a[1], a[3]), "TOTALORDER")], [])
+    attrs = dict(start_indices=ir.DenseI64ArrayAttr.get([0] * rank),
+                 limit_indices=ir.DenseI64ArrayAttr.get(shape[:-1] + [k]),
+                 strides=ir.DenseI64ArrayAttr.get([1] * rank))
+    first = [ir.RankedTensorType.get(shape[:-1] + [k], ir.RankedTensorType(r.type).element_type) for r in new.results]
+    hi, lo, idx = (make("slice", [r], t, **attrs) for r, t in zip(new.results, first))
+    return [P.Pair(hi, lo), idx]
+
+
 def scatter(op: ir.Operation, em: Any) -> list[Out]:
     """``scatter`` whose body stores the update (``.at[].set``): the hi
     and lo words scattered alike; a body that combines (``.at[].add``) is

@@ -61,7 +61,7 @@ import numpy as np
 from ..analysis.ranges import constant_ints, defining_op
 from ..ir._mlir import func, ir, stablehlo
 from ..kinds import EventKind
-from ..spec.registry import RuleContext, spec_of
+from ..spec.registry import Refusal, RuleContext, spec_of
 from ..spec.util import erase_dead, install_function
 
 __all__ = ["rng_bit_generator_on_word_pairs", "word_pairs_round_trip"]
@@ -539,9 +539,8 @@ def word_pairs_round_trip(op: ir.Operation, ctx: RuleContext) -> bool:
     return True
 
 
-def rng_on_64bit_words(op: ir.Operation, ctx: RuleContext) -> None:
-    ctx.refuse(
-        op,
+def rng_on_64bit_words(op: ir.Operation, ctx: RuleContext) -> Refusal | None:
+    return Refusal(
         "rng_bit_generator with a 64-bit state or output is defined on 64-bit words; "
         "narrowing it would produce different random numbers",
     )

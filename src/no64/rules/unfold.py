@@ -42,7 +42,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ..ir import words as W
-from ..ir._compat import attribute_dict
+from ..ir._compat import as_attribute, attribute_dict
 from ..ir._mlir import ir
 from ..spec.protocols import Legalization
 from ..spec.registry import elementwise, spec_of
@@ -80,14 +80,14 @@ def _ints(attr: ir.Attribute | None, default: Sequence[int]) -> list[int]:
     """An integer list attribute, as an array (newer StableHLO) or dense elements."""
     if attr is None:
         return list(default)
-    try:
-        return list(ir.DenseI64ArrayAttr(attr))
-    except (TypeError, ValueError):
-        dense = ir.DenseIntElementsAttr(attr)
-        if dense.is_splat:
-            n = math.prod(ir.ShapedType(dense.type).shape)
-            return [int(ir.IntegerAttr(dense.get_splat_value()).value)] * n
-        return [int(x) for x in dense]
+    array = as_attribute(attr, ir.DenseI64ArrayAttr)
+    if array is not None:
+        return list(array)
+    dense = ir.DenseIntElementsAttr(attr)
+    if dense.is_splat:
+        n = math.prod(ir.ShapedType(dense.type).shape)
+        return [int(ir.IntegerAttr(dense.get_splat_value()).value)] * n
+    return [int(x) for x in dense]
 
 
 def _slice(v: ir.Value, start: Sequence[int], limit: Sequence[int], strides: Sequence[int]) -> ir.Value:

@@ -6,21 +6,27 @@ emulation step).  They receive those layers' objects through the protocols
 here, so that the schema (:mod:`no64.spec.registry`) names no class of a
 layer above it: :class:`~no64.analysis.ranges.RangeAnalysis` implements
 :class:`RangeQuery`, :class:`~no64.transforms.emulate.Emulation` implements
-:class:`WordContext`.
+:class:`WordContext`.  A refusal check returns a :class:`Refusal` (or
+``None``) and raises nothing: the pass decides what becomes of a refused op
+(computed on words where a rule can, else raised with its location).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, Protocol, TypeVar, Union
 
 import numpy as np
 
+from ..errors import ConstantRangeError, No64Error, UnsupportedOpError
 from ..ir import words as W
 from ..ir._mlir import ir
+from ..ir.locations import SourceLocation
 from .intervals import Interval, Range
 
 __all__ = [
+    "Refusal",
     "RangeQuery",
     "CarrierContext",
     "WordContext",
@@ -35,6 +41,30 @@ __all__ = [
     "LegalizeRule",
     "UnfoldRule",
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """Why an op cannot be narrowed, as a refusal check returns it (a check
+    returns ``None`` where the op narrows as it is).
+
+    The check raises nothing: the pass computes the op on 32-bit words where
+    an emulation rule can, and otherwise raises :meth:`error` with the op's
+    name and location.
+    """
+
+    reason: str
+    #: What is refused is a value beyond the 32-bit range (raised as a
+    #: :class:`~no64.errors.ConstantRangeError`, and not handed to the
+    #: emulation step), not the op's meaning on 32-bit types (an
+    #: :class:`~no64.errors.UnsupportedOpError`).
+    out_of_range: bool = False
+
+    def error(self, op: str, location: SourceLocation) -> No64Error:
+        """The error that refuses op ``op`` at ``location`` for this reason."""
+        if self.out_of_range:
+            return ConstantRangeError(op, location, self.reason)
+        return UnsupportedOpError(op, location, self.reason)
 
 
 class RangeQuery(Protocol):
@@ -178,7 +208,9 @@ Results = list["Range | None"]
 Transfer = Callable[[RangeQuery, ir.Operation], Results]
 #: ``arguments(q, arg, op)``: the range of a block argument of ``op``'s regions.
 ArgTransfer = Callable[[RangeQuery, ir.BlockArgument, ir.Operation], "Range | None"]
-#: ``fold(op, elements, result_type)``: the op evaluated on constant elements.
+#: ``fold(op, elements, result_type)``: the op evaluated on constant elements
+#: (called with integer operands and a statically shaped integer result;
+#: ``None`` where it cannot be evaluated -- it raises nothing).
 Fold = Callable[[ir.Operation, list[np.ndarray], ir.Type], "np.ndarray | None"]
 #: What an emulation rule gives for one result: words, a plain value, or nothing.
 Out = Union[W.Words, ir.Value, None]

@@ -6,7 +6,10 @@ this registry:
 
 * how the op narrows: plainly (its types are retyped, the default), or --
   when its meaning depends on bit width -- through the exact ``rewrites``
-  tried before retyping, a ``refuse`` check when none applied, and a
+  tried before retyping, a ``refuse`` check when none applied (it returns a
+  :class:`~no64.spec.protocols.Refusal`, or ``None``, and raises nothing:
+  the pass computes a refused op on words where its ``emulate`` rule can,
+  and raises the refusal with the op's location otherwise), and a
   ``fixup`` run after retyping;
 * what the range analysis knows: a ``transfer`` function giving one range
   per result, an ``arguments`` function for the arguments of its regions,
@@ -48,12 +51,23 @@ from ..ir.locations import SourceLocation
 from ..ir.types import TypeConverter
 from ..kinds import OpForm, SentinelUse
 from ..report import DemotionReport
-from .protocols import ArgTransfer, EmulateRule, Fold, LegalizeRule, PairRule, RangeQuery, Transfer, UnfoldRule
+from .protocols import (
+    ArgTransfer,
+    EmulateRule,
+    Fold,
+    LegalizeRule,
+    PairRule,
+    RangeQuery,
+    Refusal,
+    Transfer,
+    UnfoldRule,
+)
 
 __all__ = [
     "RuleContext",
     "Rule",
     "Check",
+    "Refusal",
     "Computes",
     "Reduction",
     "OpSpec",
@@ -81,7 +95,9 @@ class RuleContext(Protocol):
         ...
 
     def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
-        """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``."""
+        """Raise :class:`~no64.errors.UnsupportedOpError` for ``op``: for a
+        rewrite rule that finds, part-way, that the op has no exact form (a
+        refusal check returns a :class:`Refusal` instead)."""
         ...
 
     def ranges(self) -> RangeQuery:
@@ -103,8 +119,9 @@ SentinelUses = SentinelUse | tuple[SentinelUse, ...] | Callable[[ir.Operation, i
 
 #: ``rule(op, ctx) -> bool``: rewrite ``op`` exactly (True) or leave it (False).
 Rule = Callable[[ir.Operation, RuleContext], bool]
-#: ``check(op, ctx)``: raise (through ``ctx.refuse``) if ``op`` cannot be narrowed.
-Check = Callable[[ir.Operation, RuleContext], None]
+#: ``check(op, ctx) -> Refusal | None``: why ``op`` cannot be narrowed
+#: (``None``: it can); it raises nothing (see :class:`Refusal`).
+Check = Callable[[ir.Operation, RuleContext], "Refusal | None"]
 
 
 class Computes(enum.Enum):

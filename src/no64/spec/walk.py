@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir._compat import as_attribute
 from ..ir._mlir import as_operation, defining_op, ir
 from .registry import spec_of
 
@@ -133,10 +134,8 @@ def enclosing_function(op: ir.Operation) -> str | None:
         if cur is None:
             return None
         if spec_of(cur.name).function:
-            try:
-                return ir.StringAttr(cur.attributes["sym_name"]).value
-            except (KeyError, ValueError):
-                return None
+            name = as_attribute(cur.attributes["sym_name"], ir.StringAttr) if "sym_name" in cur.attributes else None
+            return name.value if name is not None else None
         parent = cur.parent
         cur = parent.operation if parent is not None else None
     return None

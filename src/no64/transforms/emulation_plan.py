@@ -18,14 +18,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..analysis.ranges import RangeAnalysis, defining_op, entry_function
-from ..errors import UnsupportedOpError
+from ..errors import No64Error
 from ..ir._compat import block_argument
 from ..ir._mlir import as_operation as _as_op, ir
-from ..ir.locations import decode_location
+from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import is_int64_tensor as is_wide_int
 from ..kinds import Verdict
 from ..spec.intervals import INT32, UINT32
-from ..spec.registry import spec_of
+from ..spec.registry import Refusal, spec_of
 from ..spec.walk import callee_of as _callee, functions as _functions, is_public as _is_public, symbol_name as _sym
 
 __all__ = ["EmulationPlan", "WordsRequest", "WordsRefused", "plan_words", "exact_input_ranges"]
@@ -112,7 +112,7 @@ class WordsRequest:
     everything: bool
     forced_values: tuple[ir.Value, ...] = ()
     forced_ops: tuple[ir.Operation, ...] = ()
-    forced_users: Mapping[ir.Value, Exception] = dataclasses.field(default_factory=dict)
+    forced_users: Mapping[ir.Value, "WordsRefused"] = dataclasses.field(default_factory=dict)
     words_out: bool = True
     sentinel_readers: tuple[ir.Operation, ...] = ()
     pull_unproven: bool = False
@@ -121,17 +121,29 @@ class WordsRequest:
 
 @dataclasses.dataclass(frozen=True)
 class WordsRefused:
-    """Why :func:`plan_words` can make no plan: the error to raise if the
-    caller has nothing less to ask."""
+    """Why :func:`plan_words` can make no plan: the op refused, where, and
+    why -- raised (:attr:`error`) if the caller has nothing less to ask."""
 
-    error: Exception
+    op: str
+    location: SourceLocation
+    refusal: Refusal
+
+    @classmethod
+    def at(cls, op: ir.Operation, reason: str) -> "WordsRefused":
+        """``op`` refused for want of a rule on words."""
+        return cls(op.name, decode_location(op.location), Refusal(reason))
 
     @property
     def final(self) -> bool:
-        """Whether asking for less cannot help: the error is not an op
-        refused for want of a rule on words (it is an out-of-range
-        constant's, converted straight to a narrower integer)."""
-        return not isinstance(self.error, UnsupportedOpError)
+        """Whether asking for less cannot help: what is refused is not an op
+        for want of a rule on words but a value out of range (an
+        out-of-range constant's, converted straight to a narrower integer)."""
+        return self.refusal.out_of_range
+
+    @property
+    def error(self) -> No64Error:
+        """The error that refuses the op."""
+        return self.refusal.error(self.op, self.location)
 
 
 @dataclasses.dataclass(eq=False)
@@ -198,7 +210,7 @@ def plan_words(root: ir.Operation, analysis: RangeAnalysis, request: WordsReques
     ops to emulate whose results are not 64-bit, such as a bitcast of a
     64-bit integer to its two words).  ``forced_users``
     maps values (out-of-range constants) whose every user must be emulated
-    to the error to raise if one cannot be.  ``words_out``: emulated results
+    to the refusal to return if one cannot be.  ``words_out``: emulated results
     of the entry function come back as packed words; else as their low word
     (listed in ``narrowed``, for the caller to judge).  ``sentinel_readers``:
     ops that read a possible sentinel as a number, emulated (an op inside a
@@ -212,9 +224,8 @@ def plan_words(root: ir.Operation, analysis: RangeAnalysis, request: WordsReques
     enter as packed words (listed in ``inputs``); else an argument is a
     32-bit value, and one that would have to carry more is refused.  Any
     other op that would have to be emulated and has no rule is refused: the
-    result is then a :class:`WordsRefused` with the
-    :class:`~no64.errors.UnsupportedOpError` (or, for a constant's user,
-    the constant's error) to raise.
+    result is then a :class:`WordsRefused` that says which op and why (or,
+    for a constant's user, the constant's refusal).
     """
     everything, words_out, words_in = request.everything, request.words_out, request.words_in
     pull_unproven = request.pull_unproven
@@ -358,14 +369,14 @@ def plan_words(root: ir.Operation, analysis: RangeAnalysis, request: WordsReques
         if spec_of(owner.name).can_emulate(owner) and _static_words(owner):
             mark_op(owner)
     forced_users = dict(request.forced_users)
-    for c, exc in forced_users.items():
+    for c, refused in forced_users.items():
         for user in _users(c):
             if spec_of(user.name).convert and _narrower_int(user.results[0].type):
                 # An out-of-range constant converted straight to a 32-bit or
                 # narrower integer: JAX writes this when it lowers a 64-bit
                 # array with x64 off (the truncation is not the user's);
                 # refuse as before.  (A convert to a float is the user's.)
-                return WordsRefused(exc)
+                return refused
             mark_user(user, c)
 
     while work:
@@ -374,11 +385,11 @@ def plan_words(root: ir.Operation, analysis: RangeAnalysis, request: WordsReques
             continue
         arg = block_argument(v)
         if not words_in and arg is not None and _as_op(arg.owner.owner) == entry:
-            return WordsRefused(UnsupportedOpError(
+            return WordsRefused(
                 _as_op(arg.owner.owner).name, decode_location(arg.location),
-                f"argument #{arg.arg_number} of the entry function would have to carry a 64-bit "
-                "value beyond the 32-bit range, but the program's inputs are 32-bit values",
-            ))
+                Refusal(f"argument #{arg.arg_number} of the entry function would have to carry a 64-bit "
+                        "value beyond the 32-bit range, but the program's inputs are 32-bit values"),
+            )
         wide.add(v)
         g = groups.find(v)
         if g in group_members:
@@ -405,22 +416,20 @@ def plan_words(root: ir.Operation, analysis: RangeAnalysis, request: WordsReques
         if not spec.can_emulate(op):
             for x in op.operands:
                 if x in forced_users:
-                    return WordsRefused(forced_users[x])
+                    return forced_users[x]
             why = spec.emulate_why_not if spec.emulate is not None else None
-            return WordsRefused(UnsupportedOpError(
-                op.name,
-                decode_location(op.location),
+            return WordsRefused.at(
+                op,
                 "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
                 "cannot compute it exactly in 32-bit words "
                 f"({why(op) if why is not None else 'no emulation for this op'})",
-            ))
+            )
         if not _static_words(op):
-            return WordsRefused(UnsupportedOpError(
-                op.name,
-                decode_location(op.location),
+            return WordsRefused.at(
+                op,
                 "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
                 "computes such integers in 32-bit words only in statically shaped tensors",
-            ))
+            )
     slots = {g: group_members[g] for g in emulated_groups}
     fed: dict[ir.Operation, list[int]] = {}
     for g in emulated_groups:

@@ -10,8 +10,12 @@ module is touched.  It also plans the emulation step (which values are
 computed as 32-bit word pairs, :mod:`no64.transforms.emulate`).
 
 The planner is what rules, checks and fix-ups see of the pass
-(:class:`~no64.spec.registry.RuleContext`); :mod:`no64.transforms.rewrite`
-applies a plan, and :mod:`no64.transforms.demote` drives both.
+(:class:`~no64.spec.registry.RuleContext`).  A refusal check and the
+planning of a constant return a :class:`~no64.spec.registry.Refusal`
+instead of raising; the planner alone decides what becomes of it -- the op
+computed on words, the constant's use rewritten by a rule, or the refusal
+raised with the op's location.  :mod:`no64.transforms.rewrite` applies a
+plan, and :mod:`no64.transforms.demote` drives both.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 
 from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..analysis.sentinels import sentinel_names, sentinel_readings
-from ..errors import ConstantRangeError, NarrowingError, UnsupportedOpError
+from ..errors import NarrowingError
 from ..ir._compat import as_attribute, block_argument, op_result
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import SourceLocation, decode_location
@@ -37,7 +41,7 @@ from ..kinds import ElementKind, EventKind, FloatPolicy, IntegerPolicy, Outputs,
 from ..options import Options
 from ..report import DemotionReport, Narrowing
 from ..spec.intervals import Range, collides, sentinel_collision
-from ..spec.registry import REGISTRY, Computes, OpSpec, spec_of
+from ..spec.registry import REGISTRY, Computes, OpSpec, Refusal, spec_of
 from . import constants as C
 from .emulate import emulation_for, exact_input_ranges
 from .emulation_plan import WordsRefused, WordsRequest, plan_words
@@ -152,7 +156,7 @@ class Plan:
     #: Width-dependent ops for their exact rewrite rules.
     candidates: list[ir.Operation] = field(default_factory=list)
     #: Out-of-range constants, refused once rules and emulation have had their say.
-    deferred: list[tuple[ir.Operation, ConstantRangeError]] = field(default_factory=list)
+    deferred: list[tuple[ir.Operation, Refusal]] = field(default_factory=list)
     #: Width-dependent ops no rule rewrote, checked once rules have run.
     pending: list[ir.Operation] = field(default_factory=list)
     #: Constants narrowed as sentinels (or saturated, wrapped), with that verdict.
@@ -209,7 +213,7 @@ class Planner:
         self.rules_enabled = rules_enabled
         self._ranges: RangeAnalysis | None = None
         self._resources: dict[str, bytes] | None = None
-        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], Verdict | None]] = {}
+        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], Verdict | None] | Refusal] = {}
         self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
 
     def replan(self, settle: bool = True) -> "Planner":
@@ -228,16 +232,15 @@ class Planner:
         forced_ops: list[ir.Operation] = []
         for op in self.plan.pending:
             spec = REGISTRY[op.name]
-            if spec.refuse is None:
+            refusal = self._check(op, spec)
+            if refusal is None:
                 continue
-            try:
-                spec.refuse(op, self)
-            except UnsupportedOpError:
-                if not spec.can_emulate(op):
-                    raise
-                forced.extend(r for r in op.results)
-                forced_ops.append(op)
-        constants = {op.results[0]: exc for op, exc in self.plan.deferred}
+            if refusal.out_of_range or not spec.can_emulate(op):
+                self.raise_refusal(op, refusal)
+            forced.extend(r for r in op.results)
+            forced_ops.append(op)
+        constants = {op.results[0]: WordsRefused(op.name, self.where(op), refusal)
+                     for op, refusal in self.plan.deferred}
         # ops that read a sentinel as the 64-bit number it is
         readers = self._sentinel_readers()
         if not (forced or forced_ops or constants or readers) and (not everything or self._all_integers_fit()):
@@ -289,12 +292,19 @@ class Planner:
         return True
 
     def settle(self) -> None:
-        """Raise what planning put off: refusals of width-dependent ops no
-        rule rewrote, out-of-range constants."""
+        """Raise what planning put off: the first refusal of a width-dependent
+        op no rule rewrote, else of an out-of-range constant; plan the
+        fix-ups of the others."""
         for op in self.plan.pending:
-            self._special(op, REGISTRY[op.name])
+            spec = REGISTRY[op.name]
+            refusal = self._check(op, spec)
+            if refusal is not None:
+                self.raise_refusal(op, refusal)
+            if spec.fixup is not None:
+                self.plan.fixups.append((op, spec))
+                self.plan.needs_backup = True  # the fix-up inserts ops
         if self.plan.deferred:
-            raise self.plan.deferred[0][1]
+            self.raise_refusal(*self.plan.deferred[0])
 
 
     # ------------------------------------------------------------------ plan
@@ -340,15 +350,14 @@ class Planner:
             role = roles.get(name, 0)
             if role & _CONSTANT:
                 if any64:
-                    try:
-                        self._plan_constant(op, t, new)
-                    except ConstantRangeError as exc:
+                    refusal = self._plan_constant(op, t, new)
+                    if refusal is not None:
                         # A rule may still remove the constant's use (e.g. a
                         # low-word mask), or emulation take it; decide once
                         # they have run.
                         if settle and not self.rules_enabled:
-                            raise
-                        self.plan.deferred.append((op, exc))
+                            self.raise_refusal(op, refusal)
+                        self.plan.deferred.append((op, refusal))
                 continue
             if role & _CONVERT:
                 self.plan.converts.append(op)
@@ -411,8 +420,9 @@ class Planner:
 
     def _sensitive(self, op: ir.Operation, spec: OpSpec) -> None:
         """A width-dependent op with 64-bit types: a candidate for its rules,
-        or checked by :meth:`_special` -- after the rules have run, since a
-        rule may remove it as part of an idiom."""
+        or checked by :meth:`settle` (or handed to the emulation step) --
+        after the rules have run, since a rule may remove it as part of an
+        idiom."""
         if self.rules_enabled and spec.rewrites:
             self.plan.candidates.append(op)
         else:
@@ -422,7 +432,16 @@ class Planner:
         return decode_location(op.location)
 
     def refuse(self, op: ir.Operation, reason: str) -> NoReturn:
-        raise UnsupportedOpError(op.name, self.where(op), reason)
+        self.raise_refusal(op, Refusal(reason))
+
+    def raise_refusal(self, op: ir.Operation, refusal: Refusal) -> NoReturn:
+        """Refuse ``op``: raise ``refusal`` with the op's name and location."""
+        raise refusal.error(op.name, self.where(op))
+
+    def _check(self, op: ir.Operation, spec: OpSpec) -> Refusal | None:
+        """Why the width-dependent ``op`` no rule rewrote cannot be narrowed
+        (its op table entry's ``refuse`` check), or ``None``."""
+        return spec.refuse(op, self) if spec.refuse is not None else None
 
     def ranges(self) -> RangeAnalysis:
         """A range analysis of the module as it is now: a fresh one while
@@ -441,16 +460,10 @@ class Planner:
         return RangeAnalysis(self.root, exact_input_ranges(self.root, self.settings.input_ranges),
                              known=self.known_ranges)
 
-    def _special(self, op: ir.Operation, spec: OpSpec) -> None:
-        """A width-dependent op no rule rewrote: refuse it, or fix it up
-        after retyping."""
-        if spec.refuse is not None:
-            spec.refuse(op, self)
-        if spec.fixup is not None:
-            self.plan.fixups.append((op, spec))
-            self.plan.needs_backup = True  # the fix-up inserts ops
-
-    def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> None:
+    def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> Refusal | None:
+        """Plan narrowing the constant ``op``; the refusal of an integer
+        element that does not fit (and is no sentinel) under the integer
+        policy "error", left to the caller to decide."""
         # Converted types are cached objects, one per distinct type: key by identity.
         info = self._const_types.get(id(new_type))
         if info is None:
@@ -466,7 +479,9 @@ class Planner:
             # printed form is parsed instead -- and the old attribute cannot
             # be kept for the undo log.
             values = self._read_text_constant(op, shaped, np.complex128)
-            new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
+            narrowed = self._narrow(op, values, new_type, elem, splat=False)
+            assert not isinstance(narrowed, Refusal)  # (complex elements always narrow)
+            new_attr, events = narrowed
             fclass = _float_class(events)
             old_attr = None
             self.plan.needs_backup = True
@@ -477,6 +492,8 @@ class Planner:
             hit = self._attr_cache.get(old_attr)
             if hit is None:
                 hit = self._attr_cache[old_attr] = self._narrow_attr(op, old_attr, shaped, elem, new_type)
+            if isinstance(hit, Refusal):
+                return hit
             new_attr, events, fclass = hit
         if events:
             loc = op.location
@@ -491,32 +508,39 @@ class Planner:
         elif fclass is Verdict.OVERFLOW:
             self.plan.float_overflow += 1
         self.plan.consts.append((op, old_attr, new_attr))
+        return None
 
     def _narrow_attr(
         self, op: ir.Operation, attr: ir.Attribute, shaped: ir.ShapedType, elem: ir.Type, new_type: ir.Type
-    ) -> tuple[ir.Attribute, list[tuple[str, str, int]], Verdict | None]:
-        """The narrowed attribute, the events and (for floats) its verdict."""
+    ) -> tuple[ir.Attribute, list[tuple[str, str, int]], Verdict | None] | Refusal:
+        """The narrowed attribute, the events and (for floats) its verdict;
+        or why the attribute cannot be narrowed."""
         dense = as_attribute(attr, ir.DenseElementsAttr)
         if dense is None:
             # dense_resource blobs (the bindings return a plain Attribute)
             values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
-            new_attr, events = self._narrow(op, values, new_type, elem, splat=False)
+            narrowed = self._narrow(op, values, new_type, elem, splat=False)
         elif dense.is_splat:
             sv = dense.get_splat_value()
             if isinstance(elem, ir.IntegerType):
                 scalar: Any = _int_of(sv, elem.is_unsigned)
             else:
                 scalar = ir.FloatAttr(sv).value
-            new_attr, events = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
+            narrowed = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
         else:
-            new_attr, events = self._narrow(op, np.asarray(dense), new_type, elem, splat=False)
+            narrowed = self._narrow(op, np.asarray(dense), new_type, elem, splat=False)
+        if isinstance(narrowed, Refusal):
+            return narrowed
+        new_attr, events = narrowed
         fclass = None if isinstance(elem, ir.IntegerType) else _float_class(events)
         return new_attr, events, fclass
 
     def _narrow(
         self, op: ir.Operation, v: np.ndarray, new_type: ir.Type, elem: ir.Type, splat: bool
-    ) -> tuple[ir.Attribute, list[tuple[str, str, int]]]:
-        """The narrowed attribute for elements ``v`` and the events to report."""
+    ) -> tuple[ir.Attribute, list[tuple[str, str, int]]] | Refusal:
+        """The narrowed attribute for elements ``v`` and the events to report;
+        or, for integers that do not fit under the integer policy "error",
+        why not."""
         events: list[tuple[str, str, int]] = []
         new_elem = ir.ShapedType(new_type).element_type
         if isinstance(elem, ir.IntegerType):
@@ -527,12 +551,11 @@ class Planner:
                 events.append((EventKind.SENTINEL, f"{what} mapped to the 32-bit extreme", res.sentinels))
             if res.out_of_range:
                 if res.values is None:
-                    raise ConstantRangeError(
-                        op.name,
-                        self.where(op),
+                    return Refusal(
                         f"{'ui64' if unsigned else 'i64'} constant {res.first_bad} "
                         f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
                         "and is not a sentinel",
+                        out_of_range=True,
                     )
                 verdict = self.settings.integer_policy.verdict
                 assert verdict is not None  # (under "error" no values come back)
@@ -852,8 +875,5 @@ def _kind_of(t: ir.Type) -> ElementKind:
 
 
 def elem_name(t: ir.Type) -> str:
-    try:
-        return str(ir.ShapedType(t).element_type)
-    except (ValueError, TypeError):
-        return str(t)
+    return str(t.element_type) if isinstance(t, ir.ShapedType) else str(t)
 

@@ -16,6 +16,7 @@ import gc
 from collections.abc import Callable, Collection, Iterator
 
 from ..errors import Remaining64BitError
+from ..ir._compat import as_attribute
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import TypeConverter
@@ -31,12 +32,10 @@ __all__ = ["Finding", "find_64bit", "has_64bit", "check", "all_ops", "scan_ops"]
 
 def _result_name(func_op: ir.Operation, i: int) -> str:
     """`` (name)`` from JAX's ``jax.result_info`` result attribute, if present."""
-    try:
-        attrs = ir.ArrayAttr(func_op.attributes["res_attrs"])
-        info = ir.DictAttr(attrs[i])["jax.result_info"]
-        return f" ({ir.StringAttr(info).value})"
-    except (KeyError, ValueError, IndexError, TypeError):
-        return ""
+    attrs = as_attribute(func_op.attributes["res_attrs"], ir.ArrayAttr) if "res_attrs" in func_op.attributes else None
+    result = as_attribute(attrs[i], ir.DictAttr) if attrs is not None and i < len(attrs) else None
+    info = as_attribute(result["jax.result_info"], ir.StringAttr) if result and "jax.result_info" in result else None
+    return f" ({info.value})" if info is not None else ""
 
 
 _MISS = object()
