@@ -192,7 +192,7 @@ for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stable
 # ------------------------------------------------- multi-result and regions
 # (What a region does with a sentinel its op hands it is up to the ops inside.)
 declare("stablehlo.sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort, owns_regions=True,
-        sentinels=CARRIES, pairs=PR.sort, form=OpForm.SORT)
+        sentinels=CARRIES, pairs=PR.sort, form=OpForm.SORT, unfold=unfold.sort)
 declare("chlo.top_k", transfer=T.top_k, emulate=E.top_k, region_free=True, sentinels=CARRIES, form=OpForm.TOP_K)
 declare("stablehlo.while", transfer=T.while_results, arguments=T.while_arguments, loop=True, sentinels=CARRIES)
 declare("stablehlo.case", transfer=T.branches, branches=True, sentinels=CARRIES)
