@@ -37,6 +37,21 @@ operands take 14 limb dots for ``K = 512`` (8- and 7-bit limbs) and 20 for
 A contraction of more than ``bound`` elements has no such split (1-bit
 limbs already sum to ``K``): :func:`dot_general` says so, and the op is left
 as it is.
+
+Neuron also computes a combining ``scatter`` (EVRF060) and the collectives
+``all_reduce`` and ``reduce_scatter`` (EVRF061, EVRF063) in f32.  One whose
+body adds (``.at[].add``, ``segment_sum``, ``psum``) is split the same way
+(:func:`combining`, the ``legalize`` rule of those ops): its operand and
+updates, as 32-bit integers, into limbs of one split (a sum adds limbs of
+equal offsets), one op of its kind per limb, each summing at most ``N``
+limbs -- for a scatter the operand's and every update's (``N`` is one more
+than the number of update elements, the range analysis's bound), for a
+collective one per replica of a group -- so ``N * m <= bound`` keeps every
+partial sum exact in any order; the limb sums are shifted to their offsets
+and added in ``i32`` modulo 2**32, the wrap-around of the 32-bit sum.  A
+body that does not add (``.at[].max``: the order of limbs is not the order
+of the values), an op of several operands or of more than ``bound`` terms
+is left as it is, with why.
 """
 
 from __future__ import annotations
@@ -50,8 +65,9 @@ from ..ir._compat import attribute_dict
 from ..ir._mlir import ir, stablehlo
 from ..spec.intervals import INT32, Interval
 from ..spec.protocols import Legalization, RangeQuery
+from ..spec.registry import Computes, Reduction, spec_of
 
-__all__ = ["Limb", "Split", "LimbPlan", "split", "plan", "contraction", "dot_general"]
+__all__ = ["Limb", "Split", "LimbPlan", "split", "plan", "contraction", "dot_general", "sum_split", "combining"]
 
 #: The integers the limbs are taken from and the limb dots' results summed in.
 _BITS = 32
@@ -260,7 +276,7 @@ class _LimbDots:
         with ir.InsertionPoint(op), op.location:
             i32, f32 = W.i32(), ir.F32Type.get()
             shape = list(ir.RankedTensorType(op.results[0].type).shape)
-            values = [self._limbs(x, how, s, {pair[n] for pair in p.pairs})
+            values = [_limbs(x, how, s, {pair[n] for pair in p.pairs})
                       for n, (x, how, s) in enumerate(zip(op.operands, self.carriers, (p.lhs, p.rhs)))]
             attrs = attribute_dict(op)
             if self.in_f32:
@@ -282,37 +298,163 @@ class _LimbDots:
                     part = W.make("shift_left", [part, W.splat(part, s)], part.type)
                 total = part if total is None else W.make("add", [total, part], part.type)
             assert total is not None
-            out = self._narrow(total, op.results[0].type)
+            out = _narrow(total, op.results[0].type)
         op.results[0].replace_all_uses_with(out)
         op.erase()
 
-    @staticmethod
-    def _limbs(x: ir.Value, how: str, s: Split, used: set[int]) -> dict[int, ir.Value]:
-        """The ``i32`` limbs ``used`` of operand ``x``, by index."""
-        c = (W.bitcast(x, W.i32()) if how == "bitcast" else W.convert(x, W.i32()))
-        out = {}
-        for i in sorted(used):
-            limb = s.limbs[i]
-            v = c
-            if limb.offset:
-                shift = "shift_right_arithmetic" if limb.width is None and s.signed else "shift_right_logical"
-                v = W.make(shift, [v, W.splat(v, limb.offset)], v.type)
-            if limb.width is not None:
-                v = W.make("and", [v, W.splat(v, (1 << limb.width) - 1)], v.type)
-            out[i] = v
-        return out
 
-    @staticmethod
-    def _narrow(total: ir.Value, result_type: ir.Type) -> ir.Value:
-        """The ``i32`` sum as the result's type: its low bits, as two's
-        complement or unsigned."""
-        e = _int_element(result_type)
-        assert e is not None
-        if e.width == _BITS:
-            return W.bitcast(total, e)
-        if e.is_unsigned:
-            low = W.make("and", [total, W.splat(total, (1 << e.width) - 1)], total.type)
-        else:
-            up = W.make("shift_left", [total, W.splat(total, _BITS - e.width)], total.type)
-            low = W.make("shift_right_arithmetic", [up, W.splat(up, _BITS - e.width)], up.type)
-        return W.convert(low, e)
+def _limbs(x: ir.Value, how: str, s: Split, used: set[int]) -> dict[int, ir.Value]:
+    """The ``i32`` limbs ``used`` of operand ``x``, by index."""
+    c = (W.bitcast(x, W.i32()) if how == "bitcast" else W.convert(x, W.i32()))
+    out = {}
+    for i in sorted(used):
+        limb = s.limbs[i]
+        v = c
+        if limb.offset:
+            shift = "shift_right_arithmetic" if limb.width is None and s.signed else "shift_right_logical"
+            v = W.make(shift, [v, W.splat(v, limb.offset)], v.type)
+        if limb.width is not None:
+            v = W.make("and", [v, W.splat(v, (1 << limb.width) - 1)], v.type)
+        out[i] = v
+    return out
+
+
+def _narrow(total: ir.Value, result_type: ir.Type) -> ir.Value:
+    """The ``i32`` sum as the result's type: its low bits, as two's
+    complement or unsigned."""
+    e = _int_element(result_type)
+    assert e is not None
+    if e.width == _BITS:
+        return W.bitcast(total, e)
+    if e.is_unsigned:
+        low = W.make("and", [total, W.splat(total, (1 << e.width) - 1)], total.type)
+    else:
+        up = W.make("shift_left", [total, W.splat(total, _BITS - e.width)], total.type)
+        low = W.make("shift_right_arithmetic", [up, W.splat(up, _BITS - e.width)], up.type)
+    return W.convert(low, e)
+
+
+# ------------------------------------------------- sums: scatter and collectives
+def sum_split(terms: int, interval: Interval, bound: int) -> Split | None:
+    """The split of integers of ``interval`` (as ``i32``) with the fewest limbs
+    (then the narrowest largest limb) whose every sum of ``terms`` limbs of one
+    offset is at most ``bound`` in magnitude; ``None`` if there is none."""
+    best: Split | None = None
+    best_key: tuple[int, int] | None = None
+    for w in range(1, _bits(interval) + 1):
+        s = split(interval, w)
+        largest = max(limb.magnitude for limb in s.limbs)
+        key = (len(s.limbs), largest)
+        if terms * largest <= bound and (best_key is None or key < best_key):
+            best, best_key = s, key
+    return best
+
+
+def _adds(op: ir.Operation) -> bool:
+    """Whether ``op``'s body (one result) returns the sum of its two arguments."""
+    if not len(op.regions) or not len(op.regions[0].blocks):
+        return False
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    ret = list(block.operations)[-1]
+    if len(args) != 2 or len(ret.operands) != 1:
+        return False
+    owner = ret.operands[0].owner
+    if isinstance(owner, ir.Block):
+        return False
+    add = owner.operation
+    return (spec_of(add.name).computes is Computes.ADD and len(add.operands) == 2
+            and {add.operands[0], add.operands[1]} == set(args))
+
+
+def _replicas(op: ir.Operation) -> int | None:
+    """How many replicas' values a collective sums into each element."""
+    try:
+        groups = ir.DenseIntElementsAttr(op.attributes["replica_groups"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    shape = ir.ShapedType(groups.type).shape
+    return int(shape[-1]) if len(shape) == 2 and shape[0] * shape[1] else None
+
+
+def combining(op: ir.Operation, q: RangeQuery, bound: int, in_f32: bool) -> Legalization | str:
+    """``op``, a ``scatter``, ``all_reduce`` or ``reduce_scatter`` whose body
+    adds integers, as one such op per limb whose every partial sum is at most
+    ``bound`` in magnitude (``in_f32``: each on the limbs converted to f32),
+    or why it cannot be (see the module docstring)."""
+    kind = spec_of(op.name).reduction
+    if len(op.results) != 1:
+        return f"a {op.name.split('.')[-1]} of {len(op.results)} operands"
+    for v in (*op.operands, op.results[0]):
+        if not (isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape):
+            return "its shapes are not static"
+    result = _int_element(op.results[0].type)
+    if result is None or not 2 <= result.width <= _BITS:
+        return f"not a sum of integers of 2 to {_BITS} bits"
+    if not _adds(op):
+        return "its body does not add: limbs split only sums"
+    if kind is Reduction.SCATTER:
+        summed = [op.operands[0], op.operands[2]]
+        terms = math.prod(ir.RankedTensorType(op.operands[2].type).shape) + 1
+    else:
+        summed = [op.operands[0]]
+        replicas = _replicas(op)
+        if replicas is None:
+            return "its replica groups are not known"
+        terms = replicas
+    carriers = [_carrier(v, q) for v in summed]
+    interval = (min(c[1][0] for c in carriers), max(c[1][1] for c in carriers))
+    s = sum_split(terms, interval, bound)
+    if s is None:
+        return (f"a sum of {terms} terms: even 1-bit limbs may sum past {_bound_text(bound)}, "
+                f"so no limb split is exact")
+    return _LimbSums(op, s, [c[0] for c in carriers], terms, in_f32)
+
+
+class _LimbSums:
+    """A planned limb split of one combining op (a :class:`~no64.spec.protocols.Legalization`)."""
+
+    def __init__(self, op: ir.Operation, s: Split, carriers: list[str], terms: int, in_f32: bool) -> None:
+        self.op, self.split, self.carriers, self.terms, self.in_f32 = op, s, carriers, terms, in_f32
+
+    @property
+    def summary(self) -> str:
+        widths = ",".join(map(str, self.split.widths))
+        return (f"{len(self.split.limbs)} limb sum(s) of {widths}-bit limbs over {self.terms} terms"
+                + (" in f32" if self.in_f32 else " in i32"))
+
+    @property
+    def ops(self) -> int:
+        return len(self.split.limbs)
+
+    def apply(self) -> None:
+        op, s = self.op, self.split
+        summed = [0, 2] if spec_of(op.name).reduction is Reduction.SCATTER else [0]
+        with ir.InsertionPoint(op), op.location:
+            i32, f32 = W.i32(), ir.F32Type.get()
+            elem = f32 if self.in_f32 else i32
+            used = set(range(len(s.limbs)))
+            limbs = {i: _limbs(op.operands[i], how, s, used) for i, how in zip(summed, self.carriers)}
+            shape = list(ir.RankedTensorType(op.results[0].type).shape)
+            scalar = ir.RankedTensorType.get([], elem)
+            total: ir.Value | None = None
+            for k, limb in enumerate(s.limbs):
+                operands = list(op.operands)
+                for i in summed:
+                    operands[i] = W.convert(limbs[i][k], f32) if self.in_f32 else limbs[i][k]
+                new = ir.Operation.create(op.name, results=[ir.RankedTensorType.get(shape, elem)],
+                                          operands=operands, attributes=attribute_dict(op), regions=1)
+                block = new.regions[0].blocks.append(scalar, scalar)
+                with ir.InsertionPoint(block):
+                    a, b = block.arguments
+                    W.build("return", [W.make("add", [a, b], scalar)], [])
+                part = new.results[0]
+                if self.in_f32:
+                    part = W.convert(part, i32)
+                if limb.offset:
+                    part = W.make("shift_left", [part, W.splat(part, limb.offset)], part.type)
+                total = part if total is None else W.make("add", [total, part], part.type)
+            assert total is not None
+            out = _narrow(total, op.results[0].type)
+        op.results[0].replace_all_uses_with(out)
+        op.erase()

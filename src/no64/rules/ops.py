@@ -193,7 +193,7 @@ for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stable
 # ------------------------------------------------- multi-result and regions
 # (What a region does with a sentinel its op hands it is up to the ops inside.)
 declare("stablehlo.sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E.sort, owns_regions=True,
-        sentinels=CARRIES, pairs=PR.sort, form=OpForm.SORT)
+        sentinels=CARRIES, pairs=PR.sort, form=OpForm.SORT, unfold=unfold.sort)
 declare("chlo.top_k", transfer=T.top_k, emulate=E.top_k, region_free=True, sentinels=CARRIES, pairs=PR.top_k,
         form=OpForm.TOP_K)
 declare("stablehlo.while", transfer=T.while_results, arguments=T.while_arguments, loop=True, sentinels=CARRIES)
@@ -207,10 +207,10 @@ declare("stablehlo.reduce_window", transfer=T.reduction_results, arguments=T.red
         pairs=PR.reduce_window, form=OpForm.REDUCE_WINDOW, unfold=unfold.reduce_window)
 declare("stablehlo.scatter", transfer=T.reduction_results, arguments=T.reduction_arguments, emulate=E.scatter,
         owns_regions=True, reduction=Reduction.SCATTER, sentinels=_scatter_use, pairs=PR.scatter,
-        form=OpForm.SCATTER)
+        form=OpForm.SCATTER, legalize=limbs.combining)
 for _name in ("stablehlo.all_reduce", "stablehlo.reduce_scatter"):
     declare(_name, transfer=T.reduction_results, arguments=T.reduction_arguments, owns_regions=True,
-            reduction=Reduction.REPLICAS, sentinels=CARRIES, form=OpForm.COLLECTIVE)
+            reduction=Reduction.REPLICAS, sentinels=CARRIES, form=OpForm.COLLECTIVE, legalize=limbs.combining)
 declare("stablehlo.select_and_scatter", owns_regions=True)
 declare("func.func", arguments=T.function_arguments, function=True)
 declare("func.call", transfer=T.call, call=True, region_free=True, sentinels=CARRIES)

@@ -1,4 +1,5 @@
-"""Reductions of several values in forms a device that refuses them compiles.
+"""Reductions of several values, and sorts whose comparators test equality,
+in forms a device that refuses them compiles.
 
 Neuron refuses a ``reduce`` of more than one input ("variadic reductions
 are not supported") and a ``reduce_window`` of other than two operands
@@ -33,6 +34,20 @@ ops (``jnp.where`` in a body is one); the shapes must be static.  Where
 that does not hold, or a window has more than :data:`MAX_POSITIONS`
 positions, the rule says why and the op is left as it is (and reported by
 the target check).
+
+Neuron's sort also takes only comparators made of LT, LE, GT and GE
+comparisons, and JAX's own comparators test equality: a float sort
+canonicalises ``-0.0`` (``x == 0``) and NaN (``x != x``) before its total
+order compare, a sort on several keys ties on the earlier ones (``a == b``),
+and so do no64's sorts of 64-bit words (the high words).  The ``unfold``
+rule of ``sort`` (:func:`sort`) rewrites each ``EQ`` comparison in its
+comparator as ``LE and GE`` and each ``NE`` as ``not (LE and GE)``, of the
+same compare type -- the same truth value on every input: on integers; on
+floats compared ``FLOAT`` (partially: a NaN is neither ``<=`` nor ``>=``
+anything, so ``EQ`` is false and ``NE`` true, and ``-0.0 == 0.0`` holds both
+ways); and compared ``TOTALORDER`` (a total order: ``a <= b and a >= b``
+exactly when ``a`` is ``b``).  The sort itself, its operands, dimension and
+stability are kept, so its results are what they were, bit for bit.
 """
 
 from __future__ import annotations
@@ -43,11 +58,11 @@ from collections.abc import Callable, Sequence
 
 from ..ir import words as W
 from ..ir._compat import as_attribute, attribute_dict
-from ..ir._mlir import ir
+from ..ir._mlir import ir, stablehlo
 from ..spec.protocols import Legalization
-from ..spec.registry import elementwise, spec_of
+from ..spec.registry import Computes, elementwise, spec_of
 
-__all__ = ["MAX_POSITIONS", "reduce", "reduce_window"]
+__all__ = ["MAX_POSITIONS", "reduce", "reduce_window", "sort"]
 
 #: A window with more positions than this (a large pooling window) is left
 #: as it is: unfolded, it would be that many slices and bodies.
@@ -302,3 +317,69 @@ def reduce_window(op: ir.Operation) -> Legalization | str:
         return vals
 
     return _Unfolded(op, build, f"its body over {positions} window position(s)", positions)
+
+
+#: The comparisons a comparator may hold on a device that refuses the others.
+ORDERED = frozenset({"LT", "LE", "GT", "GE"})
+
+
+def _direction(op: ir.Operation) -> str:
+    return str(stablehlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value)
+
+
+def _equalities(op: ir.Operation) -> list[ir.Operation]:
+    """The ``EQ`` and ``NE`` comparisons in ``op``'s regions, at any depth."""
+    found = []
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = inner.operation
+                if spec_of(inner.name).computes is Computes.COMPARE and _direction(inner) not in ORDERED:
+                    found.append(inner)
+                found += _equalities(inner)
+    return found
+
+
+@dataclasses.dataclass
+class _Ordered:
+    """A planned rewrite of a comparator's equality tests as ordered comparisons."""
+
+    compares: list[ir.Operation]
+
+    @property
+    def summary(self) -> str:
+        return f"{len(self.compares)} EQ/NE comparison(s) of its comparator as LE and GE"
+
+    @property
+    def ops(self) -> int:
+        return 1
+
+    def apply(self) -> None:
+        for cmp in self.compares:
+            with ir.InsertionPoint(cmp), cmp.location:
+                le, ge = (_compared(cmp, d) for d in ("LE", "GE"))
+                result = cmp.results[0].type
+                equal = _make("and", [le, ge], result)
+                new = equal if _direction(cmp) == "EQ" else _make("not", [equal], result)
+            cmp.results[0].replace_all_uses_with(new)
+            cmp.erase()
+
+
+def _compared(cmp: ir.Operation, direction: str) -> ir.Value:
+    """``cmp``'s operands compared in ``direction``, of its compare type."""
+    attrs = {**attribute_dict(cmp), "comparison_direction": stablehlo.ComparisonDirectionAttr.get(direction)}
+    return ir.Operation.create(cmp.name, results=[cmp.results[0].type], operands=list(cmp.operands),
+                               attributes=attrs).results[0]
+
+
+def sort(op: ir.Operation) -> Legalization | str:
+    """A ``sort`` whose comparator tests equality (``EQ``, ``NE``), with each
+    such test as ordered comparisons of the same compare type (see the module
+    docstring)."""
+    compares = _equalities(op)
+    if not compares:
+        return "its comparator holds no EQ or NE comparison"
+    unknown = sorted({d for c in compares if (d := _direction(c)) not in ("EQ", "NE")})
+    if unknown:
+        return f"its comparator compares {', '.join(unknown)}"
+    return _Ordered(compares)

@@ -244,8 +244,10 @@ class OpSpec:
     legalize: "LegalizeRule | None" = None
     #: Its form without its several inputs, on a device that refuses it for
     #: them (a variadic ``reduce`` as its body on halves; a ``reduce_window``
-    #: of several operands as its body over the window's slices):
-    #: :mod:`no64.rules.unfold`, applied by :mod:`no64.transforms.legalize`.
+    #: of several operands as its body over the window's slices), or without
+    #: the comparisons a device refuses in its comparator (a ``sort``'s
+    #: ``EQ``/``NE`` as ``LE`` and ``GE``): :mod:`no64.rules.unfold`, applied
+    #: by :mod:`no64.transforms.legalize`.
     unfold: "UnfoldRule | None" = None
     #: Applies to each element of its operands alone, whatever their shape
     #: (its attributes do not depend on it): a body made of such ops can run

@@ -11,7 +11,8 @@ line, against a :class:`~no64.targets.Target`:
   (:class:`~no64.targets.Datapath`) whose operands, products or partial
   results the range analysis cannot prove within the datapath's exact
   range (for Neuron's f32: magnitude 2**24) -- for the program's own 32-bit
-  integers too.  The analysis takes the module's integer inputs at their
+  integers too; a scatter that only stores its updates computes nothing and
+  is not reported.  The analysis takes the module's integer inputs at their
   types' full range unless ``input_ranges`` says otherwise.
 """
 
@@ -26,13 +27,16 @@ from ..ir._mlir import ir, stablehlo
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import wide_kind
 from ..kinds import OpForm
-from ..spec.registry import Computes, spec_of
+from ..spec.registry import Computes, Reduction, spec_of
 from ..spec.walk import all_ops
 from . import Datapath, Refusal, Target
 
 __all__ = ["TargetFinding", "check_target", "inexact_reason", "refusal_reason"]
 
 _ALLOWED_DIRECTIONS = frozenset({"LT", "LE", "GT", "GE"})
+#: The forms whose ops sum: their partial sums lie in the result's range
+#: unless its type clamped it.
+_SUMS = frozenset({OpForm.MATMUL, OpForm.SCATTER, OpForm.COLLECTIVE})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +79,19 @@ def _is_int(v: ir.Value) -> bool:
     return isinstance(e, ir.IntegerType) and e.width > 1
 
 
+def _directions(op: ir.Operation) -> set[str]:
+    """The directions of the comparisons in ``op``'s regions, at any depth."""
+    found = set()
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = inner.operation
+                if spec_of(inner.name).computes is Computes.COMPARE:
+                    found.add(str(stablehlo.ComparisonDirectionAttr(inner.attributes["comparison_direction"]).value))
+                found |= _directions(inner)
+    return found
+
+
 def refusal_reason(op: ir.Operation, r: Refusal) -> str | None:
     """Why ``op`` falls under refusal ``r`` (``None``: it does not)."""
     when = r.when
@@ -96,14 +113,7 @@ def refusal_reason(op: ir.Operation, r: Refusal) -> str | None:
         algorithm = str(stablehlo.RngAlgorithmAttr(op.attributes["rng_algorithm"]).value)
         return f"{r.reason} ({algorithm})" if algorithm != "DEFAULT" else None
     if when == "comparator":
-        found = set()
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    if spec_of(inner.name).computes is Computes.COMPARE:
-                        d = str(stablehlo.ComparisonDirectionAttr(inner.attributes["comparison_direction"]).value)
-                        if d not in _ALLOWED_DIRECTIONS:
-                            found.add(d)
+        found = _directions(op) - _ALLOWED_DIRECTIONS
         return f"{r.reason} (its comparator uses {', '.join(sorted(found))})" if found else None
     if when == "64-bit-combining":
         if any(_short(v.type) in ("i64", "u64") for v in op.results) and not (
@@ -113,10 +123,25 @@ def refusal_reason(op: ir.Operation, r: Refusal) -> str | None:
     raise ValueError(f"unknown refusal condition {when!r}")
 
 
+def _moves_only(op: ir.Operation) -> bool:
+    """Whether ``op``'s body computes nothing: it returns one of its arguments
+    (a scatter that stores its updates, ``.at[].set``), which no datapath
+    computes."""
+    if not len(op.regions) or not len(op.regions[0].blocks):
+        return False
+    block = op.regions[0].blocks[0]
+    ret = list(block.operations)[-1]
+    return all(isinstance(v, ir.BlockArgument) for v in ret.operands)
+
+
 def inexact_reason(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str | None:
     """Why an integer op on datapath ``d`` may not be exact (``None``: proven)."""
-    values = [v for v in (*op.operands, *op.results) if _is_int(v)]
-    if not values or not any(_is_int(r) for r in op.results):
+    operands = list(op.operands)
+    if spec_of(op.name).reduction is Reduction.SCATTER:
+        n = len(op.results)  # its indices only address: they are not computed with
+        operands = operands[:n] + operands[n + 1:]
+    values = [v for v in (*operands, *op.results) if _is_int(v)]
+    if not values or not any(_is_int(r) for r in op.results) or _moves_only(op):
         return None
     bound = d.exact_below
     worst = 0
@@ -126,14 +151,17 @@ def inexact_reason(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str 
             return f"{d.reason}; a value's range is unknown"
         lo, hi = r.interval
         worst = max(worst, abs(lo), abs(hi))
-    if op.results and spec_of(op.name).form is OpForm.MATMUL:
+    form = spec_of(op.name).form
+    if op.results and form in _SUMS:
         # every product and partial sum lies in the result's unclamped range
-        # (the transfer's [min(0, lo*n), max(0, hi*n)]), which the result's
-        # range holds unless the type clamped it
+        # (the transfers' [min(0, lo*n), max(0, hi*n)], a scatter's or a
+        # collective's sum of its n terms), which the result's range holds
+        # unless the type clamped it
         full = ranges.full(op.results[0])
         r = ranges.range(op.results[0])
         if r is not None and full is not None and r.interval == full:
-            return (f"{d.reason}; its products and sums are not proven below 2**{bound.bit_length() - 1} "
+            what = "products and sums" if form is OpForm.MATMUL else "partial sums"
+            return (f"{d.reason}; its {what} are not proven below 2**{bound.bit_length() - 1} "
                     f"in magnitude ({d.computes_in} datapath)")
     if worst > bound:
         return (f"{d.reason}; its values are not proven below 2**{bound.bit_length() - 1} in magnitude "

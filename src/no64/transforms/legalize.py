@@ -18,6 +18,10 @@ exact in f32 (:mod:`no64.rules.limbs`).  Which ops it touches is what
   f32 ops of its kind on integers converted to f32, each within f32's exact
   range (:data:`~no64.targets.F32_EXACT`), and no integer op of its kind is
   left;
+* an op the target refuses for its several inputs (a variadic ``reduce``)
+  or for the comparisons in its comparator (a ``sort`` testing equality) is
+  rewritten by its ``unfold`` rule (:mod:`no64.rules.unfold`) into a form
+  the target compiles, with the same results;
 * an op proven exact where it is, and every other op, is left as it is.
 
 An op with no exact form (a contraction over more than 2**24 elements) is
@@ -113,7 +117,8 @@ def _candidates(root: ir.Operation, target: Target) -> list[ir.Operation]:
 def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
     """The ops with an ``unfold`` rule that ``target`` refuses for their
     several inputs (a variadic ``reduce``, a ``reduce_window`` of more than
-    two operands), innermost first."""
+    two operands) or their comparator (a ``sort`` testing equality),
+    innermost first."""
     refusals = [r for r in target.refuses if r.when in _UNFOLDED]
     if not refusals:
         return []
@@ -124,7 +129,7 @@ def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
 
 
 #: The refusals an op's ``unfold`` rule answers.
-_UNFOLDED = frozenset({"variadic", "operands!=2"})
+_UNFOLDED = frozenset({"variadic", "operands!=2", "comparator"})
 
 
 def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:
@@ -176,8 +181,10 @@ def legalize(module: ir.Module | ir.Operation, target: Target,
 
 def _unfold(root: ir.Operation, target: Target, out: Legalized) -> None:
     """Rewrite the ops ``target`` refuses for their several inputs into their
-    bodies on whole tensors (:mod:`no64.rules.unfold`), innermost first; an
-    op with no such form is left, with why, in ``out.left``."""
+    bodies on whole tensors, and the sorts it refuses for their comparators
+    into sorts whose comparators it takes (:mod:`no64.rules.unfold`),
+    innermost first; an op with no such form is left, with why, in
+    ``out.left``."""
     for op in _unfoldable(root, target):
         rule = spec_of(op.name).unfold
         assert rule is not None

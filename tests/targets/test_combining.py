@@ -1,0 +1,238 @@
+"""no64.rules.limbs.combining through no64.transforms.legalize: an integer scatter that
+adds (EVRF060) and the collectives all_reduce / reduce_scatter (EVRF061, EVRF063), which
+Neuron computes in f32, split into one op per limb whose every partial sum is exact in
+f32 -- checked against the reference (the module as it was, on the CPU, which adds in
+integers) on a simulation of the device (neuron_datapath: every such integer op computed
+in f32), where the op as it was is wrong; and against the target check, which must find
+nothing left."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from neuron_datapath import on_datapath
+
+from no64.cli import main
+from no64.jax.reference import run_module
+from no64.rules.limbs import sum_split
+from no64.targets import F32_EXACT, Target, target
+from no64.targets.legality import check_target
+from no64.transforms.legalize import legalize
+from runner import compile_module
+from support import ir, make_context
+
+RNG = np.random.default_rng(60)
+NEURON, TRN2 = target("neuron"), target("neuron-trn2")
+FORMS = [pytest.param(NEURON, False, id="neuron-i32"), pytest.param(NEURON, True, id="neuron-f32")]
+
+
+def lowered(f: Callable[..., Any], *args: Any, **jit: Any) -> ir.Module:
+    return ir.Module.parse(jax.jit(f, **jit).lower(*args).as_text(debug_info=True), make_context())
+
+
+def copy(m: ir.Module) -> ir.Module:
+    return ir.Module.parse(m.operation.get_asm(enable_debug_info=True), make_context())
+
+
+def extremes(shape: Sequence[int], dtype: Any) -> list[np.ndarray]:
+    """Every element the type's minimum, its maximum, -1, the extremes alternating,
+    odd values just past 2**24 (f32 cannot hold them), and random over the type."""
+    info = np.iinfo(dtype)
+    n = int(np.prod(shape))
+    past = min(int(info.max), 2**24 + 1)
+    picks = [np.full(n, info.min), np.full(n, info.max), np.full(n, -1), np.resize([info.min, info.max], n),
+             np.resize([past, -past if info.min < 0 else past + 2], n),
+             RNG.integers(int(info.min), int(info.max), n, dtype=np.int64, endpoint=True)]
+    return [p.astype(np.int64).astype(dtype).reshape(shape) for p in picks]
+
+
+def legalized(m: ir.Module, t: Target, in_f32: bool, rewritten: int) -> ir.Module:
+    out = copy(m)
+    done = legalize(out, t, in_f32=in_f32)
+    out.operation.verify()
+    assert len(done.rewritten) == rewritten and not done.left, (done.rewritten, done.left)
+    assert check_target(out, t, types=False) == [], [str(f) for f in check_target(out, t, types=False)]
+    return out
+
+
+# ------------------------------------------------------------- the simulation
+def test_the_simulation_is_the_f32_datapath() -> None:
+    """A simulated integer scatter-add is numpy's f32 accumulation, update by update,
+    bit for bit -- and not the integer sum (values past 2**24)."""
+    x = RNG.integers(-(2**26), 2**26, 8).astype(np.int32)
+    idx = RNG.integers(0, 8, 20).astype(np.int32)
+    upd = RNG.integers(-(2**26), 2**26, 20).astype(np.int32)
+    m = lowered(lambda x, i, u: x.at[i].add(u), x, idx, upd)
+    sim, n = on_datapath(m, NEURON)
+    assert n == 1
+    acc = x.astype(np.float32)
+    for i, u in zip(idx, upd):
+        acc[i] = np.float32(acc[i] + np.float32(u))
+    got = compile_module(sim, strict=False)([x, idx, upd])[0]
+    np.testing.assert_array_equal(got, acc.astype(np.int64).astype(np.int32))
+    exact = x.astype(np.int64)
+    np.add.at(exact, idx, upd)
+    assert (got != exact).any()
+
+
+def test_a_scatter_that_stores_is_not_on_the_datapath() -> None:
+    """`.at[].set` computes nothing: neither the check nor the simulation touch it."""
+    x, idx = np.zeros(8, np.int32), np.zeros(5, np.int32)
+    m = lowered(lambda x, i, u: x.at[i].set(u), x, idx, idx)
+    assert check_target(m, NEURON) == [] and on_datapath(m, NEURON)[1] == 0
+
+
+# ------------------------------------------------------------- scatter
+def _segment_sum(x: jax.Array, seg: jax.Array, u: jax.Array) -> jax.Array:
+    return x + jax.ops.segment_sum(u, seg, num_segments=x.shape[0])
+
+
+SCATTERS = [
+    pytest.param(lambda x, i, u: x.at[i].add(u), (8,), (20,), id="at-add"),
+    pytest.param(lambda x, i, u: x.at[i].add(u), (6, 3), (9, 3), id="rows"),
+    pytest.param(lambda x, i, u: x.at[i, 1].add(u[:, 0]), (6, 3), (9, 2), id="column"),
+    pytest.param(_segment_sum, (5,), (40,), id="segment-sum"),
+]
+
+
+@pytest.mark.parametrize("t, in_f32", FORMS)
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int16])
+@pytest.mark.parametrize("f, xshape, ushape", SCATTERS)
+def test_scatter_add_is_exact_on_the_datapath(f: Callable[..., Any], xshape: tuple[int, ...],
+                                              ushape: tuple[int, ...], dtype: Any, t: Target,
+                                              in_f32: bool) -> None:
+    """A full-range integer scatter-add (duplicate and negative indices), legalized, gives
+    on the simulated device what the original gives on the CPU, bit for bit, with its
+    wrap-around; the original on the simulated device does not.  (int16: 600 updates,
+    enough for a sum past 2**24.)"""
+    if dtype == np.int16:
+        ushape = (600, *ushape[1:])
+    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
+    x, u = np.zeros(xshape, dtype), np.zeros(ushape, dtype)
+    m = lowered(f, x, idx, u)
+    assert any(x.kind == "inexact" for x in check_target(m, t)), "not vacuous: the check reports the scatter"
+    out = legalized(m, t, in_f32, 1)
+    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, t)[0], strict=False)
+    sim, simulated = on_datapath(out, t)
+    assert simulated == (0 if in_f32 else 2)
+    run_out = compile_module(sim, strict=False)
+    wrong = 0
+    for xs, us in zip(extremes(xshape, dtype), extremes(ushape, dtype)):
+        want = run_ref([xs, idx, us])[0]
+        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
+        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
+    assert wrong
+
+
+def test_trn2_splits_a_scatter_too() -> None:
+    """Trn2 computes a combining scatter in f32 as Trn1 does (its int64 is native, its
+    scatter's datapath is not)."""
+    x, idx = np.zeros(8, np.int32), np.resize(np.array([3, -1, 0, 3], np.int32), 20)
+    m = lowered(lambda x, i, u: x.at[i].add(u), x, idx, np.zeros(20, np.int32))
+    out = legalized(m, TRN2, False, 1)
+    run_ref, run_out = compile_module(m, strict=False), compile_module(on_datapath(out, TRN2)[0], strict=False)
+    for xs, us in zip(extremes((8,), np.int32), extremes((20,), np.int32)):
+        np.testing.assert_array_equal(run_out([xs, idx, us])[0], run_ref([xs, idx, us])[0])
+
+
+def test_what_f32_holds_is_left_alone() -> None:
+    """Counts (`.at[seg].add(1)`, bincount) are proven below 2**24: nothing changes."""
+    seg = np.zeros(50, np.int32)
+    m = lowered(lambda s: (jnp.zeros(5, jnp.int32).at[s].add(1), jnp.bincount(s, length=5)), seg)
+    before = str(m)
+    assert check_target(m, NEURON, types=False) == []
+    assert not legalize(m, NEURON).rewritten and str(m) == before
+
+
+def test_a_scatter_max_is_left_and_reported_at_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scatter that takes the maximum has no limb split (the order of the limbs is not
+    the order of the values): left as it is, reported with the vendor's code and why."""
+    x, idx = np.zeros(8, np.int32), np.zeros(5, np.int32)
+    m = lowered(lambda x, i, u: x.at[i].max(u), x, idx, idx)
+    done = legalize(m, NEURON)
+    assert not done.rewritten and [x.detail for x in done.left] == ["its body does not add: limbs split only sums"]
+    (finding,) = check_target(m, NEURON)
+    assert finding.kind == "inexact" and finding.code == "EVRF060"
+    assert "test_combining.py" in str(finding.location)
+    assert done.explain(finding).endswith("no64 cannot make it exact: its body does not add: limbs split only sums")
+
+
+def test_sum_splits() -> None:
+    """The fewest limbs whose sums of N stay within the bound; none past 2**24 terms."""
+    full = (-(2**31), 2**31 - 1)
+    assert sum_split(21, full, F32_EXACT).widths == (16, 16)         # 21 * 65535 < 2**24
+    assert sum_split(256, full, F32_EXACT).widths == (16, 16)
+    assert sum_split(257, full, F32_EXACT).widths == (11, 11, 10)    # 257 * 65535 > 2**24
+    assert sum_split(2, (0, 2**20), F32_EXACT).widths == (21,)       # one limb: itself
+    assert sum_split(F32_EXACT, (0, 1), F32_EXACT).widths == (1,)
+    assert sum_split(F32_EXACT + 1, (0, 1), F32_EXACT) is None
+    for n in (1, 3, 100, 4097, 70000):
+        s = sum_split(n, full, F32_EXACT)
+        assert s is not None and all(n * limb.magnitude <= F32_EXACT for limb in s.limbs)
+
+
+def test_convert_with_a_target_splits_a_scatter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`no64 convert --target neuron` writes the limb scatters; `no64 check --target neuron`
+    accepts what it wrote."""
+    x, idx = np.zeros(8, np.int32), np.zeros(20, np.int32)
+    src, out = tmp_path / "scatter.mlir", tmp_path / "out.mlir"
+    src.write_text(str(lowered(lambda x, i, u: x.at[i].add(u), x, idx, idx)))
+    assert main(["convert", str(src), "-o", str(out), "--target", "neuron"]) == 0
+    printed = capsys.readouterr()
+    assert "2 limb sum(s) of 16,16-bit limbs over 21 terms in i32" in printed.out and printed.err == ""
+    assert main(["check", str(out), "--target", "neuron"]) == 0
+
+
+# ------------------------------------------------------------- collectives
+def _mesh() -> Mesh:
+    return Mesh(np.array(jax.devices("cpu")[:8]), ("d",))
+
+
+def _collectives(a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def local(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return lax.psum(x, "d"), lax.psum_scatter(x, "d", scatter_dimension=0, tiled=True)
+
+    return jax.shard_map(local, mesh=_mesh(), in_specs=P("d"), out_specs=(P(), P("d")), check_vma=False)(a)
+
+
+@pytest.mark.parametrize("in_f32", [False, True])
+def test_all_reduce_and_reduce_scatter_are_exact(cpu_devices: Any, in_f32: bool) -> None:
+    """psum and psum_scatter of full-range int32 over 8 devices: on the simulated device
+    (each replica's value rounded to f32 and summed in f32) wrong as they are, and what
+    the CPU gives, bit for bit, once split into limbs."""
+    a = np.zeros((64,), np.int32)
+    m = lowered(_collectives, a, in_shardings=NamedSharding(_mesh(), P("d")))
+    found = [f for f in check_target(m, NEURON) if f.kind == "inexact"]
+    assert {f.op for f in found} == {"stablehlo.all_reduce", "stablehlo.reduce_scatter"}
+    assert {f.code for f in found} == {"EVRF061/EVRF063"}
+    out = legalized(m, NEURON, in_f32, 2)
+    raw, _ = on_datapath(m, NEURON)
+    sim, simulated = on_datapath(out, NEURON)
+    assert simulated == (0 if in_f32 else 4)
+    wrong = 0
+    for xs in extremes(a.shape, np.int32):
+        want = run_module(m, [xs], strict=False)
+        got = run_module(sim, [xs], strict=False)
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w)
+        wrong += any(not np.array_equal(r, w) for r, w in zip(run_module(raw, [xs], strict=False), want))
+    assert wrong
+
+
+def test_a_collective_of_small_values_is_left_alone(cpu_devices: Any) -> None:
+    """A psum of int8 values over 8 devices is proven exact: nothing changes."""
+    def small(x: jax.Array) -> jax.Array:
+        return jax.shard_map(lambda y: lax.psum(y.astype(jnp.int32), "d"), mesh=_mesh(), in_specs=P("d"),
+                             out_specs=P(), check_vma=False)(x)
+
+    m = lowered(small, np.zeros(16, np.int8), in_shardings=NamedSharding(_mesh(), P("d")))
+    assert check_target(m, NEURON) == []
+    assert not legalize(m, NEURON).rewritten
