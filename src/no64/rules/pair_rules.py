@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Union
+from typing import Union
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..ir import pairs as P
 from ..ir._compat import attribute_dict
 from ..ir._mlir import as_operation as _as_op, ir, stablehlo
 from ..ir.words import build, make
-from ..spec.protocols import PairRule
+from ..spec.protocols import PairContext, PairRule
 from ..spec.registry import Computes, spec_of
 from .pair_dot import split_dot
 
@@ -57,7 +57,7 @@ def _f32_type(t: ir.Type) -> ir.Type:
 
 # ------------------------------------------------------------- elementwise
 def _binary(fn: Callable[[P.Pair, P.Pair], P.Pair]) -> PairRule:
-    def rule(op: ir.Operation, em: Any) -> list[Out]:
+    def rule(op: ir.Operation, em: PairContext) -> list[Out]:
         a, b = (em.pair(x) for x in op.operands)
         return [fn(a, b)]
 
@@ -65,7 +65,7 @@ def _binary(fn: Callable[[P.Pair, P.Pair], P.Pair]) -> PairRule:
 
 
 def _unary(fn: Callable[[P.Pair], P.Pair]) -> PairRule:
-    def rule(op: ir.Operation, em: Any) -> list[Out]:
+    def rule(op: ir.Operation, em: PairContext) -> list[Out]:
         return [fn(em.pair(op.operands[0]))]
 
     return rule
@@ -89,25 +89,25 @@ round_nearest_even = _unary(P.round_even)
 round_nearest_afz = _unary(P.round_afz)
 
 
-def rsqrt(op: ir.Operation, em: Any) -> list[Out]:
+def rsqrt(op: ir.Operation, em: PairContext) -> list[Out]:
     x = em.pair(op.operands[0])
     one = P.constant(x.shape, 1.0)
     return [P.divide(one, P.sqrt(x))]
 
 
-def clamp(op: ir.Operation, em: Any) -> list[Out]:
+def clamp(op: ir.Operation, em: PairContext) -> list[Out]:
     shape = _shape(op.results[0])
     lo, x, hi = (_broadcast(em.pair(v), shape) for v in op.operands)
     return [P.minmax("min", P.minmax("max", x, lo), hi)]
 
 
-def compare(op: ir.Operation, em: Any) -> list[Out]:
+def compare(op: ir.Operation, em: PairContext) -> list[Out]:
     a, b = (em.pair(x) for x in op.operands)
     kind = _attr_word(op, "compare_type") if "compare_type" in op.attributes else "FLOAT"
     return [P.compare(_attr_word(op, "comparison_direction"), a, b, kind)]
 
 
-def select(op: ir.Operation, em: Any) -> list[Out]:
+def select(op: ir.Operation, em: PairContext) -> list[Out]:
     p, x, y = op.operands
     pv = em.value(p)
     shape = _shape(op.results[0])
@@ -117,7 +117,7 @@ def select(op: ir.Operation, em: Any) -> list[Out]:
     return [P.select(pv, em.pair(x), em.pair(y))]
 
 
-def is_finite(op: ir.Operation, em: Any) -> list[Out]:
+def is_finite(op: ir.Operation, em: PairContext) -> list[Out]:
     x = em.pair(op.operands[0])
     return [make("is_finite", [x.hi], op.results[0].type)]
 
@@ -132,7 +132,7 @@ def _broadcast(x: P.Pair, shape: Sequence[int]) -> P.Pair:
 
 
 # --------------------------------------------------------------- constants
-def constant(op: ir.Operation, em: Any) -> list[Out]:
+def constant(op: ir.Operation, em: PairContext) -> list[Out]:
     """Each element split exactly into its pair (``finfo(float64).max`` and
     its negation, the float sentinels, become f32's; other values beyond
     f32's range become infinities, and values too small for their pair to
@@ -149,7 +149,7 @@ def constant(op: ir.Operation, em: Any) -> list[Out]:
     return [P.constant(shape, values)]
 
 
-def iota(op: ir.Operation, em: Any) -> list[Out]:
+def iota(op: ir.Operation, em: PairContext) -> list[Out]:
     shape = _shape(op.results[0])
     i32 = ir.IntegerType.get_signless(32)
     attrs = attribute_dict(op)
@@ -159,7 +159,7 @@ def iota(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ---------------------------------------------------------------- converts
-def convert(op: ir.Operation, em: Any) -> list[Out]:
+def convert(op: ir.Operation, em: PairContext) -> list[Out]:
     x = op.operands[0]
     xt = em.type(x)
     rt = op.results[0].type
@@ -184,7 +184,7 @@ def convert(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ------------------------------------------------------- ops moving elements
-def componentwise(op: ir.Operation, em: Any) -> list[Out]:
+def componentwise(op: ir.Operation, em: PairContext) -> list[Out]:
     """An op that moves elements (and whose other operands are indices):
     applied to the hi words and to the lo words alike."""
     outs = []
@@ -198,7 +198,7 @@ def componentwise(op: ir.Operation, em: Any) -> list[Out]:
 
 
 
-def per_operand(op: ir.Operation, em: Any) -> list[Out]:
+def per_operand(op: ir.Operation, em: PairContext) -> list[Out]:
     """An op whose result *i* is operand *i*: each pair as its two words."""
     operands: list[ir.Value] = []
     for x in op.operands:
@@ -217,7 +217,7 @@ def per_operand(op: ir.Operation, em: Any) -> list[Out]:
 
 
 # ----------------------------------------------- computed in f32, recorded
-def in_f32(op: ir.Operation, em: Any) -> list[Out]:
+def in_f32(op: ir.Operation, em: PairContext) -> list[Out]:
     """Computed in f32 from the operands rounded once; the results enter as
     exact pairs of those f32 values (recorded as precision-reduced)."""
     em.reduced(op, "computed in f32 from the float64 pair rounded to f32")
@@ -229,7 +229,7 @@ def in_f32(op: ir.Operation, em: Any) -> list[Out]:
 
 
 
-def custom_call(op: ir.Operation, em: Any) -> list[Out]:
+def custom_call(op: ir.Operation, em: PairContext) -> list[Out]:
     """A LAPACK float64 call: handed its operands rounded to f32 (typed
     float64 again, for the pass to narrow the call to its f32 sibling) and
     its results taken as exact pairs of f32 values (recorded as
@@ -328,7 +328,7 @@ def _pad_last(x: P.Pair, extra: int) -> P.Pair:
     return P.Pair(make("pad", [x.hi, zero.hi], t, **attrs), make("pad", [x.lo, zero.lo], t, **attrs))
 
 
-def reduce(op: ir.Operation, em: Any) -> list[Out]:
+def reduce(op: ir.Operation, em: PairContext) -> list[Out]:
     """A sum in blocks (:func:`blocked_sum`), a minimum or maximum, or any
     other body computed on pairs (``argmax``'s, ...)."""
     dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
@@ -344,7 +344,7 @@ def reduce(op: ir.Operation, em: Any) -> list[Out]:
     return em.rebuild_carried(op)
 
 
-def reduce_window(op: ir.Operation, em: Any) -> list[Out]:
+def reduce_window(op: ir.Operation, em: PairContext) -> list[Out]:
     """A cumulative sum by doubling (``ceil(log2 n)`` two-element windows,
     each a variadic ``reduce_window`` on the pair); any other window
     computed with its body on pairs."""
@@ -357,7 +357,7 @@ def reduce_window(op: ir.Operation, em: Any) -> list[Out]:
     return em.rebuild_carried(op)
 
 
-def _prefix(op: ir.Operation, em: Any) -> tuple[int, int, bool] | None:
+def _prefix(op: ir.Operation, em: PairContext) -> tuple[int, int, bool] | None:
     shape = _shape(op.results[0])
     rank = len(shape)
     window = _ints(op, "window_dimensions", rank, 1)
@@ -412,13 +412,13 @@ def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool) -> P.Pair:
     return x
 
 
-def sort(op: ir.Operation, em: Any) -> list[Out]:
+def sort(op: ir.Operation, em: PairContext) -> list[Out]:
     """``sort``: each float64 operand as two (hi, lo) operands; the
     comparator compares pairs."""
     return em.rebuild_sort(op, [em.is_pair(x) for x in op.operands])
 
 
-def top_k(op: ir.Operation, em: Any) -> list[Out]:
+def top_k(op: ir.Operation, em: PairContext) -> list[Out]:
     """``chlo.top_k``: a stable sort of (hi, lo, index) along the last
     dimension, greatest first in IEEE's total order on the hi words (NaN
     first, +0 before -0), then by the lo words -- ties in index order, as
@@ -449,7 +449,7 @@ def top_k(op: ir.Operation, em: Any) -> list[Out]:
     return [P.Pair(hi, lo), idx]
 
 
-def scatter(op: ir.Operation, em: Any) -> list[Out]:
+def scatter(op: ir.Operation, em: PairContext) -> list[Out]:
     """``scatter`` whose body stores the update (``.at[].set``): the hi
     and lo words scattered alike; a body that combines (``.at[].add``) is
     computed on pairs."""
@@ -467,7 +467,7 @@ DOT_SPLIT_MIN = 32
 DOT_CHUNK = 64
 
 
-def dot_general(op: ir.Operation, em: Any) -> list[Out]:
+def dot_general(op: ir.Operation, em: PairContext) -> list[Out]:
     """Both operands laid out ``batch x free x contracting``; a contraction
     of at least :data:`DOT_SPLIT_MIN` elements as exact f32 ``dot_general``s
     of slices of the rows and columns (:func:`no64.rules.pair_dot.split_dot`,

@@ -20,7 +20,7 @@ from typing import Any, NoReturn, Protocol, TypeVar, Union
 import numpy as np
 
 from ..errors import ConstantRangeError, No64Error, UnsupportedOpError
-from ..ir import words as W
+from ..ir import pairs as P, words as W
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation
 from .intervals import Interval, Range
@@ -216,9 +216,47 @@ Fold = Callable[[ir.Operation, list[np.ndarray], ir.Type], "np.ndarray | None"]
 Out = Union[W.Words, ir.Value, None]
 #: ``rule(op, em) -> one entry per result``.
 EmulateRule = Callable[[ir.Operation, WordContext], list[Out]]
+class PairContext(CarrierContext[P.Pair], Protocol):
+    """The float pair step as pair rules use it (``em``; see
+    :class:`no64.transforms.pairs.PairEmulation`)."""
+
+    def is_pair(self, v: ir.Value) -> bool:
+        """Whether ``v`` is float64 (carried as a pair)."""
+        ...
+
+    def pair(self, v: ir.Value) -> P.Pair:
+        """The pair of float64 operand ``v``."""
+        ...
+
+    def reduced(self, op: ir.Operation, detail: str) -> None:
+        """Record that ``op`` is computed with less precision than float64."""
+        ...
+
+    def event(self, op: ir.Operation, kind: str, detail: str, count: int = 1) -> None:
+        """Record an event of ``kind`` at ``op``."""
+        ...
+
+    def out_of_range(self, op: ir.Operation, values: np.ndarray) -> None:
+        """Refuse or record a constant's elements that pairs cannot hold."""
+        ...
+
+    def constant_elements(self, op: ir.Operation) -> np.ndarray:
+        """The float64 elements of a constant op (flat)."""
+        ...
+
+    def constant_value(self, v: ir.Value) -> np.ndarray | None:
+        """The elements of ``v`` if a constant defines it (through broadcasts
+        and reshapes), else ``None``."""
+        ...
+
+    def rebuild_scatter(self, op: ir.Operation) -> list[Any]:
+        """``scatter`` rebuilt on pairs."""
+        ...
+
+
 #: ``rule(op, em) -> one entry per result`` for float64 values carried as f32
-#: pairs; ``em`` is the pair step's context (:class:`no64.transforms.pairs.PairEmulation`).
-PairRule = Callable[[ir.Operation, Any], list[Any]]
+#: pairs: a pair, a plain value, or nothing.
+PairRule = Callable[[ir.Operation, PairContext], list[Any]]
 
 
 class Legalization(Protocol):
