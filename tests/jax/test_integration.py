@@ -848,7 +848,8 @@ def test_environment_configuration(restore_global: None, monkeypatch: pytest.Mon
     monkeypatch.setenv("NO64_PLATFORMS", " CPU , neuron ")
     monkeypatch.setenv("NO64_MODE", "check")
     config = jaxhook.initialize_from_environment()
-    assert config == jaxhook.Config(frozenset({"cpu", "neuron"}), "check", no64.Options(integer_policy="error"))
+    assert config == jaxhook.Config(frozenset({"cpu", "neuron"}), "check",
+                                    no64.Options(integer_policy="error", float_hints=False))
     assert config.applies_to("cpu") and config.applies_to("neuron") and not config.applies_to("tpu")
     monkeypatch.setenv("NO64_MODE", "bogus")
     with pytest.raises(ValueError, match="NO64_MODE"):
