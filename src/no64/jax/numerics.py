@@ -227,16 +227,16 @@ class _Walk:
             if body64 is not None and body32 is not None and hasattr(body64, "jaxpr") and hasattr(body32, "jaxpr"):
                 out64, out32 = self._jaxpr(body64.jaxpr, body32.jaxpr, list(body64.consts), list(body32.consts),
                                            in64, in32, eqn_source(e64) or where)
+                errors = [_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)]
             else:
                 self.equations += 1
                 out64 = _as_list(e64.primitive.bind(*in64, **e64.params), e64.primitive.multiple_results)
                 out32 = self._eval32(_bound(e32, in32))
-                self._judge(e64, out64, out32, in_err, eqn_source(e64) or where)
+                errors = self._judge(e64, out64, out32, in_err, eqn_source(e64) or where)
             for v, x in zip(e64.outvars, out64):
                 env64[v] = x
-            for v64, v32, x in zip(e64.outvars, e32.outvars, out32):
+            for v32, x, (kind, e, *_) in zip(e32.outvars, out32, errors):
                 env32[v32] = x
-                kind, e, *_ = _error(np.asarray(env64[v64]), np.asarray(x))
                 err[v32] = e if kind != "ok" else 0.0
         return [read(env64, v) for v in j64.outvars], [read(env32, v) for v in j32.outvars]
 
@@ -248,16 +248,17 @@ class _Walk:
             return list(fn())
 
     def _judge(self, e64: Any, out64: list[Any], out32: list[Any], in_err: float,
-               loc: SourceLocation | None) -> None:
+               loc: SourceLocation | None) -> list[tuple[str, float, tuple[int, ...], float, float]]:
+        """Record the equation's line where its outputs are off; their errors."""
+        errors = [_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)]
         worst: tuple[str, float, tuple[int, ...], float, float] | None = None
-        for r, g in zip(out64, out32):
-            kind, e, i, rv, gv = _error(np.asarray(r), np.asarray(g))
+        for kind, e, i, rv, gv in errors:
             if kind == "ok" or (kind == "float" and e <= self.tol):
                 continue
             if worst is None or e > worst[1]:
                 worst = (kind, e, i, rv, gv)
         if worst is None:
-            return
+            return errors
         kind, e, i, rv, gv = worst
         if kind == "float":
             if in_err <= self.tol:
@@ -265,9 +266,9 @@ class _Walk:
             elif e > _AMPLIFIES * in_err:
                 kind = "amplifies"
             else:
-                return  # carried: the line that made it is reported
+                return errors  # carried: the line that made it is reported
         elif kind == "inf/nan" and in_err == float("inf"):
-            return  # carried from an input that is not finite already
+            return errors  # carried from an input that is not finite already
         key = (loc.file, loc.line) if loc is not None else ("", e64.primitive.name)
         found = self.lines.get(key)
         name = e64.primitive.name
@@ -279,6 +280,7 @@ class _Walk:
             if e > found.error:
                 found.kind, found.error, found.input_error = kind, e, in_err
                 found.index, found.reference, found.got = i, rv, gv
+        return errors
 
 
 #: Equations one trace may hold and the other not: converts that are no-ops
