@@ -243,3 +243,42 @@ def test_benign_programs_list_nothing():
                      (stable_logsumexp, (rng.standard_normal((8, 50)) * 30.0,))]:
         report = no64.numerics(fn, *args, pairs=False)
         assert report.lines == [] and report.output_error < 1e-4, str(report)
+
+
+def test_a_benign_variance_of_values_near_1():
+    x = 1.0 + 0.1 * np.random.default_rng(6).standard_normal((16, 256))
+    report = no64.numerics(lambda v: jnp.var(v, axis=-1), x, pairs=False)
+    assert report.lines == [] and report.output_error < 1e-5, str(report)
+
+
+def test_a_float32_flax_training_step_lists_nothing():
+    """A Flax model keeps float32 parameters in the x64 program too: both
+    programs compute the same float32 step, and nothing is listed (no
+    float64 promotion of a Python scalar, say, makes them differ)."""
+    nn = pytest.importorskip("flax.linen")
+    import jax
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(4)(nn.tanh(nn.Dense(32)(x)))
+
+    model = MLP()
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((16, 8)).astype(F32)
+    labels = rng.integers(0, 4, 16).astype(np.int32)
+    params = jax.tree.map(np.asarray, model.init(jax.random.key(0), x))
+
+    def step(params, x, labels):
+        def loss_fn(p):
+            logits = model.apply(p, x)
+            picked = jnp.take_along_axis(logits, labels[:, None], axis=1)[:, 0]
+            return jnp.mean(jax.nn.logsumexp(logits, axis=1) - picked)
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        return loss, jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
+
+    report = no64.numerics(step, params, x, labels, pairs=False)
+    assert report.lines == [] and report.output_error < 1e-6, str(report)
+    assert report.equations > 20
+
