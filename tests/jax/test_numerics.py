@@ -215,3 +215,14 @@ def test_a_function_with_effects_is_refused_before_it_runs_again(capsys: pytest.
     with pytest.raises(ValueError, match=r"noisy has effects \(DebugEffect\)"):
         no64.numerics(noisy, np.ones(3))
     assert "noisy" not in capsys.readouterr().out
+
+
+def test_pairs_listed_measures_the_fix_only_where_a_line_is_listed():
+    rng = np.random.default_rng(0)
+    quiet = no64.numerics(benign, rng.standard_normal((16, 32)), rng.standard_normal((32, 32)) / 5,
+                          pairs="listed")
+    assert quiet.lines == [] and quiet.pairs_error is None and quiet.pairs_refusal is None
+    loud = no64.numerics(nested, np.array([0.25, 0.5]), pairs="listed")
+    assert loud.lines and loud.pairs_error is not None and loud.pairs_error < 1e-6
+    with pytest.raises(ValueError, match="pairs must be True, False or 'listed'"):
+        no64.numerics(nested, np.array([0.25]), pairs="always")

@@ -361,7 +361,8 @@ def _to32(x: Any) -> Any:
     return x
 
 
-def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool = True) -> NumericsReport:
+def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3,
+             pairs: bool | str = True) -> NumericsReport:
     """Measure, on these arguments, where float32 makes ``fn``'s float64
     results differ from its x64 program (see the module docstring).
 
@@ -370,7 +371,9 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool 
       args: Its arguments, as the x64 program takes them (float64 data).
       tol: The relative error reported (per element; default 1e-3).
       pairs: Also run ``fn`` under ``float_policy="pairs"`` and report its
-        outputs' error: the measured fix.
+        outputs' error: the measured fix.  ``"listed"``: only when a line
+        is listed (a program f32 computes well needs no fix, and compiling
+        a large program for pairs can take minutes).
 
     Returns:
       A :class:`NumericsReport`; ``str()`` of it is the text report.
@@ -421,7 +424,9 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool 
         washed, lines = len(lines) - len(kept), kept
     report = NumericsReport(getattr(fn, "__name__", "<function>"), tol, lines, output_error,
                             equations=walk.equations, unpaired=walk.unpaired, washed_out=washed)
-    if pairs:
+    if pairs not in (True, False, "listed"):
+        raise ValueError(f"no64.numerics: pairs must be True, False or 'listed', not {pairs!r}")
+    if pairs is True or (pairs == "listed" and lines):
         _measure_pairs(report, fn, args, out64)
     return report
 
