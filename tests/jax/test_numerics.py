@@ -163,9 +163,8 @@ def test_an_integer_argument_beyond_32_bits_is_one_clear_error():
 
 
 def washes_out(x):
-    d = x - jnp.mean(x)
-    noise = jnp.sum(d)  # NOISE: zero in x64, rounding noise in float32
-    return jnp.sqrt(jnp.mean(d * d)) + 0.0 * noise
+    lost = (x + 1e8) - 1e8  # LOST: float32 cancels it away
+    return jnp.sqrt(jnp.mean(x * x)) + 0.0 * lost
 
 
 def test_an_intermediate_error_that_does_not_reach_the_outputs_is_not_listed():
@@ -175,7 +174,24 @@ def test_an_intermediate_error_that_does_not_reach_the_outputs_is_not_listed():
     assert report.washed_out == 1 and "1 line(s) with a larger intermediate error" in str(report)
     # with the outputs as the tolerance's judge gone (a tolerance they miss), it is listed
     strict = no64.numerics(washes_out, rng.standard_normal(1000) + 3.0, tol=1e-12, pairs=False)
-    assert _line(washes_out, "NOISE") in {x.location.line for x in strict.lines}
+    assert _line(washes_out, "LOST") in {x.location.line for x in strict.lines}
+
+
+def deviations(x):
+    d = x - jnp.mean(x)
+    noise = jnp.sum(d)  # NOISE: zero in exact arithmetic, rounding noise in x64 and in float32
+    return noise, jnp.sqrt(jnp.mean(d * d))
+
+
+def test_a_sum_that_is_zero_but_for_rounding_is_not_measured_against_its_noise():
+    """The x64 sum of deviations is float64's rounding noise (1e-13 for terms
+    of size 1): float32's noise is 1e8 times it, which says nothing of the
+    line; it is not listed even at a tolerance every other line meets."""
+    x = np.random.default_rng(5).standard_normal(1000) + 3.0
+    report = no64.numerics(deviations, x, tol=1e-5, pairs=False)
+    ref = float(np.sum(x - np.mean(x)))
+    assert abs(ref) < 1e-12 and report.output_error > 1e5  # the noise output, measured against itself
+    assert report.lines == [] and report.washed_out == 0
 
 
 def test_the_reference_is_the_x64_program_under_the_hook_too(restore_global):
@@ -199,3 +215,14 @@ def test_a_function_with_effects_is_refused_before_it_runs_again(capsys: pytest.
     with pytest.raises(ValueError, match=r"noisy has effects \(DebugEffect\)"):
         no64.numerics(noisy, np.ones(3))
     assert "noisy" not in capsys.readouterr().out
+
+
+def test_pairs_listed_measures_the_fix_only_where_a_line_is_listed():
+    rng = np.random.default_rng(0)
+    quiet = no64.numerics(benign, rng.standard_normal((16, 32)), rng.standard_normal((32, 32)) / 5,
+                          pairs="listed")
+    assert quiet.lines == [] and quiet.pairs_error is None and quiet.pairs_refusal is None
+    loud = no64.numerics(nested, np.array([0.25, 0.5]), pairs="listed")
+    assert loud.lines and loud.pairs_error is not None and loud.pairs_error < 1e-6
+    with pytest.raises(ValueError, match="pairs must be True, False or 'listed'"):
+        no64.numerics(nested, np.array([0.25]), pairs="always")

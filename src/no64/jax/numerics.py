@@ -22,7 +22,11 @@ times its inputs'), with the worst element, its reference value and what
 float32 gave.  Lines that only carry an error are not reported, nor, when
 the function's outputs are within ``tol`` of the reference, lines whose
 float error does not reach them (a sum of deviations that cancels to
-rounding noise); ``inf``/``nan`` and changed decisions are reported always.  It then
+rounding noise); ``inf``/``nan`` and changed decisions are reported always.
+A sum (``reduce_sum``, ``add``, ``sub``) whose x64 result is float64's own
+rounding noise (within ``n`` epsilons of the sum of its ``n`` terms'
+magnitudes: zero in exact arithmetic, such as a sum of deviations from
+their mean) is not judged against that noise.  It then
 runs the function under ``float_policy="pairs"`` (:func:`no64.jit`) and
 says how far the outputs are from the reference there: the measured fix.
 """
@@ -227,16 +231,16 @@ class _Walk:
             if body64 is not None and body32 is not None and hasattr(body64, "jaxpr") and hasattr(body32, "jaxpr"):
                 out64, out32 = self._jaxpr(body64.jaxpr, body32.jaxpr, list(body64.consts), list(body32.consts),
                                            in64, in32, eqn_source(e64) or where)
+                errors = [_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)]
             else:
                 self.equations += 1
                 out64 = _as_list(e64.primitive.bind(*in64, **e64.params), e64.primitive.multiple_results)
                 out32 = self._eval32(_bound(e32, in32))
-                self._judge(e64, out64, out32, in_err, eqn_source(e64) or where)
+                errors = self._judge(e64, in64, out64, out32, in_err, eqn_source(e64) or where)
             for v, x in zip(e64.outvars, out64):
                 env64[v] = x
-            for v64, v32, x in zip(e64.outvars, e32.outvars, out32):
+            for v32, x, (kind, e, *_) in zip(e32.outvars, out32, errors):
                 env32[v32] = x
-                kind, e, *_ = _error(np.asarray(env64[v64]), np.asarray(x))
                 err[v32] = e if kind != "ok" else 0.0
         return [read(env64, v) for v in j64.outvars], [read(env32, v) for v in j32.outvars]
 
@@ -247,17 +251,20 @@ class _Walk:
         with enable_x64(False):
             return list(fn())
 
-    def _judge(self, e64: Any, out64: list[Any], out32: list[Any], in_err: float,
-               loc: SourceLocation | None) -> None:
+    def _judge(self, e64: Any, in64: list[Any], out64: list[Any], out32: list[Any], in_err: float,
+               loc: SourceLocation | None) -> list[tuple[str, float, tuple[int, ...], float, float]]:
+        """Record the equation's line where its outputs are off; their errors."""
+        errors = [_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)]
+        if len(out64) == 1 and errors[0][0] == "float" and _noise(e64, in64, np.asarray(out64[0])):
+            return errors  # not listed; what reads it carries its error (and is not listed for it)
         worst: tuple[str, float, tuple[int, ...], float, float] | None = None
-        for r, g in zip(out64, out32):
-            kind, e, i, rv, gv = _error(np.asarray(r), np.asarray(g))
+        for kind, e, i, rv, gv in errors:
             if kind == "ok" or (kind == "float" and e <= self.tol):
                 continue
             if worst is None or e > worst[1]:
                 worst = (kind, e, i, rv, gv)
         if worst is None:
-            return
+            return errors
         kind, e, i, rv, gv = worst
         if kind == "float":
             if in_err <= self.tol:
@@ -265,9 +272,9 @@ class _Walk:
             elif e > _AMPLIFIES * in_err:
                 kind = "amplifies"
             else:
-                return  # carried: the line that made it is reported
+                return errors  # carried: the line that made it is reported
         elif kind == "inf/nan" and in_err == float("inf"):
-            return  # carried from an input that is not finite already
+            return errors  # carried from an input that is not finite already
         key = (loc.file, loc.line) if loc is not None else ("", e64.primitive.name)
         found = self.lines.get(key)
         name = e64.primitive.name
@@ -279,6 +286,28 @@ class _Walk:
             if e > found.error:
                 found.kind, found.error, found.input_error = kind, e, in_err
                 found.index, found.reference, found.got = i, rv, gv
+        return errors
+
+
+def _noise(eqn: Any, operands: list[Any], ref: np.ndarray) -> bool:
+    """Whether the x64 result of a sum is its own rounding noise: zero in
+    exact arithmetic as far as float64 can tell (a sum of deviations from
+    their mean), below ``n`` float64 epsilons of the sum of its ``n`` terms'
+    magnitudes.  Measured relative to itself, float32's rounding of the same
+    terms is an error of 1e8 and more that says nothing of the line."""
+    name = eqn.primitive.name
+    if ref.dtype.kind != "f" or ref.size == 0 or name not in ("reduce_sum", "add", "sub"):
+        return False
+    xs = [np.abs(np.asarray(x, np.float64)) for x in operands]
+    if name == "reduce_sum":
+        axes = tuple(eqn.params.get("axes", ()))
+        terms = int(np.prod([xs[0].shape[a] for a in axes])) if axes else 1
+        magnitude = float(np.max(np.sum(xs[0], axis=axes))) if xs[0].size else 0.0
+    else:
+        terms = 2
+        magnitude = float(np.max(np.broadcast_to(xs[0], ref.shape) + np.broadcast_to(xs[1], ref.shape)))
+    worst = float(np.max(np.abs(ref[np.isfinite(ref)]), initial=0.0))
+    return 0.0 < magnitude and worst <= terms * float(np.finfo(np.float64).eps) * magnitude
 
 
 #: Equations one trace may hold and the other not: converts that are no-ops
@@ -332,7 +361,8 @@ def _to32(x: Any) -> Any:
     return x
 
 
-def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool = True) -> NumericsReport:
+def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3,
+             pairs: bool | str = True) -> NumericsReport:
     """Measure, on these arguments, where float32 makes ``fn``'s float64
     results differ from its x64 program (see the module docstring).
 
@@ -341,7 +371,9 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool 
       args: Its arguments, as the x64 program takes them (float64 data).
       tol: The relative error reported (per element; default 1e-3).
       pairs: Also run ``fn`` under ``float_policy="pairs"`` and report its
-        outputs' error: the measured fix.
+        outputs' error: the measured fix.  ``"listed"``: only when a line
+        is listed (a program f32 computes well needs no fix, and compiling
+        a large program for pairs can take minutes).
 
     Returns:
       A :class:`NumericsReport`; ``str()`` of it is the text report.
@@ -392,7 +424,9 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3, pairs: bool 
         washed, lines = len(lines) - len(kept), kept
     report = NumericsReport(getattr(fn, "__name__", "<function>"), tol, lines, output_error,
                             equations=walk.equations, unpaired=walk.unpaired, washed_out=washed)
-    if pairs:
+    if pairs not in (True, False, "listed"):
+        raise ValueError(f"no64.numerics: pairs must be True, False or 'listed', not {pairs!r}")
+    if pairs is True or (pairs == "listed" and lines):
         _measure_pairs(report, fn, args, out64)
     return report
 

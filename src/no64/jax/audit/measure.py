@@ -131,6 +131,8 @@ class MeasuredFunction:
     #: The worst outputs' error under float32 and under pairs over the measured calls.
     output_error: float = 0.0
     pairs_error: float | None = None
+    #: Why pairs cannot run it (its first measurement under pairs), or ``None``.
+    pairs_refusal: str | None = None
     #: Why a sampled call could not be measured (the first reason), or ``None``.
     not_measured: str | None = None
     #: Sampled calls that could not be measured.
@@ -297,7 +299,10 @@ class Measurer:
                     return jitted(*full, **kw)
 
                 measured.__name__ = record.name
-                report = numerics(measured, *inputs, tol=self.tol, pairs=self.pairs)
+                # pairs measured where a line is listed, once per function:
+                # a large program's pairs compile can take minutes
+                once = record.pairs_error is None and record.pairs_refusal is None
+                report = numerics(measured, *inputs, tol=self.tol, pairs="listed" if self.pairs and once else False)
         except Exception as exc:  # noqa: BLE001 - measuring never breaks the program
             with self._lock:
                 record.failed += 1
@@ -311,10 +316,12 @@ class Measurer:
             record.output_error = max(record.output_error, report.output_error)
             if report.pairs_error is not None:
                 record.pairs_error = max(record.pairs_error or 0.0, report.pairs_error)
+            if report.pairs_refusal is not None and record.pairs_refusal is None:
+                record.pairs_refusal = report.pairs_refusal
             if report.lines:
                 record.listed += 1
             for line in report.lines:
-                self._add(line, record.name, report.pairs_error, report.pairs_refusal)
+                self._add(line, record.name, record.pairs_error, record.pairs_refusal)
 
     def _add(self, line: Any, function: str, pairs_error: float | None, refusal: str | None) -> None:
         loc = line.location

@@ -193,6 +193,7 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
                     "listed": {"type": "integer", "minimum": 0},
                     "output_error": _MEASURE,
                     "pairs_error": _NULLABLE_MEASURE,
+                    "pairs_refusal": _NULLABLE_STR,
                     "not_measured": _NULLABLE_STR,
                     "failed": {"type": "integer", "minimum": 0},
                 }),
