@@ -76,6 +76,13 @@ PROGRAMS = {
     "by_power_of_two": lambda x, y: div_rem(big(x), jnp.int64(2**32)),
     "unsigned_by_constant": lambda x, y: div_rem(ubig(x), jnp.uint64(1_000_000_007)),
     "unsigned_by_large_constant": lambda x, y: div_rem(ubig(x), jnp.uint64(0xFFFFFFFF00000001)),
+    "by_small_constants": lambda x, y: tuple(
+        r for c in (2, 3, 7, 10, 128, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1)
+        for r in div_rem(big(x) * 3 + x, jnp.int64(c))),
+    "by_negative_power_of_two": lambda x, y: div_rem(big(x), jnp.int64(-(2**62))),
+    "unsigned_by_small_constants": lambda x, y: tuple(
+        r for c in (1, 2, 3, 7, 10, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2**64 - 1)
+        for r in div_rem(ubig(x), jnp.uint64(c))),
     # by 32-bit values (sign- or zero-extended; zeros among them)
     "by_int32": lambda x, y: div_rem(big(x), wide(y)),
     "unsigned_by_uint32": lambda x, y: div_rem(ubig(x), uwide(y.astype(jnp.uint32))),
@@ -126,9 +133,11 @@ def test_emulated_division_matches_the_64bit_program(name: str) -> None:
 
 # ------------------------------------------------ any 64-bit dividend and divisor
 
-#: 32-bit words at the edges of the digits the division works in
+#: 32-bit words at the edges of the division's cases and of its f32
+#: estimates (values that round up or down to a power of two in f32, at the
+#: last of f32's 24 bits and just past it)
 EDGE_WORDS = [0, 1, 2, 3, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x10001, 0x7FFFFFFF, 0x80000000, 0x80000001,
-              0xFFFFFFFE, 0xFFFFFFFF, 0xFFFF0000, 1_000_000_007]
+              0xFFFFFFFE, 0xFFFFFFFF, 0xFFFF0000, 1_000_000_007, 0xFFFFFF80, 0xFFFFFF7F, 0x00FFFFFF, 0x01000001]
 
 
 def _operands(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +155,17 @@ def _operands(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     q = rng.integers(0, 2**64, k, dtype=np.uint64) >> rng.integers(0, 64, k).astype(np.uint64)
     with np.errstate(over="ignore"):
         near = q * d_rand + rng.integers(-2, 3, k).astype(np.int64).view(np.uint64)
-    return np.concatenate([n_grid, n_rand, near]), np.concatenate([d_grid, d_rand, d_rand])
+    # the largest quotients: dividends at the top of the range by divisors
+    # just past 2**32 and just below it, where the estimates are largest
+    top = np.uint64(2**64 - 1) - rng.integers(0, 2**40, k, dtype=np.uint64)
+    d_edge = (np.uint64(2**32) + rng.integers(-(2**20), 2**20, k).astype(np.int64)).astype(np.uint64)
+    # full-range values, and their near-multiples of full-range divisors
+    n_full, d_full = rng.integers(0, 2**64 - 1, (2, k), dtype=np.uint64, endpoint=True)
+    with np.errstate(over="ignore"):
+        q_full = n_full // np.maximum(d_full, np.uint64(1))
+        near_full = q_full * d_full + rng.integers(-1, 2, k).astype(np.int64).view(np.uint64)
+    return (np.concatenate([n_grid, n_rand, near, top, n_full, near_full]),
+            np.concatenate([d_grid, d_rand, d_rand, d_edge, d_full, d_full]))
 
 
 def _words(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
