@@ -196,17 +196,34 @@ def _bit(p: ir.Value) -> ir.Value:
 
 
 # ------------------------------------------------------------ pack / unpack
-def pack(w: Words) -> ir.Value:
-    """The packed ``S x 2`` form of ``w``."""
+def pack(w: Words, carried: bool = False) -> ir.Value:
+    """The packed ``S x 2`` form of ``w``.
+
+    A result (of a function, or a ``bitcast_convert`` to words) is each
+    word broadcast along a new last dimension of 2, the low one chosen where
+    an iota along it is 0.  Not a ``concatenate`` of ``S x 1`` columns:
+    XLA's CPU compiler fuses the words' computation into a concatenate's
+    per-element branches, which do not vectorise; a remainder, whose two
+    words share one division, then ran 60 times as long as its native form.
+
+    A value ``carried`` by a loop (or handed to a branch or a call) is that
+    concatenate: unpacked again by the next iteration, it costs less than
+    the select, which computes both words at each of its elements."""
     shape = w.shape
     elem = u32() if w.unsigned else i32()
-    col = _tensor(shape + [1], elem)
-    lo = make("reshape", [bitcast(w.lo, elem)], col)
-    hi = make("reshape", [bitcast(w.hi, elem)], col)
-    return make(
-        "concatenate", [lo, hi], packed_type(shape, w.unsigned),
-        dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)),
-    )
+    lo, hi = bitcast(w.lo, elem), bitcast(w.hi, elem)
+    packed = packed_type(shape, w.unsigned)
+    if carried:
+        col = _tensor(shape + [1], elem)
+        return make(
+            "concatenate", [make("reshape", [lo], col), make("reshape", [hi], col)], packed,
+            dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)),
+        )
+    dims = ir.DenseI64ArrayAttr.get(list(range(len(shape))))
+    lo, hi = (make("broadcast_in_dim", [x], packed, broadcast_dimensions=dims) for x in (lo, hi))
+    index = make("iota", [], _tensor(shape + [2], i32()),
+                 iota_dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)))
+    return _sel(_cmp(index, splat(index, 0), "EQ", "SIGNED"), lo, hi)
 
 
 def unpack(p: ir.Value) -> Words:
