@@ -219,6 +219,85 @@ def test_xla_corner_cases_are_what_the_emulation_gives() -> None:
     assert ur.tolist() == n.view(np.uint64).tolist()
 
 
+# ---------------------------------------------------- constant divisors
+
+SIGNED_CONSTANTS = [1, 2, 3, 7, 10, 128, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1,
+                   -1, -2, -7, -1000, -(2**32) - 1, I64.min, 0]
+UNSIGNED_CONSTANTS = [1, 2, 3, 7, 10, 128, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1,
+                     2**63, 2**63 + 1, 2**64 - 1, 0]
+
+
+def _dividends(divisors: list[int], rng: np.random.Generator) -> np.ndarray:
+    """uint64 dividends over the whole 64-bit range: the extremes, the
+    multiples of each divisor nearest them and nearest random values, one
+    off each side, and uniform values."""
+    out = [0, 1, 2, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 2, 2**64 - 1]
+    for m in [abs(int(d)) for d in divisors if d]:
+        for n in [2**63, 2**64 - 1, *rng.integers(0, 2**64 - 1, 40, dtype=np.uint64, endpoint=True)]:
+            base = int(n) // m * m
+            out += [(base + e) % 2**64 for e in (-1, 0, 1)]
+            out += [(2**64 - base + e) % 2**64 for e in (-1, 0, 1)]  # the negatives, for signed
+    out += rng.integers(0, 2**64 - 1, 4000, dtype=np.uint64, endpoint=True).tolist()
+    return np.array(out, np.uint64)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int64, jnp.uint64], ids=["signed", "unsigned"])
+def test_division_by_constants_of_any_64bit_dividend(dtype, rng: np.random.Generator) -> None:
+    """A divisor that is a constant divides by a multiply (no f32 estimate,
+    no compare of the divisor's words): exact for every dividend, with
+    XLA's ``x / 0``, ``x % 0``, ``INT64_MIN / -1`` and ``INT64_MIN % -1``."""
+    divisors = SIGNED_CONSTANTS if dtype == jnp.int64 else UNSIGNED_CONSTANTS
+    n = _dividends(divisors, rng)
+
+    def fn(nh, nl):
+        a = _joined(nh, nl, dtype)
+        return tuple(r for d in divisors for r in div_rem(a, jnp.asarray(d, dtype)))
+
+    result = compare_with_reference(fn, list(_words(n)), policy="exact")
+    assert all(o.ok for o in result.outputs)
+    by_op = result.report.emulated_by_op
+    assert by_op["stablehlo.divide"] == by_op["stablehlo.remainder"] == len(divisors), by_op
+    assert "f32" not in str(result.demoted)
+    assert (n == np.uint64(2**63)).any() and (n == np.uint64(2**64 - 1)).any()
+
+
+CONSTANT_PROGRAMS = {
+    "floor_divide_128": lambda i: i // 128,
+    "floor_divide_negative": lambda i: jnp.floor_divide(i, -(2**33) - 3),
+    "rem_1000": lambda i: lax.rem(i, jnp.int64(1000)),
+    "computed_divisor": lambda i: lax.rem(i, jnp.full_like(i, 5) * 200 + 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANT_PROGRAMS))
+def test_division_by_a_broadcast_or_computed_constant(name: str) -> None:
+    """``i // 128`` as JAX writes it (the divisor a broadcast scalar, passed
+    to JAX's own jit of ``floor_divide``), ``lax.rem`` by a constant, and a
+    divisor computed from constants: each divides by a multiply."""
+    result = compare_with_reference(lambda x, y: CONSTANT_PROGRAMS[name](big(x) + y), [X, Y], policy="exact")
+    assert all(o.ok for o in result.outputs)
+    assert "f32" not in str(result.demoted)
+
+
+def test_jnp_mod_by_a_constant_is_exact() -> None:
+    """``i % 1000``: JAX's ``remainder`` guards its divisor with
+    ``where(d == 0, 1, d)``, whose range the analysis keeps as [1, 1000], so
+    it takes the general division; exact either way."""
+    result = compare_with_reference(lambda x, y: (big(x) + y) % 1000, [X, Y], policy="exact")
+    assert all(o.ok for o in result.outputs)
+    assert "f32" in str(result.demoted)
+
+
+def test_one_jit_of_floor_divide_shared_by_two_constants() -> None:
+    """JAX traces ``i // 128`` and ``i // -7`` into one private function
+    called twice: its divisor is not one constant, and the general division
+    gives both exactly."""
+    result = compare_with_reference(lambda x, y: ((big(x) + y) // 128, (big(x) + y) // -7), [X, Y],
+                                    policy="exact")
+    assert all(o.ok for o in result.outputs)
+    assert "f32" in str(result.demoted)
+
+
 # ------------------------------------------------------------ real programs
 
 RANDOM_PROGRAMS = {

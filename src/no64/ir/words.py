@@ -551,6 +551,116 @@ def divmod_signed(n: Words, d: Words, small_divisor: bool = False) -> tuple[Word
     return quot.retag(False), rem.retag(False)
 
 
+# ---------------------------------------------- division by a constant
+#
+# A divisor known at conversion time (``i // 128``, ``i % 1000``) divides by
+# multiplying: q = floor(n m / 2**k) for a magic number m (Granlund and
+# Montgomery, "Division by invariant integers using multiplication", 1994,
+# theorem 4.2): if 2**k <= m d <= 2**k + 2**(k - N), the identity holds for
+# every dividend below 2**N.  The multiplier is sought below 2**64 (the
+# dividend shifted right first by the divisor's factors of two, which
+# shrinks N); failing that, the 65-bit multiplier 2**64 + m' is applied as
+# t = mulhi(n, m'), q = (t + (n - t) / 2) >> (l - 1) with l = ceil(log2 d)
+# (their figure 4.1).  A signed division divides the magnitudes, as
+# :func:`divmod_signed` does.
+
+
+def _srl(a: Words, k: int) -> Words:
+    """``a`` shifted right logically by the constant ``k`` (0 <= k < 64)."""
+    if k == 0:
+        return a
+    zero = splat(a.lo, 0)
+    if k >= 32:
+        return Words(_same("shift_right_logical", a.hi, splat(a.hi, k - 32)) if k > 32 else a.hi, zero, a.unsigned)
+    lo = _same("or", _same("shift_right_logical", a.lo, splat(a.lo, k)), _same("shift_left", a.hi, splat(a.hi, 32 - k)))
+    return Words(lo, _same("shift_right_logical", a.hi, splat(a.hi, k)), a.unsigned)
+
+
+def _mulhi(n: Words, m: int) -> Words:
+    """The high 64 bits of the 128-bit product ``n * m`` (``0 < m < 2**64``)."""
+    zero = splat(n.lo, 0)
+    mid: list[ir.Value] = []  # words at bit 32 of the product (their sum's carry goes to bit 64)
+    high: list[Words] = []  # words at bit 64
+    for word, shift in ((m & _MASK, 0), (m >> 32, 1)):
+        if word:
+            lo_lo, lo_hi = mul_wide32(n.lo, splat(n.lo, word))
+            hi_lo, hi_hi = mul_wide32(n.hi, splat(n.lo, word))
+            if shift:
+                mid.append(lo_lo)
+                high += [Words(lo_hi, zero, True), Words(hi_lo, hi_hi, True)]
+            else:
+                mid += [lo_hi, hi_lo]
+                high.append(Words(hi_hi, zero, True))
+    total = Words(mid[0], zero, True)
+    for x in mid[1:]:
+        total = add(total, Words(x, zero, True))
+    out = Words(total.hi, zero, True)
+    for w in high:
+        out = add(out, w)
+    return out
+
+
+def magic(d: int) -> tuple[int, int, int, bool]:
+    """How to divide 64-bit unsigned dividends by ``d`` (``1 < d < 2**63``,
+    not a power of two): ``(pre, m, post, add)``.  Without ``add``,
+    ``q = mulhi(n >> pre, m) >> post``; with it (``pre == 0``),
+    ``t = mulhi(n, m)`` and ``q = (t + ((n - t) >> 1)) >> post``."""
+    tz = (d & -d).bit_length() - 1
+    for pre in sorted({0, tz}):
+        dd, bits = d >> pre, 64 - pre
+        for post in range(64):
+            k = 64 + post
+            m = -(-(1 << k) // dd)
+            if m >= 1 << 64:
+                break
+            if m * dd - (1 << k) <= 1 << (k - bits):
+                return pre, m, post, False
+    lg = d.bit_length()  # ceil(log2 d), d not a power of two
+    m = -(-(1 << (64 + lg)) // d) - (1 << 64)
+    return 0, m, lg - 1, True
+
+
+def divmod_unsigned_by(n: Words, d: int) -> tuple[Words, Words]:
+    """The quotient and remainder of unsigned 64-bit ``n`` by the constant
+    ``d`` (``0 <= d < 2**64``), as :func:`divmod_unsigned` gives them."""
+    shape, zero = n.shape, splat(n.lo, 0)
+    if d == 0:
+        ones = splat(n.lo, _MASK)
+        return Words(ones, ones, n.unsigned), n
+    if d & (d - 1) == 0:
+        k = d.bit_length() - 1
+        low = from_ints(shape, d - 1, True)
+        return _srl(n, k), bitwise("and", n, low).retag(n.unsigned)
+    dw = from_ints(shape, d, True)
+    if d >= 1 << 63:  # the quotient is 0 or 1
+        one = compare("GE", n, dw, True)
+        q = Words(_bit(one), zero, True)
+    else:
+        pre, m, post, wide = magic(d)
+        if wide:
+            t = _mulhi(n, m)
+            q = _srl(add(t, _srl(subtract(n.retag(True), t), 1)), post)
+        else:
+            q = _srl(_mulhi(_srl(n.retag(True), pre), m), post)
+    r = subtract(n.retag(True), multiply(q, dw))
+    return q.retag(n.unsigned), r.retag(n.unsigned)
+
+
+def divmod_signed_by(n: Words, d: int) -> tuple[Words, Words]:
+    """The quotient and remainder of signed 64-bit ``n`` by the constant
+    ``d`` (``-2**63 <= d < 2**63``), as :func:`divmod_signed` gives them
+    (``INT64_MIN / -1 == INT64_MIN``, ``INT64_MIN % -1 == 0``)."""
+    if d == 0:
+        quot, rem = divmod_unsigned_by(n.retag(True), 0)
+        return quot.retag(False), n
+    neg_n = _is_negative(n)
+    quot, rem = divmod_unsigned_by(select(neg_n, negate(n), n).retag(True), abs(d))
+    flip = make("not", [neg_n], neg_n.type) if d < 0 else neg_n
+    quot = select(flip, negate(quot), quot)
+    rem = select(neg_n, negate(rem), rem)
+    return quot.retag(False), rem.retag(False)
+
+
 def count_leading_zeros(a: Words) -> ir.Value:
     """The leading zero bits of the 64-bit value (0..64), as ``ui32``."""
     hi_clz = make("count_leading_zeros", [a.hi], a.hi.type)
