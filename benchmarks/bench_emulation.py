@@ -305,6 +305,12 @@ CASES: tuple[OpCase, ...] = (
     OpCase("unsigned remainder by a constant",
            lambda d, x, y: scoped(lambda a: lax.rem(a, d.c(1_000_000_007, True)), uoperands(d, x, y)[0]),
            ("stablehlo.remainder",), needs=("stablehlo.remainder",)),
+    OpCase("signed divide by a constant (128)", lambda d, x, y: scoped(lambda a: lax.div(a, d.c(128)),
+                                                                      operands(d, x, y)[0]),
+           ("stablehlo.divide",), needs=("stablehlo.divide",)),
+    OpCase("signed remainder by a constant (1000)", lambda d, x, y: scoped(lambda a: lax.rem(a, d.c(1000)),
+                                                                          operands(d, x, y)[0]),
+           ("stablehlo.remainder",), needs=("stablehlo.remainder",)),
 )
 
 

@@ -53,7 +53,7 @@ func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
 // CHECK:         %[[B:.*]]:2 = stablehlo.optimization_barrier %{{.*}}, %arg1 : tensor<i32>, tensor<i32>
 // CHECK:         stablehlo.bitcast_convert %[[B]]#1 : (tensor<i32>) -> tensor<ui32>
 // CHECK:         stablehlo.shift_left
-// CHECK:         stablehlo.concatenate {{.*}} -> tensor<2xi32>
+// CHECK:         stablehlo.select {{.*}} : tensor<2xi1>, tensor<2xi32>
 // CHECK-NOT:     i64>
 func.func public @main(%x: tensor<i64>, %n: tensor<i64>) -> tensor<i64> {
   %c = stablehlo.constant dense<3> : tensor<i64>

@@ -15,7 +15,7 @@
 // CHECK-NEXT:    %[[CARRY:.*]] = stablehlo.convert %[[LT]] : (tensor<i1>) -> tensor<ui32>
 // CHECK-NEXT:    %[[H:.*]] = stablehlo.add %{{.*}}, %[[KHI]] : tensor<ui32>
 // CHECK-NEXT:    %[[HI:.*]] = stablehlo.add %[[H]], %[[CARRY]] : tensor<ui32>
-// CHECK:         stablehlo.concatenate {{.*}}, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+// CHECK:         stablehlo.select {{.*}} : tensor<2xi1>, tensor<2xi32>
 // CHECK-NOT:     i64>
 func.func public @main(%n: tensor<i64>) -> tensor<i64> {
   %big = stablehlo.constant dense<5000000000> : tensor<i64>

@@ -76,6 +76,13 @@ PROGRAMS = {
     "by_power_of_two": lambda x, y: div_rem(big(x), jnp.int64(2**32)),
     "unsigned_by_constant": lambda x, y: div_rem(ubig(x), jnp.uint64(1_000_000_007)),
     "unsigned_by_large_constant": lambda x, y: div_rem(ubig(x), jnp.uint64(0xFFFFFFFF00000001)),
+    "by_small_constants": lambda x, y: tuple(
+        r for c in (2, 3, 7, 10, 128, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1)
+        for r in div_rem(big(x) * 3 + x, jnp.int64(c))),
+    "by_negative_power_of_two": lambda x, y: div_rem(big(x), jnp.int64(-(2**62))),
+    "unsigned_by_small_constants": lambda x, y: tuple(
+        r for c in (1, 2, 3, 7, 10, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2**64 - 1)
+        for r in div_rem(ubig(x), jnp.uint64(c))),
     # by 32-bit values (sign- or zero-extended; zeros among them)
     "by_int32": lambda x, y: div_rem(big(x), wide(y)),
     "unsigned_by_uint32": lambda x, y: div_rem(ubig(x), uwide(y.astype(jnp.uint32))),
@@ -126,9 +133,11 @@ def test_emulated_division_matches_the_64bit_program(name: str) -> None:
 
 # ------------------------------------------------ any 64-bit dividend and divisor
 
-#: 32-bit words at the edges of the digits the division works in
+#: 32-bit words at the edges of the division's cases and of its f32
+#: estimates (values that round up or down to a power of two in f32, at the
+#: last of f32's 24 bits and just past it)
 EDGE_WORDS = [0, 1, 2, 3, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x10001, 0x7FFFFFFF, 0x80000000, 0x80000001,
-              0xFFFFFFFE, 0xFFFFFFFF, 0xFFFF0000, 1_000_000_007]
+              0xFFFFFFFE, 0xFFFFFFFF, 0xFFFF0000, 1_000_000_007, 0xFFFFFF80, 0xFFFFFF7F, 0x00FFFFFF, 0x01000001]
 
 
 def _operands(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +155,17 @@ def _operands(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     q = rng.integers(0, 2**64, k, dtype=np.uint64) >> rng.integers(0, 64, k).astype(np.uint64)
     with np.errstate(over="ignore"):
         near = q * d_rand + rng.integers(-2, 3, k).astype(np.int64).view(np.uint64)
-    return np.concatenate([n_grid, n_rand, near]), np.concatenate([d_grid, d_rand, d_rand])
+    # the largest quotients: dividends at the top of the range by divisors
+    # just past 2**32 and just below it, where the estimates are largest
+    top = np.uint64(2**64 - 1) - rng.integers(0, 2**40, k, dtype=np.uint64)
+    d_edge = (np.uint64(2**32) + rng.integers(-(2**20), 2**20, k).astype(np.int64)).astype(np.uint64)
+    # full-range values, and their near-multiples of full-range divisors
+    n_full, d_full = rng.integers(0, 2**64 - 1, (2, k), dtype=np.uint64, endpoint=True)
+    with np.errstate(over="ignore"):
+        q_full = n_full // np.maximum(d_full, np.uint64(1))
+        near_full = q_full * d_full + rng.integers(-1, 2, k).astype(np.int64).view(np.uint64)
+    return (np.concatenate([n_grid, n_rand, near, top, n_full, near_full]),
+            np.concatenate([d_grid, d_rand, d_rand, d_edge, d_full, d_full]))
 
 
 def _words(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +217,85 @@ def test_xla_corner_cases_are_what_the_emulation_gives() -> None:
     uq, ur = u.demoted_values
     assert uq.tolist() == [int(U64.max)] * 5
     assert ur.tolist() == n.view(np.uint64).tolist()
+
+
+# ---------------------------------------------------- constant divisors
+
+SIGNED_CONSTANTS = [1, 2, 3, 7, 10, 128, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1,
+                   -1, -2, -7, -1000, -(2**32) - 1, I64.min, 0]
+UNSIGNED_CONSTANTS = [1, 2, 3, 7, 10, 128, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1,
+                     2**63, 2**63 + 1, 2**64 - 1, 0]
+
+
+def _dividends(divisors: list[int], rng: np.random.Generator) -> np.ndarray:
+    """uint64 dividends over the whole 64-bit range: the extremes, the
+    multiples of each divisor nearest them and nearest random values, one
+    off each side, and uniform values."""
+    out = [0, 1, 2, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 2, 2**64 - 1]
+    for m in [abs(int(d)) for d in divisors if d]:
+        for n in [2**63, 2**64 - 1, *rng.integers(0, 2**64 - 1, 40, dtype=np.uint64, endpoint=True)]:
+            base = int(n) // m * m
+            out += [(base + e) % 2**64 for e in (-1, 0, 1)]
+            out += [(2**64 - base + e) % 2**64 for e in (-1, 0, 1)]  # the negatives, for signed
+    out += rng.integers(0, 2**64 - 1, 4000, dtype=np.uint64, endpoint=True).tolist()
+    return np.array(out, np.uint64)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int64, jnp.uint64], ids=["signed", "unsigned"])
+def test_division_by_constants_of_any_64bit_dividend(dtype, rng: np.random.Generator) -> None:
+    """A divisor that is a constant divides by a multiply (no f32 estimate,
+    no compare of the divisor's words): exact for every dividend, with
+    XLA's ``x / 0``, ``x % 0``, ``INT64_MIN / -1`` and ``INT64_MIN % -1``."""
+    divisors = SIGNED_CONSTANTS if dtype == jnp.int64 else UNSIGNED_CONSTANTS
+    n = _dividends(divisors, rng)
+
+    def fn(nh, nl):
+        a = _joined(nh, nl, dtype)
+        return tuple(r for d in divisors for r in div_rem(a, jnp.asarray(d, dtype)))
+
+    result = compare_with_reference(fn, list(_words(n)), policy="exact")
+    assert all(o.ok for o in result.outputs)
+    by_op = result.report.emulated_by_op
+    assert by_op["stablehlo.divide"] == by_op["stablehlo.remainder"] == len(divisors), by_op
+    assert "f32" not in str(result.demoted)
+    assert (n == np.uint64(2**63)).any() and (n == np.uint64(2**64 - 1)).any()
+
+
+CONSTANT_PROGRAMS = {
+    "floor_divide_128": lambda i: i // 128,
+    "floor_divide_negative": lambda i: jnp.floor_divide(i, -(2**33) - 3),
+    "rem_1000": lambda i: lax.rem(i, jnp.int64(1000)),
+    "computed_divisor": lambda i: lax.rem(i, jnp.full_like(i, 5) * 200 + 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANT_PROGRAMS))
+def test_division_by_a_broadcast_or_computed_constant(name: str) -> None:
+    """``i // 128`` as JAX writes it (the divisor a broadcast scalar, passed
+    to JAX's own jit of ``floor_divide``), ``lax.rem`` by a constant, and a
+    divisor computed from constants: each divides by a multiply."""
+    result = compare_with_reference(lambda x, y: CONSTANT_PROGRAMS[name](big(x) + y), [X, Y], policy="exact")
+    assert all(o.ok for o in result.outputs)
+    assert "f32" not in str(result.demoted)
+
+
+def test_jnp_mod_by_a_constant_is_exact() -> None:
+    """``i % 1000``: JAX's ``remainder`` guards its divisor with
+    ``where(d == 0, 1, d)``, whose range the analysis keeps as [1, 1000], so
+    it takes the general division; exact either way."""
+    result = compare_with_reference(lambda x, y: (big(x) + y) % 1000, [X, Y], policy="exact")
+    assert all(o.ok for o in result.outputs)
+    assert "f32" in str(result.demoted)
+
+
+def test_one_jit_of_floor_divide_shared_by_two_constants() -> None:
+    """JAX traces ``i // 128`` and ``i // -7`` into one private function
+    called twice: its divisor is not one constant, and the general division
+    gives both exactly."""
+    result = compare_with_reference(lambda x, y: ((big(x) + y) // 128, (big(x) + y) // -7), [X, Y],
+                                    policy="exact")
+    assert all(o.ok for o in result.outputs)
+    assert "f32" in str(result.demoted)
 
 
 # ------------------------------------------------------------ real programs

@@ -196,17 +196,34 @@ def _bit(p: ir.Value) -> ir.Value:
 
 
 # ------------------------------------------------------------ pack / unpack
-def pack(w: Words) -> ir.Value:
-    """The packed ``S x 2`` form of ``w``."""
+def pack(w: Words, carried: bool = False) -> ir.Value:
+    """The packed ``S x 2`` form of ``w``.
+
+    A result (of a function, or a ``bitcast_convert`` to words) is each
+    word broadcast along a new last dimension of 2, the low one chosen where
+    an iota along it is 0.  Not a ``concatenate`` of ``S x 1`` columns:
+    XLA's CPU compiler fuses the words' computation into a concatenate's
+    per-element branches, which do not vectorise; a remainder, whose two
+    words share one division, then ran 60 times as long as its native form.
+
+    A value ``carried`` by a loop (or handed to a branch or a call) is that
+    concatenate: unpacked again by the next iteration, it costs less than
+    the select, which computes both words at each of its elements."""
     shape = w.shape
     elem = u32() if w.unsigned else i32()
-    col = _tensor(shape + [1], elem)
-    lo = make("reshape", [bitcast(w.lo, elem)], col)
-    hi = make("reshape", [bitcast(w.hi, elem)], col)
-    return make(
-        "concatenate", [lo, hi], packed_type(shape, w.unsigned),
-        dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)),
-    )
+    lo, hi = bitcast(w.lo, elem), bitcast(w.hi, elem)
+    packed = packed_type(shape, w.unsigned)
+    if carried:
+        col = _tensor(shape + [1], elem)
+        return make(
+            "concatenate", [make("reshape", [lo], col), make("reshape", [hi], col)], packed,
+            dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)),
+        )
+    dims = ir.DenseI64ArrayAttr.get(list(range(len(shape))))
+    lo, hi = (make("broadcast_in_dim", [x], packed, broadcast_dimensions=dims) for x in (lo, hi))
+    index = make("iota", [], _tensor(shape + [2], i32()),
+                 iota_dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)))
+    return _sel(_cmp(index, splat(index, 0), "EQ", "SIGNED"), lo, hi)
 
 
 def unpack(p: ir.Value) -> Words:
@@ -399,97 +416,117 @@ def shift(name: str, a: Words, amount: Words) -> Words:
 
 # ----------------------------------------------------------------- division
 #
-# Unsigned 64-bit division is schoolbook division in base 2**16 (Knuth's
-# algorithm D), built on one 64-by-32-bit step :func:`_div_64_by_32` that
-# uses the native 32-bit division twice.  Divisors below 2**32 (the common
-# case: a 32-bit value or a constant) take a native 32-bit division of the
-# high word and one step; larger divisors give a quotient below 2**32,
-# estimated by one step on the top 32 bits of the normalised divisor and
-# corrected once.  Both run for every element (chosen by ``select``), with
-# no loop; a divisor known to be below 2**32 skips the second case.
+# Unsigned 64-bit division without integer division: the quotient is
+# estimated in f32 (the divisor's reciprocal, shrunk so that every estimate
+# is at or below the true quotient) and refined by exact multiply-subtract
+# steps on the words; each step leaves a remainder about 2**18 times smaller,
+# and a last compare-and-subtract makes it exact.  Every step is the same for
+# every element (no loop, no data-dependent branch), and nothing but f32
+# converts, multiplies and adds and 32-bit integer ops is used, so the whole
+# division vectorises (a native 32-bit integer division does not, on most
+# CPUs, and is itself emulated on accelerators without one).
+#
+# Error bound.  An f32 convert, add or multiply rounds with a relative error
+# of at most u = 2**-24; the reciprocal's division is allowed 4u (correctly
+# rounded division has u; the bound leaves room for approximate hardware
+# division).  The estimate of a/b is fl(fl(a) * fl(SHRINK / fl(b))), with
+# fl(x) of a two-word value rounding at most twice (the high word's convert
+# scaled by 2**32 exactly, then the add): at most 11 roundings' worth,
+# |error| < 2**-20 relative, against the shrink SHRINK = 1 - 2**-19.  So the
+# estimate lies in [(a/b)(1 - 2**-18), a/b): its truncation q is at most
+# floor(a/b) (the remainder a - q b stays >= 0) and at least
+# a/b - (a/b) 2**-18 - 1, which leaves a remainder below
+# (a/b 2**-18 + 1) b.
+
+_SHRINK = 1.0 - 2.0**-19
 
 
-def _div_64_by_32(u1: ir.Value, u0: ir.Value, v: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """The quotient and remainder of ``u1 * 2**32 + u0`` by ``v`` (``ui32``
-    tensors, ``u1 < v``, so that the quotient fits in 32 bits; ``v != 0``).
+def _fsplat(like: ir.Value, value: float) -> ir.Value:
+    t = _tensor(_shape(like), ir.F32Type.get())
+    return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(ir.F32Type.get(), value)))
 
-    ``v`` is normalised (shifted left until its top bit is set, and the
-    dividend with it) and each 16-bit digit of the quotient is estimated
-    from the top digits by a native division, then corrected: the estimate
-    is at most 2 too big, and the test of the next digit tells when
-    (Knuth, TAOCP vol. 2, 4.3.1)."""
-    b = 1 << 16
-    c16, m16, cb = splat(v, 16), splat(v, 0xFFFF), splat(v, b)
-    s = make("count_leading_zeros", [v], v.type)
-    vn = _same("shift_left", v, s)
-    vn1, vn0 = _same("shift_right_logical", vn, c16), _same("and", vn, m16)
-    # (a shift by 32 gives 0, so s == 0 needs no special case)
-    un32 = _same("or", _same("shift_left", u1, s), _same("shift_right_logical", u0, _same("subtract", splat(v, 32), s)))
-    un10 = _same("shift_left", u0, s)
-    un1, un0 = _same("shift_right_logical", un10, c16), _same("and", un10, m16)
 
-    def too_big(q: ir.Value, rhat: ir.Value, nxt: ir.Value) -> ir.Value:
-        # q >= b, or q * vn0 > rhat * b + nxt (read only when q < b and
-        # rhat < b, where neither side wraps)
-        over = _cmp(_same("multiply", q, vn0), _same("add", _same("shift_left", rhat, c16), nxt), "GT", "UNSIGNED")
-        return _same("or", _cmp(q, cb, "GE", "UNSIGNED"), over)
+def _approx(lo: ir.Value, hi: ir.Value | None = None) -> ir.Value:
+    """``hi * 2**32 + lo`` (``ui32`` words; ``hi`` absent: 0) as an f32,
+    within two roundings."""
+    f = convert(lo, ir.F32Type.get())
+    if hi is None:
+        return f
+    fh = convert(hi, ir.F32Type.get())
+    return _same("add", _same("multiply", fh, _fsplat(fh, 2.0**32)), f)
 
-    def digit(top: ir.Value, nxt: ir.Value) -> ir.Value:
-        q = _same("divide", top, vn1)
-        rhat = _same("subtract", top, _same("multiply", q, vn1))
-        c1 = too_big(q, rhat, nxt)
-        q = _same("subtract", q, _bit(c1))
-        rhat = _sel(c1, _same("add", rhat, vn1), rhat)
-        c2 = _same("and", _same("and", c1, _cmp(rhat, cb, "LT", "UNSIGNED")), too_big(q, rhat, nxt))
-        return _same("subtract", q, _bit(c2))
 
-    q1 = digit(un32, un1)
-    # the partial remainder is below vn, so its 32-bit wrap-around is exact
-    un21 = _same("subtract", _same("add", _same("shift_left", un32, c16), un1), _same("multiply", q1, vn))
-    q0 = digit(un21, un0)
-    q = _same("add", _same("shift_left", q1, c16), q0)
-    r = _same("subtract", _same("add", _same("shift_left", un21, c16), un0), _same("multiply", q0, vn))
-    return q, _same("shift_right_logical", r, s)
+def _estimate(a: ir.Value, rcp: ir.Value) -> ir.Value:
+    """The truncated f32 estimate ``a * rcp`` (``a`` an f32 approximation of
+    the dividend, ``rcp`` the shrunk reciprocal) as ``ui32``: at most the
+    true quotient, so below 2**32 where that is."""
+    return convert(_same("multiply", a, rcp), u32())
+
+
+def _times(q: ir.Value, d: Words) -> Words:
+    """The low 64 bits of ``q * d`` (``q`` one ``ui32`` word)."""
+    lo, hi = mul_wide32(q, d.lo)
+    return Words(lo, _same("add", hi, _same("multiply", q, d.hi)), True)
+
+
+def _divmod_narrow(n: Words, d: Words, rcp: ir.Value) -> tuple[ir.Value, Words]:
+    """The quotient (one ``ui32`` word) and remainder of ``n / d`` where the
+    quotient is known to fit in 32 bits (``n < 2**32 d``, ``d != 0``);
+    ``rcp`` is ``d``'s shrunk f32 reciprocal.
+
+    The first estimate leaves a remainder below (2**14 + 1) d, the second
+    one below 2 d (its quotient estimate is below 2**14 + 2, where the
+    relative error costs less than one unit), and a compare-and-subtract
+    finishes."""
+    q1 = _estimate(_approx(n.lo, n.hi), rcp)
+    r1 = subtract(n, _times(q1, d))
+    q2 = _estimate(_approx(r1.lo, r1.hi), rcp)
+    r2 = subtract(r1, _times(q2, d))
+    again = compare("GE", r2, d, True)
+    q = _same("add", _same("add", q1, q2), _bit(again))
+    return q, select(again, subtract(r2, d), r2)
+
+
+def _divmod_word(a: ir.Value, b: ir.Value, rcp: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The quotient and remainder of ``ui32`` words ``a / b`` (``b != 0``),
+    with ``rcp`` the shrunk f32 reciprocal of ``b``: two estimates (the
+    first leaves a remainder below (2**14 + 1) b, the second one below 2 b)
+    and a compare-and-subtract."""
+    q1 = _estimate(_approx(a), rcp)
+    r1 = _same("subtract", a, _same("multiply", q1, b))
+    q2 = _estimate(_approx(r1), rcp)
+    r2 = _same("subtract", r1, _same("multiply", q2, b))
+    again = _cmp(r2, b, "GE", "UNSIGNED")
+    q = _same("add", _same("add", q1, q2), _bit(again))
+    return q, _sel(again, _same("subtract", r2, b), r2)
 
 
 def divmod_unsigned(n: Words, d: Words, small_divisor: bool = False) -> tuple[Words, Words]:
     """The quotient and remainder of unsigned 64-bit division, as XLA
     computes them: ``n / 0`` is all ones and ``n % 0`` is ``n``.
 
+    A divisor below 2**32 divides the high word first (a word by a word),
+    and its remainder with the low word has a quotient below 2**32; a
+    divisor of 2**32 or more has a quotient below 2**32 anyway.  Both cases
+    then share one :func:`_divmod_narrow`, its dividend chosen per element.
+
     ``small_divisor``: ``d`` is known to be below ``2**32`` (its high word
-    is zero), which saves the case of a large divisor."""
+    is zero), which saves the choice."""
     zero, one = splat(n.lo, 0), splat(n.lo, 1)
     ones = splat(n.lo, _MASK)
     d_zero = _cmp(_same("or", d.lo, d.hi), zero, "EQ", "UNSIGNED")
-    # divisor below 2**32: the high word by a native division, then one step
-    v = _sel(_cmp(d.lo, zero, "EQ", "UNSIGNED"), one, d.lo)
-    q_hi = _same("divide", n.hi, v)
-    r_hi = _same("subtract", n.hi, _same("multiply", q_hi, v))
+    d_lo = _sel(d_zero, one, d.lo)  # any nonzero divisor: the result is replaced below
+    d = Words(d_lo, zero if small_divisor else d.hi, True)
+    fd = _approx(d_lo) if small_divisor else _approx(d_lo, d.hi)
+    rcp = _same("divide", _fsplat(fd, _SHRINK), fd)
+    q_hi, r_hi = _divmod_word(n.hi, d_lo, rcp)
     if small_divisor:
-        q_lo, r = _div_64_by_32(r_hi, n.lo, v)
-        quot, rem = Words(q_lo, q_hi, True), Words(r, zero, True)
+        q_lo, rem = _divmod_narrow(Words(n.lo, r_hi, True), d, rcp)
+        quot = Words(q_lo, q_hi, True)
     else:
-        # divisor of 2**32 or more: the quotient fits in 32 bits.  With s
-        # the leading zeros of d's high word, v1 the top 32 bits of d << s
-        # and q1 = (n >> 1) / v1, the quotient is q1 >> (31 - s), minus 1
-        # if that is not zero, plus 1 if the remainder is then still >= d.
         large = _cmp(d.hi, zero, "NE", "UNSIGNED")
-        s = make("count_leading_zeros", [d.hi], d.hi.type)
-        v1 = _same("or", _same("shift_left", d.hi, s),
-                   _same("shift_right_logical", d.lo, _same("subtract", splat(s, 32), s)))
-        half_lo = _same("or", _same("shift_right_logical", n.lo, one), _same("shift_left", n.hi, splat(n.lo, 31)))
-        half_hi = _same("shift_right_logical", n.hi, one)
-        q, r = _div_64_by_32(_sel(large, half_hi, r_hi), _sel(large, half_lo, n.lo), _sel(large, v1, v))
-        qb = _same("shift_right_logical", q, _same("subtract", splat(s, 31), s))
-        qb = _same("subtract", qb, _bit(_cmp(qb, zero, "NE", "UNSIGNED")))
-        lo, hi = mul_wide32(qb, d.lo)
-        prod = Words(lo, _same("add", hi, _same("multiply", qb, d.hi)), True)
-        rb = subtract(n.retag(True), prod)
-        again = compare("GE", rb, d, True)
-        qb = _same("add", qb, _bit(again))
-        rb = select(again, subtract(rb, d.retag(True)), rb)
-        quot = select(large, Words(qb, zero, True), Words(q, q_hi, True))
-        rem = select(large, rb, Words(r, zero, True))
+        q_lo, rem = _divmod_narrow(Words(n.lo, _sel(large, n.hi, r_hi), True), d, rcp)
+        quot = Words(q_lo, _sel(large, zero, q_hi), True)
     quot = select(d_zero, Words(ones, ones, True), quot)
     rem = select(d_zero, n.retag(True), rem)
     return quot.retag(n.unsigned), rem.retag(n.unsigned)
@@ -509,6 +546,116 @@ def divmod_signed(n: Words, d: Words, small_divisor: bool = False) -> tuple[Word
                                 select(neg_d, negate(d), d).retag(True), small_divisor)
     d_zero = _cmp(_same("or", d.lo, d.hi), splat(d.lo, 0), "EQ", "UNSIGNED")
     flip = _same("and", _same("xor", neg_n, neg_d), make("not", [d_zero], d_zero.type))
+    quot = select(flip, negate(quot), quot)
+    rem = select(neg_n, negate(rem), rem)
+    return quot.retag(False), rem.retag(False)
+
+
+# ---------------------------------------------- division by a constant
+#
+# A divisor known at conversion time (``i // 128``, ``i % 1000``) divides by
+# multiplying: q = floor(n m / 2**k) for a magic number m (Granlund and
+# Montgomery, "Division by invariant integers using multiplication", 1994,
+# theorem 4.2): if 2**k <= m d <= 2**k + 2**(k - N), the identity holds for
+# every dividend below 2**N.  The multiplier is sought below 2**64 (the
+# dividend shifted right first by the divisor's factors of two, which
+# shrinks N); failing that, the 65-bit multiplier 2**64 + m' is applied as
+# t = mulhi(n, m'), q = (t + (n - t) / 2) >> (l - 1) with l = ceil(log2 d)
+# (their figure 4.1).  A signed division divides the magnitudes, as
+# :func:`divmod_signed` does.
+
+
+def _srl(a: Words, k: int) -> Words:
+    """``a`` shifted right logically by the constant ``k`` (0 <= k < 64)."""
+    if k == 0:
+        return a
+    zero = splat(a.lo, 0)
+    if k >= 32:
+        return Words(_same("shift_right_logical", a.hi, splat(a.hi, k - 32)) if k > 32 else a.hi, zero, a.unsigned)
+    lo = _same("or", _same("shift_right_logical", a.lo, splat(a.lo, k)), _same("shift_left", a.hi, splat(a.hi, 32 - k)))
+    return Words(lo, _same("shift_right_logical", a.hi, splat(a.hi, k)), a.unsigned)
+
+
+def _mulhi(n: Words, m: int) -> Words:
+    """The high 64 bits of the 128-bit product ``n * m`` (``0 < m < 2**64``)."""
+    zero = splat(n.lo, 0)
+    mid: list[ir.Value] = []  # words at bit 32 of the product (their sum's carry goes to bit 64)
+    high: list[Words] = []  # words at bit 64
+    for word, shift in ((m & _MASK, 0), (m >> 32, 1)):
+        if word:
+            lo_lo, lo_hi = mul_wide32(n.lo, splat(n.lo, word))
+            hi_lo, hi_hi = mul_wide32(n.hi, splat(n.lo, word))
+            if shift:
+                mid.append(lo_lo)
+                high += [Words(lo_hi, zero, True), Words(hi_lo, hi_hi, True)]
+            else:
+                mid += [lo_hi, hi_lo]
+                high.append(Words(hi_hi, zero, True))
+    total = Words(mid[0], zero, True)
+    for x in mid[1:]:
+        total = add(total, Words(x, zero, True))
+    out = Words(total.hi, zero, True)
+    for w in high:
+        out = add(out, w)
+    return out
+
+
+def magic(d: int) -> tuple[int, int, int, bool]:
+    """How to divide 64-bit unsigned dividends by ``d`` (``1 < d < 2**63``,
+    not a power of two): ``(pre, m, post, add)``.  Without ``add``,
+    ``q = mulhi(n >> pre, m) >> post``; with it (``pre == 0``),
+    ``t = mulhi(n, m)`` and ``q = (t + ((n - t) >> 1)) >> post``."""
+    tz = (d & -d).bit_length() - 1
+    for pre in sorted({0, tz}):
+        dd, bits = d >> pre, 64 - pre
+        for post in range(64):
+            k = 64 + post
+            m = -(-(1 << k) // dd)
+            if m >= 1 << 64:
+                break
+            if m * dd - (1 << k) <= 1 << (k - bits):
+                return pre, m, post, False
+    lg = d.bit_length()  # ceil(log2 d), d not a power of two
+    m = -(-(1 << (64 + lg)) // d) - (1 << 64)
+    return 0, m, lg - 1, True
+
+
+def divmod_unsigned_by(n: Words, d: int) -> tuple[Words, Words]:
+    """The quotient and remainder of unsigned 64-bit ``n`` by the constant
+    ``d`` (``0 <= d < 2**64``), as :func:`divmod_unsigned` gives them."""
+    shape, zero = n.shape, splat(n.lo, 0)
+    if d == 0:
+        ones = splat(n.lo, _MASK)
+        return Words(ones, ones, n.unsigned), n
+    if d & (d - 1) == 0:
+        k = d.bit_length() - 1
+        low = from_ints(shape, d - 1, True)
+        return _srl(n, k), bitwise("and", n, low).retag(n.unsigned)
+    dw = from_ints(shape, d, True)
+    if d >= 1 << 63:  # the quotient is 0 or 1
+        one = compare("GE", n, dw, True)
+        q = Words(_bit(one), zero, True)
+    else:
+        pre, m, post, wide = magic(d)
+        if wide:
+            t = _mulhi(n, m)
+            q = _srl(add(t, _srl(subtract(n.retag(True), t), 1)), post)
+        else:
+            q = _srl(_mulhi(_srl(n.retag(True), pre), m), post)
+    r = subtract(n.retag(True), multiply(q, dw))
+    return q.retag(n.unsigned), r.retag(n.unsigned)
+
+
+def divmod_signed_by(n: Words, d: int) -> tuple[Words, Words]:
+    """The quotient and remainder of signed 64-bit ``n`` by the constant
+    ``d`` (``-2**63 <= d < 2**63``), as :func:`divmod_signed` gives them
+    (``INT64_MIN / -1 == INT64_MIN``, ``INT64_MIN % -1 == 0``)."""
+    if d == 0:
+        quot, rem = divmod_unsigned_by(n.retag(True), 0)
+        return quot.retag(False), n
+    neg_n = _is_negative(n)
+    quot, rem = divmod_unsigned_by(select(neg_n, negate(n), n).retag(True), abs(d))
+    flip = make("not", [neg_n], neg_n.type) if d < 0 else neg_n
     quot = select(flip, negate(quot), quot)
     rem = select(neg_n, negate(rem), rem)
     return quot.retag(False), rem.retag(False)

@@ -96,8 +96,22 @@ def _small_divisor(em: "Emulation", x: ir.Value) -> bool:
     return not em.is_wide(x) and em.analysis.fold(x, sentinels=True) is None
 
 
+def _constant_divisor(em: "Emulation", x: ir.Value) -> int | None:
+    """The value of every element of divisor ``x`` where its range is one
+    point (a constant, broadcast or computed from constants), else ``None``."""
+    r = em.analysis.range(x)
+    if r is None:
+        return None
+    p = r.plain()
+    return p.lo if p.lo == p.hi else None
+
+
 def _divmod(op: ir.Operation, em: "Emulation") -> tuple[W.Words, W.Words]:
     u = _unsigned_result(op)
+    c = _constant_divisor(em, op.operands[1])
+    if c is not None:
+        n = em.words(op.operands[0], u)
+        return W.divmod_unsigned_by(n, c) if u else W.divmod_signed_by(n, c)
     n, d = (em.words(x, u) for x in op.operands)
     small = _small_divisor(em, op.operands[1])
     return W.divmod_unsigned(n, d, small) if u else W.divmod_signed(n, d, small)

@@ -303,7 +303,7 @@ class Emulation(Carrier[W.Words]):
                     single = W.saturated_single(w)
                     op.operands[i] = W.make("convert", [single], self.type(x))
                 else:
-                    op.operands[i] = W.pack(w)
+                    op.operands[i] = W.pack(w, carried=not returns)
         if checked:
             with ir.InsertionPoint(op), op.location:
                 self._flags.append((op, W.all_fit(checked)))
