@@ -61,6 +61,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.rules.wide",
             "no64.rules.limbs",  # integer dots as limb dots a narrower datapath computes exactly
             "no64.rules.unfold",  # reductions of several values as their bodies on whole tensors
+            "no64.rules.rounding",  # reduce_precision on its f32 bits, with integer ops
             "no64.rules.pair_dot",  # float64 dots as exact f32 dots of slices (the Ozaki scheme)
             "no64.rules.pair_rules",
             "no64.rules.ops",

@@ -232,6 +232,15 @@ def _build_parser() -> argparse.ArgumentParser:
         "only modules compiled for platform P",
     )
     audit.add_argument(
+        "--target",
+        dest="profile",
+        metavar="T",
+        help="the device profile (no64.targets: neuron, mtl, ...) modules are made exact on and "
+        "checked against, as NO64_TARGET=T does (default: $NO64_TARGET, else the platform's); "
+        "what it refuses or may compute inexactly, and what no64 made exact there, are causes "
+        "per line (not with --as-is)",
+    )
+    audit.add_argument(
         "--as-is",
         action="store_true",
         help="run the program without the hook, with its own x64 setting, and explain the "
@@ -338,7 +347,7 @@ def _parse_size(text: str) -> int | None:
 
 # Options of ``audit`` that take a value; everything from SCRIPT (or after
 # -m MODULE) on belongs to the program.
-_AUDIT_VALUE_OPTIONS = frozenset({"--platform", "--fail-on", "-o", "--output", "--numerics-calls",
+_AUDIT_VALUE_OPTIONS = frozenset({"--platform", "--target", "--fail-on", "-o", "--output", "--numerics-calls",
                                   "--numerics-every", "--numerics-tol"})
 
 
@@ -663,6 +672,15 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
     if not args.numerics and (sampling or args.fail_on == FailOn.NUMERICS.value):
         given = sampling[0] if sampling else "--fail-on numerics"
         raise _UsageError(f"audit: {given} needs --numerics")
+    if args.profile is not None:
+        if args.as_is:
+            raise _UsageError("audit: --target checks modules under the hook's view, not --as-is")
+        from .targets import target as _profile
+
+        try:
+            _profile(args.profile)
+        except ValueError as exc:
+            raise _UsageError(f"audit: {exc}") from None
     out = None
     if args.output:
         try:
@@ -686,6 +704,7 @@ def _audit(args: argparse.Namespace, program_args: list[str]) -> int:
             progress=sys.stderr if sys.stderr.isatty() else None,
             as_is=args.as_is,
             numerics=measurer,
+            profile=args.profile,
         )
         fmt = "json" if args.json else "sarif" if args.sarif else "text"
         stream = out if out is not None else sys.stderr

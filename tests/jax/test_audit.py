@@ -609,3 +609,61 @@ def test_float_hint_is_a_lossy_cause_in_json_and_sarif(tmp_path: Path) -> None:
     _validate_sarif(sarif)
     results = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "no64/float"]
     assert results and results[0]["level"] == "warning"
+
+
+def test_target_findings_are_causes_per_line(tmp_path: Path) -> None:
+    """--target neuron (as NO64_TARGET=neuron): what the hook made exact on the profile
+    and what the profile would still refuse are causes of kind 'target' at their lines,
+    in the text, JSON and SARIF reports; the refusal fails --fail-on refused. Under
+    strict the module is refused at that line, once."""
+    script = "tests/audit_scripts/neuron_ops.py"
+    matmul, rounded, refused = (_line_of("neuron_ops.py", m) for m in ("MATMUL LINE", "ROUNDED LINE",
+                                                                          "REFUSED LINE"))
+    out = tmp_path / "neuron.json"
+    proc = _audit("--json", "-o", str(out), "--target", "neuron", script)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("sum ")
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    assert data["target"] == "neuron"
+    causes = {(c["line"], c["handling"]): c for c in data["causes"] if c["kind"] == "target"}
+    assert set(causes) == {(matmul, "rewritten"), (rounded, "rewritten"), (refused, "refused")}, causes
+    assert all(c["file"] == script for c in causes.values())
+    assert "limb dot" in causes[(matmul, "rewritten")]["message"]
+    assert "on its bits" in causes[(rounded, "rewritten")]["message"]
+    assert "refused by target neuron" in causes[(refused, "refused")]["message"]
+    assert "reduce_precision is not supported" in causes[(refused, "refused")]["message"]
+    # the text report, and the environment's NO64_TARGET as --target
+    text = _clean(_audit(script, NO64_TARGET="neuron").stderr)
+    head = next(t for t in text if t.startswith("no64 audit of"))
+    assert head.startswith(f"no64 audit of {script} as NO64_PLATFORMS=cpu runs it (NO64_TARGET=neuron): "), head
+    # (the hook's warning at the line, as the program prints it under the hook)
+    assert any(t.startswith(f"{ROOT / script}:{refused}: TargetWarning") for t in text), text
+    assert any(f"refused by target neuron at {script}:{refused}" in t for t in text), text
+    assert any(f"made exact for target neuron at {script}:{matmul}" in t for t in text), text
+    # SARIF: a result of rule no64/target at each line
+    sarif_out = tmp_path / "neuron.sarif"
+    assert _audit("--sarif", "-o", str(sarif_out), "--target", "neuron", script).returncode == 1
+    sarif = json.loads(sarif_out.read_text())
+    _validate_sarif(sarif)
+    lines = {(r["level"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+             for r in sarif["runs"][0]["results"] if r["ruleId"] == "no64/target"}
+    assert {("error", refused), ("note", matmul), ("note", rounded)} <= lines, lines
+    # strict: the hook refuses the module at the refused line; said once, as a target cause
+    proc = _audit("--json", "-o", str(out), "--target", "neuron", script, NO64_POLICY="strict")
+    assert proc.returncode == 1 and "TargetError" in proc.stderr
+    data = json.loads(out.read_text())
+    refusals = [c for c in data["causes"] if c["handling"] == "refused"]
+    assert [(c["kind"], c["line"]) for c in refusals] == [("target", refused)], refusals
+    # without a target, the CPU's own profile: nothing to say
+    data_plain = tmp_path / "plain.json"
+    assert _audit("--json", "-o", str(data_plain), script).returncode == 0
+    assert not [c for c in json.loads(data_plain.read_text())["causes"] if c["kind"] == "target"]
+
+
+def test_target_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    script = str(SCRIPTS / "neuron_ops.py")
+    assert main(["audit", "--target", "nope", script]) == 2
+    assert "unknown target 'nope'" in capsys.readouterr().err
+    assert main(["audit", "--as-is", "--target", "neuron", script]) == 2
+    assert "not --as-is" in capsys.readouterr().err

@@ -8,6 +8,7 @@ nothing left."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,37 @@ def test_all_reduce_and_reduce_scatter_are_exact(cpu_devices: Any, in_f32: bool)
             np.testing.assert_array_equal(g, w)
         wrong += any(not np.array_equal(r, w) for r, w in zip(run_module(raw, [xs], strict=False), want))
     assert wrong
+
+
+def _channels(m: ir.Module) -> list[tuple[str, int, int]]:
+    """(op, handle, type) of every op of ``m`` with a channel handle."""
+    out = []
+    for line in m.operation.get_asm().splitlines():
+        found = re.search(r"(stablehlo\.\w+).*channel_handle = #stablehlo.channel_handle<handle = (\d+), "
+                          r"type = (\d+)>", line)
+        if found:
+            out.append((found.group(1).removeprefix('"'), int(found.group(2)), int(found.group(3))))
+    return out
+
+
+def test_split_collectives_take_fresh_channels(cpu_devices: Any) -> None:
+    """Each limb collective but the first (which keeps the op's handle) communicates on a
+    channel no op of the module held, of the op's type (JAX gives the module's collectives
+    the same handle: the split adds no more sharing)."""
+    a = np.zeros((64,), np.int32)
+    m = lowered(_collectives, a, in_shardings=NamedSharding(_mesh(), P("d")))
+    before = _channels(m)
+    assert len(before) == 2, before  # not vacuous: JAX gives each collective a channel
+    out = legalized(m, NEURON, False, 2)
+    after = _channels(out)
+    assert len(after) == 4, after  # two limbs each
+    handles = [h for _, h, _ in after]
+    old = {h for _, h, _ in before}
+    fresh = [h for h in handles if h not in old]
+    assert len(fresh) == 2 and len(set(fresh)) == 2, after  # one new channel per added limb op
+    # the first limb op of each collective keeps its handle
+    assert all(handles.count(h) == [x for _, x, _ in before].count(h) for h in old), after
+    assert {t for _, _, t in after} == {t for _, _, t in before}
 
 
 def test_a_collective_of_small_values_is_left_alone(cpu_devices: Any) -> None:

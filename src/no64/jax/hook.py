@@ -693,6 +693,7 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
     if not profile.refuses and not profile.datapaths:
         return module
     said: Callable[[Any], str] = str
+    done = None
     if may_legalize(module, profile):
         work = module if owned else clone_module(module)
         done = legalize(work, profile)
@@ -701,6 +702,8 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
             module = work
             logger.debug("no64 legalized %s for %s: %s", module_name(module), profile.name, done.summary())
     findings = check_target(module, profile, types=False)
+    if STATE.listeners:
+        STATE.tell.on_target(module, platform, profile, done, findings)
     if not findings:
         return module
     name = module_name(module)

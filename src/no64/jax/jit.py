@@ -60,6 +60,7 @@ from ..ir.types import (
 from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..options import Options
 from ..report import DemotionReport
+from ..targets import Target
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
 from ..transforms.pairs import join_pairs, split_pairs
@@ -314,7 +315,7 @@ class Jitted:
         :meth:`scope`).
       options: The :class:`~no64.options.Options` the keywords of
         :func:`jit` ask for (``integer_policy``, ``policy``,
-        ``float_policy``).
+        ``float_policy``, ``target``).
     """
 
     def __init__(
@@ -326,8 +327,10 @@ class Jitted:
         jit_kwargs: Mapping[str, Any],
         policy: str = "default",
         float_policy: str = "f32",
+        target: "str | Target | None" = None,
     ) -> None:
-        self.options = options = Options(integer_policy=integer_policy, policy=policy, float_policy=float_policy)
+        self.options = options = Options(integer_policy=integer_policy, policy=policy, float_policy=float_policy,
+                                         target=target)
         self._fun = fun
         self._restore = restore_dtypes
         # the 32-bit program's compilations (float64 is float32 there; under
@@ -551,8 +554,9 @@ class Jitted:
         self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
         with self.scope():
             lowered = self.jitted.lower(*nargs, **nkwargs)
-        return Lowered._from_jax(lowered, Options(integer_policy=self._config.integer_policy,
-                                                  outputs=Outputs.NARROW), self._name)
+        low = Lowered._from_jax(lowered, Options(integer_policy=self._config.integer_policy,
+                                                 outputs=Outputs.NARROW, target=self.options.target), self._name)
+        return low._for_target(self._config)
 
     def clear_cache(self) -> None:
         """Drop this function's compiled executables and traces."""
@@ -579,6 +583,7 @@ def jit(
     integer_policy: str = "error",
     policy: str = "default",
     float_policy: str = "f32",
+    target: "str | Target | None" = None,
     **jit_kwargs: Any,
 ) -> Any:
     """Like :func:`jax.jit`, but 32-bit and 64-bit free whatever ``jax_enable_x64`` says.
@@ -615,6 +620,19 @@ def jit(
         pairs (about 48 bits of their significand); a float64 output comes
         back as its shape plus a trailing 2 (hi, lo) float32, or, with
         ``restore_dtypes``, joined into a float64 numpy array.
+      target: The device profile (:mod:`no64.targets`: ``"neuron"``, ...)
+        the call's modules are made exact on and checked against, whatever
+        platform they are compiled for (as the compile hook does with
+        ``NO64_TARGET``): ops the profile computes inexactly on a narrower
+        datapath or refuses, where no64 has an exact form for them, are
+        rewritten into it (an int32 ``dot`` into limb dots exact in f32,
+        an f32 ``reduce_precision`` into integer ops on its bits); each op
+        left that the profile refuses or may compute inexactly is a
+        :class:`no64.TargetWarning` at its line under the default policy and
+        a :class:`no64.TargetError` under ``"strict"`` and ``"exact"``; its
+        native 64-bit types are kept.  ``None``: the profile of the platform
+        compiled for.  :meth:`Jitted.lower` returns the module made exact
+        and checked the same way.
       **jit_kwargs: Passed to :func:`jax.jit` (``static_argnums``,
         ``in_shardings``, ``donate_argnums``, ...).  Static arguments are
         never converted.
@@ -633,9 +651,9 @@ def jit(
     """
     if fun is None:
         return functools.partial(jit, restore_dtypes=restore_dtypes, integer_policy=integer_policy,
-                                 policy=policy, float_policy=float_policy, **jit_kwargs)
+                                 policy=policy, float_policy=float_policy, target=target, **jit_kwargs)
     return Jitted(fun, restore_dtypes=restore_dtypes, integer_policy=integer_policy,
-                  jit_kwargs=jit_kwargs, policy=policy, float_policy=float_policy)
+                  jit_kwargs=jit_kwargs, policy=policy, float_policy=float_policy, target=target)
 
 
 
@@ -707,7 +725,7 @@ class _ExactPath:
 
     def lowered(self, abstract: _Abstract, name: str) -> "Lowered":
         options = self.config.options.replace(outputs=Outputs.WORDS, float_policy=self.float_policy)
-        return Lowered._from_jax(self._lower_x64(abstract), options, name)
+        return Lowered._from_jax(self._lower_x64(abstract), options, name)._for_target(self.config)
 
     def _compiled(self, abstract: _Abstract, name: str) -> _Executable:
         if abstract.key is not None and abstract.key in self._cache:
@@ -739,6 +757,9 @@ class _ExactPath:
         device = jax.config.jax_default_device or jax.devices()[0]  # type: ignore[attr-defined]  # (a flag)
         if isinstance(device, str):
             device = jax.devices(device)[0]
+        if self.config.target is None:
+            # made exact on, and checked against, the device's profile (as the hook does)
+            low.module = jaxhook.check_device(low.module, self.config, device.platform, owned=True)
         backend = jax.extend.backend.get_backend(device.platform)
         if self.float_policy is FloatPolicy.PAIRS:
             from .pair_probe import require_ieee_f32
@@ -836,6 +857,13 @@ class Lowered:
             raise
         check(module)
         return cls(module, report, lowered, name)
+
+    def _for_target(self, config: Any) -> "Lowered":
+        """This, its module made exact on and checked against ``config``'s
+        target (:func:`no64.jax.hook.check_device`), where it names one."""
+        if config.target is not None:
+            self.module = jaxhook.check_device(self.module, config, "", owned=True)
+        return self
 
     def as_text(self, *, debug_info: bool = False) -> str:
         """StableHLO text (with source locations when ``debug_info``)."""

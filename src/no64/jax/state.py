@@ -99,6 +99,15 @@ class HookListener:
         """A :class:`no64.jax.hook.CompileRecord` was added to
         :func:`no64.compile_records`."""
 
+    def on_target(self, module: Any, platform: str, target: Any, legalized: Any, findings: Any) -> None:
+        """The hook made ``module`` exact on the device profile ``target``
+        (:func:`no64.jax.hook.check_device`) where it could -- ``legalized``,
+        the :class:`~no64.transforms.legalize.Legalized` record, or ``None``
+        where nothing was to be rewritten -- and checked it: ``findings``
+        (:class:`~no64.targets.legality.TargetFinding`) are what the profile
+        would still refuse or compute inexactly, told before the hook warns
+        or raises."""
+
     def on_host_event(self, event: Any, count: int) -> None:
         """``count`` host elements were narrowed inexactly and added to
         ``event`` (the :func:`no64.host_records` entry of their kind and
@@ -139,6 +148,10 @@ class _Broadcast(HookListener):
     def on_compile(self, record: Any) -> None:
         for x in self._state.listeners:
             x.on_compile(record)
+
+    def on_target(self, module: Any, platform: str, target: Any, legalized: Any, findings: Any) -> None:
+        for x in self._state.listeners:
+            x.on_target(module, platform, target, legalized, findings)
 
     def on_host_event(self, event: Any, count: int) -> None:
         for x in self._state.listeners:

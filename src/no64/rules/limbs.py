@@ -49,7 +49,9 @@ than the number of update elements, the range analysis's bound), for a
 collective one per replica of a group -- so ``N * m <= bound`` keeps every
 partial sum exact in any order; the limb sums are shifted to their offsets
 and added in ``i32`` modulo 2**32, the wrap-around of the 32-bit sum.  A
-body that does not add (``.at[].max``: the order of limbs is not the order
+collective's limb ops each communicate on a channel of their own: the first
+keeps the op's ``channel_handle``, the others take handles of its type that
+no op of the module holds.  A body that does not add (``.at[].max``: the order of limbs is not the order
 of the values), an op of several operands or of more than ``bound`` terms
 is left as it is, with why.
 """
@@ -66,6 +68,7 @@ from ..ir._mlir import ir, stablehlo
 from ..spec.intervals import INT32, Interval
 from ..spec.protocols import Legalization, RangeQuery
 from ..spec.registry import Computes, Reduction, spec_of
+from ..spec.walk import all_ops
 
 __all__ = ["Limb", "Split", "LimbPlan", "split", "plan", "contraction", "dot_general", "sum_split", "combining"]
 
@@ -411,6 +414,23 @@ def combining(op: ir.Operation, q: RangeQuery, bound: int, in_f32: bool) -> Lega
     return _LimbSums(op, s, [c[0] for c in carriers], terms, in_f32)
 
 
+def _fresh_channels(op: ir.Operation, n: int) -> list[ir.Attribute]:
+    """``n`` channel handles of ``op``'s channel type that no op of its module
+    holds (the first limb collective keeps ``op``'s own): each collective of
+    a module communicates on a channel of its own.  None where ``op`` has no
+    channel handle."""
+    if "channel_handle" not in op.attributes or n <= 0:
+        return []
+    kind = stablehlo.ChannelHandle(op.attributes["channel_handle"]).channel_type
+    top = op
+    while top.parent is not None:
+        top = top.parent
+    used = [stablehlo.ChannelHandle(x.attributes["channel_handle"]).handle
+            for x in all_ops(top) if "channel_handle" in x.attributes]
+    first = max(used, default=0) + 1
+    return [stablehlo.ChannelHandle.get(first + i, kind) for i in range(n)]
+
+
 class _LimbSums:
     """A planned limb split of one combining op (a :class:`~no64.spec.protocols.Legalization`)."""
 
@@ -438,12 +458,16 @@ class _LimbSums:
             shape = list(ir.RankedTensorType(op.results[0].type).shape)
             scalar = ir.RankedTensorType.get([], elem)
             total: ir.Value | None = None
+            channels = _fresh_channels(op, len(s.limbs) - 1)
             for k, limb in enumerate(s.limbs):
                 operands = list(op.operands)
                 for i in summed:
                     operands[i] = W.convert(limbs[i][k], f32) if self.in_f32 else limbs[i][k]
+                attrs = attribute_dict(op)
+                if k and channels:
+                    attrs["channel_handle"] = channels[k - 1]
                 new = ir.Operation.create(op.name, results=[ir.RankedTensorType.get(shape, elem)],
-                                          operands=operands, attributes=attribute_dict(op), regions=1)
+                                          operands=operands, attributes=attrs, regions=1)
                 block = new.regions[0].blocks.append(scalar, scalar)
                 with ir.InsertionPoint(block):
                     a, b = block.arguments

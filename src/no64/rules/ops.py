@@ -33,7 +33,7 @@ from ..analysis import transfer as T
 from ..ir._mlir import ir
 from ..kinds import OpForm, SentinelUse
 from ..spec.registry import Computes, Reduction, declare
-from . import bits, checks, custom_call, floats, limbs, pair_rules as PR, rng_bit_generator, unfold, wide as E
+from . import bits, checks, custom_call, floats, limbs, pair_rules as PR, rng_bit_generator, rounding, unfold, wide as E
 
 #: What an op does with a sentinel operand (see the module docstring).
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
@@ -180,8 +180,9 @@ declare("stablehlo.bitcast_convert", elementwise=floats.bitcast_same_width,
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
         refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert,
         emulate_applies=E.bitcast_applies, region_free=True)
+# (on a device that refuses it: rounded on its f32 bits with integer ops)
 declare("stablehlo.reduce_precision", elementwise=True, rewrites=(floats.clamp_reduce_precision,), region_free=True,
-        form=OpForm.REDUCE_PRECISION)
+        form=OpForm.REDUCE_PRECISION, unfold=rounding.reduce_precision)
 declare("stablehlo.rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
         hint="rbg keys need a u64 state: no64 rewrites it exactly", form=OpForm.RNG_BIT_GENERATOR)

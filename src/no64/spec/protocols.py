@@ -285,6 +285,7 @@ class Legalization(Protocol):
 #: ``q``; or why no such form exists (a string).
 LegalizeRule = Callable[[ir.Operation, RangeQuery, int, bool], "Legalization | str"]
 
-#: ``rule(op)``: ``op`` rewritten without the several inputs a device refuses
-#: it for (its body applied to whole tensors), or why it cannot be (a string).
+#: ``rule(op)``: ``op`` rewritten without what a device refuses it for (its
+#: several inputs: its body applied to whole tensors; the op itself: the
+#: same results from other ops), or why it cannot be (a string).
 UnfoldRule = Callable[[ir.Operation], "Legalization | str"]

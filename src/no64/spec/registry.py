@@ -246,7 +246,9 @@ class OpSpec:
     #: them (a variadic ``reduce`` as its body on halves; a ``reduce_window``
     #: of several operands as its body over the window's slices), or without
     #: the comparisons a device refuses in its comparator (a ``sort``'s
-    #: ``EQ``/``NE`` as ``LE`` and ``GE``): :mod:`no64.rules.unfold`, applied
+    #: ``EQ``/``NE`` as ``LE`` and ``GE``): :mod:`no64.rules.unfold`; or its
+    #: results from other ops where a device refuses the op itself
+    #: (``reduce_precision`` on its bits: :mod:`no64.rules.rounding`); applied
     #: by :mod:`no64.transforms.legalize`.
     unfold: "UnfoldRule | None" = None
     #: Applies to each element of its operands alone, whatever their shape

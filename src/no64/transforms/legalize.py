@@ -19,9 +19,10 @@ exact in f32 (:mod:`no64.rules.limbs`).  Which ops it touches is what
   range (:data:`~no64.targets.F32_EXACT`), and no integer op of its kind is
   left;
 * an op the target refuses for its several inputs (a variadic ``reduce``)
-  or for the comparisons in its comparator (a ``sort`` testing equality) is
-  rewritten by its ``unfold`` rule (:mod:`no64.rules.unfold`) into a form
-  the target compiles, with the same results;
+  or for the comparisons in its comparator (a ``sort`` testing equality),
+  or refuses outright (``reduce_precision``), is rewritten by its
+  ``unfold`` rule (:mod:`no64.rules.unfold`, :mod:`no64.rules.rounding`)
+  into a form the target compiles, with the same results;
 * an op proven exact where it is, and every other op, is left as it is.
 
 An op with no exact form (a contraction over more than 2**24 elements) is
@@ -117,8 +118,8 @@ def _candidates(root: ir.Operation, target: Target) -> list[ir.Operation]:
 def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
     """The ops with an ``unfold`` rule that ``target`` refuses for their
     several inputs (a variadic ``reduce``, a ``reduce_window`` of more than
-    two operands) or their comparator (a ``sort`` testing equality),
-    innermost first."""
+    two operands), their comparator (a ``sort`` testing equality) or
+    outright (``reduce_precision``), innermost first."""
     refusals = [r for r in target.refuses if r.when in _UNFOLDED]
     if not refusals:
         return []
@@ -128,8 +129,9 @@ def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
     return found[::-1]
 
 
-#: The refusals an op's ``unfold`` rule answers.
-_UNFOLDED = frozenset({"variadic", "operands!=2", "comparator"})
+#: The refusals an op's ``unfold`` rule answers (``"always"``: an op the
+#: target never compiles, ``reduce_precision``, computed another way).
+_UNFOLDED = frozenset({"variadic", "operands!=2", "comparator", "always"})
 
 
 def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:

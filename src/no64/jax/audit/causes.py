@@ -22,6 +22,7 @@ from ...errors import (
     No64Error,
     OutputRangeError,
     Remaining64BitError,
+    TargetError,
     UnsupportedOpError,
 )
 from ...kinds import Handling, Mode
@@ -29,7 +30,7 @@ from ...rules import REGISTRY, spec_of
 from .model import AuditReport, Cause, Group, HostNarrowing, ModuleAudit, _module_how
 from .schema import AS_IS, CAUSE_KINDS, HOOK
 from .sites import _NO_SITE, Site, relative_path
-from .values import DtypeEvent, ModuleResult, Value, X64Event, _one_line
+from .values import DtypeEvent, ModuleResult, TargetEvent, Value, X64Event, _one_line
 
 __all__ = ["ReportInput", "build_report"]
 
@@ -165,6 +166,10 @@ class ReportInput:
     policy: str | None = None
     #: The hook left x64 on (``NO64_MODE=off``, a default backend it does not protect).
     x64_kept: bool = False
+    #: The device profile named (``NO64_TARGET``; ``None``: the platform's), and
+    #: what the hook did for the profile the modules were checked against.
+    target: str | None = None
+    targets: Sequence[TargetEvent] = ()
 
 
 def build_report(given: ReportInput) -> AuditReport:
@@ -173,7 +178,8 @@ def build_report(given: ReportInput) -> AuditReport:
     the exception the program ended with, if any."""
     results, host = given.results, given.host
     report = AuditReport(program=given.program, view=given.view, platforms=list(given.platforms),
-                         mode=given.mode, integer_policy=given.integer_policy, policy=given.policy)
+                         mode=given.mode, integer_policy=given.integer_policy, policy=given.policy,
+                         target=given.target)
     # modules: identical results count as one module compiled several times
     merged: dict[tuple[Any, ...], ModuleAudit] = {}
     for r in results:
@@ -214,6 +220,40 @@ def build_report(given: ReportInput) -> AuditReport:
     ]
     report.causes = _causes(report, given)
     return report
+
+
+#: How a finding left for a device profile is handled: the device refuses
+#: what its profile refuses; an op it may compute inexactly is unproven
+#: under the default policy (the hook warns) and refused under ``strict``
+#: and ``exact`` (the hook refuses the module).
+_TARGET_HANDLING = {"rewritten": Handling.REWRITTEN, "refused": Handling.REFUSED, "inexact": Handling.UNPROVEN}
+
+
+def _target_causes(given: ReportInput) -> list[Cause]:
+    """One cause per line, op and kind of what the hook did for the device
+    profile (:class:`TargetEvent`)."""
+    strict = given.policy in ("strict", "exact")
+    grouped: dict[tuple[Any, ...], list[TargetEvent]] = {}
+    for e in given.targets:
+        grouped.setdefault((e.site.file, e.site.line, e.site.via, e.op, e.kind, e.detail), []).append(e)
+    out = []
+    for (_, _, _, op, kind, detail), events in grouped.items():
+        e = events[0]
+        handling = _TARGET_HANDLING.get(kind, Handling.REFUSED)
+        if strict and handling is Handling.UNPROVEN:
+            handling = Handling.REFUSED
+        short = op.removeprefix("stablehlo.")
+        where = e.site.where() if e.site.file is not None else "with no line in your code"
+        via = f" via {e.site.via}" if e.site.via and e.site.file else ""
+        modules = list(dict.fromkeys(x.module for x in events))
+        if kind == "rewritten":
+            text = f"made exact for target {e.target} {where}{via} ({short}): {detail}"
+        else:
+            code = f" [{e.code}]" if e.code else ""
+            verb = {"refused": "refused by", "inexact": "inexact on"}.get(kind, kind)
+            text = f"{verb} target {e.target}{code} {where}{via} ({short}): {detail}"
+        out.append(Cause("target", handling, e.site.file, e.site.line, e.site.via, text, len(events), modules))
+    return out
 
 
 def _plural(n: int, word: str) -> str:
@@ -271,7 +311,11 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
                 f"way out: {_way_out(r.error, r.refusal)}")
         causes.append(Cause("refused", Handling.REFUSED, site.file, site.line, site.via, text,
                             len(r.values), [r.name]))
-    if isinstance(crash, No64Error) and not any(r.error is crash for r in results):
+    causes += _target_causes(given)
+    if isinstance(crash, TargetError) and any(c.kind == "target" and c.handling is Handling.REFUSED
+                                              for c in causes):
+        pass  # the refusal the target causes say, at their lines
+    elif isinstance(crash, No64Error) and not any(r.error is crash for r in results):
         loc = getattr(crash, "location", None)
         file = relative_path(loc.file) if loc is not None and loc.file else None
         line = loc.line if loc is not None else None

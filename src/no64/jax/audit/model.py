@@ -159,6 +159,8 @@ class AuditReport:
     mode: str | None = None
     integer_policy: str | None = None
     policy: str | None = None
+    #: The device profile named (``--target``, ``NO64_TARGET``); ``None``: the platform's.
+    target: str | None = None
     numerics: NumericsSummary | None = None
 
     @property
@@ -189,6 +191,7 @@ class AuditReport:
             "mode": self.mode,
             "integer_policy": self.integer_policy,
             "policy": self.policy,
+            "target": self.target,
             "exit_status": self.exit_status,
             "values": self.values,
             "causes": [c.to_dict() for c in self.causes],
@@ -251,7 +254,8 @@ class AuditReport:
             head = f"no64 audit of {self.program or 'the program'} as NO64_PLATFORMS={plats} runs it"
             chosen = [f"NO64_{name.upper()}={value}" for name, value, default in (
                 ("mode", self.mode, Mode.FIX), ("integer_policy", self.integer_policy, IntegerPolicy.ERROR),
-                ("policy", self.policy, RangePolicy.DEFAULT)) if value and value != default]
+                ("policy", self.policy, RangePolicy.DEFAULT), ("target", self.target, None))
+                if value and value != default]
             if chosen:
                 head += f" ({', '.join(chosen)})"
         else:

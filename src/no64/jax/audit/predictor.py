@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import No64Error, X64DisabledWarning
+from ...ir._mlir import ir
 from ...kinds import Handling, Mode, Verdict
 from ...options import ENVIRONMENT, Options, read as read_environment
 from ...transforms.scan import find_64bit
@@ -29,10 +30,11 @@ from .._compat import (
 )
 from ..state import STATE, HookListener
 from .observer import _unchain_x64_hook
-from .sites import _NO_SITE, _compile_site, _stack_site
+from .sites import _NO_SITE, CallGraph, Site, _compile_site, _stack_site
 from .values import (
     DtypeEvent,
     ModuleResult,
+    TargetEvent,
     Value,
     X64Event,
     _module_name,
@@ -111,6 +113,46 @@ def _judged(report: Any) -> Any:
     return SimpleNamespace(events=report.events, narrowings=narrowings)
 
 
+def _target_events(module: Any, target: str, legalized: Any, findings: Any) -> list[TargetEvent]:
+    """:class:`TargetEvent` of what :func:`no64.jax.hook.check_device` did
+    with ``module`` (``legalized``: its :class:`~no64.transforms.legalize.Legalized`
+    record or ``None``) and the ``findings`` it left, each at the innermost
+    user frame of its op (followed out of JAX's private functions), else at
+    the user's line that compiled the module."""
+    from ...spec.walk import all_ops
+
+    op = module.operation
+    name = _module_name(op)
+    graph = CallGraph(op)
+    function_of: dict[str, str] = {}  # an op's location -> the function holding it
+    for fn in op.regions[0].blocks[0].operations:
+        fn = fn.operation
+        if "sym_name" in fn.attributes:
+            fname = ir.StringAttr(fn.attributes["sym_name"]).value
+            for inner in all_ops(fn):
+                function_of.setdefault(str(inner.location), fname)
+    fallback: Site | None = None
+
+    def site(raw: str) -> Site:
+        nonlocal fallback
+        found = graph.site(function_of.get(raw), raw)
+        if found.file is None:
+            fallback = fallback or _stack_site()
+            return fallback
+        return found
+
+    left = {(x.op, x.location): x.detail for x in (legalized.left if legalized is not None else [])}
+    out = [TargetEvent("rewritten", x.op, site(x.location.raw), target, name, x.detail)
+           for x in (legalized.rewritten if legalized is not None else [])]
+    for f in findings:
+        detail = f.detail
+        why = left.get((f.op, f.location))
+        if why is not None:
+            detail += f"; no64 leaves it as it is: {why}"
+        out.append(TargetEvent(f.kind, f.op, site(f.location.raw), target, name, detail, f.code))
+    return out
+
+
 class Predictor(HookListener):
     """Run a program under the compile hook, as ``NO64_PLATFORMS`` would,
     and record what the hook does (a context manager; see :func:`run_program`).
@@ -140,6 +182,8 @@ class Predictor(HookListener):
         self.results: list[ModuleResult] = []
         self.x64: list[X64Event] = []
         self.dtypes: list[DtypeEvent] = []
+        #: What the hook did for the device profile, op by op.
+        self.targets: list[TargetEvent] = []
         self._lock = threading.Lock()
         self._tls = threading.local()
         self._pauses = 0
@@ -263,6 +307,18 @@ class Predictor(HookListener):
                 self._note_dtype(requested, became, function, by_no64=True)
             except Exception:  # noqa: BLE001
                 pass
+
+    def on_target(self, module: Any, platform: str, target: Any, legalized: Any, findings: Any) -> None:
+        """The ops the hook made exact on the device profile, and what it
+        would still refuse or compute inexactly, each at the user's line."""
+        if not self._on():
+            return
+        try:
+            events = _target_events(module, target.name, legalized, findings)
+        except Exception:  # noqa: BLE001 - recording must never break the program
+            return
+        with self._lock:
+            self.targets += events
 
     def before_backend(self, module: Any, platform: str) -> None:
         self._tls.prepared = False

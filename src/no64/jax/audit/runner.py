@@ -135,7 +135,8 @@ def _run(target: str, args: Sequence[str], module: bool) -> tuple[int, BaseExcep
 
 def run_program(target: str, args: Sequence[str], *, module: bool = False,
                 platform: str | None = None, progress: TextIO | None = None,
-                as_is: bool = False, numerics: Measurer | None = None) -> AuditReport:
+                as_is: bool = False, numerics: Measurer | None = None,
+                profile: str | None = None) -> AuditReport:
     """Run a script (or ``-m`` module) in this process as ``python`` would;
     returns the report with ``exit_status`` set.
 
@@ -144,10 +145,16 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
     program runs on here) and the report says what the hook did.  With
     ``as_is`` it runs unchanged and ``platform`` only restricts the modules
     recorded.  The program's output is not touched; an exception it raises
-    is printed as Python prints it and gives exit status 1.  With
+    is printed as Python prints it and gives exit status 1.  ``profile``
+    names the device profile the hook makes modules exact on and checks
+    them against, as ``NO64_TARGET`` does (default: ``$NO64_TARGET``, else
+    the platform's); what it did and found there are causes of kind
+    ``"target"``, one per line.  With
     ``progress`` (a terminal stream), a status line counts the compiled
     modules while the program runs and is erased before the report.
     """
+    if as_is and profile is not None:
+        raise ValueError("a device profile is checked under the hook's view, not as is")
     line = Progress(progress) if progress is not None else None
     observed = line.observed if line is not None else None
     if as_is:
@@ -173,7 +180,7 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         report.numerics = numerics.summary() if numerics is not None else None
         return report
     label = platform or os.environ.get("NO64_PLATFORMS", "").strip()
-    with Predictor(label, progress=observed) as pred:
+    with Predictor(label, progress=observed, target=profile) as pred:
         if numerics is not None:
             numerics.quiet = pred.paused
             numerics.widen = True
@@ -200,7 +207,7 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         integer_policy=str(IntegerPolicy(pred.integer_policy)),
         # the range policy the hook's pass uses (its Config's, else the pass's default)
         policy=str(RangePolicy(pred.settings.get("policy", RangePolicy.DEFAULT))),
-        x64_kept=pred.x64_kept))
+        x64_kept=pred.x64_kept, target=pred.settings.get("target"), targets=pred.targets))
     if line is not None:
         line.clear()
     report.exit_status = status

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 #: Version of the JSON document (:data:`AUDIT_JSON_SCHEMA`).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Every handling, from harmless to blocking (see the module docstring and
 #: :class:`no64.kinds.Handling`).
@@ -36,7 +36,7 @@ HANDLINGS: tuple[Handling, ...] = tuple(Handling)
 HOOK, AS_IS = View.HOOK, View.AS_IS
 
 #: Kinds of cause, in the order the report lists them.
-CAUSE_KINDS = ("x64", "refused", "explicit-dtype", "random", "host", "value", "float")
+CAUSE_KINDS = ("x64", "refused", "target", "explicit-dtype", "random", "host", "value", "float")
 
 #: The SARIF log's rules: one per kind of cause, then the lines ``--numerics`` measures.
 SARIF_RULES = (*CAUSE_KINDS, "numerics")
@@ -44,6 +44,8 @@ SARIF_RULES = (*CAUSE_KINDS, "numerics")
 _CAUSE_DESCRIPTION = {
     "x64": "jax_enable_x64 turned on by the program or its environment",
     "refused": "no64 refuses a module (the program fails under the hook)",
+    "target": "an op the device profile refuses or computes inexactly, or that no64 made exact there "
+              "(no64 audit --target)",
     "explicit-dtype": "a 64-bit dtype requested while x64 is off (JAX truncates it)",
     "random": "random bits drawn with 64-bit counters or state",
     "host": "a 64-bit host value narrowed by no64",
@@ -118,6 +120,8 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
         "mode": {"enum": [*Mode.values(), None]},
         "integer_policy": {"enum": [*IntegerPolicy.values(), None]},
         "policy": {"enum": [*RangePolicy.values(), None]},
+        # the device profile named (--target, NO64_TARGET); null: the platform's
+        "target": _NULLABLE_STR,
         "exit_status": _NULLABLE_INT,
         "values": {"type": "integer", "minimum": 0},
         "causes": {

@@ -5,7 +5,8 @@ Each 64-bit value of a compiled module (:class:`Value`) gets a handling
 (:class:`no64.kinds.Handling`) and a site (:class:`~no64.jax.audit.sites.Site`);
 a module (:class:`ModuleResult`) is passed, rewritten or refused.  Where x64
 was turned on (:class:`X64Event`) and which explicit 64-bit dtypes JAX
-truncated or no64 took over (:class:`DtypeEvent`) are recorded beside them.
+truncated or no64 took over (:class:`DtypeEvent`) are recorded beside them,
+and what the hook did for a device profile (:class:`TargetEvent`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ...transforms.demote import demote
 from ...transforms.scan import Finding
 from .sites import CallGraph, Site, _helper_name
 
-__all__ = ["DtypeEvent", "ModuleResult", "Value", "X64Event"]
+__all__ = ["DtypeEvent", "ModuleResult", "TargetEvent", "Value", "X64Event"]
 
 _ELEMENT = re.compile(r"complex<f64>|[su]?i64|ui64|f64")
 # Per-value verdicts come from the report's narrowing records; these event
@@ -201,6 +202,23 @@ class X64Event:
     site: Site
     environment: str | None
     modules_before: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetEvent:
+    """What the hook did with one op for a device profile
+    (:func:`no64.jax.hook.check_device`): ``kind`` ``"rewritten"`` (made
+    exact there: ``detail`` says how), or a finding left, ``"refused"`` or
+    ``"inexact"`` (``detail``: the profile's reason, ``code``: the vendor's
+    error code), in module ``module`` at the user's ``site``."""
+
+    kind: str
+    op: str
+    site: Site
+    target: str
+    module: str
+    detail: str
+    code: str = ""
 
 
 @dataclasses.dataclass
