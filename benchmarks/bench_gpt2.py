@@ -14,7 +14,7 @@ For each requested depth it measures, in one run:
 * JAX trace + lower time (``jax.jit(step).trace(...).lower()``, caches
   cleared before each repeat so every repeat really traces and lowers);
 * ``no64.find_64bit`` on the original module;
-* ``no64.demote(verify=False, check=True)`` (the pass with its strict check)
+* ``no64.demote(verify=False, check=True, float_hints=False)`` (the pass with its strict check)
   on a copy of the module JAX produced, in JAX's MLIR context, as the
   compile hook runs it on every compile (the backend then verifies the
   module it receives);
@@ -84,7 +84,7 @@ TARGET_PERCENT = 5.0
 #: step (demote + check over the binding floor, over JAX's trace + lower, and
 #: over IREE's two C++ demotion passes run in process): a run more than
 #: ``REGRESSION`` worse than one of them says so loudly.
-STATED_RATIOS = {"pass/floor": 2.1, "pass/JAX": 0.058, "pass/IREE": 1.6}
+STATED_RATIOS = {"pass/floor": 2.3, "pass/JAX": 0.064, "pass/IREE": 0.8}
 STATED_LAYERS = 12
 REGRESSION = 0.20
 
@@ -319,6 +319,8 @@ class Result:
     jax32_s: float
     clean_check_s: float
     clone_s: float
+    #: demote + check with float hints (the API's and the CLI's default).
+    hints_s: float = 0.0
     #: IREE's C++ demotion passes on the same module (``None``: not installed).
     iree_s: float | None = None
 
@@ -374,6 +376,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
     jax_times: list[float] = []
     pass_times: list[float] = []
     verified_times: list[float] = []
+    hints_times: list[float] = []
     exact_times: list[float] = []
     exact_emulated: list[int] = []
     exact_by_op: dict[str, int] = {}
@@ -395,16 +398,21 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         # so the hook's pass does not verify it again.
         t_clone, copy = timed(lambda m=module: clone_module(m))
         clone_times.append(t_clone)
-        t_pass, _ = timed(lambda m=copy: no64.demote(m, verify=False, check=True))
+        t_pass, _ = timed(lambda m=copy: no64.demote(m, verify=False, check=True, float_hints=False))
         pass_times.append(t_pass)
         # no64.demote's default (the API and the CLI): the pass verifies too.
         copy = clone_module(module)
         t_verified, _ = timed(lambda m=copy: (no64.demote(m), no64.check(m)))
         verified_times.append(t_verified)
+        # the same as the hook's pass, with the float hints the API and the
+        # CLI look for (the hook only with NO64_FLOAT_HINTS=on)
+        copy = clone_module(module)
+        t_hints, _ = timed(lambda m=copy: no64.demote(m, verify=False, check=True))
+        hints_times.append(t_hints)
         # The same as the hook's pass, with exact 64-bit integer emulation.
         copy = clone_module(module)
         t_exact, exact_report = timed(
-            lambda m=copy: no64.demote(m, policy="exact", verify=False, check=True,
+            lambda m=copy: no64.demote(m, policy="exact", verify=False, check=True, float_hints=False,
                                        input_ranges=declared_ranges(cfg))
         )
         exact_times.append(t_exact)
@@ -455,6 +463,7 @@ def measure(cfg: GPTConfig, repeats: int, log: Callable[[str], None]) -> Result:
         find_s=statistics.median(find_times),
         pass_s=statistics.median(pass_times),
         verified_s=statistics.median(verified_times),
+        hints_s=statistics.median(hints_times),
         exact_s=statistics.median(exact_times),
         exact_values_emulated=max(exact_emulated),
         exact_emulated_by_op=exact_by_op,
@@ -491,7 +500,7 @@ def print_report(results: list[Result], cfg: GPTConfig, repeats: int) -> bool:
             f"{r.floor_s:>6.3f} s {r.floor_percent:>6.2f}%"
         )
     print(
-        "demote+check: no64.demote(verify=False, check=True), as the compile hook runs it on every "
+        "demote+check: no64.demote(verify=False, check=True, float_hints=False), as the compile hook runs it on every "
         "compile (the strict check inside the pass; the backend verifies every module it receives);\n"
         "+ verify: no64.demote's default, which also runs MLIR's verifier on the whole module;\n"
         "exact: demote+check with policy=\"exact\" (64-bit integers that may not fit in 32 bits "
@@ -521,6 +530,12 @@ def print_report(results: list[Result], cfg: GPTConfig, repeats: int) -> bool:
             f"with x64 off (how JAX traces once no64 is active), {r.layers} layers: JAX trace+lower "
             f"{r.jax32_s:.3f} s; the hook's check finds no 64-bit value in {r.clean_check_s:.3f} s "
             f"({r.clean_check_percent:.2f}%)"
+        )
+    for r in results:
+        print(
+            f"with float hints (no64.demote's and no64 convert's default; the hook's with "
+            f"NO64_FLOAT_HINTS=on), {r.layers} layers: demote+check {r.hints_s:.3f} s "
+            f"(x{r.hints_s / r.pass_s:.2f} the hook's pass)"
         )
     for r in results:
         if r.iree_s is not None:
