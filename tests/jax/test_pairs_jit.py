@@ -171,3 +171,39 @@ def test_split_pairs_warns_or_refuses():
     with pytest.raises(no64.PairRangeError):
         no64.split_pairs(2.0**-149, strict=True)
     assert no64.split_pairs(np.array([0.0, np.inf]), strict=True).shape == (2, 2)
+
+
+TINY_SCRIPT = r'''
+import warnings
+import jax, jax.numpy as jnp, numpy as np
+warnings.simplefilter("always")
+
+@jax.jit
+def scale(x):
+    return x * 2.0
+
+print(float(scale(np.array([1e-40, 1.0]))[0]))  # TINY CALL
+'''
+
+
+@pytest.mark.parametrize("policy", ["default", "strict"])
+def test_hook_names_host_data_pairs_cannot_hold(tmp_path, policy):
+    """Under NO64_FLOAT_POLICY=pairs a float64 host value below f32's
+    smallest normal (its pair would flush) is warned of at the call's line,
+    or refused under the strict policy."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "tiny.py"
+    script.write_text(TINY_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
+    env.update(NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="pairs", NO64_POLICY=policy, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    line = next(i for i, t in enumerate(TINY_SCRIPT.splitlines(), 1) if t.endswith("# TINY CALL"))
+    if policy == "strict":
+        assert r.returncode == 1, r.stderr[-2000:]
+        assert "PairRangeError" in r.stderr and f"{script}:{line}" in r.stderr, r.stderr[-2000:]
+    else:
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert f"{script}:{line}: PairRangeWarning" in r.stderr, r.stderr[-2000:]
