@@ -242,7 +242,7 @@ def _target_causes(given: ReportInput) -> list[Cause]:
         handling = _TARGET_HANDLING.get(kind, Handling.REFUSED)
         if strict and handling is Handling.UNPROVEN:
             handling = Handling.REFUSED
-        short = op.removeprefix("stablehlo.")
+        short = op.split(".", 1)[-1]  # the op without its dialect
         where = e.site.where() if e.site.file is not None else "with no line in your code"
         via = f" via {e.site.via}" if e.site.via and e.site.file else ""
         modules = list(dict.fromkeys(x.module for x in events))
