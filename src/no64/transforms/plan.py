@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -33,7 +32,7 @@ import numpy as np
 from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..errors import NarrowingError
-from ..ir._compat import as_attribute, block_argument, op_result
+from ..ir._compat import as_attribute, block_argument, constant_literal, op_result, resource_blobs, resource_key
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import TypeConverter
@@ -592,37 +591,26 @@ class Planner:
 
     def _read_text_constant(self, op: ir.Operation, shaped: ir.ShapedType, dtype: Any) -> np.ndarray:
         # jaxlib's bindings cannot materialise complex dense attributes (reading
-        # one even aborts the process), so the printed form is parsed instead.
-        asm = op.get_asm()
-        start = asm.find("dense<")
-        if start < 0:
-            name = re.search(r"dense_resource<([^>]+)>", asm)
-            if name:
-                return self._resource_values(name.group(1), tuple(shaped.shape), np.dtype(dtype), op)
+        # one even aborts the process), so the printed form is read instead.
+        kind, text = constant_literal(op)
+        if kind == "resource":
+            return self._resource_values(text, tuple(shaped.shape), np.dtype(dtype), op)
+        if kind != "dense":
             self.refuse(op, "cannot read this complex constant")
-        end = asm.rfind("> : ")
-        return C.parse_dense_literal(asm[start + 6 : end], tuple(shaped.shape), np.dtype(dtype))
+        return C.parse_dense_literal(text, tuple(shaped.shape), np.dtype(dtype))
 
     def _read_resource(self, attr: Any, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
-        m = re.match(r"dense_resource<([^>]+)>", str(attr))
-        if not m:
+        key = resource_key(str(attr))
+        if key is None:
             self.refuse(op, f"constant attribute of an unknown kind: {str(attr)[:80]}")
-        return self._resource_values(m.group(1), shape, dtype, op)
+        return self._resource_values(key, shape, dtype, op)
 
     def _resource_values(self, key: str, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
         if self._resources is None:
-            # The bindings offer no way to read a resource blob, but the module's
-            # printed form carries every blob in its dialect_resources section.
-            text = self.root.get_asm()
-            self._resources = {}
-            sect = text.find("dialect_resources")
-            if sect >= 0:
-                for k, hexdata in re.findall(r'([\w.$-]+|"[^"]*")\s*:\s*"0x([0-9A-Fa-f]*)"', text[sect:]):
-                    self._resources[k.strip('"')] = bytes.fromhex(hexdata)
-        blob = self._resources.get(key.strip('"'))
-        if blob is None:
+            self._resources = resource_blobs(self.root)
+        data = self._resources.get(key)
+        if data is None:
             self.refuse(op, f"dense_resource blob {key!r} has no data in the module")
-        data = blob[4:]  # the first 4 bytes hold the blob's alignment
         return np.frombuffer(data, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
     # --------------------------------------------------------------- verdicts
