@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import warnings
 from typing import Any, TypeVar
 
@@ -269,6 +270,44 @@ def constant_value(op: Any) -> ir.Attribute | None:
         return op.attributes["value"]
     except (KeyError, TypeError, ValueError):
         return None
+
+
+# What the bindings cannot read, read from the printed form: the elements of
+# a complex dense constant (reading them aborts some releases, see
+# constant_value) and the data of ``dense_resource`` blobs (no binding
+# hands a blob's bytes out; the module's ``dialect_resources`` section
+# prints each one).
+_RESOURCE = re.compile(r"dense_resource<([^>]+)>")
+_BLOB = re.compile(r'([\w.$-]+|"[^"]*")\s*:\s*"0x([0-9A-Fa-f]*)"')
+
+
+def constant_literal(op: Any) -> tuple[str, str]:
+    """What a constant op's printed form holds: ``("dense", literal)``, the
+    text inside ``dense<...>``, or ``("resource", key)`` for a
+    ``dense_resource`` blob, or ``("unknown", "")``."""
+    asm = op.get_asm()
+    start = asm.find("dense<")
+    if start >= 0:
+        return "dense", asm[start + 6 : asm.rfind("> : ")]
+    key = resource_key(asm)
+    return ("resource", key) if key is not None else ("unknown", "")
+
+
+def resource_key(text: str) -> str | None:
+    """The blob key of the ``dense_resource<key>`` attribute in ``text``
+    (an attribute's or an op's printed form), or ``None``."""
+    m = _RESOURCE.search(text)
+    return m.group(1).strip('"') if m else None
+
+
+def resource_blobs(module: Any) -> dict[str, bytes]:
+    """Every ``dense_resource`` blob of ``module`` (its operation), by key,
+    without the 4-byte alignment header each printed blob starts with."""
+    text = module.get_asm()
+    sect = text.find("dialect_resources")
+    if sect < 0:
+        return {}
+    return {k.strip('"'): bytes.fromhex(hexdata)[4:] for k, hexdata in _BLOB.findall(text[sect:])}
 
 
 def attribute_dict(op: Any) -> dict[str, ir.Attribute]:

@@ -22,18 +22,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, NoReturn
 
-import numpy as np
-
 from ..analysis.ranges import RangeAnalysis, entry_function, resolve_input_ranges
 from ..analysis.sentinels import sentinel_names, sentinel_readings
 from ..errors import NarrowingError
-from ..ir._compat import as_attribute, block_argument, op_result
+from ..ir._compat import block_argument, op_result
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import TypeConverter
@@ -42,7 +39,7 @@ from ..options import Options
 from ..report import DemotionReport, Narrowing
 from ..spec.intervals import Range, collides, sentinel_collision
 from ..spec.registry import REGISTRY, Computes, OpSpec, Refusal, spec_of
-from . import constants as C
+from .constant_plan import ConstantNarrowing
 from .emulate import emulation_for, exact_input_ranges
 from .emulation_plan import WordsRefused, WordsRequest, plan_words
 from .scan import all_ops
@@ -212,9 +209,8 @@ class Planner:
         self.known_ranges: Mapping[ir.Value, Any] = known_ranges if known_ranges is not None else {}
         self.rules_enabled = rules_enabled
         self._ranges: RangeAnalysis | None = None
-        self._resources: dict[str, bytes] | None = None
-        self._attr_cache: dict[ir.Attribute, tuple[ir.Attribute, list[Any], Verdict | None] | Refusal] = {}
-        self._const_types: dict[int, tuple[ir.ShapedType, ir.Type, bool]] = {}
+        #: The constants' narrowing (each distinct attribute once).
+        self.constants = ConstantNarrowing(root, settings.integer_policy, self.refuse)
 
     def replan(self, settle: bool = True) -> "Planner":
         """A fresh plan of the rewritten module; rules are not run again."""
@@ -461,40 +457,16 @@ class Planner:
                              known=self.known_ranges)
 
     def _plan_constant(self, op: ir.Operation, rtype: ir.Type, new_type: ir.Type) -> Refusal | None:
-        """Plan narrowing the constant ``op``; the refusal of an integer
-        element that does not fit (and is no sentinel) under the integer
-        policy "error", left to the caller to decide."""
-        # Converted types are cached objects, one per distinct type: key by identity.
-        info = self._const_types.get(id(new_type))
-        if info is None:
-            shaped = ir.ShapedType(rtype)
-            elem = shaped.element_type
-            info = self._const_types[id(new_type)] = (shaped, elem, isinstance(elem, ir.ComplexType))
-        shaped, elem, is_complex = info
-        old_attr: ir.Attribute | None
-        fclass: Verdict | None
-        if is_complex:
-            # jaxlib's bindings cannot materialise complex dense attributes
-            # (touching one through ``.attr`` aborts the process), so the
-            # printed form is parsed instead -- and the old attribute cannot
-            # be kept for the undo log.
-            values = self._read_text_constant(op, shaped, np.complex128)
-            narrowed = self._narrow(op, values, new_type, elem, splat=False)
-            assert not isinstance(narrowed, Refusal)  # (complex elements always narrow)
-            new_attr, events = narrowed
-            fclass = _float_class(events)
-            old_attr = None
-            self.plan.needs_backup = True
-        else:
-            old_attr = op.attributes["value"]
-            # Attributes are uniqued by MLIR: equal constants share one, so
-            # each distinct value is narrowed (and classified) once.
-            hit = self._attr_cache.get(old_attr)
-            if hit is None:
-                hit = self._attr_cache[old_attr] = self._narrow_attr(op, old_attr, shaped, elem, new_type)
-            if isinstance(hit, Refusal):
-                return hit
-            new_attr, events, fclass = hit
+        """Plan narrowing the constant ``op`` (:class:`ConstantNarrowing`);
+        the refusal of an integer element that does not fit (and is no
+        sentinel) under the integer policy "error", left to the caller to
+        decide."""
+        narrowed = self.constants.narrow(op, rtype, new_type)
+        if isinstance(narrowed, Refusal):
+            return narrowed
+        old_attr, new_attr, events, fclass = narrowed
+        if old_attr is None:
+            self.plan.needs_backup = True  # (the undo log cannot hold it)
         if events:
             loc = op.location
             add = self.report.add
@@ -509,121 +481,6 @@ class Planner:
             self.plan.float_overflow += 1
         self.plan.consts.append((op, old_attr, new_attr))
         return None
-
-    def _narrow_attr(
-        self, op: ir.Operation, attr: ir.Attribute, shaped: ir.ShapedType, elem: ir.Type, new_type: ir.Type
-    ) -> tuple[ir.Attribute, list[tuple[str, str, int]], Verdict | None] | Refusal:
-        """The narrowed attribute, the events and (for floats) its verdict;
-        or why the attribute cannot be narrowed."""
-        dense = as_attribute(attr, ir.DenseElementsAttr)
-        if dense is None:
-            # dense_resource blobs (the bindings return a plain Attribute)
-            values = self._read_resource(attr, tuple(shaped.shape), _numpy_dtype(elem), op)
-            narrowed = self._narrow(op, values, new_type, elem, splat=False)
-        elif dense.is_splat:
-            sv = dense.get_splat_value()
-            if isinstance(elem, ir.IntegerType):
-                scalar: Any = _int_of(sv, elem.is_unsigned)
-            else:
-                scalar = ir.FloatAttr(sv).value
-            narrowed = self._narrow(op, np.array([scalar]), new_type, elem, splat=True)
-        else:
-            narrowed = self._narrow(op, np.asarray(dense), new_type, elem, splat=False)
-        if isinstance(narrowed, Refusal):
-            return narrowed
-        new_attr, events = narrowed
-        fclass = None if isinstance(elem, ir.IntegerType) else _float_class(events)
-        return new_attr, events, fclass
-
-    def _narrow(
-        self, op: ir.Operation, v: np.ndarray, new_type: ir.Type, elem: ir.Type, splat: bool
-    ) -> tuple[ir.Attribute, list[tuple[str, str, int]]] | Refusal:
-        """The narrowed attribute for elements ``v`` and the events to report;
-        or, for integers that do not fit under the integer policy "error",
-        why not."""
-        events: list[tuple[str, str, int]] = []
-        new_elem = ir.ShapedType(new_type).element_type
-        if isinstance(elem, ir.IntegerType):
-            unsigned = elem.is_unsigned
-            res = C.narrow_integers(v, unsigned, self.settings.integer_policy)
-            if res.sentinels:
-                what = "UINT64_MAX" if unsigned else "INT64_MAX/INT64_MIN"
-                events.append((EventKind.SENTINEL, f"{what} mapped to the 32-bit extreme", res.sentinels))
-            if res.out_of_range:
-                if res.values is None:
-                    return Refusal(
-                        f"{'ui64' if unsigned else 'i64'} constant {res.first_bad} "
-                        f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
-                        "and is not a sentinel",
-                        out_of_range=True,
-                    )
-                verdict = self.settings.integer_policy.verdict
-                assert verdict is not None  # (under "error" no values come back)
-                kind = EventKind(verdict)
-                events.append(
-                    (
-                        kind,
-                        f"out-of-range integer constant {res.first_bad} narrowed by "
-                        f"policy {self.settings.integer_policy.value!r}",
-                        res.out_of_range,
-                    )
-                )
-            out = res.values
-            assert out is not None
-            if splat:
-                scalar_attr = ir.IntegerAttr.get(new_elem, int(out[0]))
-                return ir.DenseElementsAttr.get_splat(new_type, scalar_attr), events
-            return ir.DenseElementsAttr.get(np.ascontiguousarray(out), type=new_type), events
-        fres = C.narrow_floats(v)
-        if fres.sentinels:
-            events.append(
-                (EventKind.SENTINEL, "float64 max/lowest mapped to float32 max/lowest", fres.sentinels)
-            )
-        if fres.inexact:
-            events.append((EventKind.FLOAT_INEXACT, "f64 constant rounded to nearest f32", fres.inexact))
-        if fres.overflow:
-            events.append(
-                (EventKind.FLOAT_OVERFLOW, "finite f64 constant beyond f32 range became inf", fres.overflow)
-            )
-        if splat and not isinstance(elem, ir.ComplexType):
-            scalar_attr = ir.FloatAttr.get(new_elem, float(fres.values[0]))
-            return ir.DenseElementsAttr.get_splat(new_type, scalar_attr), events
-        return ir.DenseElementsAttr.get(np.ascontiguousarray(fres.values), type=new_type), events
-
-    def _read_text_constant(self, op: ir.Operation, shaped: ir.ShapedType, dtype: Any) -> np.ndarray:
-        # jaxlib's bindings cannot materialise complex dense attributes (reading
-        # one even aborts the process), so the printed form is parsed instead.
-        asm = op.get_asm()
-        start = asm.find("dense<")
-        if start < 0:
-            name = re.search(r"dense_resource<([^>]+)>", asm)
-            if name:
-                return self._resource_values(name.group(1), tuple(shaped.shape), np.dtype(dtype), op)
-            self.refuse(op, "cannot read this complex constant")
-        end = asm.rfind("> : ")
-        return C.parse_dense_literal(asm[start + 6 : end], tuple(shaped.shape), np.dtype(dtype))
-
-    def _read_resource(self, attr: Any, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
-        m = re.match(r"dense_resource<([^>]+)>", str(attr))
-        if not m:
-            self.refuse(op, f"constant attribute of an unknown kind: {str(attr)[:80]}")
-        return self._resource_values(m.group(1), shape, dtype, op)
-
-    def _resource_values(self, key: str, shape: tuple[int, ...], dtype: np.dtype, op: ir.Operation) -> np.ndarray:
-        if self._resources is None:
-            # The bindings offer no way to read a resource blob, but the module's
-            # printed form carries every blob in its dialect_resources section.
-            text = self.root.get_asm()
-            self._resources = {}
-            sect = text.find("dialect_resources")
-            if sect >= 0:
-                for k, hexdata in re.findall(r'([\w.$-]+|"[^"]*")\s*:\s*"0x([0-9A-Fa-f]*)"', text[sect:]):
-                    self._resources[k.strip('"')] = bytes.fromhex(hexdata)
-        blob = self._resources.get(key.strip('"'))
-        if blob is None:
-            self.refuse(op, f"dense_resource blob {key!r} has no data in the module")
-        data = blob[4:]  # the first 4 bytes hold the blob's alignment
-        return np.frombuffer(data, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
     # --------------------------------------------------------------- verdicts
     def judge(self) -> None:
@@ -823,41 +680,11 @@ class Planner:
 
 
 
-def _float_class(events: list[tuple[str, str, int]]) -> Verdict:
-    """The verdict of a float constant, from the events of its narrowing:
-    ``OVERFLOW`` (beyond f32's range), ``PRECISION_REDUCED`` (rounded) or
-    ``EXACT``."""
-    kinds = {k for k, _, _ in events}
-    if EventKind.FLOAT_OVERFLOW in kinds:
-        return Verdict.OVERFLOW
-    if EventKind.FLOAT_INEXACT in kinds:
-        return Verdict.PRECISION_REDUCED
-    return Verdict.EXACT
-
-
 def _full_range(t: ir.Type) -> tuple[int, int]:
     """The range of a 64-bit integer tensor type's elements."""
     if ir.IntegerType(ir.ShapedType(t).element_type).is_unsigned:
         return (0, 2**64 - 1)
     return (-(2**63), 2**63 - 1)
-
-
-def _numpy_dtype(elem: ir.Type) -> np.dtype:
-    if isinstance(elem, ir.F64Type):
-        return np.dtype(np.float64)
-    if isinstance(elem, ir.IntegerType):
-        return np.dtype(np.uint64 if elem.is_unsigned else np.int64)
-    if isinstance(elem, ir.ComplexType):
-        return np.dtype(np.complex128)
-    raise TypeError(f"not a 64-bit element type: {elem}")
-
-
-def _int_of(attr: ir.Attribute, unsigned: bool) -> int:
-    ia = ir.IntegerAttr(attr)
-    v = int(ia.value)
-    if unsigned and v < 0:
-        v += 2**64
-    return v
 
 
 
@@ -876,4 +703,3 @@ def _kind_of(t: ir.Type) -> ElementKind:
 
 def elem_name(t: ir.Type) -> str:
     return str(t.element_type) if isinstance(t, ir.ShapedType) else str(t)
-
