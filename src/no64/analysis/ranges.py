@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir._compat import as_attribute, block_argument, location_kind
+from ..ir._compat import as_attribute, block_argument, location_kind, replica_group_size
 from ..ir._mlir import as_operation as _as_op, ir
 from ..kinds import SentinelUse, Verdict
 from ..spec.intervals import INT32, UINT32, Interval, Range, join, verdict, verdict_of
@@ -1112,12 +1112,7 @@ def _arg_name(fn: ir.Operation, i: int) -> str | None:
 
 
 def _replica_count(op: ir.Operation) -> int | None:
-    dense = as_attribute(op.attributes["replica_groups"], ir.DenseIntElementsAttr) \
-        if "replica_groups" in op.attributes else None
-    if dense is None:
-        return None
-    groups = np.asarray(dense)
-    return int(groups.shape[-1]) if groups.ndim == 2 and groups.size else None
+    return replica_group_size(op)
 
 
 def _reduced_count(op: ir.Operation) -> int | None:

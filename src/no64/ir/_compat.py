@@ -310,6 +310,48 @@ def resource_blobs(module: Any) -> dict[str, bytes]:
     return {k.strip('"'): bytes.fromhex(hexdata)[4:] for k, hexdata in _BLOB.findall(text[sect:])}
 
 
+_MESH_AXES = re.compile(r"replica_group_mesh_axes<mesh = @([\w.$-]+), axes = \[(.*)\]>")
+_AXIS_NAME = re.compile(r'name = "([^"]+)"')
+_MESH_SIZES = re.compile(r'"([^"]+)"\s*=\s*(\d+)')
+
+
+def replica_group_size(op: Any) -> int | None:
+    """How many devices each replica group of the collective ``op`` holds:
+    from its ``replica_groups`` as a dense ``groups x size`` array, or --
+    as JAX writes it from 0.12 -- as axes of a Shardy mesh
+    (``#stablehlo.replica_group_mesh_axes<mesh = @m, axes = [...]>``), the
+    product of those axes' sizes in the module's ``sdy.mesh @m``; ``None``
+    where that cannot be read."""
+    try:
+        attr = op.attributes["replica_groups"]
+    except (KeyError, ValueError, TypeError):
+        return None
+    dense = as_attribute(attr, ir.DenseIntElementsAttr)
+    if dense is not None:
+        shape = ir.ShapedType(dense.type).shape
+        return int(shape[-1]) if len(shape) == 2 and shape[0] * shape[1] else None
+    m = _MESH_AXES.search(str(attr))
+    if m is None:
+        return None
+    mesh, axes = m.group(1), _AXIS_NAME.findall(m.group(2))
+    module = op
+    while module.parent is not None:
+        module = module.parent
+    module = getattr(module, "operation", module)
+    for top in module.regions[0].blocks[0].operations:
+        # the mesh: the module-level symbol of that name holding a "mesh"
+        if "mesh" in top.attributes and "sym_name" in top.attributes \
+                and ir.StringAttr(top.attributes["sym_name"]).value == mesh:
+            sizes = dict((k, int(v)) for k, v in _MESH_SIZES.findall(str(top.attributes["mesh"])))
+            if not axes or any(a not in sizes for a in axes):
+                return None
+            n = 1
+            for a in axes:
+                n *= sizes[a]
+            return n
+    return None
+
+
 def attribute_dict(op: Any) -> dict[str, ir.Attribute]:
     """An op's attributes by name (iteration yields names or
     ``NamedAttribute`` depending on the binding; indexing does not)."""

@@ -917,10 +917,15 @@ def _frames_location(ctx: Any, codes: list[Any], lastis: list[int]) -> Any:
 
 
 def jaxpr_literal_type() -> type:
-    """The class of a literal operand of a jaxpr equation:
-    ``jax.extend.core.Literal`` (0.7-0.12)."""
-    ec = _optional_module("jax.extend.core")
-    found = getattr(ec, "Literal", None) if ec is not None else None
+    """The class of a literal operand of a jaxpr equation: the one JAX's
+    equations hold, ``jax._src.core.Literal`` (0.7-0.12), else the public
+    ``jax.extend.core.Literal`` (on 0.12 the audit's sentinel following saw
+    no literal through the public name)."""
+    core = _optional_module("jax._src.core")
+    found = getattr(core, "Literal", None) if core is not None else None
+    if found is None:
+        ec = _optional_module("jax.extend.core")
+        found = getattr(ec, "Literal", None) if ec is not None else None
     if found is None:
         raise _missing("jax.extend.core.Literal")
     return found

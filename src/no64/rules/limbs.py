@@ -63,7 +63,7 @@ import functools
 import math
 
 from ..ir import words as W
-from ..ir._compat import attribute_dict
+from ..ir._compat import attribute_dict, replica_group_size
 from ..ir._mlir import ir, stablehlo
 from ..spec.intervals import INT32, Interval
 from ..spec.protocols import Legalization, RangeQuery
@@ -372,12 +372,7 @@ def _adds(op: ir.Operation) -> bool:
 
 def _replicas(op: ir.Operation) -> int | None:
     """How many replicas' values a collective sums into each element."""
-    try:
-        groups = ir.DenseIntElementsAttr(op.attributes["replica_groups"])
-    except (KeyError, ValueError, TypeError):
-        return None
-    shape = ir.ShapedType(groups.type).shape
-    return int(shape[-1]) if len(shape) == 2 and shape[0] * shape[1] else None
+    return replica_group_size(op)
 
 
 def combining(op: ir.Operation, q: RangeQuery, bound: int, in_f32: bool) -> Legalization | str:
