@@ -40,7 +40,7 @@ def _convert(v: ir.Value, t: ir.Type) -> ir.Value:
 
 def _stores_only(op: ir.Operation) -> bool:
     ret = list(op.regions[0].blocks[0].operations)[-1]
-    return all(isinstance(v, ir.BlockArgument) for v in ret.operands)
+    return all(ir_compat.block_argument(v) is not None for v in ret.operands)
 
 
 def _attrs(op: ir.Operation) -> dict[str, ir.Attribute]:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.ranges import RangeAnalysis
+from ..ir._compat import block_argument
 from ..ir._mlir import ir, stablehlo
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import wide_kind
@@ -131,7 +132,7 @@ def _moves_only(op: ir.Operation) -> bool:
         return False
     block = op.regions[0].blocks[0]
     ret = list(block.operations)[-1]
-    return all(isinstance(v, ir.BlockArgument) for v in ret.operands)
+    return all(block_argument(v) is not None for v in ret.operands)
 
 
 def inexact_reason(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str | None:
