@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from no64.cli import main
-from no64.targets import TARGETS, Target, register, target, target_for_platform
+from no64.targets import BUILT_IN, TARGETS, Target, profiles_table, register, target, target_for_platform
 from no64.targets.legality import check_target
 from support import enable_x64, ir, make_context
 
@@ -193,3 +193,17 @@ def test_an_unknown_target_fails_closed(tmp_path: Path) -> None:
     assert proc.stdout.startswith("ConfigurationError no64: NO64_TARGET='nope' is not one of "), proc.stdout
     assert "neuron" in proc.stdout and "mtl" in proc.stdout
 
+
+
+def test_the_reference_page_is_the_declaration() -> None:
+    """docs/reference/targets.md holds every built-in profile's entries, each with
+    its code and source, as made from the declaration."""
+    page = (Path(__file__).parents[2] / "docs" / "reference" / "targets.md").read_text()
+    generated = page.split("<!-- generated from no64.targets.TARGETS: do not edit by hand -->\n", 1)[1]
+    generated = generated.split("<!-- end of generated profiles -->", 1)[0]
+    assert generated == profiles_table()
+    for name in BUILT_IN:
+        t = target(name)
+        assert f"### `{name}`" in generated
+        for entry in (*t.refuses, *t.datapaths):
+            assert f"`{entry.form.value}` | {entry.code or '-'} | {entry.reason} | {entry.source} |" in generated

@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from ..ir.types import WIDE_KINDS
 from ..kinds import OpForm
 
-__all__ = ["as_target", "Datapath", "F32_EXACT", "Refusal", "TARGETS", "Target", "register", "target",
-           "target_for_platform"]
+__all__ = ["as_target", "BUILT_IN", "Datapath", "F32_EXACT", "OpForm", "Refusal", "TARGETS", "Target", "profiles",
+           "profiles_table", "register", "target", "target_for_platform"]
 
 #: The element types no64 knows how to remove, by short name
 #: (:data:`no64.ir.types.WIDE_KINDS`).
@@ -198,6 +198,9 @@ register(Target(
     platforms=("tt",),
     sources=("tenstorrent/tt-mlir PR #7431: 'We don't support f64/i64/i1 tensors on device'",)))
 
+#: The profiles no64 declares itself, in order.
+BUILT_IN: tuple[str, ...] = tuple(TARGETS)
+
 
 def target(name: str) -> Target:
     """The profile called ``name`` (built in or registered by a plugin through
@@ -217,7 +220,9 @@ def as_target(t: "str | Target") -> Target:
 
 
 def target_for_platform(platform: str) -> Target:
-    """The profile of a JAX platform name (``"neuron"``), else ``generic``."""
+    """The profile of a JAX platform name (``"neuron"``; a plugin's profile
+    names its own platforms), else ``generic``."""
+    _load_plugins()
     for t in TARGETS.values():
         if platform in t.platforms:
             return t
@@ -244,3 +249,30 @@ def profiles() -> Mapping[str, Target]:
     """Every known profile, by name."""
     _load_plugins()
     return dict(TARGETS)
+
+
+def _when(entry: Refusal) -> str:
+    return "" if entry.when == "always" else f" ({entry.when})"
+
+
+def profiles_table(names: "tuple[str, ...] | None" = None) -> str:
+    """The built-in profiles (:data:`BUILT_IN`, or those named) in Markdown: per profile its
+    native 64-bit types, platforms, sources, and every refusal and datapath
+    entry with the vendor's code and source."""
+    out: list[str] = []
+    for name in names if names is not None else BUILT_IN:
+        t = target(name)
+        out.append(f"### `{t.name}`\n\n{t.description}.\n")
+        native = ", ".join(f"`{k}`" for k in sorted(t.native)) or "none"
+        platforms = ", ".join(f"`{p}`" for p in t.platforms) or "none (named with `--target` / `NO64_TARGET`)"
+        out.append(f"* Native 64-bit types: {native}\n* JAX platforms: {platforms}")
+        out.extend(f"* Source: {s}" for s in t.sources)
+        if t.refuses or t.datapaths:
+            out.append("\n| Entry | Op form | Code | Reason | Source |\n| --- | --- | --- | --- | --- |")
+            for r in t.refuses:
+                out.append(f"| refuses{_when(r)} | `{r.form.value}` | {r.code or '-'} | {r.reason} | {r.source} |")
+            for d in t.datapaths:
+                out.append(f"| computes in {d.computes_in}, exact below 2**{d.exact_below.bit_length() - 1} "
+                           f"| `{d.form.value}` | {d.code or '-'} | {d.reason} | {d.source} |")
+        out.append("")
+    return "\n".join(out)
