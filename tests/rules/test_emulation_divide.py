@@ -281,21 +281,34 @@ def test_division_by_a_broadcast_or_computed_constant(name: str) -> None:
 
 def test_jnp_mod_by_a_constant_is_exact() -> None:
     """``i % 1000``: JAX's ``remainder`` guards its divisor with
-    ``where(d == 0, 1, d)``, whose range the analysis keeps as [1, 1000], so
-    it takes the general division; exact either way."""
+    ``where(d == 0, 1, d)``, a select whose first branch is never taken for
+    a constant ``d``: the divisor is one point and divides by a multiply."""
     result = compare_with_reference(lambda x, y: (big(x) + y) % 1000, [X, Y], policy="exact")
     assert all(o.ok for o in result.outputs)
-    assert "f32" in str(result.demoted)
+    assert "f32" not in str(result.demoted)
 
 
 def test_one_jit_of_floor_divide_shared_by_two_constants() -> None:
-    """JAX traces ``i // 128`` and ``i // -7`` into one private function
-    called twice: its divisor is not one constant, and the general division
-    gives both exactly."""
-    result = compare_with_reference(lambda x, y: ((big(x) + y) // 128, (big(x) + y) // -7), [X, Y],
-                                    policy="exact")
+    """JAX traces ``i // 128``, ``i // -7`` and ``i % 1000`` into private
+    functions called more than once; each call site gets its own copy, so
+    each divides by its constant with a multiply."""
+    result = compare_with_reference(
+        lambda x, y: ((big(x) + y) // 128, (big(x) + y) // -7, (big(x) - y) // 1_000_000_007,
+                      (big(x) + y) % 1000, big(y) % -3), [X, Y], policy="exact")
     assert all(o.ok for o in result.outputs)
-    assert "f32" in str(result.demoted)
+    text = str(result.demoted)
+    assert "f32" not in text and text.count("func.func private @floor_divide") == 3, text[:2000]
+
+
+def test_a_shared_division_by_a_traced_divisor_is_not_copied() -> None:
+    """A call that passes a traced divisor keeps the shared function (the
+    general division, exact), while the call passing a constant gets a copy
+    and the multiply."""
+    result = compare_with_reference(lambda x, y: ((big(x) + y) // wide(y), (big(x) + y) // 1000,
+                                                  (big(x) - 1) // wide(x)), [X, Y], policy="exact")
+    assert all(o.ok for o in result.outputs)
+    text = str(result.demoted)
+    assert text.count("func.func private @floor_divide") == 2 and "f32" in text, text[:2000]
 
 
 # ------------------------------------------------------------ real programs

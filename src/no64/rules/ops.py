@@ -138,9 +138,9 @@ declare("stablehlo.negate", elementwise=True, transfer=T.negate, fold=T.fold_neg
         computes=NEGATE, pure=True,
         region_free=True, pairs=PR.negate)
 declare("stablehlo.divide", elementwise=True, transfer=T.divide, emulate=E.divide, computes=DIVIDE, region_free=True,
-        pairs=PR.divide)
+        pairs=PR.divide, specialize_on=1)
 declare("stablehlo.remainder", elementwise=True, transfer=T.remainder, emulate=E.remainder, region_free=True,
-        pairs=PR.remainder)
+        pairs=PR.remainder, specialize_on=1)
 declare("stablehlo.abs", elementwise=True, transfer=T.absolute, emulate=E.absolute, computes=ABS, pure=True,
         region_free=True,
         pairs=PR.absolute)

@@ -48,6 +48,7 @@ from . import rewrite
 from .linalg import expand_lapack
 from .plan import Plan, Planner, Settings, collision_only
 from .scan import _module_op, gc_paused
+from .specialize import specializations, specialize_calls
 
 __all__ = ["demote"]
 
@@ -245,6 +246,8 @@ class _Demotion:
         settings = Settings.of(self.options, self.root)
         if pairs:
             self._expand_lapack()
+        if self.options.policy is RangePolicy.EXACT:
+            self._specialize()
         p = self._planner(settings)
         # on the 64-bit module, before anything is narrowed
         hints = float_hints(self.root) if not pairs and self.options.float_hints else []
@@ -273,6 +276,14 @@ class _Demotion:
         rewrite rules would narrow them to their f32 siblings)."""
         self._back_up()
         self.expanded = expand_lapack(self.root)
+
+    def _specialize(self) -> None:
+        """Shared private functions that divide by an argument, cloned per
+        call site that passes a constant (division by a constant multiplies)."""
+        calls = specializations(self.root)
+        if calls:
+            self._back_up()
+            specialize_calls(self.root, calls)
 
     def _planner(self, settings: Settings) -> Planner:
         p = Planner(self.root, settings)
