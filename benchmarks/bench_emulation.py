@@ -311,6 +311,9 @@ CASES: tuple[OpCase, ...] = (
     OpCase("signed remainder by a constant (1000)", lambda d, x, y: scoped(lambda a: lax.rem(a, d.c(1000)),
                                                                           operands(d, x, y)[0]),
            ("stablehlo.remainder",), needs=("stablehlo.remainder",)),
+    OpCase("jnp // 1000, // 10 and % 7 (one shared jit each)",
+           lambda d, x, y: scoped(lambda a: a // d.c(1000) + a // d.c(10) + a % d.c(7), operands(d, x, y)[0]),
+           ("stablehlo.divide", "stablehlo.remainder"), needs=("stablehlo.divide", "stablehlo.remainder")),
 )
 
 

@@ -69,7 +69,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("transforms", ("no64.transforms", "no64.transforms.scan", "no64.transforms.constants",
                     "no64.transforms.constant_plan",  # the 64-bit constants narrowed, each attribute once
-                    "no64.transforms.specialize",  # shared functions copied per call site passing a constant
+                    "no64.transforms.inline",  # calls carrying 64-bit values inlined before the emulation
                     "no64.transforms.carry",  # values carried as parts: what words and pairs share
                     "no64.transforms.emulation_plan",  # which values are carried as word pairs
                     "no64.transforms.emulate",

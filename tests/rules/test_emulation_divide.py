@@ -290,25 +290,35 @@ def test_jnp_mod_by_a_constant_is_exact() -> None:
 
 def test_one_jit_of_floor_divide_shared_by_two_constants() -> None:
     """JAX traces ``i // 128``, ``i // -7`` and ``i % 1000`` into private
-    functions called more than once; each call site gets its own copy, so
-    each divides by its constant with a multiply."""
+    functions called more than once; their calls are inlined, so each
+    divides by its own constant with a multiply, and no packed word pair
+    crosses a call."""
     result = compare_with_reference(
         lambda x, y: ((big(x) + y) // 128, (big(x) + y) // -7, (big(x) - y) // 1_000_000_007,
                       (big(x) + y) % 1000, big(y) % -3), [X, Y], policy="exact")
     assert all(o.ok for o in result.outputs)
     text = str(result.demoted)
-    assert "f32" not in text and text.count("func.func private @floor_divide") == 3, text[:2000]
+    assert "f32" not in text and "call @" not in text and "func.func private" not in text, text[:2000]
 
 
-def test_a_shared_division_by_a_traced_divisor_is_not_copied() -> None:
-    """A call that passes a traced divisor keeps the shared function (the
-    general division, exact), while the call passing a constant gets a copy
-    and the multiply."""
+def test_a_division_by_a_traced_divisor_beside_a_constant_one() -> None:
+    """Inlined, the call passing a traced divisor takes the general division
+    (the f32 reciprocal estimate) and the one passing a constant the
+    multiply; both exact."""
     result = compare_with_reference(lambda x, y: ((big(x) + y) // wide(y), (big(x) + y) // 1000,
                                                   (big(x) - 1) // wide(x)), [X, Y], policy="exact")
     assert all(o.ok for o in result.outputs)
     text = str(result.demoted)
-    assert text.count("func.func private @floor_divide") == 2 and "f32" in text, text[:2000]
+    assert "call @" not in text and text.count("stablehlo.divide") == 2 and "f32" in text, text[:2000]
+
+
+def test_calls_without_64bit_values_are_kept() -> None:
+    """Only calls whose signature carries a 64-bit integer are inlined: a
+    32-bit helper JAX shares keeps its function."""
+    result = compare_with_reference(lambda x, y: (jnp.where(x > y, x, y), big(x) // 1000), [X, Y], policy="exact")
+    assert all(o.ok for o in result.outputs)
+    text = str(result.demoted)
+    assert text.count("call @_where") == 1 and "func.func private @_where" in text, text[:3000]
 
 
 # ------------------------------------------------------------ real programs

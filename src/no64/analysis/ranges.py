@@ -779,7 +779,7 @@ class RangeAnalysis:
         i)`` of every index it normalizes: ``i + n`` is only selected where
         ``i < 0``), also where the select is in a callee (``jnp.where``'s own
         jit) and ``v`` and ``pred`` are its arguments.  Otherwise ``v``'s
-        range; an empty range where ``pred`` is never ``truth``."""
+        range."""
         if self._bindings:
             v, pred = self._caller_value(v), self._caller_value(pred)
         base = self.range(v)
@@ -794,9 +794,7 @@ class RangeAnalysis:
             return base
         nx = Range(max(rx.lo, lo), min(rx.hi, hi))
         if nx.empty:
-            # the predicate is never ``truth``: no element of ``v`` is taken
-            # (``where(d == 0, 1, d)`` of a constant divisor ``d``)
-            return Range(1, 0)
+            return base
         if v == x:
             return nx
         op = defining_op(v)

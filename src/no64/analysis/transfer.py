@@ -487,6 +487,28 @@ def _fold_convert(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.nd
     return _wrap(args[0], t)
 
 
+_DIRECTIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
+    "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b,
+}
+
+
+def fold_compare(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:
+    """An integer comparison (each operand's elements are its own signedness's
+    numbers already: the comparison type needs no reading)."""
+    direction = str(op.attributes["comparison_direction"]).split()[-1].rstrip(">")
+    fn = _DIRECTIONS.get(direction)
+    if fn is None:
+        return None
+    return np.asarray(fn(args[0], args[1]), dtype=object).astype(int).astype(object)
+
+
+def fold_select(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:
+    pred, a, b = args
+    shape = ir.RankedTensorType(t).shape
+    return np.where(np.broadcast_to(pred, shape) != 0, a, b).astype(object)
+
+
 fold_add = _fold_binary(lambda a, b: a + b)
 fold_subtract = _fold_binary(lambda a, b: a - b)
 fold_multiply = _fold_binary(lambda a, b: a * b)

@@ -104,7 +104,8 @@ declare("stablehlo.dynamic_pad", transfer=T.join_operands, region_free=True, sen
 declare("stablehlo.dynamic_update_slice", transfer=T.dynamic_update_slice, emulate=E.dynamic_update_slice,
         region_free=True, sentinels=(CARRIES, CARRIES), pairs=PR.componentwise)
 # select, min/max and clamp pick one of their operands
-declare("stablehlo.select", elementwise=True, transfer=T.select, emulate=E.select, computes=Computes.SELECT, pure=True,
+declare("stablehlo.select", elementwise=True, transfer=T.select, fold=T.fold_select, emulate=E.select,
+        computes=Computes.SELECT, pure=True,
         region_free=True, sentinels=CARRIES, pairs=PR.select)
 declare("stablehlo.clamp", elementwise=True, transfer=T.clamp, emulate=E.clamp, pure=True, region_free=True,
         sentinels=CARRIES, pairs=PR.clamp)
@@ -114,7 +115,8 @@ declare("stablehlo.minimum", elementwise=True, transfer=T.minmax("min"), emulate
         region_free=True, sentinels=CARRIES, pairs=PR.minimum)
 
 # ------------------------------------------------------------- predicates
-declare("stablehlo.compare", elementwise=True, transfer=T.predicate, emulate=E.compare, computes=Computes.COMPARE,
+declare("stablehlo.compare", elementwise=True, transfer=T.predicate, fold=T.fold_compare, emulate=E.compare,
+        computes=Computes.COMPARE,
         pure=True,
         region_free=True, sentinels=COMPARES, pairs=PR.compare)
 declare("stablehlo.is_finite", elementwise=True, transfer=T.predicate, region_free=True, pairs=PR.is_finite)
@@ -138,9 +140,9 @@ declare("stablehlo.negate", elementwise=True, transfer=T.negate, fold=T.fold_neg
         computes=NEGATE, pure=True,
         region_free=True, pairs=PR.negate)
 declare("stablehlo.divide", elementwise=True, transfer=T.divide, emulate=E.divide, computes=DIVIDE, region_free=True,
-        pairs=PR.divide, specialize_on=1)
+        pairs=PR.divide)
 declare("stablehlo.remainder", elementwise=True, transfer=T.remainder, emulate=E.remainder, region_free=True,
-        pairs=PR.remainder, specialize_on=1)
+        pairs=PR.remainder)
 declare("stablehlo.abs", elementwise=True, transfer=T.absolute, emulate=E.absolute, computes=ABS, pure=True,
         region_free=True,
         pairs=PR.absolute)

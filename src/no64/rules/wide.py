@@ -98,20 +98,37 @@ def _small_divisor(em: "Emulation", x: ir.Value) -> bool:
 
 def _constant_divisor(em: "Emulation", x: ir.Value) -> int | None:
     """The value of every element of divisor ``x`` where its range is one
-    point (a constant, broadcast or computed from constants), else ``None``."""
+    point or it folds to one value (a constant, broadcast or computed from
+    constants: ``jnp``'s ``where(d == 0, 1, d)`` guard), else ``None``."""
     r = em.analysis.range(x)
     if r is None:
         return None
     p = r.plain()
-    return p.lo if p.lo == p.hi else None
+    if p.lo == p.hi:
+        return p.lo
+    folded = em.analysis.fold(x, sentinels=True)
+    if folded is not None and folded.size and (folded == folded.flat[0]).all():
+        return int(folded.flat[0])
+    return None
 
 
 def _divmod(op: ir.Operation, em: "Emulation") -> tuple[W.Words, W.Words]:
+    """Quotient and remainder, computed once for a ``divide`` and a
+    ``remainder`` of one dividend by one divisor (the same value, or the
+    same constant) in one block: ``jnp.floor_divide`` asks for both."""
     u = _unsigned_result(op)
     c = _constant_divisor(em, op.operands[1])
+    n = op.operands[0]
     if c is not None:
-        n = em.words(op.operands[0], u)
-        return W.divmod_unsigned_by(n, c) if u else W.divmod_signed_by(n, c)
+        return em.once(("divmod", n, c, u), lambda: _by_constant(em.words(n, u), c, u))
+    return em.once(("divmod", n, op.operands[1], u), lambda: _divmod_of(op, em, u))
+
+
+def _by_constant(n: W.Words, c: int, u: bool) -> tuple[W.Words, W.Words]:
+    return W.divmod_unsigned_by(n, c) if u else W.divmod_signed_by(n, c)
+
+
+def _divmod_of(op: ir.Operation, em: "Emulation", u: bool) -> tuple[W.Words, W.Words]:
     n, d = (em.words(x, u) for x in op.operands)
     small = _small_divisor(em, op.operands[1])
     return W.divmod_unsigned(n, d, small) if u else W.divmod_signed(n, d, small)

@@ -14,7 +14,7 @@ layer above it: :class:`~no64.analysis.ranges.RangeAnalysis` implements
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NoReturn, Protocol, TypeVar, Union
 
 import numpy as np
@@ -120,6 +120,7 @@ class RangeQuery(Protocol):
 
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class CarrierContext(Protocol[R]):
@@ -199,6 +200,13 @@ class WordContext(CarrierContext[W.Words], Protocol):
 
     def words(self, v: ir.Value, unsigned: bool | None = None) -> W.Words:
         """The words of operand ``v``."""
+        ...
+
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()``, emitted once per ``key`` in the block being written:
+        a later op of that block asking for the same key reuses it (a
+        ``divide`` and a ``remainder`` of the same operands share one
+        division)."""
         ...
 
 

@@ -256,11 +256,6 @@ class OpSpec:
     #: on whole tensors (:mod:`no64.rules.unfold`); a predicate where only
     #: some of its ops do (see :func:`elementwise`).
     elementwise: "bool | Callable[[ir.Operation], bool]" = False
-    #: The operand the emulation computes faster when its value is one
-    #: number it can read (a divisor: division by a constant multiplies); a
-    #: private function holding such an op, called with different
-    #: constants, is cloned per call site first (:mod:`no64.transforms.specialize`).
-    specialize_on: int | None = None
     #: An identity that may carry a range the program declares
     #: (:func:`no64.assume`'s name scope, see :mod:`no64.ir.locations`):
     #: the pass reads it and erases the op.

@@ -45,8 +45,8 @@ ones); :func:`split_words` and :func:`join_words` convert on the host.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -70,6 +70,8 @@ from .emulation_plan import (
 )
 
 __all__ = ["Emulation", "emulation_for", "exact_input_ranges", "is_wide_int", "join_words", "split_words"]
+
+T = TypeVar("T")
 
 
 def join_words(packed: Any) -> np.ndarray:
@@ -146,9 +148,21 @@ class Emulation(Carrier[W.Words]):
         #: the ops rewritten, to erase; the functions whose signature changes
         self._erase: list[ir.Operation] = []
         self._funcs: dict[str, ir.Operation] = {}
+        #: what :meth:`once` made in the block being written, in order
+        self._once_block: ir.Block | None = None
+        self._once: dict[Hashable, Any] = {}
 
     def is_wide(self, v: ir.Value) -> bool:
         return v in self.wide
+
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        block = ir.InsertionPoint.current.block
+        if self._once_block is None or self._once_block != block:
+            # another block: what was made elsewhere may not dominate here
+            self._once_block, self._once = block, {}
+        if key not in self._once:
+            self._once[key] = make()
+        return self._once[key]
 
     def words(self, v: ir.Value, unsigned: bool | None = None) -> W.Words:
         """The words of operand ``v`` at the current insertion point."""
