@@ -390,10 +390,10 @@ class PairEmulation(Carrier[P.Pair]):
         if self._in_place:
             self._erase.append(op)
 
-    def _pack(self, op: ir.Operation, i: int) -> None:
+    def _pack(self, op: ir.Operation, i: int, carried: bool = True) -> None:
         x = op.operands[i]
         with ir.InsertionPoint(op), op.location:
-            op.operands[i] = P.pack(self.pair(x))
+            op.operands[i] = P.pack(self.pair(x), carried)
 
     def _tie(self, op: ir.Operation) -> None:
         """A loop, branch or call: its float64 operands handed over packed,
@@ -422,12 +422,13 @@ class PairEmulation(Carrier[P.Pair]):
                     with ir.InsertionPoint(op), op.location:
                         op.operands[i] = make("convert", [P.to_f32(self.pair(x))], self.type(x))
                 else:
-                    self._pack(op, i)
+                    self._pack(op, i, carried=False)
                     self.outputs.append(i)
             return
+        returns = spec_of(parent.name).function
         for i, x in enumerate(op.operands):
             if self.is_pair(x):
-                self._pack(op, i)
+                self._pack(op, i, carried=not returns)
 
 
 def emulate_pairs(root: ir.Operation, boundary: Outputs = Outputs.WORDS,
