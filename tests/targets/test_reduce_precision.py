@@ -125,7 +125,8 @@ MOVES = {"stablehlo.reshape", "stablehlo.concatenate", "stablehlo.slice", "stabl
 def test_16_bit_operands_bit_for_bit_on_every_pattern(dtype: Any, e: int, m: int) -> None:
     """An f16 or bf16 reduce_precision, rounded at its own width, on every one of the
     65536 bit patterns (every NaN payload, signalling ones too, both zeros, every
-    subnormal): bit for bit XLA's own op on the CPU, with integer ops on i32 only."""
+    subnormal): bit for bit XLA's own op on the CPU, with integer ops on i32 only (a
+    bf16 NaN: the operand, or the canonical NaN where XLA's CPU gives that)."""
     x = np.arange(1 << 16, dtype=np.uint16).view(dtype)
     original = lowered(lambda x: jax.lax.reduce_precision(x, e, m), x)
     rewritten = ir.Module.parse(str(original), make_context())
@@ -139,12 +140,23 @@ def test_16_bit_operands_bit_for_bit_on_every_pattern(dtype: Any, e: int, m: int
     want = compile_module(original, strict=False)([x])[0].view(np.uint16)
     got = compile_module(rewritten, strict=False)([x])[0]
     assert got.dtype == x.dtype
-    mismatch = np.flatnonzero(got.view(np.uint16) != want)
+    got_bits, x_bits = got.view(np.uint16), x.view(np.uint16)
+    nan = np.isnan(x.astype(np.float32))
+    same = got_bits == want
+    kept = [v == x_bits for v in (got_bits, want)]
+    if dtype == jnp.bfloat16:
+        # XLA's CPU computes bf16 through f32, and some releases give a bf16 NaN back as
+        # the canonical one of its sign, in its own op and in the rewrite's moves alike;
+        # either side is the operand or that NaN
+        canonical = (x_bits & np.uint16(0x8000)) | np.uint16(0x7FC0)
+        kept = [k | (v == canonical) for k, v in zip(kept, (got_bits, want))]
+        same |= nan & kept[0] & kept[1]
     if m == 0:  # as for f32: jax 0.7's emitter gave +inf for a NaN rounded to no mantissa bits
-        nan = np.isnan(x.astype(np.float32))
         inf = np.uint16(0x7F80 if dtype == jnp.bfloat16 else 0x7C00)
-        mismatch = np.array([i for i in mismatch if not (nan[i] and want[i] == inf)], dtype=np.int64)
-    assert mismatch.size == 0, [(hex(i), hex(int(got.view(np.uint16)[i])), hex(int(want[i]))) for i in mismatch[:8]]
+        same |= nan & (want == inf) & kept[0]
+    mismatch = np.flatnonzero(~same)
+    assert mismatch.size == 0, [(hex(i), hex(int(got_bits[i])), hex(int(want[i]))) for i in mismatch[:8]]
+    assert (got_bits[~nan] == want[~nan]).all()
 
 
 @pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=["f16", "bf16"])
