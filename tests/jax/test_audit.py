@@ -632,14 +632,14 @@ def test_target_findings_are_causes_per_line(tmp_path: Path) -> None:
     assert "limb dot" in causes[(matmul, "rewritten")]["message"]
     assert "on its bits" in causes[(rounded, "rewritten")]["message"]
     assert "refused by target neuron" in causes[(refused, "refused")]["message"]
-    assert "reduce_precision is not supported" in causes[(refused, "refused")]["message"]
+    assert "TopK rejects int32 and int64 inputs" in causes[(refused, "refused")]["message"]
     # the text report, and the environment's NO64_TARGET as --target
     text = _clean(_audit(script, NO64_TARGET="neuron").stderr)
     head = next(t for t in text if t.startswith("no64 audit of"))
     assert head.startswith(f"no64 audit of {script} as NO64_PLATFORMS=cpu runs it (NO64_TARGET=neuron): "), head
     # (the hook's warning at the line, as the program prints it under the hook)
     assert any(t.startswith(f"{ROOT / script}:{refused}: TargetWarning") for t in text), text
-    assert any(f"refused by target neuron at {script}:{refused}" in t for t in text), text
+    assert any(f"refused by target neuron [EVRF013] at {script}:{refused}" in t for t in text), text
     assert any(f"made exact for target neuron at {script}:{matmul}" in t for t in text), text
     # SARIF: a result of rule no64/target at each line
     sarif_out = tmp_path / "neuron.sarif"

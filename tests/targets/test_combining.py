@@ -23,7 +23,8 @@ from neuron_datapath import on_datapath
 
 from no64.cli import main
 from no64.jax.reference import run_module
-from no64.rules.limbs import sum_split
+from no64.rules.limbs import OrderSplit, order_split, sum_split
+from no64.spec.intervals import INT32, INT64
 from no64.targets import F32_EXACT, Target, target
 from no64.targets.legality import check_target
 from no64.transforms.legalize import legalize
@@ -49,10 +50,12 @@ def extremes(shape: Sequence[int], dtype: Any) -> list[np.ndarray]:
     info = np.iinfo(dtype)
     n = int(np.prod(shape))
     past = min(int(info.max), 2**24 + 1)
-    picks = [np.full(n, info.min), np.full(n, info.max), np.full(n, -1), np.resize([info.min, info.max], n),
+    picks = [np.full(n, info.min), np.full(n, info.max), np.full(n, -1),
+             np.resize(np.array([info.min, info.max], dtype), n),
              np.resize([past, -past if info.min < 0 else past + 2], n),
-             RNG.integers(int(info.min), int(info.max), n, dtype=np.int64, endpoint=True)]
-    return [p.astype(np.int64).astype(dtype).reshape(shape) for p in picks]
+             RNG.integers(int(info.min), int(info.max), n, dtype=np.uint64 if dtype == np.uint64 else np.int64,
+                          endpoint=True)]
+    return [(p if p.dtype == dtype else p.astype(np.int64).astype(dtype)).reshape(shape) for p in picks]
 
 
 def legalized(m: ir.Module, t: Target, in_f32: bool, rewritten: int) -> ir.Module:
@@ -153,17 +156,149 @@ def test_what_f32_holds_is_left_alone() -> None:
     assert not legalize(m, NEURON).rewritten and str(m) == before
 
 
-def test_a_scatter_max_is_left_and_reported_at_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A scatter that takes the maximum has no limb split (the order of the limbs is not
-    the order of the values): left as it is, reported with the vendor's code and why."""
+def test_a_scatter_that_multiplies_is_left_and_reported_at_its_line() -> None:
+    """A scatter whose body multiplies has no split (neither a sum nor an order of
+    values): left as it is, reported with the vendor's code and why."""
     x, idx = np.zeros(8, np.int32), np.zeros(5, np.int32)
-    m = lowered(lambda x, i, u: x.at[i].max(u), x, idx, idx)
+    m = lowered(lambda x, i, u: x.at[i].mul(u), x, idx, idx)
     done = legalize(m, NEURON)
-    assert not done.rewritten and [x.detail for x in done.left] == ["its body does not add: limbs split only sums"]
+    why = "its body neither adds nor takes the maximum or minimum: limbs split only those"
+    assert not done.rewritten and [x.detail for x in done.left] == [why]
     (finding,) = check_target(m, NEURON)
     assert finding.kind == "inexact" and finding.code == "EVRF060"
     assert "test_combining.py" in str(finding.location)
-    assert done.explain(finding).endswith("no64 cannot make it exact: its body does not add: limbs split only sums")
+    assert done.explain(finding).endswith("no64 cannot make it exact: " + why)
+
+
+# ------------------------------------------------------------- maximum and minimum
+def _ordered(shape: Sequence[int], dtype: Any) -> list[np.ndarray]:
+    """:func:`extremes`, and values that share their high part and differ in their low
+    bits (2**24 + k), or differ by one high step with a larger low part in the smaller
+    (k * 128 + 127 against (k + 1) * 128): the low parts must be compared only where
+    the high parts are equal."""
+    n = int(np.prod(shape))
+    base = 2**24 if np.iinfo(dtype).max > 2**24 else 0
+    if np.iinfo(dtype).bits == 64:  # ties in the top part and in the next, 2**40 and 2**20 apart
+        base = 2**53 + 2**41 + 2**21
+    ties = (base + RNG.permutation(n) % 100).astype(np.int64)
+    steps = np.resize([5 * 128 + 127, 6 * 128, 2**30 + 127, 2**30 + 128], n).astype(np.int64)
+    if np.iinfo(dtype).bits == 64:
+        steps = steps + np.resize([0, 0, 2**40 - 1, 2**40], n)
+    if np.iinfo(dtype).min < 0:
+        steps = np.resize(steps, n) * np.resize([1, 1, -1, -1, 1], n)
+    return [*extremes(shape, dtype), *(p.astype(dtype).reshape(shape) for p in (ties, steps))]
+
+
+def _scatter_max(x: jax.Array, i: jax.Array, u: jax.Array) -> jax.Array:
+    return x.at[i].max(u)
+
+
+def _scatter_min(x: jax.Array, i: jax.Array, u: jax.Array) -> jax.Array:
+    return x.at[i].min(u)
+
+
+def _segment_max(x: jax.Array, seg: jax.Array, u: jax.Array) -> jax.Array:
+    return jnp.maximum(x, jax.ops.segment_max(u, seg, num_segments=x.shape[0]))
+
+
+ORDERS = [
+    pytest.param(_scatter_max, (8,), (20,), id="at-max"),
+    pytest.param(_scatter_min, (8,), (20,), id="at-min"),
+    pytest.param(lambda x, i, u: x.at[i].min(u), (6, 3), (9, 3), id="rows-min"),
+    pytest.param(lambda x, i, u: x.at[i, 1].max(u[:, 0]), (6, 3), (9, 2), id="column-max"),
+    pytest.param(_segment_max, (5,), (40,), id="segment-max"),
+]
+
+
+def test_the_simulation_takes_the_maximum_in_f32() -> None:
+    """A simulated integer scatter-max is numpy's f32 maximum, update by update, bit for
+    bit -- and not the integer maximum (values past 2**24 that f32 rounds together)."""
+    x = np.full(4, 2**24 + 1, np.int32)
+    idx = np.array([0, 0, 1, 2, 2], np.int32)
+    upd = np.array([2**24 + 3, 2**24 + 2, 2**24, 2**24 + 2, 7], np.int32)
+    m = lowered(_scatter_max, x, idx, upd)
+    sim, n = on_datapath(m, NEURON)
+    assert n == 1
+    acc = x.astype(np.float32)
+    for i, u in zip(idx, upd):
+        acc[i] = np.maximum(acc[i], np.float32(u))
+    got = compile_module(sim, strict=False)([x, idx, upd])[0]
+    np.testing.assert_array_equal(got, acc.astype(np.int64).astype(np.int32))
+    exact = x.copy()
+    np.maximum.at(exact, idx, upd)
+    assert (got != exact).any()
+
+
+@pytest.mark.parametrize("t, in_f32", FORMS)
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+@pytest.mark.parametrize("f, xshape, ushape", ORDERS)
+def test_scatter_max_and_min_are_exact_on_the_datapath(f: Callable[..., Any], xshape: tuple[int, ...],
+                                                       ushape: tuple[int, ...], dtype: Any, t: Target,
+                                                       in_f32: bool) -> None:
+    """A full-range integer scatter-max or -min (duplicate and negative indices),
+    legalized, gives on the simulated device what the original gives on the CPU, bit for
+    bit; the original on the simulated device does not."""
+    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
+    m = lowered(f, np.zeros(xshape, dtype), idx, np.zeros(ushape, dtype))
+    assert any(x.kind == "inexact" for x in check_target(m, t)), "not vacuous: the check reports the scatter"
+    out = legalized(m, t, in_f32, 1)
+    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, t)[0], strict=False)
+    sim, simulated = on_datapath(out, t)
+    assert simulated == (0 if in_f32 else 2)
+    run_out = compile_module(sim, strict=False)
+    wrong = 0
+    for xs, us in zip(_ordered(xshape, dtype), _ordered(ushape, dtype)):
+        want = run_ref([xs, idx, us])[0]
+        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
+        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
+    assert wrong
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+@pytest.mark.parametrize("f, xshape, ushape", ORDERS[:3])
+def test_trn2_takes_a_64_bit_maximum_in_three_parts(f: Callable[..., Any], xshape: tuple[int, ...],
+                                                    ushape: tuple[int, ...], dtype: Any) -> None:
+    """Trn2 keeps int64 and computes a combining scatter in f32: a full-range 64-bit
+    scatter-max or -min becomes three (a 24-bit top part, two 20-bit low parts), exact
+    bit for bit where the original is not."""
+    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
+    m = lowered(f, np.zeros(xshape, dtype), idx, np.zeros(ushape, dtype))
+    out = legalized(m, TRN2, False, 1)
+    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, TRN2)[0], strict=False)
+    sim, simulated = on_datapath(out, TRN2)
+    assert simulated == 3
+    run_out = compile_module(sim, strict=False)
+    wrong = 0
+    for xs, us in zip(_ordered(xshape, dtype), _ordered(ushape, dtype)):
+        want = run_ref([xs, idx, us])[0]
+        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
+        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
+    assert wrong
+
+
+def test_a_scatter_max_of_small_values_is_left_alone() -> None:
+    """A maximum sums nothing: a scatter-max of int16 values, however many, is exact in
+    f32 and left as it is."""
+    x, idx = np.zeros(8, np.int16), np.zeros(600, np.int32)
+    m = lowered(_scatter_max, x, idx, np.zeros(600, np.int16))
+    assert check_target(m, NEURON, types=False) == []
+    assert not legalize(m, NEURON).rewritten
+
+
+def test_order_splits() -> None:
+    """The fewest parts, then the narrowest low parts, whose top part and low parts (and
+    the mask's sentinel 2**width) f32 holds."""
+    assert order_split(INT32, 32, F32_EXACT) == OrderSplit(32, 1, 7)     # top: -2**24 .. 2**24 - 1
+    assert order_split((0, 2**31 - 1), 32, F32_EXACT) == OrderSplit(32, 1, 7)
+    assert order_split((0, 2**25), 32, F32_EXACT) == OrderSplit(32, 1, 1)
+    assert order_split(INT64, 64, F32_EXACT) == OrderSplit(64, 2, 20)    # top: 2**63 >> 40 = 2**23
+    assert order_split(INT32, 32, 2**6) == OrderSplit(32, 5, 5)          # 2**31 >> 25 = 2**6
+    assert order_split(INT32, 32, 1) is None                             # no sentinel 2**w within 1
+    for bound in (2**6, 2**10, F32_EXACT):
+        for bits, interval in ((32, INT32), (64, INT64)):
+            s = order_split(interval, bits, bound)
+            assert s is not None and 2**s.width <= bound
+            assert max(abs(interval[0] >> s.offsets()[0]), interval[1] >> s.offsets()[0]) <= bound
 
 
 def test_sum_splits() -> None:
@@ -268,3 +403,136 @@ def test_a_collective_of_small_values_is_left_alone(cpu_devices: Any) -> None:
     m = lowered(small, np.zeros(16, np.int8), in_shardings=NamedSharding(_mesh(), P("d")))
     assert check_target(m, NEURON) == []
     assert not legalize(m, NEURON).rewritten
+
+
+def _extrema(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    def local(x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        return (lax.pmax(x, "d"), lax.pmin(x, "d"),
+                lax.psum_scatter(x, "d", scatter_dimension=0, tiled=True))
+
+    return jax.shard_map(local, mesh=_mesh(), in_specs=P("d"), out_specs=(P(), P(), P("d")),
+                         check_vma=False)(a)
+
+
+def _with_max_scatter(m: ir.Module) -> ir.Module:
+    """``m`` with its reduce_scatter's body taking the maximum instead of adding (JAX
+    writes no other reduce_scatter than psum_scatter's)."""
+    text = m.operation.get_asm(enable_debug_info=True)
+    start = text.index('"stablehlo.reduce_scatter"')
+    body = text.index("stablehlo.add", start)
+    return ir.Module.parse(text[:body] + "stablehlo.maximum" + text[body + len("stablehlo.add"):], make_context())
+
+
+@pytest.mark.parametrize("t, dtype, parts", [(NEURON, np.int32, 2), (NEURON, np.uint32, 2), (TRN2, np.int64, 3),
+                                              (TRN2, np.uint64, 3)])
+@pytest.mark.parametrize("in_f32", [False, True])
+def test_pmax_pmin_and_a_max_reduce_scatter_are_exact(cpu_devices: Any, in_f32: bool, t: Target, dtype: Any,
+                                                      parts: int) -> None:
+    """pmax, pmin (all_reduce) and a reduce_scatter taking the maximum, of full-range
+    32-bit integers over 8 devices (64-bit ones on Trn2, which keeps them): on the
+    simulated device (each replica's value rounded to f32) wrong as they are, and what
+    the CPU gives, bit for bit, once split into parts (each low part masked to the
+    replicas whose parts above are the ones taken)."""
+    a = np.zeros((64,), dtype)
+    m = _with_max_scatter(lowered(_extrema, a, in_shardings=NamedSharding(_mesh(), P("d"))))
+    found = [f for f in check_target(m, t) if f.kind == "inexact"]
+    assert sorted(f.op for f in found) == ["stablehlo.all_reduce", "stablehlo.all_reduce", "stablehlo.reduce_scatter"]
+    out = legalized(m, t, in_f32, 3)
+    old = {h for _, h, _ in _channels(m)}
+    fresh = [h for _, h, _ in _channels(out) if h not in old]
+    ops = 2 * parts + 2 * parts - 1  # a reduce_scatter also takes each part but the last whole
+    assert len(fresh) == len(set(fresh)) == ops - 3, _channels(out)  # each added collective on a channel of its own
+    raw, _ = on_datapath(m, t)
+    sim, simulated = on_datapath(out, t)
+    assert simulated == (0 if in_f32 else ops)
+    wrong = 0
+    for xs in _ordered(a.shape, dtype):
+        want = run_module(m, [xs], strict=False)
+        got = run_module(sim, [xs], strict=False)
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w)
+        wrong += any(not np.array_equal(r, w) for r, w in zip(run_module(raw, [xs], strict=False), want))
+    assert wrong
+
+
+# ------------------------------------------------------------- 64-bit elements
+MTL = target("mtl")
+WIDE_SCATTERS = [
+    pytest.param(lambda x, i, u: x.at[i].add(u), (8,), (20,), id="at-add"),
+    pytest.param(_segment_sum, (5,), (40,), id="segment-sum"),
+    pytest.param(lambda x, i, u: x.at[i].add(u), (6, 3), (9, 3), id="rows"),
+    pytest.param(_scatter_max, (8,), (20,), id="at-max"),
+    pytest.param(lambda x, i, u: x.at[i].min(u), (6, 3), (9, 3), id="rows-min"),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+@pytest.mark.parametrize("f, xshape, ushape", WIDE_SCATTERS)
+def test_mtl_combines_64_bit_elements_with_32_bit_scatters(f: Callable[..., Any], xshape: tuple[int, ...],
+                                                            ushape: tuple[int, ...], dtype: Any) -> None:
+    """Metal has 32-bit atomics only and refuses a scatter that combines 64-bit elements:
+    a full-range int64 / uint64 scatter-add becomes scatters of limbs whose sums over the
+    updates stay within 2**31 - 1, recombined in native int64 (modulo 2**64); a
+    scatter-max or -min, scatters of parts compared from the top down -- bit for bit the
+    x64 program, with duplicate and negative indices; nothing left that Metal refuses."""
+    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
+    m = lowered(f, np.zeros(xshape, dtype), idx, np.zeros(ushape, dtype))
+    assert [(x.kind, x.op) for x in check_target(m, MTL)] == [("refused", "stablehlo.scatter")]
+    out = legalized(m, MTL, False, 1)
+    scatters: list[str] = []
+
+    def visit(op: Any) -> Any:
+        if op.name == "stablehlo.scatter":
+            scatters.append(str(ir.RankedTensorType(op.results[0].type).element_type))
+        return ir.WalkResult.ADVANCE
+
+    out.operation.walk(visit)
+    assert len(scatters) == 3 and set(scatters) == {"i32"}, scatters
+    run_ref, run_out = compile_module(m, strict=False), compile_module(out, strict=False)
+    for xs, us in zip(_ordered(xshape, dtype), _ordered(ushape, dtype)):
+        np.testing.assert_array_equal(run_out([xs, idx, us])[0], run_ref([xs, idx, us])[0])
+
+
+def test_mtl_keeps_a_scatter_with_unique_indices() -> None:
+    """A scatter whose indices are declared unique needs no atomics: not refused, left."""
+    x = np.zeros(8, np.int64)
+    m = lowered(lambda x, i, u: x.at[i].add(u, unique_indices=True), x, np.arange(4, dtype=np.int32),
+                np.zeros(4, np.int64))
+    assert check_target(m, MTL) == [] and not legalize(m, MTL).rewritten
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_trn2_splits_a_64_bit_scatter_add(dtype: Any) -> None:
+    """Trn2 keeps int64 and computes a combining scatter in f32: a full-range int64
+    scatter-add becomes limb scatters whose sums stay within 2**24 (no 64-bit arithmetic
+    shift, which Trn2 refuses), exact on the simulated device where the original is not."""
+    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), 20)
+    m = lowered(lambda x, i, u: x.at[i].add(u), np.zeros(8, dtype), idx, np.zeros(20, dtype))
+    out = legalized(m, TRN2, False, 1)
+    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, TRN2)[0], strict=False)
+    run_out = compile_module(on_datapath(out, TRN2)[0], strict=False)
+    wrong = 0
+    for xs, us in zip(_ordered((8,), dtype), _ordered((20,), dtype)):
+        want = run_ref([xs, idx, us])[0]
+        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
+        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
+    assert wrong
+
+
+def test_mtl_splits_narrow_64_bit_values_in_fewer_limbs() -> None:
+    """int64 values known to be int32 ones (widened): two limbs, the top one from bit 16
+    (taken without a 64-bit arithmetic shift: the value plus 2**63, shifted, less
+    2**47), and the sum of 20 of them is the x64 program's, bit for bit."""
+    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), 20)
+
+    def f(x: jax.Array, i: jax.Array, u: jax.Array) -> jax.Array:
+        return x.astype(jnp.int64).at[i].add(u.astype(jnp.int64))
+
+    m = lowered(f, np.zeros(8, np.int32), idx, np.zeros(20, np.int32))
+    out = copy(m)
+    done = legalize(out, MTL)
+    assert [r.detail for r in done.rewritten] == ["2 limb sum(s) of 16,16-bit limbs over 21 terms in i32"]
+    assert check_target(out, MTL) == [] and "shift_right_arithmetic" not in str(out)
+    run_ref, run_out = compile_module(m, strict=False), compile_module(out, strict=False)
+    for xs, us in zip(_ordered((8,), np.int32), _ordered((20,), np.int32)):
+        np.testing.assert_array_equal(run_out([xs, idx, us])[0], run_ref([xs, idx, us])[0])

@@ -32,16 +32,16 @@ def test_install_takes_a_target(restore_global: None) -> None:
         # reduce_precision of f32, rounded on its bits with integer ops: 40_001 to bf16
         np.testing.assert_array_equal(np.asarray(jax.jit(lambda a: jax.lax.reduce_precision(a + 40_001.0, 8, 7))(a)),
                                       (a + 40_001.0).astype(jnp.bfloat16).astype(np.float32))
-    # reduce_precision of f16 has no form Neuron compiles: a warning at its line
-    with pytest.warns(no64.TargetWarning, match=r"neuron refused: jax.lax.reduce_precision") as caught:
-        jax.jit(lambda a: jax.lax.reduce_precision(a.astype(jnp.float16), 8, 7))(a)
+    # an int32 top_k has no form Neuron compiles (EVRF013): a warning at its line
+    with pytest.warns(no64.TargetWarning, match=r"neuron refused \[EVRF013\]: TopK rejects int32") as caught:
+        jax.jit(lambda a: jax.lax.top_k(a, 2))(a)
     assert any(w.filename == __file__ for w in caught)
     no64.install("cpu", target="neuron", policy="strict")
     np.testing.assert_array_equal(np.asarray(jax.jit(lambda a: a @ a.T + 1)(a)),
                                   (a.astype(np.int64) @ a.T.astype(np.int64) + 1).astype(np.int32))
     with pytest.raises(no64.TargetError, match="refuses .* for target 'neuron'"):
-        jax.jit(lambda a: jax.lax.reduce_precision(a.astype(jnp.float16) * 2, 8, 7))(a)
+        jax.jit(lambda a: jax.lax.top_k(a * 2, 2))(a)
     no64.install("cpu")  # the platform's profile: generic, which refuses nothing here
     with warnings.catch_warnings():
         warnings.simplefilter("error", no64.TargetWarning)
-        jax.jit(lambda a: jax.lax.reduce_precision(a.astype(jnp.float16) * 3, 8, 7))(a)
+        jax.jit(lambda a: jax.lax.top_k(a * 3, 2))(a)

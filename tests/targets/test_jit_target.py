@@ -11,7 +11,6 @@ from __future__ import annotations
 import warnings
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from neuron_datapath import on_datapath
@@ -93,15 +92,15 @@ def test_f32_reduce_precision_is_computed_on_bits() -> None:
 
 
 def test_a_refused_op_warns_at_the_users_line() -> None:
-    """reduce_precision of float16 has no form Neuron compiles: a TargetWarning at the
-    line that wrote it under the default policy, a TargetError under strict and exact."""
-    x = np.linspace(-3, 3, 8, dtype=np.float32)
+    """An int32 top_k has no form Neuron compiles (EVRF013): a TargetWarning at the line
+    that wrote it under the default policy, a TargetError under strict and exact."""
+    x = np.arange(-4, 4, dtype=np.int32) * 2**28
 
     def f(x: jax.Array) -> jax.Array:
-        return jax.lax.reduce_precision(x.astype(jnp.float16), 4, 3)  # REFUSED
+        return jax.lax.top_k(x, 3)[0]  # REFUSED
 
     line = f.__code__.co_firstlineno + 1
-    with pytest.warns(no64.TargetWarning, match="neuron refused: jax.lax.reduce_precision") as caught:
+    with pytest.warns(no64.TargetWarning, match=r"neuron refused \[EVRF013\]: TopK rejects int32") as caught:
         got = no64.jit(f, target="neuron")(x)
     assert [(w.filename, w.lineno) for w in caught if issubclass(w.category, no64.TargetWarning)] == [
         (__file__, line)]

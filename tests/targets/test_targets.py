@@ -143,8 +143,9 @@ SCRIPT = textwrap.dedent("""
     a = np.full((8, 128), 4000, np.int32); b = np.arange(128 * 4, dtype=np.int32).reshape(128, 4)
     for f, args in ((lambda a, b: a @ b, (a, b)),  # DOT LINE
                     (lambda b: jnp.argmax(b, axis=0), (b,)),  # ARGMAX LINE
-                    (lambda a: jax.lax.reduce_precision(a * 1.0, 8, 7), (a,)),  # ROUNDED LINE
-                    (lambda a: jax.lax.reduce_precision(a.astype(jnp.float16), 8, 7), (a,))):  # REFUSED LINE
+                    (lambda a: jax.lax.reduce_precision(a * 1.0, 8, 7)  # ROUNDED LINE
+                     + jax.lax.reduce_precision(a.astype(jnp.float16), 5, 2).astype(jnp.float32), (a,)),
+                    (lambda a: jax.lax.top_k(a, 1)[0], (a,))):  # REFUSED LINE
         try:
             print(int(np.asarray(jax.jit(f)(*args)).flat[0]))
         except Exception as exc:
@@ -157,9 +158,10 @@ def test_hook_checks_the_platforms_profile(tmp_path: Path, policy: str) -> None:
     """NO64_TARGET=neuron (the CPU standing in for a Neuron device): the user's own int32
     matmul, whose sums may pass 2**24, is split into limb dots exact on the f32 engine
     (no finding, its exact result); argmax's variadic reduce is unfolded into its body on
-    halves (no finding, its result); reduce_precision of f32, rounded on its bits (no
-    finding, its result); reduce_precision of f16, which has no form Neuron compiles, is a
-    TargetWarning at its line under default and a TargetError under strict."""
+    halves (no finding, its result); reduce_precision of f32 and of f16, rounded on their
+    bits (no finding, their result: 4000 and 4096); an int32 top_k, which has no form
+    Neuron compiles (EVRF013), is a TargetWarning at its line under default and a
+    TargetError under strict."""
     script = tmp_path / "mm.py"
     script.write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
@@ -172,13 +174,13 @@ def test_hook_checks_the_platforms_profile(tmp_path: Path, policy: str) -> None:
     assert dot == str(4000 * sum(range(0, 512, 4))) and "EVRF035" not in proc.stderr
     assert argmax == "127" and "variadic" not in proc.stderr
     on_bits_line = next(i for i, t in enumerate(SCRIPT.splitlines(), 1) if "ROUNDED LINE" in t)
-    assert on_bits == "4000" and f"mm.py:{on_bits_line}:" not in proc.stderr
+    assert on_bits == str(4000 + 4096) and f"mm.py:{on_bits_line}:" not in proc.stderr
     if policy == "default":
         assert rounded == "4000"
-        assert f"mm.py:{line}: TargetWarning: " in proc.stderr and "reduce_precision" in proc.stderr
+        assert f"mm.py:{line}: TargetWarning: " in proc.stderr and "EVRF013" in proc.stderr
     else:
         assert rounded.startswith("TargetError no64 (NO64_POLICY=strict) refuses"), rounded
-        assert f"mm.py:{line}:" in rounded and "reduce_precision" in rounded
+        assert f"mm.py:{line}:" in rounded and "top_k" in rounded
 
 
 def test_an_unknown_target_fails_closed(tmp_path: Path) -> None:

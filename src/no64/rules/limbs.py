@@ -51,9 +51,39 @@ partial sum exact in any order; the limb sums are shifted to their offsets
 and added in ``i32`` modulo 2**32, the wrap-around of the 32-bit sum.  A
 collective's limb ops each communicate on a channel of their own: the first
 keeps the op's ``channel_handle``, the others take handles of its type that
-no op of the module holds.  A body that does not add (``.at[].max``: the order of limbs is not the order
-of the values), an op of several operands or of more than ``bound`` terms
-is left as it is, with why.
+no op of the module holds.
+
+One whose body takes the maximum or minimum (``.at[].max``,
+``segment_max``, ``pmax``, ``pmin``) sums nothing, but its values pass
+2**24 too: it is split into parts compared from the top down
+(:func:`order_split`): a signed top part ``v >> (L*w)`` and ``L`` unsigned
+low parts of ``w`` bits, each within the bound, with the fewest parts (a
+full-range 32-bit value: a top part of 25 bits and a low part of 7; a
+64-bit one, which Trn2 keeps: 24, 20 and 20 bits, taken with logical shifts,
+the top part sign-extended in ``i32``, as Trn2 refuses a 64-bit arithmetic
+shift).  An unsigned value that may pass the signed maximum has its top bit
+flipped first (so its bits order as signed integers as the values do) and
+back at the end.  The top parts are combined by an op of the kind; each
+next part is combined with every element masked to the sentinel ``-1``
+(maximum) or ``2**w`` (minimum) unless its part above (itself masked) is
+the one taken -- for a scatter, the taken part is gathered back at each
+update's index (a ``gather`` of the scatter's indices and dual dimension
+numbers); for a ``reduce_scatter``, whose result holds only its shard, the
+part above is also taken whole by an ``all_reduce`` on a channel of its
+own.  Some element always has the parts taken, so no sentinel is ever
+taken; the parts are shifted back to their offsets and joined with ``or``.
+
+A 64-bit sum (Trn2 keeps int64; Metal refuses a scatter combining 64-bit
+elements, for its 32-bit atomics, and its profile gives the bound its
+32-bit scatters are exact within, ``2**31 - 1``) is split the same way, its
+limbs taken from the ``i64`` of its value (or bits) and summed as ``i32``,
+the sums shifted and added in ``i64`` modulo 2**64.  No limb is taken with a
+64-bit arithmetic shift (Trn2 refuses it): a signed top limb of fewer than
+32 bits is shifted down logically and sign-extended in ``i32``, a wider
+one is the value plus 2**63 shifted logically, less ``2**(63 - offset)``.
+
+A body that does neither (``.at[].mul``), an op of several operands or of
+more than ``bound`` terms is left as it is, with why.
 """
 
 from __future__ import annotations
@@ -65,12 +95,13 @@ import math
 from ..ir import words as W
 from ..ir._compat import attribute_dict, replica_group_size
 from ..ir._mlir import ir, stablehlo
-from ..spec.intervals import INT32, Interval
+from ..spec.intervals import Interval
 from ..spec.protocols import Legalization, RangeQuery
 from ..spec.registry import Computes, Reduction, spec_of
 from ..spec.walk import all_ops
 
-__all__ = ["Limb", "Split", "LimbPlan", "split", "plan", "contraction", "dot_general", "sum_split", "combining"]
+__all__ = ["Limb", "Split", "LimbPlan", "split", "plan", "contraction", "dot_general", "sum_split", "combining",
+           "extremum", "OrderSplit", "order_split"]
 
 #: The integers the limbs are taken from and the limb dots' results summed in.
 _BITS = 32
@@ -233,9 +264,17 @@ def _carrier(v: ir.Value, q: RangeQuery) -> tuple[str, Interval]:
     lo, hi = max(lo, full[0]), min(hi, full[1])
     if lo > hi:  # no value (unreachable code): any bounds are sound
         lo = hi = 0
-    if e.is_unsigned and e.width == _BITS:
-        return ("convert", (lo, hi)) if hi <= INT32[1] else ("bitcast", INT32)
-    return ("convert" if e.width < _BITS else "same"), (lo, hi)
+    bits = _carrier_bits(e)
+    if e.is_unsigned and e.width == bits:
+        top = (1 << (bits - 1)) - 1
+        return ("convert", (lo, hi)) if hi <= top else ("bitcast", (-top - 1, top))
+    return ("convert" if e.width < bits else "same"), (lo, hi)
+
+
+def _carrier_bits(e: ir.IntegerType) -> int:
+    """The width of the signless integer a value of type ``e`` is taken as
+    (for its limbs, its sums): 32 bits, 64 for a 64-bit one."""
+    return 64 if e.width > _BITS else _BITS
 
 
 def _bound_text(bound: int) -> str:
@@ -307,27 +346,48 @@ class _LimbDots:
 
 
 def _limbs(x: ir.Value, how: str, s: Split, used: set[int]) -> dict[int, ir.Value]:
-    """The ``i32`` limbs ``used`` of operand ``x``, by index."""
-    c = (W.bitcast(x, W.i32()) if how == "bitcast" else W.convert(x, W.i32()))
+    """The ``i32`` limbs ``used`` of operand ``x``, by index (taken from the
+    ``i32`` -- or, for a 64-bit operand, the ``i64`` -- of its value or bits)."""
+    e = _int_element(x.type)
+    assert e is not None
+    bits = _carrier_bits(e)
+    wide = ir.IntegerType.get_signless(bits)
+    c = (W.bitcast(x, wide) if how == "bitcast" else W.convert(x, wide))
     out = {}
     for i in sorted(used):
         limb = s.limbs[i]
         v = c
-        if limb.offset:
+        if limb.offset and limb.width is None and s.signed and bits > _BITS:
+            # ``v >> offset``, arithmetic, without a 64-bit arithmetic shift (which Trn2
+            # refuses): the bits above ``offset`` (fewer than 32) sign-extended in i32
+            # -- or, for a lower offset, the value plus 2**63 shifted logically, less
+            # 2**(63 - offset)
+            if bits - limb.offset < _BITS:
+                v = W.convert(W.make("shift_right_logical", [v, W.splat(v, limb.offset)], v.type), W.i32())
+                up = _BITS - (bits - limb.offset)
+                v = W.make("shift_left", [v, W.splat(v, up)], v.type)
+                v = W.make("shift_right_arithmetic", [v, W.splat(v, up)], v.type)
+            else:
+                v = W.make("xor", [v, W.splat(v, -(1 << (bits - 1)))], v.type)
+                v = W.make("shift_right_logical", [v, W.splat(v, limb.offset)], v.type)
+                v = W.make("add", [v, W.splat(v, -(1 << (bits - 1 - limb.offset)))], v.type)
+        elif limb.offset:
             shift = "shift_right_arithmetic" if limb.width is None and s.signed else "shift_right_logical"
             v = W.make(shift, [v, W.splat(v, limb.offset)], v.type)
         if limb.width is not None:
             v = W.make("and", [v, W.splat(v, (1 << limb.width) - 1)], v.type)
-        out[i] = v
+        out[i] = W.convert(v, W.i32())
     return out
 
 
 def _narrow(total: ir.Value, result_type: ir.Type) -> ir.Value:
-    """The ``i32`` sum as the result's type: its low bits, as two's
-    complement or unsigned."""
+    """The ``i32`` (or, for a 64-bit result, ``i64``) sum as the result's
+    type: its low bits, as two's complement or unsigned."""
     e = _int_element(result_type)
     assert e is not None
-    if e.width == _BITS:
+    t = _int_element(total.type)
+    assert t is not None
+    if e.width == t.width:
         return W.bitcast(total, e)
     if e.is_unsigned:
         low = W.make("and", [total, W.splat(total, (1 << e.width) - 1)], total.type)
@@ -370,6 +430,27 @@ def _adds(op: ir.Operation) -> bool:
             and {add.operands[0], add.operands[1]} == set(args))
 
 
+def extremum(op: ir.Operation) -> str | None:
+    """``"maximum"`` or ``"minimum"`` where ``op``'s body (one result) returns
+    that of its two arguments, else ``None``."""
+    if not len(op.regions) or not len(op.regions[0].blocks):
+        return None
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    ret = list(block.operations)[-1]
+    if len(args) != 2 or len(ret.operands) != 1:
+        return None
+    owner = ret.operands[0].owner
+    if isinstance(owner, ir.Block):
+        return None
+    inner = owner.operation
+    computes = spec_of(inner.name).computes
+    if (computes not in (Computes.MAXIMUM, Computes.MINIMUM) or len(inner.operands) != 2
+            or {inner.operands[0], inner.operands[1]} != set(args)):
+        return None
+    return "maximum" if computes is Computes.MAXIMUM else "minimum"
+
+
 def _replicas(op: ir.Operation) -> int | None:
     """How many replicas' values a collective sums into each element."""
     return replica_group_size(op)
@@ -386,11 +467,14 @@ def combining(op: ir.Operation, q: RangeQuery, bound: int, in_f32: bool) -> Lega
     for v in (*op.operands, op.results[0]):
         if not (isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape):
             return "its shapes are not static"
+    which = extremum(op)
+    if which is not None:
+        return _high_low(op, q, bound, in_f32, which)
     result = _int_element(op.results[0].type)
-    if result is None or not 2 <= result.width <= _BITS:
-        return f"not a sum of integers of 2 to {_BITS} bits"
+    if result is None or not 2 <= result.width <= 64:
+        return "not a sum of integers of 2 to 64 bits"
     if not _adds(op):
-        return "its body does not add: limbs split only sums"
+        return "its body neither adds nor takes the maximum or minimum: limbs split only those"
     if kind is Reduction.SCATTER:
         summed = [op.operands[0], op.operands[2]]
         terms = math.prod(ir.RankedTensorType(op.operands[2].type).shape) + 1
@@ -447,6 +531,9 @@ class _LimbSums:
         summed = [0, 2] if spec_of(op.name).reduction is Reduction.SCATTER else [0]
         with ir.InsertionPoint(op), op.location:
             i32, f32 = W.i32(), ir.F32Type.get()
+            result = _int_element(op.results[0].type)
+            assert result is not None
+            wide = ir.IntegerType.get_signless(_carrier_bits(result))
             elem = f32 if self.in_f32 else i32
             used = set(range(len(s.limbs)))
             limbs = {i: _limbs(op.operands[i], how, s, used) for i, how in zip(summed, self.carriers)}
@@ -470,6 +557,7 @@ class _LimbSums:
                 part = new.results[0]
                 if self.in_f32:
                     part = W.convert(part, i32)
+                part = W.convert(part, wide)
                 if limb.offset:
                     part = W.make("shift_left", [part, W.splat(part, limb.offset)], part.type)
                 total = part if total is None else W.make("add", [total, part], part.type)
@@ -477,3 +565,248 @@ class _LimbSums:
             out = _narrow(total, op.results[0].type)
         op.results[0].replace_all_uses_with(out)
         op.erase()
+
+
+# ------------------------------------------ maximum and minimum: high and low parts
+@dataclasses.dataclass(frozen=True)
+class OrderSplit:
+    """Integers of ``bits`` bits as a signed top part ``v >> (lows * width)``
+    and ``lows`` unsigned low parts of ``width`` bits (below them, the mask's
+    sentinel ``2**width``), compared from the top part down."""
+
+    bits: int
+    lows: int
+    width: int
+
+    @property
+    def parts(self) -> int:
+        return self.lows + 1
+
+    def offsets(self) -> list[int]:
+        """Each part's bit offset, the top part's first."""
+        return [self.width * k for k in range(self.lows, -1, -1)]
+
+
+def order_split(interval: Interval, bits: int, bound: int) -> OrderSplit | None:
+    """The split of ``bits``-bit integers of ``interval`` (see
+    :class:`OrderSplit`) with the fewest parts, then the narrowest low ones,
+    every part and sentinel at most ``bound`` in magnitude; ``None`` if there
+    is none."""
+    lo, hi = interval
+    for lows in range(1, bits):
+        for w in range(1, (bits - 1) // lows + 1):
+            if (1 << w) > bound:
+                break
+            if max(abs(lo >> (lows * w)), abs(hi >> (lows * w))) <= bound:
+                return OrderSplit(bits, lows, w)
+    return None
+
+
+def _order_carrier(v: ir.Value, q: RangeQuery) -> tuple[int, bool, Interval]:
+    """The signless integer width (32 or 64) whose bits the parts of operand
+    ``v`` are taken from, whether its top bit is flipped (an unsigned one of
+    its width that may pass the signed maximum: so flipped, its bits are
+    ordered as signed integers as the unsigned values are), and the values
+    that integer takes."""
+    e = _int_element(v.type)
+    assert e is not None
+    bits = 64 if e.width > _BITS else _BITS
+    full, r = q.full(v), q.range(v)
+    assert full is not None
+    lo, hi = r.interval if r is not None else full
+    lo, hi = max(lo, full[0]), min(hi, full[1])
+    if lo > hi:  # no value (unreachable code): any bounds are sound
+        lo = hi = 0
+    if e.is_unsigned and e.width == bits and hi >= 1 << (bits - 1):
+        return bits, True, (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    return bits, False, (lo, hi)
+
+
+def _high_low(op: ir.Operation, q: RangeQuery, bound: int, in_f32: bool, which: str) -> Legalization | str:
+    """``op``, a combining op whose body takes the maximum or minimum, as ops
+    of its kind on its values' parts (see the module docstring), or why not."""
+    result = _int_element(op.results[0].type)
+    if result is None or not 2 <= result.width <= 64:
+        return "not an order of integers of 2 to 64 bits"
+    scatter = spec_of(op.name).reduction is Reduction.SCATTER
+    if not scatter and _replicas(op) is None:
+        return "its replica groups are not known"
+    carriers = [_order_carrier(v, q) for v in ([op.operands[0], op.operands[2]] if scatter else [op.operands[0]])]
+    bits, flip = carriers[0][0], any(c[1] for c in carriers)
+    interval = (min(c[2][0] for c in carriers), max(c[2][1] for c in carriers))
+    if bits > _BITS:  # 64-bit parts are taken with logical shifts only (Trn2 refuses 64-bit arithmetic ones)
+        interval = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    s = order_split(interval, bits, bound)
+    if s is None or (bits > _BITS and not _BITS < s.offsets()[0] < bits):
+        return f"its values have no split into parts within {_bound_text(bound)}"
+    return _Ordered(op, which, s, flip, in_f32)
+
+
+def _gather_like(source: ir.Value, scatter: ir.Operation) -> ir.Value:
+    """The elements of ``source`` (shaped as ``scatter``'s operand) that each
+    update of ``scatter`` combines with: a ``gather`` with the scatter's
+    indices and dual dimension numbers, shaped as its updates."""
+    dims = stablehlo.ScatterDimensionNumbers(scatter.attributes["scatter_dimension_numbers"])
+    operand_shape = list(ir.RankedTensorType(source.type).shape)
+    updates = ir.RankedTensorType(scatter.operands[2].type)
+    kept = set(dims.inserted_window_dims) | set(dims.input_batching_dims)
+    window = [d for d in range(len(operand_shape)) if d not in kept]
+    sizes = [1] * len(operand_shape)
+    for d, u in zip(window, dims.update_window_dims):
+        sizes[d] = updates.shape[u]
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=list(dims.update_window_dims), collapsed_slice_dims=list(dims.inserted_window_dims),
+        operand_batching_dims=list(dims.input_batching_dims),
+        start_indices_batching_dims=list(dims.scatter_indices_batching_dims),
+        start_index_map=list(dims.scattered_dims_to_operand_dims), index_vector_dim=dims.index_vector_dim)
+    attrs: dict[str, ir.Attribute] = {"dimension_numbers": numbers, "slice_sizes": ir.DenseI64ArrayAttr.get(sizes)}
+    if "indices_are_sorted" in scatter.attributes:
+        attrs["indices_are_sorted"] = scatter.attributes["indices_are_sorted"]
+    elem = ir.RankedTensorType(source.type).element_type
+    return W.make("gather", [source, scatter.operands[1]], ir.RankedTensorType.get(list(updates.shape), elem),
+                  **attrs)
+
+
+class _Ordered:
+    """A planned split into parts of one combining op that takes the maximum
+    or minimum (a :class:`~no64.spec.protocols.Legalization`)."""
+
+    def __init__(self, op: ir.Operation, which: str, s: OrderSplit, flip: bool, in_f32: bool) -> None:
+        self.op, self.which, self.split, self.flip, self.in_f32 = op, which, s, flip, in_f32
+
+    @property
+    def ops(self) -> int:
+        n = self.split.parts
+        return 2 * n - 1 if spec_of(self.op.name).reduction is Reduction.REPLICAS and self._shards() else n
+
+    def _shards(self) -> bool:
+        return "scatter_dimension" in self.op.attributes
+
+    @property
+    def summary(self) -> str:
+        s = self.split
+        return (f"{self.ops} op(s) taking the {self.which} of the top part, then of each of {s.lows} "
+                f"{s.width}-bit low part(s) where the parts above are the ones taken"
+                + (" in f32" if self.in_f32 else " in i32"))
+
+    def _combine(self, name: str, operands: list[ir.Value], attrs: dict[str, ir.Attribute],
+                 shape: list[int]) -> ir.Value:
+        """``name`` on ``operands`` (``i32`` parts; in f32 if asked) with a body
+        taking the maximum or minimum; its result as ``i32``."""
+        i32, f32 = W.i32(), ir.F32Type.get()
+        elem = f32 if self.in_f32 else i32
+        scalar = ir.RankedTensorType.get([], elem)
+        if self.in_f32:
+            indices = 1 if spec_of(name).reduction is Reduction.SCATTER else None
+            operands = [v if k == indices else W.convert(v, f32) for k, v in enumerate(operands)]
+        new = ir.Operation.create(name, results=[ir.RankedTensorType.get(shape, elem)], operands=operands,
+                                  attributes=attrs, regions=1)
+        block = new.regions[0].blocks.append(scalar, scalar)
+        with ir.InsertionPoint(block):
+            a, b = block.arguments
+            W.build("return", [W.make(self.which, [a, b], scalar)], [])
+        return W.convert(new.results[0], i32)
+
+    def apply(self) -> None:
+        op, s = self.op, self.split
+        scatter = spec_of(op.name).reduction is Reduction.SCATTER
+        with ir.InsertionPoint(op), op.location:
+            i32 = W.i32()
+            wide = ir.IntegerType.get_signless(s.bits)
+            sign = -(1 << (s.bits - 1))
+
+            def parts(x: ir.Value) -> list[ir.Value]:
+                e = _int_element(x.type)
+                assert e is not None
+                c = W.bitcast(x, wide) if e.width == s.bits else W.convert(x, wide)
+                if self.flip:
+                    c = W.make("xor", [c, W.splat(c, sign)], c.type)
+                out = []
+                for k, offset in enumerate(s.offsets()):
+                    if s.bits == _BITS or not offset:
+                        v = W.make("shift_right_arithmetic", [c, W.splat(c, offset)], c.type) if offset else c
+                    else:  # every bit above ``offset``, zero-extended: fewer than 32 of them
+                        v = W.make("shift_right_logical", [c, W.splat(c, offset)], c.type)
+                    if k:
+                        v = W.make("and", [v, W.splat(v, (1 << s.width) - 1)], v.type)
+                    v = W.convert(v, i32)
+                    if not k and s.bits > _BITS:  # the top part, sign-extended in i32
+                        up = _BITS - (s.bits - offset)
+                        v = W.make("shift_left", [v, W.splat(v, up)], v.type)
+                        v = W.make("shift_right_arithmetic", [v, W.splat(v, up)], v.type)
+                    out.append(v)
+                return out
+
+            sentinel = -1 if self.which == "maximum" else 1 << s.width
+
+            def masked(above: ir.Value, taken: ir.Value, part: ir.Value) -> ir.Value:
+                """``part`` where the (masked) part above is the one taken, else the sentinel."""
+                i1 = ir.RankedTensorType.get(list(ir.RankedTensorType(part.type).shape),
+                                             ir.IntegerType.get_signless(1))
+                same = W.make("compare", [above, taken], i1,
+                              comparison_direction=ir.Attribute.parse("#stablehlo<comparison_direction EQ>"),
+                              compare_type=ir.Attribute.parse("#stablehlo<comparison_type SIGNED>"))
+                return W.make("select", [same, part, W.splat(part, sentinel)], part.type)
+
+            shape = list(ir.RankedTensorType(op.results[0].type).shape)
+            attrs = attribute_dict(op)
+            xs = parts(op.operands[0])
+            taken: list[ir.Value] = []
+            if scatter:
+                idx = op.operands[1]
+                us = parts(op.operands[2])
+                x_above = u_above = at = None
+                for k in range(s.parts):
+                    x, u = xs[k], us[k]
+                    if k:
+                        assert x_above is not None and u_above is not None and at is not None
+                        x, u = masked(x_above, taken[-1], x), masked(u_above, at, u)
+                    taken.append(self._combine(op.name, [x, idx, u], attrs, shape))
+                    if k + 1 < s.parts:
+                        x_above, u_above, at = x, u, _gather_like(taken[-1], op)
+            else:
+                channels = iter(_fresh_channels(op, self.ops - 1))
+
+                def more(a: dict[str, ir.Attribute], first: bool) -> dict[str, ir.Attribute]:
+                    a = dict(a)
+                    if not first and "channel_handle" in a:
+                        a["channel_handle"] = next(channels)
+                    return a
+
+                whole_attrs = {k: v for k, v in attrs.items() if k != "scatter_dimension"}
+                operand_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
+                above: ir.Value | None = None
+                whole: ir.Value | None = None
+                for k in range(s.parts):
+                    x = xs[k]
+                    if k:
+                        assert above is not None and whole is not None
+                        x = masked(above, whole, x)
+                    taken.append(self._combine(op.name, [x], more(attrs, k == 0), shape))
+                    if k + 1 < s.parts:
+                        whole = (self._combine("stablehlo.all_reduce", [x], more(whole_attrs, False), operand_shape)
+                                 if self._shards() else taken[-1])
+                        above = x
+            total: ir.Value | None = None
+            for part, offset in zip(taken, s.offsets()):
+                v = W.convert(part, wide)
+                if offset:
+                    v = W.make("shift_left", [v, W.splat(v, offset)], v.type)
+                total = v if total is None else W.make("or", [total, v], v.type)
+            assert total is not None
+            if self.flip:
+                total = W.make("xor", [total, W.splat(total, sign)], total.type)
+            out = _narrow_to(total, op.results[0].type)
+        op.results[0].replace_all_uses_with(out)
+        op.erase()
+
+
+def _narrow_to(total: ir.Value, result_type: ir.Type) -> ir.Value:
+    """A signless integer of the result's value as the result's type."""
+    e = _int_element(result_type)
+    assert e is not None
+    t = _int_element(total.type)
+    assert t is not None
+    if e.width == t.width:
+        return W.bitcast(total, e)
+    return W.convert(total, e)

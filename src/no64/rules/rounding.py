@@ -28,9 +28,22 @@ bit for bit as XLA defines the op (its elemental emitter,
 
 Every intermediate value is a non-negative ``i32`` below 2**31 (a NaN's
 magnitude is set aside before the rounding add), so nothing relies on
-wrap-around.  An operand of another element type than f32 (f16, bf16) is
-left as it is, with why; its bits would have to be rounded at its own
-width.
+wrap-around.
+
+An f16 or bf16 operand is rounded the same way at its own width (XLA's
+emitter works on the operand's own bits: an f16 subnormal's mantissa is
+rounded where it stands, not as the normal f32 it converts to), with the
+format's exponent and mantissa widths (5 and 10, 8 and 7), on its 16 bits
+held in an ``i32``.  No 16-bit integer and no float conversion is involved
+(a device may lack the one, and an f16-to-f32 conversion quiets a
+signalling NaN): each element is paired with itself along a new last
+dimension (``reshape``, ``concatenate``) and the pair bitcast to one
+``i32``, whose low 16 bits are the element's whichever half comes first;
+the result's bits are doubled the same way, bitcast back to pairs and one
+of each sliced out.  Where the op asks for at least f32's widths (8
+exponent and 23 mantissa bits) it rounds nothing, and the operand is its
+result, as XLA has it.  Another element type (f64) is left as it is, with
+why.
 """
 
 from __future__ import annotations
@@ -71,35 +84,104 @@ def _op(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
     return W.make(name, [a, b], a.type)
 
 
-def round_bits(x: ir.Value, exponent_bits: int, mantissa_bits: int) -> ir.Value:
-    """The f32 tensor ``x`` rounded as ``reduce_precision(x, exponent_bits,
-    mantissa_bits)`` rounds it, from its bits (see the module docstring);
-    built at the current insertion point."""
-    shape = _shape(x)
+@dataclasses.dataclass(frozen=True)
+class _Format:
+    """A float format's bit layout: ``bits`` wide, ``exponent`` and ``mantissa`` bits."""
+
+    bits: int
+    exponent: int
+    mantissa: int
+
+    @property
+    def sign(self) -> int:
+        """The sign bit, as an ``i32`` constant."""
+        return _SIGN if self.bits == 32 else 1 << (self.bits - 1)
+
+    @property
+    def magnitude(self) -> int:
+        return (1 << (self.bits - 1)) - 1
+
+    @property
+    def exponent_mask(self) -> int:
+        return ((1 << self.exponent) - 1) << self.mantissa
+
+
+_F32 = _Format(32, _EXPONENT_BITS, _MANTISSA_BITS)
+_F16 = _Format(16, 5, 10)
+_BF16 = _Format(16, 8, 7)
+
+
+def _round_layout(bits: ir.Value, f: _Format, exponent_bits: int, mantissa_bits: int) -> ir.Value:
+    """``reduce_precision`` on the bits of values of format ``f``, held in the
+    low ``f.bits`` bits of an ``i32`` tensor (see the module docstring)."""
+    shape = _shape(bits)
     i32 = W.i32()
 
     def k(value: int) -> ir.Value:
         return W.const(shape, value, i32)
 
-    bits = W.bitcast(x, i32)
-    sign = _op("and", bits, k(_SIGN))
-    magnitude = _op("and", bits, k(_MAGNITUDE))
-    nan = _compare(magnitude, k(_EXPONENT), "GT")
+    sign = _op("and", bits, k(f.sign))
+    magnitude = _op("and", bits, k(f.magnitude))
+    nan = _compare(magnitude, k(f.exponent_mask), "GT")
     a = _select(nan, k(0), magnitude)  # (a NaN's result is chosen at the end)
-    if mantissa_bits < _MANTISSA_BITS:
-        drop = _MANTISSA_BITS - mantissa_bits
+    if mantissa_bits < f.mantissa:
+        drop = f.mantissa - mantissa_bits
         last = _op("and", _op("shift_right_logical", a, k(drop)), k(1))
         bias = _op("add", last, k((1 << (drop - 1)) - 1))
-        a = _op("and", _op("add", a, bias), k(_MAGNITUDE & ~((1 << drop) - 1)))
-    if exponent_bits < _EXPONENT_BITS:
-        f32_bias = (1 << (_EXPONENT_BITS - 1)) - 1
+        a = _op("and", _op("add", a, bias), k(f.magnitude & ~((1 << drop) - 1)))
+    if exponent_bits < f.exponent:
+        source_bias = (1 << (f.exponent - 1)) - 1
         reduced_bias = (1 << (exponent_bits - 1)) - 1
-        exponent = _op("and", a, k(_EXPONENT))
-        a = _select(_compare(exponent, k((f32_bias + reduced_bias) << _MANTISSA_BITS), "GT"), k(_EXPONENT), a)
-        a = _select(_compare(exponent, k((f32_bias - reduced_bias) << _MANTISSA_BITS), "LE"), k(0), a)
+        exponent = _op("and", a, k(f.exponent_mask))
+        a = _select(_compare(exponent, k((source_bias + reduced_bias) << f.mantissa), "GT"), k(f.exponent_mask), a)
+        a = _select(_compare(exponent, k((source_bias - reduced_bias) << f.mantissa), "LE"), k(0), a)
     out = _op("or", sign, a)
-    out = _select(nan, bits, out)
+    return _select(nan, bits, out)
+
+
+def round_bits(x: ir.Value, exponent_bits: int, mantissa_bits: int) -> ir.Value:
+    """The f32 tensor ``x`` rounded as ``reduce_precision(x, exponent_bits,
+    mantissa_bits)`` rounds it, from its bits (see the module docstring);
+    built at the current insertion point."""
+    out = _round_layout(W.bitcast(x, W.i32()), _F32, exponent_bits, mantissa_bits)
     return W.bitcast(out, ir.F32Type.get())
+
+
+def _halves(x: ir.Value) -> ir.Value:
+    """The 16-bit floats ``x`` as ``i32`` tensors of their bits, twice: each
+    element paired with itself along a new last dimension and the pair
+    bitcast to one 32-bit integer -- the same whichever half the bitcast puts
+    first, and no 16-bit integer nor float conversion involved."""
+    shape = _shape(x)
+    elem = ir.RankedTensorType(x.type).element_type
+    one = W.make("reshape", [x], ir.RankedTensorType.get([*shape, 1], elem))
+    pair = W.make("concatenate", [one, one], ir.RankedTensorType.get([*shape, 2], elem),
+                  dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)))
+    return W.make("bitcast_convert", [pair], ir.RankedTensorType.get(shape, W.i32()))
+
+
+def _from_halves(bits: ir.Value, elem: ir.Type) -> ir.Value:
+    """The 16-bit floats of type ``elem`` whose bits are the low 16 of
+    ``bits``: :func:`_halves` undone (both halves the same bits, one sliced out)."""
+    shape = _shape(bits)
+    i32 = W.i32()
+    low = _op("and", bits, W.const(shape, 0xFFFF, i32))
+    both = _op("or", low, _op("shift_left", low, W.const(shape, 16, i32)))
+    pair = W.make("bitcast_convert", [both], ir.RankedTensorType.get([*shape, 2], elem))
+    one = W.make("slice", [pair], ir.RankedTensorType.get([*shape, 1], elem),
+                 start_indices=ir.DenseI64ArrayAttr.get([0] * (len(shape) + 1)),
+                 limit_indices=ir.DenseI64ArrayAttr.get([*shape, 1]),
+                 strides=ir.DenseI64ArrayAttr.get([1] * (len(shape) + 1)))
+    return W.make("reshape", [one], ir.RankedTensorType.get(shape, elem))
+
+
+def round_narrow_bits(x: ir.Value, exponent_bits: int, mantissa_bits: int) -> ir.Value:
+    """The f16 or bf16 tensor ``x`` rounded as ``reduce_precision`` rounds it
+    at its own width, on its bits held in ``i32`` (see the module docstring)."""
+    elem = ir.RankedTensorType(x.type).element_type
+    f = _BF16 if isinstance(elem, ir.BF16Type) else _F16
+    bits = _op("and", _halves(x), W.const(_shape(x), 0xFFFF, W.i32()))
+    return _from_halves(_round_layout(bits, f, exponent_bits, mantissa_bits), elem)
 
 
 @dataclasses.dataclass
@@ -121,7 +203,13 @@ class _OnBits:
 
     def apply(self) -> None:
         with ir.InsertionPoint(self.op), self.op.location:
-            new = round_bits(self.op.operands[0], self.exponent_bits, self.mantissa_bits)
+            x = self.op.operands[0]
+            if self.exponent_bits >= _EXPONENT_BITS and self.mantissa_bits >= _MANTISSA_BITS:
+                new = x  # nothing to round, as XLA has it for f32 and the narrower formats alike
+            elif ir.RankedTensorType(x.type).element_type == ir.F32Type.get():
+                new = round_bits(x, self.exponent_bits, self.mantissa_bits)
+            else:
+                new = round_narrow_bits(x, self.exponent_bits, self.mantissa_bits)
         self.op.results[0].replace_all_uses_with(new)
         self.op.erase()
 
@@ -133,8 +221,8 @@ def reduce_precision(op: ir.Operation) -> Legalization | str:
     if not isinstance(t, ir.RankedTensorType) or not ir.RankedTensorType(t).has_static_shape:
         return "its shape is not static"
     elem = ir.RankedTensorType(t).element_type
-    if elem != ir.F32Type.get():
-        return f"its elements are {elem}: only f32 is rounded on its bits"
+    if not isinstance(elem, (ir.F32Type, ir.F16Type, ir.BF16Type)):
+        return f"its elements are {elem}: only f32, f16 and bf16 are rounded on their bits"
     exponent_bits = ir.IntegerAttr(op.attributes["exponent_bits"]).value
     mantissa_bits = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
     if exponent_bits < 1 or mantissa_bits < 0:

@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from ..ir.types import WIDE_KINDS
 from ..kinds import OpForm
 
-__all__ = ["as_target", "BUILT_IN", "Datapath", "F32_EXACT", "OpForm", "Refusal", "TARGETS", "Target", "profiles",
-           "profiles_table", "register", "target", "target_for_platform"]
+__all__ = ["as_target", "BUILT_IN", "Datapath", "F32_EXACT", "I32_MAX", "OpForm", "Refusal", "TARGETS", "Target",
+           "profiles", "profiles_table", "register", "target", "target_for_platform"]
 
 #: The element types no64 knows how to remove, by short name
 #: (:data:`no64.ir.types.WIDE_KINDS`).
@@ -56,6 +56,11 @@ class Refusal:
       code: The vendor's error code, if it has one.
       reason: The vendor's words, shortened.
       source: Where the vendor says so.
+      split_within: Where not 0, the op's form is compiled on 32-bit
+        elements, exactly while every value and partial result is at most
+        this in magnitude: no64 answers the refusal by splitting the op
+        into such ops (Metal's 32-bit atomics: ``2**31 - 1``;
+        :mod:`no64.rules.limbs`).
     """
 
     form: OpForm
@@ -63,6 +68,7 @@ class Refusal:
     code: str
     reason: str
     source: str
+    split_within: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +116,9 @@ _NEURON_CODES = "aws-neuron/aws-neuron-sdk compiler/error-codes/"
 #: bits): an f32 sum or product of integers is exact while every operand,
 #: product and partial sum stays within it.
 F32_EXACT = 2**24
+#: The largest magnitude a signed 32-bit integer holds: a 32-bit sum is
+#: exact while every partial sum stays within it.
+I32_MAX = 2**31 - 1
 
 
 def _neuron_datapaths() -> tuple[Datapath, ...]:
@@ -180,7 +189,7 @@ register(Target(
     native=frozenset({"i64", "u64"}),
     refuses=(Refusal(OpForm.SCATTER, "64-bit-combining", "",
                      "a scatter that combines 64-bit elements needs 64-bit atomics, which Metal does not "
-                     "have", "dfm/metal-pjrt-plugin docs/faq.md"),),
+                     "have", "dfm/metal-pjrt-plugin docs/faq.md", split_within=I32_MAX),),
     platforms=("mtl",),
     sources=("dfm/metal-pjrt-plugin README.md, docs/faq.md, docs/op-coverage.md",)))
 register(Target(
@@ -252,7 +261,10 @@ def profiles() -> Mapping[str, Target]:
 
 
 def _when(entry: Refusal) -> str:
-    return "" if entry.when == "always" else f" ({entry.when})"
+    when = "" if entry.when == "always" else f" ({entry.when})"
+    if entry.split_within:
+        when += f"; no64 splits it into limbs whose sums stay within {entry.split_within:,}"
+    return when
 
 
 def profiles_table(names: "tuple[str, ...] | None" = None) -> str:

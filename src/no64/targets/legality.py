@@ -12,7 +12,9 @@ line, against a :class:`~no64.targets.Target`:
   results the range analysis cannot prove within the datapath's exact
   range (for Neuron's f32: magnitude 2**24) -- for the program's own 32-bit
   integers too; a scatter that only stores its updates computes nothing and
-  is not reported.  The analysis takes the module's integer inputs at their
+  is not reported, and one that takes the maximum or minimum (as a
+  collective that does) sums nothing: its values alone must be within that
+  range.  The analysis takes the module's integer inputs at their
   types' full range unless ``input_ranges`` says otherwise.
 """
 
@@ -28,6 +30,7 @@ from ..ir._mlir import ir, stablehlo
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import wide_kind
 from ..kinds import OpForm
+from ..rules.limbs import extremum
 from ..spec.registry import Computes, Reduction, spec_of
 from ..spec.walk import all_ops
 from . import Datapath, Refusal, Target
@@ -153,7 +156,7 @@ def inexact_reason(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str 
         lo, hi = r.interval
         worst = max(worst, abs(lo), abs(hi))
     form = spec_of(op.name).form
-    if op.results and form in _SUMS:
+    if op.results and form in _SUMS and extremum(op) is None:  # a maximum or minimum sums nothing
         # every product and partial sum lies in the result's unclamped range
         # (the transfers' [min(0, lo*n), max(0, hi*n)], a scatter's or a
         # collective's sum of its n terms), which the result's range holds

@@ -13,6 +13,10 @@ exact in f32 (:mod:`no64.rules.limbs`).  Which ops it touches is what
   product and partial sum stays within the datapath's exact range -- as
   integer ops of its kind, which the check then proves exact from their
   operands' ranges (``in_f32=True``: as f32 ops, like the next case);
+* an op the target refuses and says it compiles on 32-bit elements within a
+  bound (:attr:`~no64.targets.Refusal.split_within`: Metal's scatter that
+  combines 64-bit elements, for its 32-bit atomics) is split the same way
+  into such ops, within that bound;
 * an op the target refuses for its integer elements (a
   :class:`~no64.targets.Refusal` ``"integer"``: Trn2's integer dot) becomes
   f32 ops of its kind on integers converted to f32, each within f32's exact
@@ -105,10 +109,22 @@ def _integer_refusals(op: ir.Operation, target: Target) -> bool:
                for r in target.refuses)
 
 
+def _split_bound(op: ir.Operation, target: Target) -> int | None:
+    """The smallest bound of the refusals of ``op`` that ``target`` answers by
+    splitting it into ops on 32-bit elements (:attr:`Refusal.split_within`),
+    if any refuses it."""
+    form = spec_of(op.name).form
+    bounds = [r.split_within for r in target.refuses
+              if r.form is form and r.split_within and refusal_reason(op, r) is not None]
+    return min(bounds) if bounds else None
+
+
 def _candidates(root: ir.Operation, target: Target) -> list[ir.Operation]:
     """The ops with a ``legalize`` rule whose form ``target`` computes on a
-    datapath or refuses for integer elements (before any range is read)."""
-    forms = {d.form for d in target.datapaths} | {r.form for r in target.refuses if r.when == "integer"}
+    datapath, refuses for integer elements or answers by a split (before any
+    range is read)."""
+    forms = ({d.form for d in target.datapaths}
+             | {r.form for r in target.refuses if r.when == "integer" or r.split_within})
     if not forms:
         return []
     return [op for op in all_ops(root)
@@ -164,11 +180,15 @@ def legalize(module: ir.Module | ir.Operation, target: Target,
             spec = spec_of(op.name)
             assert spec.legalize is not None and spec.form is not None
             refused = _integer_refusals(op, target)
+            split = _split_bound(op, target)
             d = datapaths.get(spec.form)
-            if not refused and (d is None or inexact_reason(op, d, ranges) is None):
+            if not refused and split is None and (d is None or inexact_reason(op, d, ranges) is None):
                 continue
             f32 = refused or in_f32
-            bound = F32_EXACT if d is None else (min(d.exact_below, F32_EXACT) if f32 else d.exact_below)
+            bounds = [b for b in (split, None if d is None else d.exact_below) if b is not None]
+            bound = min(bounds) if bounds else F32_EXACT
+            if f32:
+                bound = min(bound, F32_EXACT)
             got = spec.legalize(op, ranges, bound, f32)
             where = decode_location(op.location)
             if isinstance(got, str):
