@@ -497,10 +497,12 @@ def dot_general(op: ir.Operation, em: PairContext) -> list[Out]:
     k = int(np.prod([ls[i] for i in lc], dtype=np.int64))
     # each operand as batch x free x contracting
     a3 = _words(a, lambda w: make("reshape", [_transposed(w, lb + lf + lc)], P.pair_type([nbt, m, k])))
-    b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
     if k >= DOT_SPLIT_MIN:
-        acc = split_dot(a3, b3, blocked_sum)
+        # the rhs as batch x contracting x free (the layout its f32 dots take)
+        acc = split_dot(a3, _words(b, lambda w: make("reshape", [_transposed(w, rb + rc + rf)],
+                                                      P.pair_type([nbt, k, n]))))
     else:
+        b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
         acc = _elementwise_dot(a3, b3)
     return [_words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))]
 
