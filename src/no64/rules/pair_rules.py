@@ -30,12 +30,19 @@ from ..spec.protocols import PairContext, PairRule
 from ..spec.registry import Computes, spec_of
 from .pair_dot import split_dot
 
-__all__ = ["PairRule", "is_f64", "SUM_BLOCK"]
+__all__ = ["PairRule", "is_f64", "SUM_BLOCK", "SUM_FOLDS"]
 
 Out = Union[P.Pair, ir.Value, None]
 
 #: Sums are taken in blocks of this many terms (a tree of variadic reduces).
 SUM_BLOCK = 16
+
+#: Before the blocked reduces, a sum is folded this many times: its second
+#: half added to its first by elementwise pair additions (vectorized, where
+#: a reduce with a pair body runs one element at a time on the CPU backend;
+#: the compiler fuses the folds into one loop of ``2**FOLDS`` terms per
+#: element, so more would grow its compile time).
+SUM_FOLDS = 4
 
 
 def is_f64(t: ir.Type) -> bool:
@@ -291,9 +298,11 @@ def _pair_reduce(x: P.Pair, init: P.Pair, dims: Sequence[int], body: Callable[[P
 
 def blocked_sum(x: P.Pair, dims: Sequence[int]) -> P.Pair:
     """The pair sum of ``x`` over ``dims``: the reduced elements laid out
-    last, then summed :data:`SUM_BLOCK` at a time by variadic ``reduce``s
-    (a tree of depth ``log_B n``: error about ``depth * B * 3u^2`` of the
-    sum of magnitudes, where one long accumulation would give ``n * 3u^2``)."""
+    last, folded in halves :data:`SUM_FOLDS` times (elementwise pair
+    additions), then summed :data:`SUM_BLOCK` at a time by variadic
+    ``reduce``s (a tree of depth ``log_B (n / 2**SUM_FOLDS)``: error about
+    ``(SUM_FOLDS + depth * B) * 3u^2`` of the sum of magnitudes, where one
+    long accumulation would give ``n * 3u^2``)."""
     shape = x.shape
     keep = [i for i in range(len(shape)) if i not in dims]
     perm = keep + list(dims)
@@ -305,6 +314,14 @@ def blocked_sum(x: P.Pair, dims: Sequence[int]) -> P.Pair:
         x = P.Pair(make("transpose", [x.hi], t, permutation=attr), make("transpose", [x.lo], t, permutation=attr))
     t = P.pair_type(rshape + [n])
     x = P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))
+    for _ in range(SUM_FOLDS):
+        if n <= SUM_BLOCK:
+            break
+        if n % 2:
+            x = _pad_last(x, 1)
+            n += 1
+        n //= 2
+        x = P.add(_words(x, partial(_chunk, start=0, size=n)), _words(x, partial(_chunk, start=n, size=n)))
     zero = P.constant([], 0.0)
     while n > SUM_BLOCK:
         m = -(-n // SUM_BLOCK)
