@@ -296,10 +296,10 @@ def _pair_reduce(x: P.Pair, init: P.Pair, dims: Sequence[int], body: Callable[[P
     return P.Pair(new.results[0], new.results[1])
 
 
-def blocked_sum(x: P.Pair, dims: Sequence[int]) -> P.Pair:
+def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS) -> P.Pair:
     """The pair sum of ``x`` over ``dims``: the reduced elements laid out
-    last, folded in halves :data:`SUM_FOLDS` times (elementwise pair
-    additions), then summed :data:`SUM_BLOCK` at a time by variadic
+    last, folded in halves ``folds`` (:data:`SUM_FOLDS`) times (elementwise
+    pair additions), then summed :data:`SUM_BLOCK` at a time by variadic
     ``reduce``s (a tree of depth ``log_B (n / 2**SUM_FOLDS)``: error about
     ``(SUM_FOLDS + depth * B) * 3u^2`` of the sum of magnitudes, where one
     long accumulation would give ``n * 3u^2``)."""
@@ -314,7 +314,7 @@ def blocked_sum(x: P.Pair, dims: Sequence[int]) -> P.Pair:
         x = P.Pair(make("transpose", [x.hi], t, permutation=attr), make("transpose", [x.lo], t, permutation=attr))
     t = P.pair_type(rshape + [n])
     x = P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))
-    for _ in range(SUM_FOLDS):
+    for _ in range(folds):
         if n <= SUM_BLOCK:
             break
         if n % 2:
@@ -543,7 +543,8 @@ def _elementwise_dot(a3: P.Pair, b3: P.Pair) -> P.Pair:
         bj = _words(b3, partial(_chunk, start=j * c, size=c))
         prod = P.multiply(_words(aj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=la)),
                           _words(bj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=ra)))
-        part = blocked_sum(prod, [3])
+        # (not folded: the products are computed where the reduce reads them)
+        part = blocked_sum(prod, [3], folds=0)
         acc = part if acc is None else P.add(acc, part)
     assert acc is not None
     return acc
