@@ -88,3 +88,26 @@ def test_inf_nan_and_zero_signs_match_float64() -> None:
     np.testing.assert_array_equal(got[:2][~np.isnan(got[:2])], ref[:2][~np.isnan(ref[:2])])
     assert np.signbit(got[3]) == np.signbit(ref[3]) and np.signbit(got[4]) == np.signbit(ref[4])
     assert got[5] == np.inf  # beyond a pair's range (f32's), as every pair op
+
+
+def test_a_sum_of_inputs_is_folded_one_of_computed_values_is_not() -> None:
+    """Inputs are folded in halves (elementwise pair additions, no reduce
+    over the whole row); values computed elementwise go to the blocked
+    reduces as they are -- within the bound either way."""
+    x = RNG.standard_normal((3, 256))
+    folded, ins, got = _convert(lambda v: jnp.sum(v, axis=1), x)
+    computed, ins2, got2 = _convert(lambda v: jnp.sum(v * v, axis=1), x)
+
+    def reduces(text: str) -> str:
+        return " ".join(line for line in text.splitlines() if "stablehlo.reduce(" in line)
+
+    # folded: one reduce of the 256 / 2**4 terms left; computed: blocks of 16 x 16
+    assert "tensor<3x16x16xf32>" not in reduces(folded) and "tensor<3x16xf32>" in reduces(folded)
+    assert "tensor<3x16x16xf32>" in reduces(computed)
+    for r in range(3):
+        exact = sum((Fraction(float(h)) + Fraction(float(l_)) for h, l_ in zip(ins[r, :, 0], ins[r, :, 1])),
+                    Fraction(0))
+        mag = sum((abs(Fraction(float(h)) + Fraction(float(l_))) for h, l_ in zip(ins[r, :, 0], ins[r, :, 1])),
+                  Fraction(0))
+        assert abs(Fraction(float(got[r])) - exact) <= Fraction(_bound_factor(256)) * mag
+    np.testing.assert_allclose(got2, (x * x).sum(1), rtol=1e-13)

@@ -23,11 +23,11 @@ from typing import Union
 import numpy as np
 
 from ..ir import pairs as P
-from ..ir._compat import attribute_dict
+from ..ir._compat import attribute_dict, block_argument, op_result
 from ..ir._mlir import as_operation as _as_op, ir, stablehlo
 from ..ir.words import build, make
 from ..spec.protocols import PairContext, PairRule
-from ..spec.registry import Computes, spec_of
+from ..spec.registry import Computes, elementwise, spec_of
 from .pair_dot import split_dot
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK", "SUM_FOLDS"]
@@ -37,12 +37,36 @@ Out = Union[P.Pair, ir.Value, None]
 #: Sums are taken in blocks of this many terms (a tree of variadic reduces).
 SUM_BLOCK = 16
 
-#: Before the blocked reduces, a sum is folded this many times: its second
-#: half added to its first by elementwise pair additions (vectorized, where
-#: a reduce with a pair body runs one element at a time on the CPU backend;
-#: the compiler fuses the folds into one loop of ``2**FOLDS`` terms per
-#: element, so more would grow its compile time).
+#: Before the blocked reduces, a sum of values held in memory is folded
+#: this many times: its second half added to its first by elementwise pair
+#: additions (vectorized, where a reduce with a pair body runs one element
+#: at a time on the CPU backend; the compiler fuses the folds into one loop
+#: of ``2**SUM_FOLDS`` terms per element, so more would grow its compile
+#: time).  A sum of values computed elementwise is not folded: the compiler
+#: would fuse their computation into the folds, once per sum that reads
+#: them, where the reduces read them computed once.
 SUM_FOLDS = 4
+
+#: Ops that move elements without computing (followed by :func:`_in_memory`).
+_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.slice", "stablehlo.broadcast_in_dim",
+                    "stablehlo.bitcast_convert"})
+
+
+def _in_memory(v: ir.Value) -> bool:
+    """Whether ``v`` is (moved from) an argument or the result of an op that
+    does not apply to each element alone -- a value the compiler holds in
+    memory rather than computing where it is read."""
+    for _ in range(32):
+        if block_argument(v) is not None:
+            return True
+        res = op_result(v)
+        if res is None:
+            return True
+        op = _as_op(res.owner)
+        if op.name not in _MOVES:
+            return not elementwise(op)
+        v = op.operands[0]
+    return False
 
 
 def is_f64(t: ir.Type) -> bool:
@@ -299,10 +323,11 @@ def _pair_reduce(x: P.Pair, init: P.Pair, dims: Sequence[int], body: Callable[[P
 def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS) -> P.Pair:
     """The pair sum of ``x`` over ``dims``: the reduced elements laid out
     last, folded in halves ``folds`` (:data:`SUM_FOLDS`) times (elementwise
-    pair additions), then summed :data:`SUM_BLOCK` at a time by variadic
-    ``reduce``s (a tree of depth ``log_B (n / 2**SUM_FOLDS)``: error about
-    ``(SUM_FOLDS + depth * B) * 3u^2`` of the sum of magnitudes, where one
-    long accumulation would give ``n * 3u^2``)."""
+    pair additions; where ``x`` is held in memory, :func:`_in_memory`),
+    then summed :data:`SUM_BLOCK` at a time by variadic ``reduce``s (a
+    tree of depth ``log_B (n / 2**folds)``: error about ``(folds + depth *
+    B) * 3u^2`` of the sum of magnitudes, where one long accumulation would
+    give ``n * 3u^2``)."""
     shape = x.shape
     keep = [i for i in range(len(shape)) if i not in dims]
     perm = keep + list(dims)
@@ -314,7 +339,7 @@ def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS) -> P.Pai
         x = P.Pair(make("transpose", [x.hi], t, permutation=attr), make("transpose", [x.lo], t, permutation=attr))
     t = P.pair_type(rshape + [n])
     x = P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))
-    for _ in range(folds):
+    for _ in range(folds if _in_memory(x.hi) else 0):
         if n <= SUM_BLOCK:
             break
         if n % 2:
