@@ -90,24 +90,32 @@ def test_inf_nan_and_zero_signs_match_float64() -> None:
     assert got[5] == np.inf  # beyond a pair's range (f32's), as every pair op
 
 
-def test_a_sum_of_inputs_is_folded_one_of_computed_values_is_not() -> None:
-    """Inputs are folded in halves (elementwise pair additions, no reduce
-    over the whole row); values computed elementwise go to the blocked
-    reduces as they are -- within the bound either way."""
+def test_sums_of_inputs_and_of_values_read_once_are_folded_others_not() -> None:
+    """Inputs, and values computed from them by values each read once, are
+    folded in halves (elementwise pair additions, no reduce over the whole
+    row); a computed value read twice goes to the blocked reduces as it is
+    -- within the bound either way."""
     x = RNG.standard_normal((3, 256))
+
+    def twice(v):
+        w = v * v
+        return jnp.sum(w, axis=1) + w[:, 0]
+
     folded, ins, got = _convert(lambda v: jnp.sum(v, axis=1), x)
-    computed, ins2, got2 = _convert(lambda v: jnp.sum(v * v, axis=1), x)
+    once, _, got_once = _convert(lambda v: jnp.sum(v * v, axis=1), x)
+    blocked, _, got_twice = _convert(twice, x)
 
     def reduces(text: str) -> str:
         return " ".join(line for line in text.splitlines() if "stablehlo.reduce(" in line)
 
-    # folded: one reduce of the 256 / 2**4 terms left; computed: blocks of 16 x 16
-    assert "tensor<3x16x16xf32>" not in reduces(folded) and "tensor<3x16xf32>" in reduces(folded)
-    assert "tensor<3x16x16xf32>" in reduces(computed)
+    # folded: one reduce of the 256 / 2**4 terms left; not: blocks of 16 x 16
+    for text in (folded, once):
+        assert "tensor<3x16x16xf32>" not in reduces(text) and "tensor<3x16xf32>" in reduces(text)
+    assert "tensor<3x16x16xf32>" in reduces(blocked)
     for r in range(3):
-        exact = sum((Fraction(float(h)) + Fraction(float(l_)) for h, l_ in zip(ins[r, :, 0], ins[r, :, 1])),
-                    Fraction(0))
-        mag = sum((abs(Fraction(float(h)) + Fraction(float(l_))) for h, l_ in zip(ins[r, :, 0], ins[r, :, 1])),
-                  Fraction(0))
+        terms = [Fraction(float(h)) + Fraction(float(l_)) for h, l_ in zip(ins[r, :, 0], ins[r, :, 1])]
+        exact = sum(terms, Fraction(0))
+        mag = sum((abs(t) for t in terms), Fraction(0))
         assert abs(Fraction(float(got[r])) - exact) <= Fraction(_bound_factor(256)) * mag
-    np.testing.assert_allclose(got2, (x * x).sum(1), rtol=1e-13)
+    np.testing.assert_allclose(got_once, (x * x).sum(1), rtol=1e-13)
+    np.testing.assert_allclose(got_twice, (x * x).sum(1) + x[:, 0] ** 2, rtol=1e-13)

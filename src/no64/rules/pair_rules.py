@@ -42,9 +42,10 @@ SUM_BLOCK = 16
 #: additions (vectorized, where a reduce with a pair body runs one element
 #: at a time on the CPU backend; the compiler fuses the folds into one loop
 #: of ``2**SUM_FOLDS`` terms per element, so more would grow its compile
-#: time).  A sum of values computed elementwise is not folded: the compiler
-#: would fuse their computation into the folds, once per sum that reads
-#: them, where the reduces read them computed once.
+#: time).  A sum of values computed elementwise is folded only where each
+#: value computed on the way is read once (:func:`_read_once`): the
+#: compiler fuses their computation into the folds, once per reader, where
+#: the reduces read them computed once.
 SUM_FOLDS = 4
 
 #: Ops that move elements without computing (followed by :func:`_in_memory`).
@@ -320,10 +321,35 @@ def _pair_reduce(x: P.Pair, init: P.Pair, dims: Sequence[int], body: Callable[[P
     return P.Pair(new.results[0], new.results[1])
 
 
-def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS) -> P.Pair:
+def _read_once(v: ir.Value, budget: int = 64) -> bool:
+    """Whether ``v`` (of the 64-bit program) and every value computed
+    elementwise on the way to it from values held in memory (arguments,
+    results of other ops) is read by one op alone."""
+    seen = 0
+    todo = [v]
+    while todo:
+        w = todo.pop()
+        if block_argument(w) is not None:
+            continue
+        res = op_result(w)
+        if res is None:
+            continue
+        op = _as_op(res.owner)
+        if op.name not in _MOVES and not elementwise(op):
+            continue
+        uses = getattr(w, "uses", None)
+        seen += 1
+        if uses is None or seen > budget or sum(1 for _ in uses) != 1:
+            return False
+        todo.extend(op.operands)
+    return True
+
+
+def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS, read_once: bool = False) -> P.Pair:
     """The pair sum of ``x`` over ``dims``: the reduced elements laid out
     last, folded in halves ``folds`` (:data:`SUM_FOLDS`) times (elementwise
-    pair additions; where ``x`` is held in memory, :func:`_in_memory`),
+    pair additions; where ``x`` is held in memory, :func:`_in_memory`, or
+    computed from such values by values each read once, ``read_once``),
     then summed :data:`SUM_BLOCK` at a time by variadic ``reduce``s (a
     tree of depth ``log_B (n / 2**folds)``: error about ``(folds + depth *
     B) * 3u^2`` of the sum of magnitudes, where one long accumulation would
@@ -339,7 +365,7 @@ def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS) -> P.Pai
         x = P.Pair(make("transpose", [x.hi], t, permutation=attr), make("transpose", [x.lo], t, permutation=attr))
     t = P.pair_type(rshape + [n])
     x = P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))
-    for _ in range(folds if _in_memory(x.hi) else 0):
+    for _ in range(folds if read_once or _in_memory(x.hi) else 0):
         if n <= SUM_BLOCK:
             break
         if n % 2:
@@ -378,7 +404,7 @@ def reduce(op: ir.Operation, em: PairContext) -> list[Out]:
         combine = _body_combiner(op)
         x, init = em.pair(op.operands[0]), em.pair(op.operands[1])
         if combine is Computes.ADD:
-            s = blocked_sum(x, dims)
+            s = blocked_sum(x, dims, read_once=_read_once(op.operands[0]))
             return [P.add(s, _broadcast(init, s.shape))]
         if combine in (Computes.MAXIMUM, Computes.MINIMUM):
             kind = "max" if combine is Computes.MAXIMUM else "min"
