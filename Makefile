@@ -27,7 +27,7 @@ SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all demo test test-compat test-matrix lint docs bench bench-emulation clean distclean
+.PHONY: all demo test test-compat test-matrix lint docs bench bench-emulation bench-pairs clean distclean
 
 all: test
 
@@ -102,6 +102,13 @@ bench: $(STAMP)
 # 64-bit form on the CPU backend, e.g. BENCH_ARGS="--size 1048576 --repeats 5".
 bench-emulation: $(STAMP)
 	$(VPY) benchmarks/bench_emulation.py $(BENCH_ARGS)
+
+# float64 as pairs of f32 (float_policy="pairs") against native f32 and f64
+# on the CPU backend, side by side in one run: elementwise ops, a row sum, a
+# cumulative sum, matmuls by exact slices and a small program, e.g.
+# BENCH_ARGS="--repeats 11 --dots 256 512".
+bench-pairs: $(STAMP)
+	$(VPY) benchmarks/bench_pairs.py $(BENCH_ARGS)
 
 # Remove everything the targets produced except the virtual environment.
 clean:

@@ -152,3 +152,31 @@ def test_pairs_dot_benchmark_runs_briefly() -> None:
     spec.loader.exec_module(module)
     r = module.bench(48, repeats=1)
     assert r["split_err"] <= 1e-13 and r["elementwise_err"] <= 1e-13 and r["f32_err"] > 1e-9
+
+
+def test_pairs_benchmark_checks_and_times_every_case_briefly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``benchmarks/bench_pairs.py`` (``make bench-pairs``) on small shapes:
+    every case converts, runs on pairs within 1e-13 of float64 (the
+    benchmark refuses more), and is timed three ways with its ratios."""
+    path = BENCH_PATH.parent / "bench_pairs.py"
+    spec = importlib.util.spec_from_file_location("bench_pairs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    out_json = tmp_path / "pairs.json"
+    argv = ["--size", "4096", "--rows", "8", "--row-length", "64", "--dots", "48", "--repeats", "1",
+            "--json", str(out_json)]
+    assert module.main(argv) == 0
+    rows = json.loads(out_json.read_text())["results"]
+    assert [r["name"] for r in rows] == [c.name for c in module.cases([48])]
+    assert len(rows) == 7  # 3 elementwise, 2 sums, 1 matmul, 1 program
+    for r in rows:
+        assert r["max_rel_error"] <= 1e-13
+        assert r["f64_s"] > 0 and r["pairs_s"] > 0 and r["f32_s"] > 0
+    # the check is not vacuous: held to 0, the pairs results (48 bits) are refused
+    monkeypatch.setattr(module, "TOLERANCE", 0.0)
+    with pytest.raises(AssertionError, match="pairs differ from float64"):
+        module.run_case(module.cases([])[2], 64, 2, 8, repeats=1, timing=False)

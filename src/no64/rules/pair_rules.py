@@ -23,19 +23,51 @@ from typing import Union
 import numpy as np
 
 from ..ir import pairs as P
-from ..ir._compat import attribute_dict
+from ..ir._compat import attribute_dict, block_argument, op_result
 from ..ir._mlir import as_operation as _as_op, ir, stablehlo
 from ..ir.words import build, make
 from ..spec.protocols import PairContext, PairRule
-from ..spec.registry import Computes, spec_of
+from ..spec.registry import Computes, elementwise, spec_of
 from .pair_dot import split_dot
 
-__all__ = ["PairRule", "is_f64", "SUM_BLOCK"]
+__all__ = ["PairRule", "is_f64", "SUM_BLOCK", "SUM_FOLDS"]
 
 Out = Union[P.Pair, ir.Value, None]
 
 #: Sums are taken in blocks of this many terms (a tree of variadic reduces).
 SUM_BLOCK = 16
+
+#: Before the blocked reduces, a sum of values held in memory is folded
+#: this many times: its second half added to its first by elementwise pair
+#: additions (vectorized, where a reduce with a pair body runs one element
+#: at a time on the CPU backend; the compiler fuses the folds into one loop
+#: of ``2**SUM_FOLDS`` terms per element, so more would grow its compile
+#: time).  A sum of values computed elementwise is folded only where each
+#: value computed on the way is read once (:func:`_read_once`): the
+#: compiler fuses their computation into the folds, once per reader, where
+#: the reduces read them computed once.
+SUM_FOLDS = 4
+
+#: Ops that move elements without computing (followed by :func:`_in_memory`).
+_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.slice", "stablehlo.broadcast_in_dim",
+                    "stablehlo.bitcast_convert"})
+
+
+def _in_memory(v: ir.Value) -> bool:
+    """Whether ``v`` is (moved from) an argument or the result of an op that
+    does not apply to each element alone -- a value the compiler holds in
+    memory rather than computing where it is read."""
+    for _ in range(32):
+        if block_argument(v) is not None:
+            return True
+        res = op_result(v)
+        if res is None:
+            return True
+        op = _as_op(res.owner)
+        if op.name not in _MOVES:
+            return not elementwise(op)
+        v = op.operands[0]
+    return False
 
 
 def is_f64(t: ir.Type) -> bool:
@@ -289,11 +321,39 @@ def _pair_reduce(x: P.Pair, init: P.Pair, dims: Sequence[int], body: Callable[[P
     return P.Pair(new.results[0], new.results[1])
 
 
-def blocked_sum(x: P.Pair, dims: Sequence[int]) -> P.Pair:
+def _read_once(v: ir.Value, budget: int = 64) -> bool:
+    """Whether ``v`` (of the 64-bit program) and every value computed
+    elementwise on the way to it from values held in memory (arguments,
+    results of other ops) is read by one op alone."""
+    seen = 0
+    todo = [v]
+    while todo:
+        w = todo.pop()
+        if block_argument(w) is not None:
+            continue
+        res = op_result(w)
+        if res is None:
+            continue
+        op = _as_op(res.owner)
+        if op.name not in _MOVES and not elementwise(op):
+            continue
+        uses = getattr(w, "uses", None)
+        seen += 1
+        if uses is None or seen > budget or sum(1 for _ in uses) != 1:
+            return False
+        todo.extend(op.operands)
+    return True
+
+
+def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS, read_once: bool = False) -> P.Pair:
     """The pair sum of ``x`` over ``dims``: the reduced elements laid out
-    last, then summed :data:`SUM_BLOCK` at a time by variadic ``reduce``s
-    (a tree of depth ``log_B n``: error about ``depth * B * 3u^2`` of the
-    sum of magnitudes, where one long accumulation would give ``n * 3u^2``)."""
+    last, folded in halves ``folds`` (:data:`SUM_FOLDS`) times (elementwise
+    pair additions; where ``x`` is held in memory, :func:`_in_memory`, or
+    computed from such values by values each read once, ``read_once``),
+    then summed :data:`SUM_BLOCK` at a time by variadic ``reduce``s (a
+    tree of depth ``log_B (n / 2**folds)``: error about ``(folds + depth *
+    B) * 3u^2`` of the sum of magnitudes, where one long accumulation would
+    give ``n * 3u^2``)."""
     shape = x.shape
     keep = [i for i in range(len(shape)) if i not in dims]
     perm = keep + list(dims)
@@ -305,6 +365,14 @@ def blocked_sum(x: P.Pair, dims: Sequence[int]) -> P.Pair:
         x = P.Pair(make("transpose", [x.hi], t, permutation=attr), make("transpose", [x.lo], t, permutation=attr))
     t = P.pair_type(rshape + [n])
     x = P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))
+    for _ in range(folds if read_once or _in_memory(x.hi) else 0):
+        if n <= SUM_BLOCK:
+            break
+        if n % 2:
+            x = _pad_last(x, 1)
+            n += 1
+        n //= 2
+        x = P.add(_words(x, partial(_chunk, start=0, size=n)), _words(x, partial(_chunk, start=n, size=n)))
     zero = P.constant([], 0.0)
     while n > SUM_BLOCK:
         m = -(-n // SUM_BLOCK)
@@ -336,7 +404,7 @@ def reduce(op: ir.Operation, em: PairContext) -> list[Out]:
         combine = _body_combiner(op)
         x, init = em.pair(op.operands[0]), em.pair(op.operands[1])
         if combine is Computes.ADD:
-            s = blocked_sum(x, dims)
+            s = blocked_sum(x, dims, read_once=_read_once(op.operands[0]))
             return [P.add(s, _broadcast(init, s.shape))]
         if combine in (Computes.MAXIMUM, Computes.MINIMUM):
             kind = "max" if combine is Computes.MAXIMUM else "min"
@@ -497,10 +565,12 @@ def dot_general(op: ir.Operation, em: PairContext) -> list[Out]:
     k = int(np.prod([ls[i] for i in lc], dtype=np.int64))
     # each operand as batch x free x contracting
     a3 = _words(a, lambda w: make("reshape", [_transposed(w, lb + lf + lc)], P.pair_type([nbt, m, k])))
-    b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
     if k >= DOT_SPLIT_MIN:
-        acc = split_dot(a3, b3, blocked_sum)
+        # the rhs as batch x contracting x free (the layout its f32 dots take)
+        acc = split_dot(a3, _words(b, lambda w: make("reshape", [_transposed(w, rb + rc + rf)],
+                                                      P.pair_type([nbt, k, n]))))
     else:
+        b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
         acc = _elementwise_dot(a3, b3)
     return [_words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))]
 
@@ -524,7 +594,8 @@ def _elementwise_dot(a3: P.Pair, b3: P.Pair) -> P.Pair:
         bj = _words(b3, partial(_chunk, start=j * c, size=c))
         prod = P.multiply(_words(aj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=la)),
                           _words(bj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=ra)))
-        part = blocked_sum(prod, [3])
+        # (not folded: the products are computed where the reduce reads them)
+        part = blocked_sum(prod, [3], folds=0)
         acc = part if acc is None else P.add(acc, part)
     assert acc is not None
     return acc
