@@ -228,6 +228,30 @@ def insertion_after(op: Any) -> ir.InsertionPoint:
     return ir.InsertionPoint(block)
 
 
+def _sets_location() -> bool:
+    """Whether the binding can set an op's location (asked of one op)."""
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    with ctx, ir.Location.unknown():
+        op = ir.Operation.create("no64.probe")
+        try:
+            op.location = ir.Location.name("probe")
+        except AttributeError:
+            return False
+        return True
+
+
+_SETS_LOCATION = _sets_location()
+
+
+def inlined_at(op: Any, call_location: Any) -> None:
+    """Give ``op``, copied out of a callee, the location MLIR's inliner
+    gives it: its own at the call's (``callsite``).  A binding that cannot
+    set an op's location (jaxlib 0.7) leaves its own."""
+    if _SETS_LOCATION:
+        op.location = ir.Location.callsite(op.location, [call_location])
+
+
 def op_result(v: Any) -> ir.OpResult | None:
     """``v`` as an ``ir.OpResult``, or ``None`` when it is not one."""
     if isinstance(v, _OpResult):

@@ -14,14 +14,16 @@ divide by neither constant, where each inlined body divides by its own
 :func:`inline_calls` inlines, repeatedly, every call of a private,
 single-block function whose arguments or results hold an element type the
 caller names (those the pass will carry as parts), and erases the private
-functions left without a caller.  The body's ops keep their own locations,
-so every report still names the user's line.
+functions left without a caller.  The body's ops get MLIR's inliner's
+locations, their own at the call's, so every report still names the
+user's line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..ir._compat import inlined_at
 from ..ir._mlir import as_operation, ir
 from ..spec.registry import spec_of
 from ..spec.walk import all_ops, functions, is_public, symbol_name
@@ -80,6 +82,7 @@ def _inline(call: ir.Operation, fn: ir.Operation, wide: set[str]) -> list[ir.Ope
             break
         copy = body_op.clone(ip=ip)
         for op in (copy, *all_ops(copy)):
+            inlined_at(op, call.location)
             for i, x in enumerate(op.operands):
                 new = mapping.get(x)
                 if new is not None:
