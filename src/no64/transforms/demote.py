@@ -45,6 +45,7 @@ from ..options import Options
 from ..report import DemotionReport
 from ..targets import Target
 from . import rewrite
+from .forward import forward_words
 from .linalg import expand_lapack
 from .plan import Plan, Planner, Settings, collision_only
 from .scan import _module_op, gc_paused
@@ -220,6 +221,8 @@ class _Demotion:
         self.changing: Plan | None = None
         #: Ops the exact rewrite rules replaced.
         self.rewrites = 0
+        #: The functions whose signature carries packed words.
+        self.carrying: list[str] = []
         #: The LAPACK calls written out (float pairs).
         self.expanded: list[tuple[str, str, Any, str]] = []
 
@@ -320,6 +323,7 @@ class _Demotion:
         rep.emulated_outputs = list(em.outputs)
         rep.emulated_inputs = list(em.inputs)
         p.known_ranges = em.known_ranges
+        self.carrying = em.carrying
         return p.replan()
 
     def _judge_narrowed(self, p: Planner, em: Any) -> None:
@@ -367,6 +371,8 @@ class _Demotion:
         if self.options.check:
             rewrite.check(plan)
         p.report.converts_removed = rewrite.finish(plan)
+        if p.report.ops_emulated:
+            forward_words(self.root, self.carrying)
         rewrite.drop_assumptions(plan)
         return p.report
 

@@ -146,6 +146,8 @@ class Emulation(Carrier[W.Words]):
         #: the ops rewritten, to erase; the functions whose signature changes
         self._erase: list[ir.Operation] = []
         self._funcs: dict[str, ir.Operation] = {}
+        #: the functions whose signature carries packed words (after apply)
+        self.carrying: list[str] = []
 
     def is_wide(self, v: ir.Value) -> bool:
         return v in self.wide
@@ -265,6 +267,7 @@ class Emulation(Carrier[W.Words]):
         _sweep(self.root)
         for fn in funcs.values():
             refresh_signature(fn)
+        self.carrying = sorted(funcs)
         return sum(self.by_op.values()), dict(sorted(self.by_op.items()))
 
     def visit(self, op: ir.Operation) -> bool:
@@ -303,7 +306,10 @@ class Emulation(Carrier[W.Words]):
                     single = W.saturated_single(w)
                     op.operands[i] = W.make("convert", [single], self.type(x))
                 else:
-                    op.operands[i] = W.pack(w, carried=not returns)
+                    # a private function's result is unpacked by its
+                    # callers: handed over as a concatenate, as a loop's
+                    # (which :mod:`~no64.transforms.forward` forwards)
+                    op.operands[i] = W.pack(w, carried=not (returns and _is_public(_as_op(op.parent))))
         if checked:
             with ir.InsertionPoint(op), op.location:
                 self._flags.append((op, W.all_fit(checked)))
