@@ -139,11 +139,26 @@ def _inline(call: ir.Operation, fn: ir.Operation) -> None:
     ret = ops[-1]
     for arg, operand in zip(block.arguments, call.operands):
         arg.replace_all_uses_with(operand)
+    site = call.location
     for op in ops[:-1]:
         op.move_before(call)
+        _at_call_site(op, site)
     for result, value in zip(call.results, ret.operands):
         result.replace_all_uses_with(value)
     call.erase()
+
+
+def _at_call_site(op: ir.Operation, site: ir.Location) -> None:
+    """Give ``op`` and the ops in its regions their location as called from
+    ``site`` (as MLIR's inliner does): a report or a named scope of the
+    caller still finds them."""
+    stack = [op]
+    while stack:
+        cur = stack.pop()
+        cur.location = ir.Location.callsite(cur.location, [site])
+        for region in cur.regions:
+            for block in region.blocks:
+                stack.extend(_as_op(inner) for inner in block.operations)
 
 
 # ------------------------------------------------------------- forwarding
