@@ -71,9 +71,12 @@ from no64.transforms.emulate import join_words, split_words  # noqa: E402
 #: The elementwise programs' length; odd, so that IREE's own emulation
 #: (which refuses 64-bit vectors) compiles them.
 SIZE = 65537
-#: The length of the scan and the sort (IREE runs a one-dimensional sort
-#: and a cumulative ``reduce_window`` in one invocation: quadratic).
-SCAN = 4097
+#: The cumsum and the sort run along rows of this length (odd; longer than
+#: 256, so that no64 doubles the cumsum; at most 512: IREE 3.13's Vulkan
+#: sort, its own and no64's alike, misorders longer rows on lavapipe) ...
+SCAN = 257
+#: ... and this many rows.
+ROWS = 64
 
 
 # --------------------------------------------------------------------------
@@ -113,13 +116,13 @@ class Program:
     fn: Callable[..., jax.Array]
     #: The input dtypes (each a vector of the program's length).
     dtypes: tuple[Any, ...]
-    #: Whether its length is the scan length (else the elementwise one).
+    #: Whether it runs along rows (``ROWS x SCAN``; else a vector of ``SIZE``).
     scan: bool = False
 
 
 PROGRAMS = [
     Program("splitmix64", splitmix64, (np.uint64,)),
-    Program("cumsum", jnp.cumsum, (np.int64,), scan=True),
+    Program("cumsum", lambda x: jnp.cumsum(x, axis=-1), (np.int64,), scan=True),
     Program("compare+select", compare_select, (np.int64, np.int64)),
     Program("sort", jnp.sort, (np.int64,), scan=True),
     Program("divide", divide, (np.int64, np.int64)),
@@ -130,11 +133,12 @@ _EXTREMES = [0, 1, -1, 2, -2, 2**31 - 1, -(2**31), 2**31, 2**32 - 1, 2**32, -(2*
              2**63 - 2, -(2**63) + 1, 0x0123456789ABCDEF, 3_000_000_007]
 
 
-def make_inputs(program: Program, n: int, seed: int = 0) -> list[np.ndarray]:
-    """Adversarial inputs of length ``n``: the extremes of each type first,
+def make_inputs(program: Program, shape: tuple[int, ...], seed: int = 0) -> list[np.ndarray]:
+    """Adversarial inputs of ``shape``: the extremes of each type first,
     then values uniform over its whole range (each input shifted, so that
     extremes meet other extremes)."""
     rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
     out = []
     for k, dtype in enumerate(program.dtypes):
         info = np.iinfo(dtype)
@@ -147,7 +151,7 @@ def make_inputs(program: Program, n: int, seed: int = 0) -> list[np.ndarray]:
         extremes = extremes.astype(np.dtype(f"u{width // 8}")).view(np.dtype(dtype))
         extremes = np.roll(extremes, k)[:n]
         arr[:len(extremes)] = extremes
-        out.append(arr)
+        out.append(arr.reshape(shape))
     return out
 
 
@@ -160,10 +164,10 @@ def module_text(module: Any) -> str:
     return str(module.operation.get_asm(enable_debug_info=False))
 
 
-def lower(program: Program, n: int) -> tuple[str, str, no64.DemotionReport]:
+def lower(program: Program, shape: tuple[int, ...]) -> tuple[str, str, no64.DemotionReport]:
     """The 64-bit module and no64's words, as text (and the conversion's
     report)."""
-    args = [np.zeros(n, dtype=d) for d in program.dtypes]
+    args = [np.zeros(shape, dtype=d) for d in program.dtypes]
     module = lower_x64(program.fn, *args)
     original = module_text(module)
     report = no64.demote(module, policy="exact")
@@ -313,7 +317,7 @@ class Side:
 @dataclasses.dataclass
 class Row:
     program: str
-    length: int
+    shape: str
     iree: Side
     words: Side
 
@@ -324,9 +328,9 @@ class Row:
         return None
 
 
-def measure(program: Program, n: int, iree: Iree, repeats: int, min_time: float) -> Row:
-    original, converted, report = lower(program, n)
-    inputs = make_inputs(program, n)
+def measure(program: Program, shape: tuple[int, ...], iree: Iree, repeats: int, min_time: float) -> Row:
+    original, converted, report = lower(program, shape)
+    inputs = make_inputs(program, shape)
     with jax.default_device(jax.devices("cpu")[0]):
         expected = np.asarray(jax.jit(program.fn)(*inputs))
     stem = re.sub(r"\W+", "_", program.name)
@@ -354,7 +358,7 @@ def measure(program: Program, n: int, iree: Iree, repeats: int, min_time: float)
             samples[key].append(iree.time_ms(vmfb, feeds[key], f"{stem}.{key}", min_time))
     for key, times in samples.items():
         sides[key].ms = statistics.median(times)
-    return Row(program.name, n, sides["iree"], sides["words"])
+    return Row(program.name, "x".join(map(str, shape)), sides["iree"], sides["words"])
 
 
 def _cell(side: Side) -> list[str]:
@@ -366,12 +370,12 @@ def _cell(side: Side) -> list[str]:
 
 def print_table(rows: Sequence[Row], header: str) -> None:
     print(header)
-    print(f"{'program':<16}{'n':>7} | {'IREE i64: disp':>14}{'SPIR-V':>8}{'ms':>10} | "
+    print(f"{'program':<16}{'shape':>8} | {'IREE i64: disp':>14}{'SPIR-V':>8}{'ms':>10} | "
           f"{'words: disp':>11}{'SPIR-V':>8}{'ms':>10} | {'words/IREE':>10}")
     for r in rows:
         a, b = _cell(r.iree), _cell(r.words)
         ratio = f"x{r.ratio:.2f}" if r.ratio is not None else "-"
-        print(f"{r.program:<16}{r.length:>7} | {a[0]:>14}{a[1]:>8}{a[2]:>10}{a[3]} | "
+        print(f"{r.program:<16}{r.shape:>8} | {a[0]:>14}{a[1]:>8}{a[2]:>10}{a[3]} | "
               f"{b[0]:>11}{b[1]:>8}{b[2]:>10}{b[3]} | {ratio:>10}")
     for r in rows:
         if not r.iree.compiled:
@@ -383,7 +387,8 @@ def print_table(rows: Sequence[Row], header: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=SIZE, help="length of the elementwise programs")
-    parser.add_argument("--scan-size", type=int, default=SCAN, help="length of the cumsum and the sort")
+    parser.add_argument("--scan-size", type=int, default=SCAN, help="row length of the cumsum and the sort")
+    parser.add_argument("--rows", type=int, default=ROWS, help="rows of the cumsum and the sort")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds (median shown)")
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds of calls per timed sample")
     parser.add_argument("--programs", default="", help="comma-separated names (default: all)")
@@ -406,8 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="no64-iree-") as tmp:
         iree = Iree(folder, args.vulkan_target, Path(tmp))
         for program in chosen:
-            n = args.scan_size if program.scan else args.size
-            rows.append(measure(program, n, iree, args.repeats, args.min_time))
+            shape = (args.rows, args.scan_size) if program.scan else (args.size,)
+            rows.append(measure(program, shape, iree, args.repeats, args.min_time))
     if args.json:
         print(json.dumps([dataclasses.asdict(r) | {"ratio": r.ratio} for r in rows], indent=2))
     else:
