@@ -319,13 +319,14 @@ def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
     args_wide = [wide[i % n] for i in range(len(args))]
     prefix = _long_prefix(op, em) if op.name == "stablehlo.reduce_window" else None
     if prefix is not None:
-        return em.joined(_prefix_by_doubling(op, em, operands, rtypes, args_wide, *prefix), result_types, wide)
-    if op.name == "stablehlo.reduce_window" and _whole_axis_window(op, em):
-        em.refuse(op, f"a window over a whole axis longer than {_PREFIX_LIMIT} elements, computed on "
-                  "two words, which XLA's CPU compiler cannot compile; no64 computes it by doubling "
-                  "only when the body is one add, multiply, min, max, and, or or xor with its "
-                  "identity as the initial value")
-    new = em.rebuild(op, operands, rtypes, args_wide)
+        new = _prefix_by_doubling(op, em, operands, rtypes, args_wide, *prefix)
+    else:
+        if op.name == "stablehlo.reduce_window" and _whole_axis_window(op, em):
+            em.refuse(op, f"a window over a whole axis longer than {_PREFIX_LIMIT} elements, computed on "
+                      "two words, which XLA's CPU compiler cannot compile; no64 computes it by doubling "
+                      "only when the body is one add, multiply, min, max, and, or or xor with its "
+                      "identity as the initial value")
+        new = em.rebuild(op, operands, rtypes, args_wide)
     return em.joined(list(new.results), result_types, wide)
 
 
@@ -404,85 +405,36 @@ def _whole_axis_window(op: ir.Operation, em: "Emulation") -> bool:
 
 def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Value], rtypes: list[ir.Type],
                         args_wide: list[bool], axis: int, length: int,
-                        reverse: bool) -> list[ir.Value]:
-    """A cumulative reduction by doubling, ``ceil(log2(length))`` steps of
-    elementwise ops: at the step with distance ``d = 1, 2, 4, ...`` each
-    element is combined with the one ``d`` before it (a slice padded by
-    ``d`` with the initial value, the body's identity), so that after it
-    each element combines the ``2d`` elements up to it.  Not a
-    ``reduce_window`` of two elements ``d`` apart, which IREE's Vulkan code
-    generation refuses for two operands (the words).  The parts of the
-    rebuilt op's results, in order."""
-    n = len(op.results)
-    block = op.regions[0].blocks[0]
-    ret = _as_op(list(block.operations)[-1])
-    kinds = [spec_of(_as_op(ret.operands[i].owner).name).computes for i in range(n)]
-    wide = args_wide[:n]
+                        reverse: bool) -> ir.Operation:
+    """A cumulative reduction as ``ceil(log2(length))`` reduce_windows of two
+    elements each, the second ``d = 1, 2, 4, ...`` elements away (padded by
+    ``d`` with the initial value, the body's identity): after the step with
+    distance ``d`` each element combines the ``2d`` elements up to it."""
+    rank = len(_shape(op.results[0]))
     k = len(rtypes)
-    values, inits = list(operands[:k]), list(operands[k:])
+    values, inits = operands[:k], operands[k:]
+    i64 = ir.IntegerType.get_signless(64)
+    new = None
     d = 1
     while d < length:
-        shifted = [_shift_along(v, init, axis, d, reverse) for v, init in zip(values, inits)]
-        out: list[ir.Value] = []
-        j = 0
-        for i in range(n):
-            if wide[i]:
-                unsigned = _unsigned_type(em.type(op.operands[i]))
-                a = W.Words(values[j], values[j + 1], unsigned)
-                b = W.Words(shifted[j], shifted[j + 1], unsigned)
-                c = _combine_words(kinds[i], a, b)
-                out += [c.lo, c.hi]
-                j += 2
-            else:
-                kind = kinds[i]
-                assert kind is not None  # (_long_prefix admits only the kinds of _COMBINE_OPS)
-                out.append(W.make(_COMBINE_OPS[kind], [values[j], shifted[j]], values[j].type))
-                j += 1
-        values = out
+        window = [1] * rank
+        window[axis] = 2
+        dilation = [1] * rank
+        dilation[axis] = d
+        pad = np.zeros((rank, 2), dtype=np.int64)
+        pad[axis] = (0, d) if reverse else (d, 0)
+        attrs = {
+            "window_dimensions": ir.DenseI64ArrayAttr.get(window),
+            "window_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+            "base_dilations": ir.DenseI64ArrayAttr.get([1] * rank),
+            "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
+            "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
+        }
+        new = em.rebuild(op, values + inits, rtypes, args_wide, attributes=attrs)
+        values = list(new.results)
         d *= 2
-    return values
-
-
-#: The op that combines two 32-bit tensors, per body computation.
-_COMBINE_OPS = {
-    Computes.ADD: "add", Computes.OR: "or", Computes.XOR: "xor", Computes.MULTIPLY: "multiply",
-    Computes.AND: "and", Computes.MAXIMUM: "maximum", Computes.MINIMUM: "minimum",
-}
-
-
-def _combine_words(kind: Computes | None, a: W.Words, b: W.Words) -> W.Words:
-    if kind is Computes.ADD:
-        return W.add(a, b)
-    if kind is Computes.MULTIPLY:
-        return W.multiply(a, b)
-    if kind in (Computes.AND, Computes.OR, Computes.XOR):
-        return W.bitwise(_COMBINE_OPS[kind], a, b)
-    if kind in (Computes.MAXIMUM, Computes.MINIMUM):
-        return W.minmax("max" if kind is Computes.MAXIMUM else "min", a, b)
-    raise AssertionError(f"no combine for {kind}")  # _long_prefix admits only the kinds above
-
-
-def _shift_along(v: ir.Value, fill: ir.Value, axis: int, d: int, reverse: bool) -> ir.Value:
-    """``v`` moved ``d`` elements along ``axis`` (towards its end, or its
-    start if ``reverse``), the elements it leaves ``fill`` (a scalar)."""
-    shape = _shape(v)
-    rank = len(shape)
-    start, limit = [0] * rank, list(shape)
-    if reverse:
-        start[axis] = d
-    else:
-        limit[axis] = shape[axis] - d
-    kept = list(shape)
-    kept[axis] = shape[axis] - d
-    elem = ir.RankedTensorType(v.type).element_type
-    cut = W.make("slice", [v], ir.RankedTensorType.get(kept, elem),
-                 start_indices=ir.DenseI64ArrayAttr.get(start), limit_indices=ir.DenseI64ArrayAttr.get(limit),
-                 strides=ir.DenseI64ArrayAttr.get([1] * rank))
-    low, high = [0] * rank, [0] * rank
-    (high if reverse else low)[axis] = d
-    return W.make("pad", [cut, fill], v.type, edge_padding_low=ir.DenseI64ArrayAttr.get(low),
-                  edge_padding_high=ir.DenseI64ArrayAttr.get(high),
-                  interior_padding=ir.DenseI64ArrayAttr.get([0] * rank))
+    assert new is not None
+    return new
 
 
 def sort(op: ir.Operation, em: "Emulation") -> list[Out]:
