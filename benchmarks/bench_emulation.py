@@ -44,7 +44,7 @@ not counted) in the native module and in the emulated one.
 
 ``jnp.cumsum`` is taken over rows of ``--scan-length`` (default 4096)
 elements.  An emulated cumulative reduction longer than 256 elements is
-computed by doubling (``ceil(log2 n)`` elementwise steps), because XLA's
+computed by doubling (``ceil(log2 n)`` two-element windows), because XLA's
 CPU compiler in jaxlib 0.10 aborts the process (``std::bad_alloc``) on the
 two-operand ``reduce_window`` it would otherwise be.
 

@@ -9,7 +9,11 @@ writes the program on pairs of 32-bit words (inputs and results ``S x 2``).
 For each program of :data:`PROGRAMS` this benchmark
 
 * lowers the function with x64 on (the 64-bit module, as JAX exports it)
-  and converts a copy with ``no64.demote(policy="exact")`` (no64's words);
+  and converts a copy for the ``iree-vulkan`` target profile, as ``no64
+  convert --policy exact --target iree-vulkan`` does:
+  ``no64.demote(policy="exact", target="iree-vulkan")``, then
+  :func:`no64.transforms.legalize.legalize` for the forms the profile
+  refuses (no64's words);
 * compiles both with ``iree-compile --iree-hal-target-device=vulkan
   --iree-vulkan-target=<target>``: the 64-bit module is IREE's own
   emulation, the converted one no64's words;
@@ -66,8 +70,12 @@ import numpy as np  # noqa: E402
 
 import no64  # noqa: E402
 from no64.jax.reference import lower_x64  # noqa: E402
+from no64.targets import target as target_profile  # noqa: E402
 from no64.transforms.emulate import join_words, split_words  # noqa: E402
+from no64.transforms.legalize import legalize  # noqa: E402
 
+#: The target profile the words are converted for.
+TARGET = "iree-vulkan"
 #: The elementwise programs' length; odd, so that IREE's own emulation
 #: (which refuses 64-bit vectors) compiles them.
 SIZE = 65537
@@ -170,7 +178,10 @@ def lower(program: Program, shape: tuple[int, ...]) -> tuple[str, str, no64.Demo
     args = [np.zeros(shape, dtype=d) for d in program.dtypes]
     module = lower_x64(program.fn, *args)
     original = module_text(module)
-    report = no64.demote(module, policy="exact")
+    report = no64.demote(module, policy="exact", target=TARGET)
+    left = legalize(module, target_profile(TARGET)).left
+    if left:
+        raise AssertionError(f"{program.name}: forms {TARGET} refuses are left: {left}")
     if no64.find_64bit(module):
         raise AssertionError(f"{program.name}: the converted module holds 64-bit types")
     return original, module_text(module), report
