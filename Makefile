@@ -27,7 +27,7 @@ SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all demo test test-compat test-matrix lint docs bench bench-emulation bench-pairs clean distclean
+.PHONY: all demo test test-compat test-matrix lint docs bench bench-emulation bench-pairs bench-iree-vulkan clean distclean
 
 all: test
 
@@ -109,6 +109,11 @@ bench-emulation: $(STAMP)
 # BENCH_ARGS="--repeats 11 --dots 256 512".
 bench-pairs: $(STAMP)
 	$(VPY) benchmarks/bench_pairs.py $(BENCH_ARGS)
+
+# no64's words against IREE's own 64-bit emulation on a Vulkan target without
+# Int64 (needs the IREE tools and a Vulkan driver; says so and skips without).
+bench-iree-vulkan: $(STAMP)
+	$(VPY) benchmarks/bench_iree_vulkan.py $(BENCH_ARGS)
 
 # Remove everything the targets produced except the virtual environment.
 clean:

@@ -23,12 +23,13 @@ func.func public @main(%x: tensor<4xf64>) -> tensor<4xi64> {
 // CHECK-NEXT:    %[[S:.*]] = stablehlo.shift_right_arithmetic %arg0, %[[C31]] : tensor<4xi32>
 // CHECK-NEXT:    %[[HI:.*]] = stablehlo.bitcast_convert %[[S]] : (tensor<4xi32>) -> tensor<4xui32>
 // CHECK-NEXT:    %[[LO:.*]] = stablehlo.bitcast_convert %arg0 : (tensor<4xi32>) -> tensor<4xui32>
-// CHECK-NEXT:    %[[LO2:.*]] = stablehlo.broadcast_in_dim %[[LO]], dims = [0] : (tensor<4xui32>) -> tensor<4x2xui32>
-// CHECK-NEXT:    %[[HI2:.*]] = stablehlo.broadcast_in_dim %[[HI]], dims = [0] : (tensor<4xui32>) -> tensor<4x2xui32>
-// CHECK-NEXT:    %[[K:.*]] = stablehlo.iota dim = 1 : tensor<4x2xi32>
-// CHECK-NEXT:    %[[ZERO:.*]] = stablehlo.constant dense<0> : tensor<4x2xi32>
-// CHECK-NEXT:    %[[IS_LO:.*]] = stablehlo.compare EQ, %[[K]], %[[ZERO]], SIGNED : (tensor<4x2xi32>, tensor<4x2xi32>) -> tensor<4x2xi1>
-// CHECK-NEXT:    %[[W:.*]] = stablehlo.select %[[IS_LO]], %[[LO2]], %[[HI2]] : tensor<4x2xi1>, tensor<4x2xui32>
+// CHECK-NEXT:    %[[LO2:.*]] = stablehlo.broadcast_in_dim %[[LO]], dims = [1] : (tensor<4xui32>) -> tensor<2x4xui32>
+// CHECK-NEXT:    %[[HI2:.*]] = stablehlo.broadcast_in_dim %[[HI]], dims = [1] : (tensor<4xui32>) -> tensor<2x4xui32>
+// CHECK-NEXT:    %[[K:.*]] = stablehlo.iota dim = 0 : tensor<2x4xi32>
+// CHECK-NEXT:    %[[ZERO:.*]] = stablehlo.constant dense<0> : tensor<2x4xi32>
+// CHECK-NEXT:    %[[IS_LO:.*]] = stablehlo.compare EQ, %[[K]], %[[ZERO]], SIGNED : (tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<2x4xi1>
+// CHECK-NEXT:    %[[SEL:.*]] = stablehlo.select %[[IS_LO]], %[[LO2]], %[[HI2]] : tensor<2x4xi1>, tensor<2x4xui32>
+// CHECK-NEXT:    %[[W:.*]] = stablehlo.transpose %[[SEL]], dims = [1, 0] : (tensor<2x4xui32>) -> tensor<4x2xui32>
 // CHECK-NEXT:    %[[R:.*]] = stablehlo.bitcast_convert %[[W]] : (tensor<4x2xui32>) -> tensor<4x2xi32>
 // CHECK-NEXT:    return %[[R]] : tensor<4x2xi32>
 // CHECK-NOT:     i64>

@@ -51,7 +51,7 @@ func.func public @main(%x: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
 // CHECK-NEXT:    %[[HI:.*]] = stablehlo.select %[[FAR]], %[[HI_FAR]], %[[HI_NEAR]] : tensor<4xi1>, tensor<4xui32>
 // CHECK-NEXT:    stablehlo.bitcast_convert %[[LO]] : (tensor<4xui32>) -> tensor<4xi32>
 // CHECK:         stablehlo.bitcast_convert %[[HI]] : (tensor<4xui32>) -> tensor<4xi32>
-// CHECK:         stablehlo.select {{.*}} : tensor<4x2xi1>, tensor<4x2xi32>
+// CHECK:         stablehlo.select {{.*}} : tensor<2x4xi1>, tensor<2x4xi32>
 // CHECK-NOT:     i64>
 func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
   %c = stablehlo.constant dense<33> : tensor<4xi64>
@@ -79,7 +79,7 @@ func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
 // CHECK-NEXT:    %[[NMIN:.*]] = stablehlo.minimum %[[NL]], %[[C64]] : tensor<4xui32>
 // CHECK-NEXT:    %[[AMT:.*]] = stablehlo.select %[[BIG]], %[[C64]], %[[NMIN]] : tensor<4xi1>, tensor<4xui32>
 // CHECK:         stablehlo.shift_right_logical %{{.*}}, %[[AMT]] : tensor<4xui32>
-// CHECK:         stablehlo.select {{.*}} : tensor<4x2xi1>, tensor<4x2xi32>
+// CHECK:         stablehlo.select {{.*}} : tensor<2x4xi1>, tensor<2x4xi32>
 // CHECK-NOT:     i64>
 func.func public @main(%x: tensor<4xi64>, %n: tensor<4xi64>) -> tensor<4xi64> {
   %s = stablehlo.shift_right_logical %x, %n : tensor<4xi64>

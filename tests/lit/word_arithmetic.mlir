@@ -23,12 +23,13 @@
 // CHECK-NEXT:    %[[HI:.*]] = stablehlo.add %[[H]], %[[CARRY]] : tensor<4xui32>
 // CHECK-NEXT:    %[[LO32:.*]] = stablehlo.bitcast_convert %[[LO]] : (tensor<4xui32>) -> tensor<4xi32>
 // CHECK-NEXT:    %[[HI32:.*]] = stablehlo.bitcast_convert %[[HI]] : (tensor<4xui32>) -> tensor<4xi32>
-// CHECK-NEXT:    %[[LO2:.*]] = stablehlo.broadcast_in_dim %[[LO32]], dims = [0] : (tensor<4xi32>) -> tensor<4x2xi32>
-// CHECK-NEXT:    %[[HI2:.*]] = stablehlo.broadcast_in_dim %[[HI32]], dims = [0] : (tensor<4xi32>) -> tensor<4x2xi32>
-// CHECK-NEXT:    %[[K:.*]] = stablehlo.iota dim = 1 : tensor<4x2xi32>
-// CHECK-NEXT:    %[[ZERO:.*]] = stablehlo.constant dense<0> : tensor<4x2xi32>
-// CHECK-NEXT:    %[[IS_LO:.*]] = stablehlo.compare EQ, %[[K]], %[[ZERO]], SIGNED : (tensor<4x2xi32>, tensor<4x2xi32>) -> tensor<4x2xi1>
-// CHECK-NEXT:    %[[OUT:.*]] = stablehlo.select %[[IS_LO]], %[[LO2]], %[[HI2]] : tensor<4x2xi1>, tensor<4x2xi32>
+// CHECK-NEXT:    %[[LO2:.*]] = stablehlo.broadcast_in_dim %[[LO32]], dims = [1] : (tensor<4xi32>) -> tensor<2x4xi32>
+// CHECK-NEXT:    %[[HI2:.*]] = stablehlo.broadcast_in_dim %[[HI32]], dims = [1] : (tensor<4xi32>) -> tensor<2x4xi32>
+// CHECK-NEXT:    %[[K:.*]] = stablehlo.iota dim = 0 : tensor<2x4xi32>
+// CHECK-NEXT:    %[[ZERO:.*]] = stablehlo.constant dense<0> : tensor<2x4xi32>
+// CHECK-NEXT:    %[[IS_LO:.*]] = stablehlo.compare EQ, %[[K]], %[[ZERO]], SIGNED : (tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<2x4xi1>
+// CHECK-NEXT:    %[[SEL:.*]] = stablehlo.select %[[IS_LO]], %[[LO2]], %[[HI2]] : tensor<2x4xi1>, tensor<2x4xi32>
+// CHECK-NEXT:    %[[OUT:.*]] = stablehlo.transpose %[[SEL]], dims = [1, 0] : (tensor<2x4xi32>) -> tensor<4x2xi32>
 // CHECK-NEXT:    return %[[OUT]] : tensor<4x2xi32>
 // CHECK-NOT:     i64>
 func.func public @main(%x: tensor<4xi64>, %y: tensor<4xi64>) -> tensor<4xi64> {
@@ -69,7 +70,7 @@ func.func public @main(%x: tensor<4xi64>, %y: tensor<4xi64>) -> tensor<4xi64> {
 // CHECK-NEXT:    %[[HI:.*]] = stablehlo.add %{{.*}}, %[[CROSS]] : tensor<4xui32>
 // CHECK-NEXT:    stablehlo.bitcast_convert %[[LO]] : (tensor<4xui32>) -> tensor<4xi32>
 // CHECK:         stablehlo.bitcast_convert %[[HI]] : (tensor<4xui32>) -> tensor<4xi32>
-// CHECK:         stablehlo.select {{.*}} : tensor<4x2xi1>, tensor<4x2xi32>
+// CHECK:         stablehlo.select {{.*}} : tensor<2x4xi1>, tensor<2x4xi32>
 // CHECK-NOT:     i64>
 func.func public @main(%x: tensor<4xi64>, %y: tensor<4xi64>) -> tensor<4xi64> {
   %z = stablehlo.multiply %x, %y : tensor<4xi64>
@@ -116,7 +117,7 @@ func.func public @main(%x: tensor<4xi64>) -> tensor<4xi1> {
 // RUN: no64 convert %s -o %t.mlir --policy exact 2> %t.err; test $? = 2
 // RUN: test ! -e %t.mlir && test "$(wc -l < %t.err)" = 1
 // RUN: filecheck %s --check-prefix=ERR --input-file %t.err
-// ERR: no64: error: stablehlo.map at {{.*}}word_arithmetic.mlir:124:8: this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 cannot compute it exactly in 32-bit words (no emulation for this op)
+// ERR: no64: error: stablehlo.map at {{.*}}word_arithmetic.mlir:125:8: this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 cannot compute it exactly in 32-bit words (no emulation for this op)
 // ERR-NOT: Traceback
 func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
   %k = stablehlo.constant dense<5000000000> : tensor<4xi64>

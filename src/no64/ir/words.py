@@ -199,31 +199,41 @@ def _bit(p: ir.Value) -> ir.Value:
 def pack(w: Words, carried: bool = False) -> ir.Value:
     """The packed ``S x 2`` form of ``w``.
 
-    A result (of a function, or a ``bitcast_convert`` to words) is each
-    word broadcast along a new last dimension of 2, the low one chosen where
-    an iota along it is 0.  Not a ``concatenate`` of ``S x 1`` columns:
-    XLA's CPU compiler fuses the words' computation into a concatenate's
-    per-element branches, which do not vectorise; a remainder, whose two
-    words share one division, then ran 60 times as long as its native form.
+    A result (of the entry function, or a ``bitcast_convert`` to words) is
+    each word broadcast along a new leading dimension of 2, the low one
+    chosen where an iota along it is 0, then transposed to ``S x 2``.  Not
+    a ``concatenate`` of ``S x 1`` columns: XLA's CPU compiler fuses the
+    words' computation into a concatenate's per-element branches, which do
+    not vectorise (a remainder, whose two words share one division, then
+    ran 60 times as long as its native form), and IREE forms a kernel for
+    each word and for each piece the two share.  The select runs over
+    ``2 x S`` rather than ``S x 2``: IREE then fuses the select, the
+    transpose and both words' computation into one kernel whose threads
+    run along ``S`` (over ``S x 2`` they ran 5 to 10 times as long on a
+    Vulkan device).
 
-    A value ``carried`` by a loop (or handed to a branch or a call) is that
+    A value ``carried`` by a loop (or handed to a branch or a call) is a
     concatenate: unpacked again by the next iteration, it costs less than
-    the select, which computes both words at each of its elements."""
+    the select, which computes both words at each of its elements (a
+    call's is forwarded to the callee's slices, :mod:`no64.transforms.forward`)."""
     shape = w.shape
     elem = u32() if w.unsigned else i32()
     lo, hi = bitcast(w.lo, elem), bitcast(w.hi, elem)
     packed = packed_type(shape, w.unsigned)
+    rank = len(shape)
     if carried:
         col = _tensor(shape + [1], elem)
         return make(
             "concatenate", [make("reshape", [lo], col), make("reshape", [hi], col)], packed,
-            dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)),
+            dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank),
         )
-    dims = ir.DenseI64ArrayAttr.get(list(range(len(shape))))
-    lo, hi = (make("broadcast_in_dim", [x], packed, broadcast_dimensions=dims) for x in (lo, hi))
-    index = make("iota", [], _tensor(shape + [2], i32()),
-                 iota_dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape)))
-    return _sel(_cmp(index, splat(index, 0), "EQ", "SIGNED"), lo, hi)
+    lead = _tensor([2] + shape, elem)
+    dims = ir.DenseI64ArrayAttr.get(list(range(1, rank + 1)))
+    lo, hi = (make("broadcast_in_dim", [x], lead, broadcast_dimensions=dims) for x in (lo, hi))
+    index = make("iota", [], _tensor([2] + shape, i32()),
+                 iota_dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
+    chosen = _sel(_cmp(index, splat(index, 0), "EQ", "SIGNED"), lo, hi)
+    return make("transpose", [chosen], packed, permutation=ir.DenseI64ArrayAttr.get(list(range(1, rank + 1)) + [0]))
 
 
 def unpack(p: ir.Value) -> Words:

@@ -456,8 +456,16 @@ def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Val
 
 def sort(op: ir.Operation, em: "Emulation") -> list[Out]:
     """``sort``: each 64-bit operand as two (low, high) operands; the
-    comparator sees both words of each side."""
-    return em.rebuild_sort(op, [_is_wide_type(em, x) for x in op.operands])
+    comparator sees both words of each side.  The words are sorted
+    complemented (``not``, undone in the comparator and on the results):
+    IREE fuses a sorted operand that is a slice of its input (an unpacked
+    argument) into the sort's kernel, which its SPIR-V code generation then
+    refuses (shared memory exceeded) or crashes on."""
+    return em.rebuild_sort(op, [_is_wide_type(em, x) for x in op.operands], through=_complement)
+
+
+def _complement(v: ir.Value) -> ir.Value:
+    return W.make("not", [v], v.type)
 
 
 #: XORed into the high words of a rebuilt scatter (see :func:`scatter`).

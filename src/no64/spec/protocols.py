@@ -176,8 +176,10 @@ class CarrierContext(Protocol[R]):
         """``op`` rebuilt with every value of a carried type as its parts."""
         ...
 
-    def rebuild_sort(self, op: ir.Operation, carried: Sequence[bool]) -> list[Any]:
-        """``sort`` rebuilt with each carried operand as its parts."""
+    def rebuild_sort(self, op: ir.Operation, carried: Sequence[bool],
+                     through: Callable[[ir.Value], ir.Value] | None = None) -> list[Any]:
+        """``sort`` rebuilt with each carried operand as its parts (each
+        part sorted through the involution ``through``, if given)."""
         ...
 
     def refuse(self, op: ir.Operation, reason: str) -> NoReturn:

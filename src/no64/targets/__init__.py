@@ -47,7 +47,8 @@ class Refusal:
     Attributes:
       form: The op form.
       when: Which ops of that form (see :mod:`no64.targets.legality`):
-        ``"always"``, ``"variadic"`` (more than one input), ``"operands!=2"``,
+        ``"always"``, ``"variadic"`` (more than one input),
+        ``"variadic-dilated"`` (more than one input and a dilated window), ``"operands!=2"``,
         ``"comparator"`` (a comparison other than LT/LE/GT/GE),
         ``"not-32-bit"`` (elements other than 32 bits wide), ``"integer"``
         (integer elements), ``"algorithm"`` (an RNG algorithm other than the
@@ -197,6 +198,11 @@ register(Target(
     platforms=("mps",), sources=("tillahoffmann/jax-mps README.md: MLX only supports float32",)))
 register(Target(
     "iree-vulkan", "Vulkan GPUs through IREE (Mali Valhall, Adreno): no Int64 or Float64 capability",
+    refuses=(Refusal(OpForm.REDUCE_WINDOW, "variadic-dilated", "",
+                     "IREE's SPIR-V code generation fails on a reduce_window of several inputs with a "
+                     "dilated window ('write affecting operations on global resources are restricted to "
+                     "workgroup distributed contexts'; no64's doubled cumulative sums of words are such)",
+                     "iree-compile 3.13 --iree-hal-target-device=vulkan --iree-vulkan-target=valhall"),),
     sources=("IREE SPIR-V target capabilities (valhall, adreno): no Int64, Float64",)))
 register(Target("coreml", "Core ML through stablehlo-coreml: no 64-bit types",
                 sources=("stablehlo-coreml: every held-out program of the suite converted",)))

@@ -104,6 +104,11 @@ def refusal_reason(op: ir.Operation, r: Refusal) -> str | None:
     if when == "variadic":
         n = len(op.results)
         return f"{r.reason} ({n} inputs)" if n > 1 else None
+    if when == "variadic-dilated":
+        n = len(op.results)
+        dilated = "window_dilations" in op.attributes and any(
+            d != 1 for d in ir.DenseI64ArrayAttr(op.attributes["window_dilations"]))
+        return f"{r.reason} ({n} inputs, a dilated window)" if n > 1 and dilated else None
     if when == "operands!=2":
         n = len(op.operands)
         return f"{r.reason} (it has {n})" if n != 2 else None

@@ -266,15 +266,25 @@ class Carrier(Generic[R]):
                            self.split_types(rtypes, rc), [self.carries(a.type) for a in args])
         return self.joined(list(new.results), rtypes, rc)
 
-    def rebuild_sort(self, op: ir.Operation, carried: Sequence[bool]) -> list[Any]:
+    def rebuild_sort(self, op: ir.Operation, carried: Sequence[bool],
+                     through: Callable[[ir.Value], ir.Value] | None = None) -> list[Any]:
         """``sort`` with each carried operand as its parts; the comparator
         takes, for a carried operand, each part of both sides in turn
         (``lhs_0, rhs_0, lhs_1, rhs_1``), its body computed on the
-        representation.  Its results per slot."""
+        representation.  Its results per slot.
+
+        ``through``: an involution (``f(f(x)) == x``) each carried part
+        goes through on its way into the sort, undone in the comparator and
+        on the results, so that every sorted part is computed by an op
+        rather than read as it is (a compiler may then not fuse the slice
+        that unpacks it into the sort)."""
         operands = list(op.operands)
         rtypes = [r.type for r in op.results]
+        parts = self.split(operands, carried)
+        if through is not None:
+            parts = [through(v) if c else v for v, c in zip(parts, self._part_flags(rtypes, carried))]
         new = ir.Operation.create(op.name, results=self.split_types(rtypes, carried),
-                                  operands=self.split(operands, carried), attributes=attribute_dict(op),
+                                  operands=parts, attributes=attribute_dict(op),
                                   regions=1)
         old_block = op.regions[0].blocks[0]
         old = list(old_block.arguments)
@@ -292,8 +302,12 @@ class Carrier(Generic[R]):
             lhs, rhs = old[2 * i], old[2 * i + 1]
             if c:
                 n = len(self.part_types(lhs.type))
-                self.bind_rep(lhs, self.from_parts(a[k:k + 2 * n:2], lhs.type))
-                self.bind_rep(rhs, self.from_parts(a[k + 1:k + 2 * n:2], rhs.type))
+                args = a[k:k + 2 * n]
+                if through is not None:
+                    with ir.InsertionPoint(block):
+                        args = [through(x) for x in args]
+                self.bind_rep(lhs, self.from_parts(args[0::2], lhs.type))
+                self.bind_rep(rhs, self.from_parts(args[1::2], rhs.type))
                 k += 2 * n
             else:
                 self.bind(lhs, a[k])
@@ -301,7 +315,17 @@ class Carrier(Generic[R]):
                 k += 2
         with ir.InsertionPoint(block):
             self.copy_block(old_block)
-        return self.joined(list(new.results), rtypes, carried)
+        results = list(new.results)
+        if through is not None:
+            results = [through(v) if c else v for v, c in zip(results, self._part_flags(rtypes, carried))]
+        return self.joined(results, rtypes, carried)
+
+    def _part_flags(self, types: Sequence[ir.Type], carried: Sequence[bool]) -> list[bool]:
+        """Per value of :meth:`split_types`, whether it is a carried part."""
+        out: list[bool] = []
+        for t, c in zip(types, carried):
+            out += [True] * len(self.part_types(t)) if c else [False]
+        return out
 
 
 def refresh_signature(fn: ir.Operation) -> None:

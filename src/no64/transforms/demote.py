@@ -49,6 +49,7 @@ from ..spec.registry import spec_of
 from ..spec.walk import is_public
 from ..targets import Target
 from . import rewrite
+from .forward import forward_words
 from .inline import inline_calls
 from .linalg import expand_lapack
 from .plan import Plan, Planner, Settings, collision_only
@@ -379,6 +380,8 @@ class _Demotion:
         if self.options.check:
             rewrite.check(plan)
         p.report.converts_removed = rewrite.finish(plan)
+        if p.report.ops_emulated:
+            forward_words(self.root)
         rewrite.drop_assumptions(plan)
         return p.report
 

@@ -317,7 +317,10 @@ class Emulation(Carrier[W.Words]):
                     single = W.saturated_single(w)
                     op.operands[i] = W.make("convert", [single], self.type(x))
                 else:
-                    op.operands[i] = W.pack(w, carried=not returns)
+                    # a private function's result is unpacked by its
+                    # callers: handed over as a concatenate, as a loop's
+                    # (which :mod:`~no64.transforms.forward` forwards)
+                    op.operands[i] = W.pack(w, carried=not (returns and _is_public(_as_op(op.parent))))
         if checked:
             with ir.InsertionPoint(op), op.location:
                 self._flags.append((op, W.all_fit(checked)))

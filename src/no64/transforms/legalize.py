@@ -147,7 +147,7 @@ def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
 
 #: The refusals an op's ``unfold`` rule answers (``"always"``: an op the
 #: target never compiles, ``reduce_precision``, computed another way).
-_UNFOLDED = frozenset({"variadic", "operands!=2", "comparator", "always"})
+_UNFOLDED = frozenset({"variadic", "variadic-dilated", "operands!=2", "comparator", "always"})
 
 
 def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:
