@@ -98,10 +98,10 @@ from ..ir._mlir import ir, stablehlo
 from ..spec.intervals import Interval
 from ..spec.protocols import Legalization, RangeQuery
 from ..spec.registry import Computes, Reduction, spec_of
-from ..spec.walk import all_ops
+from ..spec.walk import all_ops, extremum
 
 __all__ = ["Limb", "Split", "LimbPlan", "split", "plan", "contraction", "dot_general", "sum_split", "combining",
-           "extremum", "OrderSplit", "order_split"]
+           "OrderSplit", "order_split"]
 
 #: The integers the limbs are taken from and the limb dots' results summed in.
 _BITS = 32
@@ -428,27 +428,6 @@ def _adds(op: ir.Operation) -> bool:
     add = owner.operation
     return (spec_of(add.name).computes is Computes.ADD and len(add.operands) == 2
             and {add.operands[0], add.operands[1]} == set(args))
-
-
-def extremum(op: ir.Operation) -> str | None:
-    """``"maximum"`` or ``"minimum"`` where ``op``'s body (one result) returns
-    that of its two arguments, else ``None``."""
-    if not len(op.regions) or not len(op.regions[0].blocks):
-        return None
-    block = op.regions[0].blocks[0]
-    args = list(block.arguments)
-    ret = list(block.operations)[-1]
-    if len(args) != 2 or len(ret.operands) != 1:
-        return None
-    owner = ret.operands[0].owner
-    if isinstance(owner, ir.Block):
-        return None
-    inner = owner.operation
-    computes = spec_of(inner.name).computes
-    if (computes not in (Computes.MAXIMUM, Computes.MINIMUM) or len(inner.operands) != 2
-            or {inner.operands[0], inner.operands[1]} != set(args)):
-        return None
-    return "maximum" if computes is Computes.MAXIMUM else "minimum"
 
 
 def _replicas(op: ir.Operation) -> int | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..ir._compat import as_attribute
 from ..ir._mlir import as_operation, defining_op, ir
-from .registry import spec_of
+from .registry import Computes, spec_of
 
 __all__ = [
     "module_op",
@@ -25,6 +25,7 @@ __all__ = [
     "entry_name",
     "callee_of",
     "enclosing_function",
+    "extremum",
 ]
 
 
@@ -139,3 +140,24 @@ def enclosing_function(op: ir.Operation) -> str | None:
         parent = cur.parent
         cur = parent.operation if parent is not None else None
     return None
+
+
+def extremum(op: ir.Operation) -> str | None:
+    """``"maximum"`` or ``"minimum"`` where ``op``'s body (one result) returns
+    that of its two arguments, else ``None``."""
+    if not len(op.regions) or not len(op.regions[0].blocks):
+        return None
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    ret = list(block.operations)[-1]
+    if len(args) != 2 or len(ret.operands) != 1:
+        return None
+    owner = ret.operands[0].owner
+    if isinstance(owner, ir.Block):
+        return None
+    inner = owner.operation
+    computes = spec_of(inner.name).computes
+    if (computes not in (Computes.MAXIMUM, Computes.MINIMUM) or len(inner.operands) != 2
+            or {inner.operands[0], inner.operands[1]} != set(args)):
+        return None
+    return "maximum" if computes is Computes.MAXIMUM else "minimum"

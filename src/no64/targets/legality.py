@@ -30,9 +30,8 @@ from ..ir._mlir import ir, stablehlo
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import wide_kind
 from ..kinds import OpForm
-from ..rules.limbs import extremum
 from ..spec.registry import Computes, Reduction, spec_of
-from ..spec.walk import all_ops
+from ..spec.walk import all_ops, extremum
 from . import Datapath, Refusal, Target
 
 __all__ = ["TargetFinding", "check_target", "inexact_reason", "refusal_reason"]
