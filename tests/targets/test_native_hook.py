@@ -265,6 +265,9 @@ def test_an_output_beyond_32_bits_is_judged_as_today(target: str, x64_requested:
         said = [w for w in caught if not issubclass(w.category, no64.TargetWarning)
                 and issubclass(w.category, no64.UnprovenIntegerWarning)]
         assert [(w.filename, w.lineno) for w in said] == [(__file__, line)], profile
+        how = (f"computes it as it is (native on target {target}) and returns it in the 32-bit array JAX "
+               "returns, clipped" if profile else "computes it as a 32-bit value there")
+        assert how in str(said[0].message), profile
     # clipped to the 32-bit range on both: the same result as on words
     np.testing.assert_array_equal(results[target], results[None])
     np.testing.assert_array_equal(results[target], np.clip((a.astype(np.int64) << 32) + b, I32.min, I32.max))
