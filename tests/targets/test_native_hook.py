@@ -23,6 +23,7 @@ from jax import lax
 import no64
 from no64.jax import intent
 from no64.jax.hook import active_config, clear_compile_records, compile_records
+from programs import PROGRAMS as SUITE, Program
 from support import backend_module_text, enable_x64, ir, make_context
 
 pytestmark = [
@@ -351,3 +352,37 @@ def test_demote_keeps_native_integers_behind_a_32_bit_signature() -> None:
     small = np.array([0, 1, 7, 2**31 - 2, 2**31 - 1], np.uint32)   # (0 << 32) + y fits
     *results, fits = run([np.zeros(5, np.int32), small])
     assert bool(fits) and np.array_equal(results[1].astype(np.int64), small.astype(np.int64))
+
+
+@pytest.mark.parametrize("program", SUITE, ids=[p.name for p in SUITE])
+def test_every_program_of_the_suite_under_the_hook_for_mtl(program: Program, x64_requested: None,
+                                                           request: pytest.FixtureRequest) -> None:
+    """Every program of the suite (training steps, control flow, sorting, sentinels,
+    sharded, shard_map, ...) runs under the hook for ``mtl`` with its 64-bit integers
+    kept, and returns what it returns on words (``generic``): integers bit for bit
+    (the x64 program's value where it fits in 32 bits), floats alike."""
+    if program.needs_devices > 1:
+        request.getfixturevalue("cpu_devices")
+    args = program.make_args(np.random.default_rng(0))
+    ref = [np.asarray(x) for x in jax.tree_util.tree_leaves(jax.jit(program.fn, **program.jit_kwargs())(*args))]
+    results = {}
+    for profile in ("mtl", None):
+        no64.install("cpu", target=profile)
+        jax.clear_caches()
+        clear_compile_records()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", no64.UnprovenIntegerWarning)
+            results[profile] = [np.asarray(x) for x in jax.tree_util.tree_leaves(
+                jax.jit(program.fn, **program.jit_kwargs())(*args))]
+        reports = [r.report for r in compile_records() if r.report is not None]
+        assert reports and all(r.ops_emulated == 0 for r in reports if profile)
+        assert all(r.kept_native == (["i64", "u64"] if profile else []) for r in reports)
+    for native, words, want in zip(results["mtl"], results[None], ref):
+        assert native.dtype == words.dtype
+        if np.issubdtype(want.dtype, np.integer):
+            np.testing.assert_array_equal(native, words)
+            info = np.iinfo(native.dtype)
+            fits = (want >= info.min) & (want <= info.max)
+            np.testing.assert_array_equal(native[fits].astype(want.dtype), want[fits])
+        else:
+            np.testing.assert_allclose(native, words, rtol=1e-5, atol=1e-6, equal_nan=True)
