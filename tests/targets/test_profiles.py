@@ -52,9 +52,9 @@ LEFT: Mapping[tuple[str, str], set[tuple[str, str, str]]] = {
     # Metal has no 64-bit atomics for their scatter-add
     ("indexing", "mtl"): {("refused", "stablehlo.scatter", "")},
     # int64 kept on Trn2: its integer dot is an error there, and the limb split takes
-    # 32-bit integers; so is its arithmetic shift right of 64-bit elements
+    # 32-bit integers (its arithmetic shift right of 64-bit elements is unfolded into
+    # a logical one)
     ("mixed_ops", "neuron-trn2"): {("refused", "stablehlo.dot_general", "EVRF035")},
-    ("integer_arithmetic", "neuron-trn2"): {("refused", "stablehlo.shift_right_arithmetic", "EVRF022")},
     # pmax over replicas on the f32 datapath: limbs split only sums
     ("shard_map", "neuron"): {("inexact", "stablehlo.all_reduce", "EVRF061/EVRF063")},
     ("shard_map", "neuron-trn2"): {("inexact", "stablehlo.all_reduce", "EVRF061/EVRF063")},
