@@ -247,9 +247,10 @@ class X64DisabledWarning(UserWarning):
 
 class UnprovenIntegerWarning(UserWarning):
     """The x64 program computes a 64-bit integer that is not proven to fit in
-    32 bits, and no64 computes it as a 32-bit value there, which may differ
-    from the x64 program's (given once per source line; ``-W error`` turns
-    it into a failure)."""
+    32 bits, and no64 computes it as a 32-bit value there (on a target with
+    native 64-bit integers: returns it clipped to the 32-bit array JAX
+    returns), which may differ from the x64 program's (given once per
+    source line; ``-W error`` turns it into a failure)."""
 
 
 class ConfigurationError(No64Error, ValueError):

@@ -233,6 +233,12 @@ class DemotionReport:
         (:mod:`no64.targets`), or ``None`` (a device with no 64-bit type).
       kept_native: The 64-bit element types kept as they are, the target
         having them natively (``"i64"``, ``"u64"``, ...).
+      widened_inputs, narrowed_outputs: Under ``outputs="narrow"`` or
+        ``"checked"`` with a target that keeps 64-bit integers, indices of
+        the entry function's kept integer arguments that take their 32-bit
+        type and are widened inside, and of its kept integer results that
+        are narrowed on the way out (judged like every narrowed result;
+        :mod:`no64.transforms.boundary`).
       retyped_by_type: Count of retyped values per original element type.
       verdicts: Count of narrowed values per :class:`~no64.kinds.Verdict`.
       events: Every sentinel, saturation, wrap, precision loss, overflow and
@@ -262,6 +268,8 @@ class DemotionReport:
     pair_outputs: list[int] = dataclasses.field(default_factory=list)
     target: str | None = None
     kept_native: list[str] = dataclasses.field(default_factory=list)
+    widened_inputs: list[int] = dataclasses.field(default_factory=list)
+    narrowed_outputs: list[int] = dataclasses.field(default_factory=list)
     retyped_by_type: dict[str, int] = dataclasses.field(default_factory=dict)
     verdicts: dict[Verdict, int] = dataclasses.field(default_factory=dict)
     events: list[Event] = dataclasses.field(default_factory=list)
@@ -279,6 +287,8 @@ class DemotionReport:
             or self.ops_rewritten
             or self.ops_emulated
             or self.ops_on_pairs
+            or self.widened_inputs
+            or self.narrowed_outputs
         )
 
     @property
@@ -338,6 +348,8 @@ class DemotionReport:
             "pair_outputs": list(self.pair_outputs),
             "target": self.target,
             "kept_native": list(self.kept_native),
+            "widened_inputs": list(self.widened_inputs),
+            "narrowed_outputs": list(self.narrowed_outputs),
             "retyped_by_type": dict(self.retyped_by_type),
             "verdicts": dict(self.verdicts),
             "counts": {k: self.count(k) for k in sorted({e.kind for e in self.events})},
@@ -376,7 +388,11 @@ class DemotionReport:
                    if self.pair_outputs else "")
             )
         if self.kept_native:
-            lines.append(f"kept {', '.join(self.kept_native)} as they are (native on target {self.target})")
+            lines.append(f"kept {', '.join(self.kept_native)} as they are (native on target {self.target})"
+                         + (f"; inputs {self.widened_inputs} enter as 32-bit values, widened"
+                            if self.widened_inputs else "")
+                         + (f"; outputs {self.narrowed_outputs} come back narrowed to 32 bits"
+                            if self.narrowed_outputs else ""))
         if self.retyped_by_type:
             parts = ", ".join(
                 f"{t}: {n}" for t, n in sorted(self.retyped_by_type.items(), key=lambda kv: -kv[1])

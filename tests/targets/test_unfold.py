@@ -205,3 +205,38 @@ def test_one_input_reductions_are_left_alone() -> None:
     m = lowered(lambda x: jnp.sum(x, axis=0), np.zeros((4, 5), np.float32))
     before = str(m)
     assert not legalize(m, NEURON).rewritten and str(m) == before
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int16, np.int8])
+def test_an_arithmetic_shift_not_of_32_bits_unfolds_bit_for_bit(dtype: type) -> None:
+    """Neuron refuses an arithmetic right shift of other than 32-bit values (EVRF022),
+    which a device keeping int64 meets in every ``x >> k``: as a logical shift of the
+    value flipped by its sign it gives the same bits for every value and every amount,
+    past the width and negative ones included."""
+    info = np.iinfo(dtype)
+    bits = info.bits
+    values = np.array([info.min, info.min + 1, -(2 ** (bits - 2)) - 3, -2, -1, 0, 1, 5, 2 ** (bits - 2) + 3,
+                       info.max - 1, info.max], dtype)
+    amounts = np.arange(-2, bits + 3).astype(dtype)
+    x, k = (a.ravel() for a in np.meshgrid(values, amounts))
+    m = lowered(lambda x, k: lax.shift_right_arithmetic(x, k), x, k, x64=dtype == np.int64)
+    neuron_trn2 = target("neuron-trn2")
+    for profile in (NEURON, neuron_trn2):
+        copy = ir.Module.parse(str(m), make_context())
+        assert [f.op for f in check_target(copy, profile, types=False)] == ["stablehlo.shift_right_arithmetic"]
+        done = legalize(copy, profile)
+        assert [r.op for r in done.rewritten] == ["stablehlo.shift_right_arithmetic"] and not done.left
+        assert check_target(copy, profile, types=False) == []
+        assert ops_named(copy, "stablehlo.shift_right_arithmetic") == 0
+        keep = frozenset({"i64"}) if dtype == np.int64 else frozenset()
+        same_bits(compile_module(copy, strict=False, keep=keep)([x, k]),
+                  compile_module(m, strict=False, keep=keep)([x, k]))
+    with enable_x64(True):                            # and what JAX computes
+        want = np.asarray(jax.jit(lax.shift_right_arithmetic)(x, k))
+    same_bits(compile_module(copy, strict=False)([x, k]), [want])
+
+
+def test_an_arithmetic_shift_of_32_bits_is_left_as_it_is() -> None:
+    x = np.array([-5, 7], np.int32)
+    m = lowered(lambda x: x >> 1, x)
+    assert not legalize(m, NEURON).rewritten and ops_named(m, "stablehlo.shift_right_arithmetic") == 1

@@ -36,6 +36,8 @@ __all__ = [
     "from_single",
     "low_single",
     "saturated_single",
+    "all_fit",
+    "all_true",
     "add",
     "subtract",
     "negate",
@@ -308,10 +310,15 @@ def _fits(w: Words) -> ir.Value:
 def all_fit(ws: Sequence[Words]) -> ir.Value:
     """Whether every element of every ``w`` in ``ws`` fits in 32 bits: a
     scalar ``i1`` (an ``and`` over each one's elements, then over them)."""
+    return all_true([_fits(w) for w in ws])
+
+
+def all_true(tests: Sequence[ir.Value]) -> ir.Value:
+    """Whether every element of every ``i1`` tensor in ``tests`` is true: a
+    scalar ``i1`` (an ``and`` over each one's elements, then over them)."""
     scalar = _tensor([], _i1())
     flag: ir.Value | None = None
-    for w in ws:
-        fits = _fits(w)
+    for fits in tests:
         shape = _shape(fits)
         if shape:
             init = make("constant", [], scalar, value=ir.DenseElementsAttr.get_splat(
@@ -323,7 +330,7 @@ def all_fit(ws: Sequence[Words]) -> ir.Value:
                 build("return", [make("and", [block.arguments[0], block.arguments[1]], scalar)], [])
             fits = red.results[0]
         flag = fits if flag is None else make("and", [flag, fits], scalar)
-    assert flag is not None, "no words to check"
+    assert flag is not None, "nothing to check"
     return flag
 
 

@@ -87,6 +87,7 @@ from ..options import Options, read as read_environment, variable
 from ..report import DemotionReport
 from ..spec.registry import spec_of
 from ..spec.walk import entry_function, symbol_name
+from ..targets import Target, target_for_platform
 from ..transforms.demote import demote
 from ..transforms.emulate import exact_input_ranges
 from ..transforms.scan import check, find_64bit, has_64bit
@@ -671,6 +672,14 @@ def _refuse_unless_all_fit(error: Callable[[], OutputRangeError]) -> Any:
 _warned_target: set[tuple[str, int, str]] = set()
 
 
+def device_profile(config: Config, platform: str) -> Target:
+    """The device profile modules for ``platform`` are converted for, made
+    exact on and checked against: ``config``'s target, else the platform's
+    (:func:`no64.targets.target_for_platform`; ``generic`` if none)."""
+    given = config.options.target
+    return given if given is not None else target_for_platform(platform)
+
+
 def check_device(module: ir.Module, config: Config, platform: str, owned: bool = False) -> ir.Module:
     """The module to compile for ``module``'s device, made exact there where
     no64 can, and checked against the device's profile
@@ -685,11 +694,10 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
     the program's own 32-bit integers too), is a :class:`no64.TargetWarning`
     at its line (once per line) under the default policy and a
     :class:`no64.TargetError` under ``strict`` and ``exact``."""
-    from ..targets import target, target_for_platform
     from ..targets.legality import check_target
     from ..transforms.legalize import legalize, may_legalize
 
-    profile = target(config.target) if config.target else target_for_platform(platform)
+    profile = device_profile(config, platform)
     if not profile.refuses and not profile.datapaths:
         return module
     said: Callable[[Any], str] = str
@@ -806,7 +814,8 @@ def _prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modu
         # does not verify it a second time (see _compile_or_get_cached).
         report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
                         verify=False, check=True, outputs=Outputs.NARROW,
-                        float_policy=config.float_policy, float_hints=config.options.float_hints)
+                        float_policy=config.float_policy, float_hints=config.options.float_hints,
+                        target=device_profile(config, platform))
     except No64Error as exc:
         host.name_callers_line(exc, module)
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
@@ -828,7 +837,10 @@ def prepare_with_meaning(module: ir.Module, meaning: "ir.Module | intent.NoMeani
     Under every policy the x64 module, converted by the pass, replaces JAX's
     (it has the same 32-bit signature), so what runs is what was judged:
     width-dependent integer ops (shifts by 32 or more, ``clz``/``popcnt``,
-    64-bit random bits, composite keys) give the x64 result.  The integers
+    64-bit random bits, composite keys) give the x64 result -- on 32-bit
+    words, or, for a device profile with native ``int64``/``uint64``
+    (``mtl``, ``neuron-trn2``), as the x64 program computes them, only its
+    32-bit arguments widened and its results narrowed.  The integers
     it cannot prove inside 32 bits are reported at their lines
     (:class:`no64.UnprovenIntegerWarning`) under the default policy and
     computed as 32-bit values there, refused under ``strict``, and computed
@@ -867,7 +879,10 @@ def judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfor
     what the backend compiles for it, judged under the configured policy.
 
     Its 64-bit inputs are the 32-bit values the host narrowed, and its
-    outputs come back narrowed to the 32-bit arrays JAX returns.  Under
+    outputs come back narrowed to the 32-bit arrays JAX returns.  The
+    64-bit types the device profile has (:func:`device_profile`) are kept
+    inside: on a device with native ``int64``/``uint64`` only the results
+    are narrowed, and judged as what follows says.  Under
     ``exact`` every integer not proven to fit is computed on 32-bit words
     and an output not proven to fit is refused
     (:class:`no64.OutputRangeError`).  Under the other policies the
@@ -897,11 +912,14 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
     copy = clone_module(meaning)
     try:
         # the unproven integers are the judgement's (refused under strict below)
+        # a target with native 64-bit integers computes them as the x64
+        # program does; only the results JAX returns in 32 bits are narrowed
         report = demote(copy, integer_policy=config.integer_policy,
                         policy=config.policy if exact else RangePolicy.PERMISSIVE,
                         input_ranges=exact_input_ranges(copy.operation, None),
                         verify=False, check=True, outputs=Outputs.CHECKED if exact else Outputs.NARROW,
-                        float_policy=config.float_policy, float_hints=config.options.float_hints)
+                        float_policy=config.float_policy, float_hints=config.options.float_hints,
+                        target=device_profile(config, platform))
     except No64Error as exc:
         if exact and isinstance(exc, NarrowingError):
             raise intent.output_error(name, exc) from None

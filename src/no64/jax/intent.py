@@ -1032,9 +1032,13 @@ def warn_unproven(report: DemotionReport, name: str) -> None:
         worst = Verdict.OVERFLOW if any(i.verdict is Verdict.OVERFLOW for i in items) else Verdict.UNPROVEN
         what = ("overflows 32 bits" if worst is Verdict.OVERFLOW
                 else "is not proven to fit in 32 bits")
+        # on a target with native 64-bit integers only the results JAX returns are narrowed
+        how = (f"no64 computes it as it is (native on target {report.target}) and returns it "
+               "in the 32-bit array JAX returns, clipped to the 32-bit range" if report.narrowed_outputs
+               else "no64 computes it as a 32-bit value there")
         message = (
             f"no64: the x64 program computes a 64-bit integer at {file}:{line} ({', '.join(prims)}, "
-            f"in {name}) that {what}; no64 computes it as a 32-bit value there, which may "
+            f"in {name}) that {what}; {how}, which may "
             "differ from the x64 program's. NO64_POLICY=exact (or no64.jit(..., "
             "policy=\"exact\")) computes it exactly; NO64_POLICY=strict refuses it"
         )

@@ -159,7 +159,8 @@ declare("stablehlo.shift_left", elementwise=True, transfer=T.shift_left, refuse=
 declare("stablehlo.shift_right_arithmetic", elementwise=True, transfer=T.shift_right_arithmetic,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended, bits.unsigned_arithmetic_shift),
         refuse=bits.shift_amount_below_32, emulate=E.shift_right_arithmetic,
-        computes=Computes.SHIFT_RIGHT_ARITHMETIC, pure=True, region_free=True, form=OpForm.SHIFT_RIGHT_ARITHMETIC)
+        computes=Computes.SHIFT_RIGHT_ARITHMETIC, pure=True, region_free=True, form=OpForm.SHIFT_RIGHT_ARITHMETIC,
+        unfold=unfold.shift_right_arithmetic)
 declare("stablehlo.shift_right_logical", elementwise=True, transfer=T.shift_right_logical,
         rewrites=(bits.shift_out_of_small_value, bits.high_word_of_sign_extended),
         refuse=bits.shift_amount_below_32, emulate=E.shift_right_logical,

@@ -48,6 +48,14 @@ anything, so ``EQ`` is false and ``NE`` true, and ``-0.0 == 0.0`` holds both
 ways); and compared ``TOTALORDER`` (a total order: ``a <= b and a >= b``
 exactly when ``a`` is ``b``).  The sort itself, its operands, dimension and
 stability are kept, so its results are what they were, bit for bit.
+
+Neuron also refuses an arithmetic right shift of other than 32-bit values
+(EVRF022), which a device keeping ``int64`` meets in every ``x >> k`` of the
+x64 program.  The ``unfold`` rule of ``shift_right_arithmetic``
+(:func:`shift_right_arithmetic`) writes it as a logical shift of the value
+flipped by its sign: ``x >> k`` is ``((x ^ s) >>> k) ^ s``, ``s`` being -1
+where ``x`` is negative and 0 elsewhere -- for every amount, as StableHLO
+defines both shifts (an amount of the width or more gives ``s``).
 """
 
 from __future__ import annotations
@@ -62,7 +70,7 @@ from ..ir._mlir import ir, stablehlo
 from ..spec.protocols import Legalization
 from ..spec.registry import Computes, elementwise, spec_of
 
-__all__ = ["MAX_POSITIONS", "reduce", "reduce_window", "sort"]
+__all__ = ["MAX_POSITIONS", "reduce", "reduce_window", "shift_right_arithmetic", "sort"]
 
 #: A window with more positions than this (a large pooling window) is left
 #: as it is: unfolded, it would be that many slices and bodies.
@@ -383,3 +391,24 @@ def sort(op: ir.Operation) -> Legalization | str:
     if unknown:
         return f"its comparator compares {', '.join(unknown)}"
     return _Ordered(compares)
+
+
+def shift_right_arithmetic(op: ir.Operation) -> Legalization | str:
+    """An arithmetic right shift of signed integers as a logical one of the
+    value flipped by its sign (see the module docstring): the same bits for
+    every value and amount."""
+    elem = _elem(op.results[0])
+    if not isinstance(elem, ir.IntegerType) or elem.is_unsigned:
+        return f"its elements ({elem}) are not signed integers"
+
+    def build() -> list[ir.Value]:
+        x, amount = op.operands
+        zero, ones = W.splat(x, 0), W.splat(x, -1)
+        negative = _make("compare", [x, zero], _tensor(_shape(x), ir.IntegerType.get_signless(1)),
+                         comparison_direction=stablehlo.ComparisonDirectionAttr.get("LT"),
+                         compare_type=stablehlo.ComparisonTypeAttr.get("SIGNED"))
+        sign = _make("select", [negative, ones, zero], x.type)
+        flipped = _make("xor", [x, sign], x.type)
+        return [_make("xor", [_make("shift_right_logical", [flipped, amount], x.type), sign], x.type)]
+
+    return _Unfolded(op, build, "a logical shift of the value flipped by its sign", 1)

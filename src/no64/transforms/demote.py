@@ -37,7 +37,7 @@ from typing import Any
 
 from ..analysis.float_hints import float_hints
 from ..analysis.pair_range import PairRange, pair_range
-from ..analysis.ranges import resolve_input_ranges
+from ..analysis.ranges import RangeAnalysis, resolve_input_ranges
 from ..errors import InputRangeError, InvalidModuleError
 from ..ir._compat import block_argument
 from ..ir._mlir import as_operation, defining_op, ir
@@ -49,6 +49,7 @@ from ..spec.registry import spec_of
 from ..spec.walk import is_public
 from ..targets import Target
 from . import rewrite
+from .boundary import NativeBoundary, native_boundary
 from .forward import forward_words
 from .inline import inline_calls
 from .linalg import expand_lapack
@@ -133,7 +134,13 @@ def demote(
         ``policy="exact"``, ``"words"`` also takes the 64-bit integer inputs
         not proven to fit as words (``report.emulated_inputs``), and
         ``"narrow"`` takes them as 32-bit values, each without a declared
-        range ``unproven`` (refused).
+        range ``unproven`` (refused).  With a ``target`` that keeps 64-bit
+        integers, ``"narrow"`` and ``"checked"`` give the entry the same
+        32-bit signature: its kept ``int64``/``uint64`` arguments take
+        32-bit types and are widened inside, its kept results are narrowed
+        on the way out and judged so (``report.widened_inputs``,
+        ``report.narrowed_outputs``; :mod:`no64.transforms.boundary`);
+        ``"words"`` leaves them 64-bit.
       float_policy: How float64 values are computed: ``"f32"`` (default)
         narrows them to f32 (``precision-reduced``); ``"pairs"`` carries
         every float64 value as a normalized pair of f32 (hi, lo) -- about
@@ -150,8 +157,9 @@ def demote(
         or its name, :mod:`no64.targets`): the 64-bit element types it has
         natively (``neuron-trn2`` and ``mtl``: 64-bit integers) are kept as
         they are -- computed by the device, so neither narrowed nor
-        emulated -- and only the others are removed; the strict check
-        (``check=True``) allows them.  ``None`` (default): a device with no
+        emulated -- and only the others are removed (at the entry's
+        boundary too, unless ``outputs`` fixes a 32-bit signature there);
+        the strict check (``check=True``) allows them.  ``None`` (default): a device with no
         64-bit type.  The ops the target computes on a narrower datapath or
         refuses are made exact by :func:`no64.transforms.legalize.legalize`
         after the pass (``no64 convert --target`` runs both).
@@ -248,10 +256,13 @@ class _Demotion:
 
     def _steps(self) -> DemotionReport:
         pairs = self.options.float_policy is FloatPolicy.PAIRS
+        boundary = self._native_boundary()
         settings = Settings.of(self.options, self.root)
         if pairs:
             self._expand_lapack()
         p = self._planner(settings)
+        if boundary is not None:
+            self._narrow_native_outputs(p, boundary)
         # on the 64-bit module, before anything is narrowed
         hints = float_hints(self.root) if not pairs and self.options.float_hints else []
         ranges = pair_range(self.root) if pairs else []
@@ -286,6 +297,32 @@ class _Demotion:
             p.report.target = self.options.target.name
             p.report.kept_native = sorted(settings.keep)
         return p
+
+    def _native_boundary(self) -> NativeBoundary | None:
+        """Under ``outputs="narrow"``/``"checked"`` (a caller that fixes a
+        32-bit signature), the entry's 64-bit integer arguments and results
+        the target keeps (:mod:`no64.transforms.boundary`): the arguments
+        take their 32-bit types and are widened inside, before the module is
+        planned; the results are narrowed once judged
+        (:meth:`_narrow_native_outputs`)."""
+        if self.options.outputs is Outputs.WORDS or not self.options.native:
+            return None
+        boundary = native_boundary(self.root, self.options.native)
+        if boundary is None:
+            return None
+        self._back_up()
+        boundary.widen_inputs()
+        return boundary
+
+    def _narrow_native_outputs(self, p: Planner, boundary: NativeBoundary) -> None:
+        """The kept 64-bit integer results, judged as every narrowed output
+        is (:meth:`_judge_outputs`), then narrowed (clipped to 32 bits;
+        those checked by value tell the flag the entry returns last)."""
+        analysis = RangeAnalysis(self.root, p.settings.input_ranges)
+        checked = self._judge_outputs(p, boundary.values(), analysis)
+        boundary.narrow_outputs(checked)
+        p.report.widened_inputs = list(boundary.inputs)
+        p.report.narrowed_outputs = list(boundary.outputs)
 
     def _rules(self, p: Planner) -> Planner:
         """The exact rewrite rules (they insert and erase ops, which the undo
@@ -336,23 +373,31 @@ class _Demotion:
         return p.replan()
 
     def _judge_narrowed(self, p: Planner, em: Any) -> None:
-        """The values the emulation leaves narrowed: judged as the policy
-        says, or (``outputs="checked"`` under ``exact``) checked by value."""
+        """The values the emulation leaves narrowed (:meth:`_judge_outputs`)."""
+        em.checked.update(self._judge_outputs(p, em.narrowed, em.analysis))
+
+    def _judge_outputs(self, p: Planner, values: list[ir.Value], analysis: RangeAnalysis) -> set[ir.Value]:
+        """Exact 64-bit results the entry returns narrowed to 32 bits: each
+        not proven to fit (nor a sentinel) judged as the policy says, or
+        (``outputs="checked"`` under ``exact``) checked by value -- the
+        values returned, to be checked."""
         refused = self.options.policy.refuses
         by_value = self.options.outputs is Outputs.CHECKED and self.options.policy is RangePolicy.EXACT
-        for value in em.narrowed:
-            verdict, r = em.analysis.verdict(value)
+        checked: set[ir.Value] = set()
+        for value in values:
+            verdict, r = analysis.verdict(value)
             if verdict in (Verdict.EXACT, Verdict.SENTINEL):
                 continue
             if by_value:
                 # computed exactly; returned in 32 bits where it fits,
                 # which the module's last result tells when it runs
-                em.checked.add(value)
+                checked.add(value)
                 p.report.checked_outputs.append(p.record(
                     value, Verdict.EMULATED, r.interval,
                     "returned in 32 bits, checked by value when it runs", keep=False))
             else:
                 p.record_range(value, verdict, r.interval, refused, collision=collision_only(r, value.type))
+        return checked
 
     def _judge(self, p: Planner, hints: list[Any]) -> None:
         p.judge()

@@ -22,8 +22,9 @@ exact in f32 (:mod:`no64.rules.limbs`).  Which ops it touches is what
   f32 ops of its kind on integers converted to f32, each within f32's exact
   range (:data:`~no64.targets.F32_EXACT`), and no integer op of its kind is
   left;
-* an op the target refuses for its several inputs (a variadic ``reduce``)
-  or for the comparisons in its comparator (a ``sort`` testing equality),
+* an op the target refuses for its several inputs (a variadic ``reduce``),
+  for the comparisons in its comparator (a ``sort`` testing equality) or
+  for the width of its elements (an arithmetic right shift of ``int64``),
   or refuses outright (``reduce_precision``), is rewritten by its
   ``unfold`` rule (:mod:`no64.rules.unfold`, :mod:`no64.rules.rounding`)
   into a form the target compiles, with the same results;
@@ -147,7 +148,7 @@ def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
 
 #: The refusals an op's ``unfold`` rule answers (``"always"``: an op the
 #: target never compiles, ``reduce_precision``, computed another way).
-_UNFOLDED = frozenset({"variadic", "variadic-dilated", "operands!=2", "comparator", "always"})
+_UNFOLDED = frozenset({"variadic", "variadic-dilated", "operands!=2", "comparator", "always", "not-32-bit"})
 
 
 def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:
