@@ -263,6 +263,29 @@ def test_measured_calls_return_what_jit_returns() -> None:
     assert summary.lines == []
 
 
+def test_an_error_where_x64_gives_zero_is_reported_as_absolute() -> None:
+    """A jitted remainder that is 0 in the x64 program and 0.125 in float32:
+    the line's error is that difference, said to be absolute, in the text
+    and in the JSON (not a relative error over float64's smallest number)."""
+    measurer = Measurer(calls=1, pairs=False)
+    y = np.array([2.0**20 * (1 + 2.0**-23), 2.0])
+    with measuring(measurer):
+        @jax.jit
+        def remainder(x: Any, y: Any) -> Any:
+            return jnp.fmod(x, y)
+
+        remainder(3 * y, y)
+    summary = measurer.summary()
+    (line,) = summary.lines
+    assert line.absolute and line.error == 0.125 and line.reference == 0.0
+    assert "absolute error 0.12 where x64 is 0 (float32 0.125 at [0])" in line.message()
+    (function,) = summary.functions
+    assert function.output_absolute and function.output_error == 0.125
+    data = summary.to_dict()
+    assert data["lines"][0]["absolute"] is True and data["functions"][0]["output_absolute"] is True
+    jsonschema.validate(data, AUDIT_JSON_SCHEMA["properties"]["numerics"])
+
+
 # --------------------------------------------------------------------------- the pytest plugin
 
 _PLUGIN_TESTS = """

@@ -226,3 +226,54 @@ def test_pairs_listed_measures_the_fix_only_where_a_line_is_listed():
     assert loud.lines and loud.pairs_error is not None and loud.pairs_error < 1e-6
     with pytest.raises(ValueError, match="pairs must be True, False or 'listed'"):
         no64.numerics(nested, np.array([0.25]), pairs="always")
+
+
+def remainder(x, y):
+    return jnp.fmod(x, y)  # ZERO IN X64: x is 3 y exactly
+
+
+def test_where_x64_gives_zero_the_error_is_absolute_and_said_so():
+    """No relative error exists where the x64 result is 0 throughout: the
+    difference itself is measured, against the same tolerance, and the
+    report says it is absolute (not a relative error of 1e300)."""
+    def measured(scale):
+        y = np.array([scale * (1 + 2.0**-23), 2.0])  # float32 holds y; 3 y needs one bit more
+        x = 3 * y  # exact in float64: the remainder is 0 there
+        got32 = np.fmod(x.astype(np.float32), y.astype(np.float32)).astype(np.float64)
+        return float(np.max(np.abs(got32))), no64.numerics(remainder, x, y, pairs=False)
+
+    # 2**-23 off: below the tolerance, not listed
+    small, report = measured(1.0)
+    assert 0.0 < small < 1e-3
+    assert report.lines == [] and report.output_absolute and report.output_error == pytest.approx(small)
+    assert f"within {small:.2g} of x64 (absolute error: x64 gives 0 there; tolerance 0.001)" in str(report)
+    # 2**20 times as large, 0.125 off: listed, as an absolute error
+    large, report = measured(2.0**20)
+    assert large == 0.125
+    (line,) = report.lines
+    assert (line.location.line, line.kind) == (_line(remainder, "ZERO IN X64"), "introduces")
+    assert line.absolute and line.reference == 0.0 and line.error == pytest.approx(large)
+    assert "absolute error 0.12 where x64 is 0" in str(line)
+    assert report.output_absolute and report.output_error == pytest.approx(large)
+    # a relative error is not called absolute
+    assert not no64.numerics(cancellation, np.array([0.123, 0.456]), pairs=False).lines[0].absolute
+
+
+def test_a_compiled_program_that_differs_from_a_zero_reference_is_measured_absolutely():
+    """``(x + 1e8) - 1e8`` on float32 data: the x64 program computes it in
+    float32 too, and gives 0; the pairs program, compiled, gives what XLA
+    makes of it.  Its error is that difference, not a difference over
+    float64's smallest number."""
+    x = np.array([0.123, 0.456, 1.5, -3.25], np.float32)
+    report = no64.numerics(cancellation_f32, x)
+    assert report.output_error == 0.0 and report.lines == []
+    compiled = float(np.max(np.abs(np.asarray(jax.jit(cancellation_f32)(x), np.float64))))
+    assert report.pairs_error == pytest.approx(compiled)
+    assert report.pairs_absolute == (compiled > 0.0)
+    assert report.pairs_error <= float(np.max(np.abs(x)))
+    if compiled:
+        assert "(absolute error: x64 gives 0 there)" in str(report)
+
+
+def cancellation_f32(x):
+    return (x + 1e8) - 1e8

@@ -12,8 +12,10 @@ compared as one step each (their outputs).
 
 For every equation whose float output differs from the reference by more
 than ``tol`` (normwise: the largest difference over the largest magnitude
-of that output; float64's extremes standing for float32's, as no64 maps
-them, count as equal), or which makes ``inf``
+of that output; where the reference is 0 throughout, which leaves no
+relative error to take, the largest difference itself, an *absolute*
+error, said as such; float64's extremes standing for float32's, as no64
+maps them, count as equal), or which makes ``inf``
 or ``nan`` where the reference is finite, or whose integer or boolean
 output differs (a comparison that flips, a trip count), the report names
 the user's source line and says whether the line *introduces* the error
@@ -63,7 +65,8 @@ class NumericsLine:
     #: ``"introduces"``, ``"amplifies"`` or ``"inf/nan"`` (gross: not finite
     #: where the reference is), ``"differs"`` (an integer or boolean result).
     kind: str
-    #: The worst relative error of a float output (``inf`` for inf/nan).
+    #: The worst relative error of a float output (``inf`` for inf/nan);
+    #: absolute where the reference is 0 throughout (see ``absolute``).
     error: float
     #: The inputs' worst relative error, for ``"amplifies"``.
     input_error: float
@@ -71,6 +74,8 @@ class NumericsLine:
     index: tuple[int, ...]
     reference: float
     got: float
+    #: ``error`` is an absolute error: the x64 output is 0 throughout.
+    absolute: bool = False
 
     def __str__(self) -> str:
         where = self.location.source if self.location is not None and self.location.source else "(no line)"
@@ -79,6 +84,8 @@ class NumericsLine:
             what = f"differs from the x64 program at {list(self.index)}: {self.got:g}, x64 {self.reference:g}"
         elif self.kind == "inf/nan":
             what = (f"float32 gives {self.got!r} at {list(self.index)} where x64 gives {self.reference:.17g}")
+        elif self.absolute:
+            what = f"absolute error {self.error:.2g} where x64 is 0 (float32 {self.got:.9g} at {list(self.index)})"
         else:
             what = (f"relative error {self.error:.2g} (x64 {self.reference:.17g}, float32 {self.got:.9g} at "
                     f"{list(self.index)})")
@@ -109,10 +116,15 @@ class NumericsReport:
     #: Lines whose float error exceeds ``tol`` but does not reach the
     #: outputs (not listed: the outputs are within ``tol``).
     washed_out: int = 0
+    #: ``output_error`` (``pairs_error``) is absolute: the worst output is
+    #: 0 throughout in the x64 program.
+    output_absolute: bool = False
+    pairs_absolute: bool = False
 
     def __str__(self) -> str:
+        absolute = "absolute error: x64 gives 0 there; " if self.output_absolute else ""
         head = (f"no64 numerics of {self.name}: {self.equations} equations compared, float32 outputs within "
-                f"{self.output_error:.2g} of x64 (tolerance {self.tol:g}); "
+                f"{self.output_error:.2g} of x64 ({absolute}tolerance {self.tol:g}); "
                 f"{len(self.lines)} line(s) beyond it")
         out = [head] + [f"  {line}" for line in self.lines]
         if self.washed_out:
@@ -123,15 +135,23 @@ class NumericsReport:
         if self.pairs_refusal is not None:
             out.append(f"  float_policy='pairs' cannot run it: {self.pairs_refusal}")
         elif self.pairs_error is not None:
-            out.append(f"  under float_policy='pairs' the outputs are within {self.pairs_error:.2g} of x64")
+            out.append(f"  under float_policy='pairs' the outputs are within {self.pairs_error:.2g} of x64"
+                       + (ABSOLUTE if self.pairs_absolute else ""))
         return "\n".join(out)
 
 
 # ---------------------------------------------------------------- errors
+#: How a report says that an error is absolute (after ``within E of x64``).
+ABSOLUTE = " (absolute error: x64 gives 0 there)"
+#: The kinds of a float error: relative (normwise), or absolute where the reference is 0 throughout.
+_FLOAT = ("float", "absolute")
+
+
 def _error(ref: np.ndarray, got: np.ndarray) -> tuple[str, float, tuple[int, ...], float, float]:
     """How far ``got`` (float32's) is from ``ref`` (x64's): ``(kind, error,
-    index, reference, got)``, kind ``"ok"``, ``"float"``, ``"inf/nan"`` or
-    ``"differs"``."""
+    index, reference, got)``, kind ``"ok"``, ``"float"`` (relative),
+    ``"absolute"`` (a float error where ``ref`` is 0 throughout: no relative
+    error exists), ``"inf/nan"`` or ``"differs"``."""
     ref = np.asarray(ref)
     got = np.asarray(got)
     if ref.shape != got.shape or ref.size == 0:
@@ -157,9 +177,21 @@ def _error(ref: np.ndarray, got: np.ndarray) -> tuple[str, float, tuple[int, ...
         return "ok", 0.0, (), 0.0, 0.0
     # normwise: the largest difference over the largest magnitude of the result
     diff = np.where(both, np.abs(g - r), 0.0)
-    scale = max(float(np.max(np.abs(r[both]))), np.finfo(np.float64).tiny)
+    scale = float(np.max(np.abs(r[both])))
     i = _index(diff == diff.max())
+    if scale == 0.0:  # x64 gives 0 throughout: the difference itself
+        return "absolute", float(diff[i]), i, float(np.real(r[i])), float(np.real(g[i]))
     return "float", float(diff[i]) / scale, i, float(np.real(r[i])), float(np.real(g[i]))
+
+
+def _worst(ref: Sequence[Any], got: Sequence[Any]) -> tuple[float, bool]:
+    """The outputs' worst error, and whether it is absolute."""
+    worst, absolute = 0.0, False
+    for r, g in zip(ref, got):
+        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
+        if kind != "ok" and e > worst:
+            worst, absolute = e, kind == "absolute"
+    return worst, absolute
 
 
 def _index(mask: np.ndarray) -> tuple[int, ...]:
@@ -255,18 +287,19 @@ class _Walk:
                loc: SourceLocation | None) -> list[tuple[str, float, tuple[int, ...], float, float]]:
         """Record the equation's line where its outputs are off; their errors."""
         errors = [_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)]
-        if len(out64) == 1 and errors[0][0] == "float" and _noise(e64, in64, np.asarray(out64[0])):
+        if len(out64) == 1 and errors[0][0] in _FLOAT and _noise(e64, in64, np.asarray(out64[0])):
             return errors  # not listed; what reads it carries its error (and is not listed for it)
         worst: tuple[str, float, tuple[int, ...], float, float] | None = None
         for kind, e, i, rv, gv in errors:
-            if kind == "ok" or (kind == "float" and e <= self.tol):
+            if kind == "ok" or (kind in _FLOAT and e <= self.tol):
                 continue
             if worst is None or e > worst[1]:
                 worst = (kind, e, i, rv, gv)
         if worst is None:
             return errors
         kind, e, i, rv, gv = worst
-        if kind == "float":
+        absolute = kind == "absolute"
+        if kind in _FLOAT:
             if in_err <= self.tol:
                 kind = "introduces"
             elif e > _AMPLIFIES * in_err:
@@ -279,13 +312,13 @@ class _Walk:
         found = self.lines.get(key)
         name = e64.primitive.name
         if found is None:
-            self.lines[key] = NumericsLine(loc, [name], kind, e, in_err, i, rv, gv)
+            self.lines[key] = NumericsLine(loc, [name], kind, e, in_err, i, rv, gv, absolute)
         else:
             if name not in found.primitives:
                 found.primitives.append(name)
             if e > found.error:
                 found.kind, found.error, found.input_error = kind, e, in_err
-                found.index, found.reference, found.got = i, rv, gv
+                found.index, found.reference, found.got, found.absolute = i, rv, gv, absolute
         return errors
 
 
@@ -410,10 +443,7 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3,
         walk = _Walk(tol)
         with enable_x64(True):
             out64, out32 = walk.run(j64, j32, a64, a32)
-    output_error = 0.0
-    for r, g in zip(out64, out32):
-        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
-        output_error = max(output_error, e if kind != "ok" else 0.0)
+    output_error, output_absolute = _worst(out64, out32)
     lines = list(walk.lines.values())
     washed = 0
     if output_error <= tol:
@@ -423,7 +453,8 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3,
         kept = [x for x in lines if x.kind in ("inf/nan", "differs")]
         washed, lines = len(lines) - len(kept), kept
     report = NumericsReport(getattr(fn, "__name__", "<function>"), tol, lines, output_error,
-                            equations=walk.equations, unpaired=walk.unpaired, washed_out=washed)
+                            equations=walk.equations, unpaired=walk.unpaired, washed_out=washed,
+                            output_absolute=output_absolute)
     if pairs not in (True, False, "listed"):
         raise ValueError(f"no64.numerics: pairs must be True, False or 'listed', not {pairs!r}")
     if pairs is True or (pairs == "listed" and lines):
@@ -443,8 +474,4 @@ def _measure_pairs(report: NumericsReport, fn: Callable[..., Any], args: tuple[A
     except No64Error as exc:
         report.pairs_refusal = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return
-    worst = 0.0
-    for r, g in zip(out64, got):
-        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
-        worst = max(worst, e if kind != "ok" else 0.0)
-    report.pairs_error = worst
+    report.pairs_error, report.pairs_absolute = _worst(out64, got)
