@@ -19,6 +19,8 @@ import pytest
 from jax import lax
 
 import no64
+from no64.jax import numerics as numerics_module
+from support import enable_x64
 
 pytestmark = pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning")
 
@@ -277,3 +279,72 @@ def test_a_compiled_program_that_differs_from_a_zero_reference_is_measured_absol
 
 def cancellation_f32(x):
     return (x + 1e8) - 1e8
+
+
+def unpaired(x):
+    y = x * 2.0
+    if x.dtype == jnp.float64:  # the x64 trace has an equation the 32-bit one has not
+        y = jnp.sin(y)
+    return jnp.sum(y * y) + _inner(y)[0]
+
+
+class _Recorded(numerics_module._Walk):
+    """The walk evaluating one op at a time, keeping every value it computes."""
+
+    def __init__(self, tol: float) -> None:
+        super().__init__(tol)
+        self.got: tuple[list[Any], list[Any]] = ([], [])
+
+    def _apply(self, side, eqn, operands):
+        out = super()._apply(side, eqn, operands)
+        self.got[side].extend(out)
+        return out
+
+    def _whole(self, side, jaxpr, consts, args):
+        out = super()._whole(side, jaxpr, consts, args)
+        self.got[side].extend(out)
+        return out
+
+
+@pytest.mark.parametrize("program", ["cancellation", "benign", "nested", "stalls", "deviations", "unpaired"])
+def test_the_compiled_programs_compute_what_each_op_computes_alone(program: str) -> None:
+    """Each program is compiled once, each equation a computation of its own:
+    every value equals, bit for bit, the op's evaluated alone (what JAX's
+    dispatch compiles for it).  XLA simplifies ``(x + 1e8) - 1e8`` to ``x``
+    within one computation, and fuses a square into the sum that reads it
+    (rounding otherwise), optimization barriers notwithstanding."""
+    rng = np.random.default_rng(3)
+    fn, args = {
+        "cancellation": (cancellation, (np.array([0.123, 0.456, 1.5, -3.25]),)),
+        "benign": (benign, (rng.standard_normal((16, 32)), rng.standard_normal((32, 32)) / 5)),
+        "nested": (nested, (np.array([0.25, 0.5]),)),
+        "stalls": (stalls, (np.float64(2.0),)),
+        "deviations": (deviations, (rng.standard_normal(1000) + 3.0,)),
+        # the traces differ: compared as wholes
+        "unpaired": (unpaired, (rng.standard_normal(64),)),
+    }[program]
+    with enable_x64(True):
+        j64 = jax.make_jaxpr(fn)(*args)
+    args32 = tuple(a.astype(np.float32) for a in args)
+    with enable_x64(False):
+        j32 = jax.make_jaxpr(fn)(*args32)
+    with enable_x64(True):
+        alone = _Recorded(1e-3)
+        alone.run(j64, j32, list(args), list(args32))
+        compiled = numerics_module._replayed(1e-3, j64, j32, list(args), list(args32))
+    for side in (0, 1):
+        assert len(compiled[side]) == len(alone.got[side]) > 0
+        for want, got in zip(alone.got[side], compiled[side]):
+            want, got = np.asarray(want), np.asarray(got)
+            assert (want.dtype, want.shape) == (got.dtype, got.shape)
+            assert want.tobytes() == got.tobytes()
+
+
+def test_a_function_measured_again_runs_the_programs_compiled_for_it() -> None:
+    x = np.array([0.123, 0.456, 1.5, -3.25])
+    first = no64.numerics(cancellation, x, pairs=False)
+    kept = dict(numerics_module._PROGRAMS)
+    again = no64.numerics(cancellation, x * 2, pairs=False)
+    assert {k: id(v) for k, v in numerics_module._PROGRAMS.items() if k in kept} == \
+        {k: id(v) for k, v in kept.items()}
+    assert len(kept) >= 2 and first.lines and again.lines

@@ -941,6 +941,19 @@ def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
     return list(fn(jaxpr, consts, *args))
 
 
+def bind_equation(eqn: Any, operands: Sequence[Any]) -> list[Any]:
+    """Apply one jaxpr equation to ``operands`` as ``jax.core.eval_jaxpr``
+    does (a call's body handed over as its primitive takes it:
+    ``Primitive.get_bind_params``: the parameters on 0.10-0.12,
+    ``(subfuns, params)`` on 0.7); its outputs."""
+    prim = eqn.primitive
+    get_bind_params = getattr(prim, "get_bind_params", None)
+    found = get_bind_params(eqn.params) if get_bind_params is not None else eqn.params
+    subfuns, params = found if isinstance(found, tuple) else ((), found)
+    out = prim.bind(*subfuns, *operands, **params)
+    return list(out) if prim.multiple_results else [out]
+
+
 # The public jit, for measuring calls
 # ---------------------------------------------------------------------------
 
