@@ -302,6 +302,23 @@ def _extend_trace_context(jax_config: Any, state: Any) -> None:
     jax_config._no64_trace_context_states.append(state)
 
 
+#: JAX modules that add configuration states to the trace context when
+#: first imported: ``jax.extend`` imports ``jax._src.pallas``, which adds
+#: ``pallas_grid_context`` and ``pallas_dynamic_shapes_export`` on 0.12
+#: (none on 0.7-0.10).
+_TRACE_CONTEXT_MODULES = ("jax.extend",)
+
+
+def settle_trace_context() -> None:
+    """Import the JAX modules that add states to the trace context when first
+    imported (:data:`_TRACE_CONTEXT_MODULES`), which no64 uses later (a pairs
+    compile, ``jax.extend.backend``): a state added after a function was
+    compiled changes the key of every JAX cache, so that each jitted
+    function is traced and compiled again at its next call."""
+    for name in _TRACE_CONTEXT_MODULES:
+        _optional_module(name)
+
+
 def _trace_context_code() -> Any:  # runs in jax._src.config's globals
     return (_no64_trace_context_original()  # type: ignore[name-defined]  # noqa: F821
             + tuple(s.value for s in _no64_trace_context_states))  # type: ignore[name-defined]  # noqa: F821

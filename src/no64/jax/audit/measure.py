@@ -390,10 +390,18 @@ _install_lock = threading.Lock()
 def install() -> None:
     """Put the measuring wrapper in place of ``jax.jit`` (once; a no-op
     while no :class:`Measurer` is active).  Functions jitted before it
-    (at an import before the run began) are not measured."""
-    global _restore
-    from .._compat import wrap_jit_api
+    (at an import before the run began) are not measured.
 
+    The JAX caches' keys are settled first (no64's configuration state and
+    the states JAX adds to the trace context when no64 imports more of it:
+    :func:`no64.jax._compat.settle_trace_context`), so that a measurement
+    does not make the program's jitted functions compile again."""
+    global _restore
+    from .._compat import settle_trace_context, wrap_jit_api
+    from ..state import STATE
+
+    STATE.jax_state()
+    settle_trace_context()
     with _install_lock:
         if _restore is None:
             _restore = wrap_jit_api(_Jitted, skip=_made_by_no64)
