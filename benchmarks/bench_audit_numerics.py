@@ -6,8 +6,8 @@ The program is ``tests/audit_scripts/train_gpt2.py``: the training step of
 ``--size default`` the benchmark's sizes with 2 layers.  In one run:
 
 * ``no64.numerics`` of one step, in process, without the pairs run: wall
-  time of the first measurement (every equation's op compiled for the CPU
-  in float64 and float32) and of a second one (compiled already), and the
+  time of the first measurement (the float64 and float32 programs
+  compiled for the CPU) and of a second one (compiled already), and the
   lines listed and washed out;
 * the script three ways, each in a fresh process on the CPU: as it is
   (``python SCRIPT``), under ``no64 audit``, and, with ``--audit-numerics``,

@@ -19,6 +19,8 @@ import pytest
 from jax import lax
 
 import no64
+from no64.jax import numerics as numerics_module
+from support import enable_x64
 
 pytestmark = pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning")
 
@@ -226,3 +228,123 @@ def test_pairs_listed_measures_the_fix_only_where_a_line_is_listed():
     assert loud.lines and loud.pairs_error is not None and loud.pairs_error < 1e-6
     with pytest.raises(ValueError, match="pairs must be True, False or 'listed'"):
         no64.numerics(nested, np.array([0.25]), pairs="always")
+
+
+def remainder(x, y):
+    return jnp.fmod(x, y)  # ZERO IN X64: x is 3 y exactly
+
+
+def test_where_x64_gives_zero_the_error_is_absolute_and_said_so():
+    """No relative error exists where the x64 result is 0 throughout: the
+    difference itself is measured, against the same tolerance, and the
+    report says it is absolute (not a relative error of 1e300)."""
+    def measured(scale):
+        y = np.array([scale * (1 + 2.0**-23), 2.0])  # float32 holds y; 3 y needs one bit more
+        x = 3 * y  # exact in float64: the remainder is 0 there
+        got32 = np.fmod(x.astype(np.float32), y.astype(np.float32)).astype(np.float64)
+        return float(np.max(np.abs(got32))), no64.numerics(remainder, x, y, pairs=False)
+
+    # 2**-23 off: below the tolerance, not listed
+    small, report = measured(1.0)
+    assert 0.0 < small < 1e-3
+    assert report.lines == [] and report.output_absolute and report.output_error == pytest.approx(small)
+    assert f"within {small:.2g} of x64 (absolute error: x64 gives 0 there; tolerance 0.001)" in str(report)
+    # 2**20 times as large, 0.125 off: listed, as an absolute error
+    large, report = measured(2.0**20)
+    assert large == 0.125
+    (line,) = report.lines
+    assert (line.location.line, line.kind) == (_line(remainder, "ZERO IN X64"), "introduces")
+    assert line.absolute and line.reference == 0.0 and line.error == pytest.approx(large)
+    assert "absolute error 0.12 where x64 is 0" in str(line)
+    assert report.output_absolute and report.output_error == pytest.approx(large)
+    # a relative error is not called absolute
+    assert not no64.numerics(cancellation, np.array([0.123, 0.456]), pairs=False).lines[0].absolute
+
+
+def test_a_compiled_program_that_differs_from_a_zero_reference_is_measured_absolutely():
+    """``(x + 1e8) - 1e8`` on float32 data: the x64 program computes it in
+    float32 too, and gives 0; the pairs program, compiled, gives what XLA
+    makes of it.  Its error is that difference, not a difference over
+    float64's smallest number."""
+    x = np.array([0.123, 0.456, 1.5, -3.25], np.float32)
+    report = no64.numerics(cancellation_f32, x)
+    assert report.output_error == 0.0 and report.lines == []
+    compiled = float(np.max(np.abs(np.asarray(jax.jit(cancellation_f32)(x), np.float64))))
+    assert report.pairs_error == pytest.approx(compiled)
+    assert report.pairs_absolute == (compiled > 0.0)
+    assert report.pairs_error <= float(np.max(np.abs(x)))
+    if compiled:
+        assert "(absolute error: x64 gives 0 there)" in str(report)
+
+
+def cancellation_f32(x):
+    return (x + 1e8) - 1e8
+
+
+def unpaired(x):
+    y = x * 2.0
+    if x.dtype == jnp.float64:  # the x64 trace has an equation the 32-bit one has not
+        y = jnp.sin(y)
+    return jnp.sum(y * y) + _inner(y)[0]
+
+
+class _Recorded(numerics_module._Walk):
+    """The walk evaluating one op at a time, keeping every value it computes."""
+
+    def __init__(self, tol: float) -> None:
+        super().__init__(tol)
+        self.got: tuple[list[Any], list[Any]] = ([], [])
+
+    def _apply(self, side, eqn, operands):
+        out = super()._apply(side, eqn, operands)
+        self.got[side].extend(out)
+        return out
+
+    def _whole(self, side, jaxpr, consts, args):
+        out = super()._whole(side, jaxpr, consts, args)
+        self.got[side].extend(out)
+        return out
+
+
+@pytest.mark.parametrize("program", ["cancellation", "benign", "nested", "stalls", "deviations", "unpaired"])
+def test_the_compiled_programs_compute_what_each_op_computes_alone(program: str) -> None:
+    """Each program is compiled once, each equation a computation of its own:
+    every value equals, bit for bit, the op's evaluated alone (what JAX's
+    dispatch compiles for it).  XLA simplifies ``(x + 1e8) - 1e8`` to ``x``
+    within one computation, and fuses a square into the sum that reads it
+    (rounding otherwise), optimization barriers notwithstanding."""
+    rng = np.random.default_rng(3)
+    fn, args = {
+        "cancellation": (cancellation, (np.array([0.123, 0.456, 1.5, -3.25]),)),
+        "benign": (benign, (rng.standard_normal((16, 32)), rng.standard_normal((32, 32)) / 5)),
+        "nested": (nested, (np.array([0.25, 0.5]),)),
+        "stalls": (stalls, (np.float64(2.0),)),
+        "deviations": (deviations, (rng.standard_normal(1000) + 3.0,)),
+        # the traces differ: compared as wholes
+        "unpaired": (unpaired, (rng.standard_normal(64),)),
+    }[program]
+    with enable_x64(True):
+        j64 = jax.make_jaxpr(fn)(*args)
+    args32 = tuple(a.astype(np.float32) for a in args)
+    with enable_x64(False):
+        j32 = jax.make_jaxpr(fn)(*args32)
+    with enable_x64(True):
+        alone = _Recorded(1e-3)
+        alone.run(j64, j32, list(args), list(args32))
+        compiled = numerics_module._replayed(1e-3, j64, j32, list(args), list(args32))
+    for side in (0, 1):
+        assert len(compiled[side]) == len(alone.got[side]) > 0
+        for want, got in zip(alone.got[side], compiled[side]):
+            want, got = np.asarray(want), np.asarray(got)
+            assert (want.dtype, want.shape) == (got.dtype, got.shape)
+            assert want.tobytes() == got.tobytes()
+
+
+def test_a_function_measured_again_runs_the_programs_compiled_for_it() -> None:
+    x = np.array([0.123, 0.456, 1.5, -3.25])
+    first = no64.numerics(cancellation, x, pairs=False)
+    kept = dict(numerics_module._PROGRAMS)
+    again = no64.numerics(cancellation, x * 2, pairs=False)
+    assert {k: id(v) for k, v in numerics_module._PROGRAMS.items() if k in kept} == \
+        {k: id(v) for k, v in kept.items()}
+    assert len(kept) >= 2 and first.lines and again.lines

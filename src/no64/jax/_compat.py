@@ -302,6 +302,23 @@ def _extend_trace_context(jax_config: Any, state: Any) -> None:
     jax_config._no64_trace_context_states.append(state)
 
 
+#: JAX modules that add configuration states to the trace context when
+#: first imported: ``jax.extend`` imports ``jax._src.pallas``, which adds
+#: ``pallas_grid_context`` and ``pallas_dynamic_shapes_export`` on 0.12
+#: (none on 0.7-0.10).
+_TRACE_CONTEXT_MODULES = ("jax.extend",)
+
+
+def settle_trace_context() -> None:
+    """Import the JAX modules that add states to the trace context when first
+    imported (:data:`_TRACE_CONTEXT_MODULES`), which no64 uses later (a pairs
+    compile, ``jax.extend.backend``): a state added after a function was
+    compiled changes the key of every JAX cache, so that each jitted
+    function is traced and compiled again at its next call."""
+    for name in _TRACE_CONTEXT_MODULES:
+        _optional_module(name)
+
+
 def _trace_context_code() -> Any:  # runs in jax._src.config's globals
     return (_no64_trace_context_original()  # type: ignore[name-defined]  # noqa: F821
             + tuple(s.value for s in _no64_trace_context_states))  # type: ignore[name-defined]  # noqa: F821
@@ -939,6 +956,19 @@ def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
     if fn is None:
         raise _missing("jax.core.eval_jaxpr")
     return list(fn(jaxpr, consts, *args))
+
+
+def bind_equation(eqn: Any, operands: Sequence[Any]) -> list[Any]:
+    """Apply one jaxpr equation to ``operands`` as ``jax.core.eval_jaxpr``
+    does (a call's body handed over as its primitive takes it:
+    ``Primitive.get_bind_params``: the parameters on 0.10-0.12,
+    ``(subfuns, params)`` on 0.7); its outputs."""
+    prim = eqn.primitive
+    get_bind_params = getattr(prim, "get_bind_params", None)
+    found = get_bind_params(eqn.params) if get_bind_params is not None else eqn.params
+    subfuns, params = found if isinstance(found, tuple) else ((), found)
+    out = prim.bind(*subfuns, *operands, **params)
+    return list(out) if prim.multiple_results else [out]
 
 
 # The public jit, for measuring calls

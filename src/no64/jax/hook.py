@@ -558,7 +558,9 @@ def _ensure_hooks() -> None:
         if STATE.original_compile is not None:
             return
         STATE.jax_state()
-        from ._compat import locate_by_trace_frames
+        from ._compat import locate_by_trace_frames, settle_trace_context
+
+        settle_trace_context()
         host.install_hooks()
         intent.install()
         locate_by_trace_frames()

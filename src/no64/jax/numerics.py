@@ -8,12 +8,19 @@ default float policy runs: float64 computed as float32), on the same
 arguments, the float64 ones rounded to float32 for the second.  Both traces
 come from the same code, so their equations pair up one to one; nested
 ``jit``s and custom derivatives are followed inside, loops and branches are
-compared as one step each (their outputs).
+compared as one step each (their outputs).  Each program is compiled once
+for the CPU, every equation a computation of its own that returns its
+values (the taken branch of a ``lax.cond``, its operands parameters), so
+that each equation computes what it computes evaluated alone, bit for bit,
+with no simplification or fusion across equations; a function measured
+again runs the programs compiled for it.
 
 For every equation whose float output differs from the reference by more
 than ``tol`` (normwise: the largest difference over the largest magnitude
-of that output; float64's extremes standing for float32's, as no64 maps
-them, count as equal), or which makes ``inf``
+of that output; where the reference is 0 throughout, which leaves no
+relative error to take, the largest difference itself, an *absolute*
+error, said as such; float64's extremes standing for float32's, as no64
+maps them, count as equal), or which makes ``inf``
 or ``nan`` where the reference is finite, or whose integer or boolean
 output differs (a comparison that flips, a trip count), the report names
 the user's source line and says whether the line *introduces* the error
@@ -33,7 +40,9 @@ says how far the outputs are from the reference there: the measured fix.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,7 +72,8 @@ class NumericsLine:
     #: ``"introduces"``, ``"amplifies"`` or ``"inf/nan"`` (gross: not finite
     #: where the reference is), ``"differs"`` (an integer or boolean result).
     kind: str
-    #: The worst relative error of a float output (``inf`` for inf/nan).
+    #: The worst relative error of a float output (``inf`` for inf/nan);
+    #: absolute where the reference is 0 throughout (see ``absolute``).
     error: float
     #: The inputs' worst relative error, for ``"amplifies"``.
     input_error: float
@@ -71,6 +81,8 @@ class NumericsLine:
     index: tuple[int, ...]
     reference: float
     got: float
+    #: ``error`` is an absolute error: the x64 output is 0 throughout.
+    absolute: bool = False
 
     def __str__(self) -> str:
         where = self.location.source if self.location is not None and self.location.source else "(no line)"
@@ -79,6 +91,8 @@ class NumericsLine:
             what = f"differs from the x64 program at {list(self.index)}: {self.got:g}, x64 {self.reference:g}"
         elif self.kind == "inf/nan":
             what = (f"float32 gives {self.got!r} at {list(self.index)} where x64 gives {self.reference:.17g}")
+        elif self.absolute:
+            what = f"absolute error {self.error:.2g} where x64 is 0 (float32 {self.got:.9g} at {list(self.index)})"
         else:
             what = (f"relative error {self.error:.2g} (x64 {self.reference:.17g}, float32 {self.got:.9g} at "
                     f"{list(self.index)})")
@@ -109,10 +123,15 @@ class NumericsReport:
     #: Lines whose float error exceeds ``tol`` but does not reach the
     #: outputs (not listed: the outputs are within ``tol``).
     washed_out: int = 0
+    #: ``output_error`` (``pairs_error``) is absolute: the worst output is
+    #: 0 throughout in the x64 program.
+    output_absolute: bool = False
+    pairs_absolute: bool = False
 
     def __str__(self) -> str:
+        absolute = "absolute error: x64 gives 0 there; " if self.output_absolute else ""
         head = (f"no64 numerics of {self.name}: {self.equations} equations compared, float32 outputs within "
-                f"{self.output_error:.2g} of x64 (tolerance {self.tol:g}); "
+                f"{self.output_error:.2g} of x64 ({absolute}tolerance {self.tol:g}); "
                 f"{len(self.lines)} line(s) beyond it")
         out = [head] + [f"  {line}" for line in self.lines]
         if self.washed_out:
@@ -123,15 +142,23 @@ class NumericsReport:
         if self.pairs_refusal is not None:
             out.append(f"  float_policy='pairs' cannot run it: {self.pairs_refusal}")
         elif self.pairs_error is not None:
-            out.append(f"  under float_policy='pairs' the outputs are within {self.pairs_error:.2g} of x64")
+            out.append(f"  under float_policy='pairs' the outputs are within {self.pairs_error:.2g} of x64"
+                       + (ABSOLUTE if self.pairs_absolute else ""))
         return "\n".join(out)
 
 
 # ---------------------------------------------------------------- errors
+#: How a report says that an error is absolute (after ``within E of x64``).
+ABSOLUTE = " (absolute error: x64 gives 0 there)"
+#: The kinds of a float error: relative (normwise), or absolute where the reference is 0 throughout.
+_FLOAT = ("float", "absolute")
+
+
 def _error(ref: np.ndarray, got: np.ndarray) -> tuple[str, float, tuple[int, ...], float, float]:
     """How far ``got`` (float32's) is from ``ref`` (x64's): ``(kind, error,
-    index, reference, got)``, kind ``"ok"``, ``"float"``, ``"inf/nan"`` or
-    ``"differs"``."""
+    index, reference, got)``, kind ``"ok"``, ``"float"`` (relative),
+    ``"absolute"`` (a float error where ``ref`` is 0 throughout: no relative
+    error exists), ``"inf/nan"`` or ``"differs"``."""
     ref = np.asarray(ref)
     got = np.asarray(got)
     if ref.shape != got.shape or ref.size == 0:
@@ -157,9 +184,21 @@ def _error(ref: np.ndarray, got: np.ndarray) -> tuple[str, float, tuple[int, ...
         return "ok", 0.0, (), 0.0, 0.0
     # normwise: the largest difference over the largest magnitude of the result
     diff = np.where(both, np.abs(g - r), 0.0)
-    scale = max(float(np.max(np.abs(r[both]))), np.finfo(np.float64).tiny)
+    scale = float(np.max(np.abs(r[both])))
     i = _index(diff == diff.max())
+    if scale == 0.0:  # x64 gives 0 throughout: the difference itself
+        return "absolute", float(diff[i]), i, float(np.real(r[i])), float(np.real(g[i]))
     return "float", float(diff[i]) / scale, i, float(np.real(r[i])), float(np.real(g[i]))
+
+
+def _worst(ref: Sequence[Any], got: Sequence[Any]) -> tuple[float, bool]:
+    """The outputs' worst error, and whether it is absolute."""
+    worst, absolute = 0.0, False
+    for r, g in zip(ref, got):
+        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
+        if kind != "ok" and e > worst:
+            worst, absolute = e, kind == "absolute"
+    return worst, absolute
 
 
 def _index(mask: np.ndarray) -> tuple[int, ...]:
@@ -168,24 +207,118 @@ def _index(mask: np.ndarray) -> tuple[int, ...]:
 
 
 # ---------------------------------------------------------------- the walk
+_OK: tuple[str, float, tuple[int, ...], float, float] = ("ok", 0.0, (), 0.0, 0.0)
 class _Walk:
+    """The two programs' equations side by side.
+
+    The walk runs in one of four modes, the same order of equations in each:
+    ``"eager"`` evaluates each equation as it comes (an op compiled for the
+    CPU at a time) and judges it; ``"collect"`` gathers the values the
+    equations take that are not another equation's (arguments, constants,
+    literals: *lifted*), per program; ``"trace"`` (inside ``jax.jit``) binds
+    one program's equations to the compiled program's parameters, each
+    equation's operands behind an optimization barrier, and records every
+    output; ``"judge"`` reads the values the compiled programs returned, in
+    that order, and judges the equations.  Each equation thus sees what it
+    sees evaluated alone (parameters, not constants XLA could fold; nothing
+    of its neighbours to fuse or simplify with), at one compile per program.
+    """
+
     def __init__(self, tol: float) -> None:
         self.tol = tol
+        self.mode = "eager"
+        #: The program traced (``"trace"``): 0 the x64 one, 1 the 32-bit one.
+        self.side = 0
+        self.lifted: tuple[list[Any], list[Any]] = ([], [])
+        self.recorded: tuple[list[Any], list[Any]] = ([], [])
+        self._lifts: Any = iter(())
+        #: ``"trace"``: the compiled program's parameter that is always true.
+        self.gate: Any = None
+        self._read = [0, 0]
+        self._reset()
+
+    def _reset(self) -> None:
         self.lines: dict[Any, NumericsLine] = {}
         self.equations = 0
         self.unpaired: str | None = None
 
     def run(self, j64: Any, j32: Any, a64: Sequence[Any], a32: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """Evaluate the two closed jaxprs side by side; their outputs."""
-        return self._jaxpr(j64.jaxpr, j32.jaxpr, list(j64.consts), list(j32.consts), list(a64), list(a32))
+        self._reset()
+        return self._jaxpr(j64.jaxpr, j32.jaxpr, [self._lift(0, x) for x in j64.consts],
+                           [self._lift(1, x) for x in j32.consts], [self._lift(0, x) for x in a64],
+                           [self._lift(1, x) for x in a32])
+
+    # -- what each mode does with a value, an equation, a whole jaxpr
+
+    def _lift(self, side: int, x: Any) -> Any:
+        """A value no equation of the walk computes (an argument, a constant, a literal)."""
+        if self.mode == "collect":
+            self.lifted[side].append(x)
+            return None
+        if self.mode == "trace":
+            return next(self._lifts) if side == self.side else None
+        return x
+
+    def _apply(self, side: int, eqn: Any, operands: list[Any]) -> list[Any]:
+        """``eqn``'s outputs on ``operands``, in program ``side``."""
+        if self.mode == "eager":
+            return _bound(eqn, operands)() if side == 0 else self._eval32(_bound(eqn, operands))
+        return self._step(side, len(eqn.outvars),
+                          lambda: _isolated(lambda ops: _bound(eqn, ops)(), operands, self.gate))
+
+    def _whole(self, side: int, jaxpr: Any, consts: list[Any], args: list[Any]) -> list[Any]:
+        """A jaxpr's outputs, its equations evaluated one at a time (not followed inside)."""
+        from ._compat import bind_equation, eval_jaxpr, jaxpr_literal_type
+
+        if self.mode == "eager":
+            whole = functools.partial(eval_jaxpr, jaxpr, consts, *args)
+            return whole() if side == 0 else self._eval32(whole)
+        literal: Any = jaxpr_literal_type()
+        env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
+        env.update(zip(jaxpr.invars, args))
+
+        def read(v: Any) -> Any:
+            return self._lift(side, v.val) if isinstance(v, literal) else env[v]
+
+        def run() -> list[Any]:
+            for eqn in jaxpr.eqns:
+                env.update(zip(eqn.outvars, _isolated(functools.partial(bind_equation, eqn),
+                                                      [read(v) for v in eqn.invars], self.gate)))
+            return [read(v) for v in jaxpr.outvars]
+
+        if self.mode == "collect":
+            for eqn in jaxpr.eqns:  # its literals, which its equations take as parameters
+                for v in eqn.invars:
+                    if isinstance(v, literal):
+                        self._lift(side, v.val)
+            for v in jaxpr.outvars:
+                if isinstance(v, literal):
+                    self._lift(side, v.val)
+            return [None] * len(jaxpr.outvars)
+        return self._step(side, len(jaxpr.outvars), run)
+
+    def _step(self, side: int, n: int, run: Callable[[], list[Any]]) -> list[Any]:
+        if self.mode == "judge":
+            at = self._read[side]
+            self._read[side] = at + n
+            return self.recorded[side][at:at + n]
+        if self.mode == "trace" and side == self.side:
+            out = list(run())
+            self.recorded[side].extend(out)
+            return out
+        return [None] * n
+
+    # -- the walk
 
     def _jaxpr(self, j64: Any, j32: Any, c64: list[Any], c32: list[Any], a64: list[Any],
                a32: list[Any], where: SourceLocation | None = None) -> tuple[list[Any], list[Any]]:
         """``where``: the line of the call whose body these are, for
         equations whose traceback holds no line of the user's."""
-        from ._compat import eval_jaxpr, jaxpr_literal_type
+        from ._compat import jaxpr_literal_type
 
         literal: Any = jaxpr_literal_type()
+        judged = self.mode in ("eager", "judge")
         env64: dict[Any, Any] = {}
         env32: dict[Any, Any] = {}
         err: dict[Any, float] = {}
@@ -198,8 +331,8 @@ class _Walk:
         for v, x in zip(j32.invars, a32):
             env32[v] = x
 
-        def read(env: dict[Any, Any], v: Any) -> Any:
-            return v.val if isinstance(v, literal) else env[v]
+        def read(env: dict[Any, Any], v: Any, side: int) -> Any:
+            return self._lift(side, v.val) if isinstance(v, literal) else env[v]
 
         pairs = _aligned(list(j64.eqns), list(j32.eqns))
         if pairs is None:
@@ -209,40 +342,42 @@ class _Walk:
             if self.unpaired is None and first is not None:
                 loc = eqn_source(first)
                 self.unpaired = f"{first.primitive.name} at {loc.source if loc else '(no line)'}"
-            return eval_jaxpr(j64, c64, *a64), self._eval32(lambda: eval_jaxpr(j32, c32, *a32))
+            return self._whole(0, j64, c64, a64), self._whole(1, j32, c32, a32)
         for e64, e32 in pairs:
             if e64 is None or e32 is None:
                 # a convert one program has and the other does not (a no-op at 32 bits)
                 if e64 is not None:
-                    env64[e64.outvars[0]] = _bound(e64, [read(env64, v) for v in e64.invars])()[0]
+                    env64[e64.outvars[0]] = self._apply(0, e64, [read(env64, v, 0) for v in e64.invars])[0]
                 else:
                     assert e32 is not None
-                    x = self._eval32(_bound(e32, [read(env32, v) for v in e32.invars]))[0]
-                    env32[e32.outvars[0]] = x
+                    env32[e32.outvars[0]] = self._apply(1, e32, [read(env32, v, 1) for v in e32.invars])[0]
                     src = e32.invars[0]
                     err[e32.outvars[0]] = 0.0 if isinstance(src, literal) else err.get(src, 0.0)
                 continue
-            in64 = [read(env64, v) for v in e64.invars]
-            in32 = [read(env32, v) for v in e32.invars]
+            in64 = [read(env64, v, 0) for v in e64.invars]
+            in32 = [read(env32, v, 1) for v in e32.invars]
             in_err = max((err.get(v, 0.0) for v in e32.invars if not isinstance(v, literal)), default=0.0)
             sub = _CALLS.get(e64.primitive.name)
             body64 = e64.params.get(sub) if sub else None
             body32 = e32.params.get(sub) if sub else None
             if body64 is not None and body32 is not None and hasattr(body64, "jaxpr") and hasattr(body32, "jaxpr"):
-                out64, out32 = self._jaxpr(body64.jaxpr, body32.jaxpr, list(body64.consts), list(body32.consts),
-                                           in64, in32, eqn_source(e64) or where)
-                errors = [_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)]
+                out64, out32 = self._jaxpr(body64.jaxpr, body32.jaxpr, [self._lift(0, x) for x in body64.consts],
+                                           [self._lift(1, x) for x in body32.consts], in64, in32,
+                                           eqn_source(e64) or where)
+                errors = ([_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)] if judged
+                          else [_OK] * len(out32))
             else:
                 self.equations += 1
-                out64 = _as_list(e64.primitive.bind(*in64, **e64.params), e64.primitive.multiple_results)
-                out32 = self._eval32(_bound(e32, in32))
-                errors = self._judge(e64, in64, out64, out32, in_err, eqn_source(e64) or where)
+                out64 = self._apply(0, e64, in64)
+                out32 = self._apply(1, e32, in32)
+                errors = (self._judge(e64, in64, out64, out32, in_err, eqn_source(e64) or where) if judged
+                          else [_OK] * len(out32))
             for v, x in zip(e64.outvars, out64):
                 env64[v] = x
             for v32, x, (kind, e, *_) in zip(e32.outvars, out32, errors):
                 env32[v32] = x
                 err[v32] = e if kind != "ok" else 0.0
-        return [read(env64, v) for v in j64.outvars], [read(env32, v) for v in j32.outvars]
+        return [read(env64, v, 0) for v in j64.outvars], [read(env32, v, 1) for v in j32.outvars]
 
     @staticmethod
     def _eval32(fn: Callable[[], Any]) -> Any:
@@ -255,18 +390,19 @@ class _Walk:
                loc: SourceLocation | None) -> list[tuple[str, float, tuple[int, ...], float, float]]:
         """Record the equation's line where its outputs are off; their errors."""
         errors = [_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)]
-        if len(out64) == 1 and errors[0][0] == "float" and _noise(e64, in64, np.asarray(out64[0])):
+        if len(out64) == 1 and errors[0][0] in _FLOAT and _noise(e64, in64, np.asarray(out64[0])):
             return errors  # not listed; what reads it carries its error (and is not listed for it)
         worst: tuple[str, float, tuple[int, ...], float, float] | None = None
         for kind, e, i, rv, gv in errors:
-            if kind == "ok" or (kind == "float" and e <= self.tol):
+            if kind == "ok" or (kind in _FLOAT and e <= self.tol):
                 continue
             if worst is None or e > worst[1]:
                 worst = (kind, e, i, rv, gv)
         if worst is None:
             return errors
         kind, e, i, rv, gv = worst
-        if kind == "float":
+        absolute = kind == "absolute"
+        if kind in _FLOAT:
             if in_err <= self.tol:
                 kind = "introduces"
             elif e > _AMPLIFIES * in_err:
@@ -279,13 +415,13 @@ class _Walk:
         found = self.lines.get(key)
         name = e64.primitive.name
         if found is None:
-            self.lines[key] = NumericsLine(loc, [name], kind, e, in_err, i, rv, gv)
+            self.lines[key] = NumericsLine(loc, [name], kind, e, in_err, i, rv, gv, absolute)
         else:
             if name not in found.primitives:
                 found.primitives.append(name)
             if e > found.error:
                 found.kind, found.error, found.input_error = kind, e, in_err
-                found.index, found.reference, found.got = i, rv, gv
+                found.index, found.reference, found.got, found.absolute = i, rv, gv, absolute
         return errors
 
 
@@ -340,6 +476,39 @@ def _aligned(e64: list[Any], e32: list[Any]) -> list[tuple[Any, Any]] | None:
 def _bound(eqn: Any, operands: list[Any]) -> Callable[[], list[Any]]:
     """``eqn``'s primitive applied to ``operands``, when called."""
     return lambda: _as_list(eqn.primitive.bind(*operands, **eqn.params), eqn.primitive.multiple_results)
+
+
+def _isolated(run: Callable[[list[Any]], list[Any]], operands: list[Any], gate: Any) -> list[Any]:
+    """``run(operands)`` in a compiled program as if compiled alone: the
+    taken branch of a ``lax.cond`` on ``gate`` (a parameter that is always
+    true), which XLA compiles as a computation of its own, so that nothing
+    of the program around it fuses or simplifies with it (an optimization
+    barrier does not keep a multiply out of the fused sum that reads it, which
+    the CPU then computes with fused multiply-adds).  A value of an extended
+    dtype (a PRNG key) cannot be a branch's: there ``run`` is inlined (it
+    computes integers, which fusing does not change)."""
+    import jax
+    from jax import lax
+
+    if not all(isinstance(getattr(x, "dtype", None), np.dtype) for x in operands):
+        return run(operands)
+    shapes: list[Any] = []
+
+    def taken(ops: list[Any]) -> list[Any]:
+        out = list(run(list(ops)))
+        shapes[:] = [jax.ShapeDtypeStruct(np.shape(x), getattr(x, "dtype", None),
+                                          weak_type=bool(getattr(x, "weak_type", False))) for x in out]
+        return out
+
+    def skipped(ops: list[Any]) -> list[Any]:
+        return [jax.numpy.zeros_like(x) for x in shapes]
+
+    try:
+        return list(lax.cond(gate, taken, skipped, operands))
+    except TypeError:
+        if shapes and all(isinstance(x.dtype, np.dtype) for x in shapes):
+            raise
+        return run(operands)  # an output of an extended dtype
 
 
 def _as_list(out: Any, multiple: bool) -> list[Any]:
@@ -409,11 +578,8 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3,
                              f"({', '.join(effects)}): measuring it would run them again")
         walk = _Walk(tol)
         with enable_x64(True):
-            out64, out32 = walk.run(j64, j32, a64, a32)
-    output_error = 0.0
-    for r, g in zip(out64, out32):
-        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
-        output_error = max(output_error, e if kind != "ok" else 0.0)
+            out64, out32 = _evaluate(walk, j64, j32, a64, a32)
+    output_error, output_absolute = _worst(out64, out32)
     lines = list(walk.lines.values())
     washed = 0
     if output_error <= tol:
@@ -423,12 +589,80 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3,
         kept = [x for x in lines if x.kind in ("inf/nan", "differs")]
         washed, lines = len(lines) - len(kept), kept
     report = NumericsReport(getattr(fn, "__name__", "<function>"), tol, lines, output_error,
-                            equations=walk.equations, unpaired=walk.unpaired, washed_out=washed)
+                            equations=walk.equations, unpaired=walk.unpaired, washed_out=washed,
+                            output_absolute=output_absolute)
     if pairs not in (True, False, "listed"):
         raise ValueError(f"no64.numerics: pairs must be True, False or 'listed', not {pairs!r}")
     if pairs is True or (pairs == "listed" and lines):
         _measure_pairs(report, fn, args, out64)
     return report
+
+
+#: The compiled replays of recent programs, by their two traces' text: a
+#: function measured again (a training step's next call) runs them again.
+_PROGRAMS: dict[tuple[int, str], Any] = {}
+_PROGRAMS_KEPT = 16
+
+
+def _evaluate(walk: _Walk, j64: Any, j32: Any, a64: list[Any], a32: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Both programs evaluated and judged equation by equation (``walk``'s
+    outputs): each program compiled once, all its equations' values its
+    outputs (see :class:`_Walk`); where that cannot be, one op at a time."""
+    try:
+        recorded = _replayed(walk.tol, j64, j32, a64, a32)
+    except Exception:  # noqa: BLE001 - a program the replay cannot compile is evaluated op by op
+        recorded = None
+    if recorded is None:
+        walk.mode = "eager"
+    else:
+        walk.mode, walk.recorded, walk._read = "judge", recorded, [0, 0]
+    return walk.run(j64, j32, a64, a32)
+
+
+def _replayed(tol: float, j64: Any, j32: Any, a64: list[Any], a32: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Every value each program's walk evaluates, in the walk's order, from
+    one compiled program per side (the x64 one with x64 on)."""
+    import jax
+
+    from ._compat import enable_x64
+
+    collect = _Walk(tol)
+    collect.mode = "collect"
+    collect.run(j64, j32, a64, a32)
+    lifted = collect.lifted
+    text = f"{j64}\n{j32}"
+    programs: list[Any] = []
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        for side in (0, 1):
+            program = _PROGRAMS.pop((side, text), None)
+            if program is None:
+                # the x64 program compiles (XLA, without the GIL) while the 32-bit one is traced
+                with enable_x64(side == 0):
+                    replay = jax.jit(_replay(tol, side, j64, j32, len(a64), len(a32)))
+                    lowered = replay.trace(lifted[side], np.bool_(True)).lower()
+                program = pool.submit(lowered.compile)
+            programs.append(program)
+        programs = [p.result() if isinstance(p, concurrent.futures.Future) else p for p in programs]
+    recorded: list[list[Any]] = []
+    for side, program in enumerate(programs):
+        with enable_x64(side == 0):
+            recorded.append(list(program(lifted[side], np.bool_(True))))
+        _PROGRAMS[(side, text)] = program
+        while len(_PROGRAMS) > _PROGRAMS_KEPT:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    return recorded[0], recorded[1]
+
+
+def _replay(tol: float, side: int, j64: Any, j32: Any, n64: int, n32: int) -> Callable[[list[Any], Any], list[Any]]:
+    """The function ``jax.jit`` compiles for one side: the lifted values in,
+    every value the walk evaluates on that side out."""
+    def replay(lifted: list[Any], gate: Any) -> list[Any]:
+        walk = _Walk(tol)
+        walk.mode, walk.side, walk._lifts, walk.gate = "trace", side, iter(lifted), gate
+        walk.run(j64, j32, [None] * n64, [None] * n32)
+        return walk.recorded[side]
+
+    return replay
 
 
 def _measure_pairs(report: NumericsReport, fn: Callable[..., Any], args: tuple[Any, ...],
@@ -443,8 +677,4 @@ def _measure_pairs(report: NumericsReport, fn: Callable[..., Any], args: tuple[A
     except No64Error as exc:
         report.pairs_refusal = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return
-    worst = 0.0
-    for r, g in zip(out64, got):
-        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
-        worst = max(worst, e if kind != "ok" else 0.0)
-    report.pairs_error = worst
+    report.pairs_error, report.pairs_absolute = _worst(out64, got)

@@ -64,7 +64,8 @@ class MeasuredLine:
     #: ``"introduces"``, ``"amplifies"``, ``"inf/nan"`` or ``"differs"``
     #: (see :class:`no64.jax.numerics.NumericsLine`).
     kind: str
-    #: The worst relative error (normwise; ``inf`` for inf/nan and differs).
+    #: The worst relative error (normwise; ``inf`` for inf/nan and differs;
+    #: absolute where the x64 output is 0 throughout: see ``absolute``).
     error: float
     input_error: float
     primitives: list[str]
@@ -80,6 +81,9 @@ class MeasuredLine:
     #: calls (``None`` when not measured), or why pairs cannot run one.
     pairs_error: float | None = None
     pairs_refusal: str | None = None
+    #: ``error`` (``pairs_error``) is an absolute error: x64 gives 0 there.
+    absolute: bool = False
+    pairs_absolute: bool = False
 
     @property
     def source(self) -> str | None:
@@ -94,6 +98,8 @@ class MeasuredLine:
             what = f"differs from the x64 program {at}: {self.got:g}, x64 {self.reference:g}"
         elif self.kind == "inf/nan":
             what = f"float32 gives {_number(self.got)} {at} where x64 gives {self.reference:.9g}"
+        elif self.absolute:
+            what = f"absolute error {self.error:.2g} where x64 is 0 (float32 {self.got:.9g} {at})"
         else:
             what = f"relative error {self.error:.2g} (x64 {self.reference:.9g}, float32 {self.got:.9g} {at})"
             if self.kind == "amplifies":
@@ -102,6 +108,7 @@ class MeasuredLine:
             fix = f"float_policy='pairs' cannot run it: {self.pairs_refusal}"
         elif self.pairs_error is not None:
             fix = f"under float_policy='pairs' the outputs are within {self.pairs_error:.2g}"
+            fix += " (absolute error: x64 gives 0 there)" if self.pairs_absolute else ""
         else:
             fix = "pairs not measured"
         calls = f"{self.calls} call{'s' if self.calls != 1 else ''} of {', '.join(self.functions)}"
@@ -131,6 +138,9 @@ class MeasuredFunction:
     #: The worst outputs' error under float32 and under pairs over the measured calls.
     output_error: float = 0.0
     pairs_error: float | None = None
+    #: Whether they are absolute errors (x64 gives 0 there).
+    output_absolute: bool = False
+    pairs_absolute: bool = False
     #: Why pairs cannot run it (its first measurement under pairs), or ``None``.
     pairs_refusal: str | None = None
     #: Why a sampled call could not be measured (the first reason), or ``None``.
@@ -313,17 +323,19 @@ class Measurer:
             _measuring.on = False
         with self._lock:
             record.measured += 1
-            record.output_error = max(record.output_error, report.output_error)
-            if report.pairs_error is not None:
-                record.pairs_error = max(record.pairs_error or 0.0, report.pairs_error)
+            if report.output_error > record.output_error:
+                record.output_error, record.output_absolute = report.output_error, report.output_absolute
+            if report.pairs_error is not None and report.pairs_error >= (record.pairs_error or 0.0):
+                record.pairs_error, record.pairs_absolute = report.pairs_error, report.pairs_absolute
             if report.pairs_refusal is not None and record.pairs_refusal is None:
                 record.pairs_refusal = report.pairs_refusal
             if report.lines:
                 record.listed += 1
             for line in report.lines:
-                self._add(line, record.name, record.pairs_error, record.pairs_refusal)
+                self._add(line, record.name, record.pairs_error, record.pairs_refusal, record.pairs_absolute)
 
-    def _add(self, line: Any, function: str, pairs_error: float | None, refusal: str | None) -> None:
+    def _add(self, line: Any, function: str, pairs_error: float | None, refusal: str | None,
+             pairs_absolute: bool) -> None:
         loc = line.location
         file = relative_path(loc.file) if loc is not None and loc.file else None
         number = loc.line if loc is not None else None
@@ -332,7 +344,8 @@ class Measurer:
         if found is None:
             self._lines[key] = MeasuredLine(file, number, line.kind, line.error, line.input_error,
                                             list(line.primitives), list(line.index), line.reference,
-                                            line.got, [function], 1, pairs_error, refusal)
+                                            line.got, [function], 1, pairs_error, refusal,
+                                            line.absolute, pairs_absolute)
             return
         found.calls += 1
         if function not in found.functions:
@@ -340,13 +353,14 @@ class Measurer:
         for p in line.primitives:
             if p not in found.primitives:
                 found.primitives.append(p)
-        if pairs_error is not None:
-            found.pairs_error = max(found.pairs_error or 0.0, pairs_error)
+        if pairs_error is not None and pairs_error >= (found.pairs_error or 0.0):
+            found.pairs_error, found.pairs_absolute = pairs_error, pairs_absolute
         if refusal is not None and found.pairs_refusal is None:
             found.pairs_refusal = refusal
         if line.error > found.error:
             found.kind, found.error, found.input_error = line.kind, line.error, line.input_error
             found.index, found.reference, found.got = list(line.index), line.reference, line.got
+            found.absolute = line.absolute
 
     def summary(self) -> NumericsSummary:
         """What was measured so far (lines worst first, then by place)."""
@@ -376,10 +390,18 @@ _install_lock = threading.Lock()
 def install() -> None:
     """Put the measuring wrapper in place of ``jax.jit`` (once; a no-op
     while no :class:`Measurer` is active).  Functions jitted before it
-    (at an import before the run began) are not measured."""
-    global _restore
-    from .._compat import wrap_jit_api
+    (at an import before the run began) are not measured.
 
+    The JAX caches' keys are settled first (no64's configuration state and
+    the states JAX adds to the trace context when no64 imports more of it:
+    :func:`no64.jax._compat.settle_trace_context`), so that a measurement
+    does not make the program's jitted functions compile again."""
+    global _restore
+    from .._compat import settle_trace_context, wrap_jit_api
+    from ..state import STATE
+
+    STATE.jax_state()
+    settle_trace_context()
     with _install_lock:
         if _restore is None:
             _restore = wrap_jit_api(_Jitted, skip=_made_by_no64)

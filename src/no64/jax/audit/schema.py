@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 #: Version of the JSON document (:data:`AUDIT_JSON_SCHEMA`).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Every handling, from harmless to blocking (see the module docstring and
 #: :class:`no64.kinds.Handling`).
@@ -197,6 +197,8 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
                     "listed": {"type": "integer", "minimum": 0},
                     "output_error": _MEASURE,
                     "pairs_error": _NULLABLE_MEASURE,
+                    "output_absolute": {"type": "boolean"},
+                    "pairs_absolute": {"type": "boolean"},
                     "pairs_refusal": _NULLABLE_STR,
                     "not_measured": _NULLABLE_STR,
                     "failed": {"type": "integer", "minimum": 0},
@@ -219,6 +221,8 @@ AUDIT_JSON_SCHEMA: dict[str, Any] = {
                     "calls": {"type": "integer", "minimum": 1},
                     "pairs_error": _NULLABLE_MEASURE,
                     "pairs_refusal": _NULLABLE_STR,
+                    "absolute": {"type": "boolean"},
+                    "pairs_absolute": {"type": "boolean"},
                 }),
             },
         })]},
