@@ -121,6 +121,26 @@ def test_wrapping_arithmetic(values: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("values", [I16, U16], ids=["int16", "uint16"])
+def test_chains_wrap_once(values: np.ndarray) -> None:
+    """A chain of adds, subtracts, multiplies and negations is wrapped once, where a value
+    leaves it (each intermediate agrees with the 16-bit one modulo 2**16), and read by
+    compares, divisions, shifts and converts in between."""
+    a, b = pairs(values)
+
+    def f(x: jax.Array, y: jax.Array) -> tuple[jax.Array, ...]:
+        p = -(x * y + x) * 7 - y
+        q = p * p + 12345
+        return q, p < q, lax.div(q, y | 1), q >> 3, (x * y).astype(jnp.int32), x * y + x < y
+
+    m = check(f, a, b)
+    text = str(m)
+    # 10 ring ops of 16-bit results, each wrapped were every one wrapped; only those read by
+    # something other than a ring op are
+    wraps = text.count("stablehlo.shift_left") if values.dtype == np.int16 else text.count("stablehlo.and")
+    assert wraps <= 5, text
+
+
+@pytest.mark.parametrize("values", [I16, U16], ids=["int16", "uint16"])
 def test_division_and_remainder(values: np.ndarray) -> None:
     """Division and remainder by every value, INT16_MIN / -1 and x / 0 among them."""
     a, b = pairs(values)

@@ -690,7 +690,7 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
     from ..transforms.legalize import legalize, may_legalize
 
     profile = target(config.target) if config.target else target_for_platform(platform)
-    if not profile.refuses and not profile.datapaths:
+    if not profile.refuses and not profile.datapaths and not profile.widens:
         return module
     said: Callable[[Any], str] = str
     done = None

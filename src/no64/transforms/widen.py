@@ -15,7 +15,9 @@ with the 16-bit results restored exactly where a 32-bit op could leave the
   signedness: the result is wrapped back (``shift_left`` 16 then
   ``shift_right_arithmetic`` 16 for ``i16``, ``and 0xFFFF`` for ``ui16``);
   32-bit arithmetic agrees with 16-bit arithmetic modulo 2**16, so the low
-  16 bits are those the 16-bit op gives;
+  16 bits are those the 16-bit op gives (a chain of adds, subtracts,
+  multiplies and negations is wrapped once, where its value is read by
+  anything else);
 * ``shift_right_logical`` of ``i16`` and ``popcnt`` of ``i16`` read the
   16-bit pattern (``and 0xFFFF``), ``count_leading_zeros`` counts from bit
   15 (``clz32 - 16``), ``shift_right_arithmetic`` of ``ui16`` shifts the
@@ -248,6 +250,23 @@ def _combiner_of(op: ir.Operation) -> ir.Operation | None:
     return parent.operation
 
 
+#: Ops whose 16-bit results modulo 2**16 depend only on their operands modulo
+#: 2**16 (a ring's operations).
+_RING = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.negate"})
+
+
+def _only_ring_users(op: ir.Operation) -> bool:
+    """Whether ``op`` (a ring operation) is read only by ring operations of
+    16-bit results that are wrapped themselves: its own wrap is not needed,
+    since each of them is wrapped and agrees modulo 2**16."""
+    if op.name not in _RING:
+        return False
+    users = [u.owner.operation for u in op.results[0].uses]
+    return bool(users) and all(
+        u.name in _RING and narrow_kind(u.results[0].type) is not None and _combiner_of(u) is None
+        for u in users)
+
+
 def _saturate(v: ir.Value, lo: int, hi: int) -> ir.Value:
     return _make("clamp", [_splat(v, lo), v, _splat(v, hi)])
 
@@ -353,6 +372,8 @@ def widen(module: ir.Module | ir.Operation, target: Target) -> Widened:
                 continue
             if name in _WRAP:
                 combining = _combiner_of(op)
+                if combining is None and _only_ring_users(op):
+                    continue  # wrapped once, by the add/subtract/multiply/negate that reads it
                 if combining is None:
                     plans.append((op, "wrap", signed))
                 elif not any(p[0] == combining for p in plans):
