@@ -25,7 +25,7 @@ from no64.targets import target
 from no64.targets.legality import check_target
 from no64.transforms.legalize import legalize
 from runner import compile_module
-from support import ir, make_context
+from support import enable_x64, ir, make_context
 
 NEURON = target("neuron")
 I16 = np.array([0, 1, -1, 2, -2, 300, -300, 255, 256, 32767, -32768, 32766, -32767, 12345, -12345, 181],
@@ -262,3 +262,27 @@ def test_demote_jit_and_convert_for_neuron(tmp_path: Path, capsys: pytest.Captur
     assert not narrow_types(converted)
     same_bits(compile_module(converted, strict=False)([I16]), ref)
     assert main(["check", str(out), "--target", "neuron"]) == 0
+
+
+def test_x64_program_with_int16_converted_for_neuron() -> None:
+    """An x64 program mixing int16 with int64 (widened and wrapped back), converted for
+    Neuron by ``no64.demote`` (int64 narrowed or emulated, int16 carried in 32 bits),
+    against the x64 program run without no64, bit for bit."""
+    def f(x: jax.Array, w: jax.Array) -> tuple[jax.Array, ...]:
+        big = x.astype(jnp.int64) * w + 70000
+        return (big.astype(jnp.int16), (big.astype(jnp.int16) * 3) >> 1, jnp.sum(x, dtype=jnp.int16),
+                big > 0)
+
+    # products within int32 (the int64 values are narrowed, not emulated), past int16 (wrapped)
+    w = np.array([1, -1, 2**15, 3, -(2**15), 7, 0, 32767, 1, -1, 5, 30000, -3, 9, 11, 13], np.int64)
+    with enable_x64(True):
+        m = lowered(f, I16, w)
+        ref = compile_module(m, strict=False)([I16, w])
+    report = no64.demote(m, target="neuron")
+    assert not narrow_types(m) and not report.emulated_inputs
+    assert any("16-bit integers carried in 32 bits" in e.detail for e in report.events)
+    w32 = w.astype(np.int32)
+    got = compile_module(m, strict=True)([I16, w32])
+    for g, r in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(r).astype(np.asarray(g).dtype))
+        assert np.asarray(g).dtype.itemsize == min(np.asarray(r).dtype.itemsize, 4)

@@ -175,7 +175,7 @@ def _refusal(op: ir.Operation, target: Target) -> str | None:
     """Why the 16-bit values of ``op`` cannot be carried exactly as 32-bit
     ones (``None``: they can)."""
     name = _short_name(op)
-    if name in ("bitcast_convert",):
+    if name == "bitcast_convert":
         src, dst = narrow_kind(op.operands[0].type), narrow_kind(op.results[0].type)
         same_shape = ir.ShapedType(op.operands[0].type).shape == ir.ShapedType(op.results[0].type).shape
         if src is not None and dst is not None and same_shape:
@@ -193,12 +193,10 @@ def _refusal(op: ir.Operation, target: Target) -> str | None:
     if name in ("send", "recv", "infeed", "outfeed"):
         return f"a host transfer of 16-bit integers, which {target.name} carries in 32 bits"
     if name == "constant":
-        attr = constant_value(op)
-        if attr is None or not isinstance(attr, ir.DenseIntElementsAttr):
-            try:
-                ir.DenseIntElementsAttr(attr)
-            except (TypeError, ValueError):
-                return "a 16-bit integer constant whose elements the bindings do not hand out"
+        try:
+            ir.DenseIntElementsAttr(constant_value(op))
+        except (TypeError, ValueError):
+            return "a 16-bit integer constant whose elements the bindings do not hand out"
         return None
     if name in _WRAP or name in _AS_IS or op.name in _FUNC_AS_IS:
         return None
@@ -316,7 +314,7 @@ def _constant(op: ir.Operation, new: ir.Type) -> None:
     t = ir.RankedTensorType(new)
     unsigned = t.element_type.is_unsigned
     if attr.is_splat:
-        value = int(attr.get_splat_value().value) if hasattr(attr.get_splat_value(), "value") else int(attr[0])
+        value = int(ir.IntegerAttr(attr.get_splat_value()).value)
         if unsigned:
             value &= 0xFFFF
         op.attributes["value"] = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
