@@ -286,3 +286,25 @@ def test_x64_program_with_int16_converted_for_neuron() -> None:
     for g, r in zip(got, ref, strict=True):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(r).astype(np.asarray(g).dtype))
         assert np.asarray(g).dtype.itemsize == min(np.asarray(r).dtype.itemsize, 4)
+
+
+def test_a_custom_call_of_16_bit_integers_is_refused() -> None:
+    """A custom_call receives the 16-bit data as its callee expects it: refused, the module
+    unchanged; a 32-bit one beside 16-bit values is not in the way."""
+    text = """
+    func.func public @main(%x: tensor<4xi16>, %y: tensor<4xi32>) -> (tensor<4xi16>, tensor<4xi32>) {
+      %s = stablehlo.add %x, %x : tensor<4xi16>
+      %c = stablehlo.custom_call @user_kernel(%s) : (tensor<4xi16>) -> tensor<4xi16>
+      %d = stablehlo.custom_call @user_kernel(%y) : (tensor<4xi32>) -> tensor<4xi32>
+      return %c, %d : tensor<4xi16>, tensor<4xi32>
+    }"""
+    m = ir.Module.parse(text, make_context())
+    before = str(m)
+    with pytest.raises(UnsupportedOpError, match=r"stablehlo.custom_call at .*target neuron has no 16-bit "
+                                                 r"integers; custom_call @user_kernel"):
+        legalize(m, NEURON)
+    assert str(m) == before
+    ok = ir.Module.parse(text.replace("(%s) : (tensor<4xi16>) -> tensor<4xi16>", "(%y) : (tensor<4xi32>) -> "
+                                      "tensor<4xi32>").replace("return %c,", "return %s,"), make_context())
+    assert legalize(ok, NEURON).widened_values
+    assert not narrow_types(ok)
