@@ -267,7 +267,9 @@ def test_batch_dims_and_contracting_orders(t: Target, in_f32: bool) -> None:
 @pytest.mark.parametrize("t, in_f32", FORMS)
 def test_narrow_operands_and_results(t: Target, in_f32: bool) -> None:
     """int8 operands into an int32 result (127 * 128 * 4096 passes 2**24) and an int16
-    matmul with its int16 result (only the limb pairs below 16 bits are kept)."""
+    matmul with its int16 result: Neuron has no 16-bit integers, so it is an int32 matmul
+    of the 16-bit values (no64.transforms.widen), wrapped to 16 bits after it -- the limb
+    pairs below 32 bits are kept."""
     a, b = np.zeros((2, 4096), np.int8), np.zeros((4096, 3), np.int8)
 
     def i8(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -277,7 +279,7 @@ def test_narrow_operands_and_results(t: Target, in_f32: bool) -> None:
     assert 1 < n < 20
     a, b = np.zeros((2, 512), np.int16), np.zeros((512, 3), np.int16)
     _, n = exact_on(lambda a, b: a @ b, a, b, MATMUL, t, in_f32)
-    assert n == plan(512, (-(2**15), 2**15 - 1), (-(2**15), 2**15 - 1), 16, F32_EXACT).dots  # type: ignore[union-attr]
+    assert n == plan(512, (-(2**15), 2**15 - 1), (-(2**15), 2**15 - 1), 32, F32_EXACT).dots  # type: ignore[union-attr]
 
 
 def test_known_small_operands_are_left_alone() -> None:

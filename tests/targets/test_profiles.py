@@ -57,6 +57,10 @@ LEFT: Mapping[tuple[str, str], set[tuple[str, str, str]]] = {
 
 def test_the_built_in_profiles() -> None:
     assert sorted(TARGETS) == BUILT_IN
+    # Neuron has no 16-bit integer datapath: both its profiles carry int16/uint16 in 32 bits
+    assert [n for n in BUILT_IN if TARGETS[n].widens] == ["neuron", "neuron-trn2"]
+    assert all(TARGETS[n].widened("i16") == "i32" and TARGETS[n].widened("u16") == "u32"
+               for n in ("neuron", "neuron-trn2"))
 
 
 @functools.cache
@@ -72,7 +76,7 @@ def _reference(name: str) -> tuple[str, list[np.ndarray], list[np.ndarray]]:
 
 
 def _signature(t: Target) -> tuple[Any, ...]:
-    return (t.native, t.refuses, t.datapaths)
+    return (t.native, t.refuses, t.datapaths, t.widens)
 
 
 @functools.cache

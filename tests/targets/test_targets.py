@@ -209,3 +209,5 @@ def test_the_reference_page_is_the_declaration() -> None:
         assert f"### `{name}`" in generated
         for entry in (*t.refuses, *t.datapaths):
             assert f"`{entry.form.value}` | {entry.code or '-'} | {entry.reason} | {entry.source} |" in generated
+        for w in t.widens:
+            assert f"| carries `{w.narrow}` as `{w.wide}`" in generated and w.source in generated

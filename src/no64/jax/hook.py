@@ -700,7 +700,7 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
     from ..transforms.legalize import legalize, may_legalize
 
     profile = device_profile(config, platform)
-    if not profile.refuses and not profile.datapaths:
+    if not profile.refuses and not profile.datapaths and not profile.widens:
         return module
     said: Callable[[Any], str] = str
     done = None

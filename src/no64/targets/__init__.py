@@ -33,7 +33,7 @@ from ..ir.types import WIDE_KINDS
 from ..kinds import OpForm
 
 __all__ = ["as_target", "BUILT_IN", "Datapath", "F32_EXACT", "I32_MAX", "OpForm", "Refusal", "TARGETS", "Target",
-           "profiles", "profiles_table", "register", "target", "target_for_platform"]
+           "Widening", "profiles", "profiles_table", "register", "target", "target_for_platform"]
 
 #: The element types no64 knows how to remove, by short name
 #: (:data:`no64.ir.types.WIDE_KINDS`).
@@ -93,6 +93,24 @@ class Datapath:
 
 
 @dataclasses.dataclass(frozen=True)
+class Widening:
+    """An integer element type a target does not have, carried in a wider one.
+
+    Attributes:
+      narrow: The type it lacks (``"i16"``, ``"u16"``).
+      wide: The type its values are carried in (``"i32"``, ``"u32"``),
+        sign- or zero-extended; no64 restores the narrow type's wrap-around
+        (:mod:`no64.transforms.widen`).
+      reason, source: As for :class:`Refusal`.
+    """
+
+    narrow: str
+    wide: str
+    reason: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Target:
     """One device's profile (see the module docstring)."""
 
@@ -101,6 +119,8 @@ class Target:
     native: frozenset[str] = frozenset()
     refuses: tuple[Refusal, ...] = ()
     datapaths: tuple[Datapath, ...] = ()
+    #: Integer element types it lacks, carried in wider ones (:class:`Widening`).
+    widens: tuple[Widening, ...] = ()
     #: The ``jax.devices()`` platform names the profile is for.
     platforms: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
@@ -109,6 +129,11 @@ class Target:
         """Whether a 64-bit element type (``"i64"``, ... of :data:`WIDE_TYPES`)
         has to be removed for it."""
         return short not in self.native
+
+    def widened(self, narrow: str) -> str | None:
+        """The type a narrow integer type (``"i16"``) is carried in, if the
+        target lacks it."""
+        return next((w.wide for w in self.widens if w.narrow == narrow), None)
 
 
 _NEURON_NOTES = "aws-neuron/aws-neuron-sdk release-notes/components/jax.rst (known issues, 2.26)"
@@ -134,6 +159,15 @@ def _neuron_datapaths() -> tuple[Datapath, ...]:
                  "all-reduce and reduce-scatter compute their reduction in f32",
                  _NEURON_CODES + "EVRF061, EVRF063"),
     )
+
+
+_TORCH_XLA_DTYPE = ("pytorch/xla torch_xla/csrc/dtype.cpp, MaybeDowncastToXlaDeviceType: on a Neuron device "
+                    "S16 -> S32 and U16 -> U32")
+
+
+def _neuron_widens() -> tuple[Widening, ...]:
+    why = "no 16-bit integer datapath: 16-bit integers are computed as 32-bit ones"
+    return (Widening("i16", "i32", why, _TORCH_XLA_DTYPE), Widening("u16", "u32", why, _TORCH_XLA_DTYPE))
 
 
 def _neuron_refusals() -> tuple[Refusal, ...]:
@@ -170,7 +204,7 @@ register(Target("generic", "a device without any 64-bit type (no64's default for
 register(Target(
     "neuron", "AWS Trainium 1 / Inferentia 2 (NeuronCore v2): no 64-bit types; integer dot, combining "
     "scatter and collectives through f32",
-    refuses=_neuron_refusals(), datapaths=_neuron_datapaths(), platforms=("neuron",),
+    refuses=_neuron_refusals(), datapaths=_neuron_datapaths(), widens=_neuron_widens(), platforms=("neuron",),
     sources=("aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-features/data-types.rst: FP32, TF32, BF16, "
              "FP16, FP8, UINT8; 'Trn1: 64-bit integers are always auto-converted to 32-bit'",
              _NEURON_NOTES, _NEURON_CODES)))
@@ -182,7 +216,7 @@ register(Target(
              Refusal(OpForm.MATMUL, "integer", "EVRF035",
                      "an integer dot is an error on Trn2 and later (no integer datapath)",
                      _NEURON_CODES + "EVRF035")),
-    datapaths=_neuron_datapaths()[1:],
+    datapaths=_neuron_datapaths()[1:], widens=_neuron_widens(),
     sources=("aws-neuron/aws-neuron-sdk v2.32.0 release-notes/components/compiler: '--native-int64=enabled "
              "runs int64 ops natively without precision loss on trn2 and later'", _NEURON_CODES)))
 register(Target(
@@ -285,12 +319,15 @@ def profiles_table(names: "tuple[str, ...] | None" = None) -> str:
         platforms = ", ".join(f"`{p}`" for p in t.platforms) or "none (named with `--target` / `NO64_TARGET`)"
         out.append(f"* Native 64-bit types: {native}\n* JAX platforms: {platforms}")
         out.extend(f"* Source: {s}" for s in t.sources)
-        if t.refuses or t.datapaths:
+        if t.refuses or t.datapaths or t.widens:
             out.append("\n| Entry | Op form | Code | Reason | Source |\n| --- | --- | --- | --- | --- |")
             for r in t.refuses:
                 out.append(f"| refuses{_when(r)} | `{r.form.value}` | {r.code or '-'} | {r.reason} | {r.source} |")
             for d in t.datapaths:
                 out.append(f"| computes in {d.computes_in}, exact below 2**{d.exact_below.bit_length() - 1} "
                            f"| `{d.form.value}` | {d.code or '-'} | {d.reason} | {d.source} |")
+            for w in t.widens:
+                out.append(f"| carries `{w.narrow}` as `{w.wide}`; no64 keeps the {w.narrow[1:]}-bit wrap-around "
+                           f"| - | - | {w.reason} | {w.source} |")
         out.append("")
     return "\n".join(out)

@@ -4,7 +4,11 @@
 line, against a :class:`~no64.targets.Target`:
 
 * ``type``: a 64-bit element type the target lacks (what :func:`no64.demote`
-  removes);
+  removes), or a 16-bit integer type it carries in 32 bits
+  (:attr:`~no64.targets.Target.widens`, what
+  :func:`no64.transforms.legalize.legalize` widens) other than at the
+  entry's boundary (its arguments, and the converts of its results right
+  before return);
 * ``refused``: an op of a form the target does not compile
   (:class:`~no64.targets.Refusal`), with the vendor's code and reason;
 * ``inexact``: an integer op the target computes on a narrower datapath
@@ -31,7 +35,7 @@ from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import wide_kind
 from ..kinds import OpForm
 from ..spec.registry import Computes, Reduction, spec_of
-from ..spec.walk import all_ops, extremum
+from ..spec.walk import all_ops, extremum, is_public
 from . import Datapath, Refusal, Target
 
 __all__ = ["TargetFinding", "check_target", "inexact_reason", "refusal_reason"]
@@ -177,10 +181,50 @@ def inexact_reason(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str 
     return None
 
 
+def _narrow(t: ir.Type, target: Target) -> str | None:
+    """``"i16"``/``"u16"`` where ``t`` has 16-bit integer elements ``target`` lacks."""
+    e = t.element_type if isinstance(t, ir.ShapedType) else t
+    if isinstance(e, ir.IntegerType) and e.width == 16:
+        kind = "u16" if e.is_unsigned else "i16"
+        return kind if target.widened(kind) else None
+    return None
+
+
+def _narrow_lacking(op: ir.Operation, target: Target) -> list[TargetFinding]:
+    """The 16-bit integer results and block arguments of ``op`` that ``target``
+    carries in 32 bits, but for the entry's boundary."""
+    out = []
+    where = None
+    for i, r in enumerate(op.results):
+        kind = _narrow(r.type, target)
+        if kind is None:
+            continue
+        users = [u.owner.operation.name for u in r.uses]
+        if op.name == "stablehlo.convert" and users and all(u == "func.return" for u in users):
+            continue  # a result converted back right before the entry returns
+        where = where or decode_location(op.location)
+        out.append(TargetFinding("type", op.name, where, target.name,
+                                 f"result #{i} is {r.type}, a 16-bit integer type {target.name} carries in "
+                                 f"{target.widened(kind)}"))
+    entry = op.name == "func.func" and is_public(op)
+    for region in op.regions:
+        for block in region.blocks:
+            for a in block.arguments:
+                kind = _narrow(a.type, target)
+                if kind is None or entry:
+                    continue
+                out.append(TargetFinding("type", op.name, decode_location(a.location), target.name,
+                                         f"argument #{a.arg_number} is {a.type}, a 16-bit integer type "
+                                         f"{target.name} carries in {target.widened(kind)}"))
+    return out
+
+
 def _types_lacking(root: ir.Operation, target: Target) -> list[TargetFinding]:
     """The op results and block arguments of a type ``target`` lacks."""
     out = []
     for op in all_ops(root):
+        if target.widens:
+            out += _narrow_lacking(op, target)
         where = None
         for i, r in enumerate(op.results):
             short = _short(r.type)

@@ -55,6 +55,7 @@ from .inline import inline_calls
 from .linalg import expand_lapack
 from .plan import Plan, Planner, Settings, collision_only
 from .scan import _module_op, gc_paused
+from .widen import holds_narrow, widen
 
 __all__ = ["demote"]
 
@@ -162,7 +163,11 @@ def demote(
         the strict check (``check=True``) allows them.  ``None`` (default): a device with no
         64-bit type.  The ops the target computes on a narrower datapath or
         refuses are made exact by :func:`no64.transforms.legalize.legalize`
-        after the pass (``no64 convert --target`` runs both).
+        after the pass (``no64 convert --target`` runs both).  On a target
+        without 16-bit integers (``neuron``, ``neuron-trn2``: the profile's
+        ``widens``) the pass also carries every ``i16``/``ui16`` value as a
+        32-bit one, the 16-bit wrap-around kept exact, the entry's
+        signature kept (:mod:`no64.transforms.widen`).
       float_hints: Under ``float_policy="f32"``, look for the float64
         results that f32 demonstrably changes, each named at its line in
         ``report.float_hints`` (:mod:`no64.analysis.float_hints`; default:
@@ -273,7 +278,22 @@ class _Demotion:
             p = self._pairs(p, ranges)
         p = self._emulate(p)
         self._judge(p, hints)
-        return self._apply(p)
+        report = self._apply(p)
+        self._widen(report)
+        return report
+
+    def _widen(self, report: DemotionReport) -> None:
+        """On a target without 16-bit integers (Neuron), every ``i16``/``ui16``
+        value carried as a 32-bit one, the 16-bit wrap-around kept
+        (:mod:`no64.transforms.widen`)."""
+        t = self.options.target
+        if t is None or not t.widens or not holds_narrow(self.root, t):
+            return
+        self._back_up()
+        for name, where, detail in widen(self.root, t).fixed:
+            report.add(EventKind.REWRITE, name, where, f"16-bit integers carried in 32 bits: {detail}")
+        if self.options.verify:
+            self.root.verify()
 
     def _back_up(self) -> None:
         if self.backup is None:

@@ -30,6 +30,12 @@ exact in f32 (:mod:`no64.rules.limbs`).  Which ops it touches is what
   into a form the target compiles, with the same results;
 * an op proven exact where it is, and every other op, is left as it is.
 
+Before all of these, on a target that lacks 16-bit integers
+(:attr:`~no64.targets.Target.widens`: Neuron), every ``i16``/``ui16``
+value is carried as a 32-bit one with the 16-bit wrap-around kept exact
+(:func:`no64.transforms.widen.widen`; the entry's signature is kept), or the
+module is refused (:class:`~no64.errors.UnsupportedOpError`) unchanged.
+
 An op with no exact form (a contraction over more than 2**24 elements) is
 left as it is, with why, in :attr:`Legalized.left`; the check still reports
 it.  The module's integer inputs are taken at their types' full range
@@ -50,6 +56,7 @@ from ..spec.registry import spec_of
 from ..spec.walk import all_ops
 from ..targets import F32_EXACT, Target
 from ..targets.legality import inexact_reason, refusal_reason
+from .widen import holds_narrow, widen
 
 __all__ = ["LegalizedOp", "Legalized", "legalize", "may_legalize"]
 
@@ -80,6 +87,11 @@ class Legalized:
     target: str
     rewritten: list[LegalizedOp] = dataclasses.field(default_factory=list)
     left: list[LegalizedOp] = dataclasses.field(default_factory=list)
+    #: The 16-bit integer values carried in 32 bits (targets without 16-bit
+    #: integers, :mod:`no64.transforms.widen`): how many were retyped, and
+    #: the ops given a fix-up to keep the 16-bit wrap-around.
+    widened_values: int = 0
+    widened: list[LegalizedOp] = dataclasses.field(default_factory=list)
 
     def summary(self) -> str:
         """One line: how many ops were rewritten into how many, and how many left."""
@@ -88,6 +100,9 @@ class Legalized:
                 f"exact op(s) of their kind")
         if self.left:
             line += f"; {len(self.left)} left as they are (no exact form)"
+        if self.widened_values:
+            line += (f"; 16-bit integers carried in 32 bits ({self.widened_values} value(s) retyped, "
+                     f"{len(self.widened)} op(s) fixed up)")
         return line
 
     def explain(self, finding: Any) -> str:
@@ -100,7 +115,8 @@ class Legalized:
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "rewritten": [r.to_dict() for r in self.rewritten],
-                "left": [r.to_dict() for r in self.left]}
+                "left": [r.to_dict() for r in self.left], "widened_values": self.widened_values,
+                "widened": [r.to_dict() for r in self.widened]}
 
 
 def _integer_refusals(op: ir.Operation, target: Target) -> bool:
@@ -156,7 +172,8 @@ def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:
     reads no range)."""
     root = module.operation if isinstance(module, ir.Module) else module
     with root.context:
-        return bool(_candidates(root, target)) or bool(_unfoldable(root, target))
+        return (bool(_candidates(root, target)) or bool(_unfoldable(root, target))
+                or (bool(target.widens) and holds_narrow(root, target)))
 
 
 def legalize(module: ir.Module | ir.Operation, target: Target,
@@ -169,6 +186,10 @@ def legalize(module: ir.Module | ir.Operation, target: Target,
     root = module.operation if isinstance(module, ir.Module) else module
     out = Legalized(target.name)
     with root.context:
+        carried = widen(root, target)
+        out.widened_values = carried.retyped
+        out.widened = [LegalizedOp(name, where, f"16-bit integers carried in 32 bits: {detail}", 1)
+                       for name, where, detail in carried.fixed]
         _unfold(root, target, out)
         candidates = _candidates(root, target)
         if not candidates:
