@@ -116,3 +116,39 @@ def test_a_refused_op_warns_at_the_users_line() -> None:
 def test_an_unknown_target_is_refused_at_once() -> None:
     with pytest.raises(ValueError, match="unknown target 'nope'"):
         no64.jit(matmul, target="nope")
+
+
+def _wide_program(x, y, f):
+    import jax.numpy as jnp
+
+    h = x * jnp.int64(-7046029254386353131) + (y >> 40)  # wraps in 64 bits
+    return (h ^ (h >> 31), jax.lax.population_count(h), jax.lax.clz(x), x // 1_000_000_007,
+            jnp.sort(h), f * 3.0 + 1e-9)
+
+
+@pytest.mark.parametrize("kw", [{"policy": "exact"}, {"float_policy": "pairs"},
+                                {"policy": "exact", "float_policy": "pairs"}])
+def test_native_integers_through_jit_under_exact_and_pairs(kw) -> None:
+    """On a device with native int64 (mtl), no64.jit under policy="exact" or float
+    pairs keeps the x64 program's integers: they cross the boundary as word pairs
+    (joined back with restore_dtypes) and are computed as int64 inside; bit for bit
+    the x64 program on full 64-bit values, float64 within the pairs' bound."""
+    i64 = np.iinfo(np.int64)
+    x = np.array([0, 1, -1, i64.max, i64.min, 2**40 + 3, -(2**33), 1234567890123], np.int64)
+    y = np.array([i64.min, i64.max, 5, -5, 2**62, -(2**62), 0, 77], np.int64)
+    f = np.linspace(-1e3, 1e3, 8)
+    with enable_x64():
+        want = jax.jit(_wide_program)(x, y, f)
+        want = [np.asarray(w) for w in want]
+    jitted = no64.jit(_wide_program, target="mtl", restore_dtypes=True, **kw)
+    got = jitted(x, y, f)
+    for g, w in zip(got[:5], want[:5]):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+    if kw.get("float_policy") == "pairs":
+        assert got[5].dtype == np.float64
+        np.testing.assert_allclose(got[5], want[5], rtol=2.0**-44)
+    low = no64.jit(_wide_program, target="mtl", **kw).lower(x, y, f)
+    text = low.as_text()
+    assert "xi64>" in text and low.report.ops_emulated == 0 and "f64" not in text
+    assert low.report.kept_native == ["i64", "u64"]

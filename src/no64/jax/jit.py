@@ -855,7 +855,7 @@ class Lowered:
         except No64Error as exc:
             host.name_callers_line(exc, module)
             raise
-        check(module)
+        check(module, keep=report.kept_native)
         return cls(module, report, lowered, name)
 
     def _for_target(self, config: Any) -> "Lowered":

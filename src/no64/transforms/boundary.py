@@ -20,6 +20,11 @@ buffers and expects them back.  So at the entry function, and only there:
   reported or refused by the range policy, or checked by value when the
   module runs (``outputs="checked"``: the entry returns one more result, a
   scalar ``i1``, true when every checked result fits).
+
+A caller that passes 64-bit integers as word pairs (``outputs="words"``:
+``no64.jit`` under ``policy="exact"``) gets each kept argument and result
+as its packed pair instead, bitcast to and from the 64-bit value at the
+edge (:meth:`NativeBoundary.as_words`): nothing is narrowed.
 """
 
 from __future__ import annotations
@@ -70,6 +75,29 @@ class NativeBoundary:
             with point, arg.location:
                 widened = W.make("convert", [arg], wide)
             arg.replace_all_uses_except(widened, _as_op(widened.owner))
+        refresh_signature(self.entry)
+
+    def as_words(self) -> None:
+        """Each kept argument and result as its packed word pair (``S x 2``
+        32-bit words, low first), bitcast to and from the 64-bit value right
+        at the edge: the boundary of ``outputs="words"``, where the caller
+        splits 64-bit inputs into words and joins the outputs (``no64.jit``
+        under ``policy="exact"``), as it does for emulated values."""
+        block = self.entry.regions[0].blocks[0]
+        first = _as_op(block.operations[0]) if len(block.operations) else None
+        for i in self.inputs:
+            arg = block.arguments[i]
+            wide = arg.type
+            arg.set_type(_packed(wide))
+            point = ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(block)
+            with point, arg.location:
+                joined = W.make("bitcast_convert", [arg], wide)
+            arg.replace_all_uses_except(joined, _as_op(joined.owner))
+        for ret in self.returns:
+            with ir.InsertionPoint(ret), ret.location:
+                for i in self.outputs:
+                    v = ret.operands[i]
+                    ret.operands[i] = W.make("bitcast_convert", [v], _packed(v.type))
         refresh_signature(self.entry)
 
     def values(self) -> list[ir.Value]:
@@ -124,6 +152,11 @@ def native_boundary(root: ir.Operation, keep: frozenset[str]) -> NativeBoundary 
                if len(block.operations)]
     returns = [op for op in returns if spec_of(op.name).terminator]
     return NativeBoundary(entry, returns, inputs, outputs)
+
+
+def _packed(t: ir.Type) -> ir.RankedTensorType:
+    rt = ir.RankedTensorType(t)
+    return W.packed_type(list(rt.shape), ir.IntegerType(rt.element_type).is_unsigned)
 
 
 def _clip(v: ir.Value) -> ir.Value:
