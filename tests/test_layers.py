@@ -75,6 +75,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "no64.transforms.emulate",
                     "no64.transforms.forward",  # packed words forwarded across inlined calls
                     "no64.transforms.boundary",  # a target's native integers behind a 32-bit signature
+                    "no64.transforms.widen",  # 16-bit integers carried in 32 bits on a device without them
                     "no64.transforms.linalg",  # LAPACK calls written out as StableHLO
                     "no64.transforms.pairs", "no64.transforms.pair_probe",
                     "no64.transforms.plan",  # what the pass decided: values to retype, verdicts

@@ -93,10 +93,13 @@ def decode_location(loc: ir.Location) -> SourceLocation:
     names: list[str] = []
     file_loc: Any = None
     pending: list[Any] = [loc]
+    # callers of call sites, read where their callees name no file (an op
+    # inlined from a function whose body names none: its call's line)
+    callers: list[Any] = []
     seen = 0
-    while pending and seen < 64:
+    while (pending or file_loc is None and callers) and seen < 64:
         seen += 1
-        cur = pending.pop(0)
+        cur = pending.pop(0) if pending else callers.pop(0)
         kind = location_kind(cur)
         if kind == "name":
             names.append(cur.name_str)
@@ -105,6 +108,7 @@ def decode_location(loc: ir.Location) -> SourceLocation:
             # The callee is the innermost frame: where the op was built.
             if file_loc is None:
                 pending.insert(0, cur.callee)
+                callers.append(cur.caller)
         elif kind == "file":
             if file_loc is None:
                 file_loc = cur

@@ -670,16 +670,16 @@ class _Ordered:
 
     def _combine(self, name: str, operands: list[ir.Value], attrs: dict[str, ir.Attribute],
                  shape: list[int]) -> ir.Value:
-        """``name`` on ``operands`` (``i32`` parts; in f32 if asked) with a body
-        taking the maximum or minimum; its result as ``i32``."""
+        """``name`` (an op's name, or its name without the dialect) on
+        ``operands`` (``i32`` parts; in f32 if asked) with a body taking the
+        maximum or minimum; its result as ``i32``."""
         i32, f32 = W.i32(), ir.F32Type.get()
         elem = f32 if self.in_f32 else i32
         scalar = ir.RankedTensorType.get([], elem)
         if self.in_f32:
             indices = 1 if spec_of(name).reduction is Reduction.SCATTER else None
             operands = [v if k == indices else W.convert(v, f32) for k, v in enumerate(operands)]
-        new = ir.Operation.create(name, results=[ir.RankedTensorType.get(shape, elem)], operands=operands,
-                                  attributes=attrs, regions=1)
+        new = W.build(name.rsplit(".", 1)[-1], operands, [ir.RankedTensorType.get(shape, elem)], regions=1, **attrs)
         block = new.regions[0].blocks.append(scalar, scalar)
         with ir.InsertionPoint(block):
             a, b = block.arguments
@@ -763,7 +763,7 @@ class _Ordered:
                         x = masked(above, whole, x)
                     taken.append(self._combine(op.name, [x], more(attrs, k == 0), shape))
                     if k + 1 < s.parts:
-                        whole = (self._combine("stablehlo.all_reduce", [x], more(whole_attrs, False), operand_shape)
+                        whole = (self._combine("all_reduce", [x], more(whole_attrs, False), operand_shape)
                                  if self._shards() else taken[-1])
                         above = x
             total: ir.Value | None = None

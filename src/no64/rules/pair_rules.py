@@ -49,8 +49,7 @@ SUM_BLOCK = 16
 SUM_FOLDS = 4
 
 #: Ops that move elements without computing (followed by :func:`_in_memory`).
-_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.slice", "stablehlo.broadcast_in_dim",
-                    "stablehlo.bitcast_convert"})
+_MOVES = frozenset({"reshape", "transpose", "slice", "broadcast_in_dim", "bitcast_convert"})
 
 
 def _in_memory(v: ir.Value) -> bool:
@@ -64,7 +63,7 @@ def _in_memory(v: ir.Value) -> bool:
         if res is None:
             return True
         op = _as_op(res.owner)
-        if op.name not in _MOVES:
+        if op.name.rsplit(".", 1)[-1] not in _MOVES:
             return not elementwise(op)
         v = op.operands[0]
     return False
@@ -335,7 +334,7 @@ def _read_once(v: ir.Value, budget: int = 64) -> bool:
         if res is None:
             continue
         op = _as_op(res.owner)
-        if op.name not in _MOVES and not elementwise(op):
+        if op.name.rsplit(".", 1)[-1] not in _MOVES and not elementwise(op):
             continue
         uses = getattr(w, "uses", None)
         seen += 1

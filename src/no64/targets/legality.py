@@ -200,13 +200,13 @@ def _narrow_lacking(op: ir.Operation, target: Target) -> list[TargetFinding]:
         if kind is None:
             continue
         users = [u.owner.operation.name for u in r.uses]
-        if op.name == "stablehlo.convert" and users and all(u == "func.return" for u in users):
+        if spec_of(op.name).convert and users and all(spec_of(u).terminator for u in users):
             continue  # a result converted back right before the entry returns
         where = where or decode_location(op.location)
         out.append(TargetFinding("type", op.name, where, target.name,
                                  f"result #{i} is {r.type}, a 16-bit integer type {target.name} carries in "
                                  f"{target.widened(kind)}"))
-    entry = op.name == "func.func" and is_public(op)
+    entry = spec_of(op.name).function and is_public(op)
     for region in op.regions:
         for block in region.blocks:
             for a in block.arguments:

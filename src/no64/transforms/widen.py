@@ -52,9 +52,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import UnsupportedOpError
+from ..ir import words as W
 from ..ir._compat import block_argument, constant_value, insertion_after
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
+from ..kinds import OpForm
+from ..spec.registry import Computes, spec_of
 from ..spec.walk import all_ops, is_public as _public
 from ..targets import Target
 
@@ -79,7 +82,6 @@ _AS_IS = frozenset({
     "bitcast_convert", "not", "popcnt", "count_leading_zeros", "shift_right_logical",
     "shift_right_arithmetic",
 })
-_FUNC_AS_IS = frozenset({"func.return", "func.call", "func.func", "chlo.top_k"})
 _SHARDING = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
 
 
@@ -113,14 +115,14 @@ def _types_of(op: ir.Operation) -> list[ir.Type]:
 
 def _entry_block(block: ir.Block) -> bool:
     owner = block.owner
-    return owner is not None and owner.operation.name == "func.func" and _public(owner.operation)
+    return owner is not None and spec_of(owner.operation.name).function and _public(owner.operation)
 
 
 def _at_boundary(op: ir.Operation, target: Target) -> bool:
     """Whether ``op`` is a convert of the entry's boundary that a previous
     :func:`widen` made: of an argument to 32 bits, or of a result back to 16
     bits right before return."""
-    if op.name != "stablehlo.convert":
+    if not spec_of(op.name).convert:
         return False
     src, dst = op.operands[0], op.results[0]
     if narrow_kind(src.type) is not None and _widened(src.type, target) == dst.type:
@@ -128,7 +130,7 @@ def _at_boundary(op: ir.Operation, target: Target) -> bool:
         return arg is not None and _entry_block(arg.owner)
     if narrow_kind(dst.type) is not None and _widened(dst.type, target) == src.type:
         users = [u.owner.operation for u in dst.uses]
-        return bool(users) and all(u.name == "func.return" and _entry_block(u.block) for u in users)
+        return bool(users) and all(spec_of(u.name).terminator and _entry_block(u.block) for u in users)
     return False
 
 
@@ -163,7 +165,7 @@ def _holds_narrow(root: ir.Operation, target: Target) -> bool:
 
 def _short_name(op: ir.Operation) -> str:
     name = op.name
-    return name[len("stablehlo."):] if name.startswith("stablehlo.") else name
+    return name.rsplit(".", 1)[-1]
 
 
 def _elem(v: ir.Value) -> ir.Type:
@@ -198,7 +200,9 @@ def _refusal(op: ir.Operation, target: Target) -> str | None:
         except (TypeError, ValueError):
             return "a 16-bit integer constant whose elements the bindings do not hand out"
         return None
-    if name in _WRAP or name in _AS_IS or op.name in _FUNC_AS_IS:
+    spec = spec_of(op.name)
+    if name in _WRAP or name in _AS_IS or spec.terminator or spec.call or spec.function \
+            or spec.form is OpForm.TOP_K:
         return None
     return f"no64 does not know how {op.name} computes on 16-bit integers carried in 32 bits"
 
@@ -206,12 +210,11 @@ def _refusal(op: ir.Operation, target: Target) -> str | None:
 def _splat(like: ir.Value, value: int) -> ir.Value:
     t = ir.RankedTensorType(like.type)
     attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
-    return ir.Operation.create("stablehlo.constant", results=[t], attributes={"value": attr}).results[0]
+    return W.make("constant", [], t, value=attr)
 
 
 def _make(name: str, operands: list[ir.Value], t: ir.Type | None = None) -> ir.Value:
-    return ir.Operation.create("stablehlo." + name, results=[t or operands[0].type],
-                               operands=operands).results[0]
+    return W.make(name, operands, t or operands[0].type)
 
 
 def _wrap(v: ir.Value, signed: bool) -> ir.Value:
@@ -222,9 +225,6 @@ def _wrap(v: ir.Value, signed: bool) -> ir.Value:
     return _make("and", [v, _splat(v, 0xFFFF)])
 
 
-#: The ops that combine values with a body (a reduction's, a combining scatter's).
-_COMBINING = frozenset({"stablehlo.reduce", "stablehlo.scatter", "stablehlo.reduce_window", "stablehlo.all_reduce",
-                        "stablehlo.reduce_scatter", "stablehlo.select_and_scatter"})
 
 
 def _combiner_of(op: ir.Operation) -> ir.Operation | None:
@@ -233,14 +233,14 @@ def _combiner_of(op: ir.Operation) -> ir.Operation | None:
     wrapped once, after it (32-bit sums agree with 16-bit ones modulo 2**16),
     which keeps the combiner a plain one (the limb split of
     :mod:`no64.rules.limbs` reads it)."""
-    if op.name not in ("stablehlo.add", "stablehlo.multiply"):
+    if spec_of(op.name).computes not in (Computes.ADD, Computes.MULTIPLY):
         return None
     block = op.block
     body = [o.operation for o in block.operations]
     parent = block.owner
-    if parent is None or parent.operation.name not in _COMBINING or len(body) != 2:
+    if parent is None or spec_of(parent.operation.name).reduction is None or len(body) != 2:
         return None
-    if body[1].name != "stablehlo.return" or list(body[1].operands) != list(op.results):
+    if not spec_of(body[1].name).terminator or list(body[1].operands) != list(op.results):
         return None
     args = list(block.arguments)
     if not all(any(v == a for a in args) for v in op.operands):
@@ -250,18 +250,18 @@ def _combiner_of(op: ir.Operation) -> ir.Operation | None:
 
 #: Ops whose 16-bit results modulo 2**16 depend only on their operands modulo
 #: 2**16 (a ring's operations).
-_RING = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.negate"})
+_RING = frozenset({Computes.ADD, Computes.SUBTRACT, Computes.MULTIPLY, Computes.NEGATE})
 
 
 def _only_ring_users(op: ir.Operation) -> bool:
     """Whether ``op`` (a ring operation) is read only by ring operations of
     16-bit results that are wrapped themselves: its own wrap is not needed,
     since each of them is wrapped and agrees modulo 2**16."""
-    if op.name not in _RING:
+    if spec_of(op.name).computes not in _RING:
         return False
     users = [u.owner.operation for u in op.results[0].uses]
     return bool(users) and all(
-        u.name in _RING and narrow_kind(u.results[0].type) is not None and _combiner_of(u) is None
+        spec_of(u.name).computes in _RING and narrow_kind(u.results[0].type) is not None and _combiner_of(u) is None
         for u in users)
 
 
@@ -306,7 +306,7 @@ def _before(op: ir.Operation, i: int, build: Callable[[ir.Value], ir.Value]) -> 
 
 
 def _convert(v: ir.Value, t: ir.Type) -> ir.Value:
-    return ir.Operation.create("stablehlo.convert", results=[t], operands=[v]).results[0]
+    return W.make("convert", [v], t)
 
 
 def _constant(op: ir.Operation, new: ir.Type) -> None:
@@ -394,7 +394,7 @@ def widen(module: ir.Module | ir.Operation, target: Target) -> Widened:
                 elif not isinstance(src, ir.ComplexType):
                     plans.append((op, "clamp", signed))
         kinds = {id(op): [narrow_kind(r.type) for r in op.results] for op, how, _ in plans if how == "wrap-results"}
-        entries = [op for op in ops if op.name == "func.func" and _public(op)]
+        entries = [op for op in ops if spec_of(op.name).function and _public(op)]
         boundary = _boundary(entries, target)
         # retype
         entry_blocks = [f.regions[0].blocks[0] for f in entries if len(f.regions[0].blocks)]
@@ -415,7 +415,7 @@ def widen(module: ir.Module | ir.Operation, target: Target) -> Widened:
                         if new is not None:
                             a.set_type(new)
                             out.retyped += 1
-            if op.name == "func.func" and not _public(op):
+            if spec_of(op.name).function and not _public(op):
                 ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
                 ins = [_widened(t, target) or t for t in ft.inputs]
                 outs = [_widened(t, target) or t for t in ft.results]
@@ -488,7 +488,7 @@ def _entry(block: ir.Block, args: list[int], results: list[int], target: Target)
     ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
     for o in list(block.operations):
         o = o.operation
-        if o.name != "func.return":
+        if not spec_of(o.name).terminator:
             continue
         for i in results:
             if narrow_kind(o.operands[i].type) is not None:
