@@ -61,6 +61,7 @@ from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..options import Options
 from ..report import DemotionReport
 from ..targets import Target
+from ..transforms.boundary import native_boundary
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
 from ..transforms.pairs import join_pairs, split_pairs
@@ -855,6 +856,15 @@ class Lowered:
         except No64Error as exc:
             host.name_callers_line(exc, module)
             raise
+        if report.kept_native:
+            # the device's native 64-bit integers cross the call as word
+            # pairs, as emulated ones do (a 32-bit JAX makes no int64 buffer)
+            boundary = native_boundary(module.operation, frozenset(report.kept_native))
+            if boundary is not None:
+                with module.context, ir.Location.unknown():
+                    boundary.as_words()
+                report.emulated_inputs = sorted({*report.emulated_inputs, *boundary.inputs})
+                report.emulated_outputs = sorted({*report.emulated_outputs, *boundary.outputs})
         check(module, keep=report.kept_native)
         return cls(module, report, lowered, name)
 

@@ -21,10 +21,11 @@ buffers and expects them back.  So at the entry function, and only there:
   module runs (``outputs="checked"``: the entry returns one more result, a
   scalar ``i1``, true when every checked result fits).
 
-A caller that passes 64-bit integers as word pairs (``outputs="words"``:
-``no64.jit`` under ``policy="exact"``) gets each kept argument and result
-as its packed pair instead, bitcast to and from the 64-bit value at the
-edge (:meth:`NativeBoundary.as_words`): nothing is narrowed.
+A caller that passes 64-bit integers as word pairs (``no64.jit`` under
+``policy="exact"`` or float pairs) gives each kept argument and result its
+packed pair instead, bitcast to and from the 64-bit value at the edge
+(:meth:`NativeBoundary.as_words`): nothing is narrowed.  An offline
+conversion (``outputs="words"``) keeps them 64-bit: the device has them.
 """
 
 from __future__ import annotations
@@ -82,7 +83,9 @@ class NativeBoundary:
         32-bit words, low first), bitcast to and from the 64-bit value right
         at the edge: the boundary of ``outputs="words"``, where the caller
         splits 64-bit inputs into words and joins the outputs (``no64.jit``
-        under ``policy="exact"``), as it does for emulated values."""
+        under ``policy="exact"``), as it does for emulated values.  (No
+        sharding attribute of the entry is adapted: ``no64.jit`` refuses
+        shardings there.)"""
         block = self.entry.regions[0].blocks[0]
         first = _as_op(block.operations[0]) if len(block.operations) else None
         for i in self.inputs:

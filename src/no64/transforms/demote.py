@@ -239,8 +239,6 @@ class _Demotion:
         self.changing: Plan | None = None
         #: Ops the exact rewrite rules replaced.
         self.rewrites = 0
-        #: The kept 64-bit integers of the entry, handed over as word pairs.
-        self.word_boundary: NativeBoundary | None = None
         #: The LAPACK calls written out (float pairs).
         self.expanded: list[tuple[str, str, Any, str]] = []
 
@@ -270,9 +268,6 @@ class _Demotion:
         p = self._planner(settings)
         if boundary is not None:
             self._narrow_native_outputs(p, boundary)
-        if self.word_boundary is not None:
-            p.report.emulated_inputs = list(self.word_boundary.inputs)
-            p.report.emulated_outputs = list(self.word_boundary.outputs)
         # on the 64-bit module, before anything is narrowed
         hints = float_hints(self.root) if not pairs and self.options.float_hints else []
         ranges = pair_range(self.root) if pairs else []
@@ -330,16 +325,12 @@ class _Demotion:
         take their 32-bit types and are widened inside, before the module is
         planned; the results are narrowed once judged
         (:meth:`_narrow_native_outputs`)."""
-        if not self.options.native:
+        if self.options.outputs is Outputs.WORDS or not self.options.native:
             return None
         boundary = native_boundary(self.root, self.options.native)
         if boundary is None:
             return None
         self._back_up()
-        if self.options.outputs is Outputs.WORDS:
-            boundary.as_words()
-            self.word_boundary = boundary
-            return None
         boundary.widen_inputs()
         return boundary
 
