@@ -19,6 +19,8 @@ import jax
 import numpy as np
 import pytest
 
+from support import ir_compat
+
 BENCH_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_emulation.py"
 
 
@@ -66,7 +68,9 @@ def test_case_is_emulated_and_bit_identical(name: str, inputs: tuple[np.ndarray,
     assert result.status == "ok"
     assert result.values_emulated and result.values_emulated > 0
     assert all(op in result.emulated_by_op for op in case.emulates), result.emulated_by_op
-    assert result.ops_emulated >= 1 and result.ops_native >= 1
+    # (the ops of an inlined call are counted in the case's scope where the
+    # binding can give them their call's location; jaxlib 0.7's cannot)
+    assert (result.ops_emulated >= 1 or not ir_compat.SETS_LOCATION) and result.ops_native >= 1
     assert result.native_s is None and result.emulated_s is None  # nothing was timed
 
 

@@ -241,14 +241,15 @@ def _sets_location() -> bool:
         return True
 
 
-_SETS_LOCATION = _sets_location()
+#: Whether an op's location can be set (not on jaxlib 0.7's bindings).
+SETS_LOCATION = _sets_location()
 
 
 def inlined_at(op: Any, call_location: Any) -> None:
     """Give ``op``, copied out of a callee, the location MLIR's inliner
     gives it: its own at the call's (``callsite``).  A binding that cannot
     set an op's location (jaxlib 0.7) leaves its own."""
-    if _SETS_LOCATION:
+    if SETS_LOCATION:
         op.location = ir.Location.callsite(op.location, [call_location])
 
 
