@@ -14,8 +14,12 @@ tests put this folder on the child's ``PYTHONPATH``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from no64.ir import _compat as ir_compat
 from no64.ir._mlir import ir, make_context, stablehlo
@@ -33,6 +37,10 @@ __all__ = [
     # the seams themselves, for their own tests
     "ir_compat",
     "jax_compat",
+    # the modules the XLA client compiles, as text
+    "Intercept",
+    # a benchmark script, as a module
+    "load_benchmark",
     # for a child process that imports this module
     "with_support",
 ]
@@ -44,3 +52,41 @@ def with_support(env: dict[str, str]) -> dict[str, str]:
     here = str(Path(__file__).parent)
     env["PYTHONPATH"] = os.pathsep.join([here, *filter(None, [env.get("PYTHONPATH")])])
     return env
+
+
+class Intercept:
+    """Records, as text, every module the XLA client compiles in this process
+    while it is active."""
+
+    def __init__(self) -> None:
+        self.modules: list[str] = []
+
+    def __enter__(self) -> "Intercept":
+        from jaxlib import _jax
+
+        self._original = original = _jax.Client.compile_and_load
+        modules = self.modules
+
+        def compile_and_load(client: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
+            modules.append(backend_module_text(computation))
+            return original(client, computation, *args, **kwargs)
+
+        _jax.Client.compile_and_load = compile_and_load
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from jaxlib import _jax
+
+        _jax.Client.compile_and_load = self._original
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module (registered under ``name``, where
+    dataclasses look their module up)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -6,8 +6,6 @@ the same module; without them the token ids and the step counter enter as words.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from functools import partial
 from pathlib import Path
 
@@ -15,20 +13,9 @@ import jax
 
 import no64
 from no64.jax.hook import clone_module
+from support import load_benchmark
 
-BENCH_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpt2.py"
-
-
-def _load_benchmark():
-    spec = importlib.util.spec_from_file_location("bench_gpt2", BENCH_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_benchmark()
+bench = load_benchmark("bench_gpt2")
 
 
 def test_declared_ranges_leave_nothing_to_emulate() -> None:
@@ -74,7 +61,7 @@ def test_a_ratio_more_than_a_fifth_worse_than_stated_is_said_loudly(capsys) -> N
 
 
 def test_the_stated_ratios_are_the_documented_ones() -> None:
-    page = (BENCH_PATH.parents[1] / "docs" / "benchmarks.md").read_text()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text()
     sentence = page.split("(`STATED_RATIOS` in the benchmark: ", 1)[1].split(")", 1)[0]
     documented = [float(w.strip(",")) for w in sentence.replace(" and ", " ").split()]
     stated = bench.STATED_RATIOS

@@ -11,8 +11,6 @@ says so and exits with status 0.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import jax
@@ -21,20 +19,9 @@ import pytest
 
 import no64
 from no64.jax.reference import run_module
+from support import load_benchmark
 
-BENCH_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_iree_vulkan.py"
-
-
-def _load_benchmark():
-    spec = importlib.util.spec_from_file_location("bench_iree_vulkan", BENCH_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_benchmark()
+bench = load_benchmark("bench_iree_vulkan")
 
 
 @pytest.mark.parametrize("name", [p.name for p in bench.PROGRAMS])

@@ -10,30 +10,16 @@ fails here.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
-from support import ir_compat
+from support import ir_compat, load_benchmark
 
-BENCH_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_emulation.py"
-
-
-def _load_benchmark():
-    spec = importlib.util.spec_from_file_location("bench_emulation", BENCH_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_benchmark()
+bench = load_benchmark("bench_emulation")
 
 #: Enough elements for every pair of the extreme inputs to meet once.
 SIZE = 512
@@ -149,11 +135,7 @@ def test_pair_rows_check_against_float64(capsys: pytest.CaptureFixture[str], tmp
 def test_pairs_dot_benchmark_runs_briefly() -> None:
     """``benchmarks/bench_pairs_dot.py`` on a small matrix: every program
     runs, and both pair forms come within 1e-13 of float64."""
-    path = BENCH_PATH.parent / "bench_pairs_dot.py"
-    spec = importlib.util.spec_from_file_location("bench_pairs_dot", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("bench_pairs_dot")
     r = module.bench(48, repeats=1)
     assert r["split_err"] <= 1e-13 and r["elementwise_err"] <= 1e-13 and r["f32_err"] > 1e-9
 
@@ -164,12 +146,7 @@ def test_pairs_benchmark_checks_and_times_every_case_briefly(
     """``benchmarks/bench_pairs.py`` (``make bench-pairs``) on small shapes:
     every case converts, runs on pairs within 1e-13 of float64 (the
     benchmark refuses more), and is timed three ways with its ratios."""
-    path = BENCH_PATH.parent / "bench_pairs.py"
-    spec = importlib.util.spec_from_file_location("bench_pairs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    module = load_benchmark("bench_pairs")
     out_json = tmp_path / "pairs.json"
     argv = ["--size", "4096", "--rows", "8", "--row-length", "64", "--dots", "48", "--repeats", "1",
             "--json", str(out_json)]

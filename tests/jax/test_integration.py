@@ -31,7 +31,7 @@ import pytest
 import no64
 import no64.io
 from no64.jax import hook as jaxhook, intent
-from support import backend_module_text, enable_x64, ir, with_support
+from support import Intercept as SupportIntercept, enable_x64, ir, with_support
 
 # no64 turning x64 off (the subject of some tests) and JAX truncating explicit
 # 64-bit dtype requests under x64 off are expected here.
@@ -231,30 +231,8 @@ def restore_global():
     jax.config.update("jax_enable_x64", x64)
 
 
-class Intercept:
+class Intercept(SupportIntercept):
     """Records every module the XLA client compiles in this process (test-only)."""
-
-    def __init__(self) -> None:
-        self.modules: list[str] = []
-
-    def __enter__(self) -> "Intercept":
-        from jaxlib import _jax
-
-        self._original = _jax.Client.compile_and_load
-        original = self._original
-        modules = self.modules
-
-        def compile_and_load(client: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-            modules.append(backend_module_text(computation))
-            return original(client, computation, *args, **kwargs)
-
-        _jax.Client.compile_and_load = compile_and_load
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        from jaxlib import _jax
-
-        _jax.Client.compile_and_load = self._original
 
     def with_64bit(self) -> list[str]:
         return [t for t in self.modules if no64.find_64bit(no64.io.load(t.encode(), format="mlir"))]

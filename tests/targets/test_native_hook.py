@@ -26,7 +26,7 @@ from no64.jax.hook import active_config, clear_compile_records, compile_records
 from no64.targets import TARGETS
 from no64.targets.legality import check_target
 from programs import PROGRAMS as SUITE, Program
-from support import backend_module_text, enable_x64, ir, make_context
+from support import Intercept, enable_x64, ir, make_context
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::no64.X64DisabledWarning"),
@@ -86,31 +86,6 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
     a = np.array(edges + [7, -7, 123456789, -987654321], np.int32)
     b = np.array(edges[::-1] + [-7, 7, -987654321, 123456789], np.int32)
     return a, b
-
-
-class Intercept:
-    """The modules the XLA client compiles in this process while it is active (as text)."""
-
-    def __init__(self) -> None:
-        self.modules: list[str] = []
-
-    def __enter__(self) -> "Intercept":
-        from jaxlib import _jax
-
-        self._original = original = _jax.Client.compile_and_load
-        modules = self.modules
-
-        def compile_and_load(client: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-            modules.append(backend_module_text(computation))
-            return original(client, computation, *args, **kwargs)
-
-        _jax.Client.compile_and_load = compile_and_load
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        from jaxlib import _jax
-
-        _jax.Client.compile_and_load = self._original
 
 
 def _parse(text: str) -> ir.Module:

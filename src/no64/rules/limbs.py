@@ -98,7 +98,7 @@ from ..ir._mlir import ir, stablehlo
 from ..spec.intervals import Interval
 from ..spec.protocols import Legalization, RangeQuery
 from ..spec.registry import Computes, Reduction, spec_of
-from ..spec.walk import all_ops, extremum
+from ..spec.walk import all_ops, combiner, extremum
 
 __all__ = ["Limb", "Split", "LimbPlan", "split", "plan", "contraction", "dot_general", "sum_split", "combining",
            "OrderSplit", "order_split"]
@@ -415,19 +415,7 @@ def sum_split(terms: int, interval: Interval, bound: int) -> Split | None:
 
 def _adds(op: ir.Operation) -> bool:
     """Whether ``op``'s body (one result) returns the sum of its two arguments."""
-    if not len(op.regions) or not len(op.regions[0].blocks):
-        return False
-    block = op.regions[0].blocks[0]
-    args = list(block.arguments)
-    ret = list(block.operations)[-1]
-    if len(args) != 2 or len(ret.operands) != 1:
-        return False
-    owner = ret.operands[0].owner
-    if isinstance(owner, ir.Block):
-        return False
-    add = owner.operation
-    return (spec_of(add.name).computes is Computes.ADD and len(add.operands) == 2
-            and {add.operands[0], add.operands[1]} == set(args))
+    return combiner(op) is Computes.ADD
 
 
 def _replicas(op: ir.Operation) -> int | None:

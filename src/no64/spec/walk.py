@@ -25,6 +25,7 @@ __all__ = [
     "entry_name",
     "callee_of",
     "enclosing_function",
+    "combiner",
     "extremum",
 ]
 
@@ -142,9 +143,10 @@ def enclosing_function(op: ir.Operation) -> str | None:
     return None
 
 
-def extremum(op: ir.Operation) -> str | None:
-    """``"maximum"`` or ``"minimum"`` where ``op``'s body (one result) returns
-    that of its two arguments, else ``None``."""
+def combiner(op: ir.Operation) -> Computes | None:
+    """What ``op``'s body computes where it returns one op of its two
+    arguments (a reduction's, a scatter's or a collective's combiner:
+    ``Computes.ADD``, ``Computes.MAXIMUM``, ...), else ``None``."""
     if not len(op.regions) or not len(op.regions[0].blocks):
         return None
     block = op.regions[0].blocks[0]
@@ -156,8 +158,15 @@ def extremum(op: ir.Operation) -> str | None:
     if isinstance(owner, ir.Block):
         return None
     inner = owner.operation
-    computes = spec_of(inner.name).computes
-    if (computes not in (Computes.MAXIMUM, Computes.MINIMUM) or len(inner.operands) != 2
-            or {inner.operands[0], inner.operands[1]} != set(args)):
+    if len(inner.operands) != 2 or {inner.operands[0], inner.operands[1]} != set(args):
         return None
-    return "maximum" if computes is Computes.MAXIMUM else "minimum"
+    return spec_of(inner.name).computes
+
+
+def extremum(op: ir.Operation) -> str | None:
+    """``"maximum"`` or ``"minimum"`` where ``op``'s body (one result) returns
+    that of its two arguments, else ``None``."""
+    computes = combiner(op)
+    if computes is Computes.MAXIMUM:
+        return "maximum"
+    return "minimum" if computes is Computes.MINIMUM else None
