@@ -55,7 +55,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._mlir import ir
-from .words import build, i32, make, splat
+from .words import build, i32, interleave, make
 
 __all__ = [
     "Pair",
@@ -204,26 +204,12 @@ def pack(p: Pair, carried: bool = True) -> ir.Value:
 
     A value ``carried`` by a loop, a branch or a call is a ``concatenate``
     of ``S x 1`` columns (unpacked again by the next iteration); a result of
-    a function (``carried=False``) is each part broadcast along the new last
-    dimension, ``hi`` chosen where an iota along it is 0, as
-    :func:`no64.ir.words.pack` packs words: XLA's CPU compiler fuses the
-    whole computation of the parts into a concatenate's per-element
+    a function (``carried=False``) is packed as :func:`no64.ir.words.pack`
+    packs words (:func:`no64.ir.words.interleave`): XLA's CPU compiler fuses
+    the whole computation of the parts into a concatenate's per-element
     branches, which do not vectorise (``select(x > 0, 3 x, x / 7) + 1.5`` on
     pairs ran 10 to 40 times as long as with the select)."""
-    shape = p.shape
-    dim = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(shape))
-    if carried:
-        col = _tensor(shape + [1], f32())
-        hi = make("reshape", [p.hi], col)
-        lo = make("reshape", [p.lo], col)
-        return make("concatenate", [hi, lo], packed_type(shape), dimension=dim)
-    packed = packed_type(shape)
-    dims = ir.DenseI64ArrayAttr.get(list(range(len(shape))))
-    hi, lo = (make("broadcast_in_dim", [x], packed, broadcast_dimensions=dims) for x in (p.hi, p.lo))
-    index = make("iota", [], _tensor(shape + [2], i32()), iota_dimension=dim)
-    first = make("compare", [index, splat(index, 0)], _tensor(shape + [2], ir.IntegerType.get_signless(1)),
-                 comparison_direction=ir.Attribute.parse("#stablehlo<comparison_direction EQ>"))
-    return make("select", [first, hi, lo], packed)
+    return interleave(p.hi, p.lo, carried)
 
 
 def unpack(v: ir.Value) -> Pair:

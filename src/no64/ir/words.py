@@ -32,6 +32,7 @@ __all__ = [
     "splat",
     "from_ints",
     "pack",
+    "interleave",
     "unpack",
     "from_single",
     "low_single",
@@ -218,23 +219,30 @@ def pack(w: Words, carried: bool = False) -> ir.Value:
     concatenate: unpacked again by the next iteration, it costs less than
     the select, which computes both words at each of its elements (a
     call's is forwarded to the callee's slices, :mod:`no64.transforms.forward`)."""
-    shape = w.shape
     elem = u32() if w.unsigned else i32()
-    lo, hi = bitcast(w.lo, elem), bitcast(w.hi, elem)
-    packed = packed_type(shape, w.unsigned)
+    return interleave(bitcast(w.lo, elem), bitcast(w.hi, elem), carried)
+
+
+def interleave(first: ir.Value, second: ir.Value, carried: bool = False) -> ir.Value:
+    """Two parts of one shape ``S`` as one ``S x 2`` tensor, ``first`` at
+    ``[..., 0]``: a concatenate where ``carried``, else the select over
+    ``2 x S`` transposed (see :func:`pack`; float pairs are packed so too)."""
+    t = ir.RankedTensorType(first.type)
+    shape, elem = list(t.shape), t.element_type
+    packed = _tensor(shape + [2], elem)
     rank = len(shape)
     if carried:
         col = _tensor(shape + [1], elem)
         return make(
-            "concatenate", [make("reshape", [lo], col), make("reshape", [hi], col)], packed,
+            "concatenate", [make("reshape", [first], col), make("reshape", [second], col)], packed,
             dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank),
         )
     lead = _tensor([2] + shape, elem)
     dims = ir.DenseI64ArrayAttr.get(list(range(1, rank + 1)))
-    lo, hi = (make("broadcast_in_dim", [x], lead, broadcast_dimensions=dims) for x in (lo, hi))
+    first, second = (make("broadcast_in_dim", [x], lead, broadcast_dimensions=dims) for x in (first, second))
     index = make("iota", [], _tensor([2] + shape, i32()),
                  iota_dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
-    chosen = _sel(_cmp(index, splat(index, 0), "EQ", "SIGNED"), lo, hi)
+    chosen = _sel(_cmp(index, splat(index, 0), "EQ", "SIGNED"), first, second)
     return make("transpose", [chosen], packed, permutation=ir.DenseI64ArrayAttr.get(list(range(1, rank + 1)) + [0]))
 
 

@@ -39,19 +39,16 @@ from ..analysis.float_hints import float_hints
 from ..analysis.pair_range import PairRange, pair_range
 from ..analysis.ranges import RangeAnalysis, resolve_input_ranges
 from ..errors import InputRangeError, InvalidModuleError
-from ..ir._compat import block_argument
-from ..ir._mlir import as_operation, defining_op, ir
+from ..ir._mlir import ir
 from ..ir.types import is_int64_tensor
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..options import Options
 from ..report import DemotionReport
-from ..spec.registry import spec_of
-from ..spec.walk import is_public
 from ..targets import Target
 from . import rewrite
 from .boundary import NativeBoundary, native_boundary
 from .forward import forward_words
-from .inline import inline_calls
+from .inline import crosses_calls, inline_calls
 from .linalg import expand_lapack
 from .plan import Plan, Planner, Settings, collision_only
 from .scan import _module_op, gc_paused
@@ -367,7 +364,7 @@ class _Demotion:
         plan is settled (refusals raise there, before anything changes)."""
         everything, words_out = self.options.policy is RangePolicy.EXACT, self.options.outputs is Outputs.WORDS
         em = p.emulation(everything=everything, words_out=words_out)
-        if em is not None and _crosses_calls(em.wide):
+        if em is not None and crosses_calls(em.wide):
             # calls that would carry word pairs, inlined first: XLA does not
             # see through the packing at a call, and each call site's
             # constants (a divisor) stay its own
@@ -484,29 +481,6 @@ def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
         rep.add_narrowing(op, "result", 0, loc, Verdict.PRECISION_REDUCED, None, detail)
     for r in ranges:
         rep.add(EventKind.PAIR_RANGE, r.op, r.location, r.detail)
-
-
-def _crosses_calls(wide: set[ir.Value]) -> bool:
-    """Whether a value to be carried as words crosses a call: a call's
-    operand or result, or a private function's argument or returned value."""
-    for v in wide:
-        op = defining_op(v)
-        if op is None:
-            arg = block_argument(v)
-            owner = as_operation(arg.owner.owner) if arg is not None else None
-            if owner is not None and spec_of(owner.name).function and not is_public(owner):
-                return True
-        elif spec_of(op.name).call:
-            return True
-        for use in v.uses:
-            user = as_operation(use.owner)
-            if spec_of(user.name).call:
-                return True
-            if spec_of(user.name).terminator and user.parent is not None:
-                fn = as_operation(user.parent)
-                if spec_of(fn.name).function and not is_public(fn):
-                    return True
-    return False
 
 
 def _restore(root: ir.Operation, backup: ir.Operation) -> None:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ir._compat import inlined_at
-from ..ir._mlir import as_operation, ir
+from ..ir._compat import block_argument, inlined_at
+from ..ir._mlir import as_operation, defining_op, ir
 from ..spec.registry import spec_of
 from ..spec.walk import all_ops, functions, is_public, symbol_name
 
-__all__ = ["inline_calls"]
+__all__ = ["crosses_calls", "inline_calls"]
 
 #: Calls inlined at most (a bound on the module's growth and on recursion).
 MAX_INLINED = 10_000
@@ -92,3 +92,26 @@ def _inline(call: ir.Operation, fn: ir.Operation, wide: set[str]) -> list[ir.Ope
         mapping.update(zip(body_op.results, copy.results))
     call.erase()
     return nested_calls
+
+
+def crosses_calls(wide: set[ir.Value]) -> bool:
+    """Whether a value to be carried as words crosses a call: a call's
+    operand or result, or a private function's argument or returned value."""
+    for v in wide:
+        op = defining_op(v)
+        if op is None:
+            arg = block_argument(v)
+            owner = as_operation(arg.owner.owner) if arg is not None else None
+            if owner is not None and spec_of(owner.name).function and not is_public(owner):
+                return True
+        elif spec_of(op.name).call:
+            return True
+        for use in v.uses:
+            user = as_operation(use.owner)
+            if spec_of(user.name).call:
+                return True
+            if spec_of(user.name).terminator and user.parent is not None:
+                fn = as_operation(user.parent)
+                if spec_of(fn.name).function and not is_public(fn):
+                    return True
+    return False
