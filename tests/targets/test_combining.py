@@ -107,6 +107,29 @@ SCATTERS = [
 ]
 
 
+def _scatter_exact_on_the_datapath(f: Callable[..., Any], xshape: tuple[int, ...], ushape: tuple[int, ...],
+                                   dtype: Any, t: Target, in_f32: bool,
+                                   inputs: Callable[[tuple[int, ...], Any], Any]) -> None:
+    """Scatter ``f`` (duplicate and negative indices) is reported inexact on
+    ``t``; legalized, it gives on the simulated device what the original
+    gives on the CPU, bit for bit, on every pair of ``inputs``; the original
+    on the simulated device gets some wrong."""
+    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
+    m = lowered(f, np.zeros(xshape, dtype), idx, np.zeros(ushape, dtype))
+    assert any(x.kind == "inexact" for x in check_target(m, t)), "not vacuous: the check reports the scatter"
+    out = legalized(m, t, in_f32, 1)
+    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, t)[0], strict=False)
+    sim, simulated = on_datapath(out, t)
+    assert simulated == (0 if in_f32 else 2)
+    run_out = compile_module(sim, strict=False)
+    wrong = 0
+    for xs, us in zip(inputs(xshape, dtype), inputs(ushape, dtype)):
+        want = run_ref([xs, idx, us])[0]
+        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
+        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
+    assert wrong
+
+
 @pytest.mark.parametrize("t, in_f32", FORMS)
 @pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int16])
 @pytest.mark.parametrize("f, xshape, ushape", SCATTERS)
@@ -119,21 +142,7 @@ def test_scatter_add_is_exact_on_the_datapath(f: Callable[..., Any], xshape: tup
     enough for a sum past 2**24.)"""
     if dtype == np.int16:
         ushape = (600, *ushape[1:])
-    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
-    x, u = np.zeros(xshape, dtype), np.zeros(ushape, dtype)
-    m = lowered(f, x, idx, u)
-    assert any(x.kind == "inexact" for x in check_target(m, t)), "not vacuous: the check reports the scatter"
-    out = legalized(m, t, in_f32, 1)
-    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, t)[0], strict=False)
-    sim, simulated = on_datapath(out, t)
-    assert simulated == (0 if in_f32 else 2)
-    run_out = compile_module(sim, strict=False)
-    wrong = 0
-    for xs, us in zip(extremes(xshape, dtype), extremes(ushape, dtype)):
-        want = run_ref([xs, idx, us])[0]
-        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
-        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
-    assert wrong
+    _scatter_exact_on_the_datapath(f, xshape, ushape, dtype, t, in_f32, extremes)
 
 
 def test_trn2_splits_a_scatter_too() -> None:
@@ -238,20 +247,7 @@ def test_scatter_max_and_min_are_exact_on_the_datapath(f: Callable[..., Any], xs
     """A full-range integer scatter-max or -min (duplicate and negative indices),
     legalized, gives on the simulated device what the original gives on the CPU, bit for
     bit; the original on the simulated device does not."""
-    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
-    m = lowered(f, np.zeros(xshape, dtype), idx, np.zeros(ushape, dtype))
-    assert any(x.kind == "inexact" for x in check_target(m, t)), "not vacuous: the check reports the scatter"
-    out = legalized(m, t, in_f32, 1)
-    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, t)[0], strict=False)
-    sim, simulated = on_datapath(out, t)
-    assert simulated == (0 if in_f32 else 2)
-    run_out = compile_module(sim, strict=False)
-    wrong = 0
-    for xs, us in zip(_ordered(xshape, dtype), _ordered(ushape, dtype)):
-        want = run_ref([xs, idx, us])[0]
-        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
-        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
-    assert wrong
+    _scatter_exact_on_the_datapath(f, xshape, ushape, dtype, t, in_f32, _ordered)
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])
