@@ -22,12 +22,14 @@ from ..ir import words as W
 from ..ir._compat import attribute_dict
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.types import is_int64_tensor as _is64
+from ..kinds import OpForm
 from ..spec.protocols import (
     EmulateRule,
     Out,
     WordContext as Emulation,  # what a rule's ``em`` offers
 )
 from ..spec.registry import Computes, spec_of
+from ..spec.walk import combiner
 
 __all__ = ["EmulateRule"]
 
@@ -334,7 +336,14 @@ def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
     rtypes = em.split_types(result_types, wide)
     args = list(op.regions[0].blocks[0].arguments)
     args_wide = [wide[i % n] for i in range(len(args))]
-    prefix = _long_prefix(op, em) if op.name == "stablehlo.reduce_window" else None
+    if n == 1 and wide[0] and spec_of(op.name).form in em.one_input:
+        total = _limb_sum(op, em)
+        if total is not None:
+            return [total]
+    # on a device that refuses a window of several inputs, every cumulative
+    # one by doubling: its two-element windows then unfold elementwise
+    limit = 1 if OpForm.REDUCE_WINDOW in em.one_input else _PREFIX_LIMIT
+    prefix = _long_prefix(op, em, limit) if op.name == "stablehlo.reduce_window" else None
     if prefix is not None:
         new = _prefix_by_doubling(op, em, operands, rtypes, args_wide, *prefix)
     else:
@@ -345,6 +354,109 @@ def reduction(op: ir.Operation, em: "Emulation") -> list[Out]:
                       "identity as the initial value")
         new = em.rebuild(op, operands, rtypes, args_wide)
     return em.joined(list(new.results), result_types, wide)
+
+
+#: The most terms a sum of 16-bit limbs holds within 32 bits (``u32``).
+_LIMB_TERMS = (2**32 - 1) // (2**16 - 1)
+
+
+def _limb_sum(op: ir.Operation, em: "Emulation") -> W.Words | None:
+    """A ``reduce`` or ``reduce_window`` that adds 64-bit words, as one such
+    op of one ``ui32`` input, for a device that refuses it with several
+    (the word pair's carries need two): the low word's two 16-bit halves
+    and the high word, stacked along a new leading axis, each summed on its
+    own -- a sum of at most :data:`_LIMB_TERMS` halves stays below 2**32,
+    the high words' sum is wanted modulo 2**32 -- and joined, the halves
+    carried into the high word.  ``None`` (the op is left to the general
+    rule) unless the body is one add and every output sums at most that
+    many terms, with an initial value of 0 (a window's padding holds it)
+    or, where nothing is padded, one added once at the end."""
+    if combiner(op) is not Computes.ADD:
+        return None
+    x, init = op.operands
+    # (as in the 64-bit program: an operand may be retyped already)
+    shape, rshape = (list(ir.RankedTensorType(em.type(v)).shape) for v in (x, op.results[0]))
+    rank = len(shape)
+    window = op.name == "stablehlo.reduce_window"
+    if window:
+        terms = int(np.prod(_ints(op, "window_dimensions", rank, 1)))
+        pads = (np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(-1).tolist()
+                if "padding" in op.attributes else [])
+        padded = any(pads) or _ints(op, "base_dilations", rank, 1) != [1] * rank
+    else:
+        dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+        terms, padded = int(np.prod([shape[d] for d in dims])), False
+    if terms + 1 > _LIMB_TERMS:
+        return None
+    folded = em.analysis.fold(init, sentinels=True)
+    zero = folded is not None and np.asarray(folded).size == 1 and int(np.asarray(folded).reshape(-1)[0]) == 0
+    if padded and not zero:
+        return None
+    w = em.words(x)
+    # summed as signless i32 (the same sums modulo 2**32): IREE's input
+    # conversion fails on a reduce_window of unsigned elements
+    u32, i32 = W.u32(), W.i32()
+    # split and joined as vectors: IREE's Vulkan kernels over a 64 x 257
+    # tensor ran several times as long as over its elements as a vector
+    size = int(np.prod(shape, dtype=np.int64))
+    lo, hi = (W.make("reshape", [W.bitcast(v, i32)], ir.RankedTensorType.get([size], i32)) for v in (w.lo, w.hi))
+    # the three rows by one elementwise op over 3 x N (one kernel in IREE,
+    # where a concatenate of rows is one per row): row k of the low words
+    # shifted down by 16k and masked, the high words in row 2
+    rows_t = ir.RankedTensorType.get([3, size], i32)
+    along = ir.DenseI64ArrayAttr.get([1])
+    lo3, hi3 = (W.make("broadcast_in_dim", [v], rows_t, broadcast_dimensions=along) for v in (lo, hi))
+    by_row = ir.DenseI64ArrayAttr.get([0])
+    shift, mask = (W.make("broadcast_in_dim", [W.const([3], np.asarray(v, dtype=np.int32), i32)], rows_t,
+                          broadcast_dimensions=by_row) for v in ([0, 16, 0], [0xFFFF, 0xFFFF, -1]))
+    halves = W.make("and", [W.make("shift_right_logical", [lo3, shift], rows_t), mask], rows_t)
+    row = W.make("iota", [], rows_t, iota_dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
+    flags_t = ir.RankedTensorType.get([3, size], ir.IntegerType.get_signless(1))
+    is_hi = W.make("compare", [row, W.splat(row, 2)], flags_t,
+                   comparison_direction=ir.Attribute.parse("#stablehlo<comparison_direction EQ>"))
+    rows = W.make("select", [is_hi, hi3, halves], rows_t)
+    stacked = W.make("reshape", [rows], ir.RankedTensorType.get([3] + shape, i32))
+    scalar = ir.RankedTensorType.get([], i32)
+    attrs = attribute_dict(op)
+    if window:
+        for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
+            attrs[name] = ir.DenseI64ArrayAttr.get([1] + _ints(op, name, rank, 1))
+        i64 = ir.IntegerType.get_signless(64)
+        attrs["padding"] = ir.DenseIntElementsAttr.get(
+            np.asarray([0, 0] + (pads or [0] * (2 * rank)), dtype=np.int64).reshape(rank + 1, 2),
+            type=ir.RankedTensorType.get([rank + 1, 2], i64))
+    else:
+        attrs["dimensions"] = ir.DenseI64ArrayAttr.get([d + 1 for d in dims])
+    summed = W.build(op.name.rsplit(".", 1)[-1], [stacked, W.const([], 0, i32)],
+                     [ir.RankedTensorType.get([3] + rshape, i32)], regions=1, **attrs)
+    block = summed.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        a, b = block.arguments
+        W.build("return", [W.make("add", [a, b], scalar)], [])
+
+    n = int(np.prod(rshape, dtype=np.int64))
+    rows = W.make("reshape", [summed.results[0]], ir.RankedTensorType.get([3, n], i32))
+
+    def part(k: int) -> ir.Value:
+        piece = W.make("slice", [rows], ir.RankedTensorType.get([1, n], i32),
+                       start_indices=ir.DenseI64ArrayAttr.get([k, 0]),
+                       limit_indices=ir.DenseI64ArrayAttr.get([k + 1, n]), strides=ir.DenseI64ArrayAttr.get([1, 1]))
+        return W.bitcast(W.make("reshape", [piece], ir.RankedTensorType.get([n], i32)), u32)
+
+    low, high, top = part(0), part(1), part(2)
+    # low + high * 2**16 + top * 2**32, modulo 2**64
+    up = W.make("shift_left", [high, W.splat(high, 16)], high.type)
+    down = W.make("shift_right_logical", [high, W.splat(high, 16)], high.type)
+    hi_elem = ir.RankedTensorType(w.hi.type).element_type
+    total = W.add(W.Words(low, W.bitcast(top, hi_elem), w.unsigned), W.Words(up, W.bitcast(down, hi_elem), w.unsigned))
+
+    def reshaped(v: ir.Value) -> ir.Value:
+        return W.make("reshape", [v], ir.RankedTensorType.get(rshape, ir.RankedTensorType(v.type).element_type))
+
+    total = W.Words(reshaped(total.lo), reshaped(total.hi), total.unsigned)
+    if not zero:
+        total = W.add(total, _broadcast_to(em.words(init), rshape))
+    return total
 
 
 #: Cumulative ``reduce_window``s longer than this are computed by doubling
@@ -369,9 +481,9 @@ def _ints(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
     return list(ir.DenseI64ArrayAttr(op.attributes[name]))
 
 
-def _long_prefix(op: ir.Operation, em: "Emulation") -> tuple[int, int, bool] | None:
+def _long_prefix(op: ir.Operation, em: "Emulation", limit: int = _PREFIX_LIMIT) -> tuple[int, int, bool] | None:
     """``(axis, length, reverse)`` when ``op`` is a cumulative reduction
-    longer than :data:`_PREFIX_LIMIT` (``jnp.cumsum``, ``lax.cummax``, ...:
+    longer than ``limit`` (``jnp.cumsum``, ``lax.cummax``, ...:
     one window as long as its axis, padded by one less in front -- or behind,
     for a reverse one -- unit strides and dilations) whose body combines each
     slot with one op whose identity is the slot's initial value; else ``None``."""
@@ -381,7 +493,7 @@ def _long_prefix(op: ir.Operation, em: "Emulation") -> tuple[int, int, bool] | N
     if any(_ints(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
         return None
     axes = [i for i, w in enumerate(window) if w != 1]
-    if len(axes) != 1 or window[axes[0]] != shape[axes[0]] or shape[axes[0]] <= _PREFIX_LIMIT:
+    if len(axes) != 1 or window[axes[0]] != shape[axes[0]] or shape[axes[0]] <= limit:
         return None
     axis, length = axes[0], shape[axes[0]]
     pad = [[0, 0]] * rank

@@ -23,6 +23,7 @@ from ..errors import ConstantRangeError, No64Error, UnsupportedOpError
 from ..ir import pairs as P, words as W
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation
+from ..kinds import OpForm
 from .intervals import Interval, Range
 
 __all__ = [
@@ -194,6 +195,12 @@ class WordContext(CarrierContext[W.Words], Protocol):
     def analysis(self) -> RangeQuery:
         """The range analysis of the 64-bit program (read only: an
         implementation may hold a subtype of :class:`RangeQuery`)."""
+        ...
+
+    @property
+    def one_input(self) -> frozenset[OpForm]:
+        """Op forms the device refuses with several inputs (a reduction of
+        words is then written with one)."""
         ...
 
     def is_wide(self, v: ir.Value) -> bool:

@@ -107,6 +107,10 @@ def refusal_reason(op: ir.Operation, r: Refusal) -> str | None:
     if when == "variadic":
         n = len(op.results)
         return f"{r.reason} ({n} inputs)" if n > 1 else None
+    if when == "variadic-adding":
+        n = len(op.results)
+        adds = any(spec_of(inner.name).computes is Computes.ADD for inner in all_ops(op))
+        return f"{r.reason} ({n} inputs)" if n > 1 and adds else None
     if when == "variadic-dilated":
         n = len(op.results)
         dilated = "window_dilations" in op.attributes and any(

@@ -55,6 +55,7 @@ from ..ir import words as W
 from ..ir._compat import block_argument
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.types import is_int64_tensor as is_wide_int
+from ..kinds import OpForm
 from ..spec.registry import UNKNOWN, spec_of
 from ..spec.walk import functions as _functions, is_public as _is_public, symbol_name as _sym
 from .carry import Carrier, refresh_signature
@@ -125,6 +126,8 @@ class Emulation(Carrier[W.Words]):
     #: (``outputs="checked"``): the entry function returns one more result,
     #: a scalar ``i1``, true when they all fit in 32 bits.
     checked: set[ir.Value] = dataclasses.field(default_factory=set)
+    #: Op forms the device refuses with several inputs (a target's profile).
+    one_input: frozenset[OpForm] = frozenset()
     _reps: dict[ir.Value, W.Words] = dataclasses.field(default_factory=dict)
     _consts: dict[Any, W.Words] = dataclasses.field(default_factory=dict)
 
@@ -385,13 +388,15 @@ def _sweep(root: ir.Operation) -> None:
 # ---------------------------------------------------------------- planning
 
 
-def emulation_for(plan: EmulationPlan | None) -> Emulation | None:
+def emulation_for(plan: EmulationPlan | None, one_input: frozenset[OpForm] = frozenset()) -> Emulation | None:
     """The emulation step for the values a plan of
-    :func:`~no64.transforms.emulation_plan.plan_words` emulates; ``None``
-    if it emulates none."""
+    :func:`~no64.transforms.emulation_plan.plan_words` emulates (for a
+    device that refuses the ``one_input`` forms with several inputs);
+    ``None`` if it emulates none."""
     if plan is None:
         return None
     em = Emulation(plan.root, plan.analysis, plan.wide, plan.ops, plan.outputs, plan.slots, plan.groups)
+    em.one_input = one_input
     em.marks = plan.marks
     em.inputs = plan.inputs
     em.narrowed = plan.narrowed

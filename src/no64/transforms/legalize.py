@@ -164,7 +164,8 @@ def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
 
 #: The refusals an op's ``unfold`` rule answers (``"always"``: an op the
 #: target never compiles, ``reduce_precision``, computed another way).
-_UNFOLDED = frozenset({"variadic", "variadic-dilated", "operands!=2", "comparator", "always", "not-32-bit"})
+_UNFOLDED = frozenset({"variadic", "variadic-adding", "variadic-dilated", "operands!=2", "comparator", "always",
+                       "not-32-bit"})
 
 
 def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:

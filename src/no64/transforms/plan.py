@@ -34,7 +34,17 @@ from ..ir._compat import block_argument, op_result
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import TypeConverter
-from ..kinds import ElementKind, EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, SentinelUse, Verdict
+from ..kinds import (
+    ElementKind,
+    EventKind,
+    FloatPolicy,
+    IntegerPolicy,
+    OpForm,
+    Outputs,
+    RangePolicy,
+    SentinelUse,
+    Verdict,
+)
 from ..options import Options
 from ..report import DemotionReport, Narrowing
 from ..spec.intervals import Range, collides, sentinel_collision
@@ -92,6 +102,9 @@ class Settings:
     #: 64-bit element types the device has natively (a target's profile):
     #: kept as they are (:class:`~no64.ir.types.TypeConverter`).
     keep: frozenset[str] = frozenset()
+    #: Op forms the device refuses with several inputs (a target's
+    #: profile): the word emulation writes sums there as sums of one input.
+    one_input: frozenset[OpForm] = frozenset()
 
     @classmethod
     def of(cls, options: Options, root: ir.Operation) -> "Settings":
@@ -116,7 +129,15 @@ class Settings:
         elif words_in and declared:
             ranges = dict(resolve_input_ranges(root, declared).items())
         return cls(options.integer_policy, options.policy, ranges, words_in=words_in, assumed_inputs=assumed,
-                   float_pairs=options.float_policy is FloatPolicy.PAIRS, keep=options.native)
+                   float_pairs=options.float_policy is FloatPolicy.PAIRS, keep=options.native,
+                   one_input=_one_input(options))
+
+
+def _one_input(options: Options) -> frozenset[OpForm]:
+    t = options.target
+    if t is None:
+        return frozenset()
+    return frozenset(f for f in (OpForm.REDUCE, OpForm.REDUCE_WINDOW) if t.refuses_several_inputs(f))
 
 
 @dataclass(eq=False)
@@ -258,13 +279,13 @@ class Planner:
         for request in attempts[:-1]:
             result = plan_words(self.root, self.ranges(), request)
             if not isinstance(result, WordsRefused):
-                return emulation_for(result)
+                return emulation_for(result, self.settings.one_input)
             if result.final:
                 raise result.error
         last = plan_words(self.root, self.ranges(), attempts[-1])
         if isinstance(last, WordsRefused):
             raise last.error
-        return emulation_for(last)
+        return emulation_for(last, self.settings.one_input)
 
     def _all_integers_fit(self) -> bool:
         """Whether every 64-bit integer value the plan retypes (the entry
