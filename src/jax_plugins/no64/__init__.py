@@ -14,7 +14,10 @@ no64 is activated from the environment at the earliest of two moments:
 
 It registers no PJRT backend.  With ``NO64_PLATFORMS`` unset both are
 no-ops that import nothing beyond :mod:`os` and :mod:`sys`, so an installed
-but unused no64 costs JAX nothing.
+but unused no64 costs JAX nothing -- except where no64 is imported already:
+then :func:`initialize` has XLA's CPU compiler made without LLVM's loop hash
+recognition (:func:`no64.jax._compat.guard_cpu_compiler`), which must
+happen before JAX makes its backends.
 """
 
 import os
@@ -41,6 +44,12 @@ def initialize() -> None:
     range) JAX still starts: this says once, on stderr, why no64 is inactive.
     """
     global _told
+    if "no64" in sys.modules:
+        # no64 is in use: XLA's CPU compiler made without LLVM's loop hash
+        # recognition (JAX makes its backends right after this)
+        from no64.jax._compat import guard_cpu_compiler
+
+        guard_cpu_compiler()
     if not _wanted():
         return
     try:
@@ -94,3 +103,4 @@ class _Loader:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
+

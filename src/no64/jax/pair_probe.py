@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,11 +19,18 @@ _results: dict[str, str | None] = {}
 
 
 def probe_result(backend: Any, device: Any) -> str | None:
-    """Run the probe on ``device`` of ``backend`` (once per platform)."""
+    """Run the probe on ``device`` of ``backend`` (once per platform).  On
+    the CPU, warn if XLA's compiler may take minutes on pairs there
+    (:func:`no64.jax._compat.late_cpu_guard_warning`)."""
     platform = device.platform
     with _lock:
         if platform in _results:
             return _results[platform]
+    from ._compat import late_cpu_guard_warning
+
+    slow = late_cpu_guard_warning() if platform == "cpu" else None
+    if slow is not None:
+        warnings.warn(f"no64: {slow}", RuntimeWarning, stacklevel=2)
     import jax
     import jax.extend.backend
 
