@@ -12,7 +12,8 @@ three ways outside the timed region:
 Cases: elementwise add, multiply and divide on ``--size`` elements; a sum
 over rows (``reduce``) and a cumulative sum over rows (``reduce_window``)
 of ``--rows x --row-length``; ``n x n`` matmuls (``--dots``, default 256
-and 512); and a small float64 program mixing them (a variance over rows of
+and 512); a 3 x 3 convolution of 16 channels (``k = 144``, by the
+contraction of its patches); and a small float64 program mixing them (a variance over rows of
 a rational expression).  Each pairs result is first held to the f64 one
 (the largest error relative to the largest magnitude of the f64 result,
 which includes the inputs' rounding to 48 bits; refused above ``1e-13``).
@@ -42,6 +43,7 @@ import jax
 import jax.extend
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 import no64
 from no64.jax.reference import compile_module, lower_x64
@@ -60,11 +62,16 @@ def _variance_program(x: jax.Array, y: jax.Array) -> jax.Array:
     return jnp.mean(z * z, axis=1) - mean * mean
 
 
+def _convolution(x: jax.Array, w: jax.Array) -> jax.Array:
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                    precision="highest")
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
     fn: Callable[[jax.Array, jax.Array], jax.Array]
-    shape: str  #: ``"flat"``, ``"rows"`` or ``"square N"``
+    shape: str  #: ``"flat"``, ``"rows"``, ``"square N"`` or ``"conv"`` (NHWC input, HWIO kernel)
     matmul: bool = False
 
 
@@ -78,12 +85,15 @@ def cases(dots: Sequence[int]) -> list[Case]:
     ]
     out += [Case(f"matmul {n} x {n}", lambda x, y: jnp.matmul(x, y, precision="highest"), f"square {n}", True)
             for n in dots]
+    out.append(Case("convolution 3x3, 16 -> 16 channels, 8x32x32", _convolution, "conv", True))
     out.append(Case("program: variance over rows of x*y + x/(1+y*y)", _variance_program, "rows"))
     return out
 
 
 def make_inputs(case: Case, size: int, rows: int, row_length: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
+    if case.shape == "conv":
+        return 1.0 + rng.standard_normal((8, 32, 32, 16)), rng.standard_normal((3, 3, 16, 16))
     if case.shape == "flat":
         shape: tuple[int, ...] = (size,)
     elif case.shape == "rows":

@@ -236,6 +236,7 @@ for _name in ("stablehlo.exponential", "stablehlo.exponential_minus_one"):
     declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32, amplifies=True)
 for _name in ("stablehlo.tanh", "stablehlo.logistic"):
     declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32)
+declare("stablehlo.convolution", region_free=True, pairs=PR.convolution)
 declare("stablehlo.sqrt", elementwise=True, computes=SQRT, region_free=True, pairs=PR.sqrt)
 declare("stablehlo.rsqrt", elementwise=True, region_free=True, pairs=PR.rsqrt)
 declare("stablehlo.floor", elementwise=True, region_free=True, pairs=PR.floor)
@@ -243,7 +244,7 @@ declare("stablehlo.ceil", elementwise=True, region_free=True, pairs=PR.ceil)
 declare("stablehlo.round_nearest_even", elementwise=True, region_free=True, pairs=PR.round_nearest_even)
 declare("stablehlo.round_nearest_afz", elementwise=True, region_free=True, pairs=PR.round_nearest_afz)
 for _name in ("stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.real", "stablehlo.imag",
-              "stablehlo.complex", "stablehlo.fft", "stablehlo.convolution", "stablehlo.rng",
+              "stablehlo.complex", "stablehlo.fft", "stablehlo.rng",
               "stablehlo.get_dimension_size"):
     declare(_name, region_free=True)
 # chlo's special functions: on floats, computed in f32 under float_policy="pairs"

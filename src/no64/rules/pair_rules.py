@@ -574,6 +574,109 @@ def dot_general(op: ir.Operation, em: PairContext) -> list[Out]:
     return [_words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))]
 
 
+def _contract(a2: P.Pair, b2: P.Pair) -> P.Pair:
+    """``a2 @ b2`` of pairs ``[M, K]`` and ``[K, N]``, as :func:`dot_general`
+    computes a contraction of that length; ``[M, N]``."""
+    m, k = a2.shape
+    n = b2.shape[1]
+    a3 = _words(a2, lambda w: make("reshape", [w], P.pair_type([1, m, k])))
+    if k >= DOT_SPLIT_MIN:
+        acc = split_dot(a3, _words(b2, lambda w: make("reshape", [w], P.pair_type([1, k, n]))))
+    else:
+        b3 = _words(b2, lambda w: make("reshape", [_transposed(w, [1, 0])], P.pair_type([1, n, k])))
+        acc = _elementwise_dot(a3, b3)
+    return _words(acc, lambda w: make("reshape", [w], P.pair_type([m, n])))
+
+
+def _ints_attr(op: ir.Operation, name: str, n: int, default: int) -> list[int]:
+    if name not in op.attributes:
+        return [default] * n
+    return [int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])]
+
+
+def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
+    """A ``convolution`` (one feature group, one batch group) as the
+    contraction of its patches with its kernel, which :func:`dot_general`
+    computes (exact f32 slices from :data:`DOT_SPLIT_MIN` elements on):
+    each word of the input, padded and dilated as the op says (``pad``,
+    exact moves), gives for each position of the window a strided slice,
+    the slices stacked into rows of ``window x input features``; the kernel
+    (reversed where the op reverses the window) is laid out the same way.
+    An inf or a NaN in a row is what it is in the op (the rows are moves of
+    the input, no product by 0 is taken), and such rows are computed as the
+    f32 dot of the hi words, as :func:`dot_general` does."""
+    lhs, rhs = op.operands
+    if not is_f64(op.results[0].type):
+        em.refuse(op, "no64 computes convolution on float64 pairs only with a float64 result")
+    for name in ("feature_group_count", "batch_group_count"):
+        if name in op.attributes and ir.IntegerAttr(op.attributes[name]).value != 1:
+            em.refuse(op, f"no64 computes a convolution on float64 pairs only with one group ({name} > 1)")
+    a = em.pair(lhs) if is_f64(em.type(lhs)) else P.from_float(em.value(lhs))
+    b = em.pair(rhs) if is_f64(em.type(rhs)) else P.from_float(em.value(rhs))
+    dn = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
+    sp_in, sp_k, sp_out = (list(dn.input_spatial_dimensions), list(dn.kernel_spatial_dimensions),
+                           list(dn.output_spatial_dimensions))
+    r = len(sp_in)
+    out_t = ir.RankedTensorType(em.type(op.results[0]))
+    out_shape = list(out_t.shape)
+    # the input as [N, spatial..., C], the kernel as [spatial..., I, O]
+    x = _words(a, lambda w: _transposed(w, [dn.input_batch_dimension, *sp_in, dn.input_feature_dimension]))
+    kern = _words(b, lambda w: _transposed(w, [*sp_k, dn.kernel_input_feature_dimension,
+                                              dn.kernel_output_feature_dimension]))
+    reverse = [bool(v) for v in ir.DenseBoolArrayAttr(op.attributes["window_reversal"])] \
+        if "window_reversal" in op.attributes else [False] * r
+    if any(reverse):
+        dims = ir.DenseI64ArrayAttr.get([i for i in range(r) if reverse[i]])
+        kern = _words(kern, lambda w: make("reverse", [w], w.type, dimensions=dims))
+    strides = _ints_attr(op, "window_strides", r, 1)
+    lhs_dil = _ints_attr(op, "lhs_dilation", r, 1)
+    rhs_dil = _ints_attr(op, "rhs_dilation", r, 1)
+    pads = (np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(r, 2).tolist()
+            if "padding" in op.attributes else [[0, 0]] * r)
+    nb, c = x.shape[0], x.shape[-1]
+    window = kern.shape[:r]
+    o = kern.shape[-1]
+    outs = [out_shape[d] for d in sp_out]
+    zero = make("constant", [], P.pair_type([]), value=ir.DenseElementsAttr.get_splat(
+        P.pair_type([]), ir.FloatAttr.get(P.f32(), 0.0)))
+
+    def padded(w: ir.Value) -> ir.Value:
+        shape = _shape(w)
+        low, high, inner = [0] * (r + 2), [0] * (r + 2), [0] * (r + 2)
+        for i in range(r):
+            low[i + 1], high[i + 1], inner[i + 1] = pads[i][0], pads[i][1], lhs_dil[i] - 1
+            shape[i + 1] = (shape[i + 1] - 1) * lhs_dil[i] + 1 + pads[i][0] + pads[i][1]
+        if not any(low) and not any(high) and not any(inner):
+            return w
+        return make("pad", [w, zero], P.pair_type(shape), edge_padding_low=ir.DenseI64ArrayAttr.get(low),
+                    edge_padding_high=ir.DenseI64ArrayAttr.get(high), interior_padding=ir.DenseI64ArrayAttr.get(inner))
+
+    def patches(w: ir.Value) -> ir.Value:
+        w = padded(w)
+        pieces = []
+        for pos in np.ndindex(*window):
+            start = [0] + [pos[i] * rhs_dil[i] for i in range(r)] + [0]
+            limit = [nb] + [start[i + 1] + (outs[i] - 1) * strides[i] + 1 for i in range(r)] + [c]
+            piece = make("slice", [w], P.pair_type([nb, *outs, c]), start_indices=ir.DenseI64ArrayAttr.get(start),
+                         limit_indices=ir.DenseI64ArrayAttr.get(limit),
+                         strides=ir.DenseI64ArrayAttr.get([1, *strides, 1]))
+            pieces.append(make("reshape", [piece], P.pair_type([nb, *outs, 1, c])))
+        stacked = pieces[0] if len(pieces) == 1 else make(
+            "concatenate", pieces, P.pair_type([nb, *outs, len(pieces), c]),
+            dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), r + 1))
+        m = nb * int(np.prod(outs, dtype=np.int64))
+        return make("reshape", [stacked], P.pair_type([m, len(pieces) * c]))
+
+    k = int(np.prod(window, dtype=np.int64)) * c
+    rows = _words(x, patches)
+    cols = _words(kern, lambda w: make("reshape", [w], P.pair_type([k, o])))
+    acc = _contract(rows, cols)
+    # [N, out spatial..., O] back to the op's layout
+    canonical = [dn.output_batch_dimension, *sp_out, dn.output_feature_dimension]
+    inverse = [canonical.index(d) for d in range(r + 2)]
+    return [_words(acc, lambda w: _transposed(make("reshape", [w], P.pair_type([nb, *outs, o])), inverse))]
+
+
 def _elementwise_dot(a3: P.Pair, b3: P.Pair) -> P.Pair:
     """Pair products laid out ``batch x m x n x chunk``, summed in blocks,
     chunk by chunk of the contraction (:data:`DOT_CHUNK` elements): the
