@@ -41,6 +41,7 @@ __all__ = [
     "Intercept",
     # a benchmark script, as a module
     "load_benchmark",
+    "ops_named",
     # for a child process that imports this module
     "with_support",
 ]
@@ -78,6 +79,22 @@ class Intercept:
         from jaxlib import _jax
 
         _jax.Client.compile_and_load = self._original
+
+
+def ops_named(module: Any, name: str) -> list[Any]:
+    """Every op called ``name`` in ``module``, at any depth, in order."""
+    found: list[Any] = []
+
+    def walk(op: Any) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    if inner.operation.name == name:
+                        found.append(inner.operation)
+                    walk(inner.operation)
+
+    walk(module.operation)
+    return found
 
 
 def load_benchmark(name: str) -> ModuleType:

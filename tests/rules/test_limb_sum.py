@@ -22,6 +22,7 @@ import no64
 from no64.jax.reference import lower_x64, run_module
 from no64.targets import target
 from no64.transforms.legalize import legalize
+from support import ops_named
 
 I64 = np.iinfo(np.int64)
 EXTREMES = np.array([I64.max, I64.min, -1, 0, 1, 2**31 - 1, -(2**31), 2**32 - 1, 2**32, -(2**32), 2**62],
@@ -58,18 +59,7 @@ CASES: dict[str, tuple[Callable, tuple[int, ...], bool]] = {
 
 def _one_input(module, name: str) -> list[int]:
     """The number of inputs of each ``name`` op in ``module``."""
-    found = []
-
-    def walk(op) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    if inner.operation.name == name:
-                        found.append(len(inner.operation.results))
-                    walk(inner.operation)
-
-    walk(module.operation)
-    return found
+    return [len(op.results) for op in ops_named(module, name)]
 
 
 @pytest.mark.parametrize("profile", ["neuron", "iree-vulkan"])

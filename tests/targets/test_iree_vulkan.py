@@ -18,25 +18,11 @@ from no64.jax.reference import lower_x64, run_module
 from no64.targets import target
 from no64.targets.legality import check_target
 from no64.transforms.legalize import legalize
+from support import ops_named
 
 X = np.random.default_rng(7).integers(-(2**63), 2**63, size=(3, 300), dtype=np.int64)
 X[0, :6] = [np.iinfo(np.int64).max, np.iinfo(np.int64).min, -1, 2**32, 2**31, -(2**31)]
 X[1] = np.iinfo(np.int64).max  # every partial sum wraps
-
-
-def _reductions(module, name: str) -> list:
-    found = []
-
-    def walk(op) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    if inner.operation.name == name:
-                        found.append(inner.operation)
-                    walk(inner.operation)
-
-    walk(module.operation)
-    return found
 
 
 def _converted(fn, x):
@@ -53,7 +39,7 @@ def _run(module, x) -> np.ndarray:
 
 def test_cumsum_of_words_is_one_window_of_one_input() -> None:
     module, want = _converted(lambda v: jnp.cumsum(v, axis=-1), X)
-    (window,) = _reductions(module, "stablehlo.reduce_window")
+    (window,) = ops_named(module, "stablehlo.reduce_window")
     assert len(window.results) == 1  # the limbs stacked, summed in i32
     assert not check_target(module, target("iree-vulkan"))
     np.testing.assert_array_equal(_run(module, X), want)
@@ -61,7 +47,7 @@ def test_cumsum_of_words_is_one_window_of_one_input() -> None:
 
 def test_sum_of_words_is_one_reduce_of_one_input() -> None:
     module, want = _converted(lambda v: jnp.sum(v, axis=1), X)
-    (reduce,) = _reductions(module, "stablehlo.reduce")
+    (reduce,) = ops_named(module, "stablehlo.reduce")
     assert len(reduce.results) == 1
     assert not check_target(module, target("iree-vulkan"))
     np.testing.assert_array_equal(_run(module, X), want)
@@ -76,7 +62,7 @@ def test_cumulative_maximum_is_doubled_and_unfolded() -> None:
     assert len(refused) == 7  # windows 1, 2, ... 64 apart
     done = legalize(module, target("iree-vulkan"))
     assert len(done.rewritten) == 7 and not done.left
-    assert not _reductions(module, "stablehlo.reduce_window")
+    assert not ops_named(module, "stablehlo.reduce_window")
     np.testing.assert_array_equal(_run(module, X), want)
 
 
@@ -99,4 +85,4 @@ def test_a_reduce_of_several_inputs_is_refused_only_where_it_adds() -> None:
     assert not legalize(module, profile).left and not check_target(module, profile)
     for got, w in zip(run_module(module, [a, a[::-1]]), want):
         np.testing.assert_array_equal(got, w)
-    assert not _reductions(module, "stablehlo.reduce")
+    assert not ops_named(module, "stablehlo.reduce")
