@@ -46,10 +46,14 @@ def initialize() -> None:
     global _told
     if "no64" in sys.modules:
         # no64 is in use: XLA's CPU compiler made without LLVM's loop hash
-        # recognition (JAX makes its backends right after this)
-        from no64.jax._compat import guard_cpu_compiler
-
-        guard_cpu_compiler()
+        # recognition (JAX makes its backends right after this); where no64's
+        # JAX layer cannot be imported, the hook below says why
+        try:
+            from no64.jax._compat import guard_cpu_compiler
+        except ImportError:
+            pass
+        else:
+            guard_cpu_compiler()
     if not _wanted():
         return
     try:
