@@ -28,6 +28,7 @@ from ..ir._mlir import as_operation as _as_op, ir, stablehlo
 from ..ir.words import build, make
 from ..spec.protocols import PairContext, PairRule
 from ..spec.registry import Computes, elementwise, spec_of
+from ..spec.util import int_array, padding
 from .pair_dot import split_dot
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK", "SUM_FOLDS"]
@@ -298,11 +299,6 @@ def _body_combiner(op: ir.Operation) -> Computes | None:
     return spec_of(combine.name).computes
 
 
-def _ints(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
-    if name not in op.attributes:
-        return [default] * rank
-    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
-
 
 def _pair_reduce(x: P.Pair, init: P.Pair, dims: Sequence[int], body: Callable[[P.Pair, P.Pair], P.Pair]) -> P.Pair:
     """One variadic ``reduce`` of ``x`` over ``dims`` with a pair body."""
@@ -427,16 +423,14 @@ def reduce_window(op: ir.Operation, em: PairContext) -> list[Out]:
 def _prefix(op: ir.Operation, em: PairContext) -> tuple[int, int, bool] | None:
     shape = _shape(op.results[0])
     rank = len(shape)
-    window = _ints(op, "window_dimensions", rank, 1)
-    if any(_ints(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
+    window = int_array(op, "window_dimensions", rank, 1)
+    if any(int_array(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
         return None
     axes = [i for i, w in enumerate(window) if w != 1]
     if len(axes) != 1 or window[axes[0]] != shape[axes[0]]:
         return None
     axis, length = axes[0], shape[axes[0]]
-    pad = [[0, 0]] * rank
-    if "padding" in op.attributes:
-        pad = np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(rank, 2).tolist()
+    pad = padding(op, rank)
     if any(p != [0, 0] for i, p in enumerate(pad) if i != axis):
         return None
     if pad[axis] not in ([length - 1, 0], [0, length - 1]):
@@ -560,38 +554,27 @@ def dot_general(op: ir.Operation, em: PairContext) -> list[Out]:
     rfree = [rs[i] for i in rf]
     nbt = int(np.prod(batch, dtype=np.int64))
     m = int(np.prod(lfree, dtype=np.int64))
-    n = int(np.prod(rfree, dtype=np.int64))
     k = int(np.prod([ls[i] for i in lc], dtype=np.int64))
-    # each operand as batch x free x contracting
+    # the lhs as batch x free x contracting
     a3 = _words(a, lambda w: make("reshape", [_transposed(w, lb + lf + lc)], P.pair_type([nbt, m, k])))
-    if k >= DOT_SPLIT_MIN:
-        # the rhs as batch x contracting x free (the layout its f32 dots take)
-        acc = split_dot(a3, _words(b, lambda w: make("reshape", [_transposed(w, rb + rc + rf)],
-                                                      P.pair_type([nbt, k, n]))))
-    else:
-        b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
-        acc = _elementwise_dot(a3, b3)
+    acc = _contract(a3, b, rb, rc, rf)
     return [_words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))]
 
 
-def _contract(a2: P.Pair, b2: P.Pair) -> P.Pair:
-    """``a2 @ b2`` of pairs ``[M, K]`` and ``[K, N]``, as :func:`dot_general`
-    computes a contraction of that length; ``[M, N]``."""
-    m, k = a2.shape
-    n = b2.shape[1]
-    a3 = _words(a2, lambda w: make("reshape", [w], P.pair_type([1, m, k])))
+def _contract(a3: P.Pair, b: P.Pair, rb: list[int], rc: list[int], rf: list[int]) -> P.Pair:
+    """``a3`` (``batch x m x k``) contracted with ``b`` (its batch, contracting
+    and free dimensions ``rb``, ``rc``, ``rf``) as a ``batch x m x n`` pair:
+    from :data:`DOT_SPLIT_MIN` contracting elements on by exact slices, the
+    rhs laid out batch x contracting x free (the layout its f32 dots take);
+    a shorter contraction elementwise, the rhs batch x free x contracting."""
+    nbt, m, k = a3.shape
+    n = int(np.prod([b.shape[i] for i in rf], dtype=np.int64))
     if k >= DOT_SPLIT_MIN:
-        acc = split_dot(a3, _words(b2, lambda w: make("reshape", [w], P.pair_type([1, k, n]))))
-    else:
-        b3 = _words(b2, lambda w: make("reshape", [_transposed(w, [1, 0])], P.pair_type([1, n, k])))
-        acc = _elementwise_dot(a3, b3)
-    return _words(acc, lambda w: make("reshape", [w], P.pair_type([m, n])))
+        return split_dot(a3, _words(b, lambda w: make("reshape", [_transposed(w, rb + rc + rf)],
+                                                       P.pair_type([nbt, k, n]))))
+    b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
+    return _elementwise_dot(a3, b3)
 
-
-def _ints_attr(op: ir.Operation, name: str, n: int, default: int) -> list[int]:
-    if name not in op.attributes:
-        return [default] * n
-    return [int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])]
 
 
 def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
@@ -628,11 +611,10 @@ def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
     if any(reverse):
         dims = ir.DenseI64ArrayAttr.get([i for i in range(r) if reverse[i]])
         kern = _words(kern, lambda w: make("reverse", [w], w.type, dimensions=dims))
-    strides = _ints_attr(op, "window_strides", r, 1)
-    lhs_dil = _ints_attr(op, "lhs_dilation", r, 1)
-    rhs_dil = _ints_attr(op, "rhs_dilation", r, 1)
-    pads = (np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(r, 2).tolist()
-            if "padding" in op.attributes else [[0, 0]] * r)
+    strides = int_array(op, "window_strides", r, 1)
+    lhs_dil = int_array(op, "lhs_dilation", r, 1)
+    rhs_dil = int_array(op, "rhs_dilation", r, 1)
+    pads = padding(op, r)
     nb, c = x.shape[0], x.shape[-1]
     window = kern.shape[:r]
     o = kern.shape[-1]
@@ -665,12 +647,12 @@ def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
             "concatenate", pieces, P.pair_type([nb, *outs, len(pieces), c]),
             dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), r + 1))
         m = nb * int(np.prod(outs, dtype=np.int64))
-        return make("reshape", [stacked], P.pair_type([m, len(pieces) * c]))
+        return make("reshape", [stacked], P.pair_type([1, m, len(pieces) * c]))  # one batch of rows
 
     k = int(np.prod(window, dtype=np.int64)) * c
     rows = _words(x, patches)
     cols = _words(kern, lambda w: make("reshape", [w], P.pair_type([k, o])))
-    acc = _contract(rows, cols)
+    acc = _contract(rows, cols, [], [0], [1])
     # [N, out spatial..., O] back to the op's layout
     canonical = [dn.output_batch_dimension, *sp_out, dn.output_feature_dimension]
     inverse = [canonical.index(d) for d in range(r + 2)]

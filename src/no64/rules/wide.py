@@ -29,6 +29,7 @@ from ..spec.protocols import (
     WordContext as Emulation,  # what a rule's ``em`` offers
 )
 from ..spec.registry import Computes, spec_of
+from ..spec.util import int_array, padding
 from ..spec.walk import combiner
 
 __all__ = ["EmulateRule"]
@@ -362,7 +363,7 @@ _LIMB_TERMS = (2**32 - 1) // (2**16 - 1)
 
 def _limb_sum(op: ir.Operation, em: "Emulation") -> W.Words | None:
     """A ``reduce`` or ``reduce_window`` that adds 64-bit words, as one such
-    op of one ``ui32`` input, for a device that refuses it with several
+    op of one ``i32`` input, for a device that refuses it with several
     (the word pair's carries need two): the low word's two 16-bit halves
     and the high word, stacked along a new leading axis, each summed on its
     own -- a sum of at most :data:`_LIMB_TERMS` halves stays below 2**32,
@@ -379,10 +380,9 @@ def _limb_sum(op: ir.Operation, em: "Emulation") -> W.Words | None:
     rank = len(shape)
     window = op.name == "stablehlo.reduce_window"
     if window:
-        terms = int(np.prod(_ints(op, "window_dimensions", rank, 1)))
-        pads = (np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(-1).tolist()
-                if "padding" in op.attributes else [])
-        padded = any(pads) or _ints(op, "base_dilations", rank, 1) != [1] * rank
+        terms = int(np.prod(int_array(op, "window_dimensions", rank, 1)))
+        pads = padding(op, rank)
+        padded = any(lo or hi for lo, hi in pads) or int_array(op, "base_dilations", rank, 1) != [1] * rank
     else:
         dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
         terms, padded = int(np.prod([shape[d] for d in dims])), False
@@ -420,10 +420,10 @@ def _limb_sum(op: ir.Operation, em: "Emulation") -> W.Words | None:
     attrs = attribute_dict(op)
     if window:
         for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
-            attrs[name] = ir.DenseI64ArrayAttr.get([1] + _ints(op, name, rank, 1))
+            attrs[name] = ir.DenseI64ArrayAttr.get([1] + int_array(op, name, rank, 1))
         i64 = ir.IntegerType.get_signless(64)
         attrs["padding"] = ir.DenseIntElementsAttr.get(
-            np.asarray([0, 0] + (pads or [0] * (2 * rank)), dtype=np.int64).reshape(rank + 1, 2),
+            np.asarray([[0, 0], *pads], dtype=np.int64),
             type=ir.RankedTensorType.get([rank + 1, 2], i64))
     else:
         attrs["dimensions"] = ir.DenseI64ArrayAttr.get([d + 1 for d in dims])
@@ -475,11 +475,6 @@ _IDENTITIES = {
 }
 
 
-def _ints(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
-    if name not in op.attributes:
-        return [default] * rank
-    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
-
 
 def _long_prefix(op: ir.Operation, em: "Emulation", limit: int = _PREFIX_LIMIT) -> tuple[int, int, bool] | None:
     """``(axis, length, reverse)`` when ``op`` is a cumulative reduction
@@ -489,16 +484,14 @@ def _long_prefix(op: ir.Operation, em: "Emulation", limit: int = _PREFIX_LIMIT) 
     slot with one op whose identity is the slot's initial value; else ``None``."""
     shape = list(ir.RankedTensorType(em.type(op.operands[0])).shape)  # as in the 64-bit program
     rank = len(shape)
-    window = _ints(op, "window_dimensions", rank, 1)
-    if any(_ints(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
+    window = int_array(op, "window_dimensions", rank, 1)
+    if any(int_array(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
         return None
     axes = [i for i, w in enumerate(window) if w != 1]
     if len(axes) != 1 or window[axes[0]] != shape[axes[0]] or shape[axes[0]] <= limit:
         return None
     axis, length = axes[0], shape[axes[0]]
-    pad = [[0, 0]] * rank
-    if "padding" in op.attributes:
-        pad = np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(rank, 2).tolist()
+    pad = padding(op, rank)
     others_zero = all(p == [0, 0] for i, p in enumerate(pad) if i != axis)
     if not others_zero or pad[axis] not in ([length - 1, 0], [0, length - 1]):
         return None
@@ -527,7 +520,7 @@ def _long_prefix(op: ir.Operation, em: "Emulation", limit: int = _PREFIX_LIMIT) 
 
 def _whole_axis_window(op: ir.Operation, em: "Emulation") -> bool:
     shape = list(ir.RankedTensorType(em.type(op.operands[0])).shape)
-    window = _ints(op, "window_dimensions", len(shape), 1)
+    window = int_array(op, "window_dimensions", len(shape), 1)
     return any(w == n > _PREFIX_LIMIT for w, n in zip(window, shape))
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir._compat import insertion_after
 from ..ir._mlir import defining_op, ir, stablehlo
 from .registry import spec_of
 
-__all__ = ["splat", "compare", "after", "erase_dead", "install_function"]
+__all__ = ["splat", "compare", "after", "erase_dead", "install_function", "int_array", "padding"]
 
 
 def splat(t: ir.RankedTensorType, value: int) -> ir.Value:
@@ -25,6 +27,23 @@ def compare(a: ir.Value, b: ir.Value, direction: str, compare_type: str) -> ir.V
         stablehlo.ComparisonDirectionAttr.get(direction),
         compare_type=stablehlo.ComparisonTypeAttr.get(compare_type),
     ).result
+
+
+def int_array(op: ir.Operation, name: str, n: int, default: int) -> list[int]:
+    """``op``'s integer array attribute ``name`` (``array<i64: ...>``), or
+    ``n`` times ``default`` where it has none (a window's strides, dilations)."""
+    if name not in op.attributes:
+        return [default] * n
+    return [int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])]
+
+
+def padding(op: ir.Operation, n: int) -> list[list[int]]:
+    """``op``'s ``padding`` (``[low, high]`` per dimension of ``n``), zeros
+    where it has none."""
+    if "padding" not in op.attributes:
+        return [[0, 0] for _ in range(n)]
+    return [[int(lo), int(hi)] for lo, hi in
+            np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(n, 2).tolist()]
 
 
 def after(op: ir.Operation) -> ir.InsertionPoint:
