@@ -107,4 +107,3 @@ class _Loader:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
-

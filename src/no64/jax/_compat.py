@@ -123,6 +123,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import os
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -1297,7 +1298,6 @@ def primitive_names() -> frozenset[str]:
     return frozenset(names)
 
 
-
 # ----------------------------------------------------- XLA's CPU compiler
 #: The LLVM option that turns off the hash (CRC) recognition of LLVM's loop
 #: idiom pass (``HashRecognize``), which takes time exponential in the size
@@ -1324,7 +1324,6 @@ def _binding_has(option: str) -> bool:
     ``option`` (LLVM registers each option under its name, a string)."""
     import importlib.util
     import mmap
-    import os
 
     spec = importlib.util.find_spec("jaxlib")
     if spec is None or not spec.submodule_search_locations:
@@ -1376,8 +1375,6 @@ def guard_cpu_compiler() -> str:
     make = registration.factory
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        import os
-
         flags = os.environ.get("XLA_FLAGS")
         if flags is not None and "xla_backend_extra_options" in flags:
             _guard[0] = "user"

@@ -32,7 +32,8 @@ from collections.abc import Mapping
 from ..ir.types import WIDE_KINDS
 from ..kinds import OpForm
 
-__all__ = ["as_target", "BUILT_IN", "Datapath", "F32_EXACT", "I32_MAX", "OpForm", "Refusal", "TARGETS", "Target",
+__all__ = ["as_target", "BUILT_IN", "Datapath", "F32_EXACT", "I32_MAX", "OpForm", "Refusal", "SEVERAL_INPUTS",
+           "TARGETS", "Target",
            "Widening", "profiles", "profiles_table", "register", "target", "target_for_platform"]
 
 #: The element types no64 knows how to remove, by short name
@@ -41,7 +42,7 @@ WIDE_TYPES = WIDE_KINDS
 
 
 #: The refusal conditions that fall on an op for its number of inputs.
-_SEVERAL_INPUTS = frozenset({"variadic", "variadic-adding", "variadic-dilated", "operands!=2"})
+SEVERAL_INPUTS = frozenset({"variadic", "variadic-adding", "variadic-dilated", "operands!=2"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +140,7 @@ class Target:
         """Whether it refuses some op of ``form`` for taking more than one
         input (Neuron's variadic ``reduce`` and EVRF019; IREE's SPIR-V code
         generation on a dilated window of several inputs)."""
-        return any(r.form is form and r.when in _SEVERAL_INPUTS for r in self.refuses)
+        return any(r.form is form and r.when in SEVERAL_INPUTS for r in self.refuses)
 
     def widened(self, narrow: str) -> str | None:
         """The type a narrow integer type (``"i16"``) is carried in, if the

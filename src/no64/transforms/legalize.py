@@ -54,7 +54,7 @@ from ..ir.locations import SourceLocation, decode_location
 from ..spec.protocols import Legalization
 from ..spec.registry import spec_of
 from ..spec.walk import all_ops
-from ..targets import F32_EXACT, Target
+from ..targets import F32_EXACT, SEVERAL_INPUTS, Target
 from ..targets.legality import inexact_reason, refusal_reason
 from .widen import holds_narrow, widen
 
@@ -164,8 +164,7 @@ def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
 
 #: The refusals an op's ``unfold`` rule answers (``"always"``: an op the
 #: target never compiles, ``reduce_precision``, computed another way).
-_UNFOLDED = frozenset({"variadic", "variadic-adding", "variadic-dilated", "operands!=2", "comparator", "always",
-                       "not-32-bit"})
+_UNFOLDED = SEVERAL_INPUTS | {"comparator", "always", "not-32-bit"}
 
 
 def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:
