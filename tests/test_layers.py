@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.ir._mlir",
             "no64.ir.types",
             "no64.ir.locations",
+            "no64.ir.fold",  # integer ops folded as they are built
             "no64.ir.words",  # word-pair IR builders
             "no64.ir.pairs",  # double-f32 pair IR builders
         ),

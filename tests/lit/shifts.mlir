@@ -22,27 +22,51 @@ func.func public @main(%x: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
 
 // -----
 
-// A shift left by 33 moves every bit across the word boundary.  The word
-// shift clamps the amount to 64, then, for an amount n >= 32, the low word
-// becomes 0 and the high word the low word shifted by n - 32; below 32 the
-// high word takes the bits shifted out of the low word.
+// A shift left by 33 moves every bit across the word boundary: the low
+// word becomes 0 and the high word the low word shifted by 1.  The amount is
+// a constant, so the word shift's clamps and choices are computed while the
+// op is written (no64.ir.fold) and only the shift that moves bits is left.
 // RUN: no64 convert %s -o %t.mlir --range 0=0:7 | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
 // REPORT: verdicts: exact 1, emulated 1
 // CHECK-LABEL: func.func public @main(%arg0: tensor<4xi32>
 // CHECK-SAME:    -> tensor<4x2xi32> {
-// CHECK:         %[[XH:.*]] = stablehlo.bitcast_convert %{{.*}} : (tensor<4xi32>) -> tensor<4xui32>
 // CHECK-NEXT:    %[[XL:.*]] = stablehlo.bitcast_convert %arg0 : (tensor<4xi32>) -> tensor<4xui32>
-// CHECK-NEXT:    %[[N:.*]] = stablehlo.constant dense<33> : tensor<4xui32>
+// CHECK-NEXT:    %[[ONE:.*]] = stablehlo.constant dense<1> : tensor<4xui32>
+// CHECK-NEXT:    %[[HI:.*]] = stablehlo.shift_left %[[XL]], %[[ONE]] : tensor<4xui32>
+// CHECK-NEXT:    %[[LO:.*]] = stablehlo.constant dense<0> : tensor<4xi32>
+// CHECK-NEXT:    %[[HI32:.*]] = stablehlo.bitcast_convert %[[HI]] : (tensor<4xui32>) -> tensor<4xi32>
+// CHECK-NEXT:    stablehlo.broadcast_in_dim %[[LO]], dims = [1]
+// CHECK-NEXT:    stablehlo.broadcast_in_dim %[[HI32]], dims = [1]
+// CHECK-NOT:     stablehlo.minimum
+// CHECK:         stablehlo.select {{.*}} : tensor<2x4xi1>, tensor<2x4xi32>
+// CHECK-NOT:     i64>
+func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %c = stablehlo.constant dense<33> : tensor<4xi64>
+  %s = stablehlo.shift_left %x, %c : tensor<4xi64>
+  return %s : tensor<4xi64>
+}
+
+// -----
+
+// A shift left by an amount that may be 32 or more.  The word shift clamps
+// the amount to 64, then, for an amount n >= 32, the low word becomes 0 and
+// the high word the low word shifted by n - 32; below 32 the high word takes
+// the bits shifted out of the low word.
+// RUN: no64 convert %s -o %t.mlir --range 0=0:7 --range 1=0:40 | filecheck %s --check-prefix=REPORT --match-full-lines
+// RUN: filecheck %s --input-file %t.mlir
+// REPORT: verdicts: exact 2, emulated 1
+// CHECK-LABEL: func.func public @main(%arg0: tensor<4xi32>
+// CHECK-SAME:    -> tensor<4x2xi32> {
 // CHECK:         %[[C64:.*]] = stablehlo.constant dense<64> : tensor<4xui32>
-// CHECK-NEXT:    %[[NMIN:.*]] = stablehlo.minimum %[[N]], %[[C64]] : tensor<4xui32>
+// CHECK-NEXT:    %[[NMIN:.*]] = stablehlo.minimum %{{.*}}, %[[C64]] : tensor<4xui32>
 // CHECK-NEXT:    %[[AMT:.*]] = stablehlo.select %{{.*}}, %[[C64]], %[[NMIN]] : tensor<4xi1>, tensor<4xui32>
 // CHECK-NEXT:    %[[C32:.*]] = stablehlo.constant dense<32> : tensor<4xui32>
 // CHECK-NEXT:    %[[FAR:.*]] = stablehlo.compare GE, %[[AMT]], %[[C32]], UNSIGNED
 // CHECK-NEXT:    %[[AMT_32:.*]] = stablehlo.subtract %[[AMT]], %[[C32]] : tensor<4xui32>
 // CHECK-NEXT:    %[[BACK:.*]] = stablehlo.subtract %[[C32]], %[[AMT]] : tensor<4xui32>
-// CHECK-NEXT:    %[[LO_NEAR:.*]] = stablehlo.shift_left %[[XL]], %[[AMT]] : tensor<4xui32>
-// CHECK-NEXT:    %[[HI_UP:.*]] = stablehlo.shift_left %[[XH]], %[[AMT]] : tensor<4xui32>
+// CHECK-NEXT:    %[[LO_NEAR:.*]] = stablehlo.shift_left %[[XL:.*]], %[[AMT]] : tensor<4xui32>
+// CHECK-NEXT:    %[[HI_UP:.*]] = stablehlo.shift_left %[[XH:.*]], %[[AMT]] : tensor<4xui32>
 // CHECK-NEXT:    %[[CARRIED:.*]] = stablehlo.shift_right_logical %[[XL]], %[[BACK]] : tensor<4xui32>
 // CHECK-NEXT:    %[[HI_NEAR:.*]] = stablehlo.or %[[HI_UP]], %[[CARRIED]] : tensor<4xui32>
 // CHECK-NEXT:    %[[HI_FAR:.*]] = stablehlo.shift_left %[[XL]], %[[AMT_32]] : tensor<4xui32>
@@ -53,9 +77,8 @@ func.func public @main(%x: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
 // CHECK:         stablehlo.bitcast_convert %[[HI]] : (tensor<4xui32>) -> tensor<4xi32>
 // CHECK:         stablehlo.select {{.*}} : tensor<2x4xi1>, tensor<2x4xi32>
 // CHECK-NOT:     i64>
-func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
-  %c = stablehlo.constant dense<33> : tensor<4xi64>
-  %s = stablehlo.shift_left %x, %c : tensor<4xi64>
+func.func public @main(%x: tensor<4xi64>, %n: tensor<4xi64>) -> tensor<4xi64> {
+  %s = stablehlo.shift_left %x, %n : tensor<4xi64>
   return %s : tensor<4xi64>
 }
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._mlir import ir
+from .fold import fold, splat_attr
 
 __all__ = [
     "Words",
@@ -120,7 +121,14 @@ def build(
 
 
 def make(name: str, operands: Sequence[ir.Value], result: ir.Type, **attrs: ir.Attribute) -> ir.Value:
-    """Build ``stablehlo.<name>`` with one result."""
+    """Build ``stablehlo.<name>`` with one result, or the value it folds to
+    (:func:`no64.ir.fold.fold`: constants computed, identities taken)."""
+    folded = fold(name, operands, result, attrs)
+    if isinstance(folded, int):
+        t = ir.RankedTensorType(result)
+        return build("constant", [], [t], value=splat_attr(t, folded)).results[0]
+    if folded is not None:
+        return folded
     return build(name, operands, [result], **attrs).results[0]
 
 
