@@ -39,9 +39,10 @@ func.func public @main(%x: tensor<4xi64>, %y: tensor<4xi64>) -> tensor<4xi64> {
 
 // -----
 
-// A multiply: the low words' product from 16-bit halves (four partial
-// products, the middle ones' sum with its carry), the cross products
-// xl * yh + xh * yl added to the high word.
+// A multiply: the low word is the low words' 32-bit product; the high
+// word's carry-out of it is summed from the 16-bit halves' four partial
+// products (mulhu: two partial sums that cannot overflow, no compare), and
+// the cross products xl * yh + xh * yl are added to the high word.
 // RUN: no64 convert %s -o %t.mlir --policy exact --range 0=-2147483648:2147483647 --range 1=-2147483648:2147483647 | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
 // REPORT: verdicts: exact 2, emulated 1
@@ -57,17 +58,24 @@ func.func public @main(%x: tensor<4xi64>, %y: tensor<4xi64>) -> tensor<4xi64> {
 // CHECK-NEXT:    %[[X1:.*]] = stablehlo.shift_right_logical %[[XL]], %[[SIXTEEN]] : tensor<4xui32>
 // CHECK-NEXT:    %[[Y0:.*]] = stablehlo.and %[[YL]], %[[MASK]] : tensor<4xui32>
 // CHECK-NEXT:    %[[Y1:.*]] = stablehlo.shift_right_logical %[[YL]], %[[SIXTEEN]] : tensor<4xui32>
-// CHECK-NEXT:    %[[P00:.*]] = stablehlo.multiply %[[X0]], %[[Y0]] : tensor<4xui32>
-// CHECK-NEXT:    %[[P01:.*]] = stablehlo.multiply %[[X0]], %[[Y1]] : tensor<4xui32>
 // CHECK-NEXT:    %[[P10:.*]] = stablehlo.multiply %[[X1]], %[[Y0]] : tensor<4xui32>
+// CHECK-NEXT:    %[[P00:.*]] = stablehlo.multiply %[[X0]], %[[Y0]] : tensor<4xui32>
+// CHECK-NEXT:    %[[P00HI:.*]] = stablehlo.shift_right_logical %[[P00]], %[[SIXTEEN]] : tensor<4xui32>
+// CHECK-NEXT:    %[[T:.*]] = stablehlo.add %[[P10]], %[[P00HI]] : tensor<4xui32>
+// CHECK-NEXT:    %[[P01:.*]] = stablehlo.multiply %[[X0]], %[[Y1]] : tensor<4xui32>
+// CHECK-NEXT:    %[[TLO:.*]] = stablehlo.and %[[T]], %[[MASK]] : tensor<4xui32>
+// CHECK-NEXT:    %[[W:.*]] = stablehlo.add %[[P01]], %[[TLO]] : tensor<4xui32>
 // CHECK-NEXT:    %[[P11:.*]] = stablehlo.multiply %[[X1]], %[[Y1]] : tensor<4xui32>
-// CHECK-NEXT:    %[[MID:.*]] = stablehlo.add %[[P01]], %[[P10]] : tensor<4xui32>
-// CHECK:         %[[MIDLO:.*]] = stablehlo.shift_left %[[MID]], %[[SIXTEEN]] : tensor<4xui32>
-// CHECK-NEXT:    %[[LO:.*]] = stablehlo.add %[[P00]], %[[MIDLO]] : tensor<4xui32>
+// CHECK-NEXT:    %[[THI:.*]] = stablehlo.shift_right_logical %[[T]], %[[SIXTEEN]] : tensor<4xui32>
+// CHECK-NEXT:    %[[H1:.*]] = stablehlo.add %[[P11]], %[[THI]] : tensor<4xui32>
+// CHECK-NEXT:    %[[WHI:.*]] = stablehlo.shift_right_logical %[[W]], %[[SIXTEEN]] : tensor<4xui32>
+// CHECK-NEXT:    %[[CARRY:.*]] = stablehlo.add %[[H1]], %[[WHI]] : tensor<4xui32>
+// CHECK-NEXT:    %[[LO:.*]] = stablehlo.multiply %[[XL]], %[[YL]] : tensor<4xui32>
+// CHECK-NOT:     stablehlo.compare
 // CHECK:         %[[CROSS1:.*]] = stablehlo.multiply %[[XL]], %[[YH]] : tensor<4xui32>
 // CHECK-NEXT:    %[[CROSS2:.*]] = stablehlo.multiply %[[XH]], %[[YL]] : tensor<4xui32>
 // CHECK-NEXT:    %[[CROSS:.*]] = stablehlo.add %[[CROSS1]], %[[CROSS2]] : tensor<4xui32>
-// CHECK-NEXT:    %[[HI:.*]] = stablehlo.add %{{.*}}, %[[CROSS]] : tensor<4xui32>
+// CHECK-NEXT:    %[[HI:.*]] = stablehlo.add %[[CARRY]], %[[CROSS]] : tensor<4xui32>
 // CHECK-NEXT:    stablehlo.bitcast_convert %[[LO]] : (tensor<4xui32>) -> tensor<4xi32>
 // CHECK:         stablehlo.bitcast_convert %[[HI]] : (tensor<4xui32>) -> tensor<4xi32>
 // CHECK:         stablehlo.select {{.*}} : tensor<2x4xi1>, tensor<2x4xi32>
@@ -118,7 +126,7 @@ func.func public @main(%x: tensor<4xi64>) -> tensor<4xi1> {
 // RUN: no64 convert %s -o %t.mlir --policy exact 2> %t.err; test $? = 2
 // RUN: test ! -e %t.mlir && test "$(wc -l < %t.err)" = 1
 // RUN: filecheck %s --check-prefix=ERR --input-file %t.err
-// ERR: no64: error: stablehlo.map at {{.*}}word_arithmetic.mlir:126:8: this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 cannot compute it exactly in 32-bit words (no emulation for this op)
+// ERR: no64: error: stablehlo.map at {{.*}}word_arithmetic.mlir:134:8: this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 cannot compute it exactly in 32-bit words (no emulation for this op)
 // ERR-NOT: Traceback
 func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
   %k = stablehlo.constant dense<5000000000> : tensor<4xi64>

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._mlir import ir
-from .fold import fold, splat_attr
+from .fold import fold, splat_attr, splat_int
 
 __all__ = [
     "Words",
@@ -390,24 +390,27 @@ def negate(a: Words) -> Words:
 
 
 def mul_wide32(a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """The full 64-bit product of two ``ui32`` tensors, as (low, high) words,
-    from 16-bit partial products (each fits in 32 bits)."""
+    """The full 64-bit product of two ``ui32`` tensors, as (low, high) words.
+
+    The low word is the 32-bit product (which wraps); the high one is summed
+    from the 16-bit partial products ``p_ij = a_i * b_j`` as Hacker's
+    Delight's ``mulhu`` sums them, without a compare: ``t = p10 + (p00 >> 16)``
+    and ``w = p01 + (t & 0xFFFF)`` stay below ``2**32`` (a partial product is
+    at most ``(2**16 - 1)**2``), and the high word is ``p11 + (t >> 16) + (w
+    >> 16)``."""
     m16 = splat(a, 0xFFFF)
     s16 = splat(a, 16)
     a0, a1 = _same("and", a, m16), _same("shift_right_logical", a, s16)
     b0, b1 = _same("and", b, m16), _same("shift_right_logical", b, s16)
-    p00 = _same("multiply", a0, b0)
-    p01 = _same("multiply", a0, b1)
-    p10 = _same("multiply", a1, b0)
-    p11 = _same("multiply", a1, b1)
-    mid = _same("add", p01, p10)
-    mid_carry = _bit(_cmp(mid, p01, "LT", "UNSIGNED"))  # 2**32 of mid, i.e. 2**48
-    lo = _same("add", p00, _same("shift_left", mid, s16))
-    lo_carry = _bit(_cmp(lo, p00, "LT", "UNSIGNED"))
-    hi = _same("add", p11, _same("shift_right_logical", mid, s16))
-    hi = _same("add", hi, _same("shift_left", mid_carry, s16))
-    hi = _same("add", hi, lo_carry)
-    return lo, hi
+    if splat_int(a1) == 0:  # a constant below 2**16: taken as b
+        a, b, a0, a1, b0, b1 = b, a, b0, b1, a0, a1
+    t = _same("add", _same("multiply", a1, b0), _same("shift_right_logical", _same("multiply", a0, b0), s16))
+    if splat_int(b1) == 0:  # a constant b below 2**16: p01 and p11 are 0, and w = t & 0xFFFF
+        return _same("multiply", a, b), _same("shift_right_logical", t, s16)
+    w = _same("add", _same("multiply", a0, b1), _same("and", t, m16))
+    hi = _same("add", _same("add", _same("multiply", a1, b1), _same("shift_right_logical", t, s16)),
+               _same("shift_right_logical", w, s16))
+    return _same("multiply", a, b), hi
 
 
 def multiply(a: Words, b: Words) -> Words:
