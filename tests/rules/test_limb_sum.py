@@ -52,6 +52,12 @@ CASES: dict[str, tuple[Callable, tuple[int, ...], bool]] = {
                               False),
     "window, initial value": (lambda x: lax.reduce_window(x, np.int64(5), lax.add, (3,), (1,), "VALID"), (101,),
                               False),
+    # rows along a first dimension of single-element windows are merged
+    # with the three limbs (a 2-d scan); padded or reduced there, they are not
+    "cumsum of a 3-d value": (lambda x: jnp.cumsum(x, axis=-1), (2, 3, 257), False),
+    "sum of a 3-d value": (lambda x: jnp.sum(x, axis=(1, 2)), (5, 3, 4), False),
+    "window padded along rows": (lambda x: lax.reduce_window(x, np.int64(0), lax.add, (1, 3), (1, 1),
+                                                             ((1, 2), (1, 1))), (4, 9), False),
     "65,536 terms": (lambda x: jnp.sum(x, axis=0, dtype=jnp.uint64), (65536, 2), True),
     "65,537 terms": (lambda x: jnp.sum(x, axis=0, dtype=jnp.uint64), (65537, 2), True),
 }

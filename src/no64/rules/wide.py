@@ -415,20 +415,30 @@ def _limb_sum(op: ir.Operation, em: "Emulation") -> W.Words | None:
     is_hi = W.make("compare", [row, W.splat(row, 2)], flags_t,
                    comparison_direction=ir.Attribute.parse("#stablehlo<comparison_direction EQ>"))
     rows = W.make("select", [is_hi, hi3, halves], rows_t)
-    stacked = W.make("reshape", [rows], ir.RankedTensorType.get([3] + shape, i32))
     scalar = ir.RankedTensorType.get([], i32)
     attrs = attribute_dict(op)
     if window:
-        for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
-            attrs[name] = ir.DenseI64ArrayAttr.get([1] + int_array(op, name, rank, 1))
-        i64 = ir.IntegerType.get_signless(64)
-        attrs["padding"] = ir.DenseIntElementsAttr.get(
-            np.asarray([[0, 0], *pads], dtype=np.int64),
-            type=ir.RankedTensorType.get([rank + 1, 2], i64))
+        arrays = {name: int_array(op, name, rank, 1)
+                  for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations")}
+        # the rows along the first dimension where its windows are single
+        # elements: IREE then scans one 2-d tensor (192 x 257 for 64 rows),
+        # where over 3 x 64 x 257 it copied the words apart in two kernels more
+        merged = rank > 1 and all(a[0] == 1 for a in arrays.values()) and pads[0] == [0, 0]
+        if not merged:
+            for name, values in arrays.items():
+                attrs[name] = ir.DenseI64ArrayAttr.get([1] + values)
+            i64 = ir.IntegerType.get_signless(64)
+            attrs["padding"] = ir.DenseIntElementsAttr.get(
+                np.asarray([[0, 0], *pads], dtype=np.int64),
+                type=ir.RankedTensorType.get([rank + 1, 2], i64))
     else:
-        attrs["dimensions"] = ir.DenseI64ArrayAttr.get([d + 1 for d in dims])
+        merged = rank > 1 and 0 not in dims
+        if not merged:
+            attrs["dimensions"] = ir.DenseI64ArrayAttr.get([d + 1 for d in dims])
+    ins, outs = ([3 * s[0]] + s[1:] if merged else [3] + s for s in (shape, rshape))
+    stacked = W.make("reshape", [rows], ir.RankedTensorType.get(ins, i32))
     summed = W.build(op.name.rsplit(".", 1)[-1], [stacked, W.const([], 0, i32)],
-                     [ir.RankedTensorType.get([3] + rshape, i32)], regions=1, **attrs)
+                     [ir.RankedTensorType.get(outs, i32)], regions=1, **attrs)
     block = summed.regions[0].blocks.append(scalar, scalar)
     with ir.InsertionPoint(block):
         a, b = block.arguments
