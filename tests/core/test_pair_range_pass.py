@@ -60,8 +60,10 @@ def test_constants_recorded_at_their_line_and_computed_as_x64_where_in_range():
     (under,) = events(report)
     assert under.location.file == HERE and under.location.line == line_of(constants, "1e-40")
     assert "1e-40" in under.detail and "flush" in under.detail
-    (over,) = events(report, "float-overflow")
-    assert over.location.line == line_of(constants, "1e39")
+    # (one record at the line that adds it; JAX may also locate the constant
+    # op itself at the jitted function's call, which it did in this process
+    # after some other tests had run, and that op's narrowing is recorded there)
+    (over,) = [e for e in events(report, "float-overflow") if e.location.line == line_of(constants, "1e39")]
     assert not report.exact
     # the pairs' x * 1e-40 is 0 (with signed zeros and NaN as f32 gives them);
     # x64 keeps it

@@ -387,14 +387,12 @@ def _narrow(total: ir.Value, result_type: ir.Type) -> ir.Value:
     assert e is not None
     t = _int_element(total.type)
     assert t is not None
-    if e.width == t.width:
-        return W.bitcast(total, e)
-    if e.is_unsigned:
-        low = W.make("and", [total, W.splat(total, (1 << e.width) - 1)], total.type)
-    else:
+    if e.width != t.width and e.is_unsigned:
+        total = W.make("and", [total, W.splat(total, (1 << e.width) - 1)], total.type)
+    elif e.width != t.width:
         up = W.make("shift_left", [total, W.splat(total, _BITS - e.width)], total.type)
-        low = W.make("shift_right_arithmetic", [up, W.splat(up, _BITS - e.width)], up.type)
-    return W.convert(low, e)
+        total = W.make("shift_right_arithmetic", [up, W.splat(up, _BITS - e.width)], up.type)
+    return _narrow_to(total, result_type)
 
 
 # ------------------------------------------------- sums: scatter and collectives

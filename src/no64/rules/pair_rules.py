@@ -28,7 +28,7 @@ from ..ir._mlir import as_operation as _as_op, ir, stablehlo
 from ..ir.words import build, make
 from ..spec.protocols import PairContext, PairRule
 from ..spec.registry import Computes, elementwise, spec_of
-from ..spec.util import int_array, padding
+from ..spec.util import cumulative_window, int_array, padding
 from .pair_dot import split_dot
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK", "SUM_FOLDS"]
@@ -421,24 +421,11 @@ def reduce_window(op: ir.Operation, em: PairContext) -> list[Out]:
 
 
 def _prefix(op: ir.Operation, em: PairContext) -> tuple[int, int, bool] | None:
-    shape = _shape(op.results[0])
-    rank = len(shape)
-    window = int_array(op, "window_dimensions", rank, 1)
-    if any(int_array(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
-        return None
-    axes = [i for i, w in enumerate(window) if w != 1]
-    if len(axes) != 1 or window[axes[0]] != shape[axes[0]]:
-        return None
-    axis, length = axes[0], shape[axes[0]]
-    pad = padding(op, rank)
-    if any(p != [0, 0] for i, p in enumerate(pad) if i != axis):
-        return None
-    if pad[axis] not in ([length - 1, 0], [0, length - 1]):
-        return None
+    found = cumulative_window(op, _shape(op.results[0]))
     init = em.constant_value(op.operands[1])
-    if init is None or init.size != 1 or float(init.reshape(-1)[0]) != 0.0:
+    if found is None or init is None or init.size != 1 or float(init.reshape(-1)[0]) != 0.0:
         return None
-    return axis, length, pad[axis][0] == 0
+    return found
 
 
 def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool) -> P.Pair:

@@ -29,7 +29,7 @@ from ..spec.protocols import (
     WordContext as Emulation,  # what a rule's ``em`` offers
 )
 from ..spec.registry import Computes, spec_of
-from ..spec.util import int_array, padding
+from ..spec.util import cumulative_window, int_array, padding
 from ..spec.walk import combiner
 
 __all__ = ["EmulateRule"]
@@ -493,17 +493,8 @@ def _long_prefix(op: ir.Operation, em: "Emulation", limit: int = _PREFIX_LIMIT) 
     for a reverse one -- unit strides and dilations) whose body combines each
     slot with one op whose identity is the slot's initial value; else ``None``."""
     shape = list(ir.RankedTensorType(em.type(op.operands[0])).shape)  # as in the 64-bit program
-    rank = len(shape)
-    window = int_array(op, "window_dimensions", rank, 1)
-    if any(int_array(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
-        return None
-    axes = [i for i, w in enumerate(window) if w != 1]
-    if len(axes) != 1 or window[axes[0]] != shape[axes[0]] or shape[axes[0]] <= limit:
-        return None
-    axis, length = axes[0], shape[axes[0]]
-    pad = padding(op, rank)
-    others_zero = all(p == [0, 0] for i, p in enumerate(pad) if i != axis)
-    if not others_zero or pad[axis] not in ([length - 1, 0], [0, length - 1]):
+    found = cumulative_window(op, shape)
+    if found is None or found[1] <= limit:
         return None
     n = len(op.results)
     block = op.regions[0].blocks[0]
@@ -525,7 +516,7 @@ def _long_prefix(op: ir.Operation, em: "Emulation", limit: int = _PREFIX_LIMIT) 
         signed = not elem.is_unsigned and elem.width > 1
         if int(np.asarray(init).reshape(-1)[0]) & mask != identity(elem.width, signed) & mask:
             return None
-    return axis, length, pad[axis][0] == 0
+    return found
 
 
 def _whole_axis_window(op: ir.Operation, em: "Emulation") -> bool:

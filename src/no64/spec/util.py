@@ -8,7 +8,7 @@ from ..ir._compat import insertion_after
 from ..ir._mlir import defining_op, ir, stablehlo
 from .registry import spec_of
 
-__all__ = ["splat", "compare", "after", "erase_dead", "install_function", "int_array", "padding"]
+__all__ = ["splat", "compare", "after", "erase_dead", "install_function", "int_array", "padding", "cumulative_window"]
 
 
 def splat(t: ir.RankedTensorType, value: int) -> ir.Value:
@@ -44,6 +44,27 @@ def padding(op: ir.Operation, n: int) -> list[list[int]]:
         return [[0, 0] for _ in range(n)]
     return [[int(lo), int(hi)] for lo, hi in
             np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"])).reshape(n, 2).tolist()]
+
+
+def cumulative_window(op: ir.Operation, shape: list[int]) -> tuple[int, int, bool] | None:
+    """``(axis, length, reverse)`` where the ``reduce_window`` ``op`` over an
+    operand of ``shape`` is cumulative along one axis (``jnp.cumsum``,
+    ``lax.cummax``, ...): one window as long as that axis, padded by one
+    less in front -- or behind, for a reverse one --, every other window a
+    single element, unit strides and dilations, nothing else padded; else
+    ``None``.  (What it combines is the caller's to check.)"""
+    rank = len(shape)
+    window = int_array(op, "window_dimensions", rank, 1)
+    if any(int_array(op, a, rank, 1) != [1] * rank for a in ("window_strides", "base_dilations", "window_dilations")):
+        return None
+    axes = [i for i, w in enumerate(window) if w != 1]
+    if len(axes) != 1 or window[axes[0]] != shape[axes[0]]:
+        return None
+    axis, length = axes[0], shape[axes[0]]
+    pad = padding(op, rank)
+    if any(p != [0, 0] for i, p in enumerate(pad) if i != axis) or pad[axis] not in ([length - 1, 0], [0, length - 1]):
+        return None
+    return axis, length, pad[axis][0] == 0
 
 
 def after(op: ir.Operation) -> ir.InsertionPoint:
