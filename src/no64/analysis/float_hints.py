@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from ..ir._compat import as_attribute, constant_value
-from ..ir._mlir import as_operation, ir
+from ..ir._mlir import as_operation, enum_word, ir
 from ..ir.locations import SourceLocation, decode_location
 from ..kinds import HintKind, SentinelUse
 from ..spec.registry import Computes, OpSpec, Reduction, spec_of
@@ -215,7 +215,7 @@ def _is_sum(spec: OpSpec, op: ir.Operation) -> bool:
 def _direction(op: ir.Operation) -> str:
     if "comparison_direction" not in op.attributes:
         return ""
-    return str(op.attributes["comparison_direction"]).split()[-1].rstrip(">")
+    return enum_word(op.attributes["comparison_direction"])
 
 
 class _Hints:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..ir._mlir import ir, stablehlo
+from ..ir._mlir import enum_word, ir, stablehlo
 from ..ir.locations import assumed_range
 from ..spec.intervals import Interval, Range, fit, join
 
@@ -496,7 +496,7 @@ _DIRECTIONS: dict[str, Callable[[Any, Any], Any]] = {
 def fold_compare(op: ir.Operation, args: list[np.ndarray], t: ir.Type) -> np.ndarray | None:
     """An integer comparison (each operand's elements are its own signedness's
     numbers already: the comparison type needs no reading)."""
-    direction = str(op.attributes["comparison_direction"]).split()[-1].rstrip(">")
+    direction = enum_word(op.attributes["comparison_direction"])
     fn = _DIRECTIONS.get(direction)
     if fn is None:
         return None

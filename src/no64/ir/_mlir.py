@@ -16,12 +16,19 @@ from ._compat import feature  # noqa: E402  (refuses an unsupported jaxlib)
 _register_dialects = feature("jaxlib.mlir._mlir_libs._jax_mlir_ext", "register_dialects")
 _register_mhlo = feature("jaxlib.mlir.dialects.mhlo", "register_mhlo_dialect")
 
-__all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context", "as_operation", "defining_op"]
+__all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context", "as_operation", "defining_op",
+           "enum_word"]
 
 
 def as_operation(x: "ir.Operation | ir.OpView") -> ir.Operation:
     """The ``ir.Operation`` of an op (the bindings hand out op views too)."""
     return x if isinstance(x, ir.Operation) else x.operation
+
+
+def enum_word(attr: ir.Attribute) -> str:
+    """The word of a StableHLO enum attribute
+    (``#stablehlo<comparison_direction LT>`` -> ``"LT"``)."""
+    return str(attr).rstrip(">").split()[-1]
 
 
 def defining_op(v: ir.Value) -> "ir.Operation | None":

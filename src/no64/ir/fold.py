@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._mlir import defining_op, ir
+from ._mlir import defining_op, enum_word, ir
 
 __all__ = ["fold", "splat_int", "splat_attr"]
 
@@ -95,11 +95,6 @@ def _reads_signed(t: ir.IntegerType) -> bool:
     return not t.is_unsigned and t.width > 1
 
 
-def _attr_word(attrs: Mapping[str, ir.Attribute], name: str) -> str | None:
-    a = attrs.get(name)
-    return None if a is None else str(a).rstrip(">").split()[-1]
-
-
 def _compute(name: str, args: list[int], types: list[ir.IntegerType], result: ir.IntegerType,
              attrs: Mapping[str, ir.Attribute]) -> int | None:
     """The bits of ``name`` on splat operands ``args`` (bits), or ``None``."""
@@ -114,7 +109,7 @@ def _compute(name: str, args: list[int], types: list[ir.IntegerType], result: ir
     if name == "bitcast_convert":
         return args[0] if result.width == w else None
     if name == "compare":
-        kind = _attr_word(attrs, "compare_type")
+        kind = enum_word(attrs["compare_type"]) if "compare_type" in attrs else None
         signed = _reads_signed(t)
         # a type that is not the elements' is not defined (StableHLO's compare,
         # C3), and XLA releases differ on it: left to the backend
@@ -122,7 +117,7 @@ def _compute(name: str, args: list[int], types: list[ir.IntegerType], result: ir
             return None
         a, b = ((_signed(x, t) for x in args) if signed else args)
         return int({"EQ": a == b, "NE": a != b, "LT": a < b, "LE": a <= b, "GT": a > b,
-                    "GE": a >= b}[_attr_word(attrs, "comparison_direction") or ""])
+                    "GE": a >= b}[enum_word(attrs["comparison_direction"])])
     if name in ("minimum", "maximum"):
         a, b = ((_signed(x, t) for x in args) if _reads_signed(t) else args)
         return (min(a, b) if name == "minimum" else max(a, b)) & mask

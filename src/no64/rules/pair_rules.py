@@ -24,7 +24,7 @@ import numpy as np
 
 from ..ir import pairs as P
 from ..ir._compat import attribute_dict, block_argument, op_result
-from ..ir._mlir import as_operation as _as_op, ir, stablehlo
+from ..ir._mlir import as_operation as _as_op, enum_word, ir, stablehlo
 from ..ir.words import build, make
 from ..spec.protocols import PairContext, PairRule
 from ..spec.registry import Computes, elementwise, spec_of
@@ -79,10 +79,6 @@ def _shape(v: ir.Value) -> list[int]:
     return list(ir.RankedTensorType(v.type).shape)
 
 
-def _attr_word(op: ir.Operation, name: str) -> str:
-    return str(op.attributes[name]).rstrip(">").split()[-1]
-
-
 def _f32_type(t: ir.Type) -> ir.Type:
     return ir.RankedTensorType.get(list(ir.RankedTensorType(t).shape), P.f32())
 
@@ -135,8 +131,8 @@ def clamp(op: ir.Operation, em: PairContext) -> list[Out]:
 
 def compare(op: ir.Operation, em: PairContext) -> list[Out]:
     a, b = (em.pair(x) for x in op.operands)
-    kind = _attr_word(op, "compare_type") if "compare_type" in op.attributes else "FLOAT"
-    return [P.compare(_attr_word(op, "comparison_direction"), a, b, kind)]
+    kind = enum_word(op.attributes["compare_type"]) if "compare_type" in op.attributes else "FLOAT"
+    return [P.compare(enum_word(op.attributes["comparison_direction"]), a, b, kind)]
 
 
 def select(op: ir.Operation, em: PairContext) -> list[Out]:

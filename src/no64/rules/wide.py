@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir import words as W
 from ..ir._compat import attribute_dict
-from ..ir._mlir import as_operation as _as_op, ir
+from ..ir._mlir import as_operation as _as_op, enum_word, ir
 from ..ir.types import is_int64_tensor as _is64
 from ..kinds import OpForm
 from ..spec.protocols import (
@@ -179,14 +179,9 @@ shift_right_logical = _shift("shift_right_logical")
 shift_right_arithmetic = _shift("shift_right_arithmetic")
 
 
-def _attr_word(op: ir.Operation, name: str) -> str:
-    # e.g. "#stablehlo<comparison_direction LT>" -> "LT"
-    return str(op.attributes[name]).rstrip(">").split()[-1]
-
-
 def compare(op: ir.Operation, em: "Emulation") -> list[Out]:
-    direction = _attr_word(op, "comparison_direction")
-    kind = _attr_word(op, "compare_type") if "compare_type" in op.attributes else None
+    direction = enum_word(op.attributes["comparison_direction"])
+    kind = enum_word(op.attributes["compare_type"]) if "compare_type" in op.attributes else None
     x, y = op.operands
     unsigned = ir.IntegerType(ir.RankedTensorType(em.type(x)).element_type).is_unsigned
     if kind is not None:
