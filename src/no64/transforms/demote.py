@@ -149,8 +149,8 @@ def demote(
         ``precision-reduced``; an op with no pair rule is refused.  Float64
         arguments and results of the entry function become ``S x 2``
         float32 pairs (``report.pair_inputs``/``pair_outputs``), or, with
-        ``outputs="narrow"``, stay float64 (narrowed to f32: taken as exact
-        pairs, results rounded once).
+        ``outputs="narrow"`` or ``"checked"``, stay float64 (narrowed to
+        f32: taken as exact pairs, results rounded once).
       target: The device the module is for (a :class:`~no64.targets.Target`
         or its name, :mod:`no64.targets`): the 64-bit element types it has
         natively (``neuron-trn2`` and ``mtl``: 64-bit integers) are kept as

@@ -18,7 +18,9 @@ The entry function's float64 arguments and results are packed pairs too
 (``boundary=Outputs.WORDS``, as for ``demote(outputs="words")``), or -- for
 callers whose runtime fixes the types, such as JAX's compile hook -- float64
 values that the narrowing pass makes f32: taken as exact pairs on the way in
-and rounded once on the way out (``boundary=Outputs.NARROW``).
+and rounded once on the way out (``boundary=Outputs.NARROW`` or
+``Outputs.CHECKED``: both keep the signature's types, and a float64 value
+has nothing to check by value).
 
 LAPACK's LU factorization and triangular solve are written out as StableHLO
 before this step (:mod:`no64.transforms.linalg`), and so computed on pairs.
@@ -138,6 +140,10 @@ class PairEmulation(Carrier[P.Pair]):
         #: rather than record it
         self.refuse_range = refuse_range
         self.boundary = Outputs.parse(boundary, "boundary")
+        #: the caller fixes the entry's types (``narrow`` or ``checked``):
+        #: its float64 arguments and results stay float64, narrowed to f32
+        #: by the pass, rather than become packed pairs
+        self.fixed_signature = self.boundary is not Outputs.WORDS
         self._reps: dict[ir.Value, P.Pair] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._types: dict[ir.Value, ir.Type] = {}
@@ -325,7 +331,7 @@ class PairEmulation(Carrier[P.Pair]):
                 if not is_f64(a.type):
                     continue
                 self.values += 1
-                if fn == entry and self.boundary is Outputs.NARROW:
+                if fn == entry and self.fixed_signature:
                     self._narrow_args.add(a)
                     continue
                 self._retype(a)
@@ -418,7 +424,7 @@ class PairEmulation(Carrier[P.Pair]):
             for i, x in enumerate(op.operands):
                 if not self.is_pair(x):
                     continue
-                if self.boundary is Outputs.NARROW:
+                if self.fixed_signature:
                     with ir.InsertionPoint(op), op.location:
                         op.operands[i] = make("convert", [P.to_f32(self.pair(x))], self.type(x))
                 else:
