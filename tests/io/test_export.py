@@ -198,3 +198,44 @@ def test_exact_inputs_round_trip_through_jax_export(tmp_path: Path) -> None:
     for j, (g, e) in enumerate(zip(got, expected)):
         g = no64.join_words(np.asarray(g)) if j in report.emulated_outputs else np.asarray(g)
         np.testing.assert_array_equal(g.astype(np.asarray(e).dtype), np.asarray(e))
+
+
+def native_step(ids, x, unused):
+    """64-bit integer math that wraps (the x64 program's), a float64 sum, an int64
+    argument JAX drops as unused."""
+    return ids * np.int64(3_000_000_007) + 1, jnp.sum(x) * 2.0, jnp.cumsum(ids), jnp.argmax(ids)
+
+
+@pytest.mark.parametrize("target,extra", [("mtl", []), ("neuron-trn2", []),
+                                          ("mtl", ["--float-policy", "pairs"]),
+                                          ("neuron-trn2", ["--policy", "exact"])])
+def test_native_target_artifact_is_called_as_its_module_takes(tmp_path: Path, target: str,
+                                                              extra: list[str]) -> None:
+    """A target with native 64-bit integers keeps them in the module: the converted
+    artifact declares them int64 too (float64 as float32, or as f32 pairs), and
+    ``deserialize(...).call(...)`` computes the 64-bit artifact's integers bit for bit
+    on adversarial values (wrapping products, the int64 extremes)."""
+    specs = (jax.ShapeDtypeStruct((5,), np.int64), jax.ShapeDtypeStruct((3,), np.float64),
+             jax.ShapeDtypeStruct((2,), np.int64))
+    exp = jax.export.export(jax.jit(native_step), platforms=["cpu"])(*specs)
+    assert exp.module_kept_var_idx == (0, 1)  # the third argument is not in the module
+    src, dest = tmp_path / "n.jaxexport", tmp_path / "n32.jaxexport"
+    src.write_bytes(bytes(exp.serialize()))
+    assert cli.main(["convert", str(src), "-o", str(dest), "--target", target, *extra]) == 0
+    converted = jax.export.deserialize(bytearray(dest.read_bytes()))
+    pairs = "pairs" in extra
+    x_aval = ((3, 2), "float32") if pairs else ((3,), "float32")
+    assert [(a.shape, str(a.dtype)) for a in converted.in_avals] == [((5,), "int64"), x_aval, ((2,), "int64")]
+    assert [str(a.dtype) for a in converted.out_avals] == ["int64", "float32", "int64", "int64"]
+    ids = np.array([I64.max, I64.min, 2**40 + 3, -1, 3_074_457_345_618_258_602], np.int64)
+    x = np.array([1e8, 1 / 1024, -2.5])
+    unused = np.array([I64.min, 7], np.int64)
+    got = converted.call(ids, no64.split_pairs(x) if pairs else x.astype(np.float32), unused)
+    want = exp.call(ids, x, unused)
+    for j in (0, 2, 3):
+        np.testing.assert_array_equal(np.asarray(got[j]), np.asarray(want[j]))
+    total = no64.join_pairs(np.asarray(got[1])) if pairs else float(got[1])
+    if pairs:  # 2 * (1e8 + 1/1024 - 2.5) within the pairs' bound
+        assert abs(total - float(want[1])) <= 2**-44 * abs(float(want[1]))
+    else:  # computed in float32
+        assert abs(total - float(want[1])) <= 2**-22 * abs(float(want[1]))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InputError, OutputError
 from ..ir._mlir import ir
-from ..ir.types import NARROWED_DTYPE_NAMES as _NARROWED_DTYPES
+from ..ir.types import DTYPE_KINDS, NARROWED_DTYPE_NAMES as _NARROWED_DTYPES, wide_kind
 from .formats import _BYTECODE_MAGIC
 from .mlir import _dump_vhlo, _load_vhlo
 
@@ -74,11 +74,18 @@ def _entry_types(module: ir.Module) -> tuple[list[ir.Type], list[ir.Type]] | Non
         return list(ftype.inputs), list(ftype.results)
 
 
+#: The short name of each 64-bit element type by its numpy dtype's name.
+_KINDS = {str(dtype): kind for dtype, kind in DTYPE_KINDS.items()}
+
+
 def _dump_jaxexport(module: ir.Module) -> bytes:
     """A ``jax.export`` artifact: the calling convention of the one ``module``
-    was read from, with every 64-bit aval narrowed to 32 bits (as the pass
-    narrows the entry function's types), and the module as a portable
-    artifact.  A VJP the input carried is not kept (it would be 64-bit)."""
+    was read from, with every 64-bit aval as the entry function now takes or
+    returns it -- narrowed to 32 bits, as word or float pairs (a trailing 2),
+    or kept 64-bit where a target with that type natively kept it (an
+    argument JAX dropped as unused is kept when the entry keeps its element
+    type elsewhere) -- and the module as a portable artifact.  A VJP the
+    input carried is not kept (it would be 64-bit)."""
     exported = _EXPORTED.get(module)
     if exported is None:
         raise OutputError(
@@ -92,15 +99,23 @@ def _dump_jaxexport(module: ir.Module) -> bytes:
         return aval.update(dtype=np.dtype(name)) if name else aval
 
     types = _entry_types(module)
+    # the 64-bit element types the entry keeps (a target's native ones)
+    kept = {wide_kind(t.element_type) for t in (types[0] + types[1] if types else [])
+            if isinstance(t, ir.RankedTensorType)} - {None}
 
     def avals(old: Any, new_types: list[ir.Type] | None, shardings: Any, what: str, verb: str,
               positions: Any = None) -> tuple[Any, ...]:
         out = []
         for i, aval in enumerate(old):
-            aval = narrow(aval)
             # the module's position of this aval (JAX drops unused arguments)
             j = positions[i] if positions is not None else i
             t = new_types[j] if new_types is not None and j is not None and j < len(new_types) else None
+            kind = _KINDS.get(str(getattr(aval, "dtype", "")))
+            if kind is not None and (wide_kind(t.element_type) == kind if isinstance(t, ir.RankedTensorType)
+                                     else t is None and kind in kept):
+                out.append(aval)  # kept 64-bit: the target has the type
+                continue
+            aval = narrow(aval)
             if (isinstance(t, ir.RankedTensorType) and t.rank == len(aval.shape) + 1
                     and t.shape[-1] == 2 and str(aval.dtype) in ("int32", "uint32", "float32")):
                 # emulated in 32-bit words (low, high), or a float64 carried
@@ -118,9 +133,9 @@ def _dump_jaxexport(module: ir.Module) -> bytes:
 
     # the module's arguments: platform index, dimension variables and tokens
     # first, then the arguments JAX kept
-    kept = list(exported.module_kept_var_idx)
-    first = max(len(types[0]) - len(kept), 0) if types else 0
-    in_positions = [first + kept.index(i) if i in kept else None for i in range(len(exported.in_avals))]
+    kept_vars = list(exported.module_kept_var_idx)
+    first = max(len(types[0]) - len(kept_vars), 0) if types else 0
+    in_positions = [first + kept_vars.index(i) if i in kept_vars else None for i in range(len(exported.in_avals))]
     new = dataclasses.replace(
         exported,
         in_avals=avals(exported.in_avals, types[0] if types else None, exported.in_shardings_hlo,
