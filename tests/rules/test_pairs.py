@@ -283,7 +283,9 @@ def test_pair_to_integer_truncates_and_saturates(elem):
     vals = np.array([0.0, -0.0, 0.5, -0.5, 1.0 - 2**-40, -(1.0 - 2**-40), 2.0**14 + 0.75, -(2.0**14) - 0.75,
                      123456789.999, -123456789.999, 16777217.0, -16777217.5, 2.0**31 - 1.0, -(2.0**31),
                      2.0**32 - 1.0, 2.0**32 - 0.5, 2.0**31 - 0.25, float(info.max) + 1, float(info.min) - 1,
-                     1e30, -1e30, np.inf, -np.inf, np.nan])
+                     1e30, -1e30, np.inf, -np.inf, np.nan,
+                     # hi is the bound itself, lo negative: inside the range
+                     2.0**31 - 64, 2.0**32 - 256, 2.0**15 - 2.0**-12])
     h, l = P.split_f64(vals)
     n = len(vals)
     m = build([(n, "f32")] * 2, 1, lambda a, b: [P.to_int(P.Pair(a, b), ir.Type.parse(elem))])

@@ -17,7 +17,7 @@ _register_dialects = feature("jaxlib.mlir._mlir_libs._jax_mlir_ext", "register_d
 _register_mhlo = feature("jaxlib.mlir.dialects.mhlo", "register_mhlo_dialect")
 
 __all__ = ["ir", "chlo", "func", "mhlo", "sdy", "stablehlo", "make_context", "as_operation", "defining_op",
-           "enum_word"]
+           "enum_word", "int_attr"]
 
 
 def as_operation(x: "ir.Operation | ir.OpView") -> ir.Operation:
@@ -29,6 +29,15 @@ def enum_word(attr: ir.Attribute) -> str:
     """The word of a StableHLO enum attribute
     (``#stablehlo<comparison_direction LT>`` -> ``"LT"``)."""
     return str(attr).rstrip(">").split()[-1]
+
+
+def int_attr(elem: ir.Type, value: int) -> ir.IntegerAttr:
+    """The integer attribute of type ``elem`` holding ``value``, any value of
+    the type.  The bindings take a signed 64-bit integer, so a ``ui64``
+    value from 2**63 on is handed over as the same bits read signed
+    (2**64 - 1 as -1), which the attribute keeps as the unsigned value."""
+    v = int(value)
+    return ir.IntegerAttr.get(elem, v - (1 << 64) if v >= 1 << 63 else v)
 
 
 def defining_op(v: ir.Value) -> "ir.Operation | None":

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._mlir import defining_op, enum_word, ir
+from ._mlir import defining_op, enum_word, int_attr, ir
 
 __all__ = ["fold", "splat_int", "splat_attr"]
 
@@ -185,7 +185,7 @@ def splat_attr(t: ir.RankedTensorType, bits: int) -> ir.DenseElementsAttr:
     the bits ``bits``."""
     elem = ir.IntegerType(t.element_type)
     value = bits if elem.is_unsigned or elem.width == 1 else _signed(bits, elem)
-    return ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, value))
+    return ir.DenseElementsAttr.get_splat(t, int_attr(elem, value))
 
 
 def _constant(result: ir.Type, bits: int) -> int | None:

@@ -54,7 +54,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._mlir import ir
+from ._mlir import int_attr, ir
 from .words import build, i32, interleave, make
 
 __all__ = [
@@ -145,7 +145,7 @@ def _fsplat(like: ir.Value, value: float) -> ir.Value:
 
 def _isplat(like: ir.Value, value: int) -> ir.Value:
     t = ir.RankedTensorType(like.type)
-    return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value)))
+    return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, int_attr(t.element_type, value)))
 
 
 def _bin(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
@@ -762,7 +762,9 @@ def to_int(x: Pair, elem: ir.Type) -> ir.Value:
     bottom = 0.0 if e.is_unsigned else -(2.0 ** (w - 1))
     info_max = (1 << w) - 1 if e.is_unsigned else (1 << (w - 1)) - 1
     info_min = 0 if e.is_unsigned else -(1 << (w - 1))
-    over = _cmp(t.hi, _fsplat(t.hi, top), "GE")
+    # on the whole pair: beside a bound, hi may be the bound itself (2**64
+    # for 2**64 - 2048) while the pair's value is inside
+    over = compare("GE", t, from_f32(_fsplat(t.hi, top)))
     under = compare("LT", t, from_f32(_fsplat(t.hi, bottom)))
     nan = _cmp(x.hi, x.hi, "NE")
     r = _sel(over, _isplat(r, info_max), r)

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._mlir import ir
+from ._mlir import int_attr, ir
 from .fold import fold, splat_attr, splat_int
 
 __all__ = [
@@ -141,11 +141,11 @@ def const(shape: Sequence[int], values: np.ndarray | int, elem: ir.Type | None =
     elem = elem or u32()
     t = _tensor(shape, elem)
     if isinstance(values, (int, np.integer)):
-        return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, int(values))))
+        return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, int_attr(elem, int(values))))
     arr = np.asarray(values)
     if arr.size and (arr == arr.flat[0]).all():
         v = int(arr.flat[0])
-        return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(elem, v)))
+        return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, int_attr(elem, v)))
     dtype = np.uint32 if elem == u32() else (np.int32 if elem == i32() else None)
     if dtype is None:
         raise TypeError(f"no constant of element type {elem}")
@@ -156,7 +156,7 @@ def const(shape: Sequence[int], values: np.ndarray | int, elem: ir.Type | None =
 def splat(like: ir.Value, value: int) -> ir.Value:
     """A constant of ``like``'s type with every element ``value``."""
     t = ir.RankedTensorType(like.type)
-    return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value)))
+    return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, int_attr(t.element_type, value)))
 
 
 def from_ints(shape: Sequence[int], values: np.ndarray | int, unsigned: bool) -> Words:

@@ -95,7 +95,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..ir import pairs as P
-from ..ir._mlir import ir, stablehlo
+from ..ir._mlir import int_attr, ir, stablehlo
 from ..ir.words import build, i32, make
 
 __all__ = ["Group", "SplitPlan", "plan", "split_dot", "BETA_CANDIDATES", "SPLIT_ACCURACY"]
@@ -272,7 +272,7 @@ def _shape(v: ir.Value) -> list[int]:
 def _splat(like: ir.Value, value: float | int) -> ir.Value:
     t = ir.RankedTensorType(like.type)
     e = t.element_type
-    attr = ir.FloatAttr.get(e, float(value)) if isinstance(e, ir.FloatType) else ir.IntegerAttr.get(e, int(value))
+    attr = ir.FloatAttr.get(e, float(value)) if isinstance(e, ir.FloatType) else int_attr(e, int(value))
     return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, attr))
 
 
@@ -298,7 +298,7 @@ def _reduce_axis(x: ir.Value, axis: int, init: float | bool, combine: str) -> ir
     if isinstance(elem, ir.FloatType):
         attr: ir.Attribute = ir.FloatAttr.get(elem, float(init))
     else:
-        attr = ir.IntegerAttr.get(elem, int(init))
+        attr = int_attr(elem, int(init))
     c = make("constant", [], st, value=ir.DenseElementsAttr.get_splat(st, attr))
     new = build("reduce", [x, c], [_t(shape[:axis] + shape[axis + 1:], elem)], regions=1,
                 dimensions=ir.DenseI64ArrayAttr.get([axis]))

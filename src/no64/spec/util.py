@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir._compat import insertion_after
-from ..ir._mlir import defining_op, ir, stablehlo
+from ..ir._mlir import defining_op, int_attr, ir, stablehlo
 from .registry import spec_of
 
 __all__ = ["splat", "compare", "after", "erase_dead", "install_function", "int_array", "padding", "cumulative_window"]
@@ -15,7 +15,7 @@ def splat(t: ir.RankedTensorType, value: int) -> ir.Value:
     """A constant of integer tensor type ``t`` with every element ``value``
     (built at the current insertion point)."""
     return stablehlo.ConstantOp(
-        ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
+        ir.DenseElementsAttr.get_splat(t, int_attr(t.element_type, value))
     ).result
 
 
