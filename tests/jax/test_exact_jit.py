@@ -196,3 +196,31 @@ def test_shardings_are_refused() -> None:
     with pytest.raises(ValueError, match="one device"):
         no64.jit(lambda x: x, policy="exact",
                  in_shardings=jax.sharding.SingleDeviceSharding(jax.devices()[0]))
+
+
+def empty_reductions(e, u):
+    """Reductions over zero-sized dimensions: each result is the init, beyond 32 bits
+    where it is given so; a 2-D operand's words taken from an empty tensor."""
+    return {
+        "sum": jnp.sum(e, axis=1),
+        "sum_init": jnp.sum(e, axis=1, initial=2**40 + 3),
+        "sum_axis0": jnp.sum(e, axis=0),
+        "max": jnp.max(e, axis=1, initial=-(2**40)),
+        "min": jnp.min(e, axis=1, initial=I32.max + 1),
+        "prod": jnp.prod(e, axis=1) * 3_000_000_007,
+        "umax": jnp.max(u, axis=0, initial=np.uint64(2**63 + 5)),
+        "all": jnp.sum(e) + jnp.sum(u.astype(jnp.int64)),
+        "cumsum": jnp.cumsum(e, axis=1),
+        "same": e * 3_000_000_007,
+    }
+
+
+@pytest.mark.parametrize("target", [None, "neuron"])
+def test_reductions_over_empty_dimensions(target) -> None:
+    """A sum, max, min or prod over a zero-sized dimension (and an empty result) is
+    the x64 program's, bit for bit, on the generic target and on Neuron."""
+    e, u = np.zeros((3, 0), np.int64), np.zeros((0, 4), np.uint64)
+    expected = reference(empty_reductions, e, u)
+    got = no64.jit(empty_reductions, policy="exact", restore_dtypes=True, target=target)(e, u)
+    assert_same(got, expected)
+    assert int(expected["sum_init"][0]) == 2**40 + 3 and int(expected["umax"][0]) == 2**63 + 5

@@ -270,8 +270,8 @@ def unpack(p: ir.Value) -> Words:
     t = ir.RankedTensorType(p.type)
     shape = list(t.shape)[:-1]
     unsigned = t.element_type == u32()
-    if len(shape) > 1 and t.has_static_shape:
-        n = int(np.prod(shape, dtype=np.int64))
+    n = int(np.prod(shape, dtype=np.int64)) if t.has_static_shape else 0
+    if len(shape) > 1 and n > 0:  # (an empty vector has no element at 1 to start from)
         flat = make("reshape", [p], _tensor([2 * n], t.element_type))
         words = [make("slice", [flat], _tensor([n], t.element_type), start_indices=ir.DenseI64ArrayAttr.get([k]),
                       limit_indices=ir.DenseI64ArrayAttr.get([2 * n]), strides=ir.DenseI64ArrayAttr.get([2]))
