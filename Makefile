@@ -27,7 +27,7 @@ SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all demo test test-compat test-matrix lint docs bench bench-emulation bench-pairs bench-iree-vulkan clean distclean
+.PHONY: all demo test test-compat test-device device-wheel accuracy test-matrix lint docs bench bench-emulation bench-pairs bench-iree-vulkan clean distclean
 
 all: test
 
@@ -59,6 +59,23 @@ test: $(STAMP)
 # hook, no64.jit, export, the audit, the soundness property), e.g. with JAX=.
 test-compat: $(STAMP)
 	$(VPY) -m pytest -q -n 2 -m compat $(PYTEST_ARGS)
+
+# The device lane (tests/device, marked `device`): a held set of 64-bit
+# programs on every path into no64, on whatever device JAX sees (the CPU
+# here), against the x64 program on the CPU; prints the table, and writes it
+# into NO64_DEVICE_OUT when set. CONTRIBUTING.md says how to run it on a
+# machine with an accelerator (tools/device-lane).
+test-device: $(STAMP)
+	$(VPY) -m pytest -q -m device tests/device $(PYTEST_ARGS)
+
+# The wheel the device lane installs on a machine with an accelerator.
+device-wheel: $(STAMP)
+	PYTHON=$(VPY) tools/device-lane wheel
+
+# Median / p99 / max ulp per float op of the device's own float64 and of
+# no64's pairs on it, e.g. BENCH_ARGS="--n 1000000".
+accuracy: $(STAMP)
+	$(VPY) benchmarks/accuracy.py $(BENCH_ARGS)
 
 # ruff over the sources, tests, benchmarks, examples and tools, and mypy over
 # the packages in src (both configured in pyproject.toml).

@@ -9,6 +9,14 @@ the whole session: the reference programs are 64-bit JAX programs.
 from __future__ import annotations
 
 import os
+import site
+
+# A machine that got no64 as a wheel installed with ``pip install --target
+# DIR`` (the device lane) names DIR here: added as a site folder, before
+# anything imports jax, so that no64's start-up file runs as it does where
+# no64 is installed in site-packages.
+if os.environ.get("NO64_SITE"):
+    site.addsitedir(os.environ["NO64_SITE"])
 
 _DEVICE_FLAG = "--xla_force_host_platform_device_count"
 #: CPU devices the sharded tests run on.

@@ -10,12 +10,15 @@ import textwrap
 import warnings
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
 
 import no64
 from no64.jax import intent
+from support import enable_x64
 
 
 def tiny_ratio(x):
@@ -39,6 +42,33 @@ def test_no64_jit_warns_once_per_line():
     assert hints[0].filename == __file__ and hints[0].lineno == line_of("# RATIO")
     assert "[underflow]" in str(hints[0].message) and "does not help" in str(hints[0].message)
     assert not np.any(np.isclose(np.asarray(out), 1.0))  # the value the warning is about
+
+
+def newton_sqrt(x):
+    def cond(state):
+        y, i = state
+        return jnp.any(jnp.abs(y * y - x) > 1e-12 * x) & (i < 60)  # TOLERANCE
+
+    return lax.while_loop(cond, lambda s: (0.5 * (s[0] + x / s[0]), s[1] + 1), (x, jnp.int32(0)))
+
+
+def test_policy_exact_warns_where_its_f32_floats_change_the_result():
+    """``policy="exact"`` makes the integers exact and leaves float64 to
+    f32: a tolerance f32 cannot reach is named at its line there too (the
+    loop then runs to its cap, where the x64 program stops after a few
+    steps)."""
+    intent.clear_warned()
+    x = np.array([2.0, 10.0, 12345.0])
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        y, steps = no64.jit(newton_sqrt, policy="exact", restore_dtypes=True)(x)
+    hints = [w for w in got if issubclass(w.category, no64.FloatPrecisionWarning)]
+    assert len(hints) == 1, [str(w.message) for w in got]
+    assert hints[0].filename == __file__ and hints[0].lineno == line_of("# TOLERANCE")
+    assert "[tolerance]" in str(hints[0].message)
+    assert int(steps) == 60  # what the warning is about
+    with enable_x64(True):
+        assert int(jax.jit(newton_sqrt)(x)[1]) < 60
 
 
 def test_error_filter_turns_it_into_a_failure_and_benign_programs_are_quiet():

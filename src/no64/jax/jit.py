@@ -740,6 +740,9 @@ class _ExactPath:
         if self.config.policy is not RangePolicy.EXACT:
             # what is not proven to fit is narrowed: said at its line, as the hook says it
             intent.warn_unproven(low.report, name)
+        if low.report.float_hints:
+            # float64 left to f32 (float_policy="f32") changes a result: said at its line
+            intent.warn_float_hints(low.report, name)
         jax_lowered = low.jax_lowered
         in_specs, out_specs = main_signature(low.module)
         out_info = jax.tree_util.tree_leaves(
