@@ -140,6 +140,36 @@ def test_attribute_down_casting_and_listing() -> None:
     assert ir.StringAttr(attrs["sym_name"]).value == "main"
 
 
+COMPLEX_CONSTANTS = """
+func.func public @main(%x: tensor<3xcomplex<f64>>) -> tensor<3xcomplex<f64>> {
+  %a = stablehlo.constant dense<[(1.5, -2.0), (0x7FF8000000000000, 64.0), (1.0e-300, 3.25e+64)]>
+       : tensor<3xcomplex<f64>>
+  %b = stablehlo.constant dense<(0.5, 2.0)> : tensor<3xcomplex<f64>>
+  %0 = stablehlo.multiply %x, %a : tensor<3xcomplex<f64>>
+  %1 = stablehlo.add %0, %b : tensor<3xcomplex<f64>>
+  return %1 : tensor<3xcomplex<f64>>
+}"""
+
+
+def test_complex_constant_literals_read_while_the_module_does_not_verify() -> None:
+    """The elements of a complex constant are read from its printed form: also while a
+    pass has left the module unverified (the printer would then print every op in the
+    generic form, whose type ``complex<f64>`` holds a number); splat and not."""
+    m = parse(COMPLEX_CONSTANTS)
+    constants = [op for op in _all_ops(m) if op.name == "stablehlo.constant"]
+    assert [_compat.constant_value(c) for c in constants] == [None, None]  # never read through the bindings
+    want = {("dense", "[(1.500000e+00,-2.000000e+00), (0x7FF8000000000000,6.400000e+01), "
+                      "(1.000000e-300,3.250000e+64)]"), ("dense", "(5.000000e-01,2.000000e+00)")}
+    assert {_compat.constant_literal(c) for c in constants} == want
+    # the module no longer verifies: the add's result type differs from its operands'
+    add = next(op for op in _all_ops(m) if op.name == "stablehlo.add")
+    with m.context, ir.Location.unknown():
+        add.results[0].set_type(ir.RankedTensorType.get([3], ir.ComplexType.get(ir.F32Type.get())))
+    with pytest.raises(ir.MLIRError):
+        m.operation.verify()
+    assert {_compat.constant_literal(c) for c in constants} == want
+
+
 LOCATED = """
 func.func public @main(%a: tensor<2xi64> loc("tokens")) -> tensor<2xi64> {
   %0 = stablehlo.add %a, %a : tensor<2xi64> loc(callsite("f"("a.py":3:4) at "g"("b.py":5:6)))

@@ -117,6 +117,27 @@ def test_explicit_int64_keeps_output_and_status() -> None:
     assert f"int64 requested explicitly at {script}:{line}" in row
 
 
+def test_audit_with_no64_platforms_set_activates_no64_once() -> None:
+    """``NO64_PLATFORMS=cpu no64 audit``: the command imports no64's JAX layer before the
+    program imports JAX, and no64's start-up file activates no64 as JAX is imported --
+    without meeting that layer half imported (a circular import said "no64 is
+    inactive"); the audit runs as without the variable, the program's output its own."""
+    script = "tests/audit_scripts/explicit_int64.py"
+    plain = _audit(script, "3")
+    proc = _audit(script, "3", NO64_PLATFORMS="cpu")
+    assert proc.returncode == plain.returncode == 3, proc.stderr
+    assert proc.stdout == plain.stdout
+    assert "inactive" not in proc.stderr and "circular import" not in proc.stderr, proc.stderr
+    def report(stderr: str) -> list[str]:
+        lines = _clean(stderr)
+        return lines[next(i for i, text in enumerate(lines) if text.startswith("no64 audit of ")):]
+
+    assert report(proc.stderr) == report(plain.stderr)
+    assert report(proc.stderr)[0].startswith(f"no64 audit of {script} as NO64_PLATFORMS=cpu runs it: ")
+    line = _line_of("explicit_int64.py", "INT64 LINE")
+    assert any(f"int64 requested explicitly at {script}:{line}" in text for text in report(proc.stderr))
+
+
 def test_module_mode_and_exit_status() -> None:
     proc = _audit("--fail-on", "any", "-m", "explicit_int64", "0", cwd=SCRIPTS)
     assert proc.returncode == 1, proc.stderr  # the program exits 0, the int64 iota fails "any"

@@ -689,6 +689,21 @@ def test_environment_x64_is_off_before_the_first_trace(tmp_path: Path) -> None:
     assert "no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu)" in proc.stderr
 
 
+@pytest.mark.parametrize("first", ["no64.jax.state", "no64.jax.hook", "no64.jax.audit"])
+def test_no64_imported_before_jax_is_active_when_jax_is(tmp_path: Path, first: str) -> None:
+    """A program (or the ``no64`` command) that imports no64's JAX layer before JAX: the
+    start-up file activates no64 as JAX is imported, which does not meet that layer half
+    imported (a circular import said "no64 is inactive"), so x64 is off before the first
+    trace as when JAX is imported first."""
+    script = tmp_path / "first_no64.py"
+    script.write_text(f"import {first}\n" + FIRST_SCRIPT)
+    env = child_env(tmp_path, JAX_ENABLE_X64="1", NO64_PLATFORMS="cpu")
+    proc = run_child([str(script)], env, cwd=tmp_path)
+    assert "inactive" not in proc.stderr and "circular import" not in proc.stderr, proc.stderr
+    assert "first uint32 float32" in proc.stdout
+    assert proc.stderr.count("no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu)") == 1, proc.stderr
+
+
 STALE_SCRIPT = '''
 import jax
 import numpy as np

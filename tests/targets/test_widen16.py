@@ -8,6 +8,11 @@ the refusal of what cannot be carried exactly (an int16 <-> f16 bitcast)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +30,7 @@ from no64.targets import target
 from no64.targets.legality import check_target
 from no64.transforms.legalize import legalize
 from runner import compile_module
-from support import enable_x64, ir, make_context
+from support import enable_x64, ir, make_context, with_support
 
 NEURON = target("neuron")
 I16 = np.array([0, 1, -1, 2, -2, 300, -300, 255, 256, 32767, -32768, 32766, -32767, 12345, -12345, 181],
@@ -308,3 +313,61 @@ def test_a_custom_call_of_16_bit_integers_is_refused() -> None:
                                       "tensor<4xi32>").replace("return %c,", "return %s,"), make_context())
     assert legalize(ok, NEURON).widened_values
     assert not narrow_types(ok)
+
+
+
+#: An int16/uint16 program, run by the child under the hook and here as the x64 program.
+HOOK_PROGRAM = textwrap.dedent("""
+    def f(x, y):
+        u, v = x.astype(jnp.uint16), y.astype(jnp.uint16)
+        return (x * y, x + y, x - y, -x, (x * y) >> 3, jnp.sum(x * y, dtype=jnp.int16),
+                jnp.cumsum(x, dtype=jnp.int16), u * v, u - v, u + v)
+""")
+
+HOOK_SCRIPT = textwrap.dedent("""
+    import json, re, sys
+    import numpy as np, jax, jax.numpy as jnp
+    from support import Intercept
+
+    x, y = (np.array(v, np.int16) for v in json.loads(sys.argv[1]))
+""") + HOOK_PROGRAM + textwrap.dedent("""
+    with Intercept() as seen:
+        got = jax.jit(f)(x, y)
+        plain = jax.jit(lambda a: a * 3 + 1)(x.astype(np.int32))  # nothing to widen
+    narrow = [line.strip() for line in seen.modules[0].splitlines()
+              if re.search(r"stablehlo\\.(multiply|add|subtract|negate|shift_right_arithmetic|reduce)"
+                           r".*tensor<[0-9x]*u?i16>", line)]
+    print(json.dumps({"results": [np.asarray(r).astype(np.int64).tolist() for r in got],
+                      "dtypes": [str(r.dtype) for r in got], "narrow": narrow,
+                      "plain_unchanged": seen.modules[1] == jax.jit(lambda a: a * 3 + 1)
+                      .lower(x.astype(np.int32)).as_text(),
+                      "plain": np.asarray(plain).tolist()}))
+""")
+
+
+@pytest.mark.parametrize("target_name", ["neuron", "neuron-trn2"])
+def test_the_hook_widens_a_module_without_64_bit_values(tmp_path: Path, target_name: str) -> None:
+    """``NO64_TARGET=neuron``/``neuron-trn2``: the compile hook carries the 16-bit integers of
+    a module that holds no 64-bit value in 32 bits too (the backend receives no 16-bit
+    arithmetic), with the wrap-around of the x64 program run without no64 (300 * 300,
+    INT16_MIN * -1, INT16_MAX + 1, sums and running sums that wrap, uint16 borrows), bit for
+    bit; a module with nothing to widen reaches the backend as JAX lowered it."""
+    a, b = pairs(I16[:8:2].copy()), pairs(I16[9:].copy())
+    x, y = np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
+    script = tmp_path / "i16.py"
+    script.write_text(HOOK_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
+    env.update(NO64_PLATFORMS="cpu", NO64_TARGET=target_name, JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, str(script), json.dumps([x.tolist(), y.tolist()])],
+                          env=with_support(env), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["narrow"] == [], out["narrow"]
+    program: dict[str, Any] = {"jnp": jnp}
+    exec(HOOK_PROGRAM, program)
+    with enable_x64(True):
+        ref = jax.jit(program["f"])(x, y)
+    assert out["dtypes"] == [str(r.dtype) for r in ref]
+    for got, want in zip(out["results"], ref, strict=True):
+        np.testing.assert_array_equal(np.asarray(got, np.int64), np.asarray(want).astype(np.int64))
+    assert out["plain_unchanged"] and out["plain"] == (x.astype(np.int64) * 3 + 1).tolist()

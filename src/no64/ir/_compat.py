@@ -38,6 +38,11 @@ What this module covers, with the releases that have each form:
 * **Complex constants** (:func:`constant_value`): a dense attribute of
   complex elements cannot be handed out by the bindings: reading it raises
   ``TypeError`` on 0.8-0.12 and aborts the process on 0.7; it is never read.
+  Its elements are read from the op's printed form (:func:`constant_literal`),
+  printed alone and unverified (:func:`op_text`: ``get_asm``'s
+  ``use_local_scope`` and ``assume_verified``; a binding without them
+  prints as it does, in the generic form while a module does not verify,
+  which the reader takes too).
 * **Attribute iteration** (:func:`attribute_dict`): iterating
   ``op.attributes`` yields names on 0.8-0.12 and ``ir.NamedAttribute`` on
   0.7; indexing by position yields ``NamedAttribute`` on all of them.
@@ -309,13 +314,31 @@ _BLOB = re.compile(r'([\w.$-]+|"[^"]*")\s*:\s*"0x([0-9A-Fa-f]*)"')
 def constant_literal(op: Any) -> tuple[str, str]:
     """What a constant op's printed form holds: ``("dense", literal)``, the
     text inside ``dense<...>``, or ``("resource", key)`` for a
-    ``dense_resource`` blob, or ``("unknown", "")``."""
-    asm = op.get_asm()
+    ``dense_resource`` blob, or ``("unknown", "")``.
+
+    The op is printed alone (:func:`op_text`); a literal holds no ``>``
+    (numbers, hex strings, parentheses and brackets), so it ends at the
+    first one, in the op's custom form (``dense<...> : type``) as in the
+    generic one (``<{value = dense<...> : type}> : () -> type``)."""
+    asm = op_text(op)
     start = asm.find("dense<")
     if start >= 0:
-        return "dense", asm[start + 6 : asm.rfind("> : ")]
+        end = asm.find(">", start + 6)
+        return "dense", asm[start + 6 : end if end >= 0 else len(asm)]
     key = resource_key(asm)
     return ("resource", key) if key is not None else ("unknown", "")
+
+
+def op_text(op: Any) -> str:
+    """``op`` printed on its own: numbered in its own scope and not verified
+    first (printing an op verifies the whole module above it, and prints the
+    generic form of every op while a pass has left that module unverified;
+    it also costs a walk of the module per op).  Bindings without those
+    printing flags print it as they do."""
+    try:
+        return str(op.get_asm(use_local_scope=True, assume_verified=True))
+    except TypeError:
+        return str(op.get_asm())
 
 
 def resource_key(text: str) -> str | None:

@@ -22,7 +22,9 @@ backend.  no64 wraps this function, so
   the same rewritten module);
 * the module JAX passed in is never modified: JAX keeps it (``Lowered``
   objects and its lowering caches hold it), so no64 rewrites a copy, and only
-  when the module holds a 64-bit value at all.
+  when the module holds a 64-bit value or something the device profile has
+  no64 make exact (a 16-bit integer on a device without them, an integer
+  ``dot`` on an f32 datapath).
 
 The active configuration lives in a JAX configuration state that is part of
 JAX's trace context and jit cache key, like ``jax_enable_x64``.  Changing the
@@ -690,8 +692,10 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
     First the ops the device computes inexactly on a narrower datapath, or
     refuses for their integer elements, are rewritten into exact forms
     (:func:`no64.transforms.legalize.legalize`: an integer ``dot`` into limb
-    dots exact in f32), in a copy unless ``owned`` (the module is no64's
-    own copy already).  Then each op the device refuses, and each integer
+    dots exact in f32), and the 16-bit integers a device without them
+    widens are carried in 32 bits (for a module without any 64-bit value
+    too), in a copy unless ``owned`` (the module is no64's own copy
+    already).  Then each op the device refuses, and each integer
     op it computes on a narrower datapath without a proof of exactness (for
     the program's own 32-bit integers too), is a :class:`no64.TargetWarning`
     at its line (once per line) under the default policy and a
@@ -708,7 +712,7 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
         work = module if owned else clone_module(module)
         done = legalize(work, profile)
         said = done.explain
-        if done.rewritten:
+        if done.changed:
             module = work
             logger.debug("no64 legalized %s for %s: %s", module_name(module), profile.name, done.summary())
     findings = check_target(module, profile, types=False)

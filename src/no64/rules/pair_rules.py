@@ -28,7 +28,7 @@ from ..ir._mlir import as_operation as _as_op, enum_word, ir, stablehlo
 from ..ir.words import build, make
 from ..spec.protocols import PairContext, PairRule
 from ..spec.registry import Computes, elementwise, spec_of
-from ..spec.util import cumulative_window, int_array, padding
+from ..spec.util import cumulative_window, int_array, padding, single_element_windows
 from .pair_dot import split_dot
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK", "SUM_FOLDS"]
@@ -336,7 +336,8 @@ def _read_once(v: ir.Value, budget: int = 64) -> bool:
     return True
 
 
-def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS, read_once: bool = False) -> P.Pair:
+def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS, read_once: bool = False,
+                start: float = -0.0) -> P.Pair:
     """The pair sum of ``x`` over ``dims``: the reduced elements laid out
     last, folded in halves ``folds`` (:data:`SUM_FOLDS`) times (elementwise
     pair additions; where ``x`` is held in memory, :func:`_in_memory`, or
@@ -344,7 +345,14 @@ def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS, read_onc
     then summed :data:`SUM_BLOCK` at a time by variadic ``reduce``s (a
     tree of depth ``log_B (n / 2**folds)``: error about ``(folds + depth *
     B) * 3u^2`` of the sum of magnitudes, where one long accumulation would
-    give ``n * 3u^2``)."""
+    give ``n * 3u^2``).
+
+    The reduces accumulate from ``start``, a zero: ``-0.0``, the identity
+    of IEEE addition, gives the elements' own sum (``-0`` where every one
+    is ``-0``); ``+0.0`` gives ``+0`` there, as a sum that starts from
+    ``+0`` does (XLA's dot).  Padding is ``-0.0``, which changes no sum.
+    Over one element the sum is that element, as XLA computes a reduce or
+    a dot over one element."""
     shape = x.shape
     keep = [i for i in range(len(shape)) if i not in dims]
     perm = keep + list(dims)
@@ -364,7 +372,10 @@ def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS, read_onc
             n += 1
         n //= 2
         x = P.add(_words(x, partial(_chunk, start=0, size=n)), _words(x, partial(_chunk, start=n, size=n)))
-    zero = P.constant([], 0.0)
+    if n == 1:
+        t = P.pair_type(rshape)
+        return P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))
+    zero = P.constant([], start)
     while n > SUM_BLOCK:
         m = -(-n // SUM_BLOCK)
         if m * SUM_BLOCK != n:
@@ -377,10 +388,12 @@ def blocked_sum(x: P.Pair, dims: Sequence[int], folds: int = SUM_FOLDS, read_onc
 
 
 def _pad_last(x: P.Pair, extra: int) -> P.Pair:
+    """``x`` padded by ``extra`` elements of ``-0.0`` (the identity of
+    addition) along its last dimension."""
     shape = x.shape
     rank = len(shape)
     t = P.pair_type(shape[:-1] + [shape[-1] + extra])
-    zero = P.constant([], 0.0)
+    zero = P.constant([], -0.0)
     attrs = dict(edge_padding_low=ir.DenseI64ArrayAttr.get([0] * rank),
                  edge_padding_high=ir.DenseI64ArrayAttr.get([0] * (rank - 1) + [extra]),
                  interior_padding=ir.DenseI64ArrayAttr.get([0] * rank))
@@ -388,12 +401,18 @@ def _pad_last(x: P.Pair, extra: int) -> P.Pair:
 
 
 def reduce(op: ir.Operation, em: PairContext) -> list[Out]:
-    """A sum in blocks (:func:`blocked_sum`), a minimum or maximum, or any
-    other body computed on pairs (``argmax``'s, ...)."""
+    """A sum in blocks (:func:`blocked_sum`, plus the init), a minimum or
+    maximum, or any other body computed on pairs (``argmax``'s, ...).  A
+    reduce over one element is that element, its init not applied: what
+    XLA computes (it takes a reduce whose result has its operand's elements
+    for a reshape), which keeps a ``-0`` that ``+0 + -0`` would not."""
     dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
     if len(op.results) == 1 and is_f64(op.results[0].type):
         combine = _body_combiner(op)
         x, init = em.pair(op.operands[0]), em.pair(op.operands[1])
+        if int(np.prod([x.shape[d] for d in dims], dtype=np.int64)) == 1:
+            t = P.pair_type(_shape(op.results[0]))
+            return [P.Pair(make("reshape", [x.hi], t), make("reshape", [x.lo], t))]
         if combine is Computes.ADD:
             s = blocked_sum(x, dims, read_once=_read_once(op.operands[0]))
             return [P.add(s, _broadcast(init, s.shape))]
@@ -408,26 +427,29 @@ def reduce_window(op: ir.Operation, em: PairContext) -> list[Out]:
     each a variadic ``reduce_window`` on the pair); any other window
     computed with its body on pairs."""
     if len(op.results) == 1 and is_f64(op.results[0].type) and _body_combiner(op) is Computes.ADD:
-        prefix = _prefix(op, em)
+        init = em.constant_value(op.operands[1])
+        if init is None or init.size != 1 or float(init.reshape(-1)[0]) != 0.0:
+            init = None
+        if init is not None and single_element_windows(op, _shape(op.results[0])):
+            # each window one element: XLA computes the window sum as that
+            # element (a zero init is its identity), keeping a -0
+            return [em.pair(op.operands[0])]
+        prefix = cumulative_window(op, _shape(op.results[0])) if init is not None else None
         if prefix is not None:
-            return [_cumsum(em.pair(op.operands[0]), *prefix)]
+            assert init is not None
+            return [_cumsum(em.pair(op.operands[0]), *prefix, zero=float(init.reshape(-1)[0]))]
         em.refuse(op, "no64 computes a float64 windowed sum on pairs only as a cumulative sum "
                   "(one window as long as its axis, unit strides)")
     return em.rebuild_carried(op)
 
 
-def _prefix(op: ir.Operation, em: PairContext) -> tuple[int, int, bool] | None:
-    found = cumulative_window(op, _shape(op.results[0]))
-    init = em.constant_value(op.operands[1])
-    if found is None or init is None or init.size != 1 or float(init.reshape(-1)[0]) != 0.0:
-        return None
-    return found
-
-
-def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool) -> P.Pair:
+def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool, zero: float = 0.0) -> P.Pair:
+    """The running sum of ``x`` along ``axis`` by doubling, each window's
+    sum started from (and padded by) ``zero``, the op's init: ``+0`` turns
+    a running sum of ``-0``s into ``+0`` as the op does, ``-0`` keeps it."""
     rank = len(x.shape)
     i64 = ir.IntegerType.get_signless(64)
-    zero = P.constant([], 0.0)
+    init = P.constant([], zero)
     t = P.pair_type(x.shape)
     st = P.pair_type([])
     d = 1
@@ -445,7 +467,7 @@ def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool) -> P.Pair:
             "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
             "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
         }
-        new = build("reduce_window", [x.hi, x.lo, zero.hi, zero.lo], [t, t], regions=1, **attrs)
+        new = build("reduce_window", [x.hi, x.lo, init.hi, init.lo], [t, t], regions=1, **attrs)
         block = new.regions[0].blocks.append(st, st, st, st)
         with ir.InsertionPoint(block):
             a = block.arguments
@@ -661,8 +683,9 @@ def _elementwise_dot(a3: P.Pair, b3: P.Pair) -> P.Pair:
         bj = _words(b3, partial(_chunk, start=j * c, size=c))
         prod = P.multiply(_words(aj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=la)),
                           _words(bj, lambda w: make("broadcast_in_dim", [w], t4, broadcast_dimensions=ra)))
-        # (not folded: the products are computed where the reduce reads them)
-        part = blocked_sum(prod, [3], folds=0)
+        # (not folded: the products are computed where the reduce reads them;
+        # summed from +0, as XLA's dot is, but for a single product)
+        part = blocked_sum(prod, [3], folds=0, start=0.0)
         acc = part if acc is None else P.add(acc, part)
     assert acc is not None
     return acc

@@ -8,7 +8,8 @@ from ..ir._compat import insertion_after
 from ..ir._mlir import defining_op, int_attr, ir, stablehlo
 from .registry import spec_of
 
-__all__ = ["splat", "compare", "after", "erase_dead", "install_function", "int_array", "padding", "cumulative_window"]
+__all__ = ["splat", "compare", "after", "erase_dead", "install_function", "int_array", "padding", "cumulative_window",
+           "single_element_windows"]
 
 
 def splat(t: ir.RankedTensorType, value: int) -> ir.Value:
@@ -65,6 +66,17 @@ def cumulative_window(op: ir.Operation, shape: list[int]) -> tuple[int, int, boo
     if any(p != [0, 0] for i, p in enumerate(pad) if i != axis) or pad[axis] not in ([length - 1, 0], [0, length - 1]):
         return None
     return axis, length, pad[axis][0] == 0
+
+
+def single_element_windows(op: ir.Operation, shape: list[int]) -> bool:
+    """Whether every window of the ``reduce_window`` ``op`` over an operand
+    of ``shape`` is one element of it, each element its own (window
+    dimensions, strides and base dilations 1, nothing padded): its result
+    is its operand, combined with the init."""
+    rank = len(shape)
+    return (all(int_array(op, a, rank, 1) == [1] * rank
+                for a in ("window_dimensions", "window_strides", "base_dilations"))
+            and all(p == [0, 0] for p in padding(op, rank)))
 
 
 def after(op: ir.Operation) -> ir.InsertionPoint:

@@ -93,6 +93,13 @@ class Legalized:
     widened_values: int = 0
     widened: list[LegalizedOp] = dataclasses.field(default_factory=list)
 
+    @property
+    def changed(self) -> bool:
+        """Whether :func:`legalize` changed the module: an op rewritten, or a
+        16-bit integer value carried in 32 bits (a module may need only the
+        latter)."""
+        return bool(self.rewritten) or bool(self.widened_values)
+
     def summary(self) -> str:
         """One line: how many ops were rewritten into how many, and how many left."""
         n = len(self.rewritten)
