@@ -74,6 +74,7 @@ def demote(
     float_policy: FloatPolicy | str | None = None,
     target: str | Target | None = None,
     float_hints: bool | None = None,
+    arithmetic: Arithmetic | None = None,
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
@@ -165,6 +166,12 @@ def demote(
         ``widens``) the pass also carries every ``i16``/``ui16`` value as a
         32-bit one, the 16-bit wrap-around kept exact, the entry's
         signature kept (:mod:`no64.transforms.widen`).
+      arithmetic: Under ``float_policy="pairs"``, the device's f32
+        arithmetic the pairs are built for (:class:`~no64.targets.Arithmetic`;
+        default: the target's, else IEEE's): where its division or square
+        root is not correctly rounded, the pair division and root refine
+        their f32 quotients with exact residuals
+        (:func:`no64.ir.pairs.error_bounds` gives the bounds).
       float_hints: Under ``float_policy="f32"``, look for the float64
         results that f32 demonstrably changes, each named at its line in
         ``report.float_hints`` (:mod:`no64.analysis.float_hints`; default:
@@ -199,7 +206,7 @@ def demote(
     given = {name: value for name, value in (
         ("policy", policy), ("integer_policy", integer_policy), ("input_ranges", input_ranges),
         ("verify", verify), ("check", check), ("outputs", outputs), ("float_policy", float_policy),
-        ("target", target), ("float_hints", float_hints)) if value is not None}
+        ("target", target), ("float_hints", float_hints), ("arithmetic", arithmetic)) if value is not None}
     if options is not None and not isinstance(options, Options):
         raise TypeError(f"demote()'s options must be a no64.Options, not {type(options).__name__}; "
                         "give the options as keywords (policy=...) or as Options(...)")
