@@ -200,10 +200,14 @@ class Boundary64BitError(No64Error, ValueError):
 
 
 class PairArithmeticError(No64Error):
-    """``float_policy="pairs"`` on a backend whose f32 arithmetic is not
-    IEEE's step by step (fast-math): its probe of the pair algorithms gave
-    other words than IEEE f32 does, so its pairs' error terms would be
-    wrong.  The message names the backend and the first word that differs."""
+    """``float_policy="pairs"`` on a backend whose f32 arithmetic lacks a
+    property the pair algorithms rest on, as its device profile declares
+    that arithmetic (:class:`no64.targets.Arithmetic`): sums or products not
+    rounded to nearest (a stochastic rounding), TwoSum or TwoProduct not
+    exact (fast-math), a quotient or root further off than declared, a
+    product fused into a sum or subnormals kept or flushed where the
+    profile says otherwise, or the pair operations beyond their bounds.
+    The message names the backend, what failed first and an example."""
 
 
 class PairRangeError(No64Error, ValueError):

@@ -26,7 +26,7 @@ from typing import Any
 from .analysis.ranges import validate_input_ranges
 from .errors import ConfigurationError
 from .kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
-from .targets import Target, as_target, profiles
+from .targets import IEEE_ARITHMETIC, Arithmetic, Target, as_target, profiles
 
 __all__ = ["ENVIRONMENT", "Options", "Variable", "environment_table", "read", "variable"]
 
@@ -36,6 +36,12 @@ InputRanges = tuple[tuple[int | str, tuple[int, int]], ...]
 
 
 _SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False}
+
+
+def _arithmetic(value: Any) -> Arithmetic | None:
+    if value is None or isinstance(value, Arithmetic):
+        return value
+    raise TypeError(f"arithmetic must be a no64.targets.Arithmetic or None, not {type(value).__name__}")
 
 
 def _switch(value: bool | str, name: str) -> bool:
@@ -71,6 +77,10 @@ class Options:
         cross its signature (:class:`~no64.kinds.Outputs`).
       target: The device profile (:mod:`no64.targets`), or ``None``: a
         device with no 64-bit type.
+      arithmetic: The f32 arithmetic float64 pairs are built for
+        (:class:`~no64.targets.Arithmetic`), or ``None``: the target's
+        (:attr:`pair_arithmetic`).  ``no64.jit`` sets it to the profile
+        of the device it runs on.
       input_ranges: Declared inclusive ranges of the entry function's
         integer arguments, by position or name, in the order given
         (:attr:`declared_ranges` as a mapping).
@@ -88,6 +98,7 @@ class Options:
     float_policy: FloatPolicy
     outputs: Outputs
     target: Target | None
+    arithmetic: Arithmetic | None
     input_ranges: InputRanges
     verify: bool
     check: bool
@@ -101,6 +112,7 @@ class Options:
         float_policy: FloatPolicy | str = FloatPolicy.F32,
         outputs: Outputs | str = Outputs.WORDS,
         target: Target | str | None = None,
+        arithmetic: Arithmetic | None = None,
         input_ranges: Mapping[int | str, tuple[int, int]] | InputRanges | None = None,
         verify: bool = True,
         check: bool = False,
@@ -116,6 +128,7 @@ class Options:
             ("float_policy", FloatPolicy.parse(float_policy, "float_policy")),
             ("outputs", Outputs.parse(outputs, "outputs")),
             ("target", as_target(target) if target is not None else None),
+            ("arithmetic", _arithmetic(arithmetic)),
             ("input_ranges", ranges),
             ("verify", bool(verify)),
             ("check", bool(check)),
@@ -138,6 +151,14 @@ class Options:
     def declared_ranges(self) -> dict[int | str, tuple[int, int]] | None:
         """The declared input ranges as a mapping (``None``: none declared)."""
         return dict(self.input_ranges) if self.input_ranges else None
+
+    @property
+    def pair_arithmetic(self) -> Arithmetic:
+        """The f32 arithmetic float64 pairs are built for: :attr:`arithmetic`,
+        else the target's, else IEEE's."""
+        if self.arithmetic is not None:
+            return self.arithmetic
+        return self.target.arithmetic if self.target is not None else IEEE_ARITHMETIC
 
     @property
     def native(self) -> frozenset[str]:

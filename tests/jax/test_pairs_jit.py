@@ -115,13 +115,13 @@ def test_hook_refuses_pairs_where_the_probe_differs(tmp_path):
     script = tmp_path / "refuse.py"
     script.write_text(HOOK_SCRIPT.replace(
         "import no64\n",
-        "import no64\nimport no64.jax.pair_probe as R\n"
-        "R._results['cpu'] = 'multiply lo of element 5: got 1, IEEE f32 gives 2'\n"))
+        "import no64\nimport no64.jax.pair_probe as R\nimport no64.targets as T\n"
+        "R._results[('cpu', T.IEEE_ARITHMETIC)] = 'TwoSum is not exact: 1.0 + 2.0 gave 3.0 and error 1.0'\n"))
     env = with_support(dict(os.environ, NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY="pairs", JAX_PLATFORMS="cpu"))
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
-    assert "PairArithmeticError: float_policy='pairs' needs IEEE f32 arithmetic" in r.stderr
-    assert "'cpu' backend does not keep it" in r.stderr
+    assert "PairArithmeticError: float_policy='pairs' needs f32 arithmetic the pair algorithms rest on" in r.stderr
+    assert "the 'cpu' backend does not give it: TwoSum is not exact" in r.stderr
 
 
 def _double(x):

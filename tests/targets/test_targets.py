@@ -211,3 +211,23 @@ def test_the_reference_page_is_the_declaration() -> None:
             assert f"`{entry.form.value}` | {entry.code or '-'} | {entry.reason} | {entry.source} |" in generated
         for w in t.widens:
             assert f"| carries `{w.narrow}` as `{w.wide}`" in generated and w.source in generated
+
+
+def test_arithmetic_profiles() -> None:
+    """Every profile declares its f32 arithmetic: IEEE's unless said; Neuron
+    rounds to nearest and names the switch to stochastic rounding; the TPU
+    v5e's measured values are one constant for its profile."""
+    from no64.targets import IEEE_ARITHMETIC, TPU_V5E_ARITHMETIC, Arithmetic
+
+    assert target("generic").arithmetic == IEEE_ARITHMETIC == Arithmetic()
+    assert IEEE_ARITHMETIC.ieee_quotients and IEEE_ARITHMETIC.rounding == "nearest"
+    for name in ("neuron", "neuron-trn2"):
+        a = target(name).arithmetic
+        assert a.rounding == "nearest" and "NEURON_RT_STOCHASTIC_ROUNDING_EN" in a.rounding_switch
+    t = TPU_V5E_ARITHMETIC
+    assert (t.divide_ulp, t.sqrt_ulp, t.flushes_subnormals, t.contracts_fma) == (2.0, 3.0, True, False)
+    assert t.add_rounded and t.multiply_rounded and not t.ieee_quotients
+    assert dict(t.transcendental_ulp)["log"] == 4030.5
+    for bad in (dict(rounding="up"), dict(divide_ulp=0.25), dict(sqrt_ulp=float("nan"))):
+        with pytest.raises(ValueError, match="Arithmetic"):
+            Arithmetic(**bad)  # type: ignore[arg-type]

@@ -86,6 +86,8 @@ __all__ = [
     "multiply",
     "divide",
     "sqrt",
+    "error_bounds",
+    "MAX_QUOTIENT_ULP",
     "compare",
     "select",
     "minmax",
@@ -498,12 +500,22 @@ def _times_float(x: Pair, y: ir.Value) -> Pair:
     return fast_two_sum(t.hi, tl2)
 
 
-def divide(x: Pair, y: Pair) -> Pair:
-    """DWDivDW2 with a product by a float without FMA: relative error <= 15u^2.
-    A divisor below ``_LOW`` is scaled up by ``2**32``, and the dividend
-    with it; a dividend still below ``_LOW`` is scaled up by ``2**32``
-    alone, and the quotient down by as much (all exact, but for a quotient
-    whose lo word is below f32's normals)."""
+def divide(x: Pair, y: Pair, div_ulp: float = 0.5) -> Pair:
+    """DWDivDW2 with a product by a float without FMA: relative error <= 15u^2
+    where f32 division is correctly rounded.  A divisor below ``_LOW`` is
+    scaled up by ``2**32``, and the dividend with it; a dividend still
+    below ``_LOW`` is scaled up by ``2**32`` alone, and the quotient down by
+    as much (all exact, but for a quotient whose lo word is below f32's
+    normals).
+
+    The f32 quotient ``th`` need only be close: the residual ``x - th * y``
+    is computed exactly (a pair product and TwoSum) and the correction
+    ``tl`` is the residual over the divisor.  Where the device's f32
+    division is within ``div_ulp`` > 0.5 ulps rather than correctly
+    rounded, ``th`` may be further off (so ``tl`` larger), and ``tl`` is
+    refined by its own residual (:func:`_refined_quotient`), so that the
+    division's error falls on a term ``2**-22`` times smaller: the bound is
+    then :func:`error_bounds`' ``divide``."""
     ay = _un("abs", y.hi)
     up = _cmp(ay, _fsplat(ay, _LOW), "LT")
     f = _sel(up, _fsplat(ay, 2.0**32), _fsplat(ay, 1.0))
@@ -522,6 +534,8 @@ def divide(x: Pair, y: Pair) -> Pair:
     dl = _bin("add", dh, x.lo)
     d = _bin("add", pi.hi, dl)
     tl = _bin("divide", d, y.hi)
+    if div_ulp > 0.5:
+        tl = _refined_quotient(d, y.hi, tl)
     z = fast_two_sum(th, tl)
     # th is what f32 division gives where y.hi is 0 or either is not finite,
     # and the zero IEEE gives (signed) where the quotient is zero
@@ -529,25 +543,96 @@ def divide(x: Pair, y: Pair) -> Pair:
     return finish(_scaled(Pair(_sel(ok, z.hi, th), _sel(ok, z.lo, _fsplat(th, 0.0))), back))
 
 
-def sqrt(x: Pair) -> Pair:
+def _refined_quotient(d: ir.Value, b: ir.Value, t: ir.Value) -> ir.Value:
+    """``t``, an f32 quotient ``d / b`` within a few ulps, corrected by its
+    residual: ``t + (d - t * b) / b``.  The residual is rounded once or
+    twice (a few ``u`` of ``d`` off, whether or not the product is fused
+    into the difference) and its quotient is a few ulps of ``t`` in size,
+    so its division's error is negligible: the result is within about
+    ``2u`` of ``d / b`` (a correctly rounded quotient: ``u``)."""
+    e = _bin("subtract", d, _bin("multiply", t, b))
+    return _bin("add", t, _bin("divide", e, b))
+
+
+def sqrt(x: Pair, sqrt_ulp: float = 0.5, div_ulp: float = 0.5) -> Pair:
     """One Newton step from the f32 square root: ``s + (x - s*s) / 2s``
     (relative error a few u^2; 0, inf and nan as f32's sqrt has them).  An
     operand below ``_LOW`` is scaled up by ``2**64`` first, and the root
-    down by ``2**32`` (both exact)."""
+    down by ``2**32`` (both exact).
+
+    The residual ``x - s*s`` is exact (TwoProduct) whatever ``s`` is, and
+    the step leaves ``(s - sqrt(x))**2 / 2s``.  Where the device's f32
+    root or division is not correctly rounded (``sqrt_ulp`` or ``div_ulp``
+    above 0.5), ``s`` is first refined by one Newton step in f32 from the
+    same kind of exact residual, ``s + RN(x.hi - s*s) / 2s`` (within about
+    ``1.1u`` of ``sqrt(x.hi)`` however far within a few ulps ``s`` was),
+    and the pair step's division is refined as :func:`divide` refines its
+    own: the bound is then :func:`error_bounds`' ``sqrt``."""
     small = _cmp(x.hi, _fsplat(x.hi, _LOW), "LT")
     x = _scaled(x, _sel(small, _fsplat(x.hi, 2.0**64), _fsplat(x.hi, 1.0)))
     down = _sel(small, _fsplat(x.hi, 2.0**-32), _fsplat(x.hi, 1.0))
-    s = _un("sqrt", x.hi)
+    s0 = _un("sqrt", x.hi)
+    s = s0
+    faithful = sqrt_ulp > 0.5 or div_ulp > 0.5
+    if faithful:
+        sq0 = two_prod(s0, s0)
+        r0 = _bin("subtract", _bin("subtract", x.hi, sq0.hi), sq0.lo)
+        s1 = _bar(_bin("add", s0, _bin("divide", r0, _bin("add", s0, s0))))
+        # (where s0 is 0, inf or nan the step is not finite: s0 is kept)
+        fin = _and(make("is_finite", [s1], _tensor(x.shape, _i1())), _cmp(s0, _fsplat(s0, 0.0), "NE"))
+        s = _sel(fin, s1, s0)
     sq = two_prod(s, s)
     r = _bin("add", _bin("subtract", _bin("subtract", x.hi, sq.hi), sq.lo), x.lo)
-    t = _bin("divide", r, _bin("add", s, s))
+    s2 = _bin("add", s, s)
+    t = _bin("divide", r, s2)
+    if faithful:
+        t = _refined_quotient(r, s2, t)
     z = fast_two_sum(s, t)
     zero = _fsplat(s, 0.0)
     ok = _and(make("is_finite", [s], _tensor(x.shape, _i1())), _cmp(s, zero, "NE"))
-    return finish(_scaled(Pair(_sel(ok, z.hi, s), _sel(ok, z.lo, zero)), down))
+    return finish(_scaled(Pair(_sel(ok, z.hi, s0), _sel(ok, z.lo, zero)), down))
 
 
-def remainder(x: Pair, y: Pair) -> Pair:
+#: The largest error of f32 division or square root, in ulps, for which
+#: :func:`error_bounds` holds (its terms of order ``ulps * u`` stay small).
+MAX_QUOTIENT_ULP = 1024.0
+
+
+def error_bounds(div_ulp: float = 0.5, sqrt_ulp: float = 0.5) -> dict[str, float]:
+    """The relative error bounds of the pair ops, in units of ``u^2``
+    (``u = 2**-24``), on a device whose f32 add, subtract and multiply round
+    correctly (TwoSum and TwoProduct exact) and whose division and square
+    root are within ``div_ulp`` and ``sqrt_ulp`` ulps (0.5: correctly
+    rounded), up to :data:`MAX_QUOTIENT_ULP`; for operands and results
+    between ``2**-70`` and ``2**120`` in magnitude.
+
+    * ``add``, ``subtract`` 3, ``multiply`` 7: DWPlusDW and DWTimesDW1
+      (Joldes, Muller, Popescu 2017); no division or root in them.
+    * ``divide``: 15 (DWDivDW2) with a correctly rounded division.  With
+      one within ``k`` ulps, the f32 quotient ``th`` is within ``(2k + 2)u``
+      of ``x / y``, the residual ``x - th * y`` is computed within ``(2k +
+      6.5)u^2 |x|`` (the pair product's ``1.5u^2``, three roundings of
+      terms at most ``u |x|``, ``u |x|`` and ``(2k + 2)u |x|``), and the
+      refined correction is within ``2u`` of the residual over ``y.hi``
+      (``y.lo`` neglected: ``u``): ``(2k + 2) * 3 + (2k + 6.5) = 8k + 12.5``.
+    * ``sqrt``: 4 with a correctly rounded root and division (one Newton
+      step from the f32 root ``s`` of ``x.hi``, measured within 2.5).  With
+      either not correctly rounded, ``s`` is first refined to within about
+      ``1.001u`` of ``sqrt(x.hi)`` by an f32 Newton step, so ``|s -
+      sqrt(x)| <= 1.5u sqrt(x)`` as a correctly rounded root is: the pair
+      step leaves ``(s - sqrt x)^2 / 2s <= 1.125u^2``, its residual's two
+      roundings at most ``3u^2`` and its refined division (within ``2u`` of
+      a correction of at most ``1.5u``) ``3u^2``: 8."""
+    for name, ulp in (("div_ulp", div_ulp), ("sqrt_ulp", sqrt_ulp)):
+        if not 0.5 <= ulp <= MAX_QUOTIENT_ULP:
+            raise ValueError(f"{name} must be within [0.5, {MAX_QUOTIENT_ULP:g}], not {ulp!r}")
+    faithful = div_ulp > 0.5 or sqrt_ulp > 0.5
+    return {"add": 3.0, "subtract": 3.0, "multiply": 7.0,
+            "divide": 15.0 if div_ulp == 0.5 else 8.0 * div_ulp + 12.5,
+            "sqrt": 8.0 if faithful else 4.0}
+
+
+def remainder(x: Pair, y: Pair, div_ulp: float = 0.5) -> Pair:
     """``fmod``: ``x - trunc(x / y) * y``, with ``x``'s sign and below
     ``|y|`` in magnitude (as XLA's float64 ``remainder``).  The quotient is
     truncated from the pair quotient and corrected by one ``|y|`` where
@@ -556,7 +641,7 @@ def remainder(x: Pair, y: Pair) -> Pair:
     (exact where ``|x / y|`` is small enough that the product fits in a
     pair).  NaN where ``y`` is 0 or ``x`` is not finite; ``x`` where ``y``
     is infinite; a zero result carries ``x``'s sign."""
-    q = divide(x, y)
+    q = divide(x, y, div_ulp)
     whole = select(compare("GE", q, from_f32(_fsplat(q.hi, 0.0))), floor(q), ceil(q))
     r = subtract(x, multiply(whole, y))
     zero = from_f32(_fsplat(x.hi, 0.0))

@@ -639,7 +639,7 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
         prepared = check_device(prepared, config, platform, owned=prepared is not computation)
     if prepared is computation:
         return original(backend, computation, *args, **kwargs)
-    _probe_pairs(config, backend)
+    _probe_pairs(config, backend, platform)
     try:
         executable = original(backend, prepared, *args, **kwargs)
     except Exception:
@@ -737,13 +737,14 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
     return module
 
 
-def _probe_pairs(config: Config, backend: Any) -> None:
-    """Under ``float_policy="pairs"``, once per platform: the backend must
-    keep IEEE f32 for pairs."""
+def _probe_pairs(config: Config, backend: Any, platform: str) -> None:
+    """Under ``float_policy="pairs"``, once per platform: the backend's f32
+    must give what the pair algorithms rest on, as the device's profile
+    declares it (:func:`no64.jax.pair_probe.require_pair_arithmetic`)."""
     if config.float_policy is FloatPolicy.PAIRS:
-        from .pair_probe import require_ieee_f32
+        from .pair_probe import require_pair_arithmetic
 
-        require_ieee_f32(backend, backend.devices()[0])
+        require_pair_arithmetic(backend, backend.devices()[0], device_profile(config, platform).arithmetic)
 
 
 def _blame_rewrite(prepared: ir.Module, original: ir.Module) -> None:

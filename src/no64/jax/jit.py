@@ -60,7 +60,7 @@ from ..ir.types import (
 from ..kinds import FloatPolicy, IntegerPolicy, Mode, Outputs, RangePolicy
 from ..options import Options
 from ..report import DemotionReport
-from ..targets import Target
+from ..targets import Arithmetic, Target
 from ..transforms.boundary import native_boundary
 from ..transforms.demote import demote
 from ..transforms.emulate import join_words, split_words
@@ -663,6 +663,12 @@ def jit(
 # ---------------------------------------------------------------------------
 
 
+def _default_device() -> Any:
+    """The device ``no64.jit``'s exact path runs on: JAX's default device."""
+    device = jax.config.jax_default_device or jax.devices()[0]  # type: ignore[attr-defined]  # (a flag)
+    return jax.devices(device)[0] if isinstance(device, str) else device
+
+
 class _Abstract(NamedTuple):
     """A call's arguments as shapes and dtypes (statics kept), and their cache key."""
 
@@ -726,7 +732,16 @@ class _ExactPath:
 
     def lowered(self, abstract: _Abstract, name: str) -> "Lowered":
         options = self.config.options.replace(outputs=Outputs.WORDS, float_policy=self.float_policy)
+        if self.float_policy is FloatPolicy.PAIRS:
+            # pairs built for the f32 arithmetic of the device they run on
+            options = options.replace(arithmetic=self.arithmetic(_default_device().platform))
         return Lowered._from_jax(self._lower_x64(abstract), options, name)._for_target(self.config)
+
+    def arithmetic(self, platform: str) -> Arithmetic:
+        """The f32 arithmetic pairs are built for on ``platform``: the
+        options' own, else the device profile's."""
+        given = self.config.options.arithmetic
+        return given if given is not None else jaxhook.device_profile(self.config, platform).arithmetic
 
     def _compiled(self, abstract: _Abstract, name: str) -> _Executable:
         if abstract.key is not None and abstract.key in self._cache:
@@ -758,17 +773,15 @@ class _ExactPath:
                 raise No64Error(f"no64.jit({name}, policy='exact') cannot return {info.dtype} values")
             d = np.dtype(info.dtype)
             out_dtypes.append(d if d in _WIDENED.values() else None)
-        device = jax.config.jax_default_device or jax.devices()[0]  # type: ignore[attr-defined]  # (a flag)
-        if isinstance(device, str):
-            device = jax.devices(device)[0]
+        device = _default_device()
         if self.config.target is None:
             # made exact on, and checked against, the device's profile (as the hook does)
             low.module = jaxhook.check_device(low.module, self.config, device.platform, owned=True)
         backend = jax.extend.backend.get_backend(device.platform)
         if self.float_policy is FloatPolicy.PAIRS:
-            from .pair_probe import require_ieee_f32
+            from .pair_probe import require_pair_arithmetic
 
-            require_ieee_f32(backend, device)
+            require_pair_arithmetic(backend, device, self.arithmetic(device.platform))
         options = jax.extend.backend.get_compile_options(
             num_replicas=1, num_partitions=1, device_assignment=np.array([[device]], dtype=object))
         executable = backend.compile_and_load(

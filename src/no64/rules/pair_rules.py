@@ -102,13 +102,10 @@ def _unary(fn: Callable[[P.Pair], P.Pair]) -> PairRule:
 add = _binary(P.add)
 subtract = _binary(P.subtract)
 multiply = _binary(P.multiply)
-divide = _binary(P.divide)
 maximum = _binary(lambda a, b: P.minmax("max", a, b))
 minimum = _binary(lambda a, b: P.minmax("min", a, b))
 negate = _unary(P.negate)
 square = _unary(lambda x: P.multiply(x, x))
-remainder = _binary(P.remainder)
-sqrt = _unary(P.sqrt)
 absolute = _unary(P.absolute)
 sign = _unary(P.sign)
 floor = _unary(P.floor)
@@ -117,10 +114,28 @@ round_nearest_even = _unary(P.round_even)
 round_nearest_afz = _unary(P.round_afz)
 
 
+def divide(op: ir.Operation, em: PairContext) -> list[Out]:
+    """The pair quotient, refined for the device's f32 division
+    (``em.divide_ulp``: :func:`no64.ir.pairs.divide`)."""
+    a, b = (em.pair(x) for x in op.operands)
+    return [P.divide(a, b, em.divide_ulp)]
+
+
+def remainder(op: ir.Operation, em: PairContext) -> list[Out]:
+    a, b = (em.pair(x) for x in op.operands)
+    return [P.remainder(a, b, em.divide_ulp)]
+
+
+def sqrt(op: ir.Operation, em: PairContext) -> list[Out]:
+    """The pair root, refined for the device's f32 root and division
+    (``em.sqrt_ulp``, ``em.divide_ulp``: :func:`no64.ir.pairs.sqrt`)."""
+    return [P.sqrt(em.pair(op.operands[0]), em.sqrt_ulp, em.divide_ulp)]
+
+
 def rsqrt(op: ir.Operation, em: PairContext) -> list[Out]:
     x = em.pair(op.operands[0])
     one = P.constant(x.shape, 1.0)
-    return [P.divide(one, P.sqrt(x))]
+    return [P.divide(one, P.sqrt(x, em.sqrt_ulp, em.divide_ulp), em.divide_ulp)]
 
 
 def clamp(op: ir.Operation, em: PairContext) -> list[Out]:

@@ -237,6 +237,12 @@ class PairContext(CarrierContext[P.Pair], Protocol):
     """The float pair step as pair rules use it (``em``; see
     :class:`no64.transforms.pairs.PairEmulation`)."""
 
+    #: How many ulps the device's f32 division may be off (0.5: correctly
+    #: rounded; :attr:`no64.targets.Arithmetic.divide_ulp`).
+    divide_ulp: float
+    #: The same for its f32 square root.
+    sqrt_ulp: float
+
     def is_pair(self, v: ir.Value) -> bool:
         """Whether ``v`` is float64 (carried as a pair)."""
         ...

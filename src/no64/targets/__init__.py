@@ -13,7 +13,12 @@ entry:
 * ``datapaths``: op forms it computes on a narrower datapath, and the
   magnitude below which that is exact (:class:`Datapath`: Neuron computes
   integer ``dot``, combining ``scatter`` and the collectives in f32, exact
-  up to 2**24).
+  up to 2**24);
+* ``arithmetic``: how it computes f32 elementwise, as far as float64 pairs
+  rest on it (:class:`Arithmetic`: which ops round correctly, how far its
+  division and square root may be off, subnormals, FMA contraction, the
+  rounding mode); the pair probe (:mod:`no64.transforms.pair_probe`)
+  checks a device against it before it runs pairs there.
 
 :func:`no64.targets.legality.check_target` lists what a module holds that a
 target would refuse or compute inexactly, per op and source line
@@ -32,8 +37,8 @@ from collections.abc import Mapping
 from ..ir.types import WIDE_KINDS
 from ..kinds import OpForm
 
-__all__ = ["as_target", "BUILT_IN", "Datapath", "F32_EXACT", "I32_MAX", "OpForm", "Refusal", "SEVERAL_INPUTS",
-           "TARGETS", "Target",
+__all__ = ["Arithmetic", "as_target", "BUILT_IN", "Datapath", "F32_EXACT", "I32_MAX", "IEEE_ARITHMETIC",
+           "NEURON_ARITHMETIC", "OpForm", "Refusal", "SEVERAL_INPUTS", "TARGETS", "TPU_V5E_ARITHMETIC", "Target",
            "Widening", "profiles", "profiles_table", "register", "target", "target_for_platform"]
 
 #: The element types no64 knows how to remove, by short name
@@ -117,6 +122,126 @@ class Widening:
 
 
 @dataclasses.dataclass(frozen=True)
+class Arithmetic:
+    """How a device computes f32 elementwise, as far as float64 pairs
+    (:mod:`no64.ir.pairs`) rest on it.
+
+    The pair algorithms need exact error-free transformations -- TwoSum
+    (sums rounded to nearest) and TwoProduct (products rounded to nearest,
+    from Dekker's exact half-products) -- and a quotient or square root
+    only close to the exact one: its residual is computed exactly and the
+    correction is what carries the low word.  The defaults are IEEE 754's.
+
+    Attributes:
+      add_rounded: ``add`` and ``subtract`` round correctly (to nearest).
+      multiply_rounded: ``multiply`` rounds correctly (to nearest; results
+        below ``2**-126`` aside where the device flushes them).
+      divide_ulp: The largest error of f32 ``divide``, in ulps of the exact
+        quotient (0.5: correctly rounded).  The pairs' division refines its
+        quotient with an exact residual, and its bound follows this
+        (:func:`no64.ir.pairs.error_bounds`).
+      sqrt_ulp: The same for f32 ``sqrt``.
+      flushes_subnormals: ``True``: subnormal results (and operands) are 0;
+        ``False``: kept, as IEEE's gradual underflow; ``None``: not stated
+        (either).  Pairs are built for flushing either way: their range
+        (:data:`no64.ir.pairs.PAIR_FULL_MIN`) assumes it.
+      contracts_fma: ``True``: the compiler may contract a product and a
+        sum into a fused multiply-add; ``False``: it never does; ``None``:
+        not stated.  Pairs hold either way (their products are built from
+        exact half-products): a device that contracts where its profile
+        says it does not is refused as computing otherwise than declared.
+      rounding: ``"nearest"`` (ties to even) or ``"stochastic"``
+        (a rounding that picks either neighbour at random, which breaks
+        TwoSum: pairs are refused).
+      rounding_switch: How the rounding may be switched away from
+        ``rounding`` at run time (said when the probe finds it so).
+      transcendental_ulp: The largest errors of the device's f32
+        transcendentals where stated, in ulps (``("log", 4030.5)``, ...):
+        pair transcendentals are built from ``+``, ``-``, ``*`` and range
+        reduction, and do not rest on them.
+      source: Where these values are stated or measured.
+    """
+
+    add_rounded: bool = True
+    multiply_rounded: bool = True
+    divide_ulp: float = 0.5
+    sqrt_ulp: float = 0.5
+    flushes_subnormals: bool | None = None
+    contracts_fma: bool | None = None
+    rounding: str = "nearest"
+    rounding_switch: str = ""
+    transcendental_ulp: tuple[tuple[str, float], ...] = ()
+    source: str = "IEEE 754-2008: basic operations and sqrt correctly rounded, round to nearest, ties to even"
+
+    def __post_init__(self) -> None:
+        if self.rounding not in ("nearest", "stochastic"):
+            raise ValueError(f"Arithmetic.rounding must be 'nearest' or 'stochastic', not {self.rounding!r}")
+        for name in ("divide_ulp", "sqrt_ulp"):
+            if not getattr(self, name) >= 0.5:
+                raise ValueError(f"Arithmetic.{name} must be at least 0.5 (correctly rounded), "
+                                 f"not {getattr(self, name)!r}")
+
+    @property
+    def ieee_quotients(self) -> bool:
+        """Whether f32 ``divide`` and ``sqrt`` round correctly (the pairs'
+        division and root then take their IEEE forms)."""
+        return self.divide_ulp == 0.5 and self.sqrt_ulp == 0.5
+
+    def describe(self) -> str:
+        """One line for people: what differs from IEEE f32."""
+        said = []
+        if not self.add_rounded:
+            said.append("add/subtract not correctly rounded")
+        if not self.multiply_rounded:
+            said.append("multiply not correctly rounded")
+        for op, ulp in (("divide", self.divide_ulp), ("sqrt", self.sqrt_ulp)):
+            said.append(f"{op} correctly rounded" if ulp == 0.5 else f"{op} within {ulp:g} ulp")
+        if self.flushes_subnormals is not None:
+            said.append("subnormals flushed to 0" if self.flushes_subnormals else "subnormals kept")
+        if self.contracts_fma is not None:
+            said.append("may contract a*b+c into an FMA" if self.contracts_fma else "no FMA contraction")
+        said.append(("rounds to nearest" if self.rounding == "nearest" else "rounds stochastically")
+                    + (f" ({self.rounding_switch})" if self.rounding_switch else ""))
+        if self.transcendental_ulp:
+            said.append("f32 transcendentals off by up to " + ", ".join(
+                f"{op} {ulp:g}" for op, ulp in self.transcendental_ulp) + " ulp")
+        return "; ".join(said)
+
+
+#: IEEE 754's f32: every profile's arithmetic unless it says otherwise.
+IEEE_ARITHMETIC = Arithmetic()
+
+_TPU_MEASURED = ("measured on one TPU v5e chip (JAX 0.10.2, libtpu): 1M random operands with exponents within "
+                 "+-60 per op: add, sub 0 wrong; mul 29 results below 2**-126 flushed; div 362,311 not correctly "
+                 "rounded, <= 2 ulp; sqrt 414,179, <= 3 ulp; a*b - (a*b) never contracted; Dekker's TwoProduct "
+                 "exact 1M of 1M")
+_JAX_ACCURACY = ("jax-ml/jax docs/accuracy.md: f32 max error on TPU v2-v5e; 'subnormal floating-point inputs and "
+                 "outputs are typically flushed to zero by default'")
+
+#: The TPU v5e's f32 (measured), for the ``tpu`` profile: add, subtract and
+#: multiply round correctly (multiply flushes results below 2**-126),
+#: division is within 2 ulps and the square root within 3, subnormals are
+#: flushed, no product is contracted into an FMA; its f32 transcendentals
+#: are far from correctly rounded.
+TPU_V5E_ARITHMETIC = Arithmetic(
+    divide_ulp=2.0, sqrt_ulp=3.0, flushes_subnormals=True, contracts_fma=False,
+    transcendental_ulp=(("log", 4030.5), ("log1p", 4034.0), ("tanh", 1365.5), ("reciprocal", 198.0),
+                        ("exp", 116.0)),
+    source=f"{_TPU_MEASURED}; {_JAX_ACCURACY}")
+
+#: Neuron's f32: round to nearest, ties to even, on every NeuronCore; from
+#: NeuronCore-v2 on the runtime can switch it to stochastic rounding, which
+#: the pair probe detects.
+NEURON_ARITHMETIC = Arithmetic(
+    rounding_switch="NEURON_RT_STOCHASTIC_ROUNDING_EN=1 selects stochastic rounding (NeuronCore-v2 on), "
+    "on by default in PyTorch-Neuron with XLA_USE_BF16=1; NEURON_RT_STOCHASTIC_ROUNDING_EN=0 keeps RNE",
+    source="aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-features/rounding-modes.rst: 'All NeuronCore "
+           "generations support the RNE rounding scheme'; stochastic rounding selectable from NeuronCore-v2; "
+           "the accuracy of f32 division and square root is not documented: taken as correctly rounded, "
+           "which the pair probe checks")
+
+
+@dataclasses.dataclass(frozen=True)
 class Target:
     """One device's profile (see the module docstring)."""
 
@@ -130,6 +255,8 @@ class Target:
     #: The ``jax.devices()`` platform names the profile is for.
     platforms: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    #: How it computes f32 elementwise (:class:`Arithmetic`; IEEE's unless said).
+    arithmetic: Arithmetic = IEEE_ARITHMETIC
 
     def lacks(self, short: str) -> bool:
         """Whether a 64-bit element type (``"i64"``, ... of :data:`WIDE_TYPES`)
@@ -217,6 +344,7 @@ register(Target(
     "neuron", "AWS Trainium 1 / Inferentia 2 (NeuronCore v2): no 64-bit types; integer dot, combining "
     "scatter and collectives through f32",
     refuses=_neuron_refusals(), datapaths=_neuron_datapaths(), widens=_neuron_widens(), platforms=("neuron",),
+    arithmetic=NEURON_ARITHMETIC,
     sources=("aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-features/data-types.rst: FP32, TF32, BF16, "
              "FP16, FP8, UINT8; 'Trn1: 64-bit integers are always auto-converted to 32-bit'",
              _NEURON_NOTES, _NEURON_CODES)))
@@ -228,7 +356,7 @@ register(Target(
              Refusal(OpForm.MATMUL, "integer", "EVRF035",
                      "an integer dot is an error on Trn2 and later (no integer datapath)",
                      _NEURON_CODES + "EVRF035")),
-    datapaths=_neuron_datapaths()[1:], widens=_neuron_widens(),
+    datapaths=_neuron_datapaths()[1:], widens=_neuron_widens(), arithmetic=NEURON_ARITHMETIC,
     sources=("aws-neuron/aws-neuron-sdk v2.32.0 release-notes/components/compiler: '--native-int64=enabled "
              "runs int64 ops natively without precision loss on trn2 and later'", _NEURON_CODES)))
 register(Target(
@@ -338,6 +466,8 @@ def profiles_table(names: "tuple[str, ...] | None" = None) -> str:
         platforms = ", ".join(f"`{p}`" for p in t.platforms) or "none (named with `--target` / `NO64_TARGET`)"
         out.append(f"* Native 64-bit types: {native}\n* JAX platforms: {platforms}")
         out.extend(f"* Source: {s}" for s in t.sources)
+        if t.arithmetic != IEEE_ARITHMETIC:
+            out.append(f"* f32 arithmetic: {t.arithmetic.describe()} (source: {t.arithmetic.source})")
         if t.refuses or t.datapaths or t.widens:
             out.append("\n| Entry | Op form | Code | Reason | Source |\n| --- | --- | --- | --- | --- |")
             for r in t.refuses:

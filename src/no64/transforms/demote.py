@@ -44,7 +44,7 @@ from ..ir.types import is_int64_tensor
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..options import Options
 from ..report import DemotionReport
-from ..targets import Target
+from ..targets import Arithmetic, Target
 from . import rewrite
 from .boundary import NativeBoundary, native_boundary
 from .forward import forward_words
@@ -74,6 +74,7 @@ def demote(
     float_policy: FloatPolicy | str | None = None,
     target: str | Target | None = None,
     float_hints: bool | None = None,
+    arithmetic: Arithmetic | None = None,
 ) -> DemotionReport:
     """Rewrite ``module`` in place so that it holds no 64-bit type.
 
@@ -165,6 +166,12 @@ def demote(
         ``widens``) the pass also carries every ``i16``/``ui16`` value as a
         32-bit one, the 16-bit wrap-around kept exact, the entry's
         signature kept (:mod:`no64.transforms.widen`).
+      arithmetic: Under ``float_policy="pairs"``, the device's f32
+        arithmetic the pairs are built for (:class:`~no64.targets.Arithmetic`;
+        default: the target's, else IEEE's): where its division or square
+        root is not correctly rounded, the pair division and root refine
+        their f32 quotients with exact residuals
+        (:func:`no64.ir.pairs.error_bounds` gives the bounds).
       float_hints: Under ``float_policy="f32"``, look for the float64
         results that f32 demonstrably changes, each named at its line in
         ``report.float_hints`` (:mod:`no64.analysis.float_hints`; default:
@@ -199,7 +206,7 @@ def demote(
     given = {name: value for name, value in (
         ("policy", policy), ("integer_policy", integer_policy), ("input_ranges", input_ranges),
         ("verify", verify), ("check", check), ("outputs", outputs), ("float_policy", float_policy),
-        ("target", target), ("float_hints", float_hints)) if value is not None}
+        ("target", target), ("float_hints", float_hints), ("arithmetic", arithmetic)) if value is not None}
     if options is not None and not isinstance(options, Options):
         raise TypeError(f"demote()'s options must be a no64.Options, not {type(options).__name__}; "
                         "give the options as keywords (policy=...) or as Options(...)")
@@ -355,7 +362,8 @@ class _Demotion:
         range refused under the strict and exact policies)."""
         self._back_up()
         _float_pairs(p, self.root, self.options.outputs, self.expanded, ranges,
-                     refuse_range=self.options.policy in (RangePolicy.STRICT, RangePolicy.EXACT))
+                     refuse_range=self.options.policy in (RangePolicy.STRICT, RangePolicy.EXACT),
+                     arithmetic=self.options.pair_arithmetic)
         return p.replan(settle=False)
 
     def _emulate(self, p: Planner) -> Planner:
@@ -454,8 +462,9 @@ FLOAT_POLICIES = FloatPolicy.values()
 
 def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
                  expanded: list[tuple[str, str, Any, str]], ranges: list[PairRange],
-                 refuse_range: bool) -> None:
+                 refuse_range: bool, arithmetic: Arithmetic) -> None:
     """Every float64 value as a pair of f32 (:mod:`no64.transforms.pairs`),
+    for a device whose f32 computes as ``arithmetic`` says,
     recorded in the pass's report with the LAPACK calls written out before
     (``expanded``, from :func:`no64.transforms.linalg.expand_lapack`) and
     the ops that may leave the pairs' range (``ranges``, from
@@ -463,7 +472,7 @@ def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
     constant outside it is refused."""
     from .pairs import emulate_pairs
 
-    em = emulate_pairs(root, outputs, refuse_range)
+    em = emulate_pairs(root, outputs, refuse_range, arithmetic)
     rep = p.report
     for name, target, loc, helper in expanded:
         rep.add(EventKind.REWRITE, name, loc, f"{target} written out as StableHLO ({helper}) "
