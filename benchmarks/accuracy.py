@@ -211,10 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     device = jax.devices(args.platform)[0] if args.platform else jax.devices()[0]
     table = measure(args.n, args.matmul, device, args.op, log=lambda s: print(s, file=sys.stderr, flush=True))
-    import jaxlib
+    from importlib.metadata import version
 
     header = (f"Float64 accuracy on {device.device_kind} ({device.platform}), jax {jax.__version__}, "
-              f"jaxlib {jaxlib.__version__}; {args.n} operands per elementwise op")
+              f"jaxlib {version('jaxlib')}; {args.n} operands per elementwise op")
     text = markdown(table, header, args.matmul)
     print(text)
     if args.out:
