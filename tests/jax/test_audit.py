@@ -581,10 +581,10 @@ def test_progress_line_on_a_terminal(tmp_path: Path) -> None:
     term = Terminal()
     report = run_program(str(script), [], progress=term)
     text = term.getvalue()
-    assert "no64 audit: 1 module(s) compiled so far" in text
-    assert "no64 audit: 2 module(s) compiled so far" in text
+    assert "no64 audit: 1 module compiled so far" in text
+    assert "no64 audit: 2 modules compiled so far" in text
     # jnp.ones compiles too: the line counts every module, then the analysis
-    assert f"analysing {text.count('compiled so far')} module(s)" in text
+    assert f"analysing {text.count('compiled so far')} modules" in text
     assert text.endswith("\r\x1b[K")  # erased before the report
     assert report.exit_status == 0
 

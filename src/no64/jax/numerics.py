@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.locations import SourceLocation
+from ..report import counted
 from .host import eqn_source
 
 __all__ = ["NumericsLine", "NumericsReport", "numerics"]
@@ -132,11 +133,11 @@ class NumericsReport:
         absolute = "absolute error: x64 gives 0 there; " if self.output_absolute else ""
         head = (f"no64 numerics of {self.name}: {self.equations} equations compared, float32 outputs within "
                 f"{self.output_error:.2g} of x64 ({absolute}tolerance {self.tol:g}); "
-                f"{len(self.lines)} line(s) beyond it")
+                f"{counted(len(self.lines), 'line')} beyond it")
         out = [head] + [f"  {line}" for line in self.lines]
         if self.washed_out:
-            out.append(f"  ({self.washed_out} line(s) with a larger intermediate error that does not reach the "
-                       "outputs)")
+            out.append(f"  ({counted(self.washed_out, 'line')} with a larger intermediate error that does not "
+                       "reach the outputs)")
         if self.unpaired:
             out.append(f"  (compared by outputs only after {self.unpaired})")
         if self.pairs_refusal is not None:
