@@ -252,7 +252,11 @@ class AuditReport:
         by = {s: sum(1 for m in self.modules if m.status == s) for s in ("passed", "rewritten", "refused")}
         if self.view == HOOK:
             plats = ",".join(self.platforms)
-            head = f"no64 audit of {self.program or 'the program'} as NO64_PLATFORMS={plats} runs it"
+            if plats == "default":  # neither --platform nor NO64_PLATFORMS named one
+                head = (f"no64 audit of {self.program or 'the program'} as the compile hook runs it for the "
+                        "default backend (no platform named: --platform or NO64_PLATFORMS)")
+            else:
+                head = f"no64 audit of {self.program or 'the program'} as NO64_PLATFORMS={plats} runs it"
             chosen = [f"NO64_{name.upper()}={value}" for name, value, default in (
                 ("mode", self.mode, Mode.FIX), ("integer_policy", self.integer_policy, IntegerPolicy.ERROR),
                 ("policy", self.policy, RangePolicy.DEFAULT), ("target", self.target, None))
