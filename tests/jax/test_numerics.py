@@ -348,3 +348,24 @@ def test_a_function_measured_again_runs_the_programs_compiled_for_it() -> None:
     assert {k: id(v) for k, v in numerics_module._PROGRAMS.items() if k in kept} == \
         {k: id(v) for k, v in kept.items()}
     assert len(kept) >= 2 and first.lines and again.lines
+
+
+def running_total(a):
+    return jnp.cumsum(a)  # TOTAL: beyond int32 from element 134
+
+
+def test_an_integer_result_pairs_cannot_help_says_so_not_within_inf():
+    # an int64 cumsum past 2**31: float32 pairs change nothing there, and a
+    # report saying "within inf" would say nothing
+    data = np.full(200, 16_000_000, np.int64)
+    with enable_x64():
+        reference = np.asarray(jax.jit(running_total)(data))
+    with pytest.warns(no64.UnprovenIntegerWarning):
+        report = no64.numerics(running_total, data)
+    text = str(report)
+    assert reference[-1] == 3_200_000_000 and [x.kind for x in report.lines] == ["differs"]
+    assert report.lines[0].location.line == _line(running_total, "TOTAL")
+    assert text.startswith("no64 numerics of running_total: 1 equation compared, float32 outputs not finite "
+                           "or another value where x64's are not (tolerance 0.001); 1 line beyond it")
+    assert "float_policy='pairs' does not bring it closer" in text
+    assert "within inf" not in text

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from ...report import counted
+from ..numerics import PAIRS_DO_NOT_HELP
 from .sites import relative_path, source_text
 
 __all__ = ["MeasuredFunction", "MeasuredLine", "Measurer", "NumericsSummary", "install"]
@@ -107,6 +108,8 @@ class MeasuredLine:
                 what += f", {self.error / max(self.input_error, 1e-300):.3g}x its inputs'"
         if self.pairs_refusal is not None:
             fix = f"float_policy='pairs' cannot run it: {self.pairs_refusal}"
+        elif self.pairs_error is not None and not math.isfinite(self.pairs_error):
+            fix = PAIRS_DO_NOT_HELP
         elif self.pairs_error is not None:
             fix = f"under float_policy='pairs' the outputs are within {self.pairs_error:.2g}"
             fix += " (absolute error: x64 gives 0 there)" if self.pairs_absolute else ""
