@@ -36,9 +36,31 @@ def test_readme_opens_with_the_setup_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert readme.startswith("# no64\n\n```sh\nmake demo\nmake test\n```\n")
     assert len(readme.splitlines()) <= 200
-    first = "\n".join(readme.splitlines()[:60])
+    first = "\n".join(readme.splitlines()[:80])
     for command in ("pip install .", "NO64_PLATFORMS=neuron python train.py", "no64 audit --fail-on"):
         assert command in first, command
+
+
+def test_readme_opening_says_what_each_policy_does() -> None:
+    # what happens where a value needs 64 bits, before the quick start; each
+    # sentence is held by a test: the default's warning and wrapped value
+    # (tests/jax/test_intent.py, test_meaning_traced_at_compile_...), strict's
+    # NarrowingError and exact's values and OutputRangeError (test_each_policy),
+    # the float64 argument beyond float32's range under both float policies
+    # (tests/jax/test_meaning_runs.py)
+    readme = (ROOT / "README.md").read_text()
+    opening = " ".join(readme.split("## Install", 1)[0].split())
+    assert "refuses what cannot be narrowed" not in opening
+    for said in ("`default`: the 32-bit program runs and no64 warns at the line (`no64.UnprovenIntegerWarning`",
+                 "an int64 `cumsum` reaching 3,200,000,000 gives -1,094,967,296 with that warning",
+                 "`strict`: refused, a `no64.NarrowingError` naming the line",
+                 "`exact`: computed exactly in pairs of 32-bit words",
+                 "a `no64.OutputRangeError` when it runs",
+                 "`f32` (the default): computed as float32", "`pairs`: computed as pairs of float32",
+                 "a float64 argument beyond 3.4e38 is refused",
+                 "`make test-quick`", "Continuous integration runs the full suite"):
+        assert said in opening, said
+    assert "\ntest-quick: $(STAMP)\n" in (ROOT / "Makefile").read_text()  # the target the README offers
 
 
 def test_readme_links_exist() -> None:
