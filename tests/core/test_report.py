@@ -245,5 +245,5 @@ func.func public @main(%x: tensor<i64>, %y: tensor<i64>) -> tensor<i64> {
   %t = stablehlo.add %s, %c : tensor<i64>
   return %t : tensor<i64>
 }"""), policy="permissive").summary()
-    assert two.startswith("retyped 4 values in 1 function signature and their bodies; narrowed 1 constant; ")
+    assert two.startswith("retyped 5 values in 1 function signature and their bodies; narrowed 1 constant; ")
     assert "(s)" not in one + two
