@@ -27,7 +27,7 @@ SOURCES := setup.py $(shell find src -type f \( -name '*.py' -o -name '*.pth' -o
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all demo test test-compat test-device device-wheel accuracy test-matrix lint docs bench bench-emulation bench-pairs bench-iree-vulkan clean distclean
+.PHONY: all demo test test-quick test-compat test-device device-wheel accuracy test-matrix lint docs bench bench-emulation bench-pairs bench-iree-vulkan clean distclean
 
 all: test
 
@@ -76,6 +76,13 @@ device-wheel: $(STAMP)
 # no64's pairs on it, e.g. BENCH_ARGS="--n 1000000".
 accuracy: $(STAMP)
 	$(VPY) benchmarks/accuracy.py $(BENCH_ARGS)
+
+# A quick check beside the full suite (which continuous integration runs):
+# the compatibility subset without its two slowest parts, the soundness
+# property's sweeps and the audit's runs of whole scripts.
+QUICK ?= -m compat -k "not test_strict_acceptance_is_sound and not test_audit"
+test-quick: $(STAMP)
+	$(VPY) -m pytest -q -n 2 $(QUICK) $(PYTEST_ARGS)
 
 # ruff over the sources, tests, benchmarks, examples and tools, and mypy over
 # the packages in src (both configured in pyproject.toml).

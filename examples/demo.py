@@ -47,6 +47,11 @@ def element_type(finding: no64.Finding) -> str:
     return m.group(0) if m else finding.type
 
 
+def _n(count: int, word: str) -> str:
+    """``count`` and ``word``, in the plural unless ``count`` is 1."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _rel(path: str) -> str:
     """``path`` relative to the working directory when it lies below it."""
     try:
@@ -127,10 +132,10 @@ def source_table(findings: Sequence[no64.Finding]) -> list[str]:
     lines = _table(rows, right=range(1, 1 + len(types)))
     notes = []
     if len(ranked) > MAX_ROWS:
-        notes.append(f"{len(ranked) - MAX_ROWS} more source line(s)")
+        notes.append(f"{_n(len(ranked) - MAX_ROWS, 'more source line')}")
     if unplaced:
         notes.append(
-            f"{unplaced} value(s) with no user source line (function signatures, "
+            f"{_n(unplaced, 'value')} with no user source line (function signatures, "
             "block arguments, JAX helper functions)"
         )
     if notes:
@@ -219,9 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\nSummary")
     print(f"  64-bit values before: {len(findings)}   after: {len(remaining)}")
     print(
-        f"  retyped {report.values_retyped} values, {report.functions_retyped} function signatures, "
-        f"{report.constants_narrowed} constants ({report.count('sentinel')} sentinel(s) mapped to 32-bit extremes, "
-        f"{report.count('float-inexact')} inexact float(s))"
+        f"  retyped {_n(report.values_retyped, 'value')}, {_n(report.functions_retyped, 'function signature')}, "
+        f"{_n(report.constants_narrowed, 'constant')} ({_n(report.count('sentinel'), 'sentinel')} mapped to "
+        f"32-bit extremes, {_n(report.count('float-inexact'), 'inexact float')})"
     )
     worst = max((o.max_rel_error for o in outputs if not o.exact), default=0.0)
     print(f"  outputs: {len(outputs)} compared, worst relative error {worst:.2e}")

@@ -58,7 +58,7 @@ from . import __version__, io as no64io
 from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
 from .options import Options, variable
-from .report import grouped_lines
+from .report import counted, grouped_lines
 from .transforms.demote import demote
 from .transforms.scan import check, find_64bit
 
@@ -452,7 +452,7 @@ def _breakdown(by_type: dict[str, int], by_op: dict[str, int]) -> str:
 
 
 def _values(n: int) -> str:
-    return f"{n} 64-bit value{'s' if n != 1 else ''}"
+    return counted(n, "64-bit value")
 
 
 def _count_line(name: str, counts: dict[str, Any], target: str | None) -> str:
@@ -461,7 +461,7 @@ def _count_line(name: str, counts: dict[str, Any], target: str | None) -> str:
     if target is not None:
         if not n:
             return f"{name}: nothing target {target} refuses or computes inexactly"
-        return f"{name}: {n} finding(s) for target {target} ({_by_kind(counts['by_kind'])})"
+        return f"{name}: {counted(n, 'finding')} for target {target} ({_by_kind(counts['by_kind'])})"
     if not n:
         return f"{name}: clean, no 64-bit values"
     return f"{name}: {_values(n)} -- {_breakdown(counts['by_type'], counts['by_op'])}"
@@ -479,12 +479,12 @@ def _total_line(
         ops.update(c["by_op"])
     files = len(counts)
     hit = sum(1 for c in counts if c["total"])
-    where = f"in {hit} of {files} file{'s' if files != 1 else ''}"
+    where = f"in {hit} of {counted(files, 'file')}"
     left = [f"{skipped} skipped"] * bool(skipped) + [f"{failed} not read"] * bool(failed)
     if left:
         where += f" ({', '.join(left)})"
     if target is not None:
-        return f"total: {n} finding(s) for target {target} {where}" + (f" ({_by_kind(by)})" if n else "")
+        return f"total: {counted(n, 'finding')} for target {target} {where}" + (f" ({_by_kind(by)})" if n else "")
     if not n:
         return f"total: no 64-bit values {where}"
     return f"total: {_values(n)} {where} -- {_breakdown(_ranked(by), _ranked(ops))}"

@@ -49,7 +49,8 @@ class Finding:
 
     def __str__(self) -> str:
         fn = f" in @{self.function}" if self.function else ""
-        return f"{self.op} {self.role}: {self.type}{fn} ({self.location})"
+        where = self.location.where().removeprefix(" at ")
+        return f"{self.op} {self.role}: {self.type}{fn}" + (f" ({where})" if where else "")
 
 
 class Event:
@@ -90,7 +91,7 @@ class Event:
 
     def __str__(self) -> str:
         n = f" x{self.count}" if self.count != 1 else ""
-        return f"[{self.kind}{n}] {self.op} at {self.location}: {self.detail}"
+        return f"[{self.kind}{n}] {self.op}{self.location.where()}: {self.detail}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)
@@ -366,14 +367,15 @@ class DemotionReport:
         most 50 such lines are listed.  ``to_dict`` keeps every event.
         """
         lines = [
-            f"retyped {self.values_retyped} value(s) in {self.functions_retyped} function signature(s) "
-            f"and their bodies; narrowed {self.constants_narrowed} constant(s); "
-            f"removed {self.converts_removed} no-op convert(s)"
+            f"retyped {counted(self.values_retyped, 'value')} in "
+            f"{counted(self.functions_retyped, 'function signature')} and their bodies; "
+            f"narrowed {counted(self.constants_narrowed, 'constant')}; "
+            f"removed {counted(self.converts_removed, 'no-op convert')}"
         ]
         if self.ops_emulated:
             lines.append(
-                f"emulated {self.values_emulated} value(s) exactly as 32-bit word pairs in "
-                f"{self.ops_emulated} op(s)"
+                f"emulated {counted(self.values_emulated, 'value')} exactly as 32-bit word pairs in "
+                f"{counted(self.ops_emulated, 'op')}"
                 + (f"; inputs {self.emulated_inputs} enter as [..., 2] word pairs (low, high)"
                    if self.emulated_inputs else "")
                 + (f"; outputs {self.emulated_outputs} come back as [..., 2] word pairs (low, high)"
@@ -381,8 +383,8 @@ class DemotionReport:
             )
         if self.ops_on_pairs:
             lines.append(
-                f"computed {self.values_on_pairs} float64 value(s) as f32 pairs (hi, lo) in "
-                f"{self.ops_on_pairs} op(s)"
+                f"computed {counted(self.values_on_pairs, 'float64 value')} as f32 pairs (hi, lo) in "
+                f"{counted(self.ops_on_pairs, 'op')}"
                 + (f"; inputs {self.pair_inputs} are [..., 2] pairs" if self.pair_inputs else "")
                 + (f"; outputs {self.pair_outputs} come back as [..., 2] pairs (hi, lo)"
                    if self.pair_outputs else "")
@@ -414,7 +416,7 @@ class DemotionReport:
         if len(events) > _MAX_EVENT_LINES:
             lines.append(f"  ... and {len(events) - _MAX_EVENT_LINES} more (see --json)")
         if self.float_hints:
-            lines.append(f"float hints: {len(self.float_hints)} place(s) where f32 changes a float64 result")
+            lines.append(f"float hints: {counted(len(self.float_hints), 'place')} where f32 changes a float64 result")
             lines.extend(f"  {h}" for h in grouped_lines(str(h) for h in self.float_hints))
         lines.append(f"integer policy: {self.integer_policy}")
         return "\n".join(lines)
@@ -422,6 +424,13 @@ class DemotionReport:
 
 #: The most event lines :meth:`DemotionReport.summary` lists.
 _MAX_EVENT_LINES = 50
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``n`` and ``word``, the word in the plural unless ``n`` is 1
+    (``counted(1, "value")``: ``"1 value"``; ``counted(2, "value")``:
+    ``"2 values"``); ``plural`` for a word that does not just add an s."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
 def grouped_lines(lines: Iterable[str]) -> list[str]:

@@ -238,7 +238,7 @@ def test_report_lists_hints_in_dict_and_summary():
     d = report.to_dict()
     assert [h["kind"] for h in d["float_hints"]] == ["tolerance"]
     assert d["float_hints"][0]["location"]["line"] == loop_condition_line(newton, "# TOL")
-    assert "float hints: 1 place(s)" in report.summary()
+    assert "float hints: 1 place where" in report.summary()
     # float_policy="pairs" computes them: no hints
     assert no64.demote(lower_x64(newton, np.array([2.0])), float_policy="pairs").float_hints == []
 

@@ -112,9 +112,9 @@ def test_target_counts(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "check", "--target", "generic", "--summary", F64, CLEAN)
     assert code == 1
     assert out.splitlines() == [
-        f"{F64}: 6 finding(s) for target generic (6 type)",
+        f"{F64}: 6 findings for target generic (6 type)",
         f"{CLEAN}: nothing target generic refuses or computes inexactly",
-        "total: 6 finding(s) for target generic in 1 of 2 files (6 type)",
+        "total: 6 findings for target generic in 1 of 2 files (6 type)",
     ]
     code, out, _ = run(capsys, "check", "--target", "generic", "--json", F64)
     (entry,) = json.loads(out)

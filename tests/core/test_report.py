@@ -207,3 +207,43 @@ def test_emulated_values_have_records(policy: str) -> None:
     lines = {(n.op, n.location.line) for n in emulated}
     assert {("stablehlo.shift_left", 6), ("stablehlo.shift_right_arithmetic", 7)} <= lines
     assert report.exact  # emulated values keep every value
+
+
+def test_the_summary_names_files_from_the_working_directory_and_no_unknown_place(
+        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a constant JAX emits without a location, and one at a file below the
+    # working directory: the summary omits the first's place ("at unknown"
+    # says nothing) and names the second's file as the user opens it
+    inside = tmp_path / "pkg" / "model.py"
+    src = f"""
+func.func public @main() -> (tensor<f64>, tensor<f64>) {{
+  %a = stablehlo.constant dense<0.1> : tensor<f64> loc(unknown)
+  %b = stablehlo.constant dense<0.3> : tensor<f64> loc("jit(f)/mul"("{inside}":7:3))
+  return %a, %b : tensor<f64>, tensor<f64>
+}}"""
+    monkeypatch.chdir(tmp_path)
+    summary = no64.demote(parse(src)).summary()
+    assert "[float-inexact] stablehlo.constant: f64 constant rounded to nearest f32\n" in summary
+    assert "[float-inexact] stablehlo.constant at mul at pkg/model.py:7:3: f64 constant rounded" in summary
+    assert "unknown" not in summary and str(tmp_path) not in summary
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # a file outside the working directory keeps its path
+    assert f"at mul at {inside}:7:3:" in no64.demote(parse(src)).summary()
+
+
+def test_the_summary_counts_in_the_singular_and_the_plural() -> None:
+    one = no64.demote(parse("""
+func.func public @main(%x: tensor<i64>) -> tensor<i64> {
+  return %x : tensor<i64>
+}""")).summary()
+    assert one.startswith("retyped 1 value in 1 function signature and their bodies; narrowed 0 constants; "
+                          "removed 0 no-op converts\n")
+    two = no64.demote(parse("""
+func.func public @main(%x: tensor<i64>, %y: tensor<i64>) -> tensor<i64> {
+  %c = stablehlo.constant dense<1> : tensor<i64>
+  %s = stablehlo.add %x, %y : tensor<i64>
+  %t = stablehlo.add %s, %c : tensor<i64>
+  return %t : tensor<i64>
+}"""), policy="permissive").summary()
+    assert two.startswith("retyped 5 values in 1 function signature and their bodies; narrowed 1 constant; ")
+    assert "(s)" not in one + two

@@ -602,10 +602,10 @@ def test_progress_line_on_a_terminal(tmp_path: Path) -> None:
     term = Terminal()
     report = run_program(str(script), [], progress=term)
     text = term.getvalue()
-    assert "no64 audit: 1 module(s) compiled so far" in text
-    assert "no64 audit: 2 module(s) compiled so far" in text
+    assert "no64 audit: 1 module compiled so far" in text
+    assert "no64 audit: 2 modules compiled so far" in text
     # jnp.ones compiles too: the line counts every module, then the analysis
-    assert f"analysing {text.count('compiled so far')} module(s)" in text
+    assert f"analysing {text.count('compiled so far')} modules" in text
     assert text.endswith("\r\x1b[K")  # erased before the report
     assert report.exit_status == 0
 
@@ -688,3 +688,14 @@ def test_target_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown target 'nope'" in capsys.readouterr().err
     assert main(["audit", "--as-is", "--target", "neuron", script]) == 2
     assert "not --as-is" in capsys.readouterr().err
+
+
+def test_the_headline_names_the_platforms_or_says_none_was_named() -> None:
+    # `no64 audit train.py` with no platform runs the hook for the default
+    # backend: "NO64_PLATFORMS=default" would name a setting nobody made
+    unnamed = AuditReport(program="train.py", view="hook", platforms=["default"]).headline()
+    assert unnamed.startswith("no64 audit of train.py as the compile hook runs it for the default backend "
+                              "(no platform named: --platform or NO64_PLATFORMS): 0 modules compiled")
+    assert "NO64_PLATFORMS=default" not in unnamed
+    named = AuditReport(program="train.py", view="hook", platforms=["cpu"]).headline()
+    assert named.startswith("no64 audit of train.py as NO64_PLATFORMS=cpu runs it: 0 modules compiled")

@@ -123,7 +123,7 @@ def test_text_report_lists_the_line_and_the_unmeasured_function() -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     head = next(i for i, x in enumerate(lines) if x.startswith("measured float error"))
-    assert "6 call(s) of 3 jitted function(s) measured (the first 3 of each), 1 line(s)" in lines[head]
+    assert "6 calls of 3 jitted functions measured (the first 3 of each), 1 line beyond" in lines[head]
     line = _line_of(BAD, "CANCELLATION LINE")
     assert lines[head + 1].startswith(f"  {BAD}:{line}: introduces (sub): relative error 7 ")
     assert "3 calls of difference; under float_policy='pairs' the outputs are within " in lines[head + 1]
@@ -160,8 +160,8 @@ def test_fail_on_numerics() -> None:
     assert _audit("--numerics", "--fail-on", "numerics", BAD).returncode == 1
     benign = _audit("--numerics", "--fail-on", "numerics", BENIGN)
     assert benign.returncode == 0, benign.stderr
-    assert "1 call(s) of 1 jitted function(s)" not in benign.stderr
-    assert "3 call(s) of 1 jitted function(s) measured (the first 3 of each), 0 line(s)" in benign.stderr
+    assert "1 call of 1 jitted function" not in benign.stderr
+    assert "3 calls of 1 jitted function measured (the first 3 of each), 0 lines" in benign.stderr
     # without --fail-on numerics a listed line does not fail the run
     assert _audit("--numerics", BAD).returncode == 0
 
@@ -360,7 +360,7 @@ def test_pytest_plugin_reports_and_fails_on_request(pytester: pytest.Pytester) -
     report.assert_outcomes(passed=2)
     text = report.stdout.str()
     assert "= no64 numerics =" in text.replace("=" * 3, "=")
-    assert "1 line(s) where float32 changes a float64 result beyond the tolerance" in text
+    assert "1 line where float32 changes a float64 result beyond the tolerance" in text
     listed = [x for x in text.splitlines() if x.startswith(f"  test_model.py:{line}: introduces (sub)")]
     assert len(listed) == 1 and "1 call of difference" in listed[0]
     assert "test_model.py::test_difference" in text and "test_model.py::test_halve" not in text

@@ -71,7 +71,8 @@ def test_the_x64_warning_says_how_float64_is_computed(runs: dict[str, Any]) -> N
     to get pairs, or, under NO64_FLOAT_POLICY=pairs, that it is computed as pairs."""
     (f32,) = runs["f32"]["x64_warnings"]
     assert f32.splitlines()[1].startswith(
-        "JAX computes in 32 bits: float64 as float32 (NO64_FLOAT_POLICY=pairs: pairs)")
+        "JAX computes in 32 bits: float64 as float32 (for about 48 bits of significand as pairs of "
+        "float32, set NO64_FLOAT_POLICY=pairs)")
     (pairs,) = runs["pairs"]["x64_warnings"]
     assert pairs.splitlines()[1].startswith("JAX computes in 32 bits: float64 as pairs of float32")
     assert not runs["ref"]["x64_warnings"]
@@ -88,6 +89,10 @@ def test_host_float_beyond_f32_is_refused(runs: dict[str, Any]) -> None:
         assert got.get("error") == "HostRangeError", (tag, got)
         assert f"meaning_programs.py:{line}" in got["message"]
         assert "beyond float32's range" in got["message"]
+        # the float policy cannot help, and the message names what does
+        assert ("would become inf under either float policy (NO64_FLOAT_POLICY=pairs keeps float32's range)"
+                in got["message"]), got["message"]
+        assert "NO64_INTEGER_POLICY (no64.jit: integer_policy=) 'saturate' or 'wrap'" in got["message"]
 
 
 def test_effects_have_no_x64_meaning_and_say_so(runs: dict[str, Any]) -> None:

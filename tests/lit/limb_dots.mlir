@@ -11,7 +11,7 @@
 // RUN: filecheck %s --input-file %t.mlir --check-prefix=NOINT
 // RUN: no64 check --target neuron-trn2 %t.mlir
 // REPORT: kept i64, u64 as they are (native on target neuron-trn2)
-// REPORT: target neuron-trn2: 1 op(s) rewritten into 14 exact op(s) of their kind
+// REPORT: target neuron-trn2: 1 op rewritten into 14 exact ops of their kind
 // CHECK-LABEL: func.func public @main(%arg0: tensor<2x512xi32>{{.*}}, %arg1: tensor<512x3xi32>{{.*}}) -> tensor<2x3xi64>
 // CHECK-NEXT:    %[[M0:.*]] = stablehlo.constant dense<255> : tensor<2x512xi32>
 // CHECK-NEXT:    %[[A0:.*]] = stablehlo.and %arg0, %[[M0]]
@@ -57,7 +57,7 @@ func.func public @main(%a: tensor<2x512xi32>, %b: tensor<512x3xi32>) -> tensor<2
 // RUN: test ! -s %t.err
 // RUN: filecheck %s --input-file %t.mlir
 // REPORT: verdicts: exact 3
-// REPORT: target neuron: 1 op(s) rewritten into 3 exact op(s) of their kind
+// REPORT: target neuron: 1 op rewritten into 3 exact ops of their kind
 // CHECK-LABEL: func.func public @main(%arg0: tensor<2x512xi32>{{.*}}, %arg1: tensor<512x3xi32>{{.*}}) -> tensor<2x3xi32>
 // CHECK-NEXT:    %[[M:.*]] = stablehlo.constant dense<31> : tensor<512x3xi32>
 // CHECK-NEXT:    %[[B0:.*]] = stablehlo.and %arg1, %[[M]]

@@ -319,7 +319,7 @@ def test_convert_with_a_target_splits_a_scatter(tmp_path: Path, capsys: pytest.C
     src.write_text(str(lowered(lambda x, i, u: x.at[i].add(u), x, idx, idx)))
     assert main(["convert", str(src), "-o", str(out), "--target", "neuron"]) == 0
     printed = capsys.readouterr()
-    assert "2 limb sum(s) of 16,16-bit limbs over 21 terms in i32" in printed.out and printed.err == ""
+    assert "2 limb sums of 16,16-bit limbs over 21 terms in i32" in printed.out and printed.err == ""
     assert main(["check", str(out), "--target", "neuron"]) == 0
 
 
@@ -527,7 +527,7 @@ def test_mtl_splits_narrow_64_bit_values_in_fewer_limbs() -> None:
     m = lowered(f, np.zeros(8, np.int32), idx, np.zeros(20, np.int32))
     out = copy(m)
     done = legalize(out, MTL)
-    assert [r.detail for r in done.rewritten] == ["2 limb sum(s) of 16,16-bit limbs over 21 terms in i32"]
+    assert [r.detail for r in done.rewritten] == ["2 limb sums of 16,16-bit limbs over 21 terms in i32"]
     assert check_target(out, MTL) == [] and "shift_right_arithmetic" not in str(out)
     run_ref, run_out = compile_module(m, strict=False), compile_module(out, strict=False)
     for xs, us in zip(_ordered((8,), np.int32), _ordered((20,), np.int32)):

@@ -365,8 +365,8 @@ def test_convert_with_a_target(tmp_path: Path, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     assert main(["convert", str(src), "-o", str(out), "--target", "neuron-trn2"]) == 0
     got = capsys.readouterr()
-    assert got.err == "" and "target neuron-trn2: 1 op(s) rewritten into 14 exact op(s) of their kind" in got.out
-    assert "14 limb dot(s) of 8,8,8,8 x 7,7,7,7,4-bit limbs over 512 terms in f32" in got.out
+    assert got.err == "" and "target neuron-trn2: 1 op rewritten into 14 exact ops of their kind" in got.out
+    assert "14 limb dots of 8,8,8,8 x 7,7,7,7,4-bit limbs over 512 terms in f32" in got.out
     converted = ir.Module.parse(out.read_text(), make_context())
     assert len(dots(converted)) == 14 and not any(_is_int(d) for d in dots(converted))
     assert main(["check", "--target", "neuron-trn2", str(out)]) == 0

@@ -129,7 +129,7 @@ def test_check_target_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     out, err = capsys.readouterr()
     assert code == 1 and err == ""
     assert "inexact [EVRF035]" in out and "refused: variadic reductions" in out
-    assert out.strip().splitlines()[-1] == f"{path}: 2 finding(s) for target neuron (1 inexact, 1 refused)"
+    assert out.strip().splitlines()[-1] == f"{path}: 2 findings for target neuron (1 inexact, 1 refused)"
     assert f"{__file__}:" in out  # the user's line
     assert main(["check", "--target", "mtl", str(path)]) == 0
     assert "nothing target mtl refuses" in capsys.readouterr().out

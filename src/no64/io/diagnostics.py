@@ -14,6 +14,7 @@ from typing import Any
 
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
+from ..report import counted
 
 #: The name messages give data held in memory.
 _MEMORY = "<memory>"
@@ -55,7 +56,7 @@ def _mlir_error_line(name: str, exc: ir.MLIRError) -> str:
     first = diagnostics[0]
     line = _diagnostic_line(name, decode_location(first.location), first.message)
     if len(diagnostics) > 1:
-        line += f" (and {len(diagnostics) - 1} more error(s))"
+        line += f" (and {counted(len(diagnostics) - 1, 'more error')})"
     return line
 
 

@@ -15,7 +15,9 @@ original text.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from ._compat import as_location, location_kind
@@ -60,6 +62,20 @@ class SourceLocation:
                 text += f":{self.column}"
         return text
 
+    @property
+    def known(self) -> bool:
+        """Whether the location says anything (MLIR's ``unknown`` does not)."""
+        return bool(self.file or self.primitive or self.scope) or self.raw not in ("", "unknown", "loc(unknown)")
+
+    def where(self) -> str:
+        """`` at `` and the location for people, the file relative to the
+        working directory when it lies below it; ``""`` for an unknown one."""
+        if not self.known:
+            return ""
+        if self.file is None:
+            return f" at {self}"
+        return f" at {dataclasses.replace(self, file=relative_path(self.file))}"
+
     def __str__(self) -> str:
         src = self.source
         if self.primitive and src:
@@ -72,6 +88,17 @@ class SourceLocation:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def relative_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it, else
+    as given (the way the audit and the reports name a file)."""
+    if os.path.isabs(path):
+        try:
+            return Path(path).relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            pass
+    return path
 
 
 def _primitive_of(name: str) -> str:

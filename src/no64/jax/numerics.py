@@ -43,13 +43,20 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..ir.locations import SourceLocation
+from ..report import counted
 from .host import eqn_source
+
+#: What a line says where the outputs under ``float_policy="pairs"`` are not
+#: finite or differ too ("within inf" would say nothing).
+PAIRS_DO_NOT_HELP = ("float_policy='pairs' does not bring it closer (pairs compute float64 only, with "
+                     "float32's range; an integer that needs 64 bits is exact under NO64_POLICY=exact)")
 
 __all__ = ["NumericsLine", "NumericsReport", "numerics"]
 
@@ -130,17 +137,20 @@ class NumericsReport:
 
     def __str__(self) -> str:
         absolute = "absolute error: x64 gives 0 there; " if self.output_absolute else ""
-        head = (f"no64 numerics of {self.name}: {self.equations} equations compared, float32 outputs within "
-                f"{self.output_error:.2g} of x64 ({absolute}tolerance {self.tol:g}); "
-                f"{len(self.lines)} line(s) beyond it")
+        within = (f"float32 outputs within {self.output_error:.2g} of x64" if math.isfinite(self.output_error)
+                  else "float32 outputs not finite or another value where x64's are not")
+        head = (f"no64 numerics of {self.name}: {counted(self.equations, 'equation')} compared, {within} "
+                f"({absolute}tolerance {self.tol:g}); {counted(len(self.lines), 'line')} beyond it")
         out = [head] + [f"  {line}" for line in self.lines]
         if self.washed_out:
-            out.append(f"  ({self.washed_out} line(s) with a larger intermediate error that does not reach the "
-                       "outputs)")
+            out.append(f"  ({counted(self.washed_out, 'line')} with a larger intermediate error that does not "
+                       "reach the outputs)")
         if self.unpaired:
             out.append(f"  (compared by outputs only after {self.unpaired})")
         if self.pairs_refusal is not None:
             out.append(f"  float_policy='pairs' cannot run it: {self.pairs_refusal}")
+        elif self.pairs_error is not None and not math.isfinite(self.pairs_error):
+            out.append(f"  {PAIRS_DO_NOT_HELP}")
         elif self.pairs_error is not None:
             out.append(f"  under float_policy='pairs' the outputs are within {self.pairs_error:.2g} of x64"
                        + (ABSOLUTE if self.pairs_absolute else ""))

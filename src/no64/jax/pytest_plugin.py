@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from ..report import counted
+
 #: Per test with something to say: its id, and what ``--no64-numerics`` measured.
 numerics_found: list[tuple[str, Any]] = []
 
@@ -102,8 +104,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "no64 numerics")
         listed = sum(len(summary.lines) for _, summary in numerics_found)
         measured = sum(summary.measured for _, summary in numerics_found)
-        terminalreporter.write_line(f"{listed} line(s) where float32 changes a float64 result beyond the "
-                                    f"tolerance, in {measured} measured call(s) of the tests below")
+        terminalreporter.write_line(f"{counted(listed, 'line')} where float32 changes a float64 result beyond the "
+                                    f"tolerance, in {counted(measured, 'measured call')} of the tests below")
         for nodeid, summary in numerics_found:
             terminalreporter.write_line(nodeid)
             for line in summary.text_lines()[1:]:

@@ -46,7 +46,7 @@ from ..ir.types import (
     U64 as _U64,
 )
 from ..kinds import RangePolicy
-from ..report import DemotionReport
+from ..report import DemotionReport, counted
 from ..spec.walk import entry_function, functions, is_public
 from ..targets import as_target
 from ..transforms.demote import demote
@@ -538,7 +538,7 @@ class OutputComparison:
 
     def __str__(self) -> str:
         kind = "exact" if self.exact else f"rtol={self.rtol:g} atol={self.atol:.3g}"
-        status = "ok" if self.ok else f"{self.mismatches} mismatching element(s)"
+        status = "ok" if self.ok else counted(self.mismatches, "mismatching element")
         return (
             f"{self.name}: {self.reference_dtype}->{self.demoted_dtype}{list(self.shape)} "
             f"max_abs={self.max_abs_error:.3g} max_rel={self.max_rel_error:.3g} ({kind}) {status}"

@@ -95,6 +95,7 @@ import math
 from ..ir import words as W
 from ..ir._compat import attribute_dict, replica_group_size
 from ..ir._mlir import ir, stablehlo
+from ..report import counted
 from ..spec.intervals import Interval
 from ..spec.protocols import Legalization, RangeQuery
 from ..spec.registry import Computes, Reduction, spec_of
@@ -175,7 +176,7 @@ class LimbPlan:
 
     def describe(self) -> str:
         a, b = (",".join(map(str, s.widths)) for s in (self.lhs, self.rhs))
-        return f"{self.dots} limb dot(s) of {a} x {b}-bit limbs over {self.contraction} terms"
+        return f"{counted(self.dots, 'limb dot')} of {a} x {b}-bit limbs over {self.contraction} terms"
 
 
 def _bits(interval: Interval) -> int:
@@ -484,7 +485,7 @@ class _LimbSums:
     @property
     def summary(self) -> str:
         widths = ",".join(map(str, self.split.widths))
-        return (f"{len(self.split.limbs)} limb sum(s) of {widths}-bit limbs over {self.terms} terms"
+        return (f"{counted(len(self.split.limbs), 'limb sum')} of {widths}-bit limbs over {self.terms} terms"
                 + (" in f32" if self.in_f32 else " in i32"))
 
     @property
@@ -650,8 +651,8 @@ class _Ordered:
     @property
     def summary(self) -> str:
         s = self.split
-        return (f"{self.ops} op(s) taking the {self.which} of the top part, then of each of {s.lows} "
-                f"{s.width}-bit low part(s) where the parts above are the ones taken"
+        return (f"{counted(self.ops, 'op')} taking the {self.which} of the top part, then of each of "
+                f"{counted(s.lows, f'{s.width}-bit low part')} where the parts above are the ones taken"
                 + (" in f32" if self.in_f32 else " in i32"))
 
     def _combine(self, name: str, operands: list[ir.Value], attrs: dict[str, ir.Attribute],

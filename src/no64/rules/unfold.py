@@ -67,6 +67,7 @@ from collections.abc import Callable, Sequence
 from ..ir import words as W
 from ..ir._compat import as_attribute, attribute_dict
 from ..ir._mlir import ir, stablehlo
+from ..report import counted
 from ..spec.protocols import Legalization
 from ..spec.registry import Computes, elementwise, spec_of
 
@@ -282,7 +283,7 @@ def reduce(op: ir.Operation) -> Legalization | str:
             vals = [_make("reshape", [v], _tensor(rest, _elem(v))) for v in vals]
         return body([_broadcast(i, _shape(vals[0])) for i in inits], vals)
 
-    return _Unfolded(op, build, f"{steps} elementwise step(s) of its body on halves", steps)
+    return _Unfolded(op, build, f"{counted(steps, 'elementwise step')} of its body on halves", steps)
 
 
 def reduce_window(op: ir.Operation) -> Legalization | str:
@@ -324,7 +325,7 @@ def reduce_window(op: ir.Operation) -> Legalization | str:
             vals = body(vals, [_slice(v, start, limit, strides) for v in padded])
         return vals
 
-    return _Unfolded(op, build, f"its body over {positions} window position(s)", positions)
+    return _Unfolded(op, build, f"its body over {counted(positions, 'window position')}", positions)
 
 
 #: The comparisons a comparator may hold on a device that refuses the others.
@@ -356,7 +357,7 @@ class _Ordered:
 
     @property
     def summary(self) -> str:
-        return f"{len(self.compares)} EQ/NE comparison(s) of its comparator as LE and GE"
+        return f"{counted(len(self.compares), 'EQ/NE comparison')} of its comparator as LE and GE"
 
     @property
     def ops(self) -> int:

@@ -19,6 +19,7 @@ import numpy as np
 from ..ir._compat import as_attribute, constant_literal, resource_blobs, resource_key
 from ..ir._mlir import ir
 from ..kinds import EventKind, IntegerPolicy, Verdict
+from ..report import counted
 from ..spec.registry import Refusal
 from . import constants as C
 
@@ -119,7 +120,7 @@ class ConstantNarrowing:
                 if res.values is None:
                     return Refusal(
                         f"{'ui64' if unsigned else 'i64'} constant {res.first_bad} "
-                        f"({res.out_of_range} element(s) in all) does not fit in 32 bits "
+                        f"({counted(res.out_of_range, 'element')} in all) does not fit in 32 bits "
                         "and is not a sentinel",
                         out_of_range=True,
                     )

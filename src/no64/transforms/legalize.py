@@ -51,6 +51,7 @@ from typing import Any
 from ..analysis.ranges import RangeAnalysis
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
+from ..report import counted
 from ..spec.protocols import Legalization
 from ..spec.registry import spec_of
 from ..spec.walk import all_ops
@@ -103,13 +104,13 @@ class Legalized:
     def summary(self) -> str:
         """One line: how many ops were rewritten into how many, and how many left."""
         n = len(self.rewritten)
-        line = (f"target {self.target}: {n} op(s) rewritten into {sum(r.ops for r in self.rewritten)} "
-                f"exact op(s) of their kind")
+        line = (f"target {self.target}: {counted(n, 'op')} rewritten into "
+                f"{counted(sum(r.ops for r in self.rewritten), 'exact op')} of their kind")
         if self.left:
-            line += f"; {len(self.left)} left as they are (no exact form)"
+            line += f"; {len(self.left)} left as {'it is' if len(self.left) == 1 else 'they are'} (no exact form)"
         if self.widened_values:
-            line += (f"; 16-bit integers carried in 32 bits ({self.widened_values} value(s) retyped, "
-                     f"{len(self.widened)} op(s) fixed up)")
+            line += (f"; 16-bit integers carried in 32 bits ({counted(self.widened_values, 'value')} retyped, "
+                     f"{counted(len(self.widened), 'op')} fixed up)")
         return line
 
     def explain(self, finding: Any) -> str:

@@ -20,7 +20,7 @@ from ..ir._compat import as_attribute
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import TypeConverter
-from ..report import Finding
+from ..report import Finding, counted
 from ..spec.registry import names_where
 from ..spec.walk import all_ops, enclosing_function, module_op
 
@@ -205,5 +205,6 @@ def check(module: ir.Module | ir.Operation, keep: Collection[str] = ()) -> None:
     shown = "\n  ".join(str(f) for f in findings[:20])
     more = f"\n  ... and {len(findings) - 20} more" if len(findings) > 20 else ""
     raise Remaining64BitError(
-        f"{len(findings)} 64-bit value(s) remain in the module:\n  {shown}{more}", findings
+        f"{counted(len(findings), '64-bit value')} {'remains' if len(findings) == 1 else 'remain'} in the "
+        f"module:\n  {shown}{more}", findings
     )

@@ -26,6 +26,7 @@ from ...errors import (
     UnsupportedOpError,
 )
 from ...kinds import Handling, Mode
+from ...report import counted
 from ...rules import REGISTRY, spec_of
 from .model import AuditReport, Cause, Group, HostNarrowing, ModuleAudit, _module_how
 from .schema import AS_IS, CAUSE_KINDS, HOOK
@@ -256,10 +257,6 @@ def _target_causes(given: ReportInput) -> list[Cause]:
     return out
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
     results, view, x64, dtypes = given.results, given.view, given.x64, given.dtypes
     crash, x64_kept = given.crash, given.x64_kept
@@ -279,21 +276,22 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
             where = e.site.where() + (f" (via {e.site.via})" if e.site.via else "")
         if view == HOOK and x64_kept:
             why = ", NO64_MODE=off" if report.mode == Mode.OFF else ""
-            text = (f"x64 turned on {where} (no64 left it on{why}: {_plural(len(after), 'module')} "
+            text = (f"x64 turned on {where} (no64 left it on{why}: {counted(len(after), 'module')} "
                     "compiled after it reach the backend unchanged)")
             handling = Handling.EXACT
         elif view == HOOK:
-            parts = [f"{_plural(len(after), 'module')} compiled after it are 32-bit"]
+            parts = [f"{counted(len(after), 'module')} compiled after it {'is' if len(after) == 1 else 'are'} "
+                     "32-bit"]
             if dtypes:
-                parts.append(f"{_plural(sum(d.count for d in dtypes), 'explicit 64-bit dtype')} became 32-bit")
+                parts.append(f"{counted(sum(d.count for d in dtypes), 'explicit 64-bit dtype')} became 32-bit")
             if report.host:
-                parts.append(f"{_plural(sum(h.count for h in report.host), 'host value')} narrowed")
+                parts.append(f"{counted(sum(h.count for h in report.host), 'host value')} narrowed")
             text = f"x64 turned on {where} (no64 turned it off: {'; '.join(parts)})"
             handling = Handling.EXACT
         else:
             n = sum(len(r.values) for r in after_results)
             mods = len({r.name for r in after_results if r.values})
-            text = (f"x64 turned on {where} ({_plural(n, '64-bit value')} in {_plural(mods, 'module')} "
+            text = (f"x64 turned on {where} ({counted(n, '64-bit value')} in {counted(mods, 'module')} "
                     "compiled after it; under the hook no64 turns it off)")
             handling = Handling.FLOAT32 if n else Handling.EXACT
         causes.append(Cause("x64", handling, e.site.file, e.site.line, e.site.via, text,
@@ -413,7 +411,7 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
         counts = collections.Counter(v.handling for v in values)
         split = "" if len(counts) == 1 else " (" + ", ".join(
             f"{counts[h]} {h}" for h in sorted(counts, key=lambda h: -h.rank)) + ")"
-        text = (f"{worst} {where}{via}: {_plural(len(values), ','.join(elems) + ' value')} "
+        text = (f"{worst} {where}{via}: {counted(len(values), ','.join(elems) + ' value')} "
                 f"from {', '.join(prims[:4])}{' ...' if len(prims) > 4 else ''}{split}: {hint}")
         causes.append(Cause("value", worst, site.file, site.line, site.via, text, len(values), modules))
     # float64 results that f32 changes (the pass's float hints), per line and kind
@@ -431,9 +429,10 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
     # host values no64 narrowed
     for h in report.host:
         where = f"at {h.source}" if h.source else "with no source line"
-        name = {"sentinel": "host sentinel", "float-inexact": "host float64 value(s)",
-                "float-overflow": "host float64 value(s)"}.get(h.kind, f"host value ({h.kind})")
-        text = f"{name} {where} {h.detail} ({_plural(h.count, 'element')})"
+        host_floats = "host float64 value" if h.count == 1 else "host float64 values"
+        name = {"sentinel": "host sentinel", "float-inexact": host_floats,
+                "float-overflow": host_floats}.get(h.kind, f"host value ({h.kind})")
+        text = f"{name} {where} {h.detail} ({counted(h.count, 'element')})"
         causes.append(Cause("host", h.handling, h.file, h.line, None, text, h.count))
 
     def order(c: Cause) -> tuple[Any, ...]:

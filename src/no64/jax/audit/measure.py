@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from ...report import counted
+from ..numerics import PAIRS_DO_NOT_HELP
 from .sites import relative_path, source_text
 
 __all__ = ["MeasuredFunction", "MeasuredLine", "Measurer", "NumericsSummary", "install"]
@@ -106,12 +108,14 @@ class MeasuredLine:
                 what += f", {self.error / max(self.input_error, 1e-300):.3g}x its inputs'"
         if self.pairs_refusal is not None:
             fix = f"float_policy='pairs' cannot run it: {self.pairs_refusal}"
+        elif self.pairs_error is not None and not math.isfinite(self.pairs_error):
+            fix = PAIRS_DO_NOT_HELP
         elif self.pairs_error is not None:
             fix = f"under float_policy='pairs' the outputs are within {self.pairs_error:.2g}"
             fix += " (absolute error: x64 gives 0 there)" if self.pairs_absolute else ""
         else:
             fix = "pairs not measured"
-        calls = f"{self.calls} call{'s' if self.calls != 1 else ''} of {', '.join(self.functions)}"
+        calls = f"{counted(self.calls, 'call')} of {', '.join(self.functions)}"
         return f"{where}: {self.kind} ({prims}): {what}; {calls}; {fix}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,8 +184,8 @@ class NumericsSummary:
         if self.every > 1:
             sampled = f"1 call in {self.every}" + (f", at most {self.calls}" if self.calls else "")
         return (f"measured float error (x64 program vs 32-bit, tolerance {self.tol:g}): "
-                f"{self.measured} call(s) of {len(self.functions)} jitted function(s) measured "
-                f"({sampled} of each), {len(self.lines)} line(s) beyond the tolerance")
+                f"{counted(self.measured, 'call')} of {counted(len(self.functions), 'jitted function')} "
+                f"measured ({sampled} of each), {counted(len(self.lines), 'line')} beyond the tolerance")
 
     def text_lines(self) -> list[str]:
         out = [self.headline()]
@@ -189,7 +193,7 @@ class NumericsSummary:
         for f in self.functions:
             if f.not_measured is not None:
                 where = f" ({f.source})" if f.source else ""
-                count = f"{f.failed} of {f.failed + f.measured} sampled call(s)" if f.measured else "its calls"
+                count = f"{f.failed} of {counted(f.failed + f.measured, 'sampled call')}" if f.measured else "its calls"
                 out.append(f"  {f.name}{where}: {count} not measured: {f.not_measured}")
         return out
 

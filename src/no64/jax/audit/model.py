@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from ... import __version__
 from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
+from ...report import counted
 from .measure import NumericsSummary
 from .schema import AS_IS, CAUSE_KINDS, HOOK, MODULE_HOW, SARIF_RULES, SCHEMA_VERSION, sarif_log
 from .sites import source_text
@@ -251,7 +252,11 @@ class AuditReport:
         by = {s: sum(1 for m in self.modules if m.status == s) for s in ("passed", "rewritten", "refused")}
         if self.view == HOOK:
             plats = ",".join(self.platforms)
-            head = f"no64 audit of {self.program or 'the program'} as NO64_PLATFORMS={plats} runs it"
+            if plats == "default":  # neither --platform nor NO64_PLATFORMS named one
+                head = (f"no64 audit of {self.program or 'the program'} as the compile hook runs it for the "
+                        "default backend (no platform named: --platform or NO64_PLATFORMS)")
+            else:
+                head = f"no64 audit of {self.program or 'the program'} as NO64_PLATFORMS={plats} runs it"
             chosen = [f"NO64_{name.upper()}={value}" for name, value, default in (
                 ("mode", self.mode, Mode.FIX), ("integer_policy", self.integer_policy, IntegerPolicy.ERROR),
                 ("policy", self.policy, RangePolicy.DEFAULT), ("target", self.target, None))
@@ -260,7 +265,7 @@ class AuditReport:
                 head += f" ({', '.join(chosen)})"
         else:
             head = f"no64 audit of {self.program or 'the program'} as is (its own x64 setting; no hook)"
-        parts = [f"{n} module{'s' if n != 1 else ''} compiled"]
+        parts = [f"{counted(n, 'module')} compiled"]
         verb = {"passed": "passed through", "rewritten": "rewritten", "refused": "refused"}
         if self.view == AS_IS:
             verb = {"passed": "without 64-bit values", "rewritten": "would be rewritten",
@@ -275,7 +280,7 @@ class AuditReport:
             parts.append(part)
         if self.host:
             k = sum(h.count for h in self.host)
-            parts.append(f"{k} host value{'s' if k != 1 else ''} narrowed")
+            parts.append(f"{counted(k, 'host value')} narrowed")
         return f"{head}: " + ", ".join(parts)
 
     def format_text(self, color: bool = False, verbose: bool = False, limit: int = 20) -> str:

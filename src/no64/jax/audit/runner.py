@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from ...kinds import IntegerPolicy, Mode, RangePolicy
+from ...report import counted
 from .. import host
 from .causes import ReportInput, build_report
 from .measure import Measurer, measuring
@@ -103,7 +104,7 @@ class Progress:
             pass
 
     def observed(self, count: int) -> None:
-        self.show(f"no64 audit: {count} module(s) compiled so far")
+        self.show(f"no64 audit: {counted(count, 'module')} compiled so far")
 
     def clear(self) -> None:
         if self.shown:
@@ -169,7 +170,7 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         except (OSError, ValueError):
             pass
         if line is not None:
-            line.show(f"no64 audit: analysing {len(obs.modules)} module(s)")
+            line.show(f"no64 audit: analysing {counted(len(obs.modules), 'module')}")
         try:
             report = build_report(ReportInput(_explain(obs.modules), program=target, view=AS_IS,
                                               x64=x64, crash=crash))
@@ -192,7 +193,7 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
     except (OSError, ValueError):
         pass
     if line is not None:
-        line.show(f"no64 audit: analysing {len(pred.results)} module(s)")
+        line.show(f"no64 audit: analysing {counted(len(pred.results), 'module')}")
     platforms = sorted(pred.platforms)
     if not label:
         from .._compat import backends_started

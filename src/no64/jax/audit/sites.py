@@ -22,10 +22,10 @@ import runpy
 import sys
 import sysconfig
 import tokenize
-from pathlib import Path
 from typing import Any
 
 from ...ir._mlir import ir
+from ...ir.locations import relative_path
 from ...ir.types import TypeConverter
 from ...rules import spec_of
 from ...spec.walk import entry_name
@@ -79,17 +79,6 @@ def _is_library(path: str) -> bool:
         return True
     real = os.path.realpath(path)
     return real.startswith(_STDLIB) or real.startswith(_OWN_DIR) or real.startswith(_library_dirs())
-
-
-def relative_path(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it (as
-    the audit names a file in its records and reports), else as given."""
-    if os.path.isabs(path):
-        try:
-            return Path(path).relative_to(Path.cwd()).as_posix()
-        except ValueError:
-            pass
-    return path
 
 
 def _short_library(path: str) -> str:

@@ -206,9 +206,10 @@ def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
     more = f" (and {count - 1} more)" if count > 1 else ""
     raise HostRangeError(
         f"no64: {_describe(a, scalar)} at {source.source or source.raw} holds {value!r}{at}{more}, "
-        "beyond float32's range (|x| > 3.4e38), which float32 and float32 pairs cannot hold: it "
-        "would become inf; scale the data, or NO64_INTEGER_POLICY (no64.jit: integer_policy=) "
-        "'saturate' or 'wrap' lets it become inf, recorded in no64.host_records()",
+        "beyond float32's range (|x| > 3.4e38): it would become inf under either float policy "
+        "(NO64_FLOAT_POLICY=pairs keeps float32's range); scale the data, or let it become inf, "
+        "recorded in no64.host_records(), with the out-of-range policy, which covers host floats "
+        "too: NO64_INTEGER_POLICY (no64.jit: integer_policy=) 'saturate' or 'wrap'",
         value=value, dtype=str(a.dtype), index=index, source=source)
 
 
