@@ -129,9 +129,9 @@ def test_plan_keeps_every_dot_and_sum_exact(name: str) -> None:
         assert p.carries < I32_MAX
         assert [i for ph in p.phases for i in ph] == list(range(1, p.slices + 1))
         assert all((ph[-1] - ph[0] + 1) * p.beta <= 22 for ph in p.phases)
-        # phi decreases with the digits; the fewest reach TAU where (|A||B|)_ij is 4k
+        # phi decreases with the digits; the fewest reach TAU where (|A||B|)_ij is k / 4
         phis = [p.phi(s) for s in range(p.fewest, p.slices + 1)]
-        assert phis == sorted(phis, reverse=True) and phis[0] <= 4 * TAU
+        assert phis == sorted(phis, reverse=True) and phis[0] <= TAU / 16
         # (|A||B|)_ij in scaled units is at most 4k, k max|A_i:| max|B_:j| at least k
         span = pair_dot.SPAN_BITS if path.branches else pair_dot.STATIC_SPAN_BITS
         assert p.cap >= p.slack * 2.0 ** (span - 2)

@@ -125,9 +125,9 @@ SPAN_BITS = 36
 #: Where it does not (every level computed always), this many.
 STATIC_SPAN_BITS = 12
 
-#: The planner prices the levels that data whose ``(|A| |B|)_ij`` is
+#: The levels always computed are those data whose ``(|A| |B|)_ij`` is
 #: ``2**-4`` of ``k`` in scaled units need (normally distributed data are
-#: about ``2**-3`` to ``2**-5``).
+#: about ``2**-3`` to ``2**-5``): the further ones run a product at a time.
 _TYPICAL_BITS = 6
 
 #: Digits' bits per datapath the planner considers (int8's are 7: the
@@ -299,7 +299,8 @@ class SplitPlan:
 
 def _fewest(p: SplitPlan, bits: float) -> int:
     """The fewest digits whose ``phi`` is within ``4 TAU 2**-bits``: with
-    fewer, no data satisfy the bound (``(|A| |B|)_ij <= 4k`` scaled)."""
+    fewer, no data whose ``(|A| |B|)_ij`` is above ``2**-bits`` of its
+    largest (``4k`` scaled) satisfy the bound."""
     s = 1
     while p.phi(s) > 4 * TAU * 2.0**-bits:
         s += 1
@@ -319,7 +320,8 @@ def plan(k: int, path: Matmul = F32_MATMUL) -> SplitPlan:
     span = SPAN_BITS if path.branches else STATIC_SPAN_BITS
     for beta in BETA_CANDIDATES[path.operands]:
         probe = SplitPlan(k, beta, 40, 40, 1, path)
-        lo = _fewest(probe, 0)
+        # the levels typical data need always (as grouped dots); more only in the loop
+        lo = _fewest(probe, _TYPICAL_BITS)
         hi = max(lo, _fewest(probe, span))
         if (hi + 1) * beta > 100:  # every grid and rounding constant a normal f32
             continue
@@ -335,7 +337,7 @@ def plan(k: int, path: Matmul = F32_MATMUL) -> SplitPlan:
         p = SplitPlan(k, beta, hi, lo, -(-k // chunk), path)
         if p.chunks > 2 ** (beta - 1) or p.carries >= 2**31 - 1:
             continue
-        paid = max(lo, _fewest(probe, _TYPICAL_BITS)) if path.branches else hi
+        paid = lo if path.branches else hi
         cost = paid * (paid + 1) / 2 * k + _LEVEL_COST * (hi + 1)
         if p.chunks > 1:
             cost += _CHUNK_COST * p.chunks * (paid + 1)
