@@ -1,113 +1,159 @@
-"""A float64 matmul on pairs of f32, by exact slices and elementwise, on the CPU (or ``--platform``).
+"""A float64 matmul on pairs of f32 by exact slices on each matrix engine datapath, beside float64 and float32.
 
-For each size ``n`` (``--sizes``, default 256 and 512) two ``n x n``
-float64 matrices (normal entries) are multiplied by four programs compiled
-on the CPU backend, outside the timed region:
+For each size ``n`` (``--sizes``) and each kind of data (``--data``:
+``normal`` entries, or ``wide``: normal entries times ``2**e``, ``e``
+uniform in ``[-20, 20]`` per element), two ``n x n`` float64 matrices are
+multiplied on the device JAX sees first (``jax.devices()[0]``, or
+``--platform``), every input resident on it, by:
 
-* **f64**: the x64 program as JAX lowers it;
-* **pairs, elementwise**: ``no64.demote(module, float_policy="pairs")``
-  with every contraction computed as pair products and a blocked sum (the
-  form contractions shorter than ``DOT_SPLIT_MIN`` keep);
-* **pairs, split**: the same with the exact-slice rule (f32
-  ``dot_general``s at HIGHEST precision, ``no64.rules.pair_dot``);
-* **f32**: the float32 program (x64 off).
+* **f64**: the x64 program as JAX lowers it (on a TPU, XLA's own
+  emulation of float64);
+* **pairs int8**: ``no64.demote(module, float_policy="pairs")`` for a
+  profile whose matrix engine is a TPU's (``no64.targets.TPU_MATMUL``:
+  int8 digits, ``int8 x int8 -> int32`` dots);
+* **pairs bf16**: the same for Neuron's (``NEURON_MATMUL``: bf16 digits,
+  one-pass dots into f32, every slice always);
+* **pairs f32**: the same for f32 products at HIGHEST (``F32_MATMUL``,
+  the CPU's and an unknown device's);
+* **f32**: the float32 program (HIGHEST).
 
-Each program runs once to warm up, then ``--repeats`` times; the table
-shows the median time of one execution, each program's ratio to f64, and
-the largest error against the f64 result relative to ``(|A| |B|)_ij``.
+The inputs are rounded to what a pair holds first (48 bits), so that every
+program multiplies the same numbers.  Each program is compiled outside the
+timed region, runs once to warm up, then ``--repeats`` samples of at least
+20 ms each, the programs taking turns; the table shows the median time of
+one execution, each program's ratio to f64, and the largest error over
+``--samples`` output elements against the exact product (each computed as
+an exactly rounded sum of exact products), relative to ``(|A| |B|)_ij``.
 
-Run ``python benchmarks/bench_pairs_dot.py --repeats 3``.
+Run ``python benchmarks/bench_pairs_dot.py --sizes 1024 2048 4096``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 
 import no64
-import no64.rules.pair_rules as pair_rules
 from no64.jax.reference import compile_module, lower_x64
+from no64.targets import F32_MATMUL, NEURON_MATMUL, TPU_MATMUL, Matmul, target
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support beside it
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support, bench_pairs beside it
+from bench_pairs import time_programs  # noqa: E402
 from bench_support import enable_x64  # noqa: E402
 
-
-def _timed(fn: Callable[[], np.ndarray], repeats: int) -> tuple[float, np.ndarray]:
-    out = fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+#: The pairs' datapaths, by name.
+PATHS: dict[str, Matmul] = {"int8": TPU_MATMUL, "bf16": NEURON_MATMUL, "f32": F32_MATMUL}
 
 
-def _pairs_program(a: np.ndarray, b: np.ndarray, split: bool, platform: str = "cpu") -> Callable[[], np.ndarray]:
-    saved = pair_rules.DOT_SPLIT_MIN
-    pair_rules.DOT_SPLIT_MIN = 1 if split else 2**62
-    try:
-        m = lower_x64(lambda x, y: x @ y, a, b)
-        no64.demote(m, float_policy="pairs", check=True)
-    finally:
-        pair_rules.DOT_SPLIT_MIN = saved
-    backend = jax.extend.backend.get_backend(platform)
-    device = backend.devices()[0]
+def make_inputs(n: int, data: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two ``n x n`` float64 matrices of the kind ``data``, rounded to pairs."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    if data == "wide":
+        a *= 2.0 ** rng.integers(-20, 21, a.shape)
+        b *= 2.0 ** rng.integers(-20, 21, b.shape)
+    return (no64.join_pairs(no64.split_pairs(a, strict=True)), no64.join_pairs(no64.split_pairs(b, strict=True)))
+
+
+def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    c = x * 134217729.0  # 2**27 + 1: Dekker's split
+    hi = c - (c - x)
+    return hi, x - hi
+
+
+def exact_rows(a: np.ndarray, b: np.ndarray, cells: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(AB)_ij`` (exactly rounded) and ``(|A| |B|)_ij`` at ``cells``: each
+    product exact as two doubles (Dekker), the terms summed by ``math.fsum``."""
+    exact, magnitude = [], []
+    for i, j in cells:
+        x, y = a[i], b[:, j]
+        p = x * y
+        xh, xl = _split(x)
+        yh, yl = _split(y)
+        e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+        exact.append(math.fsum(np.concatenate([p, e])))
+        magnitude.append(math.fsum(np.abs(p)) * (1 + 2.0**-50))
+    return np.array(exact), np.array(magnitude)
+
+
+def _pairs_program(a: np.ndarray, b: np.ndarray, path: Matmul, device: Any) -> Callable[[], Any]:
+    m = lower_x64(lambda x, y: x @ y, a, b)
+    profile = dataclasses.replace(target("generic"), name=f"bench-{path.operands}", matmul=path)
+    no64.demote(m, float_policy="pairs", check=True, target=profile)
     exe = compile_module(str(m), device)
     ins = [jax.device_put(no64.split_pairs(x), device) for x in (a, b)]
 
-    def run() -> np.ndarray:
+    def run() -> Any:
         (out,) = exe.execute(ins)
-        return no64.join_pairs(np.asarray(out.block_until_ready()))
+        return out.block_until_ready()
 
     return run
 
 
-def bench(n: int, repeats: int, seed: int = 0, platform: str = "cpu") -> dict[str, float]:
-    rng = np.random.default_rng(seed)
-    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
-    cpu = jax.devices(platform)[0]
+def bench(n: int, data: str = "normal", repeats: int = 3, samples: int = 64, device: Any = None,
+          paths: Sequence[str] = tuple(PATHS)) -> dict[str, Any]:
+    """Time and check every program on one size and kind of data: seconds
+    per execution (``<program>_s``) and largest relative error
+    (``<program>_err``)."""
+    device = device or jax.devices()[0]
+    a, b = make_inputs(n, data)
+    programs: dict[str, Callable[[], Any]] = {}
     with enable_x64(True):
         f64 = jax.jit(lambda x, y: x @ y)
-        da, db = jax.device_put(a, cpu), jax.device_put(b, cpu)
-        t64, ref = _timed(lambda: np.asarray(f64(da, db).block_until_ready()), repeats)
+        da, db = jax.device_put(a, device), jax.device_put(b, device)
+        programs["f64"] = lambda: f64(da, db).block_until_ready()
+        programs["f64"]()  # compiled with x64 on
+    for name in paths:
+        programs[f"pairs {name}"] = _pairs_program(a, b, PATHS[name], device)
     f32 = jax.jit(lambda x, y: jnp.matmul(x, y, precision="highest"))
-    fa, fb = jax.device_put(a.astype(np.float32), cpu), jax.device_put(b.astype(np.float32), cpu)
-    t32, r32 = _timed(lambda: np.asarray(f32(fa, fb).block_until_ready()), repeats)
-    tel, rel = _timed(_pairs_program(a, b, split=False, platform=platform), repeats)
-    tsp, rsp = _timed(_pairs_program(a, b, split=True, platform=platform), repeats)
-    scale = np.abs(a) @ np.abs(b)
-
-    def err(x: np.ndarray) -> float:
-        return float(np.max(np.abs(x.astype(np.float64) - ref) / scale))
-
-    return {"n": n, "f64_s": t64, "elementwise_s": tel, "split_s": tsp, "f32_s": t32,
-            "elementwise_err": err(rel), "split_err": err(rsp), "f32_err": err(r32)}
+    fa, fb = jax.device_put(a.astype(np.float32), device), jax.device_put(b.astype(np.float32), device)
+    programs["f32"] = lambda: f32(fa, fb).block_until_ready()
+    with enable_x64(True):
+        times = time_programs(programs, repeats)
+        results = {name: run() for name, run in programs.items()}
+    rng = np.random.default_rng(1)
+    cells = [(int(i), int(j)) for i, j in rng.integers(0, n, (samples, 2))]
+    exact, magnitude = exact_rows(a, b, cells)
+    out: dict[str, Any] = {"n": n, "data": data, "device": str(device)}
+    for name, got in results.items():
+        arr = np.asarray(got)
+        values = no64.join_pairs(arr) if name.startswith("pairs") else arr.astype(np.float64)
+        picked = np.array([values[i, j] for i, j in cells])
+        out[f"{name}_s"] = times[name]
+        out[f"{name}_err"] = float(np.max(np.abs(picked - exact) / magnitude))
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--platform", default="cpu",
-                   help="the JAX backend to run on (default: cpu; f64 there is whatever that backend makes of it)")
+    p.add_argument("--data", nargs="+", default=["normal", "wide"], choices=["normal", "wide"])
+    p.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(PATHS))
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--samples", type=int, default=64, help="output elements checked against the exact product")
+    p.add_argument("--platform", default=None, help="the JAX backend to run on (default: the first device's)")
     args = p.parse_args(argv)
-    print(f"{'n':>5} {'f64':>9} {'pairs elementwise':>22} {'pairs split':>18} {'f32':>16}   "
-          "max error / (|A||B|): elementwise, split, f32")
+    device = jax.devices(args.platform)[0] if args.platform else jax.devices()[0]
+    names = ["f64", *(f"pairs {q}" for q in args.paths), "f32"]
+    print(f"device: {device.device_kind} ({device.platform}); times: median ms of one execution (x f64); "
+          "error: max |C - AB| / (|A||B|)_ij")
+    print(f"{'n':>5} {'data':>6} " + " ".join(f"{name:>22}" for name in names))
     for n in args.sizes:
-        r = bench(n, args.repeats, platform=args.platform)
-        t = r["f64_s"]
-        print(f"{n:>5} {t * 1e3:7.1f}ms {r['elementwise_s'] * 1e3:9.1f}ms ({r['elementwise_s'] / t:6.1f}x) "
-              f"{r['split_s'] * 1e3:7.1f}ms ({r['split_s'] / t:5.1f}x) {r['f32_s'] * 1e3:6.1f}ms "
-              f"({r['f32_s'] / t:4.2f}x)   {r['elementwise_err']:.1e}, {r['split_err']:.1e}, {r['f32_err']:.1e}")
+        for data in args.data:
+            r = bench(n, data, args.repeats, args.samples, device, args.paths)
+            t = r["f64_s"]
+            cells = [f"{r[f'{name}_s'] * 1e3:8.2f} ({r[f'{name}_s'] / t:5.2f}x) {r[f'{name}_err']:.1e}"
+                     for name in names]
+            print(f"{n:>5} {data:>6} " + " ".join(f"{c:>22}" for c in cells), flush=True)
     return 0
 
 

@@ -107,3 +107,31 @@ def load_benchmark(name: str) -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def split_dot_bound(row: Any, col: Any, row_hi_max: float, col_hi_max: float, path: Any = None) -> Any:
+    """The bound ``no64.rules.pair_dot`` states for one output of a dot by
+    exact slices: ``row`` and ``col`` the exact (``Fraction``) elements of
+    a row of the lhs and a column of the rhs, ``*_hi_max`` the largest
+    magnitude of their hi words (f32), ``path`` the datapath (f32 products
+    if ``None``)::
+
+        (1 + SUM_ACCURACY) max(TAU P, k phi(slices) 2**(a + b)) + SUM_ACCURACY P + 2**-125
+
+    with ``P = (|A| |B|)_ij`` and ``2**a``, ``2**b`` the row's and column's
+    scalings back."""
+    import math
+    from fractions import Fraction
+
+    from no64.rules.pair_dot import SUM_ACCURACY, TAU, plan
+    from no64.targets import F32_MATMUL
+
+    pl = plan(len(row), path or F32_MATMUL)
+
+    def exponent(top: float) -> int:
+        return math.frexp(top)[1] - 1 if top >= 2.0**-126 else 0
+
+    p = sum((abs(x * y) for x, y in zip(row, col)), Fraction(0))
+    always = Fraction(len(row) * pl.phi(pl.slices)) * Fraction(2) ** (exponent(row_hi_max) + exponent(col_hi_max))
+    worst = max(Fraction(TAU) * p, always)
+    return (1 + Fraction(SUM_ACCURACY)) * worst + Fraction(SUM_ACCURACY) * p + Fraction(2) ** -125

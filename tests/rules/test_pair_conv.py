@@ -4,7 +4,7 @@ on pairs computes it (exact f32 slices from 32 elements on).
 
 Each converted program's outputs are held to the exact convolution of its
 pair inputs (rationals of ``hi + lo``) within the bound of the dot it
-becomes -- ``eps(k) * k * max |patch| * max |kernel column|`` -- on inputs
+becomes (``support.split_dot_bound``, the patch as the row) -- on inputs
 spanning ``2**-60`` to ``2**60`` with cancelling terms, through padding,
 strides, input and window dilation and every layout; inf and NaN where the
 x64 program has them; and a grouped convolution refused at its line.
@@ -22,9 +22,8 @@ from jax import lax
 
 import no64
 from no64.jax.reference import lower_x64, run_module
-from no64.rules.pair_dot import plan
 from no64.rules.pair_rules import DOT_SPLIT_MIN
-from support import ir, make_context
+from support import ir, make_context, split_dot_bound
 
 RNG = np.random.default_rng(5)
 
@@ -69,17 +68,23 @@ def _check(got: np.ndarray, px: np.ndarray, pw: np.ndarray, window: tuple[int, .
     inputs (``x`` NHWC, ``w`` HWIO) within the dot's bound; the worst error
     relative to it."""
     p = _patches(_exact(px), window, strides, pads, lhs_dil, rhs_dil)
+    hi = _patches(np.vectorize(Fraction, otypes=[object])(np.abs(px[..., 0]).astype(np.float64)),
+                  window, strides, pads, lhs_dil, rhs_dil)
     k = int(np.prod(window)) * p.shape[-1]
     rows = p.reshape(-1, k)
+    row_hi = hi.reshape(-1, k)
     cols = _exact(pw).reshape(k, -1)
-    eps = plan(k).eps if k >= DOT_SPLIT_MIN else 2.0**-45
+    col_hi = np.abs(pw[..., 0]).astype(np.float64).reshape(k, -1)
     flat = got.reshape(rows.shape[0], cols.shape[1])
     worst = 0.0
     for i in range(rows.shape[0]):
         rmax = max(abs(v) for v in rows[i])
         for j in range(cols.shape[1]):
             exact = sum((a * b for a, b in zip(rows[i], cols[:, j])), Fraction(0))
-            bound = eps * k * rmax * max(abs(v) for v in cols[:, j]) + Fraction(2) ** -125
+            if k >= DOT_SPLIT_MIN:
+                bound = split_dot_bound(rows[i], cols[:, j], float(max(row_hi[i])), float(col_hi[:, j].max()))
+            else:
+                bound = 2.0**-45 * k * rmax * max(abs(v) for v in cols[:, j]) + Fraction(2) ** -125
             err = abs(Fraction(float(flat[i, j])) - exact)
             assert err <= bound, (i, j, float(err), float(bound))
             if bound:

@@ -29,6 +29,7 @@ from ..ir.words import build, make
 from ..spec.protocols import PairContext, PairRule
 from ..spec.registry import Computes, elementwise, spec_of
 from ..spec.util import cumulative_window, int_array, padding, single_element_windows
+from ..targets import Matmul
 from .pair_dot import split_dot
 
 __all__ = ["PairRule", "is_f64", "SUM_BLOCK", "SUM_FOLDS"]
@@ -539,7 +540,7 @@ def scatter(op: ir.Operation, em: PairContext) -> list[Out]:
 
 # ------------------------------------------------------------- dot_general
 #: A contraction of at least this many elements is computed by exact
-#: slices into f32 ``dot_general``s (:mod:`no64.rules.pair_dot`); a shorter
+#: slices into dots on the matrix engine (:mod:`no64.rules.pair_dot`); a shorter
 #: one by pair products and a blocked sum, cheaper there (and within
 #: ``3u^2``-ish of ``(|A| |B|)_ij`` elementwise).
 DOT_SPLIT_MIN = 32
@@ -550,10 +551,11 @@ DOT_CHUNK = 64
 
 def dot_general(op: ir.Operation, em: PairContext) -> list[Out]:
     """Both operands laid out ``batch x free x contracting``; a contraction
-    of at least :data:`DOT_SPLIT_MIN` elements as exact f32 ``dot_general``s
-    of slices of the rows and columns (:func:`no64.rules.pair_dot.split_dot`,
-    the Ozaki scheme: error at most ``eps(k) * k * max_l |A_il| *
-    max_l |B_lj|`` with ``eps(k)`` about ``2**-48``, see that module), a
+    of at least :data:`DOT_SPLIT_MIN` elements as exact dots of integer
+    slices of the rows and columns on the device's matrix engine
+    (``em.matmul``; :func:`no64.rules.pair_dot.split_dot`, the Ozaki
+    scheme: error about ``2**-45.2`` of ``(|A| |B|)_ij``, the slice count
+    chosen at run time from the data, see that module), a
     shorter one as pair products on ``batch x lhs-free x rhs-free x chunk``
     summed in blocks (:data:`DOT_CHUNK` contraction elements at a time).
     A float64 operand beside an f32 (f16, bf16) one takes the latter
@@ -577,21 +579,22 @@ def dot_general(op: ir.Operation, em: PairContext) -> list[Out]:
     k = int(np.prod([ls[i] for i in lc], dtype=np.int64))
     # the lhs as batch x free x contracting
     a3 = _words(a, lambda w: make("reshape", [_transposed(w, lb + lf + lc)], P.pair_type([nbt, m, k])))
-    acc = _contract(a3, b, rb, rc, rf)
+    acc = _contract(a3, b, rb, rc, rf, em.matmul)
     return [_words(acc, lambda w: make("reshape", [w], P.pair_type(batch + lfree + rfree)))]
 
 
-def _contract(a3: P.Pair, b: P.Pair, rb: list[int], rc: list[int], rf: list[int]) -> P.Pair:
+def _contract(a3: P.Pair, b: P.Pair, rb: list[int], rc: list[int], rf: list[int], path: Matmul) -> P.Pair:
     """``a3`` (``batch x m x k``) contracted with ``b`` (its batch, contracting
     and free dimensions ``rb``, ``rc``, ``rf``) as a ``batch x m x n`` pair:
-    from :data:`DOT_SPLIT_MIN` contracting elements on by exact slices, the
-    rhs laid out batch x contracting x free (the layout its f32 dots take);
-    a shorter contraction elementwise, the rhs batch x free x contracting."""
+    from :data:`DOT_SPLIT_MIN` contracting elements on by exact slices on
+    the matrix engine's datapath ``path``, the rhs laid out batch x
+    contracting x free (the layout its dots take); a shorter contraction
+    elementwise, the rhs batch x free x contracting."""
     nbt, m, k = a3.shape
     n = int(np.prod([b.shape[i] for i in rf], dtype=np.int64))
     if k >= DOT_SPLIT_MIN:
         return split_dot(a3, _words(b, lambda w: make("reshape", [_transposed(w, rb + rc + rf)],
-                                                       P.pair_type([nbt, k, n]))))
+                                                       P.pair_type([nbt, k, n]))), path)
     b3 = _words(b, lambda w: make("reshape", [_transposed(w, rb + rf + rc)], P.pair_type([nbt, n, k])))
     return _elementwise_dot(a3, b3)
 
@@ -672,7 +675,7 @@ def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
     k = int(np.prod(window, dtype=np.int64)) * c
     rows = _words(x, patches)
     cols = _words(kern, lambda w: make("reshape", [w], P.pair_type([k, o])))
-    acc = _contract(rows, cols, [], [0], [1])
+    acc = _contract(rows, cols, [], [0], [1], em.matmul)
     # [N, out spatial..., O] back to the op's layout
     canonical = [dn.output_batch_dimension, *sp_out, dn.output_feature_dimension]
     inverse = [canonical.index(d) for d in range(r + 2)]

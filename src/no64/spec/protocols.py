@@ -247,6 +247,12 @@ class PairContext(CarrierContext[P.Pair], Protocol):
         """Whether ``v`` is float64 (carried as a pair)."""
         ...
 
+    @property
+    def matmul(self) -> Any:
+        """The device's matrix engine datapath (a :class:`no64.targets.Matmul`)
+        that float64 dots compute their exact slice products on."""
+        ...
+
     def pair(self, v: ir.Value) -> P.Pair:
         """The pair of float64 operand ``v``."""
         ...

@@ -19,6 +19,10 @@ entry:
   division and square root may be off, subnormals, FMA contraction, the
   rounding mode); the pair probe (:mod:`no64.transforms.pair_probe`)
   checks a device against it before it runs pairs there.
+* ``matmul``: the matrix engine's exact datapath, on which a float64
+  ``dot_general`` on pairs computes its slice products
+  (:class:`Matmul`: ``int8 x int8 -> int32`` on a TPU, ``bf16 x bf16 ->
+  f32`` on Neuron, f32 products elsewhere; :mod:`no64.rules.pair_dot`).
 
 :func:`no64.targets.legality.check_target` lists what a module holds that a
 target would refuse or compute inexactly, per op and source line
@@ -32,13 +36,15 @@ entry point group, loaded by :func:`target`).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 from ..ir.types import WIDE_KINDS
 from ..kinds import OpForm
 
-__all__ = ["Arithmetic", "as_target", "BUILT_IN", "Datapath", "F32_EXACT", "I32_MAX", "IEEE_ARITHMETIC",
-           "NEURON_ARITHMETIC", "OpForm", "Refusal", "SEVERAL_INPUTS", "TARGETS", "TPU_V5E_ARITHMETIC", "Target",
+__all__ = ["Arithmetic", "as_target", "BUILT_IN", "Datapath", "F32_EXACT", "F32_MATMUL", "I32_MAX",
+           "IEEE_ARITHMETIC", "Matmul", "NEURON_ARITHMETIC", "NEURON_MATMUL", "OpForm", "Refusal", "SEVERAL_INPUTS",
+           "TARGETS", "TPU_MATMUL", "TPU_V5E_ARITHMETIC", "Target",
            "Widening", "profiles", "profiles_table", "register", "target", "target_for_platform"]
 
 #: The element types no64 knows how to remove, by short name
@@ -119,6 +125,68 @@ class Widening:
     wide: str
     reason: str
     source: str
+
+
+#: Every integer of magnitude up to this is an f32 (its significand has 24
+#: bits): an f32 sum or product of integers is exact while every operand,
+#: product and partial sum stays within it.
+F32_EXACT = 2**24
+#: The largest magnitude a signed 32-bit integer holds: a 32-bit sum is
+#: exact while every partial sum stays within it.
+I32_MAX = 2**31 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Matmul:
+    """The matrix engine's datapath that float64 ``dot_general`` on pairs
+    computes its exact slice products on (:mod:`no64.rules.pair_dot`).
+
+    Attributes:
+      operands: The element type of the slices: ``"i8"`` (integers up to
+        127 in magnitude), ``"bf16"`` (integers up to 256) or ``"f32"``
+        (computed at ``HIGHEST`` precision).
+      accumulates: The type its products are summed in (``"i32"`` or
+        ``"f32"``), exactly while every partial sum is at most
+        ``exact_below`` in magnitude.
+      exact_below: See ``accumulates``.
+      one_pass: The float type the engine multiplies in one pass
+        (``"bf16"`` or ``"f32"``): the type of the dot no64 estimates
+        ``|A| |B|`` with, from which it chooses the slice count at run time.
+      branches: Whether the device runs a ``case`` whose branch depends on
+        the data: the slices beyond the fewest are then computed only where
+        the data need them (else always).
+      reason, source: As for :class:`Refusal`.
+    """
+
+    operands: str
+    accumulates: str
+    exact_below: int
+    one_pass: str
+    branches: bool
+    reason: str
+    source: str
+
+
+#: f32 products at ``HIGHEST`` precision, summed in f32 (a CPU, a GPU, a
+#: device no64 knows nothing of).
+F32_MATMUL = Matmul("f32", "f32", F32_EXACT, "f32", True,
+                    "f32 products at HIGHEST precision (no backend computes them in bf16 or TF32), summed in f32",
+                    "StableHLO precision_config")
+#: A TPU's matrix unit: ``int8 x int8 -> int32``, exact (twice the rate of
+#: its one-pass ``bf16 x bf16 -> f32``; an f32 product at ``HIGHEST`` is
+#: six bf16 passes).
+TPU_MATMUL = Matmul("i8", "i32", I32_MAX, "bf16", True,
+                    "the MXU multiplies int8 x int8 -> int32 exactly (393 TOPS on a v5e, 197 TFLOPS bf16); "
+                    "bf16 x bf16 -> f32 is one pass, an f32 product at HIGHEST six",
+                    "docs.cloud.google.com/tpu/docs/v5e; jax-ml/jax docs/201/precision.md")
+#: Neuron's tensor engine: ``bf16``/``fp8`` products accumulated in f32, no
+#: integer datapath; an f32 product is two passes at a quarter of bf16's
+#: rate; no ``lax.cond``.
+NEURON_MATMUL = Matmul("bf16", "f32", F32_EXACT, "bf16", False,
+                       "the tensor engine takes bf16/fp8/fp32 (fp32 as two FP32_LO_HI passes at a quarter of "
+                       "bf16's rate), no int8, and accumulates in f32; jax.lax.cond is not supported",
+                       "aws-neuron/aws-neuron-sdk nki/api/nki/isa (nc_matmul), tools/neuron-explorer/"
+                       "profile-schema-reference.rst, release-notes/components/jax.rst")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,6 +322,8 @@ class Target:
     widens: tuple[Widening, ...] = ()
     #: The ``jax.devices()`` platform names the profile is for.
     platforms: tuple[str, ...] = ()
+    #: The matrix engine's exact datapath for float64 dots on pairs (:class:`Matmul`).
+    matmul: Matmul = F32_MATMUL
     sources: tuple[str, ...] = ()
     #: How it computes f32 elementwise (:class:`Arithmetic`; IEEE's unless said).
     arithmetic: Arithmetic = IEEE_ARITHMETIC
@@ -277,13 +347,6 @@ class Target:
 
 _NEURON_NOTES = "aws-neuron/aws-neuron-sdk release-notes/components/jax.rst (known issues, 2.26)"
 _NEURON_CODES = "aws-neuron/aws-neuron-sdk compiler/error-codes/"
-#: Every integer of magnitude up to this is an f32 (its significand has 24
-#: bits): an f32 sum or product of integers is exact while every operand,
-#: product and partial sum stays within it.
-F32_EXACT = 2**24
-#: The largest magnitude a signed 32-bit integer holds: a 32-bit sum is
-#: exact while every partial sum stays within it.
-I32_MAX = 2**31 - 1
 
 
 def _neuron_datapaths() -> tuple[Datapath, ...]:
@@ -344,7 +407,7 @@ register(Target(
     "neuron", "AWS Trainium 1 / Inferentia 2 (NeuronCore v2): no 64-bit types; integer dot, combining "
     "scatter and collectives through f32",
     refuses=_neuron_refusals(), datapaths=_neuron_datapaths(), widens=_neuron_widens(), platforms=("neuron",),
-    arithmetic=NEURON_ARITHMETIC,
+    arithmetic=NEURON_ARITHMETIC, matmul=NEURON_MATMUL,
     sources=("aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-features/data-types.rst: FP32, TF32, BF16, "
              "FP16, FP8, UINT8; 'Trn1: 64-bit integers are always auto-converted to 32-bit'",
              _NEURON_NOTES, _NEURON_CODES)))
@@ -357,6 +420,7 @@ register(Target(
                      "an integer dot is an error on Trn2 and later (no integer datapath)",
                      _NEURON_CODES + "EVRF035")),
     datapaths=_neuron_datapaths()[1:], widens=_neuron_widens(), arithmetic=NEURON_ARITHMETIC,
+    matmul=NEURON_MATMUL,
     sources=("aws-neuron/aws-neuron-sdk v2.32.0 release-notes/components/compiler: '--native-int64=enabled "
              "runs int64 ops natively without precision loss on trn2 and later'", _NEURON_CODES)))
 register(Target(
@@ -456,8 +520,8 @@ def _when(entry: Refusal) -> str:
 
 def profiles_table(names: "tuple[str, ...] | None" = None) -> str:
     """The built-in profiles (:data:`BUILT_IN`, or those named) in Markdown: per profile its
-    native 64-bit types, platforms, sources, and every refusal and datapath
-    entry with the vendor's code and source."""
+    native 64-bit types, platforms, matrix engine datapath, sources, and
+    every refusal and datapath entry with the vendor's code and source."""
     out: list[str] = []
     for name in names if names is not None else BUILT_IN:
         t = target(name)
@@ -465,6 +529,12 @@ def profiles_table(names: "tuple[str, ...] | None" = None) -> str:
         native = ", ".join(f"`{k}`" for k in sorted(t.native)) or "none"
         platforms = ", ".join(f"`{p}`" for p in t.platforms) or "none (named with `--target` / `NO64_TARGET`)"
         out.append(f"* Native 64-bit types: {native}\n* JAX platforms: {platforms}")
+        m = t.matmul
+        out.append(f"* Float64 dots on pairs (matrix engine): `{m.operands}` slices, summed in `{m.accumulates}` "
+                   f"(exact within 2**{round(math.log2(m.exact_below + 1))}), "
+                   f"one-pass estimate in `{m.one_pass}`, "
+                   + ("slices the data need chosen at run time" if m.branches else "every slice always (no branches)")
+                   + f": {m.reason} ({m.source})")
         out.extend(f"* Source: {s}" for s in t.sources)
         if t.arithmetic != IEEE_ARITHMETIC:
             out.append(f"* f32 arithmetic: {t.arithmetic.describe()} (source: {t.arithmetic.source})")

@@ -44,7 +44,7 @@ from ..ir.types import is_int64_tensor
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..options import Options
 from ..report import DemotionReport
-from ..targets import Arithmetic, Target
+from ..targets import F32_MATMUL, Arithmetic, Matmul, Target
 from . import rewrite
 from .boundary import NativeBoundary, native_boundary
 from .forward import forward_words
@@ -363,7 +363,8 @@ class _Demotion:
         self._back_up()
         _float_pairs(p, self.root, self.options.outputs, self.expanded, ranges,
                      refuse_range=self.options.policy in (RangePolicy.STRICT, RangePolicy.EXACT),
-                     arithmetic=self.options.pair_arithmetic)
+                     arithmetic=self.options.pair_arithmetic,
+                     matmul=self.options.target.matmul if self.options.target is not None else F32_MATMUL)
         return p.replan(settle=False)
 
     def _emulate(self, p: Planner) -> Planner:
@@ -462,17 +463,18 @@ FLOAT_POLICIES = FloatPolicy.values()
 
 def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
                  expanded: list[tuple[str, str, Any, str]], ranges: list[PairRange],
-                 refuse_range: bool, arithmetic: Arithmetic) -> None:
+                 refuse_range: bool, arithmetic: Arithmetic, matmul: Matmul = F32_MATMUL) -> None:
     """Every float64 value as a pair of f32 (:mod:`no64.transforms.pairs`),
     for a device whose f32 computes as ``arithmetic`` says,
     recorded in the pass's report with the LAPACK calls written out before
     (``expanded``, from :func:`no64.transforms.linalg.expand_lapack`) and
     the ops that may leave the pairs' range (``ranges``, from
     :func:`no64.analysis.pair_range.pair_range`); ``refuse_range``: a
-    constant outside it is refused."""
+    constant outside it is refused; float64 dots on the target's matrix
+    engine datapath ``matmul``."""
     from .pairs import emulate_pairs
 
-    em = emulate_pairs(root, outputs, refuse_range, arithmetic)
+    em = emulate_pairs(root, outputs, refuse_range, arithmetic, matmul)
     rep = p.report
     for name, target, loc, helper in expanded:
         rep.add(EventKind.REWRITE, name, loc, f"{target} written out as StableHLO ({helper}) "

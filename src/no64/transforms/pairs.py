@@ -49,7 +49,7 @@ from ..kinds import Outputs
 from ..rules.pair_rules import is_f64
 from ..spec.registry import spec_of
 from ..spec.walk import entry_function, functions
-from ..targets import IEEE_ARITHMETIC, Arithmetic
+from ..targets import F32_MATMUL, IEEE_ARITHMETIC, Arithmetic, Matmul
 from .carry import Carrier, refresh_signature
 
 __all__ = ["PairEmulation", "emulate_pairs", "split_pairs", "join_pairs"]
@@ -135,12 +135,15 @@ class PairEmulation(Carrier[P.Pair]):
     """The rewrite, and what rules may ask of it (see :mod:`no64.rules.pair_rules`)."""
 
     def __init__(self, root: ir.Operation, boundary: Outputs = Outputs.WORDS,
-                 refuse_range: bool = False, arithmetic: Arithmetic = IEEE_ARITHMETIC) -> None:
+                 refuse_range: bool = False, arithmetic: Arithmetic = IEEE_ARITHMETIC,
+                 matmul: Matmul = F32_MATMUL) -> None:
         self.root = root
         #: the device's f32 division and root, in ulps (the pair division
         #: and root refine their f32 quotients where these exceed 0.5)
         self.divide_ulp = arithmetic.divide_ulp
         self.sqrt_ulp = arithmetic.sqrt_ulp
+        #: the matrix engine's datapath float64 dots compute on
+        self.matmul = matmul
         #: refuse a constant outside the pairs' range (``PairRangeError``)
         #: rather than record it
         self.refuse_range = refuse_range
@@ -443,15 +446,17 @@ class PairEmulation(Carrier[P.Pair]):
 
 
 def emulate_pairs(root: ir.Operation, boundary: Outputs = Outputs.WORDS,
-                  refuse_range: bool = False, arithmetic: Arithmetic = IEEE_ARITHMETIC) -> PairEmulation:
+                  refuse_range: bool = False, arithmetic: Arithmetic = IEEE_ARITHMETIC,
+                  matmul: Matmul = F32_MATMUL) -> PairEmulation:
     """Rewrite every float64 value of ``root`` as a pair (see the module
     docstring), for a device whose f32 computes as ``arithmetic`` says
-    (its division and square root within so many ulps); returns what was
-    done.  Raises
+    (its division and square root within so many ulps), float64 dots on the
+    matrix engine's datapath ``matmul`` (:class:`no64.targets.Matmul`);
+    returns what was done.  Raises
     :class:`~no64.errors.UnsupportedOpError` for an op no rule computes on
     pairs, and with ``refuse_range`` :class:`~no64.errors.PairRangeError`
     for a constant outside the pairs' range (the module is then partly
     rewritten: the caller restores it)."""
-    em = PairEmulation(root, boundary, refuse_range, arithmetic)
+    em = PairEmulation(root, boundary, refuse_range, arithmetic, matmul)
     em.run()
     return em
