@@ -24,7 +24,7 @@
     also measures the program's jitted calls (:mod:`no64.jax.audit.measure`).
     Exit with the program's status when it is not 0; else 1 when a cause
     meets ``--fail-on`` (default ``refused``; ``numerics``: also a measured
-    line), 0 otherwise; 2 on bad usage.
+    line or a jitted function that could not be measured), 0 otherwise; 2 on bad usage.
 
 ``check`` also takes directories: XLA (``--xla_dump_to``) and JAX
 (``jax_dump_ir_to``) dump folders are walked for modules.  XLA writes each
@@ -260,7 +260,8 @@ def _build_parser() -> argparse.ArgumentParser:
         help="exit 1 on: refused (default): a refused module (a run under the hook fails); "
         "unproven: also integers that may not fit in 32 bits and overflows; lossy: also "
         "precision-reduced values; any: any 64-bit value or narrowed host value; numerics (with "
-        "--numerics): a refused module or any line measured beyond the tolerance",
+        "--numerics): a refused module, any line measured beyond the tolerance, or a jitted "
+        "function that could not be measured",
     )
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     audit.add_argument(

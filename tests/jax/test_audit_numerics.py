@@ -319,6 +319,87 @@ def test_an_error_where_x64_gives_zero_is_reported_as_absolute() -> None:
     jsonschema.validate(data, AUDIT_JSON_SCHEMA["properties"]["numerics"])
 
 
+def test_keys_sentinels_and_python_numbers_are_measured() -> None:
+    """What a trainer passes its jitted functions: a state holding a typed
+    PRNG key and a raw uint32 one (returned updated), INT64_MAX as "no
+    value" (numpy and Python int), and Python numbers alone: every call is
+    measured, none "not measured"."""
+    never = np.iinfo(np.int64).max
+    measurer = Measurer(calls=0, pairs=False)
+    with measuring(measurer):
+        @jax.jit
+        def schedule(step: Any, base: Any) -> Any:
+            return base * jnp.minimum(1.0, (step + 1) / 2.0)
+
+        @jax.jit
+        def noisy(state: Any, x: Any) -> Any:
+            key, sub = jax.random.split(state["key"])
+            noise = jax.random.normal(sub, x.shape) + jax.random.uniform(state["raw"], x.shape)
+            return {"key": key, "raw": jax.random.fold_in(state["raw"], 1)}, x + noise
+
+        @jax.jit
+        def best(seen: Any, step: Any) -> Any:
+            return jnp.minimum(seen, step)
+
+        lrs = [float(schedule(i, 1e-2)) for i in range(2)]
+        state = {"key": jax.random.key(0), "raw": jax.random.PRNGKey(1)}
+        state, _ = noisy(state, np.linspace(0.0, 1.0, 8))
+        noisy(state, np.linspace(0.0, 1.0, 8))
+        seen = [int(best(np.int64(never), np.int64(4))), int(best(never, np.int64(2)))]
+    assert lrs == pytest.approx([0.005, 0.01], rel=1e-7) and seen == [4, 2]
+    summary = measurer.summary()
+    functions = {f.name.rsplit(".", 1)[-1]: f for f in summary.functions}
+    assert {k: (f.calls, f.measured, f.not_measured) for k, f in functions.items()} == {
+        "schedule": (2, 2, None), "noisy": (2, 2, None), "best": (2, 2, None)}
+    # the measured errors are float32's (the x64 draw, as the hook runs it), not another draw's
+    assert functions["noisy"].output_error < 1e-5 and summary.lines == []
+    assert functions["best"].output_error == 0.0 and summary.unmeasured() == []
+
+
+# --------------------------------------------------------------------------- a trainer
+
+TRAINER = ROOT / "tests" / "jax" / "trainer"
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+
+
+def _trainer_audit(*argv: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_") and k != "JAX_ENABLE_X64"}
+    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=FAST_COMPILE)
+    return subprocess.Popen([sys.executable, "-m", "no64", "audit", "--numerics", "--numerics-calls", "1",
+                             "--fail-on", "numerics", *argv], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_a_flax_trainer_is_measured_and_its_exit_status_follows_the_measurement(tmp_path: Path) -> None:
+    """tests/jax/trainer/gpt.py: a GPT-like Flax/optax trainer with x64 on,
+    PRNG keys (typed and raw) in its state, INT64_MAX in its metrics and a
+    schedule of Python numbers.  Every jitted function is measured; the exit
+    status is 0 with float32 within the tolerance, 1 beyond it, and 1 when a
+    function cannot be measured (an effect in it), which the report names."""
+    script = "tests/jax/trainer/gpt.py"
+    runs = {"within": _trainer_audit("--json", "-o", str(tmp_path / "within.json"), script),
+            "beyond": _trainer_audit("--numerics-tol", "1e-12", script),
+            "effect": _trainer_audit(script, "--print")}
+    done = {name: (proc, *proc.communicate(timeout=900)) for name, proc in runs.items()}
+    proc, out, err = done["within"]
+    assert proc.returncode == 0, err[-3000:]
+    numerics = json.loads((tmp_path / "within.json").read_text())["numerics"]
+    functions = {f["name"]: f for f in numerics["functions"]}
+    assert set(functions) == {"schedule", "train_step", "evaluate"}
+    assert all(f["measured"] == 1 and f["not_measured"] is None for f in functions.values())
+    assert numerics["lines"] == [] and 0 < functions["train_step"]["output_error"] < 1e-3
+    proc, out, err = done["beyond"]
+    assert proc.returncode == 1, err[-3000:]
+    assert "3 call(s) of 3 jitted function(s) measured" in err and "not measured" not in err
+    assert re.search(r"[1-9]\d* line\(s\) beyond the tolerance", err), err[-3000:]
+    proc, out, err = done["effect"]
+    assert proc.returncode == 1, err[-3000:]
+    assert "2 call(s) of 3 jitted function(s) measured" in err
+    (said,) = [x for x in err.splitlines() if "not measured" in x]
+    assert said.startswith(f"  evaluate ({script}:") and "has effects (DebugEffect)" in said
+    assert "Traceback" not in err
+
+
 # --------------------------------------------------------------------------- the pytest plugin
 
 _PLUGIN_TESTS = """
