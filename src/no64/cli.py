@@ -236,7 +236,8 @@ def _build_parser() -> argparse.ArgumentParser:
         dest="profile",
         metavar="T",
         help="the device profile (no64.targets: neuron, mtl, ...) modules are made exact on and "
-        "checked against, as NO64_TARGET=T does (default: $NO64_TARGET, else the platform's); "
+        "checked against, as NO64_TARGET=T does (default: $NO64_TARGET, else the profile of "
+        "the --platform named, as neuron's); "
         "what it refuses or may compute inexactly, and what no64 made exact there, are causes "
         "per line (not with --as-is)",
     )
