@@ -437,7 +437,8 @@ def test_pytest_plugin_reports_and_fails_on_request(pytester: pytest.Pytester) -
     off = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     off.assert_outcomes(passed=2)
     assert "no64 numerics" not in off.stdout.str()
-    report = pytester.runpytest_subprocess("--no64-numerics", "-p", "no:cacheprovider")
+    # a flag: the path after it is the tests to run, not its value
+    report = pytester.runpytest_subprocess("--no64-numerics", "test_model.py", "-p", "no:cacheprovider")
     report.assert_outcomes(passed=2)
     text = report.stdout.str()
     assert "= no64 numerics =" in text.replace("=" * 3, "=")
@@ -450,9 +451,9 @@ def test_pytest_plugin_reports_and_fails_on_request(pytester: pytest.Pytester) -
     head = next(i for i, x in enumerate(section) if x.startswith("=") and " no64 numerics " in x)
     shown = _shown("pytest --no64-numerics")
     assert _as_shown(section[head:head + len(shown)]) == _as_shown(shown)
-    failing = pytester.runpytest_subprocess("--no64-numerics=fail", "-p", "no:cacheprovider")
+    failing = pytester.runpytest_subprocess("--no64-numerics-fail", "-p", "no:cacheprovider")
     failing.assert_outcomes(passed=1, failed=1)
     assert "FAILED test_model.py::test_difference" in failing.stdout.str()
-    loose = pytester.runpytest_subprocess("--no64-numerics=fail", "--no64-numerics-tol", "100",
+    loose = pytester.runpytest_subprocess("--no64-numerics-fail", "--no64-numerics-tol", "100",
                                           "-p", "no:cacheprovider")
     loose.assert_outcomes(passed=2)
