@@ -373,31 +373,59 @@ def _trainer_audit(*argv: str) -> subprocess.Popen[str]:
 def test_a_flax_trainer_is_measured_and_its_exit_status_follows_the_measurement(tmp_path: Path) -> None:
     """tests/jax/trainer/gpt.py: a GPT-like Flax/optax trainer with x64 on,
     PRNG keys (typed and raw) in its state, INT64_MAX in its metrics and a
-    schedule of Python numbers.  Every jitted function is measured; the exit
-    status is 0 with float32 within the tolerance, 1 beyond it, and 1 when a
-    function cannot be measured (an effect in it), which the report names."""
+    schedule of Python numbers.  Every jitted function is measured, and
+    float32 within the tolerance exits 0; a schedule float32 computes beyond
+    it (the error numpy measures) and an evaluation that cannot be measured
+    (an effect in it), both named, exit 1."""
     script = "tests/jax/trainer/gpt.py"
     runs = {"within": _trainer_audit("--json", "-o", str(tmp_path / "within.json"), script),
-            "beyond": _trainer_audit("--numerics-tol", "1e-12", script),
-            "effect": _trainer_audit(script, "--print")}
+            "beyond": _trainer_audit("--json", "-o", str(tmp_path / "beyond.json"), script, "--offset",
+                                     "--print")}
     done = {name: (proc, *proc.communicate(timeout=900)) for name, proc in runs.items()}
     proc, out, err = done["within"]
     assert proc.returncode == 0, err[-3000:]
     numerics = json.loads((tmp_path / "within.json").read_text())["numerics"]
+    assert numerics["measured"] == 3
     functions = {f["name"]: f for f in numerics["functions"]}
     assert set(functions) == {"schedule", "train_step", "evaluate"}
     assert all(f["measured"] == 1 and f["not_measured"] is None for f in functions.values())
     assert numerics["lines"] == [] and 0 < functions["train_step"]["output_error"] < 1e-3
     proc, out, err = done["beyond"]
     assert proc.returncode == 1, err[-3000:]
-    assert "3 call(s) of 3 jitted function(s) measured" in err and "not measured" not in err
-    assert re.search(r"[1-9]\d* line\(s\) beyond the tolerance", err), err[-3000:]
-    proc, out, err = done["effect"]
-    assert proc.returncode == 1, err[-3000:]
-    assert "2 call(s) of 3 jitted function(s) measured" in err
-    (said,) = [x for x in err.splitlines() if "not measured" in x]
-    assert said.startswith(f"  evaluate ({script}:") and "has effects (DebugEffect)" in said
     assert "Traceback" not in err
+    numerics = json.loads((tmp_path / "beyond.json").read_text())["numerics"]
+    (line,) = numerics["lines"]
+    assert (line["file"], line["functions"]) == (script, ["schedule"])
+    assert line["line"] == next(i for i, text in enumerate((ROOT / script).read_text().splitlines(), 1)
+                                if "SCHEDULE LINE" in text)
+    base = np.float32(1e-2)
+    expected = abs(float((base + np.float32(1e4)) - np.float32(1e4)) - 1e-2) / 1e-2  # step 0: factor 1/2
+    assert line["error"] == pytest.approx(expected, rel=1e-3) and expected > 1e-3
+    functions = {f["name"]: f for f in numerics["functions"]}
+    assert functions["evaluate"]["measured"] == 0
+    assert "has effects (DebugEffect)" in functions["evaluate"]["not_measured"]
+
+
+def test_fail_on_numerics_fails_on_what_could_not_be_measured() -> None:
+    """The exit status of --fail-on numerics (AuditReport.fails): a listed
+    line, a jitted function that could not be measured, or nothing measured
+    at all fail; all measured within the tolerance passes."""
+    from no64.jax.audit.measure import MeasuredFunction, NumericsSummary
+    from no64.jax.audit.model import AuditReport
+
+    def report(*functions: MeasuredFunction) -> AuditReport:
+        return AuditReport(numerics=NumericsSummary(1e-3, 3, 1, list(functions)))
+
+    measured = MeasuredFunction("step", "train.py", 3, calls=3, measured=3)
+    failed = MeasuredFunction("init", "train.py", 9, calls=1, failed=1, not_measured="it has effects")
+    assert not report(measured).fails("numerics")
+    assert report(measured, failed).fails("numerics")
+    assert report(measured, failed).numerics.unmeasured() == [  # type: ignore[union-attr]
+        "init (train.py:9): its calls not measured: it has effects"]
+    assert report().fails("numerics")  # nothing measured: not a pass
+    assert report().numerics.unmeasured() == [  # type: ignore[union-attr]
+        "nothing measured: no jitted function was called outside a trace"]
+    assert not report(measured, failed).fails("refused")  # only --fail-on numerics looks at them
 
 
 # --------------------------------------------------------------------------- the pytest plugin

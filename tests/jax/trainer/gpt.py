@@ -3,7 +3,9 @@
 dropout) and a raw uint32 PRNGKey (for shuffling), its metrics the host
 sentinel INT64_MAX ("no best step yet"), and a learning-rate schedule takes
 Python numbers only.  ``--print`` adds a jax.debug.print to the evaluation
-(an effect, which measuring would run again).  Prints the losses as JSON."""
+(an effect, which measuring would run again); ``--offset`` has the schedule
+add and take away 1e4 (float32 keeps about 3 of the learning rate's digits).
+Prints the losses as JSON."""
 
 import json
 import sys
@@ -20,13 +22,14 @@ import data
 
 NEVER = np.iinfo(np.int64).max  # SENTINEL LINE
 PRINT = "--print" in sys.argv[1:]
+OFFSET = 1e4 if "--offset" in sys.argv[1:] else 0.0
 model = TinyGPT()
 opt = optax.inject_hyperparams(optax.adam)(learning_rate=1e-2)
 
 
 @jax.jit
 def schedule(step, base):
-    return base * jnp.minimum(1.0, (step + 1) / 2.0)  # SCHEDULE LINE
+    return ((base + OFFSET) - OFFSET) * jnp.minimum(1.0, (step + 1) / 2.0)  # SCHEDULE LINE
 
 
 @jax.jit
