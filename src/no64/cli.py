@@ -24,14 +24,16 @@
     also measures the program's jitted calls (:mod:`no64.jax.audit.measure`).
     Exit with the program's status when it is not 0; else 1 when a cause
     meets ``--fail-on`` (default ``refused``; ``numerics``: also a measured
-    line), 0 otherwise; 2 on bad usage.
+    line or a jitted function that could not be measured), 0 otherwise; 2 on bad usage.
 
 ``check`` also takes directories: XLA (``--xla_dump_to``) and JAX
 (``jax_dump_ir_to``) dump folders are walked for modules.  XLA writes each
-module twice, as StableHLO (``module_NNNN.NAME/module.mlir``) and as HLO
-text (``module_NNNN.NAME.before_optimizations.txt``): it is checked once,
-from the StableHLO, and from the HLO text only when the StableHLO cannot be
-read.
+module in several forms, each named after its number ``module_NNNN``:
+StableHLO (``module_NNNN.NAME/module.mlir``), HLO text
+(``module_NNNN.NAME.before_optimizations.txt``), forms after its passes: it
+is checked once, from the StableHLO, and from another form only when the
+StableHLO cannot be read.  The files of modules no form of which can be
+read are counted on one line, by reason (``-v`` names each).
 
 Errors no64 expects (bad input, bad usage) are printed as one
 ``no64: error: ...`` line and exit 2.  Anything else is a bug in no64, an
@@ -132,6 +134,11 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=no64io.FORMATS,
         metavar="F",
         help=f"input format ({formats}); detected from content when omitted",
+    )
+    check.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="in a dump directory, name each file that could not be read, with why (by default one "
+        "line counts them by reason)",
     )
     _add_max_input_size(check)
 
@@ -236,7 +243,8 @@ def _build_parser() -> argparse.ArgumentParser:
         dest="profile",
         metavar="T",
         help="the device profile (no64.targets: neuron, mtl, ...) modules are made exact on and "
-        "checked against, as NO64_TARGET=T does (default: $NO64_TARGET, else the platform's); "
+        "checked against, as NO64_TARGET=T does (default: $NO64_TARGET, else the profile of "
+        "the --platform named, as neuron's); "
         "what it refuses or may compute inexactly, and what no64 made exact there, are causes "
         "per line (not with --as-is)",
     )
@@ -260,7 +268,8 @@ def _build_parser() -> argparse.ArgumentParser:
         help="exit 1 on: refused (default): a refused module (a run under the hook fails); "
         "unproven: also integers that may not fit in 32 bits and overflows; lossy: also "
         "precision-reduced values; any: any 64-bit value or narrowed host value; numerics (with "
-        "--numerics): a refused module or any line measured beyond the tolerance",
+        "--numerics): a refused module, any line measured beyond the tolerance, or a jitted "
+        "function that could not be measured",
     )
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     audit.add_argument(
@@ -491,21 +500,38 @@ def _total_line(
 
 
 _DUMP_SUFFIXES = (".mlir", ".mlirbc", ".before_optimizations.txt")
-# XLA (--xla_dump_to) writes each module twice: as HLO text,
-# ``module_NNNN.NAME.before_optimizations.txt``, and as the StableHLO it was
-# given, ``module_NNNN.NAME/module.mlir``.
+# XLA (--xla_dump_to) writes each module in several forms, each file named
+# after the module's number: as HLO text,
+# ``module_NNNN.NAME.before_optimizations.txt``, as the StableHLO it was
+# given, ``module_NNNN.NAME/module.mlir`` (other releases: files
+# ``module_NNNN.NAME....mlir`` beside it), and after its passes.
 _XLA_HLO = ".before_optimizations.txt"
 _XLA_MLIR = ("module.mlir", "module.mlirbc")
+_XLA_MODULE = re.compile(r"^(module_\d+)\.")
 
 
-def _dump_key(path: str) -> str:
-    """What names the module a dump file holds: the same for both of XLA's forms."""
-    folder, base = os.path.split(path)
-    if base in _XLA_MLIR:
-        return folder
-    if base.endswith(_XLA_HLO):
-        return path[: -len(_XLA_HLO)]
+def _dump_key(directory: str, path: str) -> str:
+    """What names the module a dump file holds: XLA's module number for
+    every form XLA wrote of it (the file's name, or a folder's above it,
+    starts ``module_NNNN.``), else the file itself."""
+    parts = os.path.relpath(path, directory).split(os.sep)
+    for i, part in enumerate(parts):
+        found = _XLA_MODULE.match(part)
+        if found:
+            return os.path.join(directory, *parts[:i], found.group(1))
     return path
+
+
+def _dump_rank(path: str) -> tuple[int, str]:
+    """The order a module's files are tried in: XLA's input StableHLO
+    (``module.mlir``), StableHLO before optimisation, other StableHLO, HLO
+    text."""
+    base = os.path.basename(path)
+    if base in _XLA_MLIR:
+        return 0, path
+    if base.endswith(_XLA_HLO):
+        return 3, path
+    return (1 if "before_optimizations" in base else 2), path
 
 
 def _dump_files(directory: str) -> list[list[str]]:
@@ -513,11 +539,12 @@ def _dump_files(directory: str) -> list[list[str]]:
     (``*.mlir``, ``*.mlirbc``, from ``jax_dump_ir_to`` and XLA) and HLO text
     before optimisation (XLA).
 
-    A module XLA wrote in both forms is one module, listed once: its
-    StableHLO ``module_NNNN.NAME/module.mlir`` first (the program as JAX
-    gave it to XLA, with JAX's source locations), then the HLO text
-    ``module_NNNN.NAME.before_optimizations.txt``, read only when the
-    StableHLO cannot be.
+    The files XLA wrote of one module (named by its number) are one module,
+    listed once: its StableHLO ``module_NNNN.NAME/module.mlir`` first (the
+    program as JAX gave it to XLA, with JAX's source locations), then other
+    StableHLO forms, then the HLO text
+    ``module_NNNN.NAME.before_optimizations.txt``; each is read only when
+    the ones before it cannot be.
     """
     found = []
     for root, dirs, files in os.walk(directory):
@@ -525,8 +552,26 @@ def _dump_files(directory: str) -> list[list[str]]:
         found += [os.path.join(root, f) for f in sorted(files) if f.endswith(_DUMP_SUFFIXES)]
     modules: dict[str, list[str]] = {}
     for path in found:
-        modules.setdefault(_dump_key(path), []).append(path)
-    return [sorted(paths, key=lambda p: p.endswith(_XLA_HLO)) for paths in modules.values()]
+        modules.setdefault(_dump_key(directory, path), []).append(path)
+    return [sorted(paths, key=_dump_rank) for paths in modules.values()]
+
+
+def _reason(name: str, message: str) -> str:
+    """Why a file could not be read, without where in it: alike reasons of
+    several files are one."""
+    text = message.removeprefix(f"{name}:").strip()
+    return re.sub(r"^\d+:\d+:\s*", "", text)
+
+
+def _skipped_line(skipped: list[tuple[str, str]], verbose: bool) -> str:
+    """One line for the dump files no module could be read from, with their
+    reasons counted (the three commonest, then how many others)."""
+    reasons = Counter(_reason(name, why) for name, why in skipped)
+    said = [f"{n} x {why if len(why) <= 100 else why[:97] + '...'}" for why, n in reasons.most_common(3)]
+    if len(reasons) > 3:
+        said.append(f"{sum(n for _, n in reasons.most_common()[3:])} other")
+    more = "" if verbose else "; -v lists each"
+    return f"no64: note: skipped {len(skipped)} file(s) no64 cannot read ({'; '.join(said)}){more}"
 
 
 def _load(name: str, args: argparse.Namespace) -> Any:
@@ -575,6 +620,8 @@ def _check(args: argparse.Namespace) -> int:
     status = EXIT_OK
     counted: list[dict[str, Any]] = []
     skipped = failed = 0
+    #: The dump files of the modules that could not be read: (file, why).
+    unread: list[tuple[str, str]] = []
     # Each entry: a module's files (the first that loads is checked) and
     # whether they come from a dump folder (where a file no64 cannot read is
     # skipped, not bad input).
@@ -592,18 +639,22 @@ def _check(args: argparse.Namespace) -> int:
             entries.append(([name], False))
     for files, from_dir in entries:
         if from_dir:
+            tried: list[tuple[str, str]] = []
             for name in files:
                 try:
                     module = _load(name, args)
                 except No64Error as exc:
-                    first = (str(exc).splitlines() or [type(exc).__name__])[0]
-                    print(f"no64: note: skipped {name}: {first}", file=sys.stderr)
-                    results.append({"file": name, "clean": None, "findings": [], "skipped": first,
-                                    "counts": None})
+                    tried.append((name, (str(exc).splitlines() or [type(exc).__name__])[0]))
                     continue
                 break
             else:
                 skipped += 1
+                unread += tried
+                for name, first in tried:
+                    if args.verbose:
+                        print(f"no64: note: skipped {name}: {first}", file=sys.stderr)
+                    results.append({"file": name, "clean": None, "findings": [], "skipped": first,
+                                    "counts": None})
                 continue
             with _too_deep(name):
                 findings = _findings(module, args)
@@ -621,6 +672,8 @@ def _check(args: argparse.Namespace) -> int:
         if findings:
             status = EXIT_FOUND
         counted.append(_check_output(args, name, findings, results))
+    if unread:
+        print(_skipped_line(unread, args.verbose), file=sys.stderr)
     if args.json:
         print(json.dumps(results, indent=2))
     elif len(entries) > 1:

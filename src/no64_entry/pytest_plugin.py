@@ -23,12 +23,15 @@ except ImportError as _exc:
         group.addoption("--no64", action="store_true", default=False,
                         help=f"(unavailable: {_REASON})")
         parser.addini("no64", type="bool", default=False, help="enable the no64 plugin (like --no64)")
-        group.addoption("--no64-numerics", nargs="?", const="report", default=None,
+        group.addoption("--no64-numerics", action="store_true", default=False,
+                        help=f"(unavailable: {_REASON})")
+        group.addoption("--no64-numerics-fail", action="store_true", default=False,
                         help=f"(unavailable: {_REASON})")
 
     def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line(
             "markers", "no64_skip: the no64 plugin does not check the modules this test compiles"
         )
-        if config.getoption("no64") or config.getini("no64") or config.getoption("no64_numerics"):
+        if config.getoption("no64") or config.getini("no64") or config.getoption("no64_numerics") \
+                or config.getoption("no64_numerics_fail"):
             raise pytest.UsageError(f"no64: the plugin cannot run: {_REASON}")

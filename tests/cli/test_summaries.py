@@ -155,8 +155,7 @@ def test_a_module_xla_dumped_twice_is_counted_once(
     assert lines[0].endswith(F64_COUNTS)
     assert lines[1].split(": ", 1)[1].startswith(f"{n_hlo} 64-bit values -- ")
     assert lines[3].startswith(f"total: {n_mlir + 2 * n_hlo} 64-bit values in 3 of 3 files -- ")
-    (note,) = err.splitlines()
-    assert note.startswith(f"no64: note: skipped {dump}/module_0002.jit_g/module.mlir: ")
+    assert err == ""  # every module was read, module_0002 from its HLO text
     code, out, _ = run(capsys, "check", "--json", str(dump))
     files = [d["file"] for d in json.loads(out) if d["clean"] is not None]
     assert [Path(f).relative_to(dump).as_posix() for f in files] == [
@@ -175,7 +174,44 @@ def test_a_module_unreadable_in_both_forms_is_skipped(
     code, out, err = run(capsys, "check", "--summary", str(dump))
     assert code == 1
     assert out.splitlines()[-1].startswith("total: 8 64-bit values in 1 of 1 file (1 skipped) -- ")
-    assert len(err.splitlines()) == 2 and all(line.startswith("no64: note: skipped ") for line in err.splitlines())
+    (note,) = err.splitlines()
+    assert note.startswith("no64: note: skipped 2 file(s) no64 cannot read (1 x ") and note.endswith("-v lists each")
+    code, out, err = run(capsys, "check", "--summary", "-v", str(dump))
+    notes = err.splitlines()
+    assert [n.split(": ", 3)[2] for n in notes[:2]] == [
+        f"skipped {dump}/module_0001.jit_f/module.mlir", f"skipped {dump}/module_0001.jit_f.before_optimizations.txt"]
+    assert notes[2].startswith("no64: note: skipped 2 file(s)") and len(notes) == 3
+
+
+def test_a_dump_with_every_form_of_a_module_counts_it_once_and_sums_up_the_unread(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A dump as jax 0.8's XLA writes it: each module's StableHLO beside its
+    HLO text as files named after the module's number (no NAME/module.mlir
+    folder), and files of its passes no64 cannot read (Shardy's dialect):
+    each module is counted once, from its StableHLO, and the files of the
+    modules that cannot be read at all are one line, by reason."""
+    module = no64io.load(F64)
+    mlir, hlo = Path(F64).read_bytes(), no64io.dumps(module, "hlo")
+    n_mlir = len(no64.find_64bit(module))
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for i in range(1, 4):
+        (dump / f"module_000{i}.jit_f.before_optimizations.mlir").write_bytes(mlir)
+        (dump / f"module_000{i}.jit_f.before_optimizations.txt").write_bytes(hlo)
+        for stage in ("sdy_before_propagation", "sdy_after_propagation"):
+            (dump / f"module_000{i}.jit_f.{stage}.mlir").write_bytes(b'sdy.mesh @mesh = <["x"=2]>\n')
+    for i in range(4, 9):  # modules with nothing no64 reads
+        (dump / f"module_000{i}.jit_p.sdy_before_propagation.mlir").write_bytes(b"sdy.mesh @mesh\n")
+    (dump / "module_0009.jit_q.before_optimizations.txt").write_bytes(b"not HLO")
+    code, out, err = run(capsys, "check", "--summary", str(dump))
+    assert code == 1
+    lines = out.splitlines()
+    assert [line.split(": ", 1)[0] for line in lines[:-1]] == [
+        f"{dump}/module_000{i}.jit_f.before_optimizations.mlir" for i in range(1, 4)]
+    assert lines[-1].startswith(f"total: {3 * n_mlir} 64-bit values in 3 of 3 files (6 skipped) -- ")
+    (note,) = err.splitlines()
+    assert note.startswith("no64: note: skipped 6 file(s) no64 cannot read (5 x ") and "; 1 x " in note
 
 
 # --------------------------------------------------------------------------- the documented outputs

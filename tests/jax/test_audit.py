@@ -682,6 +682,29 @@ def test_target_findings_are_causes_per_line(tmp_path: Path) -> None:
     assert not [c for c in json.loads(data_plain.read_text())["causes"] if c["kind"] == "target"]
 
 
+def test_a_platform_with_a_profile_applies_it(tmp_path: Path) -> None:
+    """--platform neuron (a platform of the neuron profile,
+    no64.targets.target_for_platform) audits as the hook would run on that
+    platform: with its profile, as --target neuron does; a platform without
+    one keeps the generic profile, and --target still chooses."""
+    from no64.targets import target_for_platform
+
+    script = "tests/audit_scripts/neuron_ops.py"
+    assert target_for_platform("neuron").name == "neuron"
+    runs = {}
+    for name, argv in (("platform", ("--platform", "neuron")), ("target", ("--target", "neuron")),
+                       ("other", ("--platform", "cpu"))):
+        out = tmp_path / f"{name}.json"
+        proc = _audit("--json", "-o", str(out), *argv, script)
+        data = json.loads(out.read_text())
+        _validate_json(data)
+        runs[name] = (proc.returncode, data["target"],
+                      sorted((c["line"], c["handling"]) for c in data["causes"] if c["kind"] == "target"))
+    assert runs["platform"] == runs["target"] and runs["platform"][:2] == (1, "neuron")
+    assert runs["platform"][2], runs
+    assert runs["other"][0] == 0 and runs["other"][2] == [], runs
+
+
 def test_target_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     script = str(SCRIPTS / "neuron_ops.py")
     assert main(["audit", "--target", "nope", script]) == 2

@@ -319,6 +319,115 @@ def test_an_error_where_x64_gives_zero_is_reported_as_absolute() -> None:
     jsonschema.validate(data, AUDIT_JSON_SCHEMA["properties"]["numerics"])
 
 
+def test_keys_sentinels_and_python_numbers_are_measured() -> None:
+    """What a trainer passes its jitted functions: a state holding a typed
+    PRNG key and a raw uint32 one (returned updated), INT64_MAX as "no
+    value" (numpy and Python int), and Python numbers alone: every call is
+    measured, none "not measured"."""
+    never = np.iinfo(np.int64).max
+    measurer = Measurer(calls=0, pairs=False)
+    with measuring(measurer):
+        @jax.jit
+        def schedule(step: Any, base: Any) -> Any:
+            return base * jnp.minimum(1.0, (step + 1) / 2.0)
+
+        @jax.jit
+        def noisy(state: Any, x: Any) -> Any:
+            key, sub = jax.random.split(state["key"])
+            noise = jax.random.normal(sub, x.shape) + jax.random.uniform(state["raw"], x.shape)
+            return {"key": key, "raw": jax.random.fold_in(state["raw"], 1)}, x + noise
+
+        @jax.jit
+        def best(seen: Any, step: Any) -> Any:
+            return jnp.minimum(seen, step)
+
+        lrs = [float(schedule(i, 1e-2)) for i in range(2)]
+        state = {"key": jax.random.key(0), "raw": jax.random.PRNGKey(1)}
+        state, _ = noisy(state, np.linspace(0.0, 1.0, 8))
+        noisy(state, np.linspace(0.0, 1.0, 8))
+        seen = [int(best(np.int64(never), np.int64(4))), int(best(never, np.int64(2)))]
+    assert lrs == pytest.approx([0.005, 0.01], rel=1e-7) and seen == [4, 2]
+    summary = measurer.summary()
+    functions = {f.name.rsplit(".", 1)[-1]: f for f in summary.functions}
+    assert {k: (f.calls, f.measured, f.not_measured) for k, f in functions.items()} == {
+        "schedule": (2, 2, None), "noisy": (2, 2, None), "best": (2, 2, None)}
+    # the measured errors are float32's (the x64 draw, as the hook runs it), not another draw's
+    assert functions["noisy"].output_error < 1e-5 and summary.lines == []
+    assert functions["best"].output_error == 0.0 and summary.unmeasured() == []
+
+
+# --------------------------------------------------------------------------- a trainer
+
+TRAINER = ROOT / "tests" / "jax" / "trainer"
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+
+
+def _trainer_audit(*argv: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_") and k != "JAX_ENABLE_X64"}
+    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=FAST_COMPILE)
+    return subprocess.Popen([sys.executable, "-m", "no64", "audit", "--numerics", "--numerics-calls", "1",
+                             "--fail-on", "numerics", *argv], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_a_flax_trainer_is_measured_and_its_exit_status_follows_the_measurement(tmp_path: Path) -> None:
+    """tests/jax/trainer/gpt.py: a GPT-like Flax/optax trainer with x64 on,
+    PRNG keys (typed and raw) in its state, INT64_MAX in its metrics and a
+    schedule of Python numbers.  Every jitted function is measured, and
+    float32 within the tolerance exits 0; a schedule float32 computes beyond
+    it (the error numpy measures) and an evaluation that cannot be measured
+    (an effect in it), both named, exit 1."""
+    script = "tests/jax/trainer/gpt.py"
+    runs = {"within": _trainer_audit("--json", "-o", str(tmp_path / "within.json"), script),
+            "beyond": _trainer_audit("--json", "-o", str(tmp_path / "beyond.json"), script, "--offset",
+                                     "--print")}
+    done = {name: (proc, *proc.communicate(timeout=900)) for name, proc in runs.items()}
+    proc, out, err = done["within"]
+    assert proc.returncode == 0, err[-3000:]
+    numerics = json.loads((tmp_path / "within.json").read_text())["numerics"]
+    assert numerics["measured"] == 3
+    functions = {f["name"]: f for f in numerics["functions"]}
+    assert set(functions) == {"schedule", "train_step", "evaluate"}
+    assert all(f["measured"] == 1 and f["not_measured"] is None for f in functions.values())
+    assert numerics["lines"] == [] and 0 < functions["train_step"]["output_error"] < 1e-3
+    proc, out, err = done["beyond"]
+    assert proc.returncode == 1, err[-3000:]
+    assert "Traceback" not in err
+    numerics = json.loads((tmp_path / "beyond.json").read_text())["numerics"]
+    (line,) = numerics["lines"]
+    assert (line["file"], line["functions"]) == (script, ["schedule"])
+    assert line["line"] == next(i for i, text in enumerate((ROOT / script).read_text().splitlines(), 1)
+                                if "SCHEDULE LINE" in text)
+    base = np.float32(1e-2)
+    expected = abs(float((base + np.float32(1e4)) - np.float32(1e4)) - 1e-2) / 1e-2  # step 0: factor 1/2
+    assert line["error"] == pytest.approx(expected, rel=1e-3) and expected > 1e-3
+    functions = {f["name"]: f for f in numerics["functions"]}
+    assert functions["evaluate"]["measured"] == 0
+    assert "has effects (DebugEffect)" in functions["evaluate"]["not_measured"]
+
+
+def test_fail_on_numerics_fails_on_what_could_not_be_measured() -> None:
+    """The exit status of --fail-on numerics (AuditReport.fails): a listed
+    line, a jitted function that could not be measured, or nothing measured
+    at all fail; all measured within the tolerance passes."""
+    from no64.jax.audit.measure import MeasuredFunction, NumericsSummary
+    from no64.jax.audit.model import AuditReport
+
+    def report(*functions: MeasuredFunction) -> AuditReport:
+        return AuditReport(numerics=NumericsSummary(1e-3, 3, 1, list(functions)))
+
+    measured = MeasuredFunction("step", "train.py", 3, calls=3, measured=3)
+    failed = MeasuredFunction("init", "train.py", 9, calls=1, failed=1, not_measured="it has effects")
+    assert not report(measured).fails("numerics")
+    assert report(measured, failed).fails("numerics")
+    assert report(measured, failed).numerics.unmeasured() == [  # type: ignore[union-attr]
+        "init (train.py:9): its calls not measured: it has effects"]
+    assert report().fails("numerics")  # nothing measured: not a pass
+    assert report().numerics.unmeasured() == [  # type: ignore[union-attr]
+        "nothing measured: no jitted function was called outside a trace"]
+    assert not report(measured, failed).fails("refused")  # only --fail-on numerics looks at them
+
+
 # --------------------------------------------------------------------------- the pytest plugin
 
 _PLUGIN_TESTS = """
@@ -356,7 +465,8 @@ def test_pytest_plugin_reports_and_fails_on_request(pytester: pytest.Pytester) -
     off = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     off.assert_outcomes(passed=2)
     assert "no64 numerics" not in off.stdout.str()
-    report = pytester.runpytest_subprocess("--no64-numerics", "-p", "no:cacheprovider")
+    # a flag: the path after it is the tests to run, not its value
+    report = pytester.runpytest_subprocess("--no64-numerics", "test_model.py", "-p", "no:cacheprovider")
     report.assert_outcomes(passed=2)
     text = report.stdout.str()
     assert "= no64 numerics =" in text.replace("=" * 3, "=")
@@ -369,9 +479,9 @@ def test_pytest_plugin_reports_and_fails_on_request(pytester: pytest.Pytester) -
     head = next(i for i, x in enumerate(section) if x.startswith("=") and " no64 numerics " in x)
     shown = _shown("pytest --no64-numerics")
     assert _as_shown(section[head:head + len(shown)]) == _as_shown(shown)
-    failing = pytester.runpytest_subprocess("--no64-numerics=fail", "-p", "no:cacheprovider")
+    failing = pytester.runpytest_subprocess("--no64-numerics-fail", "-p", "no:cacheprovider")
     failing.assert_outcomes(passed=1, failed=1)
     assert "FAILED test_model.py::test_difference" in failing.stdout.str()
-    loose = pytester.runpytest_subprocess("--no64-numerics=fail", "--no64-numerics-tol", "100",
+    loose = pytester.runpytest_subprocess("--no64-numerics-fail", "--no64-numerics-tol", "100",
                                           "-p", "no:cacheprovider")
     loose.assert_outcomes(passed=2)

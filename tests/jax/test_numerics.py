@@ -369,3 +369,46 @@ def test_an_integer_result_pairs_cannot_help_says_so_not_within_inf():
                            "or another value where x64's are not (tolerance 0.001); 1 line beyond it")
     assert "float_policy='pairs' does not bring it closer" in text
     assert "within inf" not in text
+
+
+def noised(key, x):
+    dropped = x * jax.random.bernoulli(key, 0.75, x.shape)  # a float64 draw in the x64 program
+    return dropped + jax.random.normal(jax.random.PRNGKey(7), x.shape)
+
+
+def test_a_function_that_draws_is_measured_against_the_x64_draw_the_hook_runs():
+    """PRNG keys, typed and raw, as arguments and inside: the x64 program
+    draws 64 random bits for a float64 sample, JAX's 32-bit program 32
+    (other numbers); the hook runs the x64 draw, computed in float32.  The
+    measurement takes the x64 draw for the 32-bit program, as the hook does:
+    its error is the hook's, not that of another draw."""
+    x = np.linspace(1.0, 2.0, 64)
+    key = jax.random.key(3)
+    report = no64.numerics(noised, key, x, pairs=False)
+    assert report.lines == [] and report.equations > 0
+    with enable_x64(True):
+        ref = np.asarray(noised(key, x))
+    with enable_x64(False):
+        other = np.asarray(noised(key, x.astype(np.float32)), np.float64)
+    assert np.max(np.abs(other - ref)) > 0.1  # JAX's own 32-bit program draws other numbers
+    hooked = np.asarray(no64.jit(noised)(key, x), np.float64)
+    hook_error = np.max(np.abs(hooked - ref)) / np.max(np.abs(ref))
+    # both the hook's draw and the measured one are the x64 draw within
+    # float32's rounding (of the uniform, amplified by the normal's erf_inv)
+    assert hook_error < 1e-5 and report.output_error < 1e-5
+
+
+def test_host_sentinels_in_the_arguments_are_mapped_as_the_hook_maps_them():
+    """INT64_MAX ("no best step yet") as numpy data or a Python int: the
+    32-bit program takes INT32_MAX for it, and the result that keeps it
+    counts as equal; a value beyond 32 bits that is no sentinel is refused."""
+    never = np.iinfo(np.int64).max
+
+    def best(seen, step):
+        return jnp.minimum(seen, step)
+
+    for seen in (np.int64(never), never, np.array([never, 3])):
+        report = no64.numerics(best, seen, np.array([5, 1]), pairs=False)
+        assert report.lines == [] and report.output_error == 0.0, seen
+    with pytest.raises(ValueError, match="holds 1099511627776, which does not fit in 32 bits and is no sentinel"):
+        no64.numerics(best, np.array([2**40, 1]), np.array([5, 1]))

@@ -5,7 +5,14 @@ a float64 result; only the data can tell.  :func:`numerics` runs a function
 twice on the CPU, equation by equation: its x64 program (the reference) and
 the 32-bit program JAX traces from the same Python with x64 off (what the
 default float policy runs: float64 computed as float32), on the same
-arguments, the float64 ones rounded to float32 for the second.  Both traces
+arguments, the float64 ones rounded to float32 for the second (64-bit
+integers narrowed to 32 bits, host sentinels such as ``INT64_MAX`` mapped to
+the 32-bit extremes as the hook maps them; a result that keeps one counts
+as equal).  A sampler of float64 values (``jax.random.normal``, ``uniform``,
+``bernoulli``: a call whose own equations draw more random bits in the x64
+program than in the 32-bit one) gives the 32-bit program the x64 program's
+draw, rounded to float32: the hook runs the x64 draw (JAX's 32-bit program
+draws other numbers); PRNG keys are compared by their bits.  Both traces
 come from the same code, so their equations pair up one to one; nested
 ``jit``s and custom derivatives are followed inside, loops and branches are
 compared as one step each (their outputs).  Each program is compiled once
@@ -169,12 +176,16 @@ def _error(ref: np.ndarray, got: np.ndarray) -> tuple[str, float, tuple[int, ...
     index, reference, got)``, kind ``"ok"``, ``"float"`` (relative),
     ``"absolute"`` (a float error where ``ref`` is 0 throughout: no relative
     error exists), ``"inf/nan"`` or ``"differs"``."""
-    ref = np.asarray(ref)
-    got = np.asarray(got)
+    ref = _host(ref)
+    got = _host(got)
     if ref.shape != got.shape or ref.size == 0:
         return "ok", 0.0, (), 0.0, 0.0
     if ref.dtype.kind not in "fc":
         bad = ref != got.astype(ref.dtype) if got.dtype.kind not in "fc" else ref != got
+        if ref.dtype.itemsize == 8 and got.dtype.kind in "iu" and got.dtype.itemsize == 4:
+            # the 64-bit extremes a host sentinel maps to stand for them (as no64 maps them)
+            for wide, narrow in _INT_SENTINELS[ref.dtype.kind]:
+                bad &= ~((ref == wide) & (got == narrow))
         if not bad.any():
             return "ok", 0.0, (), 0.0, 0.0
         i = _index(bad)
@@ -201,11 +212,35 @@ def _error(ref: np.ndarray, got: np.ndarray) -> tuple[str, float, tuple[int, ...
     return "float", float(diff[i]) / scale, i, float(np.real(r[i])), float(np.real(g[i]))
 
 
+#: The 64-bit integer sentinels and the 32-bit extremes no64 maps them to, by kind.
+_INT_SENTINELS = {
+    "i": ((np.iinfo(np.int64).max, np.iinfo(np.int32).max), (np.iinfo(np.int64).min, np.iinfo(np.int32).min)),
+    "u": ((np.iinfo(np.uint64).max, np.iinfo(np.uint32).max),),
+}
+
+
+def is_prng_key(x: Any) -> bool:
+    """Whether ``x`` is an array of PRNG keys (``jax.random.key``'s dtype)."""
+    import jax
+
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and not isinstance(dtype, np.dtype) and jax.dtypes.issubdtype(
+        dtype, jax.dtypes.prng_key)
+
+
+def _host(x: Any) -> np.ndarray:
+    """``x`` as numpy data: an array of PRNG keys as its keys' bits
+    (``jax.random.key_data``), which both programs compute alike."""
+    import jax
+
+    return np.asarray(jax.random.key_data(x)) if is_prng_key(x) else np.asarray(x)
+
+
 def _worst(ref: Sequence[Any], got: Sequence[Any]) -> tuple[float, bool]:
     """The outputs' worst error, and whether it is absolute."""
     worst, absolute = 0.0, False
     for r, g in zip(ref, got):
-        kind, e, *_ = _error(np.asarray(r), np.asarray(g))
+        kind, e, *_ = _error(r, g)
         if kind != "ok" and e > worst:
             worst, absolute = e, kind == "absolute"
     return worst, absolute
@@ -245,6 +280,9 @@ class _Walk:
         #: ``"trace"``: the compiled program's parameter that is always true.
         self.gate: Any = None
         self._read = [0, 0]
+        #: How many values each program's walk has evaluated so far (their
+        #: places in ``recorded``).
+        self._made = [0, 0]
         self._reset()
 
     def _reset(self) -> None:
@@ -305,10 +343,21 @@ class _Walk:
             for v in jaxpr.outvars:
                 if isinstance(v, literal):
                     self._lift(side, v.val)
-            return [None] * len(jaxpr.outvars)
         return self._step(side, len(jaxpr.outvars), run)
 
+    def _drawn(self, out64: list[Any], avals32: list[Any]) -> list[Any]:
+        """The 32-bit program's values of a draw: the x64 program's
+        (``out64``, the walk's last values of that program), each in its
+        32-bit dtype (``avals32``)."""
+        if self.mode in ("eager", "judge"):
+            return [_narrowed_draw(x, aval.dtype) for x, aval in zip(out64, avals32)]
+        if self.mode == "collect":
+            start = self._made[0] - len(out64)
+            return [self._lift(1, _Draw(start + k, tuple(aval.shape), aval.dtype)) for k, aval in enumerate(avals32)]
+        return [self._lift(1, None) for _ in avals32]
+
     def _step(self, side: int, n: int, run: Callable[[], list[Any]]) -> list[Any]:
+        self._made[side] += n
         if self.mode == "judge":
             at = self._read[side]
             self._read[side] = at + n
@@ -370,11 +419,18 @@ class _Walk:
             sub = _CALLS.get(e64.primitive.name)
             body64 = e64.params.get(sub) if sub else None
             body32 = e32.params.get(sub) if sub else None
-            if body64 is not None and body32 is not None and hasattr(body64, "jaxpr") and hasattr(body32, "jaxpr"):
+            if (body64 is not None and body32 is not None and hasattr(body64, "jaxpr")
+                    and hasattr(body32, "jaxpr") and _draws_wider(body64.jaxpr, body32.jaxpr)):
+                # a sampler drawing more random bits in the x64 program: the
+                # 32-bit program takes the x64 draw, in its 32-bit dtypes
+                out64 = self._apply(0, e64, in64)
+                out32 = self._drawn(out64, [v.aval for v in e32.outvars])
+                errors = [_OK] * len(out32)
+            elif body64 is not None and body32 is not None and hasattr(body64, "jaxpr") and hasattr(body32, "jaxpr"):
                 out64, out32 = self._jaxpr(body64.jaxpr, body32.jaxpr, [self._lift(0, x) for x in body64.consts],
                                            [self._lift(1, x) for x in body32.consts], in64, in32,
                                            eqn_source(e64) or where)
-                errors = ([_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)] if judged
+                errors = ([_error(r, g) for r, g in zip(out64, out32)] if judged
                           else [_OK] * len(out32))
             else:
                 self.equations += 1
@@ -399,9 +455,13 @@ class _Walk:
     def _judge(self, e64: Any, in64: list[Any], out64: list[Any], out32: list[Any], in_err: float,
                loc: SourceLocation | None) -> list[tuple[str, float, tuple[int, ...], float, float]]:
         """Record the equation's line where its outputs are off; their errors."""
-        errors = [_error(np.asarray(r), np.asarray(g)) for r, g in zip(out64, out32)]
+        errors = [_error(r, g) for r, g in zip(out64, out32)]
         if len(out64) == 1 and errors[0][0] in _FLOAT and _noise(e64, in64, np.asarray(out64[0])):
-            return errors  # not listed; what reads it carries its error (and is not listed for it)
+            # not listed; what reads it carries its error, whatever it does
+            # with it (a square of noise is not an amplified error), and is
+            # not listed for it
+            _, _, i, rv, gv = errors[0]
+            return [("noise", float("inf"), i, rv, gv)]
         worst: tuple[str, float, tuple[int, ...], float, float] | None = None
         for kind, e, i, rv, gv in errors:
             if kind == "ok" or (kind in _FLOAT and e <= self.tol):
@@ -433,6 +493,42 @@ class _Walk:
                 found.kind, found.error, found.input_error = kind, e, in_err
                 found.index, found.reference, found.got, found.absolute = i, rv, gv, absolute
         return errors
+
+
+def _bits_drawn(jaxpr: Any) -> list[Any]:
+    """The dtypes of the integers ``jaxpr``'s own equations (not the calls
+    among them) make from PRNG keys: random bits, a key's data."""
+    from ._compat import jaxprs_in_params
+
+    return [v.aval.dtype for e in jaxpr.eqns
+            if any(is_prng_key(getattr(v, "aval", None)) for v in e.invars) and not jaxprs_in_params(e.params)
+            for v in e.outvars
+            if isinstance(getattr(v.aval, "dtype", None), np.dtype) and v.aval.dtype.kind in "ui"]
+
+
+def _draws_wider(j64: Any, j32: Any) -> bool:
+    """Whether a call draws other random bits in the x64 program than in the
+    32-bit one (a sampler of float64 values draws 64 bits, of float32 32).
+    The hook runs the x64 program's draw, its bits exact (JAX's 32-bit
+    program draws other numbers)."""
+    drawn = _bits_drawn(j64)
+    return bool(drawn) and drawn != _bits_drawn(j32)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Draw:
+    """A value of the 32-bit program taken from the x64 program's: the
+    ``index``-th value its walk evaluates, in ``dtype``."""
+
+    index: int
+    shape: tuple[int, ...]
+    dtype: Any
+
+
+def _narrowed_draw(x: Any, dtype: Any) -> np.ndarray:
+    """An x64 program's drawn value in the 32-bit program's dtype (a float
+    rounded to the nearest float32; an integer's low 32 bits)."""
+    return np.asarray(x).astype(dtype)
 
 
 def _noise(eqn: Any, operands: list[Any], ref: np.ndarray) -> bool:
@@ -525,19 +621,43 @@ def _as_list(out: Any, multiple: bool) -> list[Any]:
     return list(out) if multiple else [out]
 
 
-def _to32(x: Any) -> Any:
+def argument32(x: Any) -> Any:
+    """An argument of the x64 program as the 32-bit program takes it:
+    float64 (complex128) rounded to float32 (complex64), a 64-bit integer
+    as 32 bits with its host sentinels (``INT64_MAX``, ``INT64_MIN``,
+    ``UINT64_MAX``) mapped to the 32-bit extremes as the hook maps them, a
+    Python int as a Python int (weakly typed, as given); PRNG keys and
+    everything else as they are."""
+    if is_prng_key(x):
+        return x
+    if isinstance(x, int) and not isinstance(x, bool):
+        if not -(2**63) <= x < 2**64:
+            raise ValueError(f"no64.numerics: an integer argument is {x}, beyond 64 bits")
+        narrow = _narrowed(np.asarray(x, np.int64 if x < 2**63 else np.uint64))
+        return int(narrow)
+    if isinstance(x, (float, complex, bool)) or x is None:
+        return x
     a = np.asarray(x)
     if a.dtype == np.float64:
         return a.astype(np.float32)
     if a.dtype == np.complex128:
         return a.astype(np.complex64)
     if a.dtype in (np.dtype(np.int64), np.dtype(np.uint64)):
-        narrow = a.astype(np.int32 if a.dtype == np.int64 else np.uint32)
-        if (narrow.astype(a.dtype) != a).any():
-            raise ValueError("no64.numerics: an integer argument does not fit in 32 bits; the 32-bit program "
-                             "cannot take it (pass it as int32, or use no64.jit's exact policy)")
-        return narrow
+        return _narrowed(a)
     return x
+
+
+def _narrowed(a: np.ndarray) -> np.ndarray:
+    """A 64-bit integer array as 32 bits, its sentinels mapped as the hook
+    maps them (:func:`no64.transforms.constants.narrow_integers`)."""
+    from ..transforms.constants import narrow_integers
+
+    done = narrow_integers(a.reshape(-1), a.dtype == np.uint64, "error")
+    if done.values is None:
+        raise ValueError(f"no64.numerics: an integer argument holds {done.first_bad}, which does not fit in 32 "
+                         "bits and is no sentinel; the 32-bit program cannot take it (pass it as int32, or use "
+                         "no64.jit's exact policy)")
+    return done.values.reshape(a.shape)
 
 
 def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3,
@@ -578,7 +698,7 @@ def numerics(fn: Callable[..., Any], *args: Any, tol: float = 1e-3,
         with enable_x64(True):
             j64 = jax.make_jaxpr(fn)(*args)
             a64 = jax.tree.leaves(args)
-        args32 = jax.tree.map(_to32, args)
+        args32 = jax.tree.map(argument32, args)
         with enable_x64(False):
             j32 = jax.make_jaxpr(fn)(*args32)
             a32 = jax.tree.leaves(args32)
@@ -641,6 +761,9 @@ def _replayed(tol: float, j64: Any, j32: Any, a64: list[Any], a32: list[Any]) ->
     collect.run(j64, j32, a64, a32)
     lifted = collect.lifted
     text = f"{j64}\n{j32}"
+    # draws the 32-bit program takes from the x64 one: traced as their
+    # shapes, given the x64 program's values once it has run
+    traced = [jax.ShapeDtypeStruct(x.shape, x.dtype) if isinstance(x, _Draw) else x for x in lifted[1]]
     programs: list[Any] = []
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         for side in (0, 1):
@@ -649,14 +772,17 @@ def _replayed(tol: float, j64: Any, j32: Any, a64: list[Any], a32: list[Any]) ->
                 # the x64 program compiles (XLA, without the GIL) while the 32-bit one is traced
                 with enable_x64(side == 0):
                     replay = jax.jit(_replay(tol, side, j64, j32, len(a64), len(a32)))
-                    lowered = replay.trace(lifted[side], np.bool_(True)).lower()
+                    lowered = replay.trace(traced if side else lifted[side], np.bool_(True)).lower()
                 program = pool.submit(lowered.compile)
             programs.append(program)
         programs = [p.result() if isinstance(p, concurrent.futures.Future) else p for p in programs]
     recorded: list[list[Any]] = []
     for side, program in enumerate(programs):
+        args = lifted[side]
+        if side:
+            args = [_narrowed_draw(recorded[0][x.index], x.dtype) if isinstance(x, _Draw) else x for x in args]
         with enable_x64(side == 0):
-            recorded.append(list(program(lifted[side], np.bool_(True))))
+            recorded.append(list(program(args, np.bool_(True))))
         _PROGRAMS[(side, text)] = program
         while len(_PROGRAMS) > _PROGRAMS_KEPT:
             _PROGRAMS.pop(next(iter(_PROGRAMS)))
@@ -682,9 +808,14 @@ def _measure_pairs(report: NumericsReport, fn: Callable[..., Any], args: tuple[A
     from ..errors import No64Error
     from .jit import jit as no64_jit
 
+    def numbers(*xs: Any) -> list[Any]:
+        """``fn``'s outputs but its PRNG keys (which ``no64.jit`` does not return)."""
+        return [x for x in jax.tree.leaves(fn(*xs)) if not is_prng_key(x)]
+
+    numbers.__name__ = numbers.__qualname__ = getattr(fn, "__name__", "<function>")
     try:
-        got = jax.tree.leaves(no64_jit(fn, float_policy="pairs", restore_dtypes=True)(*args))
+        got = no64_jit(numbers, float_policy="pairs", restore_dtypes=True)(*args)
     except No64Error as exc:
         report.pairs_refusal = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return
-    report.pairs_error, report.pairs_absolute = _worst(out64, got)
+    report.pairs_error, report.pairs_absolute = _worst([x for x in out64 if not is_prng_key(x)], got)

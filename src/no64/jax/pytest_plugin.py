@@ -9,14 +9,15 @@ module compiled once and reused from JAX's cache is judged in the test that
 compiled it.  Without the option the plugin does nothing and imports
 nothing heavy.
 
-``pytest --no64-numerics`` (or ``--no64-numerics=fail``) measures each
+``pytest --no64-numerics`` (a flag: ``pytest --no64-numerics tests/`` runs
+``tests/``) measures each
 test's jitted calls as ``no64 audit --numerics`` does
 (:mod:`no64.jax.audit.measure`: the first 3 calls of each jitted function in
 each test, ``--no64-numerics-tol``, default 1e-3): the lines where float32
 changes a float64 result beyond the tolerance are listed in a ``no64
-numerics`` section of the terminal summary, by test.  ``report`` (the
-default) only lists them; ``fail`` also fails each test whose calls listed
-one.  Functions jitted while pytest starts (in a ``conftest.py`` imported
+numerics`` section of the terminal summary, by test.  It only lists them;
+``--no64-numerics-fail`` (which implies ``--no64-numerics``) also fails
+each test whose calls listed one.  Functions jitted while pytest starts (in a ``conftest.py`` imported
 before the plugin is configured) are not measured.
 """
 
@@ -49,12 +50,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("no64", type="bool", default=False, help="enable the no64 plugin (like --no64)")
     group.addoption(
         "--no64-numerics",
-        nargs="?",
-        const="report",
-        default=None,
-        choices=("report", "fail"),
+        action="store_true",
+        default=False,
         help="measure each test's jitted calls against their x64 program and list, in the summary, the "
-        "lines where float32 changes a float64 result (report, the default); fail: also fail those tests",
+        "lines where float32 changes a float64 result",
+    )
+    group.addoption(
+        "--no64-numerics-fail",
+        action="store_true",
+        default=False,
+        help="as --no64-numerics, and also fail the tests whose calls list such a line",
     )
     group.addoption(
         "--no64-numerics-tol",
@@ -69,11 +74,19 @@ def _enabled(config: pytest.Config) -> bool:
     return bool(config.getoption("no64") or config.getini("no64"))
 
 
+def _numerics(config: pytest.Config) -> str | None:
+    """``"fail"`` with ``--no64-numerics-fail``, ``"report"`` with
+    ``--no64-numerics``, else ``None``."""
+    if config.getoption("no64_numerics_fail", False):
+        return "fail"
+    return "report" if config.getoption("no64_numerics", False) else None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "no64_skip: the no64 plugin does not check the modules this test compiles"
     )
-    if config.getoption("no64_numerics", None):
+    if _numerics(config):
         tol = config.getoption("no64_numerics_tol")
         if not 0 < tol < float("inf"):
             raise pytest.UsageError(f"--no64-numerics-tol {tol}: expected a positive finite number")
@@ -100,7 +113,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     _held_back()
     for note in dict.fromkeys(x64_notes):
         terminalreporter.write_line(f"no64: {' '.join(note.split())}")
-    if terminalreporter.config.getoption("no64_numerics", None):
+    if _numerics(terminalreporter.config):
         terminalreporter.write_sep("=", "no64 numerics")
         listed = sum(len(summary.lines) for _, summary in numerics_found)
         measured = sum(summary.measured for _, summary in numerics_found)
@@ -114,7 +127,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
-    mode = item.config.getoption("no64_numerics", None)
+    mode = _numerics(item.config)
     if mode and not item.get_closest_marker("no64_skip"):
         return (yield from _measured(item, mode))
     return (yield from _checked(item))

@@ -22,14 +22,20 @@ turned off), a float32 (complex64) ``jax.Array`` as float64 (complex128),
 the x64 program's default float; any other ``jax.Array`` in its own dtype.  Positional arguments
 that are arrays (or pytrees of arrays) are the measured function's inputs;
 the rest (static arguments, Python numbers, keyword arguments) are bound as
-they were given.
+they were given, their 64-bit integers (a host sentinel: ``INT64_MAX``)
+narrowed for the 32-bit program as the hook narrows them; a function of
+Python numbers alone is measured with no inputs.  PRNG keys (typed, or raw
+``uint32`` words) are copied as keys of their kind.
 
 Measured lines are gathered per user source line over calls
 (:class:`MeasuredLine`: the worst error, the calls that listed it, the
 outputs' error under ``float_policy="pairs"``); a function none of whose
 calls can be measured (effects that running it again would repeat, an
-integer argument beyond 32 bits, an argument the trace does not take) is
-said once, with why (:class:`MeasuredFunction`).  Nothing the measurement
+integer argument beyond 32 bits that is no sentinel, an argument the trace
+does not take) is said once, with why (:class:`MeasuredFunction`), and
+fails ``--fail-on numerics`` (:meth:`NumericsSummary.unmeasured`).  What
+no64 warns of while measuring (the pairs run) is not the program's and is
+not shown.  Nothing the measurement
 does reaches the program: an error in it is recorded, never raised.
 """
 
@@ -40,6 +46,7 @@ import math
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
@@ -187,14 +194,24 @@ class NumericsSummary:
                 f"{counted(self.measured, 'call')} of {counted(len(self.functions), 'jitted function')} "
                 f"measured ({sampled} of each), {counted(len(self.lines), 'line')} beyond the tolerance")
 
-    def text_lines(self) -> list[str]:
-        out = [self.headline()]
-        out += [f"  {line.message()}" for line in self.lines]
+    def unmeasured(self) -> list[str]:
+        """What was not measured, one line each: a jitted function some
+        sampled call of which could not be (which, and why), or that no
+        call of a jitted function was measured at all."""
+        out = []
         for f in self.functions:
             if f.not_measured is not None:
                 where = f" ({f.source})" if f.source else ""
                 count = f"{f.failed} of {counted(f.failed + f.measured, 'sampled call')}" if f.measured else "its calls"
-                out.append(f"  {f.name}{where}: {count} not measured: {f.not_measured}")
+                out.append(f"{f.name}{where}: {count} not measured: {f.not_measured}")
+        if not self.measured and not out:
+            out.append("nothing measured: no jitted function was called outside a trace")
+        return out
+
+    def text_lines(self) -> list[str]:
+        out = [self.headline()]
+        out += [f"  {line.message()}" for line in self.lines]
+        out += [f"  {x}" for x in self.unmeasured()]
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -290,7 +307,8 @@ class Measurer:
         if f is None:
             return jitted(*args, **kwargs)
         try:
-            snapshot: tuple[Any, Any] | None = _host_copies(args, self.widen and _x64_requested()), kwargs
+            with self.quiet() if self.quiet is not None else nullcontext():
+                snapshot: tuple[Any, Any] | None = _host_copies(args, self.widen and _x64_requested()), kwargs
         except Exception:  # noqa: BLE001 - the call still runs; the measurement says why not
             snapshot = None
         out = jitted(*args, **kwargs)
@@ -303,7 +321,10 @@ class Measurer:
         record = f.record
         _measuring.on = True
         try:
-            with self.quiet() if self.quiet is not None else nullcontext():
+            with self.quiet() if self.quiet is not None else nullcontext(), warnings.catch_warnings():
+                # what no64 says of the programs it measures (the pairs run)
+                # is not the program's
+                warnings.simplefilter("ignore")
                 if snapshot is None:
                     raise ValueError("its arguments cannot be copied to the host")
                 inputs, bind = _split(*snapshot)
@@ -312,7 +333,7 @@ class Measurer:
                     full, kw = bind(xs)
                     return jitted(*full, **kw)
 
-                measured.__name__ = record.name
+                measured.__name__ = measured.__qualname__ = record.name
                 # pairs measured where a line is listed, once per function:
                 # a large program's pairs compile can take minutes
                 once = record.pairs_error is None and record.pairs_refusal is None
@@ -495,10 +516,15 @@ def _host_copies(args: tuple[Any, ...], floats_wide: bool = False) -> tuple[Any,
     import jax
 
     from .. import x64_arrays
+    from ..numerics import is_prng_key
 
     def copy(x: Any) -> Any:
         if isinstance(x, (np.ndarray, np.generic)):
             return np.array(x)
+        if isinstance(x, jax.Array) and is_prng_key(x):
+            # PRNG keys: a copy of their bits, as keys of the same kind
+            data = np.array(jax.random.key_data(x))
+            return jax.random.wrap_key_data(jax.numpy.asarray(data), impl=jax.random.key_impl(x))
         if isinstance(x, jax.Array):
             wide = x64_arrays.x64_dtype(x)
             host = np.asarray(x)
@@ -513,22 +539,46 @@ def _host_copies(args: tuple[Any, ...], floats_wide: bool = False) -> tuple[Any,
 def _split(args: tuple[Any, ...], kwargs: dict[str, Any]
            ) -> tuple[list[Any], Callable[[tuple[Any, ...]], tuple[list[Any], dict[str, Any]]]]:
     """The positional arguments that are arrays or pytrees of arrays (the
-    measured inputs), and how to put the call's arguments back together from them."""
+    measured inputs), and how to put the call's arguments back together from
+    them.  The other arguments (Python numbers, static arguments, keyword
+    arguments) are bound as given for the x64 program and, for the 32-bit
+    one (traced with x64 off), with their 64-bit integers as that program
+    takes them (:func:`no64.jax.numerics.argument32`: a host sentinel mapped to
+    the 32-bit extreme, as the hook maps it)."""
     import jax
+
+    from .._compat import x64_state
 
     positions = [i for i, a in enumerate(args)
                  if jax.tree.leaves(a) and all(_is_array(x) for x in jax.tree.leaves(a))]
     inputs = [args[i] for i in positions]
-    if not inputs:
-        raise ValueError("it takes no array arguments")
+    rest = [a for i, a in enumerate(args) if i not in positions]
+    narrow: list[tuple[list[Any], dict[str, Any]]] = []
 
     def bind(xs: tuple[Any, ...]) -> tuple[list[Any], dict[str, Any]]:
-        full = list(args)
-        for i, x in zip(positions, xs):
-            full[i] = x
-        return full, kwargs
+        others, kw = list(rest), kwargs
+        if not x64_state().value:  # the 32-bit program's trace
+            if not narrow:
+                narrow.append(jax.tree.map(_bound32, (others, dict(kwargs))))
+            others, kw = narrow[0]
+        full, given = [], iter(xs)
+        bound = iter(others)
+        for i in range(len(args)):
+            full.append(next(given) if i in positions else next(bound))
+        return full, kw
 
     return inputs, bind
+
+
+def _bound32(x: Any) -> Any:
+    """A bound argument's leaf as the 32-bit program takes it: a 64-bit
+    integer (a Python int, numpy data) narrowed as no64 narrows it."""
+    from ..numerics import argument32
+
+    if (isinstance(x, int) and not isinstance(x, bool)) or (
+            isinstance(x, (np.ndarray, np.generic)) and x.dtype in (np.int64, np.uint64)):
+        return argument32(x)
+    return x
 
 
 @contextmanager

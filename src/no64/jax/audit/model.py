@@ -175,11 +175,13 @@ class AuditReport:
 
     def fails(self, fail_on: str = "refused") -> bool:
         """Whether ``fail_on`` fails this report: a cause it fails on, or
-        for ``numerics`` also a line measured beyond the tolerance."""
+        for ``numerics`` also a line measured beyond the tolerance, a jitted
+        function a sampled call of which could not be measured, or a run
+        that measured nothing (never green on nothing)."""
         if self.failing(fail_on):
             return True
         return (FailOn.parse(fail_on, "fail_on") is FailOn.NUMERICS and self.numerics is not None
-                and bool(self.numerics.lines))
+                and (bool(self.numerics.lines) or bool(self.numerics.unmeasured())))
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-able data, valid against :data:`AUDIT_JSON_SCHEMA`."""

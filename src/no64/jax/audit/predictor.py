@@ -95,6 +95,15 @@ def _hook_settings(given: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _platform_profile(platforms: frozenset[str]) -> str | None:
+    """The device profile of the platforms named (:func:`no64.targets.target_for_platform`):
+    the one profile other than ``generic`` they have, else ``None``."""
+    from ...targets import target_for_platform
+
+    found = {target_for_platform(p).name for p in platforms} - {"generic"}
+    return found.pop() if len(found) == 1 else None
+
+
 #: The options an environment variable sets, by field: the variable's name.
 _OPTION_VARIABLES = {v.field: v.name for v in ENVIRONMENT if v.field}
 
@@ -176,6 +185,10 @@ class Predictor(HookListener):
         self.platforms = jaxhook.normalize_platforms(platforms) or frozenset({"default"})
         #: The hook's settings, by field of its Config.
         self.settings = _hook_settings(settings)
+        if self.settings.get("target") is None:
+            # the device the audit stands in for has a profile: the hook
+            # would apply it there (NO64_TARGET, else the platform's)
+            self.settings["target"] = _platform_profile(self.platforms)
         self.mode = self.settings["mode"]
         self.integer_policy = self.settings["integer_policy"]
         self.progress = progress
