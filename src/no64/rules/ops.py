@@ -33,7 +33,19 @@ from ..analysis import transfer as T
 from ..ir._mlir import ir
 from ..kinds import OpForm, SentinelUse
 from ..spec.registry import Computes, Reduction, declare
-from . import bits, checks, custom_call, floats, limbs, pair_rules as PR, rng_bit_generator, rounding, unfold, wide as E
+from . import (
+    bits,
+    checks,
+    custom_call,
+    floats,
+    limbs,
+    linalg,
+    pair_rules as PR,
+    rng_bit_generator,
+    rounding,
+    unfold,
+    wide as E,
+)
 
 #: What an op does with a sentinel operand (see the module docstring).
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
@@ -189,8 +201,9 @@ declare("stablehlo.reduce_precision", elementwise=True, rewrites=(floats.clamp_r
 declare("stablehlo.rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
         hint="rbg keys need a u64 state: no64 rewrites it exactly", form=OpForm.RNG_BIT_GENERATOR)
+# (on a device that refuses its float64 LU: written out as a loop of float64 ops)
 declare("stablehlo.custom_call", rewrites=(custom_call.lapack_to_32bit,), refuse=custom_call.opaque_target,
-        region_free=True, external=True, pairs=PR.custom_call)
+        region_free=True, external=True, pairs=PR.custom_call, form=linalg.is_lu, unfold=linalg.lu)
 for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"):
     declare(_name, refuse=checks.host_transfer, region_free=True)
 
@@ -236,7 +249,9 @@ for _name in ("stablehlo.exponential", "stablehlo.exponential_minus_one"):
     declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32, amplifies=True)
 for _name in ("stablehlo.tanh", "stablehlo.logistic"):
     declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32)
-declare("stablehlo.convolution", region_free=True, pairs=PR.convolution)
+# (on a device that refuses its 64-bit integer form: split into limb convolutions)
+declare("stablehlo.convolution", region_free=True, pairs=PR.convolution, form=OpForm.CONVOLUTION,
+        legalize=limbs.dot_general)
 declare("stablehlo.sqrt", elementwise=True, computes=SQRT, region_free=True, pairs=PR.sqrt)
 declare("stablehlo.rsqrt", elementwise=True, region_free=True, pairs=PR.rsqrt)
 declare("stablehlo.floor", elementwise=True, region_free=True, pairs=PR.floor)
