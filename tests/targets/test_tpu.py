@@ -211,3 +211,86 @@ def test_convert_names_what_it_converted_and_why(tmp_path: Path, capsys: pytest.
     assert re.search(r"stablehlo.dot_general at .*limb dot\(s\) of .* in i32 \(the target: refuses it: "
                      r"UNIMPLEMENTED: While rewriting", printed), printed
     assert main(["check", "--target", "tpu", str(out)]) == 0
+
+
+# ------------------------------------------------------- the bits of a float64
+SMALLEST_NORMAL = float(np.finfo(np.float64).smallest_normal)
+
+
+def _doubles() -> np.ndarray:
+    """Specials, the extremes of the normal range, and doubles of random bits (the
+    subnormals and NaNs of random payloads among them kept apart: see the cases)."""
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, SMALLEST_NORMAL, -SMALLEST_NORMAL,
+                float(np.finfo(np.float64).max), -float(np.finfo(np.float64).max), 1.0, 1.0 + 2**-52,
+                2.0 - 2**-52, 0.1, 1e-300, 3e38, 1.2e-38, 2.0**1023, 2.0**-1022 * 3]
+    random = RNG.integers(I64.min, I64.max, size=3000, dtype=np.int64, endpoint=True).view(np.float64)
+    random = random[np.isfinite(random) & (np.abs(random) >= SMALLEST_NORMAL)]
+    return np.concatenate([np.array(specials), random])
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Where two float64 arrays differ in their bits (NaNs of any payload alike)."""
+    return (got.view(np.int64) != want.view(np.int64)) & ~(np.isnan(got) & np.isnan(want))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_float64_bits_as_integers(dtype: Any) -> None:
+    x = _doubles()
+
+    def f(v: jax.Array) -> jax.Array:
+        return lax.bitcast_convert_type(v, dtype)
+
+    want = x64(f, x)[0]
+    for m in (tpu_module(f, x), cpu_module(f, x)):
+        assert refused(m) == ["stablehlo.bitcast_convert"]
+        converted(m)
+        assert not ops_named(m, "stablehlo.bitcast_convert") or all(
+            "f64" not in str(op.operands[0].type) and "f64" not in str(op.results[0].type)
+            for op in ops_named(m, "stablehlo.bitcast_convert"))
+        got = run_module(m, [x], strict=False)[0]
+        assert got.dtype == want.dtype
+        # NaN: the quiet NaN of its sign, which is what JAX's NaN constants hold
+        assert np.array_equal(got, want), x[got != want][:5]
+    # a subnormal is a zero of its sign, as XLA's arithmetic flushes it
+    tiny = np.array([5e-324, -5e-324, SMALLEST_NORMAL / 3])
+    m = cpu_module(f, tiny)
+    converted(m)
+    assert np.array_equal(run_module(m, [tiny], strict=False)[0], np.array([0.0, -0.0, 0.0]).view(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_integers_as_float64_bits(dtype: Any) -> None:
+    bits = RNG.integers(I64.min, I64.max, size=3000, dtype=np.int64, endpoint=True)
+    bits = np.concatenate([_doubles().view(np.int64), bits, [0, I64.min, I64.max, -1, 1, 0x7FF0000000000001]])
+    bits = bits.astype(np.int64).view(dtype)
+
+    def f(v: jax.Array) -> jax.Array:
+        return lax.bitcast_convert_type(v, jnp.float64)
+
+    want = x64(f, bits)[0]
+    subnormal = (want != 0) & (np.abs(want) < SMALLEST_NORMAL)
+    assert subnormal.any() and np.isnan(want).sum() > 2
+    for m in (tpu_module(f, bits), cpu_module(f, bits)):
+        assert refused(m) == ["stablehlo.bitcast_convert"]
+        converted(m)
+        got = run_module(m, [bits], strict=False)[0]
+        assert not _same_bits(got, want)[~subnormal].any()
+        assert np.array_equal(got[subnormal], np.copysign(0.0, want[subnormal]))
+
+
+def test_nextafter() -> None:
+    x = _doubles()[:800]
+    y = np.concatenate([x[1:], x[:1]])
+    y[:40] = x[:40]  # equal pairs
+    y[40:80] = -y[40:80]
+    want = x64(jnp.nextafter, x, y)[0]
+    m = tpu_module(jnp.nextafter, x, y)
+    assert set(refused(m)) == {"stablehlo.bitcast_convert"}
+    converted(m)
+    got = run_module(m, [x, y], strict=False)[0]
+    # where a subnormal is the answer (the step below the smallest normal, up from zero),
+    # the arithmetic gives a zero of its sign
+    subnormal = (want != 0) & (np.abs(want) < SMALLEST_NORMAL)
+    assert subnormal.sum() <= 4
+    assert not _same_bits(got, want)[~subnormal].any()
+    assert np.array_equal(got[subnormal], np.copysign(0.0, want[subnormal]))

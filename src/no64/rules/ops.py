@@ -37,6 +37,7 @@ from . import (
     bits,
     checks,
     custom_call,
+    float_bits,
     floats,
     limbs,
     linalg,
@@ -194,7 +195,8 @@ declare("stablehlo.popcnt", elementwise=True, transfer=T.bit_count, refuse=bits.
 declare("stablehlo.bitcast_convert", elementwise=floats.bitcast_same_width,
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
         refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert,
-        emulate_applies=E.bitcast_applies, pure=True, region_free=True)
+        emulate_applies=E.bitcast_applies, pure=True, region_free=True, form=OpForm.BITCAST,
+        unfold=float_bits.bitcast)
 # (on a device that refuses it: rounded on its f32 bits with integer ops)
 declare("stablehlo.reduce_precision", elementwise=True, rewrites=(floats.clamp_reduce_precision,), region_free=True,
         form=OpForm.REDUCE_PRECISION, unfold=rounding.reduce_precision)
