@@ -59,6 +59,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.rules.custom_call",
             "no64.rules.floats",
             "no64.rules.float_bits",  # a float64's bits by arithmetic, and back
+            "no64.rules.fft",  # a complex128 Fourier transform as float64 arithmetic
             "no64.rules.rng_bit_generator",
             "no64.rules.wide",
             "no64.rules.limbs",  # integer dots as limb dots a narrower datapath computes exactly

@@ -294,3 +294,51 @@ def test_nextafter() -> None:
     assert subnormal.sum() <= 4
     assert not _same_bits(got, want)[~subnormal].any()
     assert np.array_equal(got[subnormal], np.copysign(0.0, want[subnormal]))
+
+
+# ------------------------------------------------------ complex128 Fourier transforms
+def _complex(*shape: int) -> np.ndarray:
+    return RNG.normal(size=shape) + 1j * RNG.normal(size=shape)
+
+
+FFTS = [  # (program, its numpy form, input, the product of its lengths, whether inverse)
+    pytest.param(jnp.fft.fft, np.fft.fft, _complex(3, 100), 100, False, id="fft-four-step"),
+    pytest.param(jnp.fft.fft, np.fft.fft, _complex(2, 97), 97, False, id="fft-prime"),
+    pytest.param(jnp.fft.ifft, np.fft.ifft, _complex(60), 60, True, id="ifft"),
+    pytest.param(jnp.fft.rfft, np.fft.rfft, RNG.normal(size=(2, 9)), 9, False, id="rfft-odd"),
+    pytest.param(lambda z: jnp.fft.irfft(z, 10), lambda z: np.fft.irfft(z, 10), _complex(6), 10, True,
+                 id="irfft-even"),
+    pytest.param(jnp.fft.fft2, np.fft.fft2, _complex(2, 12, 20), 240, False, id="fft2"),
+    pytest.param(lambda z: jnp.fft.irfftn(z, (4, 6, 10)), lambda z: np.fft.irfftn(z, (4, 6, 10), axes=(0, 1, 2)),
+                 _complex(4, 6, 6), 240, True, id="irfftn-3-axes"),
+]
+
+
+@pytest.mark.parametrize("f, exact, x, length, inverse", FFTS)
+def test_complex128_fft(f: Callable[..., Any], exact: Callable[..., Any], x: np.ndarray, length: int,
+                        inverse: bool) -> None:
+    """Each output within 4 eps log2(N) ||x||_2 (an inverse's divided by N) of numpy's
+    transform in extended precision -- the bound XLA's own float64 FFT meets on the CPU."""
+    want = x64(f, x)[0]
+    reference = exact(x.astype(np.clongdouble if np.iscomplexobj(x) else np.longdouble))
+    scale = float(np.sqrt(np.sum(np.abs(x.astype(np.clongdouble)) ** 2)))
+    bound = 4 * np.finfo(np.float64).eps * np.log2(length) * scale / (length if inverse else 1)
+    assert float(np.max(np.abs(want - reference))) <= bound  # XLA's own
+    for m in (tpu_module(f, x), cpu_module(f, x)):
+        assert refused(m) == ["stablehlo.fft"]
+        done = converted(m)
+        assert "as float64 dot_general ops on its real and imaginary parts" in done.rewritten[0].detail
+        assert "Unexpected operand type for FFT" in done.rewritten[0].why
+        got = run_module(m, [x], strict=False)[0]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert float(np.max(np.abs(got - reference))) <= bound
+
+
+def test_a_large_prime_length_is_left_with_why() -> None:
+    x = _complex(1031)
+    m = tpu_module(jnp.fft.fft, x)
+    no64.demote(m, target=TPU)
+    done = legalize(m, TPU)
+    assert [x.detail for x in done.left] == ["a length with the prime factor 1031 (no64 transforms prime lengths "
+                                             "up to 512)"]
+    assert refused(m) == ["stablehlo.fft"]

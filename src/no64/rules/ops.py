@@ -37,6 +37,7 @@ from . import (
     bits,
     checks,
     custom_call,
+    fft,
     float_bits,
     floats,
     limbs,
@@ -260,8 +261,10 @@ declare("stablehlo.floor", elementwise=True, region_free=True, pairs=PR.floor)
 declare("stablehlo.ceil", elementwise=True, region_free=True, pairs=PR.ceil)
 declare("stablehlo.round_nearest_even", elementwise=True, region_free=True, pairs=PR.round_nearest_even)
 declare("stablehlo.round_nearest_afz", elementwise=True, region_free=True, pairs=PR.round_nearest_afz)
+# (on a device that refuses it on complex128: float64 arithmetic on its parts)
+declare("stablehlo.fft", region_free=True, form=OpForm.FFT, unfold=fft.fft)
 for _name in ("stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.real", "stablehlo.imag",
-              "stablehlo.complex", "stablehlo.fft", "stablehlo.rng",
+              "stablehlo.complex", "stablehlo.rng",
               "stablehlo.get_dimension_size"):
     declare(_name, region_free=True)
 # chlo's special functions: on floats, computed in f32 under float_policy="pairs"
