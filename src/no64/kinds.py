@@ -409,4 +409,6 @@ class OpForm(_Vocabulary):
     FFT = "fft"
     #: A reinterpretation of bits as another type (``bitcast_convert``).
     BITCAST = "bitcast"
+    #: The next representable float toward another (``chlo.next_after``).
+    NEXT_AFTER = "next-after"
 

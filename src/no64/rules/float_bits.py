@@ -28,6 +28,11 @@ float64 and 64-bit integer ops, which such a device computes itself:
   between the significand and the result, so each is a normal double; an
   exponent field of 2047 gives infinity or NaN, the sign bit the sign.
 
+A float64 ``chlo.next_after`` (JAX's ``nextafter``, which XLA expands on
+the double's bits after no64 has seen the module) is written the same way
+(:func:`next_after`): its steps on the bits as XLA's expansion takes them,
+the bits from and to the values by the arithmetic above.
+
 Exact for every normal double, zero, infinity and NaN and every bit
 pattern of one -- NaN payloads aside (a NaN's bits are the quiet NaN's; a
 pattern of a NaN with another payload gives the quiet NaN).  Subnormals are
@@ -44,7 +49,7 @@ from ..ir._mlir import ir
 from ..spec.protocols import Legalization
 from ..spec.util import compare
 
-__all__ = ["bitcast"]
+__all__ = ["bitcast", "from_bits", "next_after", "to_bits"]
 
 _POWERS = (512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
 _INF_BITS = 0x7FF0000000000000
@@ -175,3 +180,46 @@ def bitcast(op: ir.Operation) -> Legalization | str:
     if not (floats[0] and ints[1] or ints[0] and floats[1]):
         return "not a bitcast_convert between float64 and a 64-bit integer"
     return _Arithmetic(op)
+
+
+class _NextAfter:
+    """A float64 ``next_after`` as steps on bits computed by arithmetic (a
+    :class:`~no64.spec.protocols.Legalization`)."""
+
+    def __init__(self, op: ir.Operation) -> None:
+        self.op = op
+
+    summary = "its step on the double's bits, the bits computed from the values with float64 and int64 ops"
+    ops = 0
+
+    def apply(self) -> None:
+        op = self.op
+        x, y = op.operands
+        with ir.InsertionPoint(op), op.location:
+            xb, yb = to_bits(x), to_bits(y)
+            t = ir.RankedTensorType(xb.type)
+            magnitude = W.splat(xb, (1 << 63) - 1)
+            x_abs, y_abs = (W.make("and", [b, magnitude], t) for b in (xb, yb))
+            x_sign, y_sign = (W.make("and", [b, W.splat(b, _SIGN_BIT)], t) for b in (xb, yb))
+            away = W.make("or", [compare(x_abs, y_abs, "GT", "SIGNED"), compare(x_sign, y_sign, "NE", "SIGNED")],
+                          _typed(xb, ir.IntegerType.get_signless(1)))
+            stepped = W.make("add", [xb, _select(away, W.splat(xb, -1), W.splat(xb, 1))], t)
+            from_zero = _select(compare(y_abs, W.splat(y_abs, 0), "EQ", "SIGNED"), yb,
+                                W.make("or", [y_sign, W.splat(y_sign, 1)], t))
+            bits = _select(compare(x_abs, W.splat(x_abs, 0), "EQ", "SIGNED"), from_zero, stepped)
+            bits = _select(compare(x, y, "EQ", "FLOAT"), yb, bits)
+            nan = W.make("or", [compare(x, x, "NE", "FLOAT"), compare(y, y, "NE", "FLOAT")],
+                         _typed(xb, ir.IntegerType.get_signless(1)))
+            out = _select(nan, _fconst(x, float("nan")), from_bits(bits))
+        op.results[0].replace_all_uses_with(out)
+        op.erase()
+
+
+def next_after(op: ir.Operation) -> Legalization | str:
+    """``op``, a ``next_after`` of float64 values of static shape, as steps on
+    their bits computed by arithmetic (see the module docstring), or why not."""
+    t = op.operands[0].type
+    if not (isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape
+            and isinstance(ir.RankedTensorType(t).element_type, ir.F64Type)):
+        return "a next_after of other than float64 values of static shape"
+    return _NextAfter(op)

@@ -289,6 +289,9 @@ def _tpu_refusals() -> tuple[Refusal, ...]:
                 "XLA:TPU's float64 is a pair of f32: the bits bitcast_convert gives between f64 and s64 are not "
                 "the IEEE double's (and nextafter fails to compile: 'Binary op and with different element types')",
                 "jax-ml/jax PR #21108 (nextafter skipped on TPU); " + _TPU_MEASURED),
+        Refusal(OpForm.NEXT_AFTER, "64-bit-float", "",
+                "XLA:TPU expands a float64 nextafter on s64 bits and fails: 'Binary op and with different element "
+                "types: s32 and u32'", _TPU_MEASURED),
     )
 
 
