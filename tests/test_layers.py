@@ -58,11 +58,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.rules.checks",
             "no64.rules.custom_call",
             "no64.rules.floats",
+            "no64.rules.float_bits",  # a float64's bits by arithmetic, and back
+            "no64.rules.fft",  # a complex128 Fourier transform as float64 arithmetic
             "no64.rules.rng_bit_generator",
             "no64.rules.wide",
             "no64.rules.limbs",  # integer dots as limb dots a narrower datapath computes exactly
             "no64.rules.unfold",  # reductions of several values as their bodies on whole tensors
             "no64.rules.rounding",  # reduce_precision on its f32 bits, with integer ops
+            "no64.rules.linalg",  # LAPACK's and XLA:TPU's factorizations written out as StableHLO
             "no64.rules.pair_dot",  # float64 dots as exact f32 dots of slices (the Ozaki scheme)
             "no64.rules.pair_rules",
             "no64.rules.ops",
@@ -77,7 +80,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "no64.transforms.forward",  # packed words forwarded across inlined calls
                     "no64.transforms.boundary",  # a target's native integers behind a 32-bit signature
                     "no64.transforms.widen",  # 16-bit integers carried in 32 bits on a device without them
-                    "no64.transforms.linalg",  # LAPACK calls written out as StableHLO
                     "no64.transforms.pairs", "no64.transforms.pair_probe",
                     "no64.transforms.plan",  # what the pass decided: values to retype, verdicts
                     "no64.transforms.rewrite",  # applying a plan: rules, retyping, the strict check

@@ -400,4 +400,15 @@ class OpForm(_Vocabulary):
     SHIFT_RIGHT_ARITHMETIC = "shift-right-arithmetic"
     #: Random bits from a key (``rng_bit_generator``).
     RNG_BIT_GENERATOR = "rng-bit-generator"
+    #: A convolution (``convolution``).
+    CONVOLUTION = "convolution"
+    #: An LU factorization a library computes (a ``custom_call``: XLA:TPU's
+    #: ``LuDecomposition``, LAPACK's ``getrf``).
+    LU = "lu"
+    #: A discrete Fourier transform (``fft``).
+    FFT = "fft"
+    #: A reinterpretation of bits as another type (``bitcast_convert``).
+    BITCAST = "bitcast"
+    #: The next representable float toward another (``chlo.next_after``).
+    NEXT_AFTER = "next-after"
 

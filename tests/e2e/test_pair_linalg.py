@@ -1,6 +1,6 @@
 """LAPACK's LU factorization and triangular solve under
 ``float_policy="pairs"``: written out as StableHLO and computed on pairs
-(:mod:`no64.transforms.linalg`), compared with the x64 program run without
+(:mod:`no64.rules.linalg`), compared with the x64 program run without
 no64 on the CPU backend and with the exact solution (mpmath).
 
 The ill-conditioned solve is the one of the table that motivates pairs: a

@@ -43,16 +43,11 @@ from support import ir, make_context
 
 BY_NAME = {p.name: p for p in PROGRAMS}
 #: The built-in profiles (a plugin's are not this suite's).
-BUILT_IN = ["coreml", "generic", "iree-vulkan", "litert", "mps", "mtl", "neuron", "neuron-trn2", "tt"]
+BUILT_IN = ["coreml", "generic", "iree-vulkan", "litert", "mps", "mtl", "neuron", "neuron-trn2", "tpu", "tt"]
 
 #: What a profile still refuses or computes inexactly in a converted program, which
 #: no64 has no exact form for: (program, profile) -> {(kind, op, code), ...}.
-LEFT: Mapping[tuple[str, str], set[tuple[str, str, str]]] = {
-    # int64 kept on Trn2: its integer dot is an error there, and the limb split takes
-    # 32-bit integers (its arithmetic shift right of 64-bit elements is unfolded into
-    # a logical one)
-    ("mixed_ops", "neuron-trn2"): {("refused", "stablehlo.dot_general", "EVRF035")},
-}
+LEFT: Mapping[tuple[str, str], set[tuple[str, str, str]]] = {}
 
 
 def test_the_built_in_profiles() -> None:

@@ -228,7 +228,14 @@ def plan(contraction: int, lhs: Interval, rhs: Interval, result_bits: int, bound
 
 
 def contraction(op: ir.Operation) -> int:
-    """The number of products each element of a static ``dot_general`` sums."""
+    """The number of products each element of a static ``dot_general`` sums
+    (of a ``convolution``: at most its kernel's input features times its
+    window's elements)."""
+    if "dot_dimension_numbers" not in op.attributes:
+        kernel = ir.RankedTensorType(op.operands[1].type)
+        conv = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
+        return math.prod(kernel.shape[i] for i in (conv.kernel_input_feature_dimension,
+                                                   *conv.kernel_spatial_dimensions))
     t = ir.RankedTensorType(op.operands[0].type)
     dims = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
     return math.prod(t.shape[i] for i in dims.lhs_contracting_dimensions)
@@ -241,14 +248,15 @@ def _int_element(t: ir.Type) -> ir.IntegerType | None:
 
 def _unsupported(op: ir.Operation) -> str | None:
     """Why the split does not apply to ``op`` (``None``: it does)."""
+    what = op.name.split(".")[-1]
     for v in (*op.operands, op.results[0]):
         if not (isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape):
-            return "a dot_general of dynamic shape"
+            return f"a {what} of dynamic shape"
         e = _int_element(v.type)
         if e is None:
-            return "not an integer dot_general"
-        if not 2 <= e.width <= _BITS:
-            return f"a dot_general of {e} values (the split takes integers of 2 to {_BITS} bits)"
+            return f"not an integer {what}"
+        if not 2 <= e.width <= 64:
+            return f"a {what} of {e} values (the split takes integers of 2 to 64 bits)"
     return None
 
 
@@ -283,9 +291,10 @@ def _bound_text(bound: int) -> str:
 
 
 def dot_general(op: ir.Operation, q: RangeQuery, bound: int, in_f32: bool) -> Legalization | str:
-    """``op``, an integer ``dot_general``, as limb dots whose every operand,
-    product and partial sum is at most ``bound`` in magnitude (``in_f32``:
-    each an f32 dot of the limbs converted to f32), or why it cannot be."""
+    """``op``, an integer ``dot_general`` (or ``convolution``), as limb dots
+    (convolutions) whose every operand, product and partial sum is at most
+    ``bound`` in magnitude (``in_f32``: each an f32 op of the limbs converted
+    to f32), or why it cannot be."""
     why = _unsupported(op)
     if why is not None:
         return why
@@ -318,6 +327,9 @@ class _LimbDots:
         op, p = self.op, self.plan
         with ir.InsertionPoint(op), op.location:
             i32, f32 = W.i32(), ir.F32Type.get()
+            result = _int_element(op.results[0].type)
+            assert result is not None
+            wide = ir.IntegerType.get_signless(_carrier_bits(result))
             shape = list(ir.RankedTensorType(op.results[0].type).shape)
             values = [_limbs(x, how, s, {pair[n] for pair in p.pairs})
                       for n, (x, how, s) in enumerate(zip(op.operands, self.carriers, (p.lhs, p.rhs)))]
@@ -331,7 +343,7 @@ class _LimbDots:
             for pair in p.pairs:
                 d = ir.Operation.create(op.name, results=[dot_type], operands=[values[0][pair[0]], values[1][pair[1]]],
                                         attributes=attrs).results[0]
-                by_shift.setdefault(p.shift(pair), []).append(W.convert(d, i32))
+                by_shift.setdefault(p.shift(pair), []).append(W.convert(W.convert(d, i32), wide))
             total: ir.Value | None = None
             for s in sorted(by_shift):
                 part = by_shift[s][0]

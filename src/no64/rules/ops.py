@@ -33,7 +33,21 @@ from ..analysis import transfer as T
 from ..ir._mlir import ir
 from ..kinds import OpForm, SentinelUse
 from ..spec.registry import Computes, Reduction, declare
-from . import bits, checks, custom_call, floats, limbs, pair_rules as PR, rng_bit_generator, rounding, unfold, wide as E
+from . import (
+    bits,
+    checks,
+    custom_call,
+    fft,
+    float_bits,
+    floats,
+    limbs,
+    linalg,
+    pair_rules as PR,
+    rng_bit_generator,
+    rounding,
+    unfold,
+    wide as E,
+)
 
 #: What an op does with a sentinel operand (see the module docstring).
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
@@ -182,15 +196,17 @@ declare("stablehlo.popcnt", elementwise=True, transfer=T.bit_count, refuse=bits.
 declare("stablehlo.bitcast_convert", elementwise=floats.bitcast_same_width,
         rewrites=(floats.float_from_bits, rng_bit_generator.word_pairs_round_trip),
         refuse=floats.bitcast_is_width_dependent, emulate=E.bitcast_convert,
-        emulate_applies=E.bitcast_applies, pure=True, region_free=True)
+        emulate_applies=E.bitcast_applies, pure=True, region_free=True, form=OpForm.BITCAST,
+        unfold=float_bits.bitcast)
 # (on a device that refuses it: rounded on its f32 bits with integer ops)
 declare("stablehlo.reduce_precision", elementwise=True, rewrites=(floats.clamp_reduce_precision,), region_free=True,
         form=OpForm.REDUCE_PRECISION, unfold=rounding.reduce_precision)
 declare("stablehlo.rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_generator_on_word_pairs,),
         refuse=rng_bit_generator.rng_on_64bit_words, region_free=True,
         hint="rbg keys need a u64 state: no64 rewrites it exactly", form=OpForm.RNG_BIT_GENERATOR)
+# (on a device that refuses its float64 LU: written out as a loop of float64 ops)
 declare("stablehlo.custom_call", rewrites=(custom_call.lapack_to_32bit,), refuse=custom_call.opaque_target,
-        region_free=True, external=True, pairs=PR.custom_call)
+        region_free=True, external=True, pairs=PR.custom_call, form=linalg.is_lu, unfold=linalg.lu)
 for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"):
     declare(_name, refuse=checks.host_transfer, region_free=True)
 
@@ -236,15 +252,21 @@ for _name in ("stablehlo.exponential", "stablehlo.exponential_minus_one"):
     declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32, amplifies=True)
 for _name in ("stablehlo.tanh", "stablehlo.logistic"):
     declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32)
-declare("stablehlo.convolution", region_free=True, pairs=PR.convolution)
+# (on a device that refuses its 64-bit integer form: split into limb convolutions)
+declare("stablehlo.convolution", region_free=True, pairs=PR.convolution, form=OpForm.CONVOLUTION,
+        legalize=limbs.dot_general)
 declare("stablehlo.sqrt", elementwise=True, computes=SQRT, region_free=True, pairs=PR.sqrt)
 declare("stablehlo.rsqrt", elementwise=True, region_free=True, pairs=PR.rsqrt)
 declare("stablehlo.floor", elementwise=True, region_free=True, pairs=PR.floor)
 declare("stablehlo.ceil", elementwise=True, region_free=True, pairs=PR.ceil)
 declare("stablehlo.round_nearest_even", elementwise=True, region_free=True, pairs=PR.round_nearest_even)
 declare("stablehlo.round_nearest_afz", elementwise=True, region_free=True, pairs=PR.round_nearest_afz)
+# (on a device that refuses it on float64: its steps on the double's bits, computed by arithmetic)
+declare("chlo.next_after", elementwise=True, region_free=True, form=OpForm.NEXT_AFTER, unfold=float_bits.next_after)
+# (on a device that refuses it on complex128: float64 arithmetic on its parts)
+declare("stablehlo.fft", region_free=True, form=OpForm.FFT, unfold=fft.fft)
 for _name in ("stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.real", "stablehlo.imag",
-              "stablehlo.complex", "stablehlo.fft", "stablehlo.rng",
+              "stablehlo.complex", "stablehlo.rng",
               "stablehlo.get_dimension_size"):
     declare(_name, region_free=True)
 # chlo's special functions: on floats, computed in f32 under float_policy="pairs"

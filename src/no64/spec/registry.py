@@ -76,6 +76,7 @@ __all__ = [
     "declare",
     "register",
     "spec_of",
+    "form_of",
     "names_where",
     "check_reachable",
     "unreachable",
@@ -236,8 +237,10 @@ class OpSpec:
     #: How a reduction-like op's operands divide (see :class:`Reduction`).
     reduction: Reduction | None = None
     #: Its form, for the devices that refuse it or compute it on a narrower
-    #: datapath (:class:`~no64.kinds.OpForm`, :mod:`no64.targets`).
-    form: OpForm | None = None
+    #: datapath (:class:`~no64.kinds.OpForm`, :mod:`no64.targets`); a
+    #: function of the op where ops of one name have several (a
+    #: ``custom_call`` is the routine it calls: see :func:`form_of`).
+    form: "OpForm | Callable[[ir.Operation], OpForm | None] | None" = None
     #: Its exact form on a device that computes its integer form on a
     #: narrower datapath or refuses it (an integer ``dot_general`` split
     #: into limb dots: :mod:`no64.transforms.legalize`).
@@ -336,6 +339,12 @@ def register(*op_names: str) -> Callable[[Rule], Rule]:
         return fn
 
     return deco
+
+
+def form_of(op: ir.Operation) -> OpForm | None:
+    """The form of ``op`` (its op table entry's ``form``)."""
+    f = spec_of(op.name).form
+    return f(op) if callable(f) else f
 
 
 def elementwise(op: ir.Operation) -> bool:

@@ -70,7 +70,10 @@ class Refusal:
         ``"not-32-bit"`` (elements other than 32 bits wide), ``"integer"``
         (integer elements), ``"algorithm"`` (an RNG algorithm other than the
         default), ``"64-bit-combining"`` (combines 64-bit elements and its
-        indices are not declared unique).
+        indices are not declared unique), ``"64-bit-integer"`` (an operand
+        or result of 64-bit integer elements), ``"64-bit-float"`` (an operand or result
+        of ``float64`` or ``complex128`` elements), ``"float64-int64"`` (bits
+        of a ``float64`` taken as a 64-bit integer, or the reverse).
       code: The vendor's error code, if it has one.
       reason: The vendor's words, shortened.
       source: Where the vendor says so.
@@ -457,6 +460,39 @@ register(Target(
     "tt", "Tenstorrent through tt-xla: no 64-bit types on the device",
     platforms=("tt",),
     sources=("tenstorrent/tt-mlir PR #7431: 'We don't support f64/i64/i1 tensors on device'",)))
+
+#: Where the tpu profile's refusals were measured.
+_TPU_X64_MEASURED = ("measured on one TPU v5e chip (JAX 0.10.2 and its libtpu): the x64 program compiled by XLA:TPU, "
+                     "its results against the same program on the CPU")
+_TPU_X64 = ("UNIMPLEMENTED: While rewriting computation to not contain X{64|128} element types, XLA encountered "
+            "an HLO for which this rewriting is not implemented: ")
+
+
+def _tpu_refusals() -> tuple[Refusal, ...]:
+    return (
+        Refusal(OpForm.MATMUL, "64-bit-integer", "", _TPU_X64 + "dot", _TPU_X64_MEASURED, split_within=I32_MAX),
+        Refusal(OpForm.CONVOLUTION, "64-bit-integer", "", _TPU_X64 + "convolution", _TPU_X64_MEASURED,
+                split_within=I32_MAX),
+        Refusal(OpForm.LU, "64-bit-float", "", "Only F32 and C64 types are implemented in LuDecomposition",
+                _TPU_X64_MEASURED),
+        Refusal(OpForm.FFT, "64-bit-float", "", "Unexpected operand type for FFT: c128 (f64 for a real "
+                "transform)", _TPU_X64_MEASURED),
+        Refusal(OpForm.BITCAST, "float64-int64", "",
+                "XLA:TPU's float64 is a pair of f32: the bits bitcast_convert gives between f64 and s64 are not "
+                "the IEEE double's (and nextafter fails to compile: 'Binary op and with different element types')",
+                "jax-ml/jax PR #21108 (nextafter skipped on TPU); " + _TPU_X64_MEASURED),
+        Refusal(OpForm.NEXT_AFTER, "64-bit-float", "",
+                "XLA:TPU expands a float64 nextafter on s64 bits and fails: 'Binary op and with different element "
+                "types: s32 and u32'", _TPU_X64_MEASURED),
+    )
+
+
+register(Target(
+    "tpu", "Google TPUs through XLA:TPU, which emulates 64-bit types itself: int64, uint64, float64 (a pair of "
+    "f32, with f32's exponent range) and complex128 kept; what it refuses converted",
+    native=frozenset({"i64", "u64", "f64", "c128"}), refuses=_tpu_refusals(), platforms=("tpu",),
+    arithmetic=TPU_V5E_ARITHMETIC, matmul=TPU_MATMUL,
+    sources=("XLA:TPU's own 64-bit emulation (libtpu's X64 rewriter), " + _TPU_X64_MEASURED,)))
 
 #: The profiles no64 declares itself, in order.
 BUILT_IN: tuple[str, ...] = tuple(TARGETS)

@@ -34,7 +34,7 @@ from ..ir._mlir import ir, stablehlo
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import wide_kind
 from ..kinds import OpForm
-from ..spec.registry import Computes, Reduction, spec_of
+from ..spec.registry import Computes, Reduction, form_of, spec_of
 from ..spec.walk import all_ops, extremum, is_public
 from . import Datapath, Refusal, Target
 
@@ -131,6 +131,16 @@ def refusal_reason(op: ir.Operation, r: Refusal) -> str | None:
     if when == "comparator":
         found = _directions(op) - _ALLOWED_DIRECTIONS
         return f"{r.reason} (its comparator uses {', '.join(sorted(found))})" if found else None
+    if when == "64-bit-integer":
+        wide = sorted({k for v in (*op.operands, *op.results) if (k := _short(v.type)) in ("i64", "u64")})
+        return f"{r.reason} ({', '.join(wide)})" if wide else None
+    if when == "64-bit-float":
+        wide = sorted({k for v in (*op.operands, *op.results) if (k := _short(v.type)) in ("f64", "c128")})
+        return f"{r.reason} ({', '.join(wide)})" if wide else None
+    if when == "float64-int64":
+        kinds = {_short(op.operands[0].type), _short(op.results[0].type)}
+        return f"{r.reason} ({' -> '.join(str(_short(v.type)) for v in (op.operands[0], op.results[0]))})" \
+            if "f64" in kinds and kinds & {"i64", "u64"} else None
     if when == "64-bit-combining":
         if any(_short(v.type) in ("i64", "u64") for v in op.results) and not (
                 "unique_indices" in op.attributes and ir.BoolAttr(op.attributes["unique_indices"]).value):
@@ -167,7 +177,7 @@ def inexact_reason(op: ir.Operation, d: Datapath, ranges: RangeAnalysis) -> str 
             return f"{d.reason}; a value's range is unknown"
         lo, hi = r.interval
         worst = max(worst, abs(lo), abs(hi))
-    form = spec_of(op.name).form
+    form = form_of(op)
     if op.results and form in _SUMS and extremum(op) is None:  # a maximum or minimum sums nothing
         # every product and partial sum lies in the result's unclamped range
         # (the transfers' [min(0, lo*n), max(0, hi*n)], a scatter's or a
@@ -266,7 +276,7 @@ def check_target(module: ir.Module | ir.Operation, target: Target,
             return out
         ranges: RangeAnalysis | None = None
         for op in all_ops(root):
-            form = spec_of(op.name).form
+            form = form_of(op)
             if form is None:
                 continue
             for r in refusals.get(form, ()):

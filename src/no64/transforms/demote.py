@@ -44,12 +44,12 @@ from ..ir.types import is_int64_tensor
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..options import Options
 from ..report import DemotionReport
+from ..rules.linalg import expand_lapack
 from ..targets import F32_MATMUL, Arithmetic, Matmul, Target
 from . import rewrite
 from .boundary import NativeBoundary, native_boundary
 from .forward import forward_words
 from .inline import crosses_calls, inline_calls
-from .linalg import expand_lapack
 from .plan import Plan, Planner, Settings, collision_only
 from .scan import _module_op, gc_paused
 from .widen import holds_narrow, widen
@@ -467,7 +467,7 @@ def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
     """Every float64 value as a pair of f32 (:mod:`no64.transforms.pairs`),
     for a device whose f32 computes as ``arithmetic`` says,
     recorded in the pass's report with the LAPACK calls written out before
-    (``expanded``, from :func:`no64.transforms.linalg.expand_lapack`) and
+    (``expanded``, from :func:`no64.rules.linalg.expand_lapack`) and
     the ops that may leave the pairs' range (``ranges``, from
     :func:`no64.analysis.pair_range.pair_range`); ``refuse_range``: a
     constant outside it is refused; float64 dots on the target's matrix

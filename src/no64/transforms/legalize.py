@@ -53,7 +53,7 @@ from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
 from ..report import counted
 from ..spec.protocols import Legalization
-from ..spec.registry import spec_of
+from ..spec.registry import form_of, spec_of
 from ..spec.walk import all_ops
 from ..targets import F32_EXACT, SEVERAL_INPUTS, Target
 from ..targets.legality import inexact_reason, refusal_reason
@@ -65,20 +65,24 @@ __all__ = ["LegalizedOp", "Legalized", "legalize", "may_legalize"]
 @dataclasses.dataclass(frozen=True)
 class LegalizedOp:
     """One op :func:`legalize` rewrote (``detail``: what it became, ``ops``
-    how many ops of its kind) or left (``detail``: why, ``ops`` 0)."""
+    how many ops of its kind; ``why``: what the target refuses or computes
+    inexactly in it, in the vendor's words) or left (``detail``: why, ``ops``
+    0)."""
 
     op: str
     location: SourceLocation
     detail: str
     ops: int = 0
+    why: str = ""
 
     def __str__(self) -> str:
-        return f"{self.op} at {self.location}: {self.detail}"
+        because = f" (the target: {self.why})" if self.why else ""
+        return f"{self.op} at {self.location}: {self.detail}{because}"
 
     def to_dict(self) -> dict[str, Any]:
         loc = self.location.to_dict()
         loc["text"] = str(self.location)
-        return {"op": self.op, "location": loc, "detail": self.detail, "ops": self.ops}
+        return {"op": self.op, "location": loc, "detail": self.detail, "ops": self.ops, "why": self.why}
 
 
 @dataclasses.dataclass
@@ -129,7 +133,7 @@ class Legalized:
 
 def _integer_refusals(op: ir.Operation, target: Target) -> bool:
     """Whether ``target`` refuses ``op`` for its integer elements."""
-    form = spec_of(op.name).form
+    form = form_of(op)
     return any(r.form is form and r.when == "integer" and refusal_reason(op, r) is not None
                for r in target.refuses)
 
@@ -138,7 +142,7 @@ def _split_bound(op: ir.Operation, target: Target) -> int | None:
     """The smallest bound of the refusals of ``op`` that ``target`` answers by
     splitting it into ops on 32-bit elements (:attr:`Refusal.split_within`),
     if any refuses it."""
-    form = spec_of(op.name).form
+    form = form_of(op)
     bounds = [r.split_within for r in target.refuses
               if r.form is form and r.split_within and refusal_reason(op, r) is not None]
     return min(bounds) if bounds else None
@@ -152,8 +156,7 @@ def _candidates(root: ir.Operation, target: Target) -> list[ir.Operation]:
              | {r.form for r in target.refuses if r.when == "integer" or r.split_within})
     if not forms:
         return []
-    return [op for op in all_ops(root)
-            if (spec := spec_of(op.name)).legalize is not None and spec.form in forms]
+    return [op for op in all_ops(root) if spec_of(op.name).legalize is not None and form_of(op) in forms]
 
 
 def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
@@ -165,14 +168,14 @@ def _unfoldable(root: ir.Operation, target: Target) -> list[ir.Operation]:
     if not refusals:
         return []
     found = [op for op in all_ops(root)
-             if (spec := spec_of(op.name)).unfold is not None
-             and any(r.form is spec.form and refusal_reason(op, r) is not None for r in refusals)]
+             if spec_of(op.name).unfold is not None
+             and any(r.form is form_of(op) and refusal_reason(op, r) is not None for r in refusals)]
     return found[::-1]
 
 
 #: The refusals an op's ``unfold`` rule answers (``"always"``: an op the
 #: target never compiles, ``reduce_precision``, computed another way).
-_UNFOLDED = SEVERAL_INPUTS | {"comparator", "always", "not-32-bit"}
+_UNFOLDED = SEVERAL_INPUTS | {"comparator", "always", "not-32-bit", "64-bit-float", "float64-int64"}
 
 
 def may_legalize(module: ir.Module | ir.Operation, target: Target) -> bool:
@@ -208,11 +211,13 @@ def legalize(module: ir.Module | ir.Operation, target: Target,
         # every range is read before the first op changes
         for op in candidates:
             spec = spec_of(op.name)
-            assert spec.legalize is not None and spec.form is not None
+            form = form_of(op)
+            assert spec.legalize is not None and form is not None
             refused = _integer_refusals(op, target)
             split = _split_bound(op, target)
-            d = datapaths.get(spec.form)
-            if not refused and split is None and (d is None or inexact_reason(op, d, ranges) is None):
+            d = datapaths.get(form)
+            inexact = None if d is None else inexact_reason(op, d, ranges)
+            if not refused and split is None and inexact is None:
                 continue
             f32 = refused or in_f32
             bounds = [b for b in (split, None if d is None else d.exact_below) if b is not None]
@@ -225,7 +230,8 @@ def legalize(module: ir.Module | ir.Operation, target: Target,
                 out.left.append(LegalizedOp(op.name, where, got))
             else:
                 planned.append(got)
-                out.rewritten.append(LegalizedOp(op.name, where, got.summary, got.ops))
+                why = _refused_why(op, target) or inexact or ""
+                out.rewritten.append(LegalizedOp(op.name, where, got.summary, got.ops, why))
         for how in planned:
             how.apply()
     return out
@@ -245,5 +251,12 @@ def _unfold(root: ir.Operation, target: Target, out: Legalized) -> None:
         if isinstance(got, str):
             out.left.append(LegalizedOp(op.name, where, got))
         else:
-            out.rewritten.append(LegalizedOp(op.name, where, got.summary, got.ops))
+            out.rewritten.append(LegalizedOp(op.name, where, got.summary, got.ops, _refused_why(op, target)))
             got.apply()
+
+
+def _refused_why(op: ir.Operation, target: Target) -> str:
+    """The reasons ``target`` gives for refusing ``op`` ("" if it does not)."""
+    form = form_of(op)
+    reasons = [why for r in target.refuses if r.form is form and (why := refusal_reason(op, r)) is not None]
+    return "; ".join(f"refuses it: {why}" for why in reasons)

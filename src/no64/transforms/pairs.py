@@ -23,7 +23,7 @@ and rounded once on the way out (``boundary=Outputs.NARROW`` or
 has nothing to check by value).
 
 LAPACK's LU factorization and triangular solve are written out as StableHLO
-before this step (:mod:`no64.transforms.linalg`), and so computed on pairs.
+before this step (:mod:`no64.rules.linalg`), and so computed on pairs.
 Transcendental ops and other LAPACK calls are computed in f32 from the pair
 rounded once (recorded per op as ``precision-reduced``); their results
 enter as exact pairs.

@@ -1,11 +1,12 @@
-"""LAPACK float64 calls written out as StableHLO, for ``float_policy="pairs"``.
+"""Float64 factorizations written out as StableHLO loops of float64 ops.
 
-A LAPACK custom call is opaque: under pairs it would be handed its float64
-operands rounded to f32 and computed by its f32 sibling, which loses what
-pairs are for (a 50 x 50 solve of condition 1e8 is then off by tens of
-percent).  This step runs before the pair rewrite and replaces the calls it
-knows by a call to a private function of ordinary float64 StableHLO ops -- a
-``while`` loop over the columns -- which the pair rewrite then computes on
+A LAPACK custom call is opaque: under ``float_policy="pairs"`` it would be
+handed its float64 operands rounded to f32 and computed by its f32 sibling,
+which loses what pairs are for (a 50 x 50 solve of condition 1e8 is then
+off by tens of percent).  The pair step therefore first replaces the calls
+it knows (:func:`expand_lapack`) by a call to a private function of
+ordinary float64 StableHLO ops -- a ``while`` loop over the columns, counted
+from a constant to a constant -- which the pair rewrite then computes on
 pairs like any other function:
 
 * ``lapack_dgetrf_ffi`` (an LU factorization with partial pivoting, what
@@ -23,21 +24,44 @@ pairs like any other function:
 
 Other calls, batched ones (``num_batch_dims`` other than 0) and other
 variants are left to the pair rule (computed in f32, recorded as
-``precision-reduced``).  The functions do ``O(n^3)`` work in ``n`` steps,
-as LAPACK's unblocked algorithms do; the results differ from LAPACK's
-blocked ones only by rounding.
+``precision-reduced``).
+
+A device that keeps float64 but refuses its LU factorization (XLA:TPU:
+"Only F32 and C64 types are implemented in LuDecomposition") gets the same
+loop, in float64, from the ``unfold`` rule of ``custom_call``
+(:func:`lu`, applied by :mod:`no64.transforms.legalize` where the target's
+profile refuses the op form :attr:`~no64.kinds.OpForm.LU`): XLA:TPU's
+``LuDecomposition`` (JAX's TPU lowering of ``lu``: the factors, the 0-based
+row interchanges and the permutation they make) and LAPACK's
+``lapack_dgetrf_ffi`` (a module lowered for the CPU), on square matrices,
+batched ones by a counted loop over the batch calling the loop of one
+matrix.
+
+The functions do ``O(n^3)`` work in ``n`` steps, as LAPACK's unblocked
+algorithms do; the results differ from LAPACK's blocked ones only by
+rounding.
 """
 
 from __future__ import annotations
 
+import math
+
+from ..ir import words as W
 from ..ir._compat import attribute_dict
 from ..ir._mlir import as_operation, func, ir
+from ..kinds import OpForm
+from ..spec.protocols import Legalization
 from ..spec.registry import spec_of
 from ..spec.util import install_function
 
-__all__ = ["expand_lapack"]
+__all__ = ["expand_lapack", "is_lu", "lu"]
 
 _GETRF = "lapack_dgetrf_ffi"
+#: XLA:TPU's LU factorization (JAX's TPU lowering of ``lu``).
+_TPU_LU = "LuDecomposition"
+#: The calls that factor a matrix as LU (of any element type).
+_LU_CALLS = frozenset({_TPU_LU, "lapack_sgetrf_ffi", _GETRF, "lapack_cgetrf_ffi", "lapack_zgetrf_ffi",
+                       "cusolver_getrf_ffi", "hipsolver_getrf_ffi"})
 _TRSM = "lapack_dtrsm_ffi"
 _POTRF = "lapack_dpotrf_ffi"
 
@@ -64,16 +88,30 @@ def _maybe_transposed(result: str, value: str, matrix: str, transpose: bool) -> 
     return f"{result} = stablehlo.reshape {value} : ({matrix}) -> {matrix}"
 
 
-def _getrf_text(n: int) -> str:
-    """LU with partial pivoting of an ``n x n`` float64 matrix."""
+def _getrf_text(n: int, tpu: bool = False) -> str:
+    """LU with partial pivoting of an ``n x n`` float64 matrix: the factors,
+    LAPACK's pivots and ``info`` -- or, ``tpu``, the factors, the 0-based
+    pivots and the permutation they make (what ``LuDecomposition`` returns)."""
     M, V, VI = f"tensor<{n}x{n}xf64>", f"tensor<{n}xf64>", f"tensor<{n}xi32>"
     MI, MB, VB = f"tensor<{n}x{n}xi32>", f"tensor<{n}x{n}xi1>", f"tensor<{n}xi1>"
     S, SI, SB = "tensor<f64>", "tensor<i32>", "tensor<i1>"
+    carried, types = "%k = %zero, %m = %a, %p = %piv0, %info = %zero", f"{SI}, {M}, {VI}, {SI}"
+    results, returned = f"{M}, {VI}, {SI}", f"%r#1, %r#2, %r#3 : {M}, {VI}, {SI}"
+    stored, start, permute, permuted = "%piv1", "", "", ""
+    if tpu:  # the permutation carried too; the pivots 0-based
+        carried, types = carried + ", %perm = %perm0", types + f", {VI}"
+        results, returned = f"{M}, {VI}, {VI}", f"%r#1, %r#2, %r#4 : {M}, {VI}, {VI}"
+        stored, start, permuted = "%piv", f"\n  %perm0 = stablehlo.iota dim = 0 : {VI}", ", %perm2"
+        permute = f"""
+    %pk = stablehlo.dynamic_slice %perm, %k, sizes = [1] : ({VI}, {SI}) -> tensor<1xi32>
+    %pp = stablehlo.dynamic_slice %perm, %piv, sizes = [1] : ({VI}, {SI}) -> tensor<1xi32>
+    %perm1 = stablehlo.dynamic_update_slice %perm, %pk, %piv : ({VI}, tensor<1xi32>, {SI}) -> {VI}
+    %perm2 = stablehlo.dynamic_update_slice %perm1, %pp, %k : ({VI}, tensor<1xi32>, {SI}) -> {VI}"""
     return f"""
-func.func private @getrf(%a: {M}) -> ({M}, {VI}, {SI}) {{
+func.func private @getrf(%a: {M}) -> ({results}) {{
   %zero = stablehlo.constant dense<0> : {SI}
-  %piv0 = stablehlo.constant dense<0> : {VI}
-{_counted_while("%r:4", "%k = %zero, %m = %a, %p = %piv0, %info = %zero", f"{SI}, {M}, {VI}, {SI}", n)}
+  %piv0 = stablehlo.constant dense<0> : {VI}{start}
+{_counted_while(f"%r:{len(types.split(', '))}", carried, types, n)}
     %nsc = stablehlo.constant dense<{n}> : {SI}
     %nvec = stablehlo.constant dense<{n}> : {VI}
     %iota = stablehlo.iota dim = 0 : {VI}
@@ -97,7 +135,7 @@ func.func private @getrf(%a: {M}) -> ({M}, {VI}, {SI}) {{
     %m1a = stablehlo.dynamic_update_slice %m, %rowk, %piv, %z : ({M}, tensor<1x{n}xf64>, {SI}, {SI}) -> {M}
     %m1 = stablehlo.dynamic_update_slice %m1a, %rowp, %k, %z : ({M}, tensor<1x{n}xf64>, {SI}, {SI}) -> {M}
     %piv1 = stablehlo.add %piv, %one : {SI}
-    %piv1v = stablehlo.reshape %piv1 : ({SI}) -> tensor<1xi32>
+    %piv1v = stablehlo.reshape {stored} : ({SI}) -> tensor<1xi32>{permute}
     %p2 = stablehlo.dynamic_update_slice %p, %piv1v, %k : ({VI}, tensor<1xi32>, {SI}) -> {VI}
     %urow = stablehlo.reshape %rowp : (tensor<1x{n}xf64>) -> {V}
     %pvs = stablehlo.dynamic_slice %urow, %k, sizes = [1] : ({V}, {SI}) -> tensor<1xf64>
@@ -133,9 +171,9 @@ func.func private @getrf(%a: {M}) -> ({M}, {VI}, {SI}) {{
     %cgt = stablehlo.compare GT, %ci, %kbb, SIGNED : ({MI}, {MI}) -> {MB}
     %trail = stablehlo.and %rgt, %cgt : {MB}
     %m2 = stablehlo.select %trail, %upd, %m2a : {MB}, {M}
-    stablehlo.return %k1, %m2, %p2, %info2 : {SI}, {M}, {VI}, {SI}
+    stablehlo.return %k1, %m2, %p2, %info2{permuted} : {types}
   }}
-  return %r#1, %r#2, %r#3 : {M}, {VI}, {SI}
+  return {returned}
 }}
 """
 
@@ -358,3 +396,125 @@ def expand_lapack(root: ir.Operation) -> list[tuple[str, str, ir.Location, str]]
         done.append((op.name, target, op.location, name))
         op.erase()
     return done
+
+
+# ------------------------------------------- a device that refuses float64 LU
+def _batched_text(inner: str, batch: int, n: int, results: list[tuple[list[int], str]]) -> str:
+    """A function of a stack of ``batch`` ``n x n`` float64 matrices that calls
+    ``@inner`` on each in a counted loop and stacks its results (each of the
+    unbatched shape and element type given); ``@inner`` is declared after it
+    (for the parser: :func:`~no64.spec.util.install_function` takes the first
+    function only)."""
+    SI = "tensor<i32>"
+    stacked = [f"tensor<{'x'.join(map(str, [batch, *shape]))}x{elem}>" for shape, elem in results]
+    one = [f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{elem}>" for shape, elem in results]
+    lead = [f"tensor<{'x'.join(map(str, [1, *shape]))}x{elem}>" for shape, elem in results]
+    A = f"tensor<{batch}x{n}x{n}xf64>"
+    inits = "\n".join(f"  %o{i} = stablehlo.constant dense<0{'.0' if elem == 'f64' else ''}> : {t}"
+                      for i, ((_, elem), t) in enumerate(zip(results, stacked)))
+    carried = ", ".join(["%k = %zero", *(f"%x{i} = %o{i}" for i in range(len(results)))])
+    types = ", ".join([SI, *stacked])
+    body = [f"    %s = stablehlo.dynamic_slice %a, %k, %z, %z, sizes = [1, {n}, {n}] : ({A}, {SI}, {SI}, {SI}) "
+            f"-> tensor<1x{n}x{n}xf64>",
+            f"    %m = stablehlo.reshape %s : (tensor<1x{n}x{n}xf64>) -> tensor<{n}x{n}xf64>",
+            f"    %c:{len(results)} = func.call @{inner}(%m) : (tensor<{n}x{n}xf64>) -> ({', '.join(one)})"]
+    for i, ((shape, _), t1, tl, ts) in enumerate(zip(results, one, lead, stacked)):
+        at = ", ".join(["%k", *["%z"] * len(shape)])
+        body += [f"    %u{i} = stablehlo.reshape %c#{i} : ({t1}) -> {tl}",
+                 f"    %y{i} = stablehlo.dynamic_update_slice %x{i}, %u{i}, {at} : ({ts}, {tl}, "
+                 f"{', '.join([SI] * (len(shape) + 1))}) -> {ts}"]
+    body.append("    %k1 = stablehlo.add %k, %one : " + SI)
+    body.append(f"    stablehlo.return {', '.join(['%k1', *(f'%y{i}' for i in range(len(results)))])} : {types}")
+    body_text = "\n".join(body)
+    out = ", ".join(f"%r#{i + 1}" for i in range(len(results)))
+    return f"""
+func.func private @batched(%a: {A}) -> ({', '.join(stacked)}) {{
+  %zero = stablehlo.constant dense<0> : {SI}
+{inits}
+{_counted_while(f"%r:{len(results) + 1}", carried, types, batch)}
+{body_text}
+  }}
+  return {out} : {', '.join(stacked)}
+}}
+func.func private @{inner}(tensor<{n}x{n}xf64>) -> ({', '.join(one)})
+"""
+
+
+def _call_target(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["call_target_name"]).value
+
+
+def is_lu(op: ir.Operation) -> OpForm | None:
+    """:attr:`~no64.kinds.OpForm.LU` where ``op`` (a ``custom_call``) factors
+    a matrix as LU, else None (the form the op table gives ``custom_call``)."""
+    return OpForm.LU if "call_target_name" in op.attributes and _call_target(op) in _LU_CALLS else None
+
+
+class _WrittenOut:
+    """An LU call replaced by a call of its loop (a :class:`~no64.spec.protocols.Legalization`)."""
+
+    def __init__(self, op: ir.Operation, inner: tuple[str, str], batch: list[int], n: int,
+                 results: list[tuple[list[int], str]]) -> None:
+        self.op, self.inner, self.batch, self.n, self.results = op, inner, batch, n, results
+
+    @property
+    def summary(self) -> str:
+        count = math.prod(self.batch)
+        each = f", for each of {count} matrices" if self.batch else ""
+        return f"written out in float64 ops: a loop over the {self.n} columns{each} ({self.inner[1]})"
+
+    @property
+    def ops(self) -> int:
+        return 1
+
+    def apply(self) -> None:
+        op = self.op
+        name, _ = install_function(op, *self.inner)
+        count = math.prod(self.batch)
+        with ir.InsertionPoint(op), op.location:
+            operand = op.operands[0]
+            if self.batch:
+                helper, _ = install_function(op, _batched_text(name, count, self.n, self.results),
+                                             f"{self.inner[1]}.batched.{count}")
+                f64 = ir.F64Type.get()
+                operand = W.make("reshape", [operand], ir.RankedTensorType.get([count, self.n, self.n], f64))
+                types = [ir.RankedTensorType.get([count, *shape], _element(elem)) for shape, elem in self.results]
+                call = func.CallOp(types, ir.FlatSymbolRefAttr.get(helper), [operand])
+                values = [W.make("reshape", [v], r.type) for v, r in zip(call.results, op.results)]
+            else:
+                call = func.CallOp([r.type for r in op.results], ir.FlatSymbolRefAttr.get(name), [operand])
+                values = list(call.results)
+        for old, new in zip(op.results, values):
+            old.replace_all_uses_with(new)
+        op.erase()
+
+
+def _element(name: str) -> ir.Type:
+    return ir.F64Type.get() if name == "f64" else ir.IntegerType.get_signless(32)
+
+
+def lu(op: ir.Operation) -> Legalization | str:
+    """``op``, an LU call on float64 matrices (XLA:TPU's ``LuDecomposition``
+    or LAPACK's ``lapack_dgetrf_ffi``), as a call of a loop of float64 ops
+    with the same results (see the module docstring), or why not."""
+    target = _call_target(op)
+    if target not in (_TPU_LU, _GETRF):
+        return f"no64 writes out the float64 LU of {_TPU_LU} and {_GETRF}, not of {target}"
+    t = op.operands[0].type
+    if len(op.operands) != 1 or len(op.results) != 3 or not isinstance(t, ir.RankedTensorType) \
+            or not ir.RankedTensorType(t).has_static_shape:
+        return "an LU of other operands or results than one matrix of static shape"
+    shape = list(ir.RankedTensorType(t).shape)
+    if not isinstance(ir.RankedTensorType(t).element_type, ir.F64Type):
+        return f"an LU of {ir.RankedTensorType(t).element_type} (no64 writes out float64's)"
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        return f"an LU of a {'x'.join(map(str, shape))} matrix (no64 writes out square ones)"
+    n, batch = shape[-1], shape[:-2]
+    tpu = target == _TPU_LU
+    results = [([n, n], "f64"), ([n], "i32"), ([n] if tpu else [], "i32")]
+    symbol = f"no64.{'lu' if tpu else 'getrf'}.{n}"
+    with op.location:
+        expected = [ir.RankedTensorType.get([*batch, *s], _element(e)) for s, e in results]
+    if [r.type for r in op.results] != expected:
+        return "an LU whose results are not the factors, the pivots and the permutation (or info)"
+    return _WrittenOut(op, (_getrf_text(n, tpu), symbol), batch, n, results)
