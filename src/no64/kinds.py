@@ -411,4 +411,9 @@ class OpForm(_Vocabulary):
     BITCAST = "bitcast"
     #: The next representable float toward another (``chlo.next_after``).
     NEXT_AFTER = "next-after"
+    #: A choice of one region to run by a value (``case``, ``if``: ``lax.cond``,
+    #: ``lax.switch``).
+    BRANCH = "branch"
+    #: A loop (``while``: ``lax.while_loop``, ``fori_loop``, ``scan``).
+    LOOP = "loop"
 

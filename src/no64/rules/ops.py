@@ -216,9 +216,10 @@ declare("stablehlo.sort", transfer=T.sort, arguments=T.sort_arguments, emulate=E
         sentinels=CARRIES, pairs=PR.sort, form=OpForm.SORT, unfold=unfold.sort)
 declare("chlo.top_k", transfer=T.top_k, emulate=E.top_k, region_free=True, sentinels=CARRIES, pairs=PR.top_k,
         form=OpForm.TOP_K)
-declare("stablehlo.while", transfer=T.while_results, arguments=T.while_arguments, loop=True, sentinels=CARRIES)
-declare("stablehlo.case", transfer=T.branches, branches=True, sentinels=CARRIES)
-declare("stablehlo.if", transfer=T.branches, branches=True, sentinels=CARRIES)
+declare("stablehlo.while", transfer=T.while_results, arguments=T.while_arguments, loop=True, sentinels=CARRIES,
+        form=OpForm.LOOP)
+declare("stablehlo.case", transfer=T.branches, branches=True, sentinels=CARRIES, form=OpForm.BRANCH)
+declare("stablehlo.if", transfer=T.branches, branches=True, sentinels=CARRIES, form=OpForm.BRANCH)
 declare("stablehlo.reduce", transfer=T.reduction_results, arguments=T.reduction_arguments,
         emulate=E.reduction, owns_regions=True, reduction=Reduction.INPUTS_INITS, sentinels=CARRIES,
         pairs=PR.reduce, form=OpForm.REDUCE, unfold=unfold.reduce)

@@ -73,7 +73,9 @@ class Refusal:
         indices are not declared unique), ``"64-bit-integer"`` (an operand
         or result of 64-bit integer elements), ``"64-bit-float"`` (an operand or result
         of ``float64`` or ``complex128`` elements), ``"float64-int64"`` (bits
-        of a ``float64`` taken as a 64-bit integer, or the reverse).
+        of a ``float64`` taken as a 64-bit integer, or the reverse),
+        ``"dynamic-trip-count"`` (a loop whose number of iterations is not
+        fixed: see :func:`no64.targets.legality.trip_count`).
       code: The vendor's error code, if it has one.
       reason: The vendor's words, shortened.
       source: Where the vendor says so.
@@ -391,6 +393,9 @@ def _neuron_refusals() -> tuple[Refusal, ...]:
         Refusal(OpForm.RNG_BIT_GENERATOR, "algorithm", "EVRF006",
                 "RngBitGenerator with an algorithm other than RNG_DEFAULT is rejected",
                 _NEURON_CODES + "EVRF006"),
+        Refusal(OpForm.BRANCH, "always", "", "jax.lax.cond is not supported", _NEURON_NOTES),
+        Refusal(OpForm.LOOP, "dynamic-trip-count", "", "Dynamic loops are not supported for jax.lax.while_loop",
+                _NEURON_NOTES),
     )
 
 

@@ -28,17 +28,17 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.ranges import RangeAnalysis
+from ..analysis.ranges import RangeAnalysis, constant_ints
 from ..ir._compat import block_argument
-from ..ir._mlir import ir, stablehlo
+from ..ir._mlir import defining_op, ir, stablehlo
 from ..ir.locations import SourceLocation, decode_location
 from ..ir.types import wide_kind
 from ..kinds import OpForm
 from ..spec.registry import Computes, Reduction, form_of, spec_of
-from ..spec.walk import all_ops, extremum, is_public
+from ..spec.walk import all_ops, enclosing_function, extremum, is_public
 from . import Datapath, Refusal, Target
 
-__all__ = ["TargetFinding", "check_target", "inexact_reason", "refusal_reason"]
+__all__ = ["TargetFinding", "check_target", "inexact_reason", "refusal_reason", "trip_count"]
 
 _ALLOWED_DIRECTIONS = frozenset({"LT", "LE", "GT", "GE"})
 #: The forms whose ops sum: their partial sums lie in the result's range
@@ -141,12 +141,68 @@ def refusal_reason(op: ir.Operation, r: Refusal) -> str | None:
         kinds = {_short(op.operands[0].type), _short(op.results[0].type)}
         return f"{r.reason} ({' -> '.join(str(_short(v.type)) for v in (op.operands[0], op.results[0]))})" \
             if "f64" in kinds and kinds & {"i64", "u64"} else None
+    if when == "dynamic-trip-count":
+        return None if trip_count(op) is not None else f"{r.reason} (its trip count is not static)"
     if when == "64-bit-combining":
         if any(_short(v.type) in ("i64", "u64") for v in op.results) and not (
                 "unique_indices" in op.attributes and ir.BoolAttr(op.attributes["unique_indices"]).value):
             return r.reason
         return None
     raise ValueError(f"unknown refusal condition {when!r}")
+
+
+_MIRRORED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE", "EQ": "EQ"}
+
+
+def _one_int(v: ir.Value) -> int | None:
+    found = constant_ints(v)
+    return found[0] if found is not None and len(found) == 1 else None
+
+
+def trip_count(op: ir.Operation) -> int | None:
+    """How many times the ``while`` loop ``op`` runs its body, where that is
+    fixed: its condition compares a carried counter (started by a constant,
+    stepped by adding or subtracting a constant in the body) with a constant
+    (``fori_loop`` with constant bounds, ``scan``, no64's own loops); else
+    ``None``."""
+    cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    predicate = defining_op(list(cond.operations)[-1].operation.operands[0])
+    if predicate is None or spec_of(predicate.name).computes is not Computes.COMPARE:
+        return None
+    direction = str(stablehlo.ComparisonDirectionAttr(predicate.attributes["comparison_direction"]).value)
+    a, b = predicate.operands
+    counter = block_argument(a)
+    if counter is None or counter.owner != cond:
+        a, b, direction = b, a, _MIRRORED[direction]
+        counter = block_argument(a)
+    if counter is None or counter.owner != cond:
+        return None
+    i = counter.arg_number
+    bound, start = _one_int(b), _one_int(op.operands[i])
+    stepped = defining_op(list(body.operations)[-1].operation.operands[i])
+    if bound is None or start is None or stepped is None:
+        return None
+    computes = spec_of(stepped.name).computes
+    x, y = stepped.operands
+    if computes is Computes.ADD and block_argument(y) is not None:
+        x, y = y, x
+    held = block_argument(x)
+    if computes not in (Computes.ADD, Computes.SUBTRACT) or held is None or held.owner != body \
+            or held.arg_number != i or (step := _one_int(y)) is None:
+        return None
+    step = step if computes is Computes.ADD else -step
+    if direction == "LE":
+        direction, bound = "LT", bound + 1
+    elif direction == "GE":
+        direction, bound = "GT", bound - 1
+    if direction == "LT":
+        return 0 if start >= bound else (-(-(bound - start) // step) if step > 0 else None)
+    if direction == "GT":
+        return 0 if start <= bound else (-(-(start - bound) // -step) if step < 0 else None)
+    if direction == "NE":
+        n, rest = divmod(bound - start, step) if step else (0, bound - start)
+        return n if rest == 0 and n >= 0 else None
+    return None
 
 
 def _moves_only(op: ir.Operation) -> bool:
@@ -257,6 +313,38 @@ def _types_lacking(root: ir.Operation, target: Target) -> list[TargetFinding]:
     return out
 
 
+class _Lines:
+    """The source lines of ops, for people: an op that names no file (in a
+    library's own jitted function, which JAX lowers to a private function
+    whose ops carry no user frame) takes the line of the call that reaches
+    it, followed outwards through nested calls."""
+
+    def __init__(self, root: ir.Operation) -> None:
+        self.root = root
+        self._calls: dict[str, list[ir.Operation]] | None = None
+
+    def of(self, op: ir.Operation) -> SourceLocation:
+        where = decode_location(op.location)
+        if where.file is not None:
+            return where
+        if self._calls is None:
+            self._calls = {}
+            for x in all_ops(self.root):
+                if spec_of(x.name).call:
+                    self._calls.setdefault(ir.FlatSymbolRefAttr(x.attributes["callee"]).value, []).append(x)
+        site = op
+        for _ in range(16):
+            fn = enclosing_function(site)
+            sites = self._calls.get(fn) if fn is not None else None
+            if not sites:
+                break
+            site = sites[0]
+            at = decode_location(site.location)
+            if at.file is not None:
+                return SourceLocation(where.primitive, where.scope, at.file, at.line, at.column, where.raw)
+        return where
+
+
 def check_target(module: ir.Module | ir.Operation, target: Target,
                  input_ranges: Mapping[int | str, tuple[int, int]] | None = None,
                  types: bool = True) -> list[TargetFinding]:
@@ -275,6 +363,7 @@ def check_target(module: ir.Module | ir.Operation, target: Target,
         if not refusals and not datapaths:
             return out
         ranges: RangeAnalysis | None = None
+        lines = _Lines(root)
         for op in all_ops(root):
             form = form_of(op)
             if form is None:
@@ -282,7 +371,7 @@ def check_target(module: ir.Module | ir.Operation, target: Target,
             for r in refusals.get(form, ()):
                 why = refusal_reason(op, r)
                 if why is not None:
-                    out.append(TargetFinding("refused", op.name, decode_location(op.location), target.name,
+                    out.append(TargetFinding("refused", op.name, lines.of(op), target.name,
                                              why, r.code, r.source))
             d = datapaths.get(form)
             if d is not None:
@@ -290,6 +379,6 @@ def check_target(module: ir.Module | ir.Operation, target: Target,
                     ranges = RangeAnalysis(root, input_ranges)
                 why = inexact_reason(op, d, ranges)
                 if why is not None:
-                    out.append(TargetFinding("inexact", op.name, decode_location(op.location), target.name,
+                    out.append(TargetFinding("inexact", op.name, lines.of(op), target.name,
                                              why, d.code, d.source))
     return out
