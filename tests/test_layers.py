@@ -82,7 +82,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "no64.transforms.plan",  # what the pass decided: values to retype, verdicts
                     "no64.transforms.rewrite",  # applying a plan: rules, retyping, the strict check
                     "no64.transforms.demote",
-                    "no64.transforms.legalize")),  # a target's exact forms (limb dots), in place
+                    "no64.transforms.legalize",  # a target's exact forms (limb dots), in place
+                    "no64.transforms.pipeline")),  # demote, legalize, target check: the chain, composed once
     ("the package's face", ("no64",)),
     (
         "io",

@@ -59,8 +59,8 @@ from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
 from .options import Options, variable
 from .report import grouped_lines
-from .transforms.demote import demote
-from .transforms.scan import check, find_64bit
+from .transforms.pipeline import Pipeline
+from .transforms.scan import find_64bit
 
 __all__ = ["main"]
 
@@ -783,9 +783,11 @@ def _convert(args: argparse.Namespace) -> int:
         module, in_format = no64io.load_with_format(
             source, format=args.format, max_size=args.max_input_size
         )
-        report = demote(module, options)
-        check(module, keep=report.kept_native)
-        legalized = _legalize(module, options.target, options) if options.target is not None else None
+        converted = Pipeline(options.replace(check=True)).run(module)
+    report, target_check = converted.report, converted.target
+    if target_check is not None:
+        for line in grouped_lines(target_check.explain(f) for f in target_check.findings):
+            print(f"no64: warning: {line}", file=sys.stderr)
     if args.output_format:
         out_format = args.output_format
     elif args.in_place:
@@ -795,16 +797,15 @@ def _convert(args: argparse.Namespace) -> int:
     no64io.save(module, dest, format=out_format, overwrite=overwrite)
     if args.json:
         doc = report.to_dict()
-        if legalized is not None:
-            done, findings = legalized
-            doc["target"] = {**done.to_dict(), "findings": [f.to_dict() for f in findings]}
+        if target_check is not None:
+            doc["target"] = {**target_check.legalized.to_dict(),
+                             "findings": [f.to_dict() for f in target_check.findings]}
         print(json.dumps(doc, indent=2))
     else:
         print(report.summary())
-        if legalized is not None:
-            done, findings = legalized
-            print(done.summary())
-            for line in grouped_lines(str(r) for r in done.rewritten):
+        if target_check is not None:
+            print(target_check.legalized.summary())
+            for line in grouped_lines(str(r) for r in target_check.legalized.rewritten):
                 print(f"  {line}")
         print(f"wrote {dest} ({out_format})")
     return EXIT_OK
@@ -823,26 +824,6 @@ def convert_options(args: argparse.Namespace) -> Options:
         ranges[key] = bounds
     return Options(policy=args.policy, integer_policy=args.integer_policy, float_policy=args.float_policy,
                    target=args.target, input_ranges=ranges)
-
-
-def _legalize(module: Any, profile: Any, options: Options) -> tuple[Any, list[Any]]:
-    """``--target T``: make ``module`` exact on T where no64 can, then check it
-    against T; what T still refuses or computes inexactly is a warning on
-    stderr, and under ``--policy strict`` or ``exact`` a TargetError."""
-    from .errors import TargetError
-    from .targets.legality import check_target
-    from .transforms.legalize import legalize
-
-    ranges = options.declared_ranges
-    done = legalize(module, profile, input_ranges=ranges)
-    findings = check_target(module, profile, input_ranges=ranges, types=False)
-    said = done.explain
-    if findings and options.policy in (RangePolicy.STRICT, RangePolicy.EXACT):
-        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-        raise TargetError(f"target {profile.name} (policy {options.policy}): {said(findings[0])}{more}")
-    for line in grouped_lines(said(f) for f in findings):
-        print(f"no64: warning: {line}", file=sys.stderr)
-    return done, findings
 
 
 # --------------------------------------------------------------------------- main
