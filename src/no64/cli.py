@@ -91,8 +91,24 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"no64 {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    formats = ", ".join(no64io.FORMATS)
+    _add_check(sub)
+    _add_convert(sub)
+    _add_audit(sub)
+    return parser
 
+
+def _add_input_format(parser: argparse.ArgumentParser) -> None:
+    """``--format F``: the input format, detected from content when omitted."""
+    parser.add_argument(
+        "--format",
+        choices=no64io.FORMATS,
+        metavar="F",
+        help=f"input format ({', '.join(no64io.FORMATS)}); detected from content when omitted",
+    )
+
+
+def _add_check(sub: "argparse._SubParsersAction[_Parser]") -> None:
+    """``no64 check``: list the 64-bit values in modules."""
     check = sub.add_parser(
         "check",
         help="list the 64-bit values in modules",
@@ -127,14 +143,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "64-bit types it lacks, op forms it does not compile, integer ops on a narrower datapath "
         "not proven exact (" + ", ".join(sorted(_target_names())) + ")",
     )
-    check.add_argument(
-        "--format",
-        choices=no64io.FORMATS,
-        metavar="F",
-        help=f"input format ({formats}); detected from content when omitted",
-    )
+    _add_input_format(check)
     _add_max_input_size(check)
 
+
+def _add_convert(sub: "argparse._SubParsersAction[_Parser]") -> None:
+    """``no64 convert``: rewrite a module without 64-bit types."""
     convert = sub.add_parser(
         "convert",
         help="rewrite a module without 64-bit types",
@@ -144,18 +158,34 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     convert.add_argument("input", metavar="IN")
     convert.add_argument("-o", "--output", metavar="OUT", help="file to write")
-    convert.add_argument(
-        "--format",
-        choices=no64io.FORMATS,
-        metavar="F",
-        help=f"input format ({formats}); detected from content when omitted",
-    )
+    _add_input_format(convert)
     convert.add_argument(
         "--output-format",
         choices=no64io.FORMATS,
         metavar="F",
         help="output format; from OUT's extension, else the input format",
     )
+    _add_policies(convert)
+    convert.add_argument(
+        "--target",
+        metavar="T",
+        help="then make the module exact on target T where no64 can (an integer dot the target "
+        "computes inexactly or refuses becomes limb dots exact in f32) and check it against T: "
+        "what T would still refuse or compute inexactly is a warning, and an error that writes "
+        "nothing under --policy strict or exact (" + ", ".join(sorted(_target_names())) + ")",
+    )
+    _add_max_input_size(convert)
+    convert.add_argument("--force", action="store_true", help="overwrite an existing OUT")
+    convert.add_argument(
+        "--in-place", action="store_true", help="write the result back to IN"
+    )
+    convert.add_argument(
+        "--json", action="store_true", help="print the report as JSON (every event an entry of its own)"
+    )
+
+
+def _add_policies(convert: argparse.ArgumentParser) -> None:
+    """``no64 convert``'s options of the conversion (:func:`convert_options`)."""
     convert.add_argument(
         "--integer-policy",
         choices=IntegerPolicy.values(),
@@ -190,23 +220,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="declare the inclusive range of an integer input of the entry function, by "
         "position or name (e.g. --range tokens=0:50256 --range 2=0:2147483647); repeatable",
     )
-    convert.add_argument(
-        "--target",
-        metavar="T",
-        help="then make the module exact on target T where no64 can (an integer dot the target "
-        "computes inexactly or refuses becomes limb dots exact in f32) and check it against T: "
-        "what T would still refuse or compute inexactly is a warning, and an error that writes "
-        "nothing under --policy strict or exact (" + ", ".join(sorted(_target_names())) + ")",
-    )
-    _add_max_input_size(convert)
-    convert.add_argument("--force", action="store_true", help="overwrite an existing OUT")
-    convert.add_argument(
-        "--in-place", action="store_true", help="write the result back to IN"
-    )
-    convert.add_argument(
-        "--json", action="store_true", help="print the report as JSON (every event an entry of its own)"
-    )
 
+
+def _add_audit(sub: "argparse._SubParsersAction[_Parser]") -> None:
+    """``no64 audit``: run a Python program under the compile hook."""
     audit = sub.add_parser(
         "audit",
         help="run a Python program under the compile hook and report what no64 does",
@@ -263,6 +280,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--numerics): a refused module or any line measured beyond the tolerance",
     )
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    _add_audit_numerics(audit)
+
+
+def _add_audit_numerics(audit: argparse.ArgumentParser) -> None:
+    """``no64 audit --numerics`` and the options that scale it."""
     audit.add_argument(
         "--numerics",
         action="store_true",
@@ -292,7 +314,6 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the relative error a line is listed beyond (default 1e-3)",
     )
-    return parser
 
 
 def _non_negative(text: str) -> int:
