@@ -84,7 +84,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "no64.transforms.plan",  # what the pass decided: values to retype, verdicts
                     "no64.transforms.rewrite",  # applying a plan: rules, retyping, the strict check
                     "no64.transforms.demote",
-                    "no64.transforms.legalize")),  # a target's exact forms (limb dots), in place
+                    "no64.transforms.legalize",  # a target's exact forms (limb dots), in place
+                    "no64.transforms.pipeline")),  # demote, legalize, target check: the chain, composed once
     ("the package's face", ("no64",)),
     (
         "io",
@@ -362,3 +363,33 @@ def test_the_folders_show_the_layers() -> None:
             if strangers:
                 problems.append(f"layer {LAYERS[i][0]!r} of {folder}/ also holds {strangers}")
     assert problems == []
+
+
+#: Packages whose modules take no underscore name from one another: a name a
+#: sibling module uses is public within its package (the package's
+#: ``__all__`` stays its face), so privacy means "this module's own".
+PRIVATE_WITHIN = ("no64.io", "no64.jax.host")
+
+
+def private_crossings(mod: str, path: Path) -> list[str]:
+    """``from .x import _name`` (an underscore name of another module) in ``path``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            source = "." * node.level + (node.module or "")
+            out += [f"{mod} imports {a.name} from {source}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_package_modules_take_no_private_names_from_each_other() -> None:
+    bad = [line for mod, (path, is_pkg) in sorted(_modules().items())
+           if mod.rpartition(".")[0] in PRIVATE_WITHIN or (is_pkg and mod in PRIVATE_WITHIN)
+           for line in private_crossings(mod, path)]
+    assert not bad, "\n".join(bad)
+
+
+def test_a_private_crossing_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("from .policy import _INT64, NARROWED\nfrom ..state import STATE\n")
+    assert private_crossings("no64.jax.host.m", path) == ["no64.jax.host.m imports _INT64 from .policy"]

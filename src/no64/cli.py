@@ -61,8 +61,8 @@ from .errors import No64Error, OutputError
 from .kinds import FailOn, FloatPolicy, IntegerPolicy, RangePolicy
 from .options import Options, variable
 from .report import counted, grouped_lines
-from .transforms.demote import demote
-from .transforms.scan import check, find_64bit
+from .transforms.pipeline import Pipeline
+from .transforms.scan import find_64bit
 
 __all__ = ["main"]
 
@@ -93,8 +93,24 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"no64 {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    formats = ", ".join(no64io.FORMATS)
+    _add_check(sub)
+    _add_convert(sub)
+    _add_audit(sub)
+    return parser
 
+
+def _add_input_format(parser: argparse.ArgumentParser) -> None:
+    """``--format F``: the input format, detected from content when omitted."""
+    parser.add_argument(
+        "--format",
+        choices=no64io.FORMATS,
+        metavar="F",
+        help=f"input format ({', '.join(no64io.FORMATS)}); detected from content when omitted",
+    )
+
+
+def _add_check(sub: "argparse._SubParsersAction[_Parser]") -> None:
+    """``no64 check``: list the 64-bit values in modules."""
     check = sub.add_parser(
         "check",
         help="list the 64-bit values in modules",
@@ -129,12 +145,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "64-bit types it lacks, op forms it does not compile, integer ops on a narrower datapath "
         "not proven exact (" + ", ".join(sorted(_target_names())) + ")",
     )
-    check.add_argument(
-        "--format",
-        choices=no64io.FORMATS,
-        metavar="F",
-        help=f"input format ({formats}); detected from content when omitted",
-    )
+    _add_input_format(check)
     check.add_argument(
         "-v", "--verbose", action="store_true",
         help="in a dump directory, name each file that could not be read, with why (by default one "
@@ -142,6 +153,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_max_input_size(check)
 
+
+def _add_convert(sub: "argparse._SubParsersAction[_Parser]") -> None:
+    """``no64 convert``: rewrite a module without 64-bit types."""
     convert = sub.add_parser(
         "convert",
         help="rewrite a module without 64-bit types",
@@ -151,18 +165,34 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     convert.add_argument("input", metavar="IN")
     convert.add_argument("-o", "--output", metavar="OUT", help="file to write")
-    convert.add_argument(
-        "--format",
-        choices=no64io.FORMATS,
-        metavar="F",
-        help=f"input format ({formats}); detected from content when omitted",
-    )
+    _add_input_format(convert)
     convert.add_argument(
         "--output-format",
         choices=no64io.FORMATS,
         metavar="F",
         help="output format; from OUT's extension, else the input format",
     )
+    _add_policies(convert)
+    convert.add_argument(
+        "--target",
+        metavar="T",
+        help="then make the module exact on target T where no64 can (an integer dot the target "
+        "computes inexactly or refuses becomes limb dots exact in f32) and check it against T: "
+        "what T would still refuse or compute inexactly is a warning, and an error that writes "
+        "nothing under --policy strict or exact (" + ", ".join(sorted(_target_names())) + ")",
+    )
+    _add_max_input_size(convert)
+    convert.add_argument("--force", action="store_true", help="overwrite an existing OUT")
+    convert.add_argument(
+        "--in-place", action="store_true", help="write the result back to IN"
+    )
+    convert.add_argument(
+        "--json", action="store_true", help="print the report as JSON (every event an entry of its own)"
+    )
+
+
+def _add_policies(convert: argparse.ArgumentParser) -> None:
+    """``no64 convert``'s options of the conversion (:func:`convert_options`)."""
     convert.add_argument(
         "--integer-policy",
         choices=IntegerPolicy.values(),
@@ -197,23 +227,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="declare the inclusive range of an integer input of the entry function, by "
         "position or name (e.g. --range tokens=0:50256 --range 2=0:2147483647); repeatable",
     )
-    convert.add_argument(
-        "--target",
-        metavar="T",
-        help="then make the module exact on target T where no64 can (an integer dot the target "
-        "computes inexactly or refuses becomes limb dots exact in f32) and check it against T: "
-        "what T would still refuse or compute inexactly is a warning, and an error that writes "
-        "nothing under --policy strict or exact (" + ", ".join(sorted(_target_names())) + ")",
-    )
-    _add_max_input_size(convert)
-    convert.add_argument("--force", action="store_true", help="overwrite an existing OUT")
-    convert.add_argument(
-        "--in-place", action="store_true", help="write the result back to IN"
-    )
-    convert.add_argument(
-        "--json", action="store_true", help="print the report as JSON (every event an entry of its own)"
-    )
 
+
+def _add_audit(sub: "argparse._SubParsersAction[_Parser]") -> None:
+    """``no64 audit``: run a Python program under the compile hook."""
     audit = sub.add_parser(
         "audit",
         help="run a Python program under the compile hook and report what no64 does",
@@ -272,6 +289,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "function that could not be measured",
     )
     audit.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    _add_audit_numerics(audit)
+
+
+def _add_audit_numerics(audit: argparse.ArgumentParser) -> None:
+    """``no64 audit --numerics`` and the options that scale it."""
     audit.add_argument(
         "--numerics",
         action="store_true",
@@ -301,7 +323,6 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the relative error a line is listed beyond (default 1e-3)",
     )
-    return parser
 
 
 def _non_negative(text: str) -> int:
@@ -836,9 +857,11 @@ def _convert(args: argparse.Namespace) -> int:
         module, in_format = no64io.load_with_format(
             source, format=args.format, max_size=args.max_input_size
         )
-        report = demote(module, options)
-        check(module, keep=report.kept_native)
-        legalized = _legalize(module, options.target, options) if options.target is not None else None
+        converted = Pipeline(options.replace(check=True)).run(module)
+    report, target_check = converted.report, converted.target
+    if target_check is not None:
+        for line in grouped_lines(target_check.explain(f) for f in target_check.findings):
+            print(f"no64: warning: {line}", file=sys.stderr)
     if args.output_format:
         out_format = args.output_format
     elif args.in_place:
@@ -848,16 +871,15 @@ def _convert(args: argparse.Namespace) -> int:
     no64io.save(module, dest, format=out_format, overwrite=overwrite)
     if args.json:
         doc = report.to_dict()
-        if legalized is not None:
-            done, findings = legalized
-            doc["target"] = {**done.to_dict(), "findings": [f.to_dict() for f in findings]}
+        if target_check is not None:
+            doc["target"] = {**target_check.legalized.to_dict(),
+                             "findings": [f.to_dict() for f in target_check.findings]}
         print(json.dumps(doc, indent=2))
     else:
         print(report.summary())
-        if legalized is not None:
-            done, findings = legalized
-            print(done.summary())
-            for line in grouped_lines(str(r) for r in done.rewritten):
+        if target_check is not None:
+            print(target_check.legalized.summary())
+            for line in grouped_lines(str(r) for r in target_check.legalized.rewritten):
                 print(f"  {line}")
         print(f"wrote {dest} ({out_format})")
     return EXIT_OK
@@ -876,26 +898,6 @@ def convert_options(args: argparse.Namespace) -> Options:
         ranges[key] = bounds
     return Options(policy=args.policy, integer_policy=args.integer_policy, float_policy=args.float_policy,
                    target=args.target, input_ranges=ranges)
-
-
-def _legalize(module: Any, profile: Any, options: Options) -> tuple[Any, list[Any]]:
-    """``--target T``: make ``module`` exact on T where no64 can, then check it
-    against T; what T still refuses or computes inexactly is a warning on
-    stderr, and under ``--policy strict`` or ``exact`` a TargetError."""
-    from .errors import TargetError
-    from .targets.legality import check_target
-    from .transforms.legalize import legalize
-
-    ranges = options.declared_ranges
-    done = legalize(module, profile, input_ranges=ranges)
-    findings = check_target(module, profile, input_ranges=ranges, types=False)
-    said = done.explain
-    if findings and options.policy in (RangePolicy.STRICT, RangePolicy.EXACT):
-        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-        raise TargetError(f"target {profile.name} (policy {options.policy}): {said(findings[0])}{more}")
-    for line in grouped_lines(said(f) for f in findings):
-        print(f"no64: warning: {line}", file=sys.stderr)
-    return done, findings
 
 
 # --------------------------------------------------------------------------- main

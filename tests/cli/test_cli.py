@@ -298,7 +298,7 @@ def test_internal_error(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(no64.cli, "demote", broken)
+    monkeypatch.setattr("no64.transforms.pipeline.demote", broken)
     monkeypatch.delenv("NO64_DEBUG", raising=False)
     argv = ["convert", F64, "-o", str(tmp_path / "out.mlir")]
     code, _, err = run(capsys, *argv)
@@ -340,7 +340,7 @@ def test_an_internal_error_is_one_line_and_exit_2(
         monkeypatch.setattr(no64.targets.legality, "check_target", _broken)
         argv = ["check", "--target", "neuron", F64]
     elif command == "convert":
-        monkeypatch.setattr(no64.cli, "demote", _broken)
+        monkeypatch.setattr("no64.transforms.pipeline.demote", _broken)
         argv = ["convert", F64, "-o", str(tmp_path / "out.mlir")]
     elif command == "audit":
         monkeypatch.setattr(no64.jax.audit, "run_program", _broken)

@@ -29,6 +29,19 @@ INT32_MIN, 0 and -1 (those inside the declared range), in every position;
 integer outputs must be equal, bit for bit (sentinels mapped as the pass
 maps them, word-pair outputs joined).  A case that is refused writes no
 ``%t.mlir``; its RUN lines check the exit status and the one-line message.
+
+A case converted with ``--float-policy pairs`` checks the report's
+``computed ... float64 value(s) as f32 pairs`` line under ``REPORT`` and
+states the bound its float64 results are held to, from the pairs' published
+bounds (``docs/guides/float-pairs.md``), in a ``BOUND:`` line:
+``// BOUND: 3u^2 of the result`` (relative to each element of the 64-bit
+program's result) or ``// BOUND: 8u^2 of the magnitudes`` (relative to the
+64-bit program run on its inputs' magnitudes: a sum's or a dot's bound).
+Its float64 arguments then take values f32 cannot hold, signed zeros, an
+infinity and NaN, as packed pairs; each float64 result, joined from its
+pair, must be NaN, infinite and a zero of its sign where the 64-bit
+program's is, and within the bound elsewhere, and some element must be
+one f32's rounding would miss (``runner.compare_pairs``).
 """
 
 from __future__ import annotations
@@ -41,11 +54,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import no64
+import runner
 from no64.targets import TARGETS
-from runner import adversarial_inputs, compare_on_adversarial_inputs
+from runner import (
+    adversarial_inputs,
+    compare_on_adversarial_inputs,
+    compare_pairs,
+    compare_pairs_on_adversarial_inputs,
+)
 from support import ir, make_context
 
 LIT = Path(__file__).resolve().parents[1] / "lit"
@@ -57,6 +77,8 @@ _SPLIT = re.compile(r"^// -----\s*$")
 _RUN = re.compile(r"^\s*//\s*RUN:\s*(.*?)\s*$")
 _REPORT = re.compile(r"^\s*//\s*REPORT:\s*verdicts:(.*)$")
 _KEPT = re.compile(r"^\s*//\s*REPORT:\s*kept .* as they are \(native on target (\S+)\)$")
+_PAIRS = re.compile(r"^\s*//\s*REPORT:\s*computed \d+ float64 value\(s\) as f32 pairs")
+_BOUND = re.compile(r"^\s*//\s*BOUND:\s*(\d+(?:\.\d+)?)u\^2 of the (result|magnitudes)\s*$")
 
 
 @dataclass
@@ -133,15 +155,25 @@ def run_case(case: Case, tmp: Path) -> None:
     out = run_lines(case, tmp)
     if not out.exists():
         return
+    lines = case.text.splitlines()
+    converted = parse(out.read_text())
+    if any("--float-policy pairs" in run for run in case.runs):
+        # float64 on pairs: held to the case's stated bound against the 64-bit program
+        assert any(_PAIRS.match(line) for line in lines), f"{case.name}: a pairs case checks its REPORT pairs line"
+        bounds = [m for line in lines if (m := _BOUND.match(line))]
+        assert len(bounds) == 1, f"{case.name}: a pairs case states one BOUND: line"
+        assert no64.find_64bit(converted) == []
+        compare_pairs_on_adversarial_inputs(parse(case.text), converted, declared_ranges(case.runs), case.name,
+                                            float(bounds[0].group(1)), bounds[0].group(2) == "magnitudes")
+        return
     # A converting case: exact, checked against the 64-bit program.
-    verdicts = [m.group(1) for line in case.text.splitlines() if (m := _REPORT.match(line))]
+    verdicts = [m.group(1) for line in lines if (m := _REPORT.match(line))]
     # a target with native 64-bit types may narrow nothing: its report says what it kept
-    kept = [m.group(1) for line in case.text.splitlines() if (m := _KEPT.match(line))]
+    kept = [m.group(1) for line in lines if (m := _KEPT.match(line))]
     assert verdicts or kept, f"{case.name}: a converting case checks its REPORT: verdicts: (or kept) line"
     for v in verdicts:
         assert "unproven" not in v and "overflow" not in v, f"{case.name}: a converting golden must be exact: {v}"
     keep = frozenset(TARGETS[kept[0]].native) if kept else frozenset()
-    converted = parse(out.read_text())
     assert no64.find_64bit(converted, keep=keep) == []
     compare_on_adversarial_inputs(parse(case.text), converted, declared_ranges(case.runs), case.name, keep=keep)
 
@@ -220,3 +252,41 @@ def test_cases_are_split_with_their_own_lines(tmp_path: Path) -> None:
     assert first.text.splitlines() == ["// RUN: a --range 0=-5:7", "x", "", "", ""]
     assert second.text.splitlines() == ["", "", "", "// RUN: b --range 1=0:1", "y"]
     assert declared_ranges(first.runs) == {0: (-5, 7)} and declared_ranges(second.runs) == {1: (0, 1)}
+
+
+_ADD = """
+func.func public @main(%x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {
+  %z = stablehlo.add %x, %y : tensor<4xf64>
+  return %z : tensor<4xf64>
+}"""
+
+
+def test_the_pairs_comparison_catches_a_wrong_conversion(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness itself: an addition on pairs passes within its bound; read without
+    its lo words (f32's precision) it fails, and so does its f32 conversion (a float64
+    result that does not come back as a pair)."""
+    m = parse(_ADD)
+    no64.demote(m, float_policy="pairs")
+    compare_pairs_on_adversarial_inputs(parse(_ADD), m, {}, "add on pairs", 5)
+    with monkeypatch.context() as patch:
+        patch.setattr(runner, "join_pairs", lambda p: np.asarray(p)[..., 0].astype(np.float64))
+        with pytest.raises(AssertionError, match=r"beyond 5u\^2 of the scale"):
+            compare_pairs_on_adversarial_inputs(parse(_ADD), m, {}, "add without its lo words", 5)
+    f32 = parse(_ADD)
+    no64.demote(f32)
+    with pytest.raises(AssertionError, match=r"float64 results \[0\], of which \[\] come back as pairs"):
+        compare_pairs_on_adversarial_inputs(parse(_ADD), f32, {}, "add in f32", 5)
+
+
+def test_the_pairs_comparison_holds_nonfinite_values_and_signed_zeros() -> None:
+    """The harness itself: NaN only at NaN, the same infinities, a zero of its sign,
+    and a finite element within its bound of the scale; the elements f32 would miss
+    are counted."""
+    ref = np.array([1 / 3, -0.0, np.inf, np.nan])
+    assert compare_pairs(ref, ref.copy(), ref, 1, "same") == 1
+    for got, why in (([1 / 3, 0.0, np.inf, np.nan], "a zero's sign differs"),
+                     ([1 / 3, -0.0, -np.inf, np.nan], "non-finite elements differ"),
+                     ([1 / 3, -0.0, np.inf, 1.0], "non-finite elements differ"),
+                     ([1 / 3 + 2.0**-45, -0.0, np.inf, np.nan], "1 element.s. beyond 1u\\^2")):
+        with pytest.raises(AssertionError, match=why):
+            compare_pairs(ref, np.array(got), ref, 1, "wrong")

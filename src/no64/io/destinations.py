@@ -14,7 +14,7 @@ import secrets
 import stat
 
 from ..errors import OutputError
-from .sources import _kind
+from .sources import file_kind
 
 
 def destination_kind(path: str, overwrite: bool) -> str:
@@ -37,7 +37,7 @@ def destination_kind(path: str, overwrite: bool) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return "stream"
     if not stat.S_ISREG(mode):
-        raise OutputError(f"{path}: is {_kind(mode)}; refusing to write to it")
+        raise OutputError(f"{path}: is {file_kind(mode)}; refusing to write to it")
     if _is_special_name(path):
         # /dev/stdout, /dev/fd/N, /proc/self/fd/N naming a file the shell
         # opened (``> out.mlir``): replacing the file would lose the output.
@@ -55,7 +55,7 @@ def _is_special_name(path: str) -> bool:
     return _FD_NAME.fullmatch(os.path.abspath(path)) is not None
 
 
-def _write_through(path: str, data: bytes) -> None:
+def write_through(path: str, data: bytes) -> None:
     """Write ``data`` to a character device or FIFO (or a file the shell
     opened, named by ``/dev/stdout``), as it is."""
     try:
@@ -86,7 +86,7 @@ def _target(path: str) -> str:
     return os.path.realpath(path)
 
 
-def _write_atomically(path: str, data: bytes, overwrite: bool) -> None:
+def write_atomically(path: str, data: bytes, overwrite: bool) -> None:
     shown = path
     path = _target(path)  # write through links: replace their target
     directory = os.path.dirname(os.path.abspath(path))

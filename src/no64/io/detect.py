@@ -7,11 +7,11 @@ import re
 
 from ..errors import InputError
 from ..spec.registry import REGISTRY
-from .diagnostics import _MEMORY
-from .formats import _BYTECODE_MAGIC, FORMATS, format_from_extension
-from .hlo import _is_hlo_proto
-from .jaxexport import _jax_exported
-from .mlir import _VHLO_TEXT
+from .diagnostics import MEMORY
+from .formats import BYTECODE_MAGIC, FORMATS, format_from_extension
+from .hlo import is_hlo_proto
+from .jaxexport import jax_exported
+from .mlir import VHLO_TEXT
 
 _VHLO_PRODUCER = b"StableHLO_v"
 
@@ -58,14 +58,14 @@ def _text_format(text: str) -> str | None:
     first = _first_significant_line(text)
     if _HLO_START.match(first):
         return "hlo"
-    if _VHLO_TEXT.search(text):
+    if VHLO_TEXT.search(text):
         return "vhlo"
     if _MLIR_START.match(first) or any(d in text for d in _dialects()):
         return "mlir"
     return None
 
 
-def _require_content(data: bytes, name: str) -> None:
+def require_content(data: bytes, name: str) -> None:
     if not data.strip():
         raise InputError(f"{name}: empty file")
 
@@ -82,18 +82,18 @@ def detect_format(data: bytes, filename: str | os.PathLike[str] | None = None) -
     Raises:
       InputError: ``data`` is empty, or neither content nor name tells.
     """
-    name = os.fspath(filename) if filename is not None else _MEMORY
-    _require_content(data, name)
-    if data.startswith(_BYTECODE_MAGIC):
+    name = os.fspath(filename) if filename is not None else MEMORY
+    require_content(data, name)
+    if data.startswith(BYTECODE_MAGIC):
         return "vhlo" if _bytecode_producer(data).startswith(_VHLO_PRODUCER) else "mlirbc"
     text = _as_text(data)
     if text is not None:
         found = _text_format(text)
         if found is not None:
             return found
-    if text is None and _jax_exported(data) is not None:
+    if text is None and jax_exported(data) is not None:
         return "jaxexport"
-    if _is_hlo_proto(data):
+    if is_hlo_proto(data):
         return "hlopb"
     by_name = format_from_extension(filename)
     if by_name is not None:

@@ -17,7 +17,7 @@ from ..ir.locations import SourceLocation, decode_location
 from ..report import counted
 
 #: The name messages give data held in memory.
-_MEMORY = "<memory>"
+MEMORY = "<memory>"
 
 # "was parsing 4:17: error: expects opcode ..." inside XLA's HLO parser errors.
 _HLO_PARSE_ERROR = re.compile(r"was parsing (\d+):(\d+): error: ([^\n]*)")
@@ -30,7 +30,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _diagnostic_line(name: str, where: SourceLocation, message: str) -> str:
+def diagnostic_line(name: str, where: SourceLocation, message: str) -> str:
     """``name:line:col: message`` for parser positions, else ``name: where: message``.
 
     Diagnostics from parsing in-memory data carry the file name ``"-"``; they
@@ -49,18 +49,18 @@ def _diagnostic_line(name: str, where: SourceLocation, message: str) -> str:
     return f"{name}: {text}: {message}"
 
 
-def _mlir_error_line(name: str, exc: ir.MLIRError) -> str:
+def mlir_error_line(name: str, exc: ir.MLIRError) -> str:
     diagnostics = list(getattr(exc, "error_diagnostics", ()) or ())
     if not diagnostics:
         return f"{name}: {_one_line(_STATUS_PREFIX.sub('', str(exc)))}"
     first = diagnostics[0]
-    line = _diagnostic_line(name, decode_location(first.location), first.message)
+    line = diagnostic_line(name, decode_location(first.location), first.message)
     if len(diagnostics) > 1:
         line += f" (and {counted(len(diagnostics) - 1, 'more error')})"
     return line
 
 
-def _xla_message(exc: BaseException) -> str:
+def xla_message(exc: BaseException) -> str:
     """The first line of an XLA status message, without the status code.
 
     MLIR diagnostics relayed by XLA (``-:3:5: error: ...``) lose their
@@ -71,16 +71,16 @@ def _xla_message(exc: BaseException) -> str:
     return _one_line(re.sub(r"^-:\d+:\d+: error: ", "", first))
 
 
-def _xla_error_line(name: str, exc: BaseException, doing: str) -> str:
+def xla_error_line(name: str, exc: BaseException, doing: str) -> str:
     """One line from an XLA error while reading ``name``, with the parser's position."""
     m = _HLO_PARSE_ERROR.search(str(exc))
     if m:
         return f"{name}:{m.group(1)}:{m.group(2)}: {_one_line(m.group(3))}"
-    return f"{name}: {doing}{_xla_message(exc)}"
+    return f"{name}: {doing}{xla_message(exc)}"
 
 
 @contextmanager
-def _collect_diagnostics(ctx: ir.Context) -> Iterator[list[tuple[SourceLocation, str]]]:
+def collect_diagnostics(ctx: ir.Context) -> Iterator[list[tuple[SourceLocation, str]]]:
     """Collect the context's error diagnostics (instead of printing them to stderr)."""
     collected: list[tuple[SourceLocation, str]] = []
 

@@ -7,20 +7,20 @@ from collections.abc import Callable
 
 from ..errors import No64Error, OutputError
 from ..ir._mlir import ir
-from .destinations import _write_atomically, _write_through, destination_kind
-from .diagnostics import _mlir_error_line, _xla_message
-from .formats import _DESCRIPTIONS, FORMATS, _check_format, format_from_extension
-from .hlo import _dump_hlo, _dump_hlopb
-from .jaxexport import _dump_jaxexport
-from .mlir import _bytecode, _dump_mlir, _dump_vhlo
+from .destinations import destination_kind, write_atomically, write_through
+from .diagnostics import mlir_error_line, xla_message
+from .formats import DESCRIPTIONS, FORMATS, check_format, format_from_extension
+from .hlo import dump_hlo, dump_hlopb
+from .jaxexport import dump_jaxexport
+from .mlir import bytecode, dump_mlir, dump_vhlo
 
 _DUMPERS: dict[str, Callable[[ir.Module], bytes]] = {
-    "mlir": _dump_mlir,
-    "mlirbc": _bytecode,
-    "vhlo": _dump_vhlo,
-    "hlo": _dump_hlo,
-    "hlopb": _dump_hlopb,
-    "jaxexport": _dump_jaxexport,
+    "mlir": dump_mlir,
+    "mlirbc": bytecode,
+    "vhlo": dump_vhlo,
+    "hlo": dump_hlo,
+    "hlopb": dump_hlopb,
+    "jaxexport": dump_jaxexport,
 }
 
 
@@ -31,18 +31,18 @@ def dumps(module: ir.Module, format: str) -> bytes:
       OutputError: Unknown format, or the module cannot be expressed in it
         (HLO needs a ``main`` function, for example).
     """
-    fmt = _check_format(format, OutputError)
+    fmt = check_format(format, OutputError)
     try:
         return _DUMPERS[fmt](module)
     except No64Error:
         raise
     except ir.MLIRError as exc:
         raise OutputError(
-            f"cannot write the module as {_DESCRIPTIONS[fmt]}: {_mlir_error_line('module', exc)}"
+            f"cannot write the module as {DESCRIPTIONS[fmt]}: {mlir_error_line('module', exc)}"
         ) from exc
     except Exception as exc:  # noqa: BLE001 - converters raise assorted runtime errors
         raise OutputError(
-            f"cannot write the module as {_DESCRIPTIONS[fmt]}: {_xla_message(exc)}"
+            f"cannot write the module as {DESCRIPTIONS[fmt]}: {xla_message(exc)}"
         ) from exc
 
 
@@ -76,11 +76,11 @@ def save(
                 f"{path}: cannot tell the output format from the file name; "
                 f"give it explicitly, one of: {', '.join(FORMATS)}"
             )
-    fmt = _check_format(format, OutputError)
+    fmt = check_format(format, OutputError)
     kind = destination_kind(path, overwrite)
     data = dumps(module, fmt)
     if kind == "stream":
-        _write_through(path, data)
+        write_through(path, data)
     else:
-        _write_atomically(path, data, overwrite)
+        write_atomically(path, data, overwrite)
     return fmt

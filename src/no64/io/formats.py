@@ -13,7 +13,7 @@ FORMATS: tuple[str, ...] = ("mlir", "mlirbc", "vhlo", "hlo", "hlopb", "jaxexport
 #: read from a ``jax.export`` artifact: its calling convention).
 MODULE_FORMATS: tuple[str, ...] = ("mlir", "mlirbc", "vhlo", "hlo", "hlopb")
 
-_DESCRIPTIONS = {
+DESCRIPTIONS = {
     "mlir": "MLIR text",
     "mlirbc": "MLIR bytecode",
     "vhlo": "a StableHLO portable artifact",
@@ -36,7 +36,7 @@ _EXTENSIONS: tuple[tuple[str, str], ...] = (
     (".pb", "hlopb"),
 )
 
-_BYTECODE_MAGIC = b"ML\xefR"
+BYTECODE_MAGIC = b"ML\xefR"
 
 
 def format_from_extension(filename: str | os.PathLike[str] | None) -> str | None:
@@ -55,7 +55,7 @@ def format_from_extension(filename: str | os.PathLike[str] | None) -> str | None
     return None
 
 
-def _check_format(fmt: str, error: type[No64Error]) -> str:
+def check_format(fmt: str, error: type[No64Error]) -> str:
     if fmt not in FORMATS:
         raise error(f"unknown format {fmt!r}; expected one of: {', '.join(FORMATS)}")
     return fmt

@@ -14,7 +14,7 @@ import re
 from ..errors import InputError
 from ..ir._mlir import ir
 from ..ir.locations import decode_location
-from .diagnostics import _diagnostic_line
+from .diagnostics import diagnostic_line
 
 #: The deepest nesting :func:`load` accepts: of brackets in text formats
 #: (``{``, ``(``, ``[``, ``<``), of regions in bytecode.  Programs JAX writes
@@ -74,7 +74,7 @@ def _nesting_line(text: bytes, angles: bool, limit: int) -> int | None:
     return None
 
 
-def _check_utf8(data: bytes, name: str) -> None:
+def check_utf8(data: bytes, name: str) -> None:
     """Refuse text that is not UTF-8: the parsers' messages quote the text,
     and the bindings abort the process on a message that is not UTF-8."""
     try:
@@ -106,7 +106,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     return int.from_bytes(data[pos : pos + width], "little") >> width, pos + width
 
 
-def _check_bytecode_strings(data: bytes, name: str) -> None:
+def check_bytecode_strings(data: bytes, name: str) -> None:
     """Refuse MLIR bytecode whose producer or string section is not UTF-8.
 
     The reader quotes these strings in its messages, and the bindings abort
@@ -145,7 +145,7 @@ def _check_bytecode_strings(data: bytes, name: str) -> None:
         return  # malformed layout: the reader says so
 
 
-def _check_text_nesting(data: bytes, name: str, fmt: str) -> None:
+def check_text_nesting(data: bytes, name: str, fmt: str) -> None:
     line = _nesting_line(data, fmt != "hlo", MAX_NESTING)
     if line is not None:
         raise InputError(
@@ -155,7 +155,7 @@ def _check_text_nesting(data: bytes, name: str, fmt: str) -> None:
         )
 
 
-def _check_region_nesting(module: ir.Module, name: str) -> None:
+def check_region_nesting(module: ir.Module, name: str) -> None:
     """Refuse a parsed module whose regions nest deeper than :data:`MAX_NESTING`.
 
     Bytecode is read without recursion, but printing, verifying and
@@ -177,7 +177,7 @@ def _check_region_nesting(module: ir.Module, name: str) -> None:
                     if depth + 1 >= MAX_NESTING:
                         where = decode_location(child.location)
                         raise InputError(
-                            _diagnostic_line(
+                            diagnostic_line(
                                 name,
                                 where,
                                 f"regions nested more than {MAX_NESTING} levels deep; "

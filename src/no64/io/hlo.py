@@ -9,11 +9,11 @@ from ..errors import InputError
 from ..ir._compat import xla_hlo, xla_mlir
 from ..ir._mlir import ir
 from ..spec.registry import spec_of
-from .diagnostics import _xla_error_line
-from .mlir import _bytecode
+from .diagnostics import xla_error_line
+from .mlir import bytecode
 
 
-def _is_hlo_proto(data: bytes) -> bool:
+def is_hlo_proto(data: bytes) -> bool:
     _hlo = xla_hlo()
 
     try:
@@ -60,7 +60,7 @@ def _note_symbols(op: ir.Operation, used: set[str]) -> ir.WalkResult:
     return ir.WalkResult.ADVANCE
 
 
-def _load_hlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
+def load_hlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
     _hlo = xla_hlo()
 
     try:
@@ -70,22 +70,22 @@ def _load_hlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.M
     try:
         proto = _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
     except Exception as exc:  # noqa: BLE001 - XLA raises its own runtime error type
-        raise InputError(_xla_error_line(name, exc, "not valid HLO text: ")) from exc
+        raise InputError(xla_error_line(name, exc, "not valid HLO text: ")) from exc
     return _from_hlo_proto(proto, ctx)
 
 
-def _load_hlopb(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
+def load_hlopb(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
     return _from_hlo_proto(data, ctx)
 
 
 def _xla_computation(module: ir.Module) -> Any:
 
     return xla_mlir().mlir_module_to_xla_computation(
-        _bytecode(module), use_tuple_args=False, return_tuple=False
+        bytecode(module), use_tuple_args=False, return_tuple=False
     )
 
 
-def _dump_hlo(module: ir.Module) -> bytes:
+def dump_hlo(module: ir.Module) -> bytes:
     _hlo = xla_hlo()
 
     options = _hlo.HloPrintOptions()
@@ -94,5 +94,5 @@ def _dump_hlo(module: ir.Module) -> bytes:
     return _xla_computation(module).get_hlo_module().to_string(options).encode("utf-8")
 
 
-def _dump_hlopb(module: ir.Module) -> bytes:
+def dump_hlopb(module: ir.Module) -> bytes:
     return bytes(_xla_computation(module).as_serialized_hlo_module_proto())

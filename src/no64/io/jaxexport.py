@@ -17,11 +17,11 @@ from typing import Any
 from ..errors import InputError, OutputError
 from ..ir._mlir import ir
 from ..ir.types import DTYPE_KINDS, NARROWED_DTYPE_NAMES as _NARROWED_DTYPES, wide_kind
-from .formats import _BYTECODE_MAGIC
-from .mlir import _dump_vhlo, _load_vhlo
+from .formats import BYTECODE_MAGIC
+from .mlir import dump_vhlo, load_vhlo
 
 
-def _jax_exported(data: bytes) -> Any | None:
+def jax_exported(data: bytes) -> Any | None:
     """``data`` read as a ``jax.export`` artifact, or None when it is not one.
 
     The artifact is a flatbuffer without a file identifier; it is one when
@@ -37,7 +37,7 @@ def _jax_exported(data: bytes) -> Any | None:
         payload = bytes(exported.mlir_module_serialized)
     except Exception:  # noqa: BLE001 - any failure means "not a jax.export artifact"
         return None
-    return exported if payload.startswith(_BYTECODE_MAGIC) else None
+    return exported if payload.startswith(BYTECODE_MAGIC) else None
 
 
 #: The jax.export artifact each module read from one came from (its calling
@@ -45,14 +45,14 @@ def _jax_exported(data: bytes) -> Any | None:
 _EXPORTED: "weakref.WeakKeyDictionary[ir.Module, Any]" = weakref.WeakKeyDictionary()
 
 
-def _load_jaxexport(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
+def load_jaxexport(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
     if importlib.util.find_spec("flatbuffers") is None:
         raise InputError(f"{name}: reading a jax.export artifact needs the flatbuffers package "
                          "(a dependency of no64: pip install flatbuffers)")
-    exported = _jax_exported(data)
+    exported = jax_exported(data)
     if exported is None:
         raise InputError(f"{name}: not a jax.export artifact (Exported.serialize()) this jax can read")
-    module = _load_vhlo(bytes(exported.mlir_module_serialized), None, name, ctx)
+    module = load_vhlo(bytes(exported.mlir_module_serialized), None, name, ctx)
     _EXPORTED[module] = exported
     return module
 
@@ -78,7 +78,7 @@ def _entry_types(module: ir.Module) -> tuple[list[ir.Type], list[ir.Type]] | Non
 _KINDS = {str(dtype): kind for dtype, kind in DTYPE_KINDS.items()}
 
 
-def _dump_jaxexport(module: ir.Module) -> bytes:
+def dump_jaxexport(module: ir.Module) -> bytes:
     """A ``jax.export`` artifact: the calling convention of the one ``module``
     was read from, with every 64-bit aval as the entry function now takes or
     returns it -- narrowed to 32 bits, as word or float pairs (a trailing 2),
@@ -142,7 +142,7 @@ def _dump_jaxexport(module: ir.Module) -> bytes:
                        "input", "enters", in_positions),
         out_avals=avals(exported.out_avals, types[1] if types else None, exported.out_shardings_hlo,
                         "output", "comes back"),
-        mlir_module_serialized=_dump_vhlo(module),
+        mlir_module_serialized=dump_vhlo(module),
         _get_vjp=None,
     )
     return bytes(new.serialize())

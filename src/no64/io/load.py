@@ -7,22 +7,22 @@ from collections.abc import Callable
 
 from ..errors import InputError, No64Error
 from ..ir._mlir import ir, make_context
-from .detect import _require_content, detect_format
-from .diagnostics import _mlir_error_line, _xla_error_line
-from .formats import _BYTECODE_MAGIC, _DESCRIPTIONS, _check_format
-from .guards import _check_bytecode_strings, _check_region_nesting, _check_text_nesting, _check_utf8
-from .hlo import _load_hlo, _load_hlopb
-from .jaxexport import _load_jaxexport
-from .mlir import _load_mlir, _load_vhlo
-from .sources import MAX_INPUT_SIZE, _read
+from .detect import detect_format, require_content
+from .diagnostics import mlir_error_line, xla_error_line
+from .formats import BYTECODE_MAGIC, DESCRIPTIONS, check_format
+from .guards import check_bytecode_strings, check_region_nesting, check_text_nesting, check_utf8
+from .hlo import load_hlo, load_hlopb
+from .jaxexport import load_jaxexport
+from .mlir import load_mlir, load_vhlo
+from .sources import MAX_INPUT_SIZE, read_source
 
 _LOADERS: dict[str, Callable[[bytes, str | None, str, ir.Context], ir.Module]] = {
-    "mlir": _load_mlir,
-    "mlirbc": _load_mlir,
-    "vhlo": _load_vhlo,
-    "hlo": _load_hlo,
-    "hlopb": _load_hlopb,
-    "jaxexport": _load_jaxexport,
+    "mlir": load_mlir,
+    "mlirbc": load_mlir,
+    "vhlo": load_vhlo,
+    "hlo": load_hlo,
+    "hlopb": load_hlopb,
+    "jaxexport": load_jaxexport,
 }
 
 
@@ -34,31 +34,31 @@ def load_with_format(
     max_size: int | None = MAX_INPUT_SIZE,
 ) -> tuple[ir.Module, str]:
     """Like :func:`load`, and also return the format that was read."""
-    name, data, path = _read(source, max_size)
-    _require_content(data, name)
-    fmt = _check_format(format, InputError) if format else detect_format(data, path)
-    text = not data.startswith(_BYTECODE_MAGIC)
+    name, data, path = read_source(source, max_size)
+    require_content(data, name)
+    fmt = check_format(format, InputError) if format else detect_format(data, path)
+    text = not data.startswith(BYTECODE_MAGIC)
     if text and fmt in ("mlir", "mlirbc", "vhlo", "hlo"):
-        _check_utf8(data, name)
-        _check_text_nesting(data, name, fmt)
+        check_utf8(data, name)
+        check_text_nesting(data, name, fmt)
     elif not text:
-        _check_bytecode_strings(data, name)
+        check_bytecode_strings(data, name)
     ctx = context if context is not None else make_context()
     try:
         module = _LOADERS[fmt](data, path, name, ctx)
     except No64Error:
         raise
     except ir.MLIRError as exc:
-        corrupt = " (truncated or corrupt MLIR bytecode)" if data.startswith(_BYTECODE_MAGIC) else ""
-        raise InputError(_mlir_error_line(name, exc) + corrupt) from exc
+        corrupt = " (truncated or corrupt MLIR bytecode)" if data.startswith(BYTECODE_MAGIC) else ""
+        raise InputError(mlir_error_line(name, exc) + corrupt) from exc
     except Exception as exc:  # noqa: BLE001 - converters raise assorted runtime errors
         raise InputError(
-            _xla_error_line(name, exc, f"cannot read it as {_DESCRIPTIONS[fmt]}: ")
+            xla_error_line(name, exc, f"cannot read it as {DESCRIPTIONS[fmt]}: ")
         ) from exc
     if not (text and fmt in ("mlir", "mlirbc")):
         # Bytecode, and modules converted from HLO (whose calls become
         # nested regions), were not scanned as text.
-        _check_region_nesting(module, name)
+        check_region_nesting(module, name)
     _verify(module, name)
     return module, fmt
 
@@ -99,6 +99,6 @@ def _verify(module: ir.Module, name: str) -> None:
     try:
         ok = module.operation.verify()
     except ir.MLIRError as exc:
-        raise InputError(_mlir_error_line(name, exc)) from exc
+        raise InputError(mlir_error_line(name, exc)) from exc
     if ok is False:  # older bindings return False instead of raising
         raise InputError(f"{name}: invalid module (verification failed)")

@@ -10,11 +10,11 @@ import re
 from ..errors import InputError
 from ..ir._compat import xla_mlir
 from ..ir._mlir import ir, stablehlo
-from .diagnostics import _collect_diagnostics, _diagnostic_line
-from .formats import _BYTECODE_MAGIC
+from .diagnostics import collect_diagnostics, diagnostic_line
+from .formats import BYTECODE_MAGIC
 
 #: A versioned (VHLO) module in MLIR text.
-_VHLO_TEXT = re.compile(r"\bvhlo\.func_v\d")
+VHLO_TEXT = re.compile(r"\bvhlo\.func_v\d")
 
 
 def _has_vhlo_ops(module: ir.Module) -> bool:
@@ -33,9 +33,9 @@ def _parse_file_ok(path: str | None) -> bool:
     return True
 
 
-def _load_mlir(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
+def load_mlir(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
     try:
-        if not data.startswith(_BYTECODE_MAGIC) and _parse_file_ok(path):
+        if not data.startswith(BYTECODE_MAGIC) and _parse_file_ok(path):
             # Parsing the file (not the bytes) puts its name into the locations
             # of ops that have none, so reports can point into it.
             module = ir.Module.parseFile(path, context=ctx)
@@ -44,20 +44,20 @@ def _load_mlir(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.
     except Exception:
         # jaxlib 0.7's bindings have no VHLO dialect: a versioned module given
         # as plain MLIR text is read as the portable artifact it is
-        if not data.startswith(_BYTECODE_MAGIC) and _VHLO_TEXT.search(data.decode("utf-8", "replace")):
-            return _load_vhlo(data, path, name, ctx)
+        if not data.startswith(BYTECODE_MAGIC) and VHLO_TEXT.search(data.decode("utf-8", "replace")):
+            return load_vhlo(data, path, name, ctx)
         raise
     if _has_vhlo_ops(module):
         # A versioned (VHLO) module given as plain MLIR: upgrade it properly.
-        return _load_vhlo(data, path, name, ctx)
+        return load_vhlo(data, path, name, ctx)
     return module
 
 
-def _load_vhlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
+def load_vhlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.Module:
     artifact: bytes | str = data
-    if not data.startswith(_BYTECODE_MAGIC):
+    if not data.startswith(BYTECODE_MAGIC):
         artifact = data.decode("utf-8")
-    with _collect_diagnostics(ctx) as errors:
+    with collect_diagnostics(ctx) as errors:
         try:
             return stablehlo.deserialize_portable_artifact(ctx, artifact)
         except Exception as exc:  # noqa: BLE001 - the diagnostics say why
@@ -65,22 +65,22 @@ def _load_vhlo(data: bytes, path: str | None, name: str, ctx: ir.Context) -> ir.
                 raise
             where, message = errors[0]
             raise InputError(
-                f"{_diagnostic_line(name, where, message)}"
+                f"{diagnostic_line(name, where, message)}"
                 " (not a StableHLO portable artifact this jaxlib can read)"
             ) from exc
 
 
-def _bytecode(module: ir.Module) -> bytes:
+def bytecode(module: ir.Module) -> bytes:
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
     return buf.getvalue()
 
 
-def _dump_mlir(module: ir.Module) -> bytes:
+def dump_mlir(module: ir.Module) -> bytes:
     return module.operation.get_asm(enable_debug_info=True).encode("utf-8")
 
 
-def _dump_vhlo(module: ir.Module) -> bytes:
+def dump_vhlo(module: ir.Module) -> bytes:
 
     # jaxlib's serializer works on a copy (the stablehlo binding rewrites
     # the module it is given in place) and legalizes CHLO first.  Shardy ops
@@ -89,4 +89,4 @@ def _dump_vhlo(module: ir.Module) -> bytes:
     target = stablehlo.get_version_from_compatibility_requirement(
         stablehlo.StablehloCompatibilityRequirement.WEEK_4
     )
-    return xla_mlir().serialize_portable_artifact(_bytecode(module), target, True)
+    return xla_mlir().serialize_portable_artifact(bytecode(module), target, True)

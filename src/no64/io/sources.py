@@ -14,7 +14,7 @@ import select
 import stat
 
 from ..errors import InputError
-from .diagnostics import _MEMORY
+from .diagnostics import MEMORY
 
 #: The largest input :func:`load` reads by default, in bytes (1 GiB).
 MAX_INPUT_SIZE = 1 << 30
@@ -52,7 +52,7 @@ _FILE_KINDS = (
 )
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     for test, kind in _FILE_KINDS:
         if test(mode):
             return kind
@@ -90,7 +90,7 @@ def _read_to_end(fd: int, name: str, max_size: int | None, *, pipe: bool) -> byt
         chunks.append(chunk)
 
 
-def _read(
+def read_source(
     source: str | os.PathLike[str] | bytes, max_size: int | None = MAX_INPUT_SIZE
 ) -> tuple[str, bytes, str | None]:
     """Return (display name, content, path or None for in-memory data).
@@ -99,7 +99,7 @@ def _read(
     path or path-like: any name the OS gives, UTF-8 or not).
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _MEMORY, bytes(source), None
+        return MEMORY, bytes(source), None
     path = os.fsdecode(os.fspath(source))
     try:
         mode = os.stat(path).st_mode
@@ -111,7 +111,7 @@ def _read(
         raise InputError(f"{path}: is a directory, not a file")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         raise InputError(
-            f"{path}: is {_kind(mode)}, not a file; no64 reads regular files and pipes"
+            f"{path}: is {file_kind(mode)}, not a file; no64 reads regular files and pipes"
         )
     try:
         # Non-blocking, so that opening a FIFO no program writes to returns.
@@ -130,7 +130,7 @@ def _read(
         elif stat.S_ISFIFO(st.st_mode):
             data = _read_to_end(fd, path, max_size, pipe=True)
         else:  # replaced since the check above
-            raise InputError(f"{path}: is {_kind(st.st_mode)}, not a file")
+            raise InputError(f"{path}: is {file_kind(st.st_mode)}, not a file")
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     finally:

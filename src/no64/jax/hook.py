@@ -78,7 +78,6 @@ from ..errors import (
     No64Error,
     OutputRangeError,
     Remaining64BitError,
-    TargetError,
     TargetWarning,
     X64DisabledWarning,
 )
@@ -90,8 +89,8 @@ from ..report import DemotionReport
 from ..spec.registry import spec_of
 from ..spec.walk import entry_function, symbol_name
 from ..targets import Target, target_for_platform
-from ..transforms.demote import demote
 from ..transforms.emulate import exact_input_ranges
+from ..transforms.pipeline import Pipeline, constrains
 from ..transforms.scan import check, find_64bit, has_64bit
 from . import host, intent
 from ._compat import (
@@ -701,32 +700,22 @@ def check_device(module: ir.Module, config: Config, platform: str, owned: bool =
     the program's own 32-bit integers too), is a :class:`no64.TargetWarning`
     at its line (once per line) under the default policy and a
     :class:`no64.TargetError` under ``strict`` and ``exact``."""
-    from ..targets.legality import check_target
-    from ..transforms.legalize import legalize, may_legalize
-
     profile = device_profile(config, platform)
-    if not profile.refuses and not profile.datapaths and not profile.widens:
+    if not constrains(profile):
         return module
-    said: Callable[[Any], str] = str
-    done = None
-    if may_legalize(module, profile):
-        work = module if owned else clone_module(module)
-        done = legalize(work, profile)
-        said = done.explain
-        if done.changed:
-            module = work
-            logger.debug("no64 legalized %s for %s: %s", module_name(module), profile.name, done.summary())
-    findings = check_target(module, profile, types=False)
+    checked = Pipeline(config.options).check_target(module, profile, copy=None if owned else clone_module)
+    module, findings, said = checked.module, checked.findings, checked.explain
+    if checked.legalized.changed:
+        logger.debug("no64 legalized %s for %s: %s", module_name(module), profile.name,
+                     checked.legalized.summary())
     if STATE.listeners:
-        STATE.tell.on_target(module, platform, profile, done, findings)
+        STATE.tell.on_target(module, platform, profile, checked.legalized, findings)
     if not findings:
         return module
     name = module_name(module)
-    if config.policy in (RangePolicy.STRICT, RangePolicy.EXACT):
-        f = findings[0]
-        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-        raise TargetError(f"no64 (NO64_POLICY={config.policy}) refuses {name} for target '{profile.name}': "
-                          f"{said(f)}{more}; source: {f.source}")
+    if checked.refused:
+        raise checked.refusal(f"no64 (NO64_POLICY={config.policy}) refuses {name} for target '{profile.name}'",
+                              source=True)
     for f in findings:
         file, line = f.location.file or "<unknown>", f.location.line or 0
         key = (file, line, f.kind)
@@ -820,10 +809,8 @@ def _prepare_module(module: ir.Module, config: Config, platform: str) -> ir.Modu
         # The strict check runs inside the pass (over the ops it already
         # holds); the backend verifies the module it receives, so the pass
         # does not verify it a second time (see _compile_or_get_cached).
-        report = demote(copy, integer_policy=config.integer_policy, policy=config.policy,
-                        verify=False, check=True, outputs=Outputs.NARROW,
-                        float_policy=config.float_policy, float_hints=config.options.float_hints,
-                        target=device_profile(config, platform))
+        report = Pipeline(config.options.replace(verify=False, check=True, outputs=Outputs.NARROW,
+                                                 target=device_profile(config, platform))).demote(copy)
     except No64Error as exc:
         host.name_callers_line(exc, module)
         exc.add_note(f"no64 was preparing {name} for platform '{platform}' ({config.describe()})")
@@ -922,12 +909,11 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
         # the unproven integers are the judgement's (refused under strict below)
         # a target with native 64-bit integers computes them as the x64
         # program does; only the results JAX returns in 32 bits are narrowed
-        report = demote(copy, integer_policy=config.integer_policy,
-                        policy=config.policy if exact else RangePolicy.PERMISSIVE,
-                        input_ranges=exact_input_ranges(copy.operation, None),
-                        verify=False, check=True, outputs=Outputs.CHECKED if exact else Outputs.NARROW,
-                        float_policy=config.float_policy, float_hints=config.options.float_hints,
-                        target=device_profile(config, platform))
+        report = Pipeline(config.options.replace(
+            policy=config.policy if exact else RangePolicy.PERMISSIVE,
+            input_ranges=exact_input_ranges(copy.operation, None), verify=False, check=True,
+            outputs=Outputs.CHECKED if exact else Outputs.NARROW,
+            target=device_profile(config, platform))).demote(copy)
     except No64Error as exc:
         if exact and isinstance(exc, NarrowingError):
             raise intent.output_error(name, exc) from None

@@ -46,6 +46,7 @@ from ..ir.types import (
     U64 as _U64,
 )
 from ..kinds import RangePolicy
+from ..options import Options
 from ..report import DemotionReport, counted
 from ..spec.walk import entry_function, functions, is_public
 from ..targets import as_target
@@ -784,7 +785,7 @@ def compare_with_reference(
             "array leaves were given (closed-over constants passed as arguments?)"
         )
     demoted = _reparse(original)
-    report = demote(demoted, integer_policy=integer_policy, policy=policy, target=target)
+    report = demote(demoted, Options(integer_policy=integer_policy, policy=policy, target=target))
     check(demoted, keep=report.kept_native)
 
     reference_values = run_module(original, same, num_partitions=num_partitions, strict=False)

@@ -102,7 +102,7 @@ class HookListener:
     def on_target(self, module: Any, platform: str, target: Any, legalized: Any, findings: Any) -> None:
         """The hook made ``module`` exact on the device profile ``target``
         (:func:`no64.jax.hook.check_device`) where it could -- ``legalized``,
-        the :class:`~no64.transforms.legalize.Legalized` record, or ``None``
+        the :class:`~no64.transforms.legalize.Legalized` record, empty
         where nothing was to be rewritten -- and checked it: ``findings``
         (:class:`~no64.targets.legality.TargetFinding`) are what the profile
         would still refuse or compute inexactly, told before the hook warns

@@ -227,82 +227,108 @@ def plan_words(root: ir.Operation, analysis: RangeAnalysis, request: WordsReques
     result is then a :class:`WordsRefused` that says which op and why (or,
     for a constant's user, the constant's refusal).
     """
-    everything, words_out, words_in = request.everything, request.words_out, request.words_in
-    pull_unproven = request.pull_unproven
-    groups = _Groups()
-    all_values: list[ir.Value] = []
-    calls: list[ir.Operation] = []
-    funcs = _functions(root)
-    entry = entry_function(root)
-    for fn in funcs:
-        _collect(fn, all_values, calls)
-    # carried values: those tied together share one group
-    tied: list[ir.Value] = []
-    ret_slots: dict[tuple[str, int], list[ir.Value]] = {}
-    for fn in funcs:
-        if fn != entry:
-            tied.extend(fn.regions[0].blocks[0].arguments)
-        for op in _ops_with_regions_and_calls(fn):
-            spec = spec_of(op.name)
-            if spec.loop:
-                for i, r in enumerate(op.results):
-                    tied.append(r)
-                    for region in op.regions:
-                        a = region.blocks[0].arguments[i]
-                        tied.append(a)
-                        groups.union(a, r)
-            elif spec.branches:
-                tied.extend(op.results)
-            elif spec.call:
-                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                for j, r in enumerate(op.results):
-                    tied.append(r)
-                    ret_slots.setdefault((callee, j), []).append(r)
-    for members in ret_slots.values():
-        for m in members[1:]:
-            groups.union(m, members[0])
-    group_members: dict[ir.Value, list[ir.Value]] = {}
-    for v in tied:
-        group_members.setdefault(groups.find(v), []).append(v)
-    entry_args: list[ir.Value] = list(entry.regions[0].blocks[0].arguments) if entry is not None else []
-    if words_in:
-        # an input that enters as words is a carried value of its own (packed
-        # in the signature, unpacked at the top of the entry block)
-        for a in entry_args:
-            if is_wide_int(a.type):
-                group_members[a] = [a]
+    planner = _WordsPlanner(root, analysis, request)
+    refused = planner.seed() or planner.spread()
+    if refused is not None:
+        return refused
+    if not planner.wide and not planner.ops:
+        return None
+    return planner.refusal() or planner.plan()
 
-    def slot_of(op: ir.Operation, i: int) -> Any:
+
+class _WordsPlanner:
+    """One run of :func:`plan_words`: the values tied together (loop
+    carries, branch and call results, function arguments) in groups, the
+    uses feeding each group, then the values and ops to emulate, spread
+    from the seeds along uses and definitions."""
+
+    def __init__(self, root: ir.Operation, analysis: RangeAnalysis, request: WordsRequest) -> None:
+        self.root, self.analysis, self.request = root, analysis, request
+        self.groups = _Groups()
+        self.all_values: list[ir.Value] = []
+        calls: list[ir.Operation] = []
+        self.funcs = _functions(root)
+        self.entry = entry_function(root)
+        for fn in self.funcs:
+            _collect(fn, self.all_values, calls)
+        #: (callee, result index) -> the call results it returns into
+        self.ret_slots: dict[tuple[str, int], list[ir.Value]] = {}
+        #: group root -> the carried values it ties together
+        self.group_members: dict[ir.Value, list[ir.Value]] = {}
+        self.entry_args: list[ir.Value] = (list(self.entry.regions[0].blocks[0].arguments)
+                                           if self.entry is not None else [])
+        self._tie()
+        #: group root (or ``"output"``) -> the uses feeding it
+        self.feeders: dict[Any, list[tuple[ir.Operation, int]]] = {}
+        for fn in self.funcs:
+            for op in _tie_users(fn):
+                for i in range(len(op.operands)):
+                    s = self.slot_of(op, i)
+                    if s is not None:
+                        self.feeders.setdefault(s, []).append((op, i))
+        self.wide: set[ir.Value] = set()
+        self.ops: dict[ir.Operation, None] = {}
+        self.outputs: set[int] = set()
+        self.narrowed: dict[int, ir.Value] = {}
+        self.emulated_groups: set[ir.Value] = set()
+        self.work: list[ir.Value] = []
+
+    def _tie(self) -> None:
+        """Carried values: those tied together share one group."""
+        groups, entry = self.groups, self.entry
+        tied: list[ir.Value] = []
+        for fn in self.funcs:
+            if fn != entry:
+                tied.extend(fn.regions[0].blocks[0].arguments)
+            for op in _ops_with_regions_and_calls(fn):
+                spec = spec_of(op.name)
+                if spec.loop:
+                    for i, r in enumerate(op.results):
+                        tied.append(r)
+                        for region in op.regions:
+                            a = region.blocks[0].arguments[i]
+                            tied.append(a)
+                            groups.union(a, r)
+                elif spec.branches:
+                    tied.extend(op.results)
+                elif spec.call:
+                    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                    for j, r in enumerate(op.results):
+                        tied.append(r)
+                        self.ret_slots.setdefault((callee, j), []).append(r)
+        for members in self.ret_slots.values():
+            for m in members[1:]:
+                groups.union(m, members[0])
+        for v in tied:
+            self.group_members.setdefault(groups.find(v), []).append(v)
+        if self.request.words_in:
+            # an input that enters as words is a carried value of its own (packed
+            # in the signature, unpacked at the top of the entry block)
+            for a in self.entry_args:
+                if is_wide_int(a.type):
+                    self.group_members[a] = [a]
+
+    def slot_of(self, op: ir.Operation, i: int) -> Any:
         """The group root (or ``"output"``) operand ``i`` of ``op`` flows into."""
         s = _slots_fed(op)[i]
         if isinstance(s, tuple):
-            members = ret_slots.get((s[1], s[2]))
-            return groups.find(members[0]) if members else None
+            members = self.ret_slots.get((s[1], s[2]))
+            return self.groups.find(members[0]) if members else None
         if s is None or s == "output":
             return s
-        return groups.find(s)
+        return self.groups.find(s)
 
-    # the uses feeding each group
-    feeders: dict[Any, list[tuple[ir.Operation, int]]] = {}
-    for fn in funcs:
-        for op in _tie_users(fn):
-            for i in range(len(op.operands)):
-                s = slot_of(op, i)
-                if s is not None:
-                    feeders.setdefault(s, []).append((op, i))
-
-    wide: set[ir.Value] = set()
-    ops: dict[ir.Operation, None] = {}
-    outputs: set[int] = set()
-    narrowed: dict[int, ir.Value] = {}
-    emulated_groups: set[ir.Value] = set()
-    work: list[ir.Value] = []
-
-    def needs(v: ir.Value) -> bool:
-        verdict, _ = analysis.verdict(v)
+    def needs(self, v: ir.Value) -> bool:
+        """Whether ``v`` is not proven to fit in 32 bits."""
+        verdict, _ = self.analysis.verdict(v)
         return verdict is not Verdict.EXACT
 
-    def inexact(x: ir.Value) -> bool:
+    def _entry_arg(self, v: ir.Value) -> bool:
+        """Whether ``v`` is an argument of the entry function."""
+        arg = block_argument(v)
+        return arg is not None and _as_op(arg.owner.owner) == self.entry
+
+    def inexact(self, x: ir.Value) -> bool:
         """Whether ``x`` must not enter the words from the narrowed program:
         it may hold a sentinel, or (``pull_unproven``) it is not proven to
         fit -- its 32-bit value may differ from the 64-bit one, and the
@@ -310,143 +336,166 @@ def plan_words(root: ir.Operation, analysis: RangeAnalysis, request: WordsReques
         counter that overflows in 32 bits, compared with an emulated bound,
         would never stop).  The entry function's inputs enter as the 32-bit
         values the host passes; constants with their exact elements."""
-        if _carries_sentinel(x, analysis):
+        if _carries_sentinel(x, self.analysis):
             return True
-        if not pull_unproven or not is_wide_int(x.type):
+        if not self.request.pull_unproven or not is_wide_int(x.type):
             return False
-        if (arg := block_argument(x)) is not None and _as_op(arg.owner.owner) == entry:
+        if self._entry_arg(x):
             return False
         d = defining_op(x)
         if d is not None and spec_of(d.name).constant:
             return False
-        return needs(x) and analysis.fold(x, sentinels=True) is None
+        return self.needs(x) and self.analysis.fold(x, sentinels=True) is None
 
-    def mark_op(op: ir.Operation) -> None:
-        if op in ops:
+    def mark_op(self, op: ir.Operation) -> None:
+        """Emulate ``op``: its results not proven to fit, and the operands it
+        must not read narrowed, too."""
+        if op in self.ops:
             return
-        ops[op] = None
+        self.ops[op] = None
         for r in op.results:
-            if is_wide_int(r.type) and needs(r):
-                work.append(r)
+            if is_wide_int(r.type) and self.needs(r):
+                self.work.append(r)
         for x in op.operands:
-            if inexact(x):
-                work.append(x)
+            if self.inexact(x):
+                self.work.append(x)
 
-    def mark_user(user: ir.Operation, v: ir.Value) -> None:
-        if _ties(user):
-            for i, x in enumerate(user.operands):
-                if x != v:
-                    continue
-                s = slot_of(user, i)
-                if s == "output":
-                    outputs.add(i)
-                    narrowed[i] = v
-                    ops[user] = None
-                elif s is not None:
-                    ops[user] = None
-                    work.extend(group_members[s][:1])
+    def mark_user(self, user: ir.Operation, v: ir.Value) -> None:
+        """``user`` reads the emulated ``v``: emulated, or, where it ties
+        ``v`` to a group (or to an output of the entry), that group."""
+        if not _ties(user):
+            self.mark_op(user)
             return
-        mark_op(user)
-
-    if everything:
-        if words_in:
-            work.extend(a for a in entry_args if is_wide_int(a.type) and needs(a))
-        for v in all_values:
-            if not is_wide_int(v.type) or (block_argument(v) is not None and _as_op(v.owner.owner) == entry):
+        for i, x in enumerate(user.operands):
+            if x != v:
                 continue
-            if needs(v):
+            s = self.slot_of(user, i)
+            if s == "output":
+                self.outputs.add(i)
+                self.narrowed[i] = v
+                self.ops[user] = None
+            elif s is not None:
+                self.ops[user] = None
+                self.work.extend(self.group_members[s][:1])
+
+    def seed(self) -> WordsRefused | None:
+        """The values and ops the request asks for (a constant's refusal, if
+        a user of it must be refused)."""
+        request = self.request
+        if request.everything:
+            if request.words_in:
+                self.work.extend(a for a in self.entry_args if is_wide_int(a.type) and self.needs(a))
+            for v in self.all_values:
+                if not is_wide_int(v.type) or self._entry_arg(v) or not self.needs(v):
+                    continue
                 d = defining_op(v)
                 if d is not None and spec_of(d.name).constant:
                     for user in _users(v):
-                        mark_user(user, v)
+                        self.mark_user(user, v)
                 else:
-                    work.append(v)
-    work.extend(request.forced_values)
-    for op in request.forced_ops:
-        mark_op(op)
-    for op in request.sentinel_readers:
-        owner = _region_owner(op)
-        if spec_of(owner.name).can_emulate(owner) and _static_words(owner):
-            mark_op(owner)
-    forced_users = dict(request.forced_users)
-    for c, refused in forced_users.items():
-        for user in _users(c):
-            if spec_of(user.name).convert and _narrower_int(user.results[0].type):
-                # An out-of-range constant converted straight to a 32-bit or
-                # narrower integer: JAX writes this when it lowers a 64-bit
-                # array with x64 off (the truncation is not the user's);
-                # refuse as before.  (A convert to a float is the user's.)
-                return refused
-            mark_user(user, c)
-
-    while work:
-        v = work.pop()
-        if v in wide or not is_wide_int(v.type):
-            continue
-        arg = block_argument(v)
-        if not words_in and arg is not None and _as_op(arg.owner.owner) == entry:
-            return WordsRefused(
-                _as_op(arg.owner.owner).name, decode_location(arg.location),
-                Refusal(f"argument #{arg.arg_number} of the entry function would have to carry a 64-bit "
-                        "value beyond the 32-bit range, but the program's inputs are 32-bit values"),
-            )
-        wide.add(v)
-        g = groups.find(v)
-        if g in group_members:
-            if g not in emulated_groups:
-                emulated_groups.add(g)
-                work.extend(group_members[g])
-                for op, i in feeders.get(g, []):
-                    ops[op] = None
-                    x = op.operands[i]
-                    if inexact(x):
-                        work.append(x)
-        else:
-            d = defining_op(v)
-            if d is not None and not spec_of(d.name).constant:
-                mark_op(d)
-        for user in _users(v):
-            mark_user(user, v)
-    if not wide and not ops:
+                    self.work.append(v)
+        self.work.extend(request.forced_values)
+        for op in request.forced_ops:
+            self.mark_op(op)
+        for op in request.sentinel_readers:
+            owner = _region_owner(op)
+            if spec_of(owner.name).can_emulate(owner) and _static_words(owner):
+                self.mark_op(owner)
+        for c, refused in request.forced_users.items():
+            for user in _users(c):
+                if spec_of(user.name).convert and _narrower_int(user.results[0].type):
+                    # An out-of-range constant converted straight to a 32-bit or
+                    # narrower integer: JAX writes this when it lowers a 64-bit
+                    # array with x64 off (the truncation is not the user's);
+                    # refuse as before.  (A convert to a float is the user's.)
+                    return refused
+                self.mark_user(user, c)
         return None
-    for op in ops:
-        if _ties(op):
-            continue
-        spec = spec_of(op.name)
-        if not spec.can_emulate(op):
-            for x in op.operands:
-                if x in forced_users:
-                    return forced_users[x]
-            why = spec.emulate_why_not if spec.emulate is not None else None
-            return WordsRefused.at(
-                op,
-                "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
-                "cannot compute it exactly in 32-bit words "
-                f"({why(op) if why is not None else 'no emulation for this op'})",
-            )
-        if not _static_words(op):
-            return WordsRefused.at(
-                op,
-                "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
-                "computes such integers in 32-bit words only in statically shaped tensors",
-            )
-    slots = {g: group_members[g] for g in emulated_groups}
-    fed: dict[ir.Operation, list[int]] = {}
-    for g in emulated_groups:
-        for op, i in feeders.get(g, []):
-            fed.setdefault(op, []).append(i)
-    marks: list[tuple[ir.Operation, list[int]]] = []
-    for op in ops:
-        if _function_return(op) and _as_op(op.parent) == entry:
-            marks.append((op, sorted(outputs)))
-        else:
-            marks.append((op, sorted(fed.get(op, []))))
-    plan = EmulationPlan(root, analysis, wide, [op for op, _ in marks], sorted(outputs), slots, groups, marks)
-    plan.inputs = sorted(i for i, a in enumerate(entry_args) if a in wide)
-    if not words_out:
-        plan.narrowed = [narrowed[i] for i in sorted(narrowed)]
-        plan.outputs = []
-    return plan
+
+    def spread(self) -> WordsRefused | None:
+        """From the seeds along definitions, uses and groups, until every
+        value that must be emulated is (an entry argument that would have to
+        carry more than 32 bits without ``words_in`` refused)."""
+        work = self.work
+        while work:
+            v = work.pop()
+            if v in self.wide or not is_wide_int(v.type):
+                continue
+            arg = block_argument(v)
+            if not self.request.words_in and self._entry_arg(v):
+                assert arg is not None
+                return WordsRefused(
+                    _as_op(arg.owner.owner).name, decode_location(arg.location),
+                    Refusal(f"argument #{arg.arg_number} of the entry function would have to carry a 64-bit "
+                            "value beyond the 32-bit range, but the program's inputs are 32-bit values"),
+                )
+            self.wide.add(v)
+            g = self.groups.find(v)
+            if g in self.group_members:
+                if g not in self.emulated_groups:
+                    self.emulated_groups.add(g)
+                    work.extend(self.group_members[g])
+                    for op, i in self.feeders.get(g, []):
+                        self.ops[op] = None
+                        x = op.operands[i]
+                        if self.inexact(x):
+                            work.append(x)
+            else:
+                d = defining_op(v)
+                if d is not None and not spec_of(d.name).constant:
+                    self.mark_op(d)
+            for user in _users(v):
+                self.mark_user(user, v)
+        return None
+
+    def refusal(self) -> WordsRefused | None:
+        """The first op to emulate that no rule computes on words, or whose
+        64-bit integers are not statically shaped."""
+        forced_users = self.request.forced_users
+        for op in self.ops:
+            if _ties(op):
+                continue
+            spec = spec_of(op.name)
+            if not spec.can_emulate(op):
+                for x in op.operands:
+                    if x in forced_users:
+                        return forced_users[x]
+                why = spec.emulate_why_not if spec.emulate is not None else None
+                return WordsRefused.at(
+                    op,
+                    "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
+                    "cannot compute it exactly in 32-bit words "
+                    f"({why(op) if why is not None else 'no emulation for this op'})",
+                )
+            if not _static_words(op):
+                return WordsRefused.at(
+                    op,
+                    "this op reads or computes a 64-bit integer that may not fit in 32 bits, and no64 "
+                    "computes such integers in 32-bit words only in statically shaped tensors",
+                )
+        return None
+
+    def plan(self) -> EmulationPlan:
+        """The plan: the values and ops to emulate, each op marked with the
+        operands it receives packed."""
+        slots = {g: self.group_members[g] for g in self.emulated_groups}
+        fed: dict[ir.Operation, list[int]] = {}
+        for g in self.emulated_groups:
+            for op, i in self.feeders.get(g, []):
+                fed.setdefault(op, []).append(i)
+        marks: list[tuple[ir.Operation, list[int]]] = []
+        for op in self.ops:
+            if _function_return(op) and _as_op(op.parent) == self.entry:
+                marks.append((op, sorted(self.outputs)))
+            else:
+                marks.append((op, sorted(fed.get(op, []))))
+        plan = EmulationPlan(self.root, self.analysis, self.wide, [op for op, _ in marks], sorted(self.outputs),
+                             slots, self.groups, marks)
+        plan.inputs = sorted(i for i, a in enumerate(self.entry_args) if a in self.wide)
+        if not self.request.words_out:
+            plan.narrowed = [self.narrowed[i] for i in sorted(self.narrowed)]
+            plan.outputs = []
+        return plan
 
 
 def _static_words(op: ir.Operation) -> bool:

@@ -258,12 +258,27 @@ def _target_causes(given: ReportInput) -> list[Cause]:
 
 
 def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
-    results, view, x64, dtypes = given.results, given.view, given.x64, given.dtypes
-    crash, x64_kept = given.crash, given.x64_kept
+    """Every cause of the report, one rule per kind, in the report's order
+    (:func:`_order`)."""
+    causes = _x64_causes(report, given) + _refusal_causes(given) + _target_causes(given)
+    causes += _crash_causes(given, causes)
+    causes += _dtype_causes(given) + _value_causes(given) + _float_causes(given) + _host_causes(report)
+    return sorted(causes, key=_order)
+
+
+def _order(c: Cause) -> tuple[Any, ...]:
+    """x64 first, then the worst handling first, by kind, file and line."""
+    first = 0 if c.kind == "x64" else 1
+    return (first, -c.handling.rank, CAUSE_KINDS.index(c.kind), c.file or "~", c.line or 0)
+
+
+def _x64_causes(report: AuditReport, given: ReportInput) -> list[Cause]:
+    """x64: each place it was turned on, once, with what became of the
+    modules compiled after it."""
+    results, view = given.results, given.view
     causes: list[Cause] = []
-    # x64: each place it was turned on, once
     seen_x64: set[Any] = set()
-    for e in x64:
+    for e in given.x64:
         place = e.environment or e.site
         if place in seen_x64:
             continue
@@ -274,7 +289,7 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
             where = f"by the environment ({e.environment})"
         else:
             where = e.site.where() + (f" (via {e.site.via})" if e.site.via else "")
-        if view == HOOK and x64_kept:
+        if view == HOOK and given.x64_kept:
             why = ", NO64_MODE=off" if report.mode == Mode.OFF else ""
             text = (f"x64 turned on {where} (no64 left it on{why}: {counted(len(after), 'module')} "
                     "compiled after it reach the backend unchanged)")
@@ -282,8 +297,9 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
         elif view == HOOK:
             parts = [f"{counted(len(after), 'module')} compiled after it {'is' if len(after) == 1 else 'are'} "
                      "32-bit"]
-            if dtypes:
-                parts.append(f"{counted(sum(d.count for d in dtypes), 'explicit 64-bit dtype')} became 32-bit")
+            if given.dtypes:
+                parts.append(f"{counted(sum(d.count for d in given.dtypes), 'explicit 64-bit dtype')} "
+                             "became 32-bit")
             if report.host:
                 parts.append(f"{counted(sum(h.count for h in report.host), 'host value')} narrowed")
             text = f"x64 turned on {where} (no64 turned it off: {'; '.join(parts)})"
@@ -296,32 +312,48 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
             handling = Handling.FLOAT32 if n else Handling.EXACT
         causes.append(Cause("x64", handling, e.site.file, e.site.line, e.site.via, text,
                             len(after), after[:50]))
-    # refusals: per refused module, at the value that is refused
-    for r in results:
+    return causes
+
+
+def _refusal_causes(given: ReportInput) -> list[Cause]:
+    """Refusals: per refused module, at the value that is refused."""
+    causes: list[Cause] = []
+    for r in given.results:
         if r.status != "refused":
             continue
         culprit = next((v for v in r.values if v.handling is Handling.REFUSED), None)
         site = culprit.site if culprit is not None else _NO_SITE
         prim = f" ({culprit.primitive})" if culprit is not None else ""
         via = f" via {site.via}" if site.via and site.file else ""
-        verb = "refused" if view == HOOK else "would be refused"
+        verb = "refused" if given.view == HOOK else "would be refused"
         text = (f"{verb} {site.where()}{prim}{via} in {r.name}: {_reason(r.refusal, r.error)}; "
                 f"way out: {_way_out(r.error, r.refusal)}")
         causes.append(Cause("refused", Handling.REFUSED, site.file, site.line, site.via, text,
                             len(r.values), [r.name]))
-    causes += _target_causes(given)
+    return causes
+
+
+def _crash_causes(given: ReportInput, said: list[Cause]) -> list[Cause]:
+    """The no64 error the program ended with, where no module's refusal and
+    no target cause (among ``said``) says it already."""
+    crash = given.crash
     if isinstance(crash, TargetError) and any(c.kind == "target" and c.handling is Handling.REFUSED
-                                              for c in causes):
-        pass  # the refusal the target causes say, at their lines
-    elif isinstance(crash, No64Error) and not any(r.error is crash for r in results):
-        loc = getattr(crash, "location", None)
-        file = relative_path(loc.file) if loc is not None and loc.file else None
-        line = loc.line if loc is not None else None
-        site = Site(file, line)
-        text = f"refused {site.where()}: {_reason(_one_line(crash))}; way out: {_way_out(crash, None)}"
-        causes.append(Cause("refused", Handling.REFUSED, file, line, None, text, 1, []))
-    # explicit 64-bit dtypes JAX truncated (x64 off)
-    for d in dtypes:
+                                              for c in said):
+        return []  # the refusal the target causes say, at their lines
+    if not isinstance(crash, No64Error) or any(r.error is crash for r in given.results):
+        return []
+    loc = getattr(crash, "location", None)
+    file = relative_path(loc.file) if loc is not None and loc.file else None
+    line = loc.line if loc is not None else None
+    site = Site(file, line)
+    text = f"refused {site.where()}: {_reason(_one_line(crash))}; way out: {_way_out(crash, None)}"
+    return [Cause("refused", Handling.REFUSED, file, line, None, text, 1, [])]
+
+
+def _dtype_causes(given: ReportInput) -> list[Cause]:
+    """Explicit 64-bit dtypes JAX truncated (x64 off) or no64 converted."""
+    causes: list[Cause] = []
+    for d in given.dtypes:
         via = f" via {d.site.via}" if d.site.via else ""
         if d.by_no64:
             how = f"no64 converts the data to {d.became}, each value checked"
@@ -330,18 +362,33 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
         text = f"{d.requested} requested explicitly {d.site.where()} (in {d.function}{via}): {how}"
         causes.append(Cause("explicit-dtype", Handling.EXACT, d.site.file, d.site.line, d.site.via,
                             text, d.count))
-    # values: random draws per line, everything else per line
-    def drawn(v: Value) -> bool:
-        return v.primitive in _RANDOM_PRIMITIVES or (v.site.via or "").startswith("jax.random.")
+    return causes
 
+
+def _drawn(v: Value) -> bool:
+    """Whether ``v`` is a random draw's."""
+    return v.primitive in _RANDOM_PRIMITIVES or (v.site.via or "").startswith("jax.random.")
+
+
+#: Values by line (:func:`_group_values`), and the site that compiled a
+#: draw without a line of the user's, with the JAX function called there.
+_ValueGroups = dict[tuple[Any, ...], list[tuple[ModuleResult, Value]]]
+_CompiledSites = dict[tuple[Any, ...], tuple[Any, str | None]]
+
+
+def _group_values(results: Sequence[ModuleResult]) -> tuple[_ValueGroups, _CompiledSites]:
+    """The values of the modules not refused, by line: random draws under a
+    ``("random", file, line)`` key, every other value under ``("value", ...)``;
+    and, for a draw whose module has no line of the user's, the site that
+    compiled it and the JAX function called there, by key."""
     # lines that draw random bits: their other exact ui64 values (counter
     # constants) belong to the draw
-    random_lines = {(v.site.file, v.site.line) for r in results for v in r.values if drawn(v)}
-    by_key: dict[tuple[Any, ...], list[tuple[ModuleResult, Value]]] = {}
-    compiled_sites: dict[tuple[Any, ...], tuple[Any, str | None]] = {}
+    random_lines = {(v.site.file, v.site.line) for r in results for v in r.values if _drawn(v)}
+    by_key: _ValueGroups = {}
+    compiled_sites: _CompiledSites = {}
     for r in results:
         if r.status == "refused":
-            continue  # said above
+            continue  # said by the refusal causes
         called = r.called if (r.called or "").startswith("jax.random.") else None
         for v in r.values:
             at = r.compiled_at
@@ -350,7 +397,7 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
                 # module: its values are that draw's, by that name (JAX's
                 # tracebacks name inner samplers, or none, on some releases)
                 v = dataclasses.replace(v, site=dataclasses.replace(v.site, via=called))
-            rng = drawn(v) or (
+            rng = _drawn(v) or (
                 (v.site.file, v.site.line) in random_lines and v.element == "ui64"
                 and v.handling.rank <= Handling.REWRITTEN.rank
             )
@@ -365,68 +412,98 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
                 key = ("random", at.file, at.line)
                 compiled_sites[key] = (at, r.called)
             by_key.setdefault(key, []).append((r, v))
+    return by_key, compiled_sites
+
+
+def _value_causes(given: ReportInput) -> list[Cause]:
+    """Values: random draws per line, everything else per line."""
+    by_key, compiled_sites = _group_values(given.results)
+    causes = []
     for key, items in by_key.items():
         values = [v for _, v in items]
         modules = list(dict.fromkeys(r.name for r, _ in items))
-        worst = max((v.handling for v in values), key=lambda h: h.rank)
         site = values[0].site
         if key in compiled_sites:
             site, called = compiled_sites[key]
             if called is not None:
                 values = [dataclasses.replace(v, site=dataclasses.replace(v.site, via=called)) for v in values]
         if key[0] == "random":
-            names = [v.site.via for v in values if (v.site.via or "").startswith("jax.random.")]
-            # the function the user called: the most frequent public name;
-            # through a library, the JAX function the library called
-            if names:
-                what = max(dict.fromkeys(names), key=names.count)
-            else:
-                inner = [v.helper for v in values if v.helper]
-                name = max(dict.fromkeys(inner), key=inner.count) if inner else None
-                if site.via:
-                    what = f"{name} via {site.via}" if name else f"via {site.via}"
-                else:
-                    what = name or values[0].primitive
-            rbg = any(v.primitive == "rng_bit_generator" for v in values)
-            if worst is Handling.PRECISION_REDUCED:
-                how = "f64 random floats drawn from 32-bit words (precision reduced)"
-            elif worst.rank > Handling.REWRITTEN.rank:
-                how = f"{worst} ({_DESCRIPTION[worst]})"
-            elif rbg:
-                how = "rbg state rewritten exactly (ThreeFry/Philox in 32-bit words)"
-            else:
-                how = "counters rewritten exactly"
-            where = site.where() if site.file is not None else "with no line in your code"
-            text = f"random bits drawn {where} ({what}): {how}"
-            causes.append(Cause("random", worst, site.file, site.line, site.via, text, len(values), modules))
-            continue
-        prims = sorted({v.primitive for v in values})
-        elems = sorted({v.element for v in values})
-        first = next(v for v in values if v.handling is worst)
-        hint = _hint(first.primitive, worst, first.element, first.op, first.site, None)
-        via = f" via {site.via}" if site.via and site.file else ""
-        where = site.where() if site.file is not None or site.via else (
-            f"in the inputs/outputs of {', '.join(modules[:3])}{' ...' if len(modules) > 3 else ''} "
-            "(no line in your code)")
-        counts = collections.Counter(v.handling for v in values)
-        split = "" if len(counts) == 1 else " (" + ", ".join(
-            f"{counts[h]} {h}" for h in sorted(counts, key=lambda h: -h.rank)) + ")"
-        text = (f"{worst} {where}{via}: {counted(len(values), ','.join(elems) + ' value')} "
-                f"from {', '.join(prims[:4])}{' ...' if len(prims) > 4 else ''}{split}: {hint}")
-        causes.append(Cause("value", worst, site.file, site.line, site.via, text, len(values), modules))
-    # float64 results that f32 changes (the pass's float hints), per line and kind
+            causes.append(_random_cause(values, modules, site))
+        else:
+            causes.append(_value_cause(values, modules, site))
+    return causes
+
+
+def _random_cause(values: list[Value], modules: list[str], site: Site) -> Cause:
+    """The cause of the values one line's random draws hold."""
+    worst = max((v.handling for v in values), key=lambda h: h.rank)
+    names = [v.site.via for v in values if (v.site.via or "").startswith("jax.random.")]
+    # the function the user called: the most frequent public name;
+    # through a library, the JAX function the library called
+    if names:
+        what = max(dict.fromkeys(names), key=names.count)
+    else:
+        inner = [v.helper for v in values if v.helper]
+        name = max(dict.fromkeys(inner), key=inner.count) if inner else None
+        if site.via:
+            what = f"{name} via {site.via}" if name else f"via {site.via}"
+        else:
+            what = name or values[0].primitive
+    rbg = any(v.primitive == "rng_bit_generator" for v in values)
+    if worst is Handling.PRECISION_REDUCED:
+        how = "f64 random floats drawn from 32-bit words (precision reduced)"
+    elif worst.rank > Handling.REWRITTEN.rank:
+        how = f"{worst} ({_DESCRIPTION[worst]})"
+    elif rbg:
+        how = "rbg state rewritten exactly (ThreeFry/Philox in 32-bit words)"
+    else:
+        how = "counters rewritten exactly"
+    where = site.where() if site.file is not None else "with no line in your code"
+    text = f"random bits drawn {where} ({what}): {how}"
+    return Cause("random", worst, site.file, site.line, site.via, text, len(values), modules)
+
+
+def _value_cause(values: list[Value], modules: list[str], site: Site) -> Cause:
+    """The cause of the 64-bit values of one line (or of one module's
+    boundary), by their worst handling, with a hint."""
+    worst = max((v.handling for v in values), key=lambda h: h.rank)
+    prims = sorted({v.primitive for v in values})
+    elems = sorted({v.element for v in values})
+    first = next(v for v in values if v.handling is worst)
+    hint = _hint(first.primitive, worst, first.element, first.op, first.site, None)
+    via = f" via {site.via}" if site.via and site.file else ""
+    where = site.where() if site.file is not None or site.via else (
+        f"in the inputs/outputs of {', '.join(modules[:3])}{' ...' if len(modules) > 3 else ''} "
+        "(no line in your code)")
+    counts = collections.Counter(v.handling for v in values)
+    split = "" if len(counts) == 1 else " (" + ", ".join(
+        f"{counts[h]} {h}" for h in sorted(counts, key=lambda h: -h.rank)) + ")"
+    text = (f"{worst} {where}{via}: {counted(len(values), ','.join(elems) + ' value')} "
+            f"from {', '.join(prims[:4])}{' ...' if len(prims) > 4 else ''}{split}: {hint}")
+    return Cause("value", worst, site.file, site.line, site.via, text, len(values), modules)
+
+
+def _float_causes(given: ReportInput) -> list[Cause]:
+    """float64 results that f32 changes (the pass's float hints), per line
+    and kind."""
     floats: dict[tuple[Any, ...], list[tuple[ModuleResult, Any]]] = {}
-    for r in results:
+    for r in given.results:
         for fh in r.float_hints:
             file = relative_path(fh.location.file) if fh.location.file is not None else None
             floats.setdefault((file, fh.location.line, fh.kind), []).append((r, fh))
+    causes = []
     for (file, line, kind), hinted in floats.items():
         fh = hinted[0][1]
         where = f"at {file}:{line}" if file is not None else "with no line in your code"
         text = f"float64 {kind} {where}: {fh.detail}"
         causes.append(Cause("float", Handling.PRECISION_REDUCED, file, line, None, text, len(hinted),
                             list(dict.fromkeys(r.name for r, _ in hinted))))
-    # host values no64 narrowed
+    return causes
+
+
+def _host_causes(report: AuditReport) -> list[Cause]:
+    """Host values no64 narrowed."""
+    causes = []
     for h in report.host:
         where = f"at {h.source}" if h.source else "with no source line"
         host_floats = "host float64 value" if h.count == 1 else "host float64 values"
@@ -434,9 +511,4 @@ def _causes(report: AuditReport, given: ReportInput) -> list[Cause]:
                 "float-overflow": host_floats}.get(h.kind, f"host value ({h.kind})")
         text = f"{name} {where} {h.detail} ({counted(h.count, 'element')})"
         causes.append(Cause("host", h.handling, h.file, h.line, None, text, h.count))
-
-    def order(c: Cause) -> tuple[Any, ...]:
-        first = 0 if c.kind == "x64" else 1
-        return (first, -c.handling.rank, CAUSE_KINDS.index(c.kind), c.file or "~", c.line or 0)
-
-    return sorted(causes, key=order)
+    return causes

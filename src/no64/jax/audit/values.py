@@ -18,6 +18,7 @@ from typing import Any
 from ...errors import Boundary64BitError, No64Error, Remaining64BitError
 from ...ir._mlir import ir, make_context
 from ...kinds import EventKind, Handling, RangePolicy
+from ...options import Options
 from ...rules import spec_of
 from ...transforms.demote import demote
 from ...transforms.scan import Finding
@@ -134,7 +135,7 @@ def _handlings(text: str, findings: list[Finding], integer_policy: str = "error"
     with make_context():
         copy = ir.Module.parse(text)
     try:
-        report = demote(copy, policy=RangePolicy.PERMISSIVE, integer_policy=integer_policy)
+        report = demote(copy, Options(policy=RangePolicy.PERMISSIVE, integer_policy=integer_policy))
     except No64Error as exc:
         return _refusal_handlings(findings, exc), exc
     if float_hints is not None:

@@ -5,20 +5,20 @@ from __future__ import annotations
 import threading
 
 from .patches import (
-    _install_aot_guard,
-    _install_arange,
-    _install_array,
-    _install_canonicalize_handlers,
-    _install_coerce_to_array,
-    _install_convert_element_type,
-    _install_device_put,
-    _install_fastpath_guard,
-    _install_int_aval,
-    _install_traced_constants,
-    _install_warning_levels,
-    _install_x64_creations,
+    install_aot_guard,
+    install_arange,
+    install_array,
+    install_canonicalize_handlers,
+    install_coerce_to_array,
+    install_convert_element_type,
+    install_device_put,
+    install_fastpath_guard,
+    install_int_aval,
+    install_traced_constants,
+    install_warning_levels,
+    install_x64_creations,
 )
-from .sentinels import _install_sentinel_reads
+from .sentinels import install_sentinel_reads
 
 _installed = False
 _install_lock = threading.Lock()
@@ -32,17 +32,17 @@ def install_hooks() -> None:
     with _install_lock:
         if _installed:
             return
-        _install_canonicalize_handlers()
-        _install_traced_constants()
-        _install_int_aval()
-        _install_convert_element_type()
-        _install_coerce_to_array()
-        _install_array()
-        _install_device_put()
-        _install_arange()
-        _install_x64_creations()
-        _install_fastpath_guard()
-        _install_aot_guard()
-        _install_sentinel_reads()
-        _install_warning_levels()
+        install_canonicalize_handlers()
+        install_traced_constants()
+        install_int_aval()
+        install_convert_element_type()
+        install_coerce_to_array()
+        install_array()
+        install_device_put()
+        install_arange()
+        install_x64_creations()
+        install_fastpath_guard()
+        install_aot_guard()
+        install_sentinel_reads()
+        install_warning_levels()
         _installed = True

@@ -13,8 +13,8 @@ from ...ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I
 from ...kinds import EventKind, IntegerPolicy, RangePolicy
 from ...transforms import constants as C
 from ..state import STATE
-from .policy import _INT64, _UINT64, NARROWED
-from .records import _mapped, _record, user_source
+from .policy import INT64, NARROWED, UINT64
+from .records import mapped_sentinels, record_event, user_source
 
 
 def _describe(a: np.ndarray, scalar: bool) -> str:
@@ -44,7 +44,7 @@ def _sentinel_detail(a: np.ndarray, unsigned: bool) -> str:
 
 
 #: (sentinel, its name, the 32-bit image, its name) per signedness.
-_PAIRS = {
+PAIRS = {
     False: ((int(_I64.max), "INT64_MAX", int(_I32.max), "INT32_MAX"),
             (int(_I64.min), "INT64_MIN", int(_I32.min), "INT32_MIN")),
     True: ((int(_U64.max), "UINT64_MAX", int(_U32.max), "UINT32_MAX"),),
@@ -79,7 +79,7 @@ def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool,
     """Refuse ``a`` if it holds a sentinel and, as an ordinary value, the
     32-bit extreme that sentinel maps to: in the 32-bit program the two would
     be one number.  Otherwise note which extremes now stand for sentinels."""
-    for sentinel, name, image, image_name in _PAIRS[unsigned]:
+    for sentinel, name, image, image_name in PAIRS[unsigned]:
         is_sentinel = a == np.array(sentinel, a.dtype)
         if not is_sentinel.any():
             continue
@@ -106,11 +106,11 @@ def _note_image(image: int) -> None:
     """Note that a host sentinel became ``image`` at the user's current line:
     a constant holding ``image`` used at that line may be that sentinel."""
     source = user_source()
-    _mapped().add((image, source.file, source.line))
+    mapped_sentinels().add((image, source.file, source.line))
 
 
 def _note_images(a: np.ndarray, unsigned: bool) -> None:
-    for sentinel, _, image, _ in _PAIRS[unsigned]:
+    for sentinel, _, image, _ in PAIRS[unsigned]:
         if (a == np.array(sentinel, a.dtype)).any():
             _note_image(image)
 
@@ -130,17 +130,17 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
         sentinel, under the ``"error"`` policy.
     """
     dt = a.dtype
-    if dt == _INT64 or dt == _UINT64:
-        unsigned = dt == _UINT64
+    if dt == INT64 or dt == UINT64:
+        unsigned = dt == UINT64
         # 1-d: narrow_integers' saturating clip returns a scalar for 0-d input.
         res = C.narrow_integers(a.reshape(-1), unsigned, policy)
         if res.sentinels:
             _refuse_collision(a, unsigned, op, scalar, what, jax_refuses)
-            _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), res.sentinels)
+            record_event(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), res.sentinels)
         if res.out_of_range and res.values is None and _as_jax(policy, jax_refuses):
             res = C.narrow_integers(a.reshape(-1), unsigned, IntegerPolicy.WRAP)
-            _record(EventKind.WRAPPED, op, f"out-of-range integer {res.first_bad} kept its low 32 bits, "
-                    + _AS_JAX, res.out_of_range)
+            record_event(EventKind.WRAPPED, op, f"out-of-range integer {res.first_bad} kept its low 32 bits, "
+                         + _AS_JAX, res.out_of_range)
         elif res.out_of_range:
             if res.values is None:
                 info = _U32 if unsigned else _I32
@@ -159,8 +159,8 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                     value=int(res.first_bad), dtype=str(dt), index=index, source=source,
                 )
             kind = EventKind.SATURATED if policy == IntegerPolicy.SATURATE else EventKind.WRAPPED
-            _record(kind, op, f"out-of-range integer {res.first_bad} narrowed by policy "
-                    f"{str(policy)!r}", res.out_of_range)
+            record_event(kind, op, f"out-of-range integer {res.first_bad} narrowed by policy "
+                         f"{str(policy)!r}", res.out_of_range)
         assert res.values is not None
         return res.values.reshape(a.shape)
     if computes_otherwise_as_pairs(dt):
@@ -171,16 +171,16 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
             check_pair_range(a, P.RangeCheck(np.zeros_like(tiny), tiny), scalar=scalar, what=what, op=op)
     fres = C.narrow_floats(a.reshape(-1))
     if fres.sentinels:
-        _record(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
+        record_event(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
     if fres.inexact:
         lost = _resolution(a.reshape(-1), op) if a.size >= 2 else None
-        _record(EventKind.FLOAT_INEXACT, op, lost or "rounded to the nearest float32", fres.inexact)
+        record_event(EventKind.FLOAT_INEXACT, op, lost or "rounded to the nearest float32", fres.inexact)
     if fres.overflow:
         jax_like = _as_jax(policy, jax_refuses)
         if policy == IntegerPolicy.ERROR and not jax_like:
             _refuse_float_overflow(a, fres.overflow, scalar)
-        _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf"
-                + (", " + _AS_JAX if jax_like else ""), fres.overflow)
+        record_event(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf"
+                     + (", " + _AS_JAX if jax_like else ""), fres.overflow)
     return fres.values.reshape(a.shape)
 
 
@@ -260,8 +260,8 @@ def check_pair_range(a: np.ndarray, check: "P.RangeCheck | None" = None, *, refu
     if refuse:
         raise PairRangeError(message + "; refused under policy 'strict'/'exact' (the default policy warns)",
                              op=op, location=source, value=float(part), index=index, count=count)
-    _warn_once_at(source, message, PairRangeWarning, _warned_pair_range)
-    _record(EventKind.PAIR_RANGE, op, detail, count, source)
+    warn_once_at(source, message, PairRangeWarning, _warned_pair_range)
+    record_event(EventKind.PAIR_RANGE, op, detail, count, source)
 
 
 #: Fewer f32 steps than this across a float64 array's values: f32 cannot
@@ -269,13 +269,13 @@ def check_pair_range(a: np.ndarray, check: "P.RangeCheck | None" = None, *, refu
 _RESOLVED_STEPS = 16
 _warned_resolution: set[tuple[str, int]] = set()
 #: user lines already warned of a host sentinel read as a number or met
-_warned_sentinels: set[tuple[str, int]] = set()
+warned_sentinels: set[tuple[str, int]] = set()
 
 
 def clear_warned() -> None:
     """Forget which lines were warned about (for tests)."""
     _warned_resolution.clear()
-    _warned_sentinels.clear()
+    warned_sentinels.clear()
     _warned_pair_range.clear()
 
 
@@ -304,12 +304,12 @@ def _resolution(flat: np.ndarray, op: str) -> str | None:
     detail = (f"float64 values from {lo!r} to {hi!r} ({span:.3g} apart at most): f32 spaces values "
               f"there {ulp:.3g} apart, so it keeps about {int(steps) + 1} distinct values of them and "
               "their differences are lost; float_policy=\"pairs\" holds them to 48 bits")
-    _warn_once_at(source, f"no64: {op}: {detail}", FloatPrecisionWarning, _warned_resolution)
+    warn_once_at(source, f"no64: {op}: {detail}", FloatPrecisionWarning, _warned_resolution)
     return detail
 
 
-def _warn_once_at(source: SourceLocation, message: str, category: type[Warning],
-                  warned: set[tuple[str, int]]) -> bool:
+def warn_once_at(source: SourceLocation, message: str, category: type[Warning],
+                 warned: set[tuple[str, int]]) -> bool:
     """Warn ``message`` at ``source``, the user's line, unless a line of
     ``warned`` already had it; whether ``source`` has a line at all."""
     if source.file is None or source.line is None:
@@ -344,10 +344,10 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
     res = C.narrow_integers(a, unsigned, policy)
     if res.sentinels:
         _note_images(a, unsigned)
-        _record(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), 1)
+        record_event(EventKind.SENTINEL, op, _sentinel_detail(a, unsigned), 1)
     elif res.values is None and _as_jax(policy, jax_refuses):
         res = C.narrow_integers(a, unsigned, IntegerPolicy.WRAP)
-        _record(EventKind.WRAPPED, op, f"out-of-range integer {v} kept its low 32 bits, " + _AS_JAX, 1)
+        record_event(EventKind.WRAPPED, op, f"out-of-range integer {v} kept its low 32 bits, " + _AS_JAX, 1)
     elif res.values is None:
         source = user_source()
         raise _refusal(jax_refuses)(
@@ -357,7 +357,7 @@ def narrow_python_int(v: int, policy: str, *, unsigned: bool = False,
         )
     else:
         kind = EventKind.SATURATED if policy == IntegerPolicy.SATURATE else EventKind.WRAPPED
-        _record(kind, op, f"out-of-range integer {v} narrowed by policy {str(policy)!r}", 1)
+        record_event(kind, op, f"out-of-range integer {v} narrowed by policy {str(policy)!r}", 1)
     assert res.values is not None
     return int(res.values[0])
 
@@ -368,18 +368,18 @@ def narrow_python_float(v: float, op: str) -> float:
     recorded: they are weakly typed and round to float32 in the x64 program
     too wherever they meet float32 arrays."""
     if v == _F64_MAX or v == -_F64_MAX:
-        _record(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", 1)
+        record_event(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", 1)
         return _F32_MAX if v > 0 else -_F32_MAX
     if abs(v) > _F32_MAX and v == v and abs(v) != float("inf"):
-        _record(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf", 1)
+        record_event(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf", 1)
     return v
 
 
-def _needs_float(v: float) -> bool:
+def needs_float(v: float) -> bool:
     return abs(v) > _F32_MAX and abs(v) != float("inf")
 
 
-def _needs_int(v: int) -> bool:
+def needs_int(v: int) -> bool:
     return not (_I32.min <= v <= _I32.max)
 
 

@@ -15,23 +15,23 @@ from ...ir.types import I64 as _I64
 from ...kinds import IntegerPolicy
 from .. import x64_arrays
 from ..state import STATE
-from .narrowing import _needs_float, _needs_int, narrow_host_array, narrow_python_float, narrow_python_int
+from .narrowing import narrow_host_array, narrow_python_float, narrow_python_int, needs_float, needs_int
 from .policy import (
-    _COMPLEX64,
-    _COMPLEX128,
-    _FLOAT32,
-    _FLOAT64,
-    _INT32,
-    _INT64,
-    _NO_FAST_PATH,
-    _OWN_DIR,
-    _UINT32,
-    _UINT64,
+    COMPLEX64,
+    COMPLEX128,
+    FLOAT32,
+    FLOAT64,
+    INT32,
+    INT64,
     NARROWED,
     NARROWED_IMAGES,
+    NO_FAST_PATH,
+    OWN_DIR,
+    UINT32,
+    UINT64,
     host_policy,
 )
-from .records import _local
+from .records import local_state
 
 _WIDE_KEPT = 16
 
@@ -41,9 +41,9 @@ def _remember_wide(narrowed: Any, original: Any) -> Any:
     from (the last few only): an eager primitive, whose operands JAX
     canonicalises before it runs, is given its x64 meaning from them (see
     :func:`wide_original`)."""
-    kept = getattr(_local, "wide", None)
+    kept = getattr(local_state, "wide", None)
     if kept is None:
-        kept = _local.wide = {}
+        kept = local_state.wide = {}
     elif len(kept) >= _WIDE_KEPT:
         del kept[next(iter(kept))]
     # weakly, where the objects allow it: a large host array is not kept
@@ -73,12 +73,12 @@ def on_wide_narrowed(listener: Any) -> None:
 
 def wide_pending() -> bool:
     """Whether this thread has narrowed 64-bit host data lately (see :func:`wide_original`)."""
-    return bool(getattr(_local, "wide", None))
+    return bool(getattr(local_state, "wide", None))
 
 
 def wide_original(x: Any) -> Any:
     """The 64-bit host data ``x`` was narrowed from on this thread, or ``None``."""
-    kept = getattr(_local, "wide", None)
+    kept = getattr(local_state, "wide", None)
     if not kept:
         return None
     entry = kept.get(id(x))
@@ -87,7 +87,7 @@ def wide_original(x: Any) -> Any:
     return entry[1]()
 
 
-def _install_canonicalize_handlers() -> None:
+def install_canonicalize_handlers() -> None:
     from .._compat import internal_function, register_canonicalize_handler, typed_ndarray, typed_scalar
 
     canonical = internal_function("canonicalize_dtype")
@@ -123,11 +123,11 @@ def _install_canonicalize_handlers() -> None:
 
     def python_int(x: int) -> Any:
         dtype = canonical(i64)
-        if _needs_int(x):
-            policy = host_policy() if dtype == _INT32 else None
+        if needs_int(x):
+            policy = host_policy() if dtype == INT32 else None
             if policy is not None and _I64.min <= x <= _I64.max:
                 # JAX raises OverflowError for such an int here.
-                return int_type(narrow_python_int(x, policy, jax_refuses=True), _INT32)
+                return int_type(narrow_python_int(x, policy, jax_refuses=True), INT32)
             info = np.iinfo(dtype)
             if not info.min <= x <= info.max:
                 raise OverflowError(f"Python int {x} too large to convert to {dtype}")
@@ -135,7 +135,7 @@ def _install_canonicalize_handlers() -> None:
 
     def python_float(x: float) -> Any:
         dtype = canonical(f64)
-        if dtype == _FLOAT32 and _needs_float(x) and host_policy() is not None:
+        if dtype == FLOAT32 and needs_float(x) and host_policy() is not None:
             x = narrow_python_float(x, "host value")
         return float_type(x, dtype)
 
@@ -148,19 +148,19 @@ def _install_canonicalize_handlers() -> None:
     register(float, python_float)
 
 
-def _install_traced_constants() -> None:
+def install_traced_constants() -> None:
     from .._compat import canonicalize_traced_constants
 
     canonicalize_traced_constants(lambda: host_policy() is not None)
 
 
-def _install_int_aval() -> None:
+def install_int_aval() -> None:
     from .._compat import aval_mapping, set_aval_mapping
 
     original = aval_mapping(int)
 
     def int_aval(x: int) -> Any:
-        if _needs_int(x):
+        if needs_int(x):
             policy = host_policy()
             if policy is not None and _I64.min <= x <= _I64.max:
                 if policy == IntegerPolicy.ERROR and x not in (_I64.max, _I64.min):
@@ -198,25 +198,25 @@ def _pre_narrow(operand: Any, new_dtype: Any, policy: str, op: str,
     truncates it)."""
     t = type(operand)
     if t is int:
-        if not _needs_int(operand):
+        if not needs_int(operand):
             return operand
         try:
-            new = np.dtype(new_dtype) if new_dtype is not None else _INT32
+            new = np.dtype(new_dtype) if new_dtype is not None else INT32
         except TypeError:
             return operand
-        if new in (_INT32, _INT64):
+        if new in (INT32, INT64):
             return narrow_python_int(operand, policy, op=op, jax_refuses=jax_refuses)
-        if new in (_UINT32, _UINT64):
+        if new in (UINT32, UINT64):
             return narrow_python_int(operand, policy, unsigned=True, op=op, jax_refuses=jax_refuses)
         return operand
     if t is float:
-        if not _needs_float(operand):
+        if not needs_float(operand):
             return operand
         try:
-            new = np.dtype(new_dtype) if new_dtype is not None else _FLOAT32
+            new = np.dtype(new_dtype) if new_dtype is not None else FLOAT32
         except TypeError:
             return operand
-        if new in (_FLOAT32, _FLOAT64, _COMPLEX64, _COMPLEX128):
+        if new in (FLOAT32, FLOAT64, COMPLEX64, COMPLEX128):
             return narrow_python_float(operand, op)
         return operand
     if t is np.ndarray or (isinstance(operand, np.generic) and t is not bool):
@@ -229,7 +229,7 @@ def _pre_narrow(operand: Any, new_dtype: Any, policy: str, op: str,
     return operand
 
 
-def _install_convert_element_type() -> None:
+def install_convert_element_type() -> None:
     from .._compat import internal_function, replace_internal_function
 
     original = internal_function("lax_convert")
@@ -250,7 +250,7 @@ def _install_convert_element_type() -> None:
     replace_internal_function("lax_convert", _convert_element_type)
 
 
-def _install_coerce_to_array() -> None:
+def install_coerce_to_array() -> None:
     """``dtypes.coerce_to_array``: a Python scalar made a numpy array with
     JAX's dtype rules (``lax.asarray`` of a Python number, the overflow check
     of ``jnp.array``), where JAX raises ``OverflowError`` for an int beyond
@@ -279,7 +279,7 @@ def _is_32bit_or_none(dtype: Any) -> bool:
     if dtype is None:
         return True
     try:
-        return np.dtype(dtype) in (_INT32, _UINT32)
+        return np.dtype(dtype) in (INT32, UINT32)
     except TypeError:
         return False
 
@@ -310,9 +310,9 @@ def _python_refusal(obj: Any, target: np.dtype) -> bool:
 def _leaves_need_narrowing(obj: Any) -> bool:
     t = type(obj)
     if t is int:
-        return _needs_int(obj)
+        return needs_int(obj)
     if t is float:
-        return _needs_float(obj)
+        return needs_float(obj)
     if t is np.ndarray or isinstance(obj, np.generic):
         return obj.dtype in NARROWED
     if t is list or t is tuple:
@@ -377,7 +377,7 @@ _CREATIONS = ("arange", "zeros", "ones", "full", "empty", "zeros_like", "ones_li
               "empty_like", "eye", "identity", "linspace", "tri", "astype")
 
 
-def _install_x64_creations() -> None:
+def install_x64_creations() -> None:
     import jax.numpy as jnp
 
     from .._compat import numpy_modules
@@ -441,7 +441,7 @@ def _x64_dtype_by_shape(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: 
     return np.dtype(dtype) if dtype is not None and np.dtype(dtype) in NARROWED else None
 
 
-def _install_device_put() -> None:
+def install_device_put() -> None:
     from .._compat import wrap_device_put_impl
 
     def make(original: Any) -> Any:
@@ -540,7 +540,7 @@ def _replace(name: str, original: Any, wrapper: Any, modules: tuple[Any, ...]) -
             setattr(module, name, wrapper)
 
 
-def _install_array() -> None:
+def install_array() -> None:
     import jax.numpy as jnp
 
     from .._compat import internal_function, numpy_modules
@@ -567,7 +567,7 @@ def _install_array() -> None:
     _replace("asarray", original_asarray, asarray, modules)
 
 
-def _install_arange() -> None:
+def install_arange() -> None:
     """``jnp.arange`` with a bound beyond 32 bits: JAX 0.7 builds
     ``arange(N, M)``, and up to 0.9 ``arange(N, M, K)``, on the host with
     ``np.arange(..., dtype=<canonical dtype>)``, which raises
@@ -588,10 +588,10 @@ def _install_arange() -> None:
         except OverflowError:
             policy = host_policy()
             bounds = [start] if stop is None and step is None else [start, stop, step]
-            want: Any = _requested(dtype) if dtype is not None else _INT64
+            want: Any = _requested(dtype) if dtype is not None else INT64
             if (policy is None or any(v is not None for v in kwargs.values()) or want is False
                     or not all(type(v) is int or isinstance(v, np.integer) for v in bounds if v is not None)
-                    or not any(_needs_int(int(v)) for v in bounds if v is not None)):
+                    or not any(needs_int(int(v)) for v in bounds if v is not None)):
                 raise
         wide = np.arange(*bounds, dtype=want)
         # JAX raised OverflowError for these bounds: so does a refusal.
@@ -622,18 +622,18 @@ class _WarningsPastNo64:
             if "importlib" in filename and "_bootstrap" in filename:
                 continue  # warn() does not count these either
             level += 1
-            if not filename.startswith(_OWN_DIR):
+            if not filename.startswith(OWN_DIR):
                 counted += 1
         self._module.warn(message, category, level + 1, *args, **kwargs)
 
 
-def _install_warning_levels() -> None:
+def install_warning_levels() -> None:
     from .._compat import wrap_dtype_warnings
 
     wrap_dtype_warnings(_WarningsPastNo64)
 
 
-def _install_fastpath_guard() -> None:
+def install_fastpath_guard() -> None:
     from .._compat import is_flagged, jit_function, replace_jit_function
 
     original = jit_function("_get_fastpath_data")
@@ -644,7 +644,7 @@ def _install_fastpath_guard() -> None:
         if host_policy() is not None:
             for a in args_flat:
                 t = type(a)
-                if (t is np.ndarray or isinstance(a, np.generic)) and a.dtype in _NO_FAST_PATH:
+                if (t is np.ndarray or isinstance(a, np.generic)) and a.dtype in NO_FAST_PATH:
                     # jaxlib's C++ dispatch would truncate 64-bit numpy data,
                     # on this call or on a later one this entry would serve
                     return None
@@ -682,7 +682,7 @@ def _has_wide_numpy(tree: Any) -> bool:
     return False
 
 
-def _install_aot_guard() -> None:
+def install_aot_guard() -> None:
     from .._compat import cpp_call_params, internal_function, is_flagged, replace_internal_function
 
     original = internal_function("create_cpp_call")

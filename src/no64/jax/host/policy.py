@@ -11,14 +11,14 @@ from ...kinds import Mode
 from .._compat import backends_started, x64_state
 from ..state import ALL_PLATFORMS, STATE, default_platform
 
-_INT64 = np.dtype(np.int64)
-_UINT64 = np.dtype(np.uint64)
-_FLOAT64 = np.dtype(np.float64)
-_COMPLEX128 = np.dtype(np.complex128)
-_INT32 = np.dtype(np.int32)
-_UINT32 = np.dtype(np.uint32)
-_FLOAT32 = np.dtype(np.float32)
-_COMPLEX64 = np.dtype(np.complex64)
+INT64 = np.dtype(np.int64)
+UINT64 = np.dtype(np.uint64)
+FLOAT64 = np.dtype(np.float64)
+COMPLEX128 = np.dtype(np.complex128)
+INT32 = np.dtype(np.int32)
+UINT32 = np.dtype(np.uint32)
+FLOAT32 = np.dtype(np.float32)
+COMPLEX64 = np.dtype(np.complex64)
 
 #: the 32-bit dtypes no64 gives 64-bit ones (NARROWED: 64-bit dtype -> its 32-bit one)
 NARROWED_IMAGES = frozenset(np.dtype(d) for d in NARROWED.values())
@@ -26,7 +26,7 @@ NARROWED_IMAGES = frozenset(np.dtype(d) for d in NARROWED.values())
 #: 64-bit ones and their 32-bit images (jaxlib keys its C++ cache by the
 #: canonical dtype, so an int64 array would be served -- and cast in C++,
 #: unchecked -- by the entry an int32 array made).
-_NO_FAST_PATH = frozenset(NARROWED) | NARROWED_IMAGES
+NO_FAST_PATH = frozenset(NARROWED) | NARROWED_IMAGES
 
 
 def host_policy() -> str | None:
@@ -64,4 +64,4 @@ def _host_policy() -> str | None:
 
 
 #: no64's own package directory (its frames are not the user's)
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep

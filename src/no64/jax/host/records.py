@@ -17,7 +17,7 @@ _LIBRARIES = ("no64", "jax", "jaxlib", "numpy", "ml_dtypes", "flax", "optax", "c
               "equinox", "haiku", "opt_einsum", "jax_plugins")
 
 
-def _library_dirs() -> tuple[str, ...]:
+def library_dirs() -> tuple[str, ...]:
     """Directories whose frames are not the user's: the standard library and
     the libraries above that are loaded (computed when a record is made, so
     libraries imported later count too)."""
@@ -29,7 +29,7 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(dirs)
 
 
-def _user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | None:
+def user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | None:
     """The innermost frame of a JAX ``Traceback`` outside ``inside``."""
     from .._compat import frame_line, traceback_frames
 
@@ -50,12 +50,12 @@ def user_source() -> SourceLocation:
     traceback (from when the user's code traced it) as the current one;
     that traceback is used then, since the Python stack holds only JAX.
     """
-    inside = _library_dirs()
+    inside = library_dirs()
     from .._compat import current_traceback
 
     traceback = current_traceback()
     if traceback is not None:
-        found = _user_frame(traceback, inside)
+        found = user_frame(traceback, inside)
         if found is not None:
             return found
     frame: FrameType | None = sys._getframe(1)
@@ -68,23 +68,23 @@ def user_source() -> SourceLocation:
     return SourceLocation(None, None, None, None, None, "<unknown>")
 
 
-_local = threading.local()
+local_state = threading.local()
 
 
-def _mapped() -> set[tuple[int, str | None, int | None]]:
+def mapped_sentinels() -> set[tuple[int, str | None, int | None]]:
     """The 32-bit extremes that host sentinels were mapped to in this thread
-    since the innermost trace being watched began (see :func:`_install_sentinel_reads`)."""
-    images = getattr(_local, "images", None)
+    since the innermost trace being watched began (see :func:`~no64.jax.host.sentinels.install_sentinel_reads`)."""
+    images = getattr(local_state, "images", None)
     if images is None:
-        images = _local.images = set()
+        images = local_state.images = set()
     return images
 
 
 _MAX_SITES = 1024
 
 
-def _record(kind: EventKind, op: str, detail: str, count: int,
-            source: SourceLocation | None = None) -> None:
+def record_event(kind: EventKind, op: str, detail: str, count: int,
+                 source: SourceLocation | None = None) -> None:
     """Add ``count`` elements to the host record of ``kind`` at ``source``
     (the user's line), kept in ``STATE.host_records``."""
     if source is None:
@@ -123,4 +123,4 @@ def eqn_source(eqn: Any) -> SourceLocation | None:
     """The user's line that traced a jaxpr equation (``None`` when its
     traceback holds none)."""
     tb = getattr(eqn.source_info, "traceback", None)
-    return _user_frame(tb, _library_dirs()) if tb is not None else None
+    return user_frame(tb, library_dirs()) if tb is not None else None

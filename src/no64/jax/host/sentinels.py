@@ -15,9 +15,9 @@ from ...ir.types import I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ...kinds import EventKind, SentinelUse
 from ..primitives import LoopOperands, PrimitiveSpec, Results, Role, primitive
 from ..state import STATE
-from .narrowing import _PAIRS, _warn_once_at, _warned_sentinels
-from .policy import _INT32, _INT64, _OWN_DIR, _UINT32, _UINT64, host_policy
-from .records import _library_dirs, _local, _record, _user_frame, user_source
+from .narrowing import PAIRS, warn_once_at, warned_sentinels
+from .policy import INT32, INT64, OWN_DIR, UINT32, UINT64, host_policy
+from .records import library_dirs, local_state, record_event, user_frame, user_source
 
 # A host sentinel becomes the 32-bit extreme before JAX traces the program,
 # so the 32-bit program holds INT32_MAX where the 64-bit one holds INT64_MAX.
@@ -49,9 +49,9 @@ def _images_in(x: Any, images: frozenset[int]) -> frozenset[int]:
         dt = np.dtype(dt)
     except TypeError:
         return frozenset()
-    if dt == _INT32:
+    if dt == INT32:
         wanted = [i for i in images if i != _U32.max]
-    elif dt == _UINT32:
+    elif dt == UINT32:
         wanted = [i for i in images if i == _U32.max]
     else:
         return frozenset()
@@ -72,16 +72,16 @@ def _sentinel_images(x: Any) -> frozenset[int]:
     if t is not np.ndarray and not isinstance(x, np.generic) and dt is not None:
         # a 64-bit jax.Array given to no64.jit (fetched there already)
         try:
-            wide = np.dtype(dt) in (_INT64, _UINT64)
+            wide = np.dtype(dt) in (INT64, UINT64)
         except TypeError:
             wide = False
         if not wide or isinstance(x, _tracer_type()):
             return frozenset()
         x = np.asarray(x)
         t = np.ndarray
-    if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (_INT64, _UINT64):
-        unsigned = x.dtype == _UINT64
-        return frozenset(image for sentinel, _, image, _ in _PAIRS[unsigned]
+    if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (INT64, UINT64):
+        unsigned = x.dtype == UINT64
+        return frozenset(image for sentinel, _, image, _ in PAIRS[unsigned]
                          if (x == np.array(sentinel, x.dtype)).any())
     return frozenset()
 
@@ -288,7 +288,7 @@ class _Walk:
         self.image_set = frozenset(i for i, _, _ in images)
         self.jaxprs = jaxpr_classes()
         self.literal: Any = jaxpr_literal_type()
-        self.inside = _library_dirs()
+        self.inside = library_dirs()
         self.found: list[SentinelRead] = []
         self.seen: set[tuple[str, str | None, int | None, bool]] = set()
         #: the closed-over constants met so far, by their variables
@@ -330,7 +330,7 @@ class _Walk:
         """The user's line of ``eqn``; inside a library's own jitted function
         (``jnp.floor_divide``) its equations have none: the call's line."""
         tb = getattr(eqn.source_info, "traceback", None)
-        here = _user_frame(tb, self.inside) if tb is not None else None
+        here = user_frame(tb, self.inside) if tb is not None else None
         return here if here is not None else site
 
     def report(self, eqn: Any, t: frozenset[int], site: _Site, meets: bool) -> None:
@@ -515,7 +515,7 @@ def act_on_sentinel_reads(reads: list[SentinelRead]) -> None:
                 value=_WIDE[image], dtype="uint64" if image == _U32.max else "int64", index=(),
                 source=r.source,
             )
-        _record(EventKind.UNPROVEN, r.primitive, f"{what}: {why}", 1, source=r.source)
+        record_event(EventKind.UNPROVEN, r.primitive, f"{what}: {why}", 1, source=r.source)
         if policy is RangePolicy.DEFAULT:
             _warn_sentinel(r.source, f"{what}: {why}. {way}, or use policy 'exact'")
 
@@ -524,7 +524,7 @@ def _warn_sentinel(source: SourceLocation, message: str) -> None:
     """One :class:`no64.UnprovenIntegerWarning` per user line where a host
     sentinel is read as a number or meets values that may be its image (the
     default policy computes with the image there: never silently)."""
-    if not _warn_once_at(source, f"no64: {message}", UnprovenIntegerWarning, _warned_sentinels):
+    if not warn_once_at(source, f"no64: {message}", UnprovenIntegerWarning, warned_sentinels):
         warnings.warn(f"no64: {message}", UnprovenIntegerWarning, stacklevel=2)
 
 
@@ -566,10 +566,10 @@ def argument_seeds(leaves: list[Any], offset: int = 0) -> dict[int, frozenset[in
     return seeds
 
 
-def _install_sentinel_reads() -> None:
+def install_sentinel_reads() -> None:
     """Wrap ``pjit._infer_params`` (the Python path of every ``jit`` call,
     ``.trace()`` and ``.lower()``: a call with a 64-bit numpy argument always
-    takes it, see ``_install_fastpath_guard``): the host sentinels mapped
+    takes it, see ``install_fastpath_guard``): the host sentinels mapped
     while it traces, and the arguments holding sentinels, are followed
     through the traced program (:func:`sentinel_reads`)."""
     from .._compat import at_top_level, jit_function, replace_jit_function
@@ -600,12 +600,12 @@ def _install_sentinel_reads() -> None:
             return original(fun, ji, args, kwargs)
         # A top-level trace: what host sentinels become while it runs (nested
         # library traces included) is noted afresh, and forgotten after.
-        _local.images = set()
+        local_state.images = set()
         try:
             p, args_flat = original(fun, ji, args, kwargs)
-            images = frozenset(_local.images)
+            images = frozenset(local_state.images)
         finally:
-            _local.images = set()
+            local_state.images = set()
         seeds = argument_seeds(args_flat)
         if images or seeds:
             check_sentinel_reads(p.params["jaxpr"], seeds, images)
@@ -621,6 +621,6 @@ def _exclude_from_source_locations() -> None:
     locations of a module's ops, which the pass's reports and refusals name)."""
     from .._compat import hide_from_source_locations
 
-    hide_from_source_locations(_OWN_DIR)
+    hide_from_source_locations(OWN_DIR)
 
 
