@@ -63,7 +63,7 @@ test-compat: $(STAMP)
 # The device lane (tests/device, marked `device`): a held set of 64-bit
 # programs on every path into no64, on whatever device JAX sees (the CPU
 # here), against the x64 program on the CPU; prints the table, and writes it
-# into NO64_DEVICE_OUT when set. CONTRIBUTING.md says how to run it on a
+# into DEVICE_LANE_OUT when set. CONTRIBUTING.md says how to run it on a
 # machine with an accelerator (tools/device-lane).
 test-device: $(STAMP)
 	$(VPY) -m pytest -q -m device tests/device $(PYTEST_ARGS)

@@ -39,7 +39,7 @@ device and run on inputs placed on it beforehand, each the median of
 ``samples`` samples of at least ``min_time`` seconds.
 
 Run as a script (``python tests/device/device_lane.py``) it prints the
-table; ``NO64_DEVICE_OUT=DIR`` also writes ``DIR/device-lane.json`` and
+table; ``DEVICE_LANE_OUT=DIR`` also writes ``DIR/device-lane.json`` and
 ``DIR/device-lane.md``.  ``NO64_SITE=DIR`` (a folder no64 was installed
 into with ``pip install --target DIR``) is added with
 :func:`site.addsitedir` before JAX is imported, so that no64's start-up
@@ -84,7 +84,8 @@ from no64.jax.reference import (  # noqa: E402
     main_signature,
     parse_module,
 )
-from no64.rules.pair_dot import plan  # noqa: E402
+from no64.rules.pair_dot import SUM_ACCURACY, TAU, plan  # noqa: E402
+from no64.targets import F32_MATMUL, NEURON_MATMUL, TPU_MATMUL  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -275,14 +276,19 @@ def _variance_bound(args: Sequence[Any], ref: Sequence[np.ndarray], kind: str) -
 
 
 def _matmul_bound(args: Sequence[Any], ref: Sequence[np.ndarray], kind: str) -> list[float]:
-    """The exact slices' bound ``eps(k) k max|A| max|B|`` plus the inputs'
-    rounding to 48 bits (pairs); float32 products from bfloat16 parts (a
-    TPU's f32 matmul at default precision) with a sum of ``k`` terms
-    (f32)."""
+    """Pairs: the bound :mod:`no64.rules.pair_dot` states for a dot by exact
+    slices, ``(1 + S) max(TAU P, k phi 2**(a+b)) + S P``, taken normwise
+    (``P = (|A||B|)_ij <= k max|A| max|B|``, ``2**a <= max|A|``) for the
+    widest of the matrix engines' datapaths, plus the inputs' rounding to
+    48 bits; float32: products from bfloat16 parts (a TPU's f32 matmul at
+    default precision) with a sum of ``k`` terms."""
     a, b = args
     k = a.shape[1]
     scale = k * float(np.abs(a).max()) * float(np.abs(b).max())
-    return [(plan(k).eps + 2.0**-47) * scale if kind == "pairs" else 2.0**-8 * scale]
+    if kind != "pairs":
+        return [2.0**-8 * scale]
+    phi = max(pl.phi(pl.slices) for pl in (plan(k, m) for m in (F32_MATMUL, NEURON_MATMUL, TPU_MATMUL)))
+    return [((1 + SUM_ACCURACY) * max(TAU, phi) + SUM_ACCURACY + 2.0**-47) * scale]
 
 
 def _sqrt_bound(args: Sequence[Any], ref: Sequence[np.ndarray], kind: str) -> list[float]:
@@ -602,8 +608,8 @@ def _hook_child(workdir: Path, size: int) -> int:
 def _device_platform() -> str:
     """The platform of ``jax.devices()[0]``, asked in a child process so that
     this one has not opened the device when the hook's child needs it."""
-    if os.environ.get("NO64_DEVICE_PLATFORM"):
-        return os.environ["NO64_DEVICE_PLATFORM"]
+    if os.environ.get("DEVICE_LANE_PLATFORM"):
+        return os.environ["DEVICE_LANE_PLATFORM"]
     proc = subprocess.run([sys.executable, "-c", "import jax; print(jax.devices()[0].platform)"],
                           capture_output=True, text=True, timeout=300, env=dict(os.environ, NO64_PLATFORMS=""))
     if proc.returncode != 0:
@@ -798,13 +804,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--size", type=int, default=int(os.environ.get("NO64_DEVICE_SIZE", 4096)),
-                   help="elements of the elementwise programs (NO64_DEVICE_SIZE; default 4096)")
-    p.add_argument("--samples", type=int, default=int(os.environ.get("NO64_DEVICE_SAMPLES", 3)),
-                   help="timing samples per program (NO64_DEVICE_SAMPLES; default 3)")
+    p.add_argument("--size", type=int, default=int(os.environ.get("DEVICE_LANE_SIZE", 4096)),
+                   help="elements of the elementwise programs (DEVICE_LANE_SIZE; default 4096)")
+    p.add_argument("--samples", type=int, default=int(os.environ.get("DEVICE_LANE_SAMPLES", 3)),
+                   help="timing samples per program (DEVICE_LANE_SAMPLES; default 3)")
     p.add_argument("--min-time", type=float, default=0.01, help="seconds each timing sample covers at least")
     p.add_argument("--program", action="append", help="run only this program (repeatable)")
-    p.add_argument("--out", default=os.environ.get("NO64_DEVICE_OUT"), help="folder for the JSON and markdown")
+    p.add_argument("--out", default=os.environ.get("DEVICE_LANE_OUT"), help="folder for the JSON and markdown")
     p.add_argument("--hook-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.hook_child:

@@ -3,9 +3,9 @@
 against its x64 result on the CPU; one test per program and path.
 
 On a machine without an accelerator the device is the CPU, and the lane
-must pass there too.  ``NO64_DEVICE_OUT=DIR`` writes the table as JSON and
+must pass there too.  ``DEVICE_LANE_OUT=DIR`` writes the table as JSON and
 markdown into ``DIR``.  A cell whose outcome is not one its program expects
-fails; ``NO64_DEVICE_KNOWN=pairs-refused`` marks the pairs' refusal by
+fails; ``DEVICE_LANE_KNOWN=pairs-refused`` marks the pairs' refusal by
 their arithmetic probe as an expected failure (shown, not passed).
 """
 
@@ -25,9 +25,9 @@ CELLS = [(p.name, path) for p in L.PROGRAMS for path in L.PATHS if p.expected(pa
 
 @pytest.fixture(scope="module")
 def lane(lanes: list[Any]) -> L.Lane:
-    result = L.run_lane(size=int(os.environ.get("NO64_DEVICE_SIZE", 4096)),
-                        samples=int(os.environ.get("NO64_DEVICE_SAMPLES", 3)))
-    L.write(result, os.environ.get("NO64_DEVICE_OUT"))
+    result = L.run_lane(size=int(os.environ.get("DEVICE_LANE_SIZE", 4096)),
+                        samples=int(os.environ.get("DEVICE_LANE_SAMPLES", 3)))
+    L.write(result, os.environ.get("DEVICE_LANE_OUT"))
     lanes.append(result)
     return result
 
@@ -36,7 +36,7 @@ def lane(lanes: list[Any]) -> L.Lane:
 def test_cell(lane: L.Lane, program: str, path: str) -> None:
     cell = lane.cell(program, path)
     assert cell is not None
-    known = {k.strip() for k in os.environ.get("NO64_DEVICE_KNOWN", "").split(",")}
+    known = {k.strip() for k in os.environ.get("DEVICE_LANE_KNOWN", "").split(",")}
     if not cell.passed and cell.outcome == "refused" and L.FLOAT_KIND[path] == "pairs" \
             and "PairArithmeticError" in cell.detail and "pairs-refused" in known:
         pytest.xfail(f"known: {cell.detail}")
