@@ -310,3 +310,29 @@ def test_the_users_python_runs_once_per_trace() -> None:
                 assert r["value"] == ref[name]["value"], (policy, name, r)
     assert got["exact"]["cumsum_mod"]["value"] == ref["cumsum_mod"]["value"]
     assert got["exact"]["closure_mod"]["value"] == ref["closure_mod"]["value"]
+
+
+NO_MEANING = """
+import json, warnings
+import jax, numpy as np
+warnings.simplefilter("ignore")
+draw = jax.jit(lambda k: jax.random.bernoulli(k, 0.9, (8, 4)))
+print(json.dumps(np.asarray(draw(jax.random.key(1, impl="rbg"))).astype(int).tolist()))
+"""
+
+
+def test_without_an_x64_meaning_jax_s_own_32bit_program_runs() -> None:
+    """Where the x64 module cannot be had when it is compiled (an rbg key's
+    uint64 draw has no 32-bit form), what runs under the default policy is
+    JAX's own 32-bit program -- the user's function traced with x64 off --
+    not the 32-bit replay of the x64 trace, which keeps the x64 program's
+    choices by dtype (float64's mantissa width in the uniform draw)."""
+    procs = {"jax32": _start(["-c", NO_MEANING], HERE, JAX_ENABLE_X64="0"),
+             "hook": _start(["-c", NO_MEANING], HERE, NO64_PLATFORMS="cpu")}
+    got = {}
+    for tag, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr[-4000:]
+        got[tag] = json.loads(stdout.strip().splitlines()[-1])
+    assert 0 < sum(map(sum, got["jax32"])) < 32  # not vacuous: some dropped
+    assert got["hook"] == got["jax32"]

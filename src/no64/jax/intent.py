@@ -78,7 +78,7 @@ from .replay import image_aval, replay_function
 from .state import STATE
 
 __all__ = ["NoMeaning", "clear_warned", "has_meaning", "install", "meaning_of", "no_meaning",
-           "output_error", "refuse_without_meaning", "refuse_unless_proven",
+           "output_error", "refuse_without_meaning", "refuse_unless_proven", "runnable_32bit",
            "set_x64_meaning", "unproven", "warn_float_hints", "warn_unproven", "with_x64_arguments"]
 
 _lock = threading.RLock()
@@ -96,6 +96,10 @@ _PENDING_MAX = 256
 _required: "weakref.WeakKeyDictionary[Any, ConstantRangeError]" = weakref.WeakKeyDictionary()
 #: id(module JAX lowered) -> that refusal
 _required_modules: dict[int, ConstantRangeError] = {}
+#: replayed 32-bit ClosedJaxpr -> a function tracing the user's function with x64 off
+_replayed: "weakref.WeakKeyDictionary[Any, Callable[[], Any]]" = weakref.WeakKeyDictionary()
+#: id(module JAX lowered from a replay) -> (that module, a function lowering JAX's own trace)
+_genuine: dict[int, tuple[ir.Module, Callable[[], ir.Module]]] = {}
 
 _tls = threading.local()
 
@@ -624,10 +628,20 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
             p = None
     finally:
         _tls.judging -= 1
-    if p is None or not _replays(p, p64):
+    meaning = _compared(p, p64) if p is not None else None
+    if p is None or not _replays(p, p64) or isinstance(meaning, NoMeaning):
+        # what runs without an x64 meaning is JAX's own 32-bit program
         return _traced_twice(fun, ji, ctx_mesh, dbg, avals, args, kwargs,
                              lambda p32: _compared(p32, p64), p64)
-    _keep_meaning(p, _compared(p, p64))
+    _keep_meaning(p, meaning)
+    # should the x64 module not be had when it is compiled, JAX's own 32-bit
+    # program runs: traced then, from the arguments' shapes and dtypes
+    a_args, a_kwargs = _abstracted(args, kwargs, ji)
+    try:
+        _replayed[p.params["jaxpr"]] = functools.partial(
+            _original_trace, fun, ji, ctx_mesh, dbg, avals, a_args, a_kwargs)
+    except TypeError:
+        pass
     return p
 
 
@@ -736,6 +750,21 @@ class _Deferred:
                 first = (str(exc).strip().splitlines() or [""])[0][:200]
                 self._value = NoMeaning(f"tracing it with x64 on raised {type(exc).__name__}: {first}")
         return self._value
+
+
+def _abstracted(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` with every array (numpy, JAX, numpy scalar)
+    replaced by its shape and dtype, static arguments kept: what a later
+    trace needs, without keeping the caller's data alive until compile."""
+    import jax
+    import numpy as np
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, (np.ndarray, np.generic, jax.Array)):
+            return jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
+        return x
+
+    return _map_dynamic(args, kwargs, ji, leaf)
 
 
 def _map_dynamic(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any,
@@ -876,12 +905,28 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
                              "its x64 program")
         return c64._hlo
 
+    try:
+        retrace = _replayed.get(jaxpr)
+    except TypeError:
+        retrace = None
+    genuine: list[ir.Module] = []
+
+    def lower_genuine() -> ir.Module:
+        if not genuine:
+            assert _original_lower is not None and retrace is not None
+            p = retrace()
+            genuine.append(_original_lower(p.params["jaxpr"], *args, **kwargs)._hlo)
+        return genuine[0]
+
     with _lock:
         _pending[id(module)] = (module, lower_x64)
         _pending.move_to_end(id(module))
+        if retrace is not None:
+            _genuine[id(module)] = (module, lower_genuine)
         while len(_pending) > _PENDING_MAX:
             old, _ = _pending.popitem(last=False)
             _required_modules.pop(old, None)
+            _genuine.pop(old, None)
         refusal = _required.get(jaxpr)
         if refusal is not None:
             _required_modules[id(module)] = refusal
@@ -917,6 +962,19 @@ def _holds_64bit(jaxpr: Any) -> bool:
                     stack.extend(x for x in value
                                  if hasattr(x, "eqns") or hasattr(getattr(x, "jaxpr", None), "eqns"))
     return False
+
+
+def runnable_32bit(module: ir.Module) -> ir.Module:
+    """JAX's own 32-bit module for ``module``, what runs where the x64 module
+    cannot: ``module`` itself, or, where it was lowered from the 32-bit
+    replay of the x64 trace (:mod:`no64.jax.replay`, which keeps the x64
+    program's choices by dtype: float64's mantissa width in a sampler), the
+    module of the user's function traced now with x64 off."""
+    with _lock:
+        entry = _genuine.get(id(module))
+    if entry is None or entry[0] is not module:
+        return module
+    return entry[1]()
 
 
 def has_meaning(module: ir.Module) -> bool:
