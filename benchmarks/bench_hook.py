@@ -1,10 +1,11 @@
 """What the x64 meaning costs under the compile hook.
 
 A program that asks for x64 (``JAX_ENABLE_X64=1``) while ``NO64_PLATFORMS``
-names the default backend is traced by JAX with x64 off, and no64 traces and
-lowers each top-level ``jit`` a second time with x64 on, to judge the 32-bit
-program by its x64 meaning (``no64.jax.intent``).  This benchmark compiles
-the same programs, in one process, with and without that second trace
+names the default backend has each top-level ``jit`` traced once with x64 on
+(its x64 program; JAX's 32-bit trace is a replay of it, ``no64.jax.replay``)
+and lowered a second time with x64 on, to judge the 32-bit program by its x64
+meaning (``no64.jax.intent``).  This benchmark compiles the same programs, in
+one process, with and without the x64 meaning
 (without it = the hook as it was before the x64 meaning: the same 32-bit
 module, the same pass, the same XLA compile), alternating the two so that a
 change in machine load affects both sides alike:

@@ -116,6 +116,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("host values: JAX's conversion points, sentinels read", ("no64.jax.host.patches",
                                                                "no64.jax.host.sentinels")),
     ("host values: installed", ("no64.jax.host.install", "no64.jax.host.callers", "no64.jax.host")),
+    ("JAX's 32-bit program replayed from the x64 one", ("no64.jax.replay",)),
     ("the x64 meaning", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
     ("the JAX layer", ("no64.jax.reference", "no64.jax.jit", "no64.jax.assume")),

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from no64.jax.host import sentinel_reads
-from no64.jax.primitives import PRIMITIVES, Role
+from no64.jax.primitives import PRIMITIVES, WIDTH_PARAMETERS, Role
 from no64.spec.registry import spec_of
 from support import jax_compat
 
@@ -27,6 +27,7 @@ def test_every_primitive_exists_in_the_installed_jax() -> None:
     missing = sorted(name for name, spec in PRIMITIVES.items()
                      if name not in installed and not spec.version_dependent)
     assert missing == [], f"not primitives of jax {jax.__version__} (mark them version_dependent)"
+    assert sorted(set(WIDTH_PARAMETERS) - installed) == []
 
 
 def test_derived_sentinel_uses_hold_for_every_op_named() -> None:

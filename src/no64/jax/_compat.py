@@ -125,8 +125,8 @@ import importlib
 import inspect
 import os
 import threading
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -791,6 +791,59 @@ def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
     trace._new_const = _new_const  # type: ignore[union-attr]  # found above (0.7 only)
 
 
+
+_constants_seen = threading.local()
+
+
+@contextmanager
+def traced_constant_sources() -> Iterator[dict[int, tuple[Any, Any]]]:
+    """Within the block, each host constant a trace in this thread takes in
+    (``DynamicJaxprTrace._new_const``, 0.7-0.12) is noted in the dict
+    yielded: ``id(constant) -> (constant, the traceback of the user's code
+    that used it)``."""
+    pe = _optional_module("jax._src.interpreters.partial_eval")
+    trace = getattr(pe, "DynamicJaxprTrace", None)
+    original = getattr(trace, "_new_const", None)
+    if original is None:
+        raise _missing("the constants a trace takes in (DynamicJaxprTrace._new_const)")
+    if not getattr(original, "__no64_sources__", False):
+        def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
+            seen = getattr(_constants_seen, "found", None)
+            if seen is not None and id(c) not in seen:
+                seen[id(c)] = (c, getattr(source_info, "traceback", None))
+            return original(self, aval, c, source_info)
+
+        _new_const.__wrapped__ = original  # type: ignore[attr-defined]
+        _new_const.__no64_sources__ = True  # type: ignore[attr-defined]
+        trace._new_const = _new_const  # type: ignore[union-attr]
+    saved = getattr(_constants_seen, "found", None)
+    found: dict[int, tuple[Any, Any]] = {}
+    _constants_seen.found = found
+    try:
+        yield found
+    finally:
+        _constants_seen.found = saved
+
+
+def canonicalize_host_value(x: Any) -> Any:
+    """A host value as JAX takes it into a trace under the x64 setting in
+    force: ``dtypes.canonicalize_value`` (0.8-0.12), ``xla.canonicalize_dtype`` on 0.7."""
+    from jax._src import dtypes
+
+    fn = getattr(dtypes, "canonicalize_value", None)
+    if fn is None:
+        fn = getattr(_optional_module("jax._src.interpreters.xla"), "canonicalize_dtype", None)
+    if fn is None:
+        raise _missing("canonicalisation of host values (dtypes.canonicalize_value)")
+    return fn(x)
+
+
+def traceback_context(traceback: Any) -> AbstractContextManager[Any]:
+    """JAX's current traceback set to ``traceback`` (``source_info_util.user_context``)."""
+    from jax._src import source_info_util
+
+    return source_info_util.user_context(traceback)
+
 # ---------------------------------------------------------------------------
 # The frames of an equation's traceback
 # ---------------------------------------------------------------------------
@@ -973,6 +1026,91 @@ def bind_equation(eqn: Any, operands: Sequence[Any]) -> list[Any]:
     out = prim.bind(*subfuns, *operands, **params)
     return list(out) if prim.multiple_results else [out]
 
+
+
+# Replaying a jaxpr under another x64 setting
+# ---------------------------------------------------------------------------
+
+def closed_jaxpr_type() -> type:
+    """The class of a jaxpr with its constants (``core.ClosedJaxpr``,
+    0.7-0.10; ``core.Jaxpr`` from 0.11, where the two are one)."""
+    from jax._src import core
+
+    return getattr(core, "ClosedJaxpr", core.Jaxpr)
+
+
+def open_jaxpr_type() -> type:
+    """The class of an open jaxpr (``core.Jaxpr``); one no closed jaxpr is
+    an instance of where the two are one class (from 0.11)."""
+    from jax._src import core
+
+    if closed_jaxpr_type() is core.Jaxpr:
+        return type("_NoOpenJaxpr", (), {})
+    return core.Jaxpr
+
+
+def shaped_array_type() -> type:
+    """``core.ShapedArray`` (0.7-0.12)."""
+    from jax._src import core
+
+    return core.ShapedArray
+
+
+def make_closed_jaxpr(jaxpr: Any, consts: list[Any]) -> Any:
+    """``core.ClosedJaxpr(jaxpr, consts)``."""
+    from jax._src import core
+
+    return core.ClosedJaxpr(jaxpr, consts)
+
+
+def equation_context(eqn: Any) -> AbstractContextManager[Any]:
+    """The context ``core.eval_jaxpr`` binds ``eqn`` in: its own traceback
+    and name stack (``source_info_util.user_context``) and its equation
+    context (``eqn.ctx.manager``: compute type, ...; 0.7-0.12)."""
+    import contextlib
+
+    from jax._src import source_info_util
+
+    stack = contextlib.ExitStack()
+    name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
+    stack.enter_context(source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack))
+    manager = getattr(getattr(eqn, "ctx", None), "manager", None)
+    if manager is not None:
+        stack.enter_context(manager)
+    return stack
+
+
+def bind_equation_params(prim: Any, params: dict[str, Any], operands: Sequence[Any]) -> list[Any]:
+    """Bind ``prim`` with an equation's ``params`` (as :func:`bind_equation`)."""
+    get_bind_params = getattr(prim, "get_bind_params", None)
+    found = get_bind_params(params) if get_bind_params is not None else params
+    subfuns, bind_params = found if isinstance(found, tuple) else ((), found)
+    out = prim.bind(*subfuns, *operands, **bind_params)
+    return list(out) if prim.multiple_results else [out]
+
+
+def trace_flat(fn: Callable[..., Any], avals: Sequence[Any], debug_info: Any) -> Any:
+    """The closed jaxpr of ``fn`` (flat operands to a flat list of results)
+    traced for ``avals``: ``pe.trace_to_jaxpr_dynamic`` (0.7-0.12)."""
+    from jax._src import core, linear_util as lu
+    from jax._src.interpreters import partial_eval as pe
+
+    wrapped = lu.wrap_init(lambda *xs: list(fn(*xs)), debug_info=debug_info)
+    jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(wrapped, list(avals))
+    return core.ClosedJaxpr(jaxpr, consts)
+
+
+def wrapped_function(call: Callable[..., Any], like: Any) -> Any:
+    """``call`` as a ``lu.WrappedFun`` with ``like``'s debug information."""
+    from jax._src import linear_util as lu
+
+    return lu.wrap_init(call, debug_info=like.debug_info)
+
+
+def jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> list[Any]:
+    """The flat dynamic arguments of a ``jit`` call, in the order of its
+    jaxpr's inputs (static ones left out)."""
+    return list(_jit_dynamic_arguments(ji, args, kwargs))
 
 # The public jit, for measuring calls
 # ---------------------------------------------------------------------------

@@ -853,6 +853,7 @@ def prepare_with_meaning(module: ir.Module, meaning: "ir.Module | intent.NoMeani
     if isinstance(meaning, intent.NoMeaning):
         intent.refuse_without_meaning(module)
         intent.no_meaning(meaning, name, config.policy)
+        return prepare_module(intent.runnable_32bit(module), config, platform)
     if not isinstance(meaning, ir.Module):
         return prepare_module(module, config, platform)
     return judge_meaning(module, meaning, config, platform)
@@ -924,7 +925,7 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
             first = (str(exc).strip().splitlines() or [""])[0]
             intent.no_meaning(intent.NoMeaning(f"no64 cannot convert its x64 program ({first})"),
                               name, config.policy)
-            return prepare_module(module, config, platform)
+            return prepare_module(intent.runnable_32bit(module), config, platform)
         exc.add_note(f"no64 was preparing the x64 program of {name} for platform '{platform}' "
                      f"({config.describe()})")
         raise

@@ -10,8 +10,11 @@ the 32-bit program against:
 
 * when JAX traces a top-level ``jit`` for a program that asked for x64 (no64
   turned x64 off for it, or the call is :func:`no64.jit`'s), the function is
-  traced a second time with x64 on, for the caller's argument dtypes
-  (``_trace_for_jit``; JAX caches both traces per signature);
+  traced once, with x64 on, for the caller's argument dtypes (its x64
+  program), and JAX's 32-bit trace is a replay of it (:mod:`no64.jax.replay`):
+  the user's Python runs once (``_trace_for_jit``; JAX caches the trace per
+  signature; where the replay cannot be had, the function is traced with x64
+  off as well);
 * when JAX lowers the 32-bit trace, the x64 trace is remembered beside the
   module JAX made, and lowered only when that module reaches the backend;
 * the hook then judges the x64 module (:func:`no64.jax.hook.prepare_with_meaning`):
@@ -27,7 +30,7 @@ the 32-bit program against:
 What has no x64 meaning here: a trace whose x64 version fails or differs in
 its signature (``kept`` arguments, effects, host callbacks), programs traced
 inside other transformations (only top-level ``jit`` calls are traced
-twice), and 32-bit ``jax.Array`` values made from 64-bit data before the call
+with x64 on), and 32-bit ``jax.Array`` values made from 64-bit data before the call
 (their x64 meaning is not known; pass the host data to the jitted function).
 """
 
@@ -63,6 +66,7 @@ from ._compat import (
     jit_function,
     jit_input_avals,
     replace_jit_function,
+    traced_constant_sources,
     watch_explicit_dtypes,
     wrap_jit_impl,
     wrap_jit_lower,
@@ -70,10 +74,11 @@ from ._compat import (
     wrap_primitive_callable,
     wrap_random_samplers,
 )
+from .replay import image_aval, replay_function
 from .state import STATE
 
 __all__ = ["NoMeaning", "clear_warned", "has_meaning", "install", "meaning_of", "no_meaning",
-           "output_error", "refuse_without_meaning", "refuse_unless_proven",
+           "output_error", "refuse_without_meaning", "refuse_unless_proven", "runnable_32bit",
            "set_x64_meaning", "unproven", "warn_float_hints", "warn_unproven", "with_x64_arguments"]
 
 _lock = threading.RLock()
@@ -91,6 +96,10 @@ _PENDING_MAX = 256
 _required: "weakref.WeakKeyDictionary[Any, ConstantRangeError]" = weakref.WeakKeyDictionary()
 #: id(module JAX lowered) -> that refusal
 _required_modules: dict[int, ConstantRangeError] = {}
+#: replayed 32-bit ClosedJaxpr -> a function tracing the user's function with x64 off
+_replayed: "weakref.WeakKeyDictionary[Any, Callable[[], Any]]" = weakref.WeakKeyDictionary()
+#: id(module JAX lowered from a replay) -> (that module, a function lowering JAX's own trace)
+_genuine: dict[int, tuple[ir.Module, Callable[[], ir.Module]]] = {}
 
 _tls = threading.local()
 
@@ -100,7 +109,7 @@ _warned_float: set[tuple[str, int]] = set()
 
 
 def install() -> None:
-    """Put the second trace and lowering into JAX's ``jit`` (idempotent)."""
+    """Put the x64 trace, its replay and the x64 lowering into JAX's ``jit`` (idempotent)."""
     global _installed
     if _installed:
         return
@@ -587,47 +596,120 @@ def _note_explicit_dtype(requested: Any, became: Any, fun_name: Any) -> None:
                    "a transformed function", policy)
 
 
-def _exact() -> bool:
-    config = STATE.active_config()
-    return config is not None and config.policy is RangePolicy.EXACT
-
-
 def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:
     assert _original_trace is not None
-    wanted = _wanted()
-    # explicit 64-bit dtypes met while it traces are judged by its x64 meaning
-    _tls.judging = getattr(_tls, "judging", 0) + wanted
+    if not _wanted():
+        return _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+    # One trace of the user's Python: the x64 program first, and JAX's 32-bit
+    # program replayed from it (no64.jax.replay); the user's function is traced
+    # with x64 off as well only where the replay cannot rebuild it.
+    given = getattr(_tls, "arguments", None)
+    try:
+        with traced_constant_sources() as sources:
+            p64 = _trace_x64_program(fun, ji, ctx_mesh, dbg, args, kwargs, given)
+    except Exception as exc:  # noqa: BLE001 - the 32-bit trace says what the user's code raises
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        why = NoMeaning(f"tracing it with x64 on raised {type(exc).__name__}: {first}")
+        return _traced_twice(fun, ji, ctx_mesh, dbg, avals, args, kwargs, lambda p: why)
+    if p64.consts:
+        why = NoMeaning("its trace holds constants JAX passes as arguments")
+        return _traced_twice(fun, ji, ctx_mesh, dbg, avals, args, kwargs, lambda p: why)
+    replay = replay_function(fun, p64.params["jaxpr"], p64.out_tree, ji, sources)
+    _tls.judging = getattr(_tls, "judging", 0) + 1
+    try:
+        try:
+            p = _original_trace(replay, ji, ctx_mesh, dbg, avals, args, kwargs)
+        except ConstantRangeError as exc:
+            # a host integer beyond 32 bits (a 64-bit hash multiplier): the x64
+            # program, which holds it exactly, is what runs -- outside exact only
+            # where its conversion proves every narrowing (refuse_unless_proven)
+            return _replayed_for_exact(replay, fun, ji, ctx_mesh, dbg, avals, args, kwargs, p64, exc)
+        except Exception:  # noqa: BLE001 - not replayable: the user's function traced with x64 off
+            p = None
+    finally:
+        _tls.judging -= 1
+    meaning = _compared(p, p64) if p is not None else None
+    if p is None or not _replays(p, p64) or isinstance(meaning, NoMeaning):
+        # what runs without an x64 meaning is JAX's own 32-bit program
+        return _traced_twice(fun, ji, ctx_mesh, dbg, avals, args, kwargs,
+                             lambda p32: _compared(p32, p64), p64)
+    _keep_meaning(p, meaning)
+    # should the x64 module not be had when it is compiled, JAX's own 32-bit
+    # program runs: traced then, from the arguments' shapes and dtypes
+    a_args, a_kwargs = _abstracted(args, kwargs, ji)
+    try:
+        _replayed[p.params["jaxpr"]] = functools.partial(
+            _original_trace, fun, ji, ctx_mesh, dbg, avals, a_args, a_kwargs)
+    except TypeError:
+        pass
+    return p
+
+
+def _keep_meaning(p: Any, meaning: Any) -> None:
+    deferred = _Deferred(lambda: meaning)
+    deferred.get()
+    try:
+        _meanings[p.params["jaxpr"]] = deferred
+    except TypeError:
+        pass
+
+
+def _replays(p: Any, p64: Any) -> bool:
+    """Whether the replayed 32-bit trace ``p`` has the signature of the x64
+    trace ``p64`` with each 64-bit type narrowed (else the user's function is
+    traced with x64 off: an equation the replay rebuilt otherwise)."""
+    if p.consts or p.in_tree != p64.in_tree or p.out_tree != p64.out_tree:
+        return False
+    j32, j64 = p.params["jaxpr"], p64.params["jaxpr"]
+    if _holds_64bit(j32):
+        return False  # a primitive whose 64-bit form is no dtype parameter (random_bits of 64 bits)
+    pairs = list(zip((*j32.in_avals, *j32.out_avals), (*j64.in_avals, *j64.out_avals)))
+    if len(j32.in_avals) != len(j64.in_avals) or len(j32.out_avals) != len(j64.out_avals):
+        return False
+    return all(a == image_aval(b) or _unweak(a) == _unweak(image_aval(b)) for a, b in pairs)
+
+
+def _unweak(aval: Any) -> Any:
+    strip = getattr(aval, "strip_weak_type", None)
+    return strip() if strip is not None else aval
+
+
+def _traced_twice(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any,
+                  meaning: Callable[[Any], Any], p64: Any = None) -> Any:
+    """JAX's own trace of ``fun`` with x64 off, judged by ``meaning(p)`` (the
+    x64 trace taken already, compared with it, or why there is none)."""
+    assert _original_trace is not None
+    _tls.judging = getattr(_tls, "judging", 0) + 1
     try:
         p = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
     except ConstantRangeError as exc:
-        # a host integer beyond 32 bits (a 64-bit hash multiplier): the x64
-        # program, which holds it exactly, is what runs -- outside exact only
-        # where its conversion proves every narrowing (refuse_unless_proven)
-        if not _wanted():
-            raise
-        return _trace_for_exact(fun, ji, ctx_mesh, dbg, avals, args, kwargs, exc)
+        return _trace_for_exact(fun, ji, ctx_mesh, dbg, avals, args, kwargs, exc, p64)
     finally:
-        _tls.judging -= wanted
-    if not _wanted():
-        return p
-    jaxpr = p.params["jaxpr"]
-    given = getattr(_tls, "arguments", None)
-    if _exact():
-        # what runs is the x64 program: traced now, from the arguments as given
-        meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p, given))
-        meaning.get()
-    else:
-        # only judged: traced when the module reaches the backend, beside
-        # XLA's compile (see no64.jax.hook), from the arguments' shapes and
-        # dtypes (the data itself is not kept alive)
-        if given is not None:
-            given = _abstracted(given[0], given[1], ji)
-        a_args, a_kwargs = _abstracted(args, kwargs, ji)
-        meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, a_args, a_kwargs, p, given))
-    try:
-        _meanings[jaxpr] = meaning
-    except TypeError:
-        pass
+        _tls.judging -= 1
+    _keep_meaning(p, meaning(p))
+    return p
+
+
+def _replayed_for_exact(replay: Any, fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any,
+                        kwargs: Any, p64: Any, refusal: ConstantRangeError) -> Any:
+    """The replayed 32-bit trace of a program whose replay refused a host
+    integer, taken only for its signature (see :func:`_trace_for_exact`)."""
+    assert _original_trace is not None
+    with STATE.host_records_kept():
+        STATE.thread.host_policy = "wrap"
+        try:
+            p = _original_trace(replay, ji, ctx_mesh, dbg, avals, args, kwargs)
+        except Exception:  # noqa: BLE001 - not the host integer alone
+            p = None
+        finally:
+            STATE.thread.host_policy = None
+    if p is None or not _replays(p, p64):
+        return _trace_for_exact(fun, ji, ctx_mesh, dbg, avals, args, kwargs, refusal, p64)
+    meaning = _compared(p, p64)
+    if isinstance(meaning, NoMeaning):
+        raise refusal
+    _keep_meaning(p, meaning)
+    _required[p.params["jaxpr"]] = refusal
     return p
 
 
@@ -672,16 +754,14 @@ class _Deferred:
 
 def _abstracted(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``args`` and ``kwargs`` with every array (numpy, JAX, numpy scalar)
-    replaced by its shape and its dtype in the x64 program, static arguments
-    kept: what the x64 trace needs, without keeping the caller's data alive
-    until compile."""
+    replaced by its shape and dtype, static arguments kept: what a later
+    trace needs, without keeping the caller's data alive until compile."""
     import jax
     import numpy as np
 
     def leaf(x: Any) -> Any:
         if isinstance(x, (np.ndarray, np.generic, jax.Array)):
-            return jax.ShapeDtypeStruct(np.shape(x), x64_arrays.x64_dtype(x) or x.dtype,
-                                        weak_type=bool(getattr(x, "weak_type", False)))
+            return jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
         return x
 
     return _map_dynamic(args, kwargs, ji, leaf)
@@ -717,7 +797,7 @@ def _as_in_x64(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple[
 
 
 def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any,
-                     refusal: ConstantRangeError) -> Any:
+                     refusal: ConstantRangeError, p64: Any = None) -> Any:
     """The 32-bit trace of a program the 32-bit trace refused a host integer
     of, taken only for its signature: the host integers are wrapped there
     (and not recorded), and the x64 module, which holds them exactly, must
@@ -732,7 +812,8 @@ def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, arg
         finally:
             STATE.thread.host_policy = None
     meaning = _Deferred(lambda: _trace_x64(fun, ji, ctx_mesh, dbg, args, kwargs, p,
-                                           getattr(_tls, "arguments", None)))
+                                           getattr(_tls, "arguments", None))
+                        if p64 is None else _compared(p, p64))
     if isinstance(meaning.get(), NoMeaning):
         raise refusal
     jaxpr = p.params["jaxpr"]
@@ -743,6 +824,17 @@ def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, arg
 
 def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any, p: Any,
                given: tuple[tuple[Any, ...], dict[str, Any]] | None) -> Any:
+    p64 = _trace_x64_program(fun, ji, ctx_mesh, dbg, args, kwargs, given)
+    if p64.consts:
+        return NoMeaning("its trace holds constants JAX passes as arguments")
+    return _compared(p, p64)
+
+
+def _trace_x64_program(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any,
+                       given: tuple[tuple[Any, ...], dict[str, Any]] | None) -> Any:
+    """JAX's trace of ``fun`` with x64 on, for the caller's arguments as
+    given (the 64-bit host data, and each array of a 64-bit value of the x64
+    program as that value)."""
     if given is not None:
         args, kwargs = given
     args, kwargs = _as_in_x64(args, kwargs, ji)
@@ -751,11 +843,14 @@ def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: An
     try:
         with enable_x64(True):
             avals = jit_input_avals(fun, ji, dbg, args, kwargs)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                p64 = _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+            return _original_trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
     finally:
         _tls.busy = False
+
+
+def _compared(p: Any, p64: Any) -> Any:
+    """``p64``, the x64 trace of the 32-bit trace ``p``, where it can stand
+    for it; else why not (:class:`NoMeaning`)."""
     if p64.consts or p.consts:
         return NoMeaning("its trace holds constants JAX passes as arguments")
     if p64.in_tree != p.in_tree or p64.out_tree != p.out_tree or len(p64.in_avals) != len(p.in_avals):
@@ -810,12 +905,28 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
                              "its x64 program")
         return c64._hlo
 
+    try:
+        retrace = _replayed.get(jaxpr)
+    except TypeError:
+        retrace = None
+    genuine: list[ir.Module] = []
+
+    def lower_genuine() -> ir.Module:
+        if not genuine:
+            assert _original_lower is not None and retrace is not None
+            p = retrace()
+            genuine.append(_original_lower(p.params["jaxpr"], *args, **kwargs)._hlo)
+        return genuine[0]
+
     with _lock:
         _pending[id(module)] = (module, lower_x64)
         _pending.move_to_end(id(module))
+        if retrace is not None:
+            _genuine[id(module)] = (module, lower_genuine)
         while len(_pending) > _PENDING_MAX:
             old, _ = _pending.popitem(last=False)
             _required_modules.pop(old, None)
+            _genuine.pop(old, None)
         refusal = _required.get(jaxpr)
         if refusal is not None:
             _required_modules[id(module)] = refusal
@@ -851,6 +962,19 @@ def _holds_64bit(jaxpr: Any) -> bool:
                     stack.extend(x for x in value
                                  if hasattr(x, "eqns") or hasattr(getattr(x, "jaxpr", None), "eqns"))
     return False
+
+
+def runnable_32bit(module: ir.Module) -> ir.Module:
+    """JAX's own 32-bit module for ``module``, what runs where the x64 module
+    cannot: ``module`` itself, or, where it was lowered from the 32-bit
+    replay of the x64 trace (:mod:`no64.jax.replay`, which keeps the x64
+    program's choices by dtype: float64's mantissa width in a sampler), the
+    module of the user's function traced now with x64 off."""
+    with _lock:
+        entry = _genuine.get(id(module))
+    if entry is None or entry[0] is not module:
+        return module
+    return entry[1]()
 
 
 def has_meaning(module: ir.Module) -> bool:

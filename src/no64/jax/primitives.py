@@ -38,7 +38,7 @@ from ..kinds import SentinelUse
 from ..rules import ops as _ops  # noqa: F401  (fills the op table)
 from ..spec.registry import REGISTRY, Computes, OpSpec
 
-__all__ = ["Results", "LoopOperands", "Role", "PrimitiveSpec", "PRIMITIVES", "primitive"]
+__all__ = ["Results", "LoopOperands", "Role", "PrimitiveSpec", "PRIMITIVES", "WIDTH_PARAMETERS", "primitive"]
 
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
 
@@ -252,3 +252,12 @@ _declare("convert_element_type", ops=("stablehlo.convert",))
 _declare("while", ops=("stablehlo.while",), loop=LoopOperands.WHILE)
 _declare("scan", ops=("stablehlo.while",), loop=LoopOperands.SCAN)
 _declare("cond", ops=("stablehlo.case", "stablehlo.if"))
+
+# ------------------------------------------------------- widths in parameters
+#: Parameters that give a width in bits, which the x64 program's trace fixed
+#: from a 64-bit dtype (``jax.random.bits`` of ``uint64`` draws 64 bits) and
+#: a trace with x64 off from its 32-bit image: the 32-bit replay of the x64
+#: program (:mod:`no64.jax.replay`) narrows them as it narrows dtypes.
+WIDTH_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "random_bits": ("bit_width",),
+}

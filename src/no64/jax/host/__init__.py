@@ -97,7 +97,7 @@ from .install import install_hooks
 from .narrowing import check_pair_range, clear_warned, narrow_host_array, narrow_python_float, narrow_python_int
 from .patches import computes_otherwise, on_wide_narrowed, veto_fast_path, wide_original, wide_pending
 from .policy import NARROWED, NARROWED_IMAGES, host_policy
-from .records import clear_host_records, eqn_source, host_records, user_source
+from .records import clear_host_records, eqn_source, host_records, library_constants, library_function, user_source
 from .sentinels import SentinelRead, argument_seeds, check_sentinel_reads, sentinel_reads
 
 __all__ = [
@@ -116,6 +116,8 @@ __all__ = [
     "host_policy",
     "host_records",
     "install_hooks",
+    "library_constants",
+    "library_function",
     "name_callers_line",
     "narrow_host_array",
     "narrow_python_float",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -117,6 +119,37 @@ def clear_host_records() -> None:
         STATE.host_records.clear()
 
 
+
+
+def library_function(func_src_info: str | None) -> bool:
+    """Whether a traced function's source (JAX's ``func_src_info``,
+    ``"name at file:line"``) lies in JAX or another library (a ``jnp``
+    function's own ``jit``), not in the user's code."""
+    if not func_src_info or " at " not in func_src_info:
+        return False
+    path = func_src_info.rsplit(" at ", 1)[1].rsplit(":", 1)[0]
+    return path.startswith(_library_dirs())
+
+
+@contextmanager
+def library_constants() -> Iterator[None]:
+    """Within the block, 64-bit host constants narrowed are a library's own
+    (an ``iinfo(int64)`` bound a ``jnp`` function made because the x64
+    program has int64 data, where a trace with x64 off makes int32's): mapped
+    and kept in range as they would be, but no host record, no sentinel to
+    follow and no refusal of the user's (out-of-range integers keep their
+    low 32 bits)."""
+    saved_images = set(_mapped())
+    saved_policy = STATE.thread.host_policy
+    with STATE.host_records_kept():
+        STATE.thread.host_policy = "wrap"
+        try:
+            yield
+        finally:
+            STATE.thread.host_policy = saved_policy
+            images = _mapped()
+            images.clear()
+            images.update(saved_images)
 
 
 def eqn_source(eqn: Any) -> SourceLocation | None:
