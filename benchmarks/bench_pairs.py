@@ -9,7 +9,10 @@ three ways outside the timed region:
   (``no64.rules.pair_dot``), f32 ``dot_general``s at HIGHEST precision;
 * **f32**: the function traced with x64 off (matmuls at HIGHEST).
 
-Cases: elementwise add, multiply and divide on ``--size`` elements; a sum
+Cases: elementwise add, multiply and divide on ``--size`` elements; ``exp``,
+``log``, ``sin``, ``tanh`` and ``x**y`` on as many (``x`` in [0.1, 4], ``y``
+in [-8, 8]; on pairs from ``+``, ``-``, ``*`` and range reduction,
+:mod:`no64.ir.pair_math`); a sum
 over rows (``reduce``) and a cumulative sum over rows (``reduce_window``)
 of ``--rows x --row-length``; ``n x n`` matmuls (``--dots``, default 256
 and 512); a 3 x 3 convolution of 16 channels (``k = 144``, by the
@@ -71,7 +74,9 @@ def _convolution(x: jax.Array, w: jax.Array) -> jax.Array:
 class Case:
     name: str
     fn: Callable[[jax.Array, jax.Array], jax.Array]
-    shape: str  #: ``"flat"``, ``"rows"``, ``"square N"`` or ``"conv"`` (NHWC input, HWIO kernel)
+    #: ``"flat"``, ``"flat+"`` (``x`` in [0.1, 4], ``y`` in [-8, 8]), ``"rows"``,
+    #: ``"square N"`` or ``"conv"`` (NHWC input, HWIO kernel)
+    shape: str
     matmul: bool = False
 
 
@@ -80,6 +85,11 @@ def cases(dots: Sequence[int]) -> list[Case]:
         Case("add", lambda x, y: x + y, "flat"),
         Case("multiply", lambda x, y: x * y, "flat"),
         Case("divide", lambda x, y: x / y, "flat"),
+        Case("exp", lambda x, y: jnp.exp(y), "flat+"),
+        Case("log", lambda x, y: jnp.log(x), "flat+"),
+        Case("sin", lambda x, y: jnp.sin(y), "flat+"),
+        Case("tanh", lambda x, y: jnp.tanh(y), "flat+"),
+        Case("pow", lambda x, y: x**y, "flat+"),
         Case("row sum (reduce)", lambda x, y: jnp.sum(x, axis=1), "rows"),
         Case("cumulative row sum (reduce_window)", lambda x, y: jnp.cumsum(x, axis=1), "rows"),
     ]
@@ -94,6 +104,8 @@ def make_inputs(case: Case, size: int, rows: int, row_length: int, seed: int = 0
     rng = np.random.default_rng(seed)
     if case.shape == "conv":
         return 1.0 + rng.standard_normal((8, 32, 32, 16)), rng.standard_normal((3, 3, 16, 16))
+    if case.shape == "flat+":  # x in [0.1, 4], y in [-8, 8]: for the transcendentals
+        return rng.uniform(0.1, 4.0, size), rng.uniform(-8.0, 8.0, size)
     if case.shape == "flat":
         shape: tuple[int, ...] = (size,)
     elif case.shape == "rows":
@@ -216,10 +228,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--check-only", action="store_true", help="check every pairs result, time nothing")
     p.add_argument("--platform", default="cpu")
+    p.add_argument("--only", nargs="*", metavar="NAME", help="only the cases whose name starts with one of these")
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args(argv)
     results = []
     for case in cases(args.dots):
+        if args.only and not any(case.name.startswith(n) for n in args.only):
+            continue
         results.append(run_case(case, args.size, args.rows, args.row_length, args.repeats,
                                 timing=not args.check_only, platform=args.platform))
         print(f"  {case.name}: done", file=sys.stderr, flush=True)

@@ -44,8 +44,10 @@ def test_pairs_within_the_guides_bounds(table: dict, op: str) -> None:
         assert not s.refused and 0 < s.max <= PAIR_ULPS[op], (op, col, s)
 
 
-def test_transcendentals_on_pairs_are_f32s_and_the_table_says_so(table: dict) -> None:
-    # exp is computed in f32 from the pair (the guide says so): about 2**29 float64 ulps
-    assert table["exp"]["pairs"].median > 2**20
+def test_transcendentals_on_pairs_hold_their_bound_and_the_table_says_so(table: dict) -> None:
+    # exp is computed on the pairs (no64.ir.pair_math, 10u^2: 320 float64 ulps);
+    # the operand's rounding to 48 bits moves exp(x) by up to |x| 2**-48 (x in
+    # (-20, 20): 640 ulps) -- in f32 it was about 2**29 ulps
+    assert 0 < table["exp"]["pairs"].max <= 320 + 640
     text = acc.markdown(table, "header", 48)
     assert "| exp | U(-20,20) |" in text and "| matmul | 48×48 N(0,1)" in text

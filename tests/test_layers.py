@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.ir.fold",  # integer ops folded as they are built
             "no64.ir.words",  # word-pair IR builders
             "no64.ir.pairs",  # double-f32 pair IR builders
+            "no64.ir.pair_math",  # transcendentals on pairs from +, -, * and range reduction
         ),
     ),
     ("report", ("no64.report",)),

@@ -134,12 +134,20 @@ def test_loops_branches_and_calls_carry_packed_pairs():
     assert report.pairs_by_op.get("stablehlo.while", 0) >= 2
 
 
-def test_transcendentals_are_f32_and_reported_at_their_line():
-    got, ref, report = run(lambda x, y: jnp.tanh(y) + jnp.log(x), X, Y)
+def test_other_transcendentals_are_f32_and_reported_at_their_line():
+    got, ref, report = run(lambda x, y: jnp.tan(y) + jnp.cbrt(x), X, Y)
     reduced = sorted(n.op for n in report.narrowings if n.verdict == "precision-reduced")
-    assert reduced == ["stablehlo.log", "stablehlo.tanh"]
+    assert reduced == ["stablehlo.cbrt", "stablehlo.tan"]
     close(got, ref, tol=1e-6)  # f32 accuracy, not more
     assert report.count("precision-reduced") == 2
+
+
+def test_exp_log_sin_tanh_pow_are_computed_on_pairs():
+    # no64.ir.pair_math: nothing computed in f32 (tests/rules/test_pair_math.py
+    # holds each to its bound)
+    got, ref, report = run(lambda x, y: jnp.tanh(y) + jnp.log(x) + jnp.exp(y) * jnp.sin(x) + x ** y, X, Y)
+    assert not any(n.verdict == "precision-reduced" for n in report.narrowings)
+    close(got, ref, tol=1e-12)
 
 
 def test_linear_solve_computed_on_pairs():

@@ -242,17 +242,23 @@ for _name in ("stablehlo.return", "func.return", "sdy.return"):
 
 # ------------------------------- ops that need no more than plain retyping
 # on floats, computed in f32 under float_policy="pairs" (recorded)
-for _name in ("stablehlo.log", "stablehlo.cosine", "stablehlo.sine", "stablehlo.tan", "stablehlo.log_plus_one",
-              "stablehlo.cbrt", "stablehlo.atan2"):
+for _name in ("stablehlo.tan", "stablehlo.cbrt", "stablehlo.atan2"):
     declare(_name, elementwise=True, region_free=True, pairs=PR.in_f32)
+# on pairs from +, -, * and range reduction (no64.ir.pair_math)
+declare("stablehlo.log", elementwise=True, region_free=True, pairs=PR.log)
+declare("stablehlo.log_plus_one", elementwise=True, region_free=True, pairs=PR.log_plus_one)
+declare("stablehlo.sine", elementwise=True, region_free=True, pairs=PR.sine)
+declare("stablehlo.cosine", elementwise=True, region_free=True, pairs=PR.cosine)
 # (on integers, computed on words as XLA computes it)
-declare("stablehlo.power", elementwise=True, emulate=E.power, region_free=True, pairs=PR.in_f32,
+declare("stablehlo.power", elementwise=True, emulate=E.power, region_free=True, pairs=PR.power,
         amplifies=True)
 # the same where ``finfo(float64).max`` gives f32's result in float64 too
-for _name in ("stablehlo.exponential", "stablehlo.exponential_minus_one"):
-    declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32, amplifies=True)
-for _name in ("stablehlo.tanh", "stablehlo.logistic"):
-    declare(_name, elementwise=True, saturates=True, region_free=True, pairs=PR.in_f32)
+declare("stablehlo.exponential", elementwise=True, saturates=True, region_free=True, pairs=PR.exponential,
+        amplifies=True)
+declare("stablehlo.exponential_minus_one", elementwise=True, saturates=True, region_free=True,
+        pairs=PR.exponential_minus_one, amplifies=True)
+declare("stablehlo.tanh", elementwise=True, saturates=True, region_free=True, pairs=PR.tanh)
+declare("stablehlo.logistic", elementwise=True, saturates=True, region_free=True, pairs=PR.logistic)
 # (on a device that refuses its 64-bit integer form: split into limb convolutions)
 declare("stablehlo.convolution", region_free=True, pairs=PR.convolution, form=OpForm.CONVOLUTION,
         legalize=limbs.dot_general)

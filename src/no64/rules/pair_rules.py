@@ -22,7 +22,7 @@ from typing import Union
 
 import numpy as np
 
-from ..ir import pairs as P
+from ..ir import pair_math as PM, pairs as P
 from ..ir._compat import attribute_dict, block_argument, op_result
 from ..ir._mlir import as_operation as _as_op, enum_word, ir, stablehlo
 from ..ir.words import build, make
@@ -137,6 +137,39 @@ def rsqrt(op: ir.Operation, em: PairContext) -> list[Out]:
     x = em.pair(op.operands[0])
     one = P.constant(x.shape, 1.0)
     return [P.divide(one, P.sqrt(x, em.sqrt_ulp, em.divide_ulp), em.divide_ulp)]
+
+
+# --------------------------------------------------------- transcendentals
+# from +, -, * and range reduction (:mod:`no64.ir.pair_math`), never the
+# device's own f32 transcendentals
+exponential = _unary(PM.exp)
+exponential_minus_one = _unary(PM.expm1)
+sine = _unary(PM.sin)
+cosine = _unary(PM.cos)
+
+
+def log(op: ir.Operation, em: PairContext) -> list[Out]:
+    return [PM.log(em.pair(op.operands[0]), em.divide_ulp)]
+
+
+def log_plus_one(op: ir.Operation, em: PairContext) -> list[Out]:
+    return [PM.log1p(em.pair(op.operands[0]), em.divide_ulp)]
+
+
+def tanh(op: ir.Operation, em: PairContext) -> list[Out]:
+    return [PM.tanh(em.pair(op.operands[0]), em.divide_ulp)]
+
+
+def logistic(op: ir.Operation, em: PairContext) -> list[Out]:
+    return [PM.logistic(em.pair(op.operands[0]), em.divide_ulp)]
+
+
+def power(op: ir.Operation, em: PairContext) -> list[Out]:
+    """``x**y`` on float64 pairs (:func:`no64.ir.pair_math.power`); an
+    integer exponent beside a float64 base is taken exactly as a pair."""
+    x, y = op.operands
+    b = em.pair(y) if em.is_pair(y) else P.from_int(em.value(y))
+    return [PM.power(em.pair(x), b, em.divide_ulp)]
 
 
 def clamp(op: ir.Operation, em: PairContext) -> list[Out]:
