@@ -338,8 +338,7 @@ def test_messages(tmp_path: Path) -> None:
     warning = stderr[stderr.index("X64DisabledWarning"):].splitlines()
     assert warning[0].endswith("no64 turned jax_enable_x64 off (NO64_PLATFORMS=cpu): "
                                "the default backend (cpu) is a no64 platform.")
-    assert warning[1].startswith("JAX computes in 32 bits: float64 as float32 (for about 48 bits of significand "
-                                 "as pairs of float32, set NO64_FLOAT_POLICY=pairs)")
+    assert warning[1].startswith("JAX computes in 32 bits: float64 as float32 (NO64_FLOAT_POLICY=pairs for pairs)")
     assert len(warning[0]) + len(warning[1]) < 260, warning
     assert "bad.py:7: X64DisabledWarning" in stderr  # the user's line that compiles first
     assert len(warning) >= 2

@@ -515,8 +515,7 @@ def _handle_x64(config: Config, *, backends_started: bool, source: str, again: b
     else:
         where = f"the default backend ({default}) is a no64 platform"
     floats = ("float64 as pairs of float32" if config.float_policy is FloatPolicy.PAIRS
-              else "float64 as float32 (for about 48 bits of significand as pairs of float32, set "
-                   "NO64_FLOAT_POLICY=pairs)")
+              else "float64 as float32 (NO64_FLOAT_POLICY=pairs for pairs)")
     _warn_once(
         "again" if again else "off",
         f"no64 turned jax_enable_x64 off ({source}): {where}.\nJAX computes in 32 bits: "
