@@ -128,7 +128,7 @@ def library_function(func_src_info: str | None) -> bool:
     if not func_src_info or " at " not in func_src_info:
         return False
     path = func_src_info.rsplit(" at ", 1)[1].rsplit(":", 1)[0]
-    return path.startswith(_library_dirs())
+    return path.startswith(library_dirs())
 
 
 @contextmanager
@@ -139,7 +139,7 @@ def library_constants() -> Iterator[None]:
     and kept in range as they would be, but no host record, no sentinel to
     follow and no refusal of the user's (out-of-range integers keep their
     low 32 bits)."""
-    saved_images = set(_mapped())
+    saved_images = set(mapped_sentinels())
     saved_policy = STATE.thread.host_policy
     with STATE.host_records_kept():
         STATE.thread.host_policy = "wrap"
@@ -147,7 +147,7 @@ def library_constants() -> Iterator[None]:
             yield
         finally:
             STATE.thread.host_policy = saved_policy
-            images = _mapped()
+            images = mapped_sentinels()
             images.clear()
             images.update(saved_images)
 
