@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+import warnings
 from typing import Any, Callable
 
 import jax
@@ -319,7 +320,12 @@ def run_sentinel_cases() -> dict[str, Any]:
     x = np.arange(3)
     out: dict[str, Any] = {}
     for name, f in {**COLLISIONS, **READS, **MEETS, **PROVEN}.items():
-        out[f"jit/{name}"] = encode(lambda f=f: jax.jit(f)(x))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out[f"jit/{name}"] = encode(lambda f=f: jax.jit(f)(x))
+        # the lines no64 warned at (UnprovenIntegerWarning: the x64 module's verdict)
+        out[f"jit/{name}"]["warned"] = sorted({w.lineno for w in caught
+                                               if w.category.__name__ == "UnprovenIntegerWarning"})
     for name, (f, arg) in ARGUMENT_CASES.items():
         out[f"arg/{name}"] = encode(lambda f=f, arg=arg: jax.jit(f)(arg))  # SENTINEL ARGUMENT LINE
     with enable_x64(True):

@@ -106,6 +106,12 @@ RUNNERS = {
     "eager_bits": lambda: jax.random.bits(jax.random.PRNGKey(1), (2,)),  # LINE eager_bits
     # a host INT64_MAX compared with INT32_MAX: the sentinel's image is INT32_MAX itself
     "sentinel_meets": lambda: jax.jit(lambda s: s > 2**31 - 1)(np.int64(2**63 - 1)),  # LINE sentinel
+    # ... and with itself (the x64 module holds the constant INT64_MAX exactly)
+    "sentinel_equal": lambda: jax.jit(lambda s: s == np.iinfo(np.int64).max)(np.int64(2**63 - 1)),
+    # INT64_MIN beside ordinary values, compared with INT32_MIN
+    "sentinel_min": lambda: jax.jit(lambda s: s < -2**31)(np.array([-2**63, -5, 2**31 - 1], np.int64)),
+    # a host sentinel constant read as a number: the x64 module holds it exactly
+    "sentinel_constant_rem": lambda: jax.jit(lambda: jnp.full(3, np.iinfo(np.int64).max) % 1000)(),
 }
 
 

@@ -405,11 +405,30 @@ def _collision_problem(got: dict[str, Any], line: int) -> str | None:
     return None
 
 
-def _read_refused(got: dict[str, Any], line: int, meets: bool = False) -> str | None:
-    if (p := refused_at(got, line)) is not None:
-        return p
-    if ("values that may be" if meets else "is read as a number by") not in got["message"]:
-        return f"not a sentinel read: {got['message'][:300]}"
+def _sentinel_judged(policy: str, got: dict[str, Any], ref: dict[str, Any], line: int,
+                     unproven: set[int]) -> str | None:
+    """A host sentinel read as a number or meeting its image, in a program that asked
+    for x64 (its x64 module runs, holding the sentinel constants exactly; an argument's
+    sentinel is followed by the host, or taken back at the module's entry under exact):
+    the x64 result narrowed, or said at the case's line -- reported under default (a
+    host "unproven" record or an UnprovenIntegerWarning), refused under strict and exact
+    (the host's HostRangeError, the pass's NarrowingError, or the OutputRangeError of
+    an x64 output the 32-bit array cannot hold) -- never another value silently."""
+    want = narrowed(ref)  # None: the x64 result has no 32-bit form
+    if "error" not in got and want is not None and same(got, want) is None:
+        return None
+    if policy == "default":
+        if "error" in got:
+            return f"raised {got['message'][:300]}"
+        if line not in unproven and line not in got.get("warned", ()):
+            return f"{got['value']} (x64: {ref['value']}), and not said at line {line}"
+        return None
+    if "error" not in got:
+        return f"not refused: {got['value']} (x64: {ref['value']})"
+    if not {"HostRangeError", "NarrowingError", "OutputRangeError"} & set(got["mro"]):
+        return f"{got['error']} is no refusal of a value: {got['message'][:300]}"
+    if f"{CASES_FILE}:{line}" not in got["message"]:
+        return f"does not name {Path(CASES_FILE).name}:{line}: {got['message'][:300]}"
     return None
 
 
@@ -418,10 +437,10 @@ def test_environment_sentinel_collisions_and_reads(tmp_path: Path) -> None:
     array holding a sentinel and its 32-bit image is refused at the user's line naming
     both; a host sentinel read as a number (arithmetic, division as dividend or divisor,
     clz, a conversion to float, a loop counter, a jit argument, a Python int argument)
-    gives the x64 result narrowed or is recorded "unproven" at its line under the default
-    policy, and is refused there under strict and exact; a sentinel that is only moved
-    gives the x64 result; a refusal of an op inside jnp.where's own function names the
-    user's line, never no64's."""
+    or meeting its image gives the x64 result narrowed, or is said at its line -- reported
+    under the default policy, refused under strict and exact (see _sentinel_judged); a
+    sentinel that is only moved gives the x64 result; a refusal of an op inside
+    jnp.where's own function names the user's line, never no64's."""
     procs = {
         "ref": _start(tmp_path, "ref_s", "sentinels"),
         "default": _start(tmp_path, "default_s", "sentinels", NO64_PLATFORMS="cpu"),
@@ -450,12 +469,7 @@ def test_environment_sentinel_collisions_and_reads(tmp_path: Path) -> None:
                       "arg/read_argument_int": hc.read_argument.__code__.co_firstlineno + 1}
         meet_lines = {f"jit/{n}": lines[n] for n in hc.MEETS}
         for key, line in {**read_lines, **meet_lines}.items():
-            if policy == "default":
-                if "error" in got[key]:
-                    problems.append(f"{policy} {key}: raised {got[key]['message'][:300]}")
-                elif line not in unproven:
-                    problems.append(f"{policy} {key}: no 'unproven' record at line {line}")
-            elif (p := _read_refused(got[key], line, key in meet_lines)) is not None:
+            if (p := _sentinel_judged(policy, got[key], ref[key], line, unproven)) is not None:
                 problems.append(f"{policy} {key}: {p}")
         for name in hc.PROVEN:
             key = f"jit/{name}"

@@ -318,12 +318,30 @@ def test_eager_bits_are_64_bits_or_said(runs: dict[str, Any]) -> None:
 def test_a_host_sentinel_meeting_its_image_is_never_silent(runs: dict[str, Any]) -> None:
     """A host INT64_MAX compared with INT32_MAX: its 32-bit image is INT32_MAX itself, so
     the 32-bit comparison says False where x64 says True -- reported at the line with an
-    UnprovenIntegerWarning under default, refused there under strict and exact."""
+    UnprovenIntegerWarning under default, refused there under strict; under exact the x64
+    module takes the sentinel back at its entry and gives the x64 answer."""
     line = _line("sentinel")
     assert runs["ref"]["sentinel_meets"]["value"] is True
     default = runs["f32"]["sentinel_meets"]
     assert ["UnprovenIntegerWarning", line] in default["warnings"], default
-    for tag in ("strict", "exact"):
-        got = runs[tag]["sentinel_meets"]
-        assert got.get("error") == "HostRangeError", (tag, got)
-        assert f"meaning_programs.py:{line}" in got["message"] and "meets" in got["message"], got
+    got = runs["strict"]["sentinel_meets"]
+    assert got.get("error") == "HostRangeError", got
+    assert f"meaning_programs.py:{line}" in got["message"] and "meets" in got["message"], got
+    assert runs["exact"]["sentinel_meets"]["value"] is True, runs["exact"]["sentinel_meets"]
+
+
+@pytest.mark.parametrize("case", ["sentinel_equal", "sentinel_min", "sentinel_constant_rem"])
+def test_host_sentinels_keep_their_meaning(runs: dict[str, Any], case: str) -> None:
+    """A host sentinel argument compared with the sentinel constant, INT64_MIN beside
+    ordinary values compared with INT32_MIN, and a sentinel constant read as a number
+    (``jnp.full(3, INT64_MAX) % 1000``, which the x64 module holds exactly): the x64
+    program's values under exact, with no word said (the 32-bit program gave False and
+    a refusal); under default and strict, which compute with the sentinels' 32-bit
+    images, the x64 value or a word at the line, never a silently other value."""
+    ref = runs["ref"][case]["value"]
+    assert runs["exact"][case] == {"value": ref, "dtype": runs["exact"][case]["dtype"], "warnings": []}
+    for tag in ("f32", "strict"):
+        got = runs[tag][case]
+        said = got.get("error") == "HostRangeError" or any(
+            w[0] == "UnprovenIntegerWarning" for w in got["warnings"])
+        assert got.get("value") == ref or said, (tag, got, ref)

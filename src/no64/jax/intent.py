@@ -63,9 +63,12 @@ from ._compat import (
     after_python_jit_call,
     at_top_level,
     enable_x64,
+    eval_jaxpr,
+    jit_dynamic_arguments,
     jit_function,
     jit_input_avals,
     replace_jit_function,
+    trace_flat,
     traced_constant_sources,
     watch_explicit_dtypes,
     wrap_jit_impl,
@@ -100,6 +103,13 @@ _required_modules: dict[int, ConstantRangeError] = {}
 _replayed: "weakref.WeakKeyDictionary[Any, Callable[[], Any]]" = weakref.WeakKeyDictionary()
 #: id(module JAX lowered from a replay) -> (that module, a function lowering JAX's own trace)
 _genuine: dict[int, tuple[ir.Module, Callable[[], ir.Module]]] = {}
+#: 32-bit ClosedJaxpr with an x64 meaning -> its host sentinel check, run if
+#: the 32-bit program runs after all (see _sentinels_judged)
+_sentinel_checks: "weakref.WeakKeyDictionary[Any, Callable[[], None]]" = weakref.WeakKeyDictionary()
+#: the 32-bit ClosedJaxprs whose own program runs (their x64 module could not be had)
+_runs_32bit: "weakref.WeakSet[Any]" = weakref.WeakSet()
+#: id(module JAX lowered) -> (that module, a weak reference to its 32-bit ClosedJaxpr)
+_lowered_from: dict[int, tuple[ir.Module, Any]] = {}
 
 _tls = threading.local()
 
@@ -136,6 +146,7 @@ def install() -> None:
         host.on_wide_narrowed(_note_wide_host_data)
         wrap_jit_impl(_unjudged_jit_with_wide_operands)
         wrap_random_samplers(_sampler_in_a_jit)
+        host.judged_by_x64_module(_sentinels_judged)
 
         _installed = True
 
@@ -182,9 +193,10 @@ _variants: "weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], _X64Variant]]" 
 
 
 def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
-    """The dtypes of a call's array leaves if one is 64-bit numpy data or a
-    32-bit array of a 64-bit value of the x64 program (:mod:`no64.jax.x64_arrays`),
-    which the 32-bit program holds as 32-bit data, else ``None``."""
+    """The dtypes of a call's array leaves (and the host sentinels 64-bit
+    numpy data holds) if one is 64-bit numpy data or a 32-bit array of a
+    64-bit value of the x64 program (:mod:`no64.jax.x64_arrays`), which the
+    32-bit program holds as 32-bit data, else ``None``."""
     import numpy as np
     from jax import tree_util
 
@@ -194,7 +206,10 @@ def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
     for a in leaves:
         if type(a) is np.ndarray or isinstance(a, np.generic):
             wide = wide or a.dtype in host.NARROWED
-            key.append(a.dtype.str)
+            # data holding a host sentinel is another x64 program: the sentinel
+            # is taken back at its entry (_sentinels_restored)
+            images = host.argument_seeds([a]).get(0)
+            key.append(a.dtype.str if not images else f"{a.dtype.str} holding {sorted(images)}")
             continue
         marked = x64_arrays.x64_dtype(a)
         if marked is not None:
@@ -615,6 +630,7 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
         why = NoMeaning("its trace holds constants JAX passes as arguments")
         return _traced_twice(fun, ji, ctx_mesh, dbg, avals, args, kwargs, lambda p: why)
     replay = replay_function(fun, p64.params["jaxpr"], p64.out_tree, ji, sources)
+    p64 = _sentinels_restored(p64, ji, *(given if given is not None else (args, kwargs)))
     _tls.judging = getattr(_tls, "judging", 0) + 1
     try:
         try:
@@ -643,6 +659,75 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
     except TypeError:
         pass
     return p
+
+
+#: a host sentinel's 32-bit image -> the sentinel (INT32_MAX -> INT64_MAX, ...)
+_SENTINELS = {image: sentinel for unsigned in (False, True)
+              for sentinel, _, image, _ in host.SENTINEL_PAIRS[unsigned]}
+
+
+def _sentinels_restored(p64: Any, ji: Any, args: Any, kwargs: Any) -> Any:
+    """``p64``, the x64 trace of a call, taking back at its entry, under
+    ``exact``, the host sentinels its arguments held (``INT64_MAX``, ``INT64_MIN``,
+    ``UINT64_MAX``): no64 narrowed them to their 32-bit images on the host,
+    which is what the module JAX calls receives, and the x64 program must
+    compute with the sentinels themselves (``x > INT32_MAX`` of an argument
+    holding ``INT64_MAX`` is true).  The host refuses an array holding both a
+    sentinel and its image as an ordinary value, and a call whose arguments
+    hold sentinels has an x64 signature of its own (:func:`_x64_signature`),
+    so the image at such an argument is the sentinel."""
+    config = STATE.active_config()
+    if config is None or config.policy is not RangePolicy.EXACT:
+        return p64  # the other policies compute with the images (_sentinels_judged)
+    seeds = host.argument_seeds(jit_dynamic_arguments(ji, args, kwargs))
+    if not seeds:
+        return p64
+    import numpy as np
+
+    closed = p64.params["jaxpr"]
+
+    def restored(*given: Any) -> list[Any]:
+        from jax import lax
+
+        xs = list(given)
+        for i, images in seeds.items():
+            x = xs[i]
+            for image in sorted(images):
+                dt = np.dtype(x.dtype)
+                hit = lax.eq(x, lax.full_like(x, np.array(image, dt)))
+                xs[i] = x = lax.select(hit, lax.full_like(x, np.array(_SENTINELS[image], dt)), x)
+        return eval_jaxpr(closed.jaxpr, closed.consts, *xs)
+
+    with enable_x64(True):
+        jaxpr = trace_flat(restored, [v.aval for v in closed.jaxpr.invars], closed.jaxpr.debug_info)
+    return p64._replace(params={**p64.params, "jaxpr": jaxpr})
+
+
+def _sentinels_judged(jaxpr: Any, check: Callable[[], None]) -> bool:
+    """Take the host sentinel check of the traced 32-bit program ``jaxpr``
+    where its x64 module is what runs under ``exact`` (see
+    :func:`no64.jax.host.judged_by_x64_module`): that module holds the host
+    constants exactly and computes on words every integer not proven to fit,
+    and takes the sentinels the call's arguments held back at its entry
+    (:func:`_sentinels_restored`), so nothing is left for the host to follow.
+    The other policies compute with the 32-bit images of the sentinels (the
+    pass maps a module's sentinel constants as the host does), so the host
+    follows them as in JAX's 32-bit program.  The check runs when the
+    32-bit program runs after all (:func:`runnable_32bit`)."""
+    config = STATE.active_config()
+    if config is None or config.policy is not RangePolicy.EXACT:
+        return False
+    try:
+        deferred = _meanings.get(jaxpr)
+    except TypeError:
+        return False
+    if deferred is None or isinstance(deferred.get(), NoMeaning):
+        return False
+    with _lock:
+        if jaxpr in _runs_32bit:
+            return False
+        _sentinel_checks[jaxpr] = check
+    return True
 
 
 def _keep_meaning(p: Any, meaning: Any) -> None:
@@ -827,7 +912,7 @@ def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: An
     p64 = _trace_x64_program(fun, ji, ctx_mesh, dbg, args, kwargs, given)
     if p64.consts:
         return NoMeaning("its trace holds constants JAX passes as arguments")
-    return _compared(p, p64)
+    return _compared(p, _sentinels_restored(p64, ji, *(given if given is not None else (args, kwargs))))
 
 
 def _trace_x64_program(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any,
@@ -921,12 +1006,17 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
     with _lock:
         _pending[id(module)] = (module, lower_x64)
         _pending.move_to_end(id(module))
+        try:
+            _lowered_from[id(module)] = (module, weakref.ref(jaxpr))
+        except TypeError:
+            pass
         if retrace is not None:
             _genuine[id(module)] = (module, lower_genuine)
         while len(_pending) > _PENDING_MAX:
             old, _ = _pending.popitem(last=False)
             _required_modules.pop(old, None)
             _genuine.pop(old, None)
+            _lowered_from.pop(old, None)
         refusal = _required.get(jaxpr)
         if refusal is not None:
             _required_modules[id(module)] = refusal
@@ -969,7 +1059,18 @@ def runnable_32bit(module: ir.Module) -> ir.Module:
     cannot: ``module`` itself, or, where it was lowered from the 32-bit
     replay of the x64 trace (:mod:`no64.jax.replay`, which keeps the x64
     program's choices by dtype: float64's mantissa width in a sampler), the
-    module of the user's function traced now with x64 off."""
+    module of the user's function traced now with x64 off.  The host
+    sentinels of the program, left to its x64 module, are followed through
+    the 32-bit program now (:func:`_sentinels_judged`)."""
+    with _lock:
+        source = _lowered_from.get(id(module))
+        jaxpr = source[1]() if source is not None and source[0] is module else None
+        check = None
+        if jaxpr is not None:
+            _runs_32bit.add(jaxpr)
+            check = _sentinel_checks.pop(jaxpr, None)
+    if check is not None:
+        check()
     with _lock:
         entry = _genuine.get(id(module))
     if entry is None or entry[0] is not module:

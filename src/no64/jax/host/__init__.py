@@ -94,17 +94,25 @@ from __future__ import annotations
 from ...errors import HostRangeError, PythonIntRangeError
 from .callers import name_callers_line
 from .install import install_hooks
-from .narrowing import check_pair_range, clear_warned, narrow_host_array, narrow_python_float, narrow_python_int
+from .narrowing import (
+    PAIRS as SENTINEL_PAIRS,
+    check_pair_range,
+    clear_warned,
+    narrow_host_array,
+    narrow_python_float,
+    narrow_python_int,
+)
 from .patches import computes_otherwise, on_wide_narrowed, veto_fast_path, wide_original, wide_pending
 from .policy import NARROWED, NARROWED_IMAGES, host_policy
 from .records import clear_host_records, eqn_source, host_records, library_constants, library_function, user_source
-from .sentinels import SentinelRead, argument_seeds, check_sentinel_reads, sentinel_reads
+from .sentinels import SentinelRead, argument_seeds, check_sentinel_reads, judged_by_x64_module, sentinel_reads
 
 __all__ = [
     "HostRangeError",
     "NARROWED",
     "NARROWED_IMAGES",
     "PythonIntRangeError",
+    "SENTINEL_PAIRS",
     "SentinelRead",
     "argument_seeds",
     "check_pair_range",
@@ -116,6 +124,7 @@ __all__ = [
     "host_policy",
     "host_records",
     "install_hooks",
+    "judged_by_x64_module",
     "library_constants",
     "library_function",
     "name_callers_line",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -566,6 +567,20 @@ def argument_seeds(leaves: list[Any], offset: int = 0) -> dict[int, frozenset[in
     return seeds
 
 
+#: who judges a traced program by its x64 module (:func:`judged_by_x64_module`)
+_x64_judge: "Callable[[Any, Callable[[], None]], bool] | None" = None
+
+
+def judged_by_x64_module(judge: "Callable[[Any, Callable[[], None]], bool]") -> None:
+    """Let ``judge(jaxpr, check)`` take the sentinel check of a traced
+    program whose x64 module is what runs and computes with the sentinels
+    themselves (:mod:`no64.jax.intent`, under ``exact``); ``check()``
+    follows them and acts on what it finds, should the 32-bit program run
+    after all.  ``judge`` returns whether it took the check."""
+    global _x64_judge
+    _x64_judge = judge
+
+
 def install_sentinel_reads() -> None:
     """Wrap ``pjit._infer_params`` (the Python path of every ``jit`` call,
     ``.trace()`` and ``.lower()``: a call with a 64-bit numpy argument always
@@ -608,7 +623,14 @@ def install_sentinel_reads() -> None:
             local_state.images = set()
         seeds = argument_seeds(args_flat)
         if images or seeds:
-            check_sentinel_reads(p.params["jaxpr"], seeds, images)
+            jaxpr = p.params["jaxpr"]
+
+            def check() -> None:
+                check_sentinel_reads(jaxpr, seeds, images)
+
+            judge = _x64_judge
+            if judge is None or not judge(jaxpr, check):
+                check()
         return p, args_flat
 
     _infer_params.__wrapped__ = original  # type: ignore[attr-defined]
