@@ -232,6 +232,53 @@ def test_requested_explicitly_in_a_library_is_said_as_via(tmp_path: Path) -> Non
                     r"via countlib/__init__\.py:6\)", dtype["message"]), dtype["message"]
 
 
+#: What the report says of an integer's range, never of a float.
+_INTEGER_WORDS = re.compile(r"32 bits|int32|INTEGER_POLICY|range not provable|integer|int64 requested")
+
+
+@pytest.mark.parametrize("view", ["hook", "as-is"])
+def test_integers_and_floats_of_a_line_have_causes_of_their_own(tmp_path: Path, view: str) -> None:
+    """tests/audit_scripts/mixed_kinds.py: int64 and float64 values at one
+    line, an int64 and a float64 cumsum at lines of their own (private
+    functions whose ops share names and locations), a float64 constant
+    beyond float32's range.  Each line's integers and floats are causes of
+    their own, a float is never judged or described as an integer (its
+    range in 32 bits, the integer policy), and a float overflow says
+    float32's range."""
+    script = "tests/audit_scripts/mixed_kinds.py"
+    out = tmp_path / "report.json"
+    proc = _audit(*(["--as-is"] if view == "as-is" else []), "--json", "-o", str(out), script)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    _validate_json(data)
+    line = {m: _line_of("mixed_kinds.py", f"{m} LINE") for m in ("MIXED", "INTEGER", "FLOAT", "OVERFLOW")}
+    values = [c for c in data["causes"] if c["kind"] == "value" and c["file"] == script]
+    by_line: dict[int, list[dict[str, Any]]] = {}
+    for c in values:
+        by_line.setdefault(c["line"], []).append(c)
+    for c in values:
+        floats, integers = " f64 value" in c["message"], " i64 value" in c["message"]
+        assert floats != integers, c["message"]  # one kind of element per cause
+        if floats:
+            assert not _INTEGER_WORDS.search(c["message"]), c["message"]
+            assert c["handling"] in ("float32", "overflow", "exact"), c["message"]
+    assert not [g for g in data["groups"] if "f64" in g["element_types"] and g["handling"] == "unproven"]
+    # the line converting to int64 and scaling by a float: the integer's range, said of the integer
+    (integer,) = [c for c in by_line[line["MIXED"]] if " i64 value" in c["message"]]
+    assert integer["handling"] == "unproven" and "1 i64 value from convert_element_type: range not provable" \
+        in integer["message"] and integer["message"].endswith(f"int64 requested explicitly at {script}:{line['MIXED']}")
+    # the int64 cumsum is unproven, the float64 one is not (the hook lists only what it cannot prove)
+    assert [c["handling"] for c in by_line[line["INTEGER"]]] == ["unproven"]
+    assert all(c["handling"] == "float32" and " f64 values" in c["message"] for c in by_line.get(line["FLOAT"], []))
+    if view == "as-is":
+        (scaled,) = [c for c in by_line[line["MIXED"]] if " f64 value" in c["message"]]
+        assert scaled["handling"] == "float32" and "x64 is on: f64 arithmetic becomes f32" in scaled["message"]
+        assert len(by_line[line["FLOAT"]]) == 1
+    (huge,) = by_line[line["OVERFLOW"]]
+    assert huge["handling"] == "overflow" and "beyond float32's range (|x| > 3.4e38): float32 makes it inf" \
+        in huge["message"]
+
+
 def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit reads every setting of the hook's Config from the variable the
     environment activation reads (each declared in no64.options.ENVIRONMENT),

@@ -218,8 +218,10 @@ def test_usage_errors_are_one_line(argv: tuple[str, ...], said: str) -> None:
 
 
 def test_measured_calls_return_what_jit_returns() -> None:
-    """The wrapper is the jitted function's: results, lower, methods; calls
+    """Measured calls return the jitted function's results; ``lower`` and
+    methods are the jitted function's (``jax.jit`` stays JAX's own); calls
     made inside a trace are not measured on their own."""
+    jit = jax.jit
     measurer = Measurer(calls=0)
     with measuring(measurer):
         @jax.jit
@@ -243,8 +245,7 @@ def test_measured_calls_return_what_jit_returns() -> None:
         assert np.asarray(Model().apply(x)).tolist() == [0.0, 3.0, 6.0, 9.0]
         static = jax.jit(lambda x, n: x * n, static_argnums=1)
         assert np.asarray(static(x, 2)).tolist() == [0.0, 2.0, 4.0, 6.0]
-        assert hasattr(jax.jit, "__no64_original__")  # the measuring wrapper, while active
-    assert not hasattr(jax.jit, "__no64_original__")  # JAX's own again
+        assert jax.jit is jit
     summary = measurer.summary()
     calls = {f.name: (f.calls, f.measured, f.not_measured) for f in summary.functions}
     assert next(v for k, v in calls.items() if k.endswith("inner"))[:2] == (1, 1)  # the direct call only
@@ -253,6 +254,30 @@ def test_measured_calls_return_what_jit_returns() -> None:
     assert next(v for k, v in calls.items() if k.endswith("<lambda>"))[:2] == (1, 1)
     assert all(v[2] is None for v in calls.values())
     assert summary.lines == []
+
+
+def test_only_the_programs_jitted_functions_are_measured() -> None:
+    """A function jitted before the measurement began is measured; JAX's
+    own jitted functions called eagerly (``jnp.cumsum``) and ``no64.jit``'s
+    calls of the user's function are not the program's jitted calls."""
+    import no64
+
+    def cancels(x: Any) -> Any:
+        return (x + 1e8) - 1e8
+
+    early = jax.jit(cancels)
+    x = np.array([0.123, 0.456])
+    early(x)
+    measurer = Measurer(calls=0)
+    with measuring(measurer):
+        early(x)
+        jnp.cumsum(jnp.arange(3.0))
+        with pytest.warns(no64.FloatPrecisionWarning, match="cancellation"):
+            no64.jit(cancels)(x)
+    summary = measurer.summary()
+    assert [(f.name, f.calls, f.measured) for f in summary.functions] == [(cancels.__qualname__, 1, 1)]
+    (line,) = summary.lines
+    assert line.functions == [cancels.__qualname__] and line.error > 0.5
 
 
 _COMPILED_ONCE = """
@@ -426,6 +451,129 @@ def test_fail_on_numerics_fails_on_what_could_not_be_measured() -> None:
     assert report().numerics.unmeasured() == [  # type: ignore[union-attr]
         "nothing measured: no jitted function was called outside a trace"]
     assert not report(measured, failed).fails("refused")  # only --fail-on numerics looks at them
+
+
+# --------------------------------------------------------------------------- functions jitted before
+
+#: A library jitting at import: ``jax.jit`` and ``eqx.filter_jit`` at module
+#: level, each a float64 result float32 cancels away.
+_EARLY_MODEL = """
+import equinox as eqx
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+
+@jax.jit
+def difference(x):
+    return x * x - (x - 1.0) * (x + 1.0)  # JIT LINE
+
+
+@eqx.filter_jit
+def shifted(x):
+    return (x + 1e8) - 1e8  # EQX LINE
+"""
+
+_EARLY_MAIN = """
+import numpy as np
+
+from early.model import difference, shifted
+
+x = 10000.0 + np.linspace(0.0, 1.0, 7) * 0.37
+print(np.asarray(difference(x)).round(1).tolist())
+print(np.asarray(shifted(np.array([0.123, 0.456]))).tolist())
+"""
+
+
+def _early_package(root: Path) -> Path:
+    """``early/``: the model above, imported by the package itself (so that
+    ``-m early.main`` jits its functions before the audit runs the module)."""
+    package = root / "early"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import model  # noqa: F401\n")
+    (package / "model.py").write_text(_EARLY_MODEL)
+    (package / "main.py").write_text(_EARLY_MAIN)
+    return package / "model.py"
+
+
+def _shifted_error() -> float:
+    """``(x + 1e8) - 1e8`` in float32 against x, normwise, as numpy computes it."""
+    x = np.array([0.123, 0.456])
+    big = np.float32(1e8)
+    got = (x.astype(np.float32) + big) - big
+    return float(np.max(np.abs(got.astype(np.float64) - x)) / np.max(np.abs(x)))
+
+
+def test_functions_jitted_before_the_audit_are_measured(tmp_path: Path) -> None:
+    """``no64 audit -m early.main`` imports the package ``early`` (which jits
+    at import, with ``jax.jit`` and ``eqx.filter_jit``) before the program
+    runs and the measurement starts: both functions are measured, their
+    lines listed with the error numpy measures."""
+    model = _early_package(tmp_path)
+    env = dict(os.environ)
+    env.pop("JAX_ENABLE_X64", None)
+    env["JAX_PLATFORMS"] = "cpu"
+    out = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "no64", "audit", "--numerics", "--json", "-o", str(out),
+                           "-m", "early.main"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    numerics = json.loads(out.read_text())["numerics"]
+    text = model.read_text().splitlines()
+    lines = {(x["file"], x["line"]): x for x in numerics["lines"]}
+    jit_line = lines[("early/model.py", next(i for i, t in enumerate(text, 1) if "JIT LINE" in t))]
+    assert jit_line["functions"] == ["difference"] and jit_line["kind"] == "introduces"
+    assert jit_line["error"] == pytest.approx(_numpy_error(0)[0], rel=1e-6)
+    eqx_line = lines[("early/model.py", next(i for i, t in enumerate(text, 1) if "EQX LINE" in t))]
+    assert eqx_line["functions"] == ["shifted"]
+    assert eqx_line["error"] == pytest.approx(_shifted_error(), rel=1e-6) and eqx_line["error"] > 0.5
+    functions = {f["name"]: f for f in numerics["functions"]}
+    assert functions["difference"]["measured"] == 1 and functions["shifted"]["measured"] == 1
+
+
+_EARLY_CONFTEST = """
+import numpy as np
+
+from early.model import difference
+
+# jitted, and called (a C++ fast-path entry), before pytest configures its plugins
+difference(np.ones(7))
+"""
+
+_EARLY_TESTS = """
+import numpy as np
+
+from early.model import difference, shifted
+
+
+def test_difference():
+    x = 10000.0 + np.linspace(0.0, 1.0, 7) * 0.37
+    assert np.asarray(difference(x)).shape == (7,)
+    assert np.asarray(difference(np.ones(7))).tolist() == [1.0] * 7
+
+
+def test_shifted():
+    assert np.asarray(shifted(np.array([0.123, 0.456]))).shape == (2,)
+"""
+
+
+def test_pytest_plugin_measures_functions_jitted_before_it(pytester: pytest.Pytester) -> None:
+    """A conftest imports a library that jits at import (``jax.jit``,
+    ``eqx.filter_jit``) and calls one of its functions, all before pytest
+    configures the plugin: ``--no64-numerics`` measures both in the tests
+    and lists their lines."""
+    model = _early_package(pytester.path)
+    pytester.makeconftest(_EARLY_CONFTEST)
+    pytester.makepyfile(test_early=_EARLY_TESTS)
+    text = model.read_text().splitlines()
+    report = pytester.runpytest_subprocess("--no64-numerics", "-p", "no:cacheprovider")
+    report.assert_outcomes(passed=2)
+    out = report.stdout.str()
+    assert "2 lines where float32 changes a float64 result beyond the tolerance" in out
+    for marker, function in (("JIT LINE", "difference"), ("EQX LINE", "shifted")):
+        line = next(i for i, t in enumerate(text, 1) if marker in t)
+        listed = [x for x in out.splitlines() if x.startswith(f"  early/model.py:{line}: introduces (")]
+        assert len(listed) == 1 and f"1 call of {function};" in listed[0], out
 
 
 # --------------------------------------------------------------------------- the pytest plugin

@@ -92,3 +92,49 @@ def test_jit_input_avals_follow_the_configuration() -> None:
         narrow = _compat.jit_input_avals(fun, ji, None, args, kwargs)
     assert [a.dtype for a in wide] == [np.dtype(np.int64)]  # the static argument is not an input
     assert [a.dtype for a in narrow] == [np.dtype(np.int32)]
+
+
+def test_jit_calls_made_before_are_routed_through_python_dispatch() -> None:
+    """A function jitted and called before the routing (its call on jaxlib's
+    C++ fast path) is taken again once the fast path's entries are dropped,
+    with its Python function, its arguments and its static ones; a call kept
+    off the fast path is taken every time, one that is not only once; and
+    nothing is compiled again."""
+    compiles: list[str] = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda name, *_, **__: compiles.append(name) if "backend_compile" in name else None)
+
+    def scale(x: jax.Array, factor: int, *, shift: float) -> jax.Array:
+        return x * factor + shift
+
+    jitted = jax.jit(scale, static_argnums=1)
+    x = np.arange(3.0, dtype=np.float32)
+    assert np.asarray(jitted(x, 2, shift=1.0)).tolist() == [1.0, 3.0, 5.0]
+    before = len(compiles)
+    taken: list = []
+    keep_off = [True]
+
+    def take(call: _compat.PythonJitCall) -> object:
+        taken.append((call.fun, call.args, call.kwargs, call.static_argnums, call.static_argnames))
+        call.off_fast_path = keep_off[0]
+        return call.run()
+
+    _compat.route_python_jit_calls(take)
+    try:
+        assert np.asarray(jitted(x, 2, shift=1.0)).tolist() == [1.0, 3.0, 5.0]
+        assert taken == []  # served by the fast path's entry made before
+        _compat.clear_fast_path_entries()
+        for _ in range(3):
+            assert np.asarray(jitted(x, 2, shift=1.0)).tolist() == [1.0, 3.0, 5.0]
+        assert len(taken) == 3  # kept off the fast path: taken every time
+        fun, args, kwargs, argnums, argnames = taken[0]
+        assert fun is scale and args[1:] == (2,) and np.asarray(args[0]).tolist() == [0.0, 1.0, 2.0]
+        assert kwargs == {"shift": 1.0} and argnums == (1,) and "factor" in argnames
+        keep_off[0] = False
+        _compat.clear_fast_path_entries()
+        for _ in range(3):
+            jitted(x, 2, shift=1.0)
+        assert len(taken) == 4  # given a fast-path entry again at its first call
+    finally:
+        _compat.route_python_jit_calls(None)
+    assert len(compiles) == before  # the traces and executables JAX holds served every call

@@ -60,11 +60,17 @@ What it covers, with the releases that have each form:
   on 0.7), ``_trace_for_jit`` from 0.9; a jit call's arguments are parsed
   (``jax_jit.parse_arguments``) with ``tree_util.tracing_registry`` from
   0.10 and ``tree_util.default_registry`` on 0.7-0.9.
-* **The public jit** (:func:`wrap_jit_api`, :func:`at_top_level`,
-  :func:`tracer_type`): ``jax.jit(fun, **options)`` and ``jax.jit(**options)``
-  (a decorator) on 0.7-0.12; a jitted function is told by its ``lower``;
+* **Traces in progress** (:func:`at_top_level`, :func:`tracer_type`):
   whether a trace is in progress by ``core.trace_state_clean`` (else
   ``core.trace_ctx.is_top_level``); tracers are ``jax.core.Tracer``.
+* **Every jit call through JAX's Python dispatch**
+  (:func:`route_python_jit_calls`, :func:`clear_fast_path_entries`): jit's
+  ``cache_miss`` runs ``pjit._run_python_pjit(p, args_flat, fun, [jit_info,]
+  args, kwargs)`` from 0.9 (``jit_info`` on 0.9 only; from 0.10 the one
+  ``pjit._infer_params`` was given for ``p``), ``pjit._python_pjit_helper(fun,
+  jit_info, *args, **kwargs)`` on 0.7-0.8, then asks
+  ``pjit._get_fastpath_data`` for the call's C++ fast-path entry; the
+  entries are dropped with ``PjitFunctionCache.clear_all()`` (0.7-0.12).
 * **The trace of a jit call** (:func:`wrap_jit_trace`, :func:`jit_input_avals`):
   ``pjit._trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs)`` from
   0.9; ``pjit._infer_params_impl(fun, ji, ctx_mesh, dbg, args, kwargs,
@@ -1112,50 +1118,8 @@ def jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> list[Any]:
     jaxpr's inputs (static ones left out)."""
     return list(_jit_dynamic_arguments(ji, args, kwargs))
 
-# The public jit, for measuring calls
+# The public jit: traces and tracers
 # ---------------------------------------------------------------------------
-
-def wrap_jit_api(make: Callable[[Any], Any], *, skip: Callable[[], bool]) -> Callable[[], None]:
-    """Put in place of ``jax.jit`` a function that returns ``make(jitted)``
-    for each function JAX's ``jit`` makes, also where ``jax.jit(**options)``
-    is used as a decorator factory (0.7-0.12: ``jax.jit(fun=None, ...)``
-    returns a decorator).  A jitted function is told by what it has:
-    callable, with ``lower``.  Where ``skip()`` is true when ``jax.jit`` is
-    called, JAX's own ``jit`` answers.  Returns the function that puts
-    ``jax.jit`` back."""
-    import jax
-
-    original = getattr(jax, "jit", None)
-    if original is None or not callable(original):
-        raise _missing("jax.jit")
-    original = getattr(original, "__no64_original__", original)
-
-    def wrapped(result: Any) -> Any:
-        if callable(result) and hasattr(result, "lower"):
-            return make(result)
-        if callable(result):  # a decorator: jax.jit(static_argnums=...)
-            def decorator(fun: Any) -> Any:
-                return wrapped(result(fun))
-
-            return decorator
-        return result
-
-    def jit(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        return result if skip() else wrapped(result)
-
-    for name in ("__name__", "__qualname__", "__doc__", "__module__"):
-        setattr(jit, name, getattr(original, name, None))
-    jit.__wrapped__ = original  # type: ignore[attr-defined]
-    jit.__no64_original__ = original  # type: ignore[attr-defined]
-    jax.jit = jit
-
-    def restore() -> None:
-        if jax.jit is jit:
-            jax.jit = original
-
-    return restore
-
 
 def at_top_level() -> bool:
     """Whether nothing is being traced in this thread (a jitted function
@@ -1547,3 +1511,174 @@ def late_cpu_guard_warning() -> str | None:
 
 
 guard_cpu_compiler()
+
+
+# ---------------------------------------------------------------------------
+# Every jit call through JAX's Python dispatch (measuring a program's calls)
+# ---------------------------------------------------------------------------
+
+class PythonJitCall:
+    """One call of a jitted function that JAX dispatches in Python: ``fun``,
+    the Python function ``jit`` was given (whenever it was jitted),
+    ``args``/``kwargs`` as the caller passed them (static ones included),
+    ``static_argnums``/``static_argnames`` as ``jit`` took them (``None``
+    where they could not be read), :meth:`run` the dispatch itself (trace,
+    compile or find, execute), whose result the taker of the call returns.
+    ``off_fast_path`` set true: the call leaves no entry in jaxlib's C++
+    fast path, so that its function's next call with these argument types
+    is dispatched in Python again."""
+
+    __slots__ = ("fun", "args", "kwargs", "static_argnums", "static_argnames", "off_fast_path", "_run")
+
+    def __init__(self, fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any], jit_info: Any,
+                 run: Callable[[], Any]) -> None:
+        self.fun, self.args, self.kwargs, self._run = fun, args, kwargs, run
+        argnums = getattr(jit_info, "static_argnums", None)
+        argnames = getattr(jit_info, "static_argnames", None)
+        self.static_argnums = tuple(argnums) if argnums is not None and argnames is not None else None
+        self.static_argnames = tuple(argnames) if argnums is not None and argnames is not None else None
+        self.off_fast_path = False
+
+    def run(self) -> Any:
+        return self._run()
+
+
+#: What takes each call (``None``: it runs as it is).
+_jit_call_taker: list[Callable[[PythonJitCall], Any] | None] = [None]
+_jit_calls_routed = [False]
+_jit_calls_lock = threading.Lock()
+#: Per thread: ``out_flat``, the flat results of the last call kept off the
+#: C++ fast path, until ``_get_fastpath_data`` is asked about it (jit's
+#: ``cache_miss`` asks right after the call returns); ``params``, the last
+#: ``(PjitParams, PjitInfo)`` ``_infer_params`` made (from 0.10, where the
+#: Python dispatch is not given the ``PjitInfo``).
+_jit_call_state = threading.local()
+
+
+def route_python_jit_calls(take: Callable[[PythonJitCall], Any] | None) -> None:
+    """Have ``take(call)`` run each jit call that JAX dispatches in Python
+    (a :class:`PythonJitCall`), and return its result; ``None``: calls run
+    as they are.  A jitted function's call goes through JAX's Python
+    dispatch on a miss of jaxlib's C++ fast path (a new signature) and for
+    every call whose entry there was refused (see ``off_fast_path``) or
+    dropped (:func:`clear_fast_path_entries`).
+
+    JAX's ``cache_miss`` of a jit call runs
+    ``pjit._run_python_pjit(p, args_flat, fun, [jit_info,] args, kwargs)``
+    from 0.9 (``jit_info`` on 0.9 only; the parameters are found by name;
+    from 0.10 the ``PjitInfo`` is the one ``pjit._infer_params(fun,
+    jit_info, args, kwargs)`` was given for ``p`` just before),
+    ``pjit._python_pjit_helper(fun, jit_info, *args, **kwargs)`` on 0.7-0.8;
+    both return ``(outs, out_flat, ...)``, and ``cache_miss`` then asks
+    ``pjit._get_fastpath_data(executable, out_tree, args_flat, out_flat,
+    ...)`` (0.7-0.12) for the call's fast-path entry, wrapped here to give
+    none to a call kept off it (told by its ``out_flat``)."""
+    _jit_call_taker[0] = take
+    if _jit_calls_routed[0]:
+        return
+    with _jit_calls_lock:
+        if _jit_calls_routed[0]:
+            return
+        from jax._src import pjit
+
+        run = getattr(pjit, "_run_python_pjit", None)
+        helper = getattr(pjit, "_python_pjit_helper", None)
+        if run is not None:
+            names = list(inspect.signature(run).parameters)  # through wrappers' __wrapped__
+            if not {"p", "fun", "args", "kwargs"} <= set(names):
+                raise _missing("the Python dispatch of a jit call (pjit._run_python_pjit(p, ..., fun, args, kwargs))")
+            at: dict[str, int] = {name: names.index(name) for name in ("p", "fun", "args", "kwargs", "jit_info")
+                                  if name in names}
+            if "jit_info" not in at:
+                _note_jit_infos()
+
+            def _run_python_pjit(*a: Any, **k: Any) -> Any:
+                def given(name: str) -> Any:
+                    return a[at[name]] if len(a) > at[name] else k[name]
+
+                if "jit_info" in at:
+                    jit_info = given("jit_info")
+                else:
+                    p, jit_info = getattr(_jit_call_state, "params", (None, None))
+                    jit_info = jit_info if p is given("p") else None
+                return _taken(given("fun"), tuple(given("args")), dict(given("kwargs")), jit_info,
+                              lambda: run(*a, **k))
+
+            _run_python_pjit.__wrapped__ = run  # type: ignore[attr-defined]
+            setattr(pjit, "_run_python_pjit", _run_python_pjit)  # noqa: B010 - absent before 0.9
+        elif helper is not None:
+            def _python_pjit_helper(fun: Any, jit_info: Any, *args: Any, **kwargs: Any) -> Any:
+                return _taken(fun, args, kwargs, jit_info, lambda: helper(fun, jit_info, *args, **kwargs))
+
+            _python_pjit_helper.__wrapped__ = helper  # type: ignore[attr-defined]
+            setattr(pjit, "_python_pjit_helper", _python_pjit_helper)  # noqa: B010 - absent from 0.9
+        else:
+            raise _missing("the Python dispatch of a jit call (pjit._run_python_pjit)")
+
+        fastpath = jit_function("_get_fastpath_data")
+
+        def _get_fastpath_data(*a: Any, **k: Any) -> Any:
+            kept = getattr(_jit_call_state, "out_flat", None)
+            if kept is not None and kept is (a[3] if len(a) > 3 else k.get("out_flat")):
+                _jit_call_state.out_flat = None
+                return None
+            return fastpath(*a, **k)
+
+        _get_fastpath_data.__wrapped__ = fastpath  # type: ignore[attr-defined]
+        replace_jit_function("_get_fastpath_data", _get_fastpath_data)
+        _jit_calls_routed[0] = True
+
+
+def _note_jit_infos() -> None:
+    """Have ``pjit._infer_params(fun, jit_info, args, kwargs)`` (0.7-0.12)
+    note, per thread, the ``(PjitParams, PjitInfo)`` of its last result."""
+    infer = jit_function("_infer_params")
+
+    def _infer_params(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
+        out = infer(fun, ji, args, kwargs)
+        _jit_call_state.params = (out[0], ji)
+        return out
+
+    _infer_params.__wrapped__ = infer  # type: ignore[attr-defined]
+    replace_jit_function("_infer_params", _infer_params)
+
+
+def _taken(fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any], jit_info: Any,
+           run: Callable[[], Any]) -> Any:
+    take = _jit_call_taker[0]
+    if take is None:
+        return run()
+    call = PythonJitCall(fun, args, kwargs, jit_info, run)
+    result = take(call)
+    # out_flat: the list jit's cache_miss hands _get_fastpath_data next
+    _jit_call_state.out_flat = result[1] if call.off_fast_path else None
+    return result
+
+
+def clear_fast_path_entries() -> None:
+    """Drop the entries of every jitted function in jaxlib's C++ fast path
+    (``PjitFunctionCache.clear_all()``, the class of
+    ``pjit._cpp_pjit_cache_fun_only``, 0.7-0.12; what ``jax.clear_caches``
+    does to it): each function's next call goes through JAX's Python
+    dispatch, which finds its trace and its executable in JAX's own caches
+    (nothing is traced or compiled again)."""
+    from jax._src import pjit
+
+    cache = getattr(pjit, "_cpp_pjit_cache_fun_only", None)
+    clear_all = getattr(type(cache), "clear_all", None)
+    if cache is None or clear_all is None:
+        raise _missing("a way to drop jit's C++ fast-path entries (PjitFunctionCache.clear_all)")
+    clear_all()
+
+
+def jax_code_folders() -> tuple[str, ...]:
+    """The folders of JAX's and jaxlib's own code (``jax``, ``jaxlib``), as
+    imported and as real paths, each ending in a separator."""
+    import jax
+    import jaxlib
+
+    out: set[str] = set()
+    for module in (jax, jaxlib):
+        folder = os.path.dirname(module.__file__ or "")
+        out |= {folder + os.sep, os.path.realpath(folder) + os.sep}
+    return tuple(sorted(out))

@@ -17,8 +17,8 @@ each test, ``--no64-numerics-tol``, default 1e-3): the lines where float32
 changes a float64 result beyond the tolerance are listed in a ``no64
 numerics`` section of the terminal summary, by test.  It only lists them;
 ``--no64-numerics-fail`` (which implies ``--no64-numerics``) also fails
-each test whose calls listed one.  Functions jitted while pytest starts (in a ``conftest.py`` imported
-before the plugin is configured) are not measured.
+each test whose calls listed one.  Functions jitted before the plugin is
+configured (by a library a ``conftest.py`` imports) are measured too.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--no64-numerics-tol {tol}: expected a positive finite number")
         from no64.jax.audit.measure import install
 
-        install()  # test modules, imported from now on, jit through the measuring wrapper
+        install()  # every jitted function's calls, from now on, through the measurement
 
 
 def _held_back() -> None:

@@ -64,8 +64,8 @@ def _hint(primitive: str, handling: Handling, elem: str, op: str, site: Site,
         return refusal or "no64 refuses this op"
     if handling is Handling.BLOCKED:
         return "no64 refuses this module because of another value (see refused)"
-    how = _how_hint(primitive, handling, op)
-    named = site.names_64bit() if elem in _DTYPE_NAMES else None
+    how = _how_hint(primitive, handling, op, elem)
+    named = site.names_64bit(elem) if elem in _DTYPE_NAMES else None
     if named == "here":
         return f"{how}; {_DTYPE_NAMES[elem]} requested explicitly at {site.source}"
     if named == "via":
@@ -77,9 +77,17 @@ _DTYPE_NAMES = {"i64": "int64", "si64": "int64", "ui64": "uint64", "f64": "float
                 "complex<f64>": "complex128"}
 
 
-def _how_hint(primitive: str, handling: Handling, op: str) -> str:
+#: The 64-bit float element types (the others are integers).
+_FLOAT_ELEMENTS = frozenset({"f64", "complex<f64>"})
+
+
+def _how_hint(primitive: str, handling: Handling, op: str, elem: str = "i64") -> str:
     if handling is Handling.EMULATED:
         return _DESCRIPTION[handling]
+    if elem in _FLOAT_ELEMENTS and handling is Handling.OVERFLOW:
+        # a float beyond float32's range, not an integer beyond 32 bits
+        return ("beyond float32's range (|x| > 3.4e38): float32 makes it inf; float_policy=\"pairs\" "
+                "does not help (its exponent range is float32's); scale the value")
     # what the op registry says about the op (or the op JAX's primitive lowers to)
     hint = spec_of(op).hint or next(
         (s.hint for name, s in REGISTRY.items() if s.hint and name.partition(".")[2] == primitive), None)
@@ -401,8 +409,11 @@ def _group_values(results: Sequence[ModuleResult]) -> tuple[_ValueGroups, _Compi
                 (v.site.file, v.site.line) in random_lines and v.element == "ui64"
                 and v.handling.rank <= Handling.REWRITTEN.rank
             )
+            # integers and floats of one line are causes of their own (an
+            # integer's range and a float's precision have their own hints)
             key = ("random", v.site.file, v.site.line) if rng else (
-                "value", v.site.file, v.site.line, v.site.via if v.site.file is None else None)
+                "value", v.site.file, v.site.line, v.site.via if v.site.file is None else None,
+                v.element in _FLOAT_ELEMENTS)
             if (rng and v.site.file is None and at is not None and at.file is not None
                     and ((r.called or "").startswith("jax.random.") or at.via is not None)):
                 # a draw whose module has no line of the user's (JAX's

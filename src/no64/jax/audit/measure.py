@@ -1,10 +1,12 @@
 """Float error measured on a program's own calls: ``no64 audit --numerics``
 and ``pytest --no64-numerics``.
 
-While a :class:`Measurer` is active, every call of a function made by
-``jax.jit`` (:func:`install` puts a wrapper in place of ``jax.jit``, through
-:func:`no64.jax._compat.wrap_jit_api`) is first run as usual, its result
-returned unchanged, and sampled calls are then measured with
+While a :class:`Measurer` is active, every call of the program's functions
+made by ``jax.jit`` -- whenever they were jitted, before the measurement
+began too -- is taken in JAX's Python dispatch (:func:`install`: the
+program's calls are kept off jaxlib's C++ fast path, through
+:func:`no64.jax._compat.route_python_jit_calls`), first run as usual, its
+result returned unchanged, and sampled calls are then measured with
 :func:`no64.numerics` on host copies of the call's own arguments, taken
 before the call (a donated argument is gone after it): the x64 program
 against the 32-bit one, equation by equation.  A call is sampled when it is
@@ -42,6 +44,7 @@ does reaches the program: an error in it is recorded, never raised.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import sys
@@ -58,10 +61,6 @@ from ..numerics import PAIRS_DO_NOT_HELP
 from .sites import relative_path, source_text
 
 __all__ = ["MeasuredFunction", "MeasuredLine", "Measurer", "NumericsSummary", "install"]
-
-#: This package's parent (no64's own code): a ``jax.jit`` made there is not measured.
-_NO64_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))) + os.sep
-
 
 @dataclasses.dataclass
 class MeasuredLine:
@@ -247,8 +246,8 @@ class _Function:
 
 class Measurer:
     """Measure jitted calls while active (a context manager; see the module
-    docstring; :func:`measuring` also puts the wrapper of ``jax.jit`` in
-    place, which :func:`install` does for good).  ``quiet`` is entered around each measurement: the audit
+    docstring; :func:`measuring` also routes the program's jitted calls
+    here, which :func:`install` does for good).  ``quiet`` is entered around each measurement: the audit
     stops recording there, so that what the measurement compiles is not
     the program's."""
 
@@ -277,21 +276,26 @@ class Measurer:
 
     # -- the calls
 
-    def _function(self, jitted: Any) -> _Function:
-        fun = getattr(jitted, "__wrapped__", None) or jitted
-        code = getattr(fun, "__code__", None)
-        key = (code.co_filename, code.co_firstlineno, getattr(fun, "__qualname__", "")) if code else id(jitted)
+    def _function(self, fun: Any) -> _Function:
+        """The record of a jitted function, known by its Python function's
+        code (and named, and placed, by the function under its wrappers)."""
+        base = _unwrapped(fun)
+        own, code = getattr(fun, "__code__", None), getattr(base, "__code__", None)
+        name = getattr(fun, "__qualname__", None) or getattr(base, "__qualname__", None) or "<jitted>"
+        key: Any = id(fun)
+        if code is not None:
+            key = (code.co_filename, code.co_firstlineno, str(name),
+                   (own.co_filename, own.co_firstlineno) if own is not None else None)
         found = self._functions.get(key)
         if found is None:
-            name = getattr(fun, "__qualname__", None) or getattr(jitted, "__name__", None) or "<jitted>"
             file = relative_path(code.co_filename) if code is not None else None
             line = code.co_firstlineno if code is not None else None
             found = self._functions[key] = _Function(MeasuredFunction(str(name), file, line))
         return found
 
-    def _sampled(self, jitted: Any) -> _Function | None:
+    def _sampled(self, fun: Any) -> _Function | None:
         with self._lock:
-            f = self._function(jitted)
+            f = self._function(fun)
             f.seen += 1
             f.record.calls += 1
             n = f.seen - 1
@@ -299,23 +303,27 @@ class Measurer:
                 return None
             return f
 
-    def call(self, jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Run ``jitted(*args, **kwargs)``, and measure the call if it is sampled."""
-        if getattr(_measuring, "on", False) or not _concrete(args, kwargs):
-            return jitted(*args, **kwargs)
-        f = self._sampled(jitted)
+    def call(self, call: Any) -> Any:
+        """Run a jit call (a :class:`no64.jax._compat.PythonJitCall`: its
+        function, arguments and dispatch), and measure it if it is sampled."""
+        if getattr(_measuring, "on", False) or not _concrete(call.args, call.kwargs):
+            return call.run()
+        f = self._sampled(call.fun)
         if f is None:
-            return jitted(*args, **kwargs)
+            return call.run()
         try:
             with self.quiet() if self.quiet is not None else nullcontext():
-                snapshot: tuple[Any, Any] | None = _host_copies(args, self.widen and _x64_requested()), kwargs
+                snapshot: tuple[Any, Any] | None = (_host_copies(call.args, self.widen and _x64_requested()),
+                                                    call.kwargs)
         except Exception:  # noqa: BLE001 - the call still runs; the measurement says why not
             snapshot = None
-        out = jitted(*args, **kwargs)
-        self._measure(f, jitted, snapshot)
+        out = call.run()
+        self._measure(f, call, snapshot)
         return out
 
-    def _measure(self, f: _Function, jitted: Any, snapshot: tuple[Any, Any] | None) -> None:
+    def _measure(self, f: _Function, call: Any, snapshot: tuple[Any, Any] | None) -> None:
+        import jax
+
         from ..numerics import numerics
 
         record = f.record
@@ -327,7 +335,13 @@ class Measurer:
                 warnings.simplefilter("ignore")
                 if snapshot is None:
                     raise ValueError("its arguments cannot be copied to the host")
+                if call.static_argnums is None:
+                    raise ValueError("its jit options (static arguments) cannot be read")
                 inputs, bind = _split(*snapshot)
+                # the function as jit traces it: its static arguments static,
+                # the others (Python numbers too) traced
+                jitted = jax.jit(call.fun, static_argnums=call.static_argnums,
+                                 static_argnames=call.static_argnames)
 
                 def measured(*xs: Any) -> Any:
                     full, kw = bind(xs)
@@ -408,79 +422,118 @@ def _why(exc: BaseException) -> str:
 _measuring = threading.local()
 #: The active measurer (``None``: jitted calls run as they are).
 _active: Measurer | None = None
-_restore: Callable[[], None] | None = None
+_installed = False
 _install_lock = threading.Lock()
 
 
 def install() -> None:
-    """Put the measuring wrapper in place of ``jax.jit`` (once; a no-op
-    while no :class:`Measurer` is active).  Functions jitted before it
-    (at an import before the run began) are not measured.
+    """Have every call of the program's jitted functions go through JAX's
+    Python dispatch and, there, through the active :class:`Measurer` (once;
+    calls run as they are while none is active): functions jitted at any
+    time, before this too (at an import before the run began), and by
+    ``jax.jit`` however it is reached (``eqx.filter_jit`` ...).
+
+    A program's jitted function is one whose Python function (under its
+    wrappers: ``functools.partial``, ``jax.grad`` ...) is not JAX's own
+    code (``jax.numpy``'s functions are jitted) nor no64's, called from
+    code that is not no64's.  Its calls are kept off jaxlib's C++ fast path
+    (:func:`no64.jax._compat.route_python_jit_calls`), and the entries
+    made there before are dropped
+    (:func:`no64.jax._compat.clear_fast_path_entries`): its traces and
+    executables stay in JAX's caches, so nothing is traced or compiled
+    again, and each call costs JAX's Python dispatch.
 
     The JAX caches' keys are settled first (no64's configuration state and
     the states JAX adds to the trace context when no64 imports more of it:
     :func:`no64.jax._compat.settle_trace_context`), so that a measurement
     does not make the program's jitted functions compile again."""
-    global _restore
-    from .._compat import settle_trace_context, wrap_jit_api
+    global _installed
+    from .._compat import clear_fast_path_entries, route_python_jit_calls, settle_trace_context
     from ..state import STATE
 
     STATE.jax_state()
     settle_trace_context()
     with _install_lock:
-        if _restore is None:
-            _restore = wrap_jit_api(_Jitted, skip=_made_by_no64)
+        if not _installed:
+            route_python_jit_calls(_take)
+            clear_fast_path_entries()
+            _installed = True
 
 
 def uninstall() -> None:
-    """Give ``jax.jit`` back (functions jitted meanwhile keep their wrapper,
-    which does nothing while no measurer is active)."""
-    global _restore
+    """Let jitted calls run as they are again, the program's functions back
+    on jaxlib's C++ fast path from their next call."""
+    global _installed
+    from .._compat import clear_fast_path_entries, route_python_jit_calls
+
     with _install_lock:
-        if _restore is not None:
-            _restore()
-            _restore = None
+        if _installed:
+            route_python_jit_calls(None)
+            clear_fast_path_entries()
+            _installed = False
 
 
-def _made_by_no64() -> bool:
-    """Whether ``jax.jit`` is being called from no64's own code."""
-    frame = sys._getframe(2)
-    name = frame.f_globals.get("__name__", "")
-    return isinstance(name, str) and (name == "no64" or name.startswith("no64."))
+def _take(call: Any) -> Any:
+    """A jit call JAX dispatches in Python (a
+    :class:`no64.jax._compat.PythonJitCall`): run, and measured by the
+    active measurer where it is the program's."""
+    if getattr(_measuring, "on", False) or not _programs(call.fun) or _called_by_no64():
+        return call.run()
+    call.off_fast_path = True  # its next calls come here too
+    measurer = _active
+    if measurer is None:
+        return call.run()
+    return measurer.call(call)
 
 
-class _Jitted:
-    """A function made by ``jax.jit``, measured by the active :class:`Measurer`
-    when called; everything else (``lower``, ``trace``, attributes, binding
-    as a method) is the jitted function's."""
+def _unwrapped(fun: Any) -> Any:
+    """The Python function under ``fun``'s wrappers (``functools.partial``,
+    ``__wrapped__``: ``jax.grad``, ``functools.wraps``)."""
+    import functools
 
-    def __init__(self, jitted: Any) -> None:
-        self.__dict__["_jitted"] = jitted
-        for name in ("__name__", "__qualname__", "__doc__", "__module__"):
-            try:
-                self.__dict__[name] = getattr(jitted, name)
-            except AttributeError:
-                pass
-        self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
+    for _ in range(100):
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+        elif getattr(fun, "__wrapped__", None) is not None:
+            fun = fun.__wrapped__
+        else:
+            break
+    return fun
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        measurer = _active
-        if measurer is None:
-            return self._jitted(*args, **kwargs)
-        return measurer.call(self._jitted, args, kwargs)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["_jitted"], name)
+@functools.lru_cache(maxsize=None)
+def _own_folders() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The folders of JAX's and jaxlib's code, and of no64's (as imported
+    and as real paths)."""
+    import no64
 
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        if obj is None:
-            return self
-        import types
+    from .._compat import jax_code_folders
 
-        return types.MethodType(self, obj)
+    folder = os.path.dirname(no64.__file__ or "")
+    return jax_code_folders(), tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
 
-    def __repr__(self) -> str:
-        return repr(self._jitted)
+
+def _programs(fun: Any) -> bool:
+    """Whether a jitted function is the program's: its Python function is
+    not JAX's, jaxlib's or no64's own code."""
+    code = getattr(_unwrapped(fun), "__code__", None)
+    jax_code, no64_code = _own_folders()
+    return code is None or not code.co_filename.startswith(jax_code + no64_code)
+
+
+def _called_by_no64() -> bool:
+    """Whether the jitted function is called by no64's own code (``no64.jit``
+    runs the user's function through ``jax.jit``): the first frame outside
+    JAX's dispatch (JAX's, jaxlib's code, this module and the seam) is no64's."""
+    from .. import _compat
+
+    jax_code, no64_code = _own_folders()
+    dispatch = {__file__, _compat.__file__}
+    frame: Any = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename in dispatch
+                                 or frame.f_code.co_filename.startswith(jax_code)):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(no64_code)
 
 
 def _concrete(args: Any, kwargs: Any) -> bool:
@@ -583,13 +636,13 @@ def _bound32(x: Any) -> Any:
 
 @contextmanager
 def measuring(measurer: Measurer | None) -> Iterator[Measurer | None]:
-    """``measurer`` active for the block, the wrapper of ``jax.jit`` in place
-    (and taken out after it, unless it was in place before); nothing when
-    ``measurer`` is ``None``."""
+    """``measurer`` active for the block, the program's jitted calls routed
+    to it (:func:`install`; undone after it, unless it was in place before);
+    nothing when ``measurer`` is ``None``."""
     if measurer is None:
         yield None
         return
-    installed = _restore is not None
+    installed = _installed
     install()
     try:
         with measurer:

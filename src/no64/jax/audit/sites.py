@@ -44,7 +44,10 @@ def source_text(file: str | None, line: int | None) -> str | None:
 
 # A location frame: an optional function name, then "file":line:col.
 _FRAME = re.compile(r'(?:"((?:[^"\\]|\\.)*)"\()?"((?:[^"\\]|\\.)+)":(\d+):(\d+)')
-_NAMES_64BIT = re.compile(r"\b(?:u?int64|float64|complex128|longlong|ulonglong|double)\b")
+_NAMES_64BIT = re.compile(r"\b(?:(?P<integer>u?int64|u?longlong)|(?P<float>float64|double)|(?P<complex>complex128))\b")
+#: The kind of dtype name (a group of ``_NAMES_64BIT``) of each 64-bit element type.
+_ELEMENT_KINDS = {"i64": "integer", "si64": "integer", "ui64": "integer", "f64": "float",
+                  "complex<f64>": "complex"}
 # np.iinfo(np.int64).max names a 64-bit extreme, not a dtype for a value.
 _LIMITS = re.compile(r"\b[if]info\([^)]*\)")
 # no64 itself (this package is no64/jax/audit)
@@ -120,25 +123,29 @@ class Site:
             return f"with no line in your code (in {self.via})" if self.via else "with no source line"
         return f"at {self.source}"
 
-    def names_64bit(self) -> str | None:
-        """Where a 64-bit dtype is named: ``"here"`` (the user's line), ``"via"``
+    def names_64bit(self, element: str | None = None) -> str | None:
+        """Where a 64-bit dtype (of ``element``'s kind: ``"i64"``, ``"ui64"``
+        an integer one, ``"f64"`` a float one, ``"complex<f64>"`` a complex
+        one; ``None``: any) is named: ``"here"`` (the user's line), ``"via"``
         (the library line it came through), or ``None``."""
-        if self.path is not None and self.line is not None and _line_names_64bit(self.path, self.line):
+        kind = _ELEMENT_KINDS.get(element) if element is not None else None
+        if self.path is not None and self.line is not None and _line_names_64bit(self.path, self.line, kind):
             return "here"
-        if self.via_at is not None and _line_names_64bit(*self.via_at):
+        if self.via_at is not None and _line_names_64bit(*self.via_at, kind):
             return "via"
         return None
 
 
-def _line_names_64bit(path: str, line: int) -> bool:
-    """Whether the code of a line (not its comments) names a 64-bit dtype."""
+def _line_names_64bit(path: str, line: int, kind: str | None = None) -> bool:
+    """Whether the code of a line (not its comments) names a 64-bit dtype
+    (of ``kind``, a group of :data:`_NAMES_64BIT`; ``None``: any)."""
     text = linecache.getline(path, line)
     try:
         code = " ".join(t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
                         if t.type != tokenize.COMMENT)
     except (tokenize.TokenError, SyntaxError):  # a line of a longer statement
         code = text.split("#", 1)[0] if "'" not in text and '"' not in text else text
-    return bool(_NAMES_64BIT.search(_LIMITS.sub("", code)))
+    return any(kind is None or m.lastgroup == kind for m in _NAMES_64BIT.finditer(_LIMITS.sub("", code)))
 
 
 _NO_SITE = Site(None, None)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...errors import Boundary64BitError, No64Error, Remaining64BitError
 from ...ir._mlir import ir, make_context
-from ...kinds import EventKind, Handling, RangePolicy
+from ...kinds import EventKind, Handling, RangePolicy, Verdict
 from ...options import Options
 from ...rules import spec_of
 from ...transforms.demote import demote
@@ -30,6 +30,14 @@ _ELEMENT = re.compile(r"complex<f64>|[su]?i64|ui64|f64")
 # Per-value verdicts come from the report's narrowing records; these event
 # kinds only repeat them.
 _PER_VALUE_EVENTS = frozenset({EventKind.UNPROVEN, EventKind.OVERFLOW})
+#: The 64-bit float element types (the others are integers).
+_FLOAT_ELEMENTS = frozenset({"f64", "complex<f64>"})
+#: Events of float values only, and of integer values only (the others are of an op).
+_FLOAT_EVENTS = frozenset({EventKind.FLOAT_INEXACT, EventKind.FLOAT_OVERFLOW, EventKind.PAIR_RANGE})
+_INTEGER_EVENTS = frozenset({EventKind.SATURATED, EventKind.WRAPPED, EventKind.EMULATED})
+#: Narrowing verdicts of floats as well as integers (a float rule's reduced
+#: precision, an aggregate's); every other verdict is an integer's.
+_ANY_ELEMENT_VERDICTS = frozenset({Verdict.PRECISION_REDUCED})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,24 +113,39 @@ def _report_handlings(findings: list[Finding], report: Any) -> list[Handling]:
     """Join findings with a :class:`~no64.report.DemotionReport`: a
     narrowed value by its narrowing record, an op-level event (rewrite,
     rounded constant) by op and location; the most severe handling wins."""
-    by_op: dict[tuple[str, Any], Handling] = {}
+    # an op is known by its name and location, which several ops share (the
+    # literals of a jitted function all have its location): a float
+    # constant's rounding is a float's, never an integer's, and an integer
+    # policy's clipping an integer's
+    by_op: dict[tuple[str, Any, bool | None], Handling] = {}
     for e in report.events:
         if e.kind in _PER_VALUE_EVENTS:
             continue
-        _worst(by_op, (e.op, e.location), Handling.of_event(e.kind))
+        floats = True if e.kind in _FLOAT_EVENTS else False if e.kind in _INTEGER_EVENTS else None
+        _worst(by_op, (e.op, e.location, floats), Handling.of_event(e.kind))
+    # a record is known by its op, location and value, which two private
+    # functions of a module can share (jnp.cumsum of int64 values and of
+    # float64 values); a verdict of the integer range analysis, a sentinel
+    # or an emulated pair is an integer's, never a float's
     by_value: dict[tuple[Any, ...], Handling] = {}
+    of_integers: dict[tuple[Any, ...], Handling] = {}
     for n in report.narrowings:
-        _worst(by_value, (n.op, n.location, n.role, n.index), Handling.of_verdict(n.verdict))
+        table = by_value if n.verdict in _ANY_ELEMENT_VERDICTS and n.interval is None else of_integers
+        _worst(table, (n.op, n.location, n.role, n.index), Handling.of_verdict(n.verdict))
     out = []
     for f in findings:
-        h = by_op.get((f.op, f.location))
+        floating = _element(f.type) in _FLOAT_ELEMENTS
+        h = None
+        for ho in (by_op.get((f.op, f.location, None)), by_op.get((f.op, f.location, floating))):
+            if ho is not None and (h is None or ho.rank > h.rank):
+                h = ho
         if f.value is not None:
-            hv = by_value.get((f.op, f.location, *f.value))
-            if hv is not None and (h is None or hv.rank > h.rank):
-                h = hv
+            key = (f.op, f.location, *f.value)
+            for hv in (by_value.get(key), None if floating else of_integers.get(key)):
+                if hv is not None and (h is None or hv.rank > h.rank):
+                    h = hv
         if h is None:
-            elem = _element(f.type)
-            float32 = elem in ("f64", "complex<f64>") and not spec_of(f.op).constant
+            float32 = floating and not spec_of(f.op).constant
             h = Handling.FLOAT32 if float32 else Handling.EXACT
         out.append(h)
     return out
