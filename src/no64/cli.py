@@ -592,7 +592,7 @@ def _skipped_line(skipped: list[tuple[str, str]], verbose: bool) -> str:
     if len(reasons) > 3:
         said.append(f"{sum(n for _, n in reasons.most_common()[3:])} other")
     more = "" if verbose else "; -v lists each"
-    return f"no64: note: skipped {len(skipped)} file(s) no64 cannot read ({'; '.join(said)}){more}"
+    return f"no64: note: skipped {counted(len(skipped), 'file')} no64 cannot read ({'; '.join(said)}){more}"
 
 
 def _load(name: str, args: argparse.Namespace) -> Any:

@@ -546,7 +546,9 @@ def test_check_dump_directories(tmp_path: Path, capsys: pytest.CaptureFixture[st
         assert code == 1, (out, err)
         summaries = [line for line in out.splitlines() if ": clean" in line or "64-bit value" in line]
         assert any("clean" in s for s in summaries) and any("f64" in s for s in summaries), out
-    assert "note: skipped" in err and "junk.mlir" in err
+    assert "note: skipped 1 file no64 cannot read" in err and "-v lists each" in err, err
+    assert main(["check", str(jaxdir), "-v"]) == 1
+    assert "junk.mlir" in capsys.readouterr().err
     assert main(["check", str(tmp_path / "xla"), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert any(r["findings"] for r in data)
