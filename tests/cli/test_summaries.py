@@ -175,7 +175,7 @@ def test_a_module_unreadable_in_both_forms_is_skipped(
     assert code == 1
     assert out.splitlines()[-1].startswith("total: 8 64-bit values in 1 of 1 file (1 skipped) -- ")
     (note,) = err.splitlines()
-    assert note.startswith("no64: note: skipped 2 file(s) no64 cannot read (1 x ") and note.endswith("-v lists each")
+    assert note.startswith("no64: note: skipped 2 files no64 cannot read (1 x ") and note.endswith("-v lists each")
     code, out, err = run(capsys, "check", "--summary", "-v", str(dump))
     notes = err.splitlines()
     assert [n.split(": ", 3)[2] for n in notes[:2]] == [
@@ -211,7 +211,7 @@ def test_a_dump_with_every_form_of_a_module_counts_it_once_and_sums_up_the_unrea
         f"{dump}/module_000{i}.jit_f.before_optimizations.mlir" for i in range(1, 4)]
     assert lines[-1].startswith(f"total: {3 * n_mlir} 64-bit values in 3 of 3 files (6 skipped) -- ")
     (note,) = err.splitlines()
-    assert note.startswith("no64: note: skipped 6 file(s) no64 cannot read (5 x ") and "; 1 x " in note
+    assert note.startswith("no64: note: skipped 6 files no64 cannot read (5 x ") and "; 1 x " in note
 
 
 # --------------------------------------------------------------------------- the documented outputs
