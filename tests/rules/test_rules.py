@@ -82,6 +82,34 @@ def test_float_from_bits_idiom_becomes_the_f32_idiom() -> None:
     assert np.all((g >= 0) & (g < 1))
 
 
+@pytest.mark.parametrize("float_policy", ["f32", "pairs"])
+def test_float_from_bits_idiom_with_no_element(float_policy: str) -> None:
+    # a draw of no element broadcasts the idiom's constants to no element;
+    # the idiom is still the idiom (it was refused as a 64-bit bitcast)
+    def f(key):
+        k = jax.random.wrap_key_data(key)
+        return (jax.random.uniform(k, (0,), dtype=jnp.float64),
+                jax.random.normal(k, (2, 0), dtype=jnp.float64),
+                jax.random.uniform(k, (5,), dtype=jnp.float64))
+
+    key = np.asarray(jax.random.key_data(jax.random.key(3)))
+    m = lower_x64(f, key)
+    ref = run_module(m, [key], strict=False)
+    report = no64.demote(m, float_policy=float_policy, check=True)
+    assert no64.find_64bit(m) == []
+    got = run_module(m, [key])
+    assert all(g.dtype == np.float32 for g in got)
+    if float_policy == "pairs":  # f64 outputs are (hi, lo) pairs
+        got = [no64.join_pairs(g) for g in got]
+    assert [r.shape for r in ref] == [(0,), (2, 0), (5,)]
+    assert [g.shape for g in got] == [r.shape for r in ref]
+    if float_policy == "pairs":  # the pair holds the f64 draw's leading 49 bits
+        np.testing.assert_allclose(got[2], ref[2], rtol=0, atol=2.0**-48)
+    else:  # the f64 sample truncated to f32's 23 mantissa bits
+        np.testing.assert_array_equal(got[2].astype(np.float64), np.floor(ref[2] * 2**23) / 2**23)
+    assert report.count("precision-reduced") >= 3
+
+
 def test_normal_f64_sampler_is_converted() -> None:
     def f(key):
         return jax.random.normal(jax.random.wrap_key_data(key), (500,), dtype=jnp.float64)

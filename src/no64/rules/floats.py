@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.ranges import constant_ints, defining_op
+from ..analysis.ranges import RangeAnalysis, defining_op
 from ..ir._mlir import ir, stablehlo
 from ..kinds import EventKind, Verdict
 from ..spec.registry import Computes, Refusal, RuleContext, spec_of
@@ -53,9 +53,14 @@ def _split(op: ir.Operation, name: str, pred: Any) -> tuple[ir.Value, ir.Value] 
 
 
 def _is_const(value: int, bits: int = 64) -> Any:
+    """Whether a value is a constant whose every element is ``value``: true
+    of a constant with no element (a draw of shape ``(0,)`` broadcasts the
+    idiom's constants to no element, and the rewrite computes its nothing as
+    the idiom does)."""
+
     def pred(v: ir.Value) -> bool:
-        c = constant_ints(v)
-        return c is not None and all(x % 2**bits == value for x in c)
+        c = RangeAnalysis().fold(v, sentinels=True)
+        return c is not None and all(int(x) % 2**bits == value for x in c.ravel())
 
     return pred
 
