@@ -1063,10 +1063,10 @@ def shaped_array_type() -> type:
 
 
 def make_closed_jaxpr(jaxpr: Any, consts: list[Any]) -> Any:
-    """``core.ClosedJaxpr(jaxpr, consts)``."""
-    from jax._src import core
-
-    return core.ClosedJaxpr(jaxpr, consts)
+    """``core.ClosedJaxpr(jaxpr, consts)``; where the two classes are one
+    (from 0.11), ``core.Jaxpr(jaxpr, consts)``, which attaches the
+    constants to a copy of ``jaxpr``."""
+    return closed_jaxpr_type()(jaxpr, consts)
 
 
 def equation_context(eqn: Any) -> AbstractContextManager[Any]:
@@ -1098,12 +1098,12 @@ def bind_equation_params(prim: Any, params: dict[str, Any], operands: Sequence[A
 def trace_flat(fn: Callable[..., Any], avals: Sequence[Any], debug_info: Any) -> Any:
     """The closed jaxpr of ``fn`` (flat operands to a flat list of results)
     traced for ``avals``: ``pe.trace_to_jaxpr_dynamic`` (0.7-0.12)."""
-    from jax._src import core, linear_util as lu
+    from jax._src import linear_util as lu
     from jax._src.interpreters import partial_eval as pe
 
     wrapped = lu.wrap_init(lambda *xs: list(fn(*xs)), debug_info=debug_info)
     jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(wrapped, list(avals))
-    return core.ClosedJaxpr(jaxpr, consts)
+    return make_closed_jaxpr(jaxpr, consts)
 
 
 def wrapped_function(call: Callable[..., Any], like: Any) -> Any:
