@@ -77,7 +77,7 @@ _SPLIT = re.compile(r"^// -----\s*$")
 _RUN = re.compile(r"^\s*//\s*RUN:\s*(.*?)\s*$")
 _REPORT = re.compile(r"^\s*//\s*REPORT:\s*verdicts:(.*)$")
 _KEPT = re.compile(r"^\s*//\s*REPORT:\s*kept .* as they are \(native on target (\S+)\)$")
-_PAIRS = re.compile(r"^\s*//\s*REPORT:\s*computed \d+ float64 value\(s\) as f32 pairs")
+_PAIRS = re.compile(r"^\s*//\s*REPORT:\s*computed \d+ float64 values? as f32 pairs")
 _BOUND = re.compile(r"^\s*//\s*BOUND:\s*(\d+(?:\.\d+)?)u\^2 of the (result|magnitudes)\s*$")
 
 

@@ -8,7 +8,7 @@
 // add: TwoSum of the hi words and of the lo words, renormalized; 3u^2 + 2u^2.
 // RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
-// REPORT: computed 3 float64 value(s) as f32 pairs (hi, lo) in 1 op(s); inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
+// REPORT: computed 3 float64 values as f32 pairs (hi, lo) in 1 op; inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
 // BOUND: 5u^2 of the result
 // CHECK-LABEL: func.func public @main(%arg0: tensor<4x2xf32> {{.*}}, %arg1: tensor<4x2xf32> {{.*}}) -> tensor<4x2xf32> {
 // CHECK-NEXT:    %[[YH0:[0-9]+]] = stablehlo.slice %arg1 [0:4, 0:1] : (tensor<4x2xf32>) -> tensor<4x1xf32>
@@ -54,7 +54,7 @@ func.func public @main(%x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {
 // factors split by masking their low 12 significand bits; 7u^2 + 2u^2.
 // RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
-// REPORT: computed 3 float64 value(s) as f32 pairs (hi, lo) in 1 op(s); inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
+// REPORT: computed 3 float64 values as f32 pairs (hi, lo) in 1 op; inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
 // REPORT-NEXT: events: pair-range 1
 // BOUND: 9u^2 of the result
 // CHECK-LABEL: func.func public @main(%arg0: tensor<4x2xf32> {{.*}}, %arg1: tensor<4x2xf32> {{.*}}) -> tensor<4x2xf32> {
@@ -92,7 +92,7 @@ func.func public @main(%x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {
 // exact remainder; 15u^2 + 2u^2.
 // RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
-// REPORT: computed 3 float64 value(s) as f32 pairs (hi, lo) in 1 op(s); inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
+// REPORT: computed 3 float64 values as f32 pairs (hi, lo) in 1 op; inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
 // REPORT-NEXT: events: pair-range 1
 // BOUND: 17u^2 of the result
 // CHECK-LABEL: func.func public @main(%arg0: tensor<4x2xf32> {{.*}}, %arg1: tensor<4x2xf32> {{.*}}) -> tensor<4x2xf32> {
@@ -117,7 +117,7 @@ func.func public @main(%x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {
 // r + (x - r*r) / 2r with r*r exact; 4u^2 + u^2/2.
 // RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
-// REPORT: computed 2 float64 value(s) as f32 pairs (hi, lo) in 1 op(s); inputs [0] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
+// REPORT: computed 2 float64 values as f32 pairs (hi, lo) in 1 op; inputs [0] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
 // BOUND: 5u^2 of the result
 // CHECK-LABEL: func.func public @main(%arg0: tensor<4x2xf32> {{.*}}) -> tensor<4x2xf32> {
 // CHECK:         %[[XS:[0-9]+]] = stablehlo.multiply %{{[0-9]+}}, %{{[0-9]+}} : tensor<4xf32>
@@ -146,7 +146,7 @@ func.func public @main(%x: tensor<4xf64>) -> tensor<4xf64> {
 // magnitudes, and u^2 of them for the inputs.
 // RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
-// REPORT: computed 3 float64 value(s) as f32 pairs (hi, lo) in 2 op(s); inputs [0] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
+// REPORT: computed 3 float64 values as f32 pairs (hi, lo) in 2 ops; inputs [0] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
 // BOUND: 25u^2 of the magnitudes
 // CHECK-LABEL: func.func public @main(%arg0: tensor<8x2xf32> {{.*}}) -> tensor<2xf32> {
 // CHECK:         %[[INIT:[0-9]+]]:2 = stablehlo.optimization_barrier %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<f32>, tensor<f32>
@@ -180,7 +180,7 @@ func.func public @main(%x: tensor<8xf64>) -> tensor<f64> {
 // at most the products' magnitudes, and u^2 for each of the two inputs.
 // RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
-// REPORT: computed 3 float64 value(s) as f32 pairs (hi, lo) in 1 op(s); inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
+// REPORT: computed 3 float64 values as f32 pairs (hi, lo) in 1 op; inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
 // REPORT-NEXT: events: pair-range 1
 // BOUND: 21u^2 of the magnitudes
 // CHECK-LABEL: func.func public @main(%arg0: tensor<2x4x2xf32> {{.*}}, %arg1: tensor<4x3x2xf32> {{.*}}) -> tensor<2x3x2xf32> {
@@ -216,7 +216,7 @@ func.func public @main(%a: tensor<2x4xf64>, %b: tensor<4x3xf64>) -> tensor<2x3xf
 // only the inputs' u^2.
 // RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
-// REPORT: computed 3 float64 value(s) as f32 pairs (hi, lo) in 2 op(s); inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
+// REPORT: computed 3 float64 values as f32 pairs (hi, lo) in 2 ops; inputs [0, 1] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
 // BOUND: 1u^2 of the result
 // CHECK-LABEL: func.func public @main(%arg0: tensor<4x2xf32> {{.*}}, %arg1: tensor<4x2xf32> {{.*}}) -> (tensor<4x2xf32>, tensor<4xi1>) {
 // CHECK-NEXT:    %[[YH0:[0-9]+]] = stablehlo.slice %arg1 [0:4, 0:1] : (tensor<4x2xf32>) -> tensor<4x1xf32>
@@ -257,7 +257,7 @@ func.func public @main(%x: tensor<4xf64>, %y: tensor<4xf64>) -> (tensor<4xf64>, 
 // integer result bit for bit.
 // RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
 // RUN: filecheck %s --input-file %t.mlir
-// REPORT: computed 1 float64 value(s) as f32 pairs (hi, lo) in 1 op(s); inputs [0] are [..., 2] pairs
+// REPORT: computed 1 float64 value as f32 pairs (hi, lo) in 1 op; inputs [0] are [..., 2] pairs
 // BOUND: 0u^2 of the result
 // CHECK-LABEL: func.func public @main(%arg0: tensor<4x2xf32> {{.*}}) -> tensor<4xi32> {
 // CHECK:         %[[XH:[0-9]+]] = stablehlo.reshape %{{[0-9]+}} : (tensor<4x1xf32>) -> tensor<4xf32>
