@@ -157,7 +157,7 @@ def test_pairs_benchmark_checks_and_times_every_case_briefly(
     assert module.main(argv) == 0
     rows = json.loads(out_json.read_text())["results"]
     assert [r["name"] for r in rows] == [c.name for c in module.cases([48])]
-    assert len(rows) == 8  # 3 elementwise, 2 sums, 1 matmul, 1 convolution, 1 program
+    assert len(rows) == 13  # 3 elementwise, 5 transcendentals, 2 sums, 1 matmul, 1 convolution, 1 program
     for r in rows:
         assert r["max_rel_error"] <= 1e-13
         assert r["f64_s"] > 0 and r["pairs_s"] > 0 and r["f32_s"] > 0

@@ -418,8 +418,8 @@ def test_compare_with_reference_reports_a_broken_demotion(monkeypatch: pytest.Mo
     """A demotion that changes a constant is caught by the comparison."""
     real_demote = reference.demote
 
-    def demote_then_break(module: ir.Module, **kwargs: object) -> object:
-        report = real_demote(module, **kwargs)
+    def demote_then_break(module: ir.Module, *args: object, **kwargs: object) -> object:
+        report = real_demote(module, *args, **kwargs)
         main = module.body.operations[0]
         for op in main.regions[0].blocks[0].operations:
             if op.operation.name == "stablehlo.constant" and isinstance(
