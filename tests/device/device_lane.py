@@ -71,6 +71,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import jax  # noqa: E402
+import jax.export  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402

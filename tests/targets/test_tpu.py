@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.export
 import jax.numpy as jnp
 import numpy as np
 import pytest
