@@ -180,7 +180,7 @@ def test_a_module_unreadable_in_both_forms_is_skipped(
     notes = err.splitlines()
     assert [n.split(": ", 3)[2] for n in notes[:2]] == [
         f"skipped {dump}/module_0001.jit_f/module.mlir", f"skipped {dump}/module_0001.jit_f.before_optimizations.txt"]
-    assert notes[2].startswith("no64: note: skipped 2 file(s)") and len(notes) == 3
+    assert notes[2].startswith("no64: note: skipped 2 files") and len(notes) == 3
 
 
 def test_a_dump_with_every_form_of_a_module_counts_it_once_and_sums_up_the_unread(
