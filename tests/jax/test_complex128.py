@@ -31,7 +31,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserW
 PROGRAM = textwrap.dedent("""
     import numpy as np, jax, jax.numpy as jnp
 
-    ARRAY = np.array([1.5 - 2j, 3 + 0.25j, -1e-3 + 7j, 1e30 - 1e-30j])
+    ARRAY = np.array([1.5 - 2j, 3 + 0.25j, -1e-3 + 7j, 1e12 - 1e-30j])
     SPLAT = np.full(4, 2.5 - 1j)
     SCALAR = np.complex128(0.5 + 2j)
 
