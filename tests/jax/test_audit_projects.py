@@ -282,7 +282,7 @@ def test_flax_equinox_project(tmp_path: Path) -> None:
     assert all(c["handling"] in ("exact", "sentinel", "rewritten", "precision-reduced", "rounded",
                                  "float32") for c in data["causes"]
                if (c["kind"], c["file"], c["line"]) != meet)
-    assert len(data["causes"]) < 30  # the text report: one line each, after the headline
+    assert len(data["causes"]) <= 30  # the text report: one line each, after the headline
     direct = _agree(project, "train.py", data, tmp_path)
     assert direct.returncode == 0, direct.stderr
     assert proc.stdout == direct.stdout

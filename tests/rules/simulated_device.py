@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from no64.ir._compat import insertion_after
 from no64.ir.words import build
 from support import ir
 
@@ -205,7 +206,7 @@ def simulate(module: ir.Module, *, divide_ulp: float = 0.5, sqrt_ulp: float = 0.
                 continue
             operands = list(op.operands)
             uses = [(u.owner, u.operand_number) for u in res.uses]
-            with ir.InsertionPoint.after(op):
+            with insertion_after(op):
                 new = res
                 wide = [_cvt(v, _f64()) for v in operands]
                 if short == "divide" and divide_ulp > 0.5:

@@ -224,6 +224,7 @@ def insertion_after(op: Any) -> ir.InsertionPoint:
     its block (0.7: linear in the block's length)."""
     if _AFTER is not None:
         return _AFTER(op)
+    op = getattr(op, "operation", op)  # an OpView's Operation
     block = op.block
     found = False
     for o in block.operations:
