@@ -105,10 +105,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.io.dump",
         ),
     ),
-    # the JAX seam, and the compile hook's state (one object with its
-    # listeners) below everything that reads or writes it
-    ("the JAX seam and the hook's state", ("no64.jax", "no64.jax._compat", "no64.jax.state", "no64.jax.pair_probe",
-                                           "no64.jax.x64_arrays")),
+    # the JAX seam, one module per job, with its face; and the compile hook's
+    # state (one object with its listeners) below everything that reads or
+    # writes it
+    ("the JAX seam's shared parts", ("no64.jax._compat.base",)),
+    ("the JAX seam", ("no64.jax._compat.config", "no64.jax._compat.values", "no64.jax._compat.jaxprs",
+                      "no64.jax._compat.internals", "no64.jax._compat.tracebacks", "no64.jax._compat.jit_path")),
+    ("the JAX seam: what builds on its parts", ("no64.jax._compat.dispatch", "no64.jax._compat.cpu_compiler")),
+    ("the JAX seam's face, the hook's state", ("no64.jax", "no64.jax._compat", "no64.jax.state",
+                                               "no64.jax.pair_probe", "no64.jax.x64_arrays")),
     # what no64 knows about JAX primitives (from the op table)
     ("the primitive table", ("no64.jax.primitives",)),
     # host values, one module per job
@@ -370,7 +375,7 @@ def test_the_folders_show_the_layers() -> None:
 #: Packages whose modules take no underscore name from one another: a name a
 #: sibling module uses is public within its package (the package's
 #: ``__all__`` stays its face), so privacy means "this module's own".
-PRIVATE_WITHIN = ("no64.io", "no64.jax.host")
+PRIVATE_WITHIN = ("no64.io", "no64.jax.host", "no64.jax._compat")
 
 
 def private_crossings(mod: str, path: Path) -> list[str]:

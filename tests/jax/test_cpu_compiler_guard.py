@@ -30,7 +30,8 @@ import no64  # only the package: its JAX plugin guards the compiler as JAX makes
 import jax
 x = jax.jit(lambda v: v * 2.0 + 1.0)(3.0)  # JAX makes its backends here
 from support import jax_compat as seam
-print(json.dumps({"guard": seam._guard[0], "has": seam._binding_has(seam.HASH_RECOGNIZE_OFF),
+print(json.dumps({"guard": seam.cpu_compiler._guard[0],
+                  "has": seam.cpu_compiler._binding_has(seam.HASH_RECOGNIZE_OFF),
                   "before": before, "after": os.environ.get("XLA_FLAGS"), "x": float(x)}))
 """
 
@@ -67,14 +68,14 @@ def test_pairs_compiled_after_the_backends_started_say_how_to_avoid_a_long_compi
     compile of float pairs on the CPU warns where the binding's LLVM has the
     pass, and not where it has none."""
     jax.devices()  # started before
-    monkeypatch.setattr(seam, "_guard", ["late"])
+    monkeypatch.setattr(seam.cpu_compiler, "_guard", ["late"])
     monkeypatch.setattr(pair_probe, "_results", {})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         f = no64.jit(lambda v: v * 3.0, float_policy="pairs", restore_dtypes=True)
         np.testing.assert_array_equal(np.asarray(f(np.arange(4.0))), np.arange(4.0) * 3.0)
     said = [str(w.message) for w in caught if "loop hash recognition" in str(w.message)]
-    if seam._binding_has(seam.HASH_RECOGNIZE_OFF):
+    if seam.cpu_compiler._binding_has(seam.HASH_RECOGNIZE_OFF):
         assert len(said) == 1 and seam.HASH_RECOGNIZE_OFF in said[0]
     else:
         assert not said
@@ -82,5 +83,5 @@ def test_pairs_compiled_after_the_backends_started_say_how_to_avoid_a_long_compi
 
 @pytest.mark.parametrize("state", ["applied", "absent", "user", "installed"])
 def test_no_warning_where_no64_came_in_time(state: str, monkeypatch) -> None:
-    monkeypatch.setattr(seam, "_guard", [state])
+    monkeypatch.setattr(seam.cpu_compiler, "_guard", [state])
     assert seam.late_cpu_guard_warning() is None

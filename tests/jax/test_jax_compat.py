@@ -53,7 +53,7 @@ def test_scan_layout_counts_constants_and_carry() -> None:
     assert n_consts >= 1  # w and b are closed over (JAX may hoist or fold them)
 
 
-@pytest.mark.parametrize("name", sorted(_compat._JIT_FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(_compat.jit_path._JIT_FUNCTIONS))
 def test_jit_functions_are_found_and_replaced_in_place(name: str) -> None:
     try:
         original = _compat.jit_function(name)

@@ -528,10 +528,10 @@ def _called_by_no64() -> bool:
     from .. import _compat
 
     jax_code, no64_code = _own_folders()
-    dispatch = {__file__, _compat.__file__}
+    seam = os.path.dirname(_compat.__file__ or "") + os.sep  # a package: its modules
     frame: Any = sys._getframe(1)
-    while frame is not None and (frame.f_code.co_filename in dispatch
-                                 or frame.f_code.co_filename.startswith(jax_code)):
+    while frame is not None and (frame.f_code.co_filename == __file__
+                                 or frame.f_code.co_filename.startswith((seam, *jax_code))):
         frame = frame.f_back
     return frame is not None and frame.f_code.co_filename.startswith(no64_code)
 
