@@ -123,7 +123,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                                                "no64.jax.host.sentinels")),
     ("host values: installed", ("no64.jax.host.install", "no64.jax.host.callers", "no64.jax.host")),
     ("JAX's 32-bit program replayed from the x64 one", ("no64.jax.replay",)),
-    ("the x64 meaning", ("no64.jax.intent",)),
+    # the x64 meaning, one module per job
+    ("the x64 meaning: judging it", ("no64.jax.intent.judge",)),
+    ("the x64 meaning: what is remembered", ("no64.jax.intent.records",)),
+    ("the x64 meaning: calls outside any jit", ("no64.jax.intent.eager",)),
+    ("the x64 meaning: one trace per x64 signature", ("no64.jax.intent.variants",)),
+    ("the x64 meaning: the trace and the lowering of a jit call", ("no64.jax.intent.trace",)),
+    ("the x64 meaning, installed", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
     ("the JAX layer", ("no64.jax.reference", "no64.jax.jit", "no64.jax.assume")),
     ("measured float error", ("no64.jax.numerics",)),
@@ -375,7 +381,7 @@ def test_the_folders_show_the_layers() -> None:
 #: Packages whose modules take no underscore name from one another: a name a
 #: sibling module uses is public within its package (the package's
 #: ``__all__`` stays its face), so privacy means "this module's own".
-PRIVATE_WITHIN = ("no64.io", "no64.jax.host", "no64.jax._compat")
+PRIVATE_WITHIN = ("no64.io", "no64.jax.host", "no64.jax._compat", "no64.jax.intent")
 
 
 def private_crossings(mod: str, path: Path) -> list[str]:

@@ -1,0 +1,266 @@
+"""Calls outside any jit: eager primitives and ``jit``'s implementation given 64-bit host data,
+JAX's samplers called eagerly, host data and explicit dtypes under a transformation."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ...kinds import RangePolicy
+from .. import host, x64_arrays
+from .._compat import (
+    at_top_level,
+)
+from ..state import STATE
+from .judge import NoMeaning, no_meaning
+from .records import meanings, tls, wanted, x64_requested
+
+
+def eager_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any]:
+    """An eager primitive's ``jit``, called with the 64-bit host data its
+    operands were canonicalised from (so that it traces its x64 meaning, as
+    a jitted function called with that data does)."""
+
+    def xla_primitive_callable(prim: Any, **params: Any) -> Any:
+        fun = original(prim, **params)
+        if (host.wide_pending() or x64_arrays.marked_count()) and wanted():
+            def with_wide_operands(*args: Any) -> Any:
+                wide = _wide_operands(prim, args)
+                args = args if wide is None else wide
+                with x64_arrays.assumed(_promoted(args)):
+                    return fun(*args)
+            return with_wide_operands
+        return fun
+
+    xla_primitive_callable.__wrapped__ = original  # type: ignore[attr-defined]
+    return xla_primitive_callable
+
+
+def _promoted(args: tuple[Any, ...]) -> dict[int, Any]:
+    """An eager primitive's 32-bit array operands that meet one of a 64-bit
+    value of the x64 program (:mod:`no64.jax.x64_arrays`), or 64-bit host
+    data, of their kind: JAX
+    promoted them to it there before the primitive (``i32 + i64`` is an int64
+    sum), so its x64 meaning takes them so."""
+    import numpy as np
+
+    wide: dict[str, Any] = {}
+    for a in args:
+        d = x64_arrays.x64_dtype(a)
+        if d is None and (type(a) is np.ndarray or isinstance(a, np.generic)) and a.dtype in host.NARROWED:
+            d = a.dtype  # 64-bit host data (see _wide_operands)
+        if d is not None:
+            wide.setdefault(d.kind, d)
+    if not wide:
+        return {}
+    out: dict[int, Any] = {}
+    for a in args:
+        dtype = getattr(a, "dtype", None)
+        if dtype is None or x64_arrays.x64_dtype(a) is not None:
+            continue
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            continue
+        if dtype in host.NARROWED_IMAGES and dtype.kind in wide:
+            out[id(a)] = wide[dtype.kind]
+    return out
+
+
+def differs_in_x64(dtype: Any, config: Any) -> bool:
+    """Whether 64-bit data of ``dtype`` computes otherwise in the 32-bit
+    program than in the x64 one: integers always, floats under the pairs
+    float policy (under ``f32`` float64 is float32 in both)."""
+    return host.computes_otherwise(dtype, config)
+
+
+def _judged_original(x: Any, config: Any) -> Any:
+    """The 64-bit host data ``x`` was narrowed from, where it computes
+    otherwise in the x64 program (:func:`differs_in_x64`); else ``None``."""
+    w = host.wide_original(x)
+    return w if w is not None and differs_in_x64(w.dtype, config) else None
+
+
+def _described(a: Any) -> str:
+    """``int64[3]``: host data's dtype and shape."""
+    import numpy as np
+
+    return f"{np.dtype(a.dtype)}[{','.join(map(str, np.shape(a)))}]"
+
+
+def _wide_operands(prim: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """An eager primitive's operands with the 64-bit host data they were
+    narrowed from in place of their narrowed images (integers; floats under
+    the pairs float policy), or ``None`` when none was.  A 32-bit array among
+    them is promoted to the host data's dtype in the x64 meaning, as JAX
+    promotes it there (:func:`_promoted`)."""
+    config = STATE.active_config()
+    if config is None:
+        return None
+    out = []
+    found = False
+    for a in args:
+        w = _judged_original(a, config)
+        found = found or w is not None
+        out.append(a if w is None else w)
+    return tuple(out) if found else None
+
+
+def unjudged_jit_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The eager run of a traced ``jit``: one traced with no x64 meaning (inside
+    a transformation called outside any jit, ``jax.vmap(f)`` of a function
+    calling ``jnp`` functions) that 64-bit host data enters is said at the
+    line (:func:`no_meaning`): its 32-bit program computes that data."""
+
+    def impl(*args: Any, **params: Any) -> Any:
+        if (host.wide_pending() or x64_arrays.marked_count()) and wanted():
+            jaxpr = params.get("jaxpr")
+            try:
+                judged = jaxpr is None or jaxpr in meanings
+            except TypeError:
+                judged = True
+            if not judged:
+                _refuse_unjudged(args, params)
+        return original(*args, **params)
+
+    impl.__wrapped__ = original  # type: ignore[attr-defined]
+    return impl
+
+
+# ---------------------------------------------------------------------------
+# JAX's samplers called eagerly
+# ---------------------------------------------------------------------------
+#
+# ``jax.random.normal(key, (3,))`` called outside any jit fixes its dtype --
+# and what follows from it, such as the number of random bits -- in Python,
+# before it calls its own jit: with x64 turned off that is float32 and 32
+# bits, and the jit's x64 trace only sees the 32-bit choice, so the numbers
+# are JAX's 32-bit draw, not the x64 program's (other values, not float64's
+# rounded).  With x64 requested, an eager call of a sampler runs inside a
+# top-level jit of its own, where the dtype is fixed while tracing: the x64
+# trace draws what the x64 program draws, as ``jax.jit(jax.random.normal)``
+# would.  (One jit per sampler and static arguments, kept in a bounded cache.)
+
+
+def _is_array(x: Any) -> bool:
+    import jax
+    import numpy as np
+
+    return isinstance(x, (np.ndarray, np.generic, jax.Array))
+
+
+def sampler_in_a_jit(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def sampler(*args: Any, **kwargs: Any) -> Any:
+        if not wanted():
+            return original(*args, **kwargs)
+        dynamic = tuple(i for i, a in enumerate(args) if _is_array(a))
+        dynamic_kw = tuple(sorted(k for k, v in kwargs.items() if _is_array(v)))
+        static = tuple(None if i in dynamic else _hashable(a) for i, a in enumerate(args))
+        static_kw = tuple(sorted((k, _hashable(v)) for k, v in kwargs.items() if k not in dynamic_kw))
+        operands = (*(args[i] for i in dynamic), *(kwargs[k] for k in dynamic_kw))
+        try:
+            jitted = _sampler_jit(original, static, static_kw, dynamic, dynamic_kw)
+        except TypeError:  # an unhashable static argument: a jit for this call alone
+            jitted = _sampler_jit.__wrapped__(original, static, static_kw, dynamic, dynamic_kw)
+        outer = getattr(tls, "sampler", None)
+        tls.sampler = outer or f"jax.random.{original.__name__}"
+        try:
+            return jitted(*operands)
+        finally:
+            tls.sampler = outer
+
+    return sampler
+
+
+def eager_sampler() -> str | None:
+    """The public name of the sampler (``jax.random.normal``) whose eager
+    call is compiling now, if any: the jit it runs in hides it from the
+    stack."""
+    return getattr(tls, "sampler", None)
+
+
+def _hashable(x: Any) -> Any:
+    """A list (a shape given as a list) as a tuple, for the jit cache."""
+    return tuple(_hashable(v) for v in x) if isinstance(x, list) else x
+
+
+@functools.lru_cache(maxsize=256)
+def _sampler_jit(original: Callable[..., Any], static: tuple[Any, ...], static_kw: tuple[tuple[str, Any], ...],
+                 dynamic: tuple[int, ...], dynamic_kw: tuple[str, ...]) -> Callable[..., Any]:
+    import jax
+
+    def call(*operands: Any) -> Any:
+        args = list(static)
+        for i, x in zip(dynamic, operands):
+            args[i] = x
+        kwargs = dict(static_kw)
+        kwargs.update(zip(dynamic_kw, operands[len(dynamic):]))
+        return original(*args, **kwargs)
+
+    functools.update_wrapper(call, original)
+    return jax.jit(call)
+
+
+def _refuse_unjudged(args: tuple[Any, ...], params: dict[str, Any]) -> None:
+    config = STATE.active_config()
+    if config is None:
+        return
+    for a in args:
+        w = _judged_original(a, config)
+        marked = x64_arrays.x64_dtype(a)
+        if w is not None or (marked is not None and differs_in_x64(marked, config)):
+            what = (f"{_described(w)} host data" if w is not None else
+                    f"an array of the x64 program's {marked}[{','.join(map(str, a.shape))}]")
+            no_meaning(NoMeaning(f"{what} enters it, traced {_TRANSFORMED}"),
+                       str(params.get("name", "a jitted function")), config.policy)
+            return
+
+
+def _unjudged_transformation(dtype: Any) -> RangePolicy | None:
+    """The policy in force if a 64-bit ``dtype`` met now is in a trace with no
+    x64 meaning (a transformation outside any jit), else ``None``."""
+    if dtype.itemsize != 8 or dtype.kind not in "iuf":
+        return None
+    if getattr(tls, "judging", 0) or not x64_requested():
+        return None
+    if at_top_level():
+        return None  # eager (an eager primitive takes the x64 meaning) or a jit's arguments
+    config = STATE.active_config()
+    assert config is not None
+    return config.policy if differs_in_x64(dtype, config) else None
+
+
+_TRANSFORMED = ("under a transformation (vmap, grad, scan, shard_map) outside any jit, which "
+                "has no x64 meaning there (jit the transformed function)")
+
+
+def note_wide_host_data(original: Any) -> None:
+    """64-bit host data narrowed as it enters a trace with no x64 meaning."""
+    policy = _unjudged_transformation(original.dtype)
+    if policy is not None:
+        no_meaning(NoMeaning(f"{_described(original)} host data is narrowed in a function traced "
+                             f"{_TRANSFORMED}"),
+                   "a transformed function", policy)
+
+
+def note_explicit_dtype(requested: Any, became: Any, fun_name: Any) -> None:
+    """An explicitly requested 64-bit dtype (``astype(jnp.int64)``) JAX made
+    32-bit in a trace that has no x64 meaning: a ``jit`` under ``vmap``,
+    ``grad``, ``scan`` or ``shard_map`` called outside a ``jit`` (the top-level
+    ``jit`` of such a function has one).  Said at the user's line: the
+    32-bit program runs there unjudged."""
+    import numpy as np
+
+    try:
+        requested, became = np.dtype(requested), np.dtype(became)
+    except TypeError:
+        return
+    if requested == became:
+        return
+    policy = _unjudged_transformation(requested)
+    if policy is not None:
+        no_meaning(NoMeaning(f"{fun_name or 'it'} asks for {requested} in a function traced "
+                             f"{_TRANSFORMED}"),
+                   "a transformed function", policy)
