@@ -132,6 +132,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the x64 meaning, installed", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
     ("the JAX layer", ("no64.jax.reference", "no64.jax.jit", "no64.jax.assume")),
+    # measured float error, one module per job
+    ("measured float error: the report", ("no64.jax.numerics.report",)),
+    ("measured float error: how far", ("no64.jax.numerics.errors",)),
+    ("measured float error: the walk", ("no64.jax.numerics.walk",)),
+    ("measured float error: a function measured", ("no64.jax.numerics.run",)),
     ("measured float error", ("no64.jax.numerics",)),
     # the audit, one module per job
     ("the audit's format and attribution", ("no64.jax.audit.schema", "no64.jax.audit.sites")),
@@ -381,7 +386,7 @@ def test_the_folders_show_the_layers() -> None:
 #: Packages whose modules take no underscore name from one another: a name a
 #: sibling module uses is public within its package (the package's
 #: ``__all__`` stays its face), so privacy means "this module's own".
-PRIVATE_WITHIN = ("no64.io", "no64.jax.host", "no64.jax._compat", "no64.jax.intent")
+PRIVATE_WITHIN = ("no64.io", "no64.jax.host", "no64.jax._compat", "no64.jax.intent", "no64.jax.numerics")
 
 
 def private_crossings(mod: str, path: Path) -> list[str]:

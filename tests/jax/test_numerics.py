@@ -288,7 +288,7 @@ def unpaired(x):
     return jnp.sum(y * y) + _inner(y)[0]
 
 
-class _Recorded(numerics_module._Walk):
+class _Recorded(numerics_module.walk.Walk):
     """The walk evaluating one op at a time, keeping every value it computes."""
 
     def __init__(self, tol: float) -> None:
@@ -331,7 +331,7 @@ def test_the_compiled_programs_compute_what_each_op_computes_alone(program: str)
     with enable_x64(True):
         alone = _Recorded(1e-3)
         alone.run(j64, j32, list(args), list(args32))
-        compiled = numerics_module._replayed(1e-3, j64, j32, list(args), list(args32))
+        compiled = numerics_module.run._replayed(1e-3, j64, j32, list(args), list(args32))
     for side in (0, 1):
         assert len(compiled[side]) == len(alone.got[side]) > 0
         for want, got in zip(alone.got[side], compiled[side]):
@@ -343,9 +343,9 @@ def test_the_compiled_programs_compute_what_each_op_computes_alone(program: str)
 def test_a_function_measured_again_runs_the_programs_compiled_for_it() -> None:
     x = np.array([0.123, 0.456, 1.5, -3.25])
     first = no64.numerics(cancellation, x, pairs=False)
-    kept = dict(numerics_module._PROGRAMS)
+    kept = dict(numerics_module.run._PROGRAMS)
     again = no64.numerics(cancellation, x * 2, pairs=False)
-    assert {k: id(v) for k, v in numerics_module._PROGRAMS.items() if k in kept} == \
+    assert {k: id(v) for k, v in numerics_module.run._PROGRAMS.items() if k in kept} == \
         {k: id(v) for k, v in kept.items()}
     assert len(kept) >= 2 and first.lines and again.lines
 
