@@ -131,6 +131,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the x64 meaning: the trace and the lowering of a jit call", ("no64.jax.intent.trace",)),
     ("the x64 meaning, installed", ("no64.jax.intent",)),
     ("the compile hook", ("no64.jax.hook",)),
+    # the reference runner: modules on the CPU backend, then comparisons
+    ("the reference runner's modules", ("no64.jax.reference.modules",)),
+    ("the reference runner's comparisons", ("no64.jax.reference.compare",)),
     ("the JAX layer", ("no64.jax.reference", "no64.jax.jit", "no64.jax.assume")),
     # measured float error, one module per job
     ("measured float error: the report", ("no64.jax.numerics.report",)),
@@ -386,7 +389,8 @@ def test_the_folders_show_the_layers() -> None:
 #: Packages whose modules take no underscore name from one another: a name a
 #: sibling module uses is public within its package (the package's
 #: ``__all__`` stays its face), so privacy means "this module's own".
-PRIVATE_WITHIN = ("no64.io", "no64.jax.host", "no64.jax._compat", "no64.jax.intent", "no64.jax.numerics")
+PRIVATE_WITHIN = ("no64.io", "no64.jax.host", "no64.jax._compat", "no64.jax.intent", "no64.jax.numerics",
+                  "no64.jax.reference")
 
 
 def private_crossings(mod: str, path: Path) -> list[str]:
