@@ -108,12 +108,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the JAX seam, one module per job, with its face; and the compile hook's
     # state (one object with its listeners) below everything that reads or
     # writes it
-    ("the JAX seam's shared parts", ("no64.jax._compat.base",)),
+    ("the JAX seam's shared parts", ("no64.jax._compat.base", "no64.jax._compat.patching")),
     ("the JAX seam", ("no64.jax._compat.config", "no64.jax._compat.values", "no64.jax._compat.jaxprs",
                       "no64.jax._compat.internals", "no64.jax._compat.tracebacks", "no64.jax._compat.jit_path")),
     ("the JAX seam: what builds on its parts", ("no64.jax._compat.dispatch", "no64.jax._compat.cpu_compiler")),
     ("the JAX seam's face, the hook's state", ("no64.jax", "no64.jax._compat", "no64.jax.state",
                                                "no64.jax.pair_probe", "no64.jax.x64_arrays")),
+    # every point where no64 puts its own code in place of JAX's, in one list
+    ("what no64 replaces in JAX", ("no64.jax.interception",)),
     # what no64 knows about JAX primitives (from the op table)
     ("the primitive table", ("no64.jax.primitives",)),
     # host values, one module per job

@@ -124,15 +124,16 @@ No other module of no64 imports ``jax._src``, ``jax.interpreters``,
 checks it.
 
 The seam is a package with a module per job, each importing only those
-before it: ``base`` (the error naming a missing feature), ``config`` (the
-x64 scope and value, configuration states, the platforms), ``values`` (host
-values and dtypes), ``jaxprs`` (jaxprs, equations and traces),
-``internals`` (JAX's functions by no64's names, devices), ``tracebacks``
-(source locations), ``jit_path`` (jit's Python path: its trace, lowering
-and eager implementations), ``dispatch`` (every jit call through JAX's
-Python dispatch) and ``cpu_compiler`` (XLA's CPU compiler, wrapped as the
-seam loads).  This module re-exports their names: the rest of no64 imports
-from ``no64.jax._compat`` alone.
+before it: ``base`` (the error naming a missing feature), ``patching`` (the
+journal of what the seam replaced in JAX, which puts the originals back),
+``config`` (the x64 scope and value, configuration states, the platforms),
+``values`` (host values and dtypes), ``jaxprs`` (jaxprs, equations and
+traces), ``internals`` (JAX's functions by no64's names, devices),
+``tracebacks`` (source locations), ``jit_path`` (jit's Python path: its
+trace, lowering and eager implementations), ``dispatch`` (every jit call
+through JAX's Python dispatch) and ``cpu_compiler`` (XLA's CPU compiler,
+wrapped as the seam loads).  This module re-exports their names: the rest of
+no64 imports from ``no64.jax._compat`` alone.
 """
 
 from __future__ import annotations
@@ -190,6 +191,7 @@ from .jit_path import (
     wrap_primitive_callable,
     wrap_random_samplers,
 )
+from .patching import Change, changes, installing, replace_attribute, restore
 from .tracebacks import (
     current_traceback,
     frame_line,
@@ -224,6 +226,8 @@ __all__ = [
     "bind_equation_params",
     "canonicalize_host_value",
     "canonicalize_traced_constants",
+    "Change",
+    "changes",
     "clear_fast_path_entries",
     "closed_jaxpr_type",
     "cpp_call_params",
@@ -239,6 +243,7 @@ __all__ = [
     "HASH_RECOGNIZE_OFF",
     "hide_from_source_locations",
     "hide_from_tracebacks",
+    "installing",
     "internal_function",
     "is_flagged",
     "jax_code_folders",
@@ -260,8 +265,10 @@ __all__ = [
     "primitive_names",
     "PythonJitCall",
     "register_canonicalize_handler",
+    "replace_attribute",
     "replace_internal_function",
     "replace_jit_function",
+    "restore",
     "route_python_jit_calls",
     "scan_layout",
     "set_aval_mapping",

@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from .base import missing, optional_module
+from .patching import note_permanent, replace_attribute
 
 # ---------------------------------------------------------------------------
 # enable_x64
@@ -101,6 +102,7 @@ def _extend_trace_context(jax_config: Any, state: Any) -> None:
             current.__defaults__, current.__closure__)
         jax_config._no64_trace_context_states = []
         current.__code__ = _trace_context_code.__code__
+        note_permanent("jax._src.config.trace_context.__code__", _trace_context_code)
     jax_config._no64_trace_context_states.append(state)
 
 
@@ -145,7 +147,7 @@ def x64_update_hook() -> Callable[[Any], None] | None:
 def set_x64_update_hook(hook: Callable[[Any], None] | None) -> None:
     """Make ``hook`` the function JAX calls when ``jax_enable_x64``'s global
     value is set (chain onto :func:`x64_update_hook` to keep JAX's)."""
-    x64_state()._update_global_hook = hook
+    replace_attribute(x64_state(), "_update_global_hook", hook, where="jax._src.config.enable_x64")
 
 
 def explicit_x64_dtypes_allowed() -> bool:

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from .config import backends_started
+from .patching import on_restore, replace_item
 
 # ----------------------------------------------------- XLA's CPU compiler
 #: The LLVM option that turns off the hash (CRC) recognition of LLVM's loop
@@ -102,9 +103,17 @@ def guard_cpu_compiler() -> str:
                 else:
                     os.environ["XLA_FLAGS"] = flags
 
-    factories["cpu"] = dataclasses.replace(registration, factory=guarded)
+    replace_item(factories, "cpu", dataclasses.replace(registration, factory=guarded),
+                 where="jax._src.xla_bridge._backend_factories")
     _guard[0] = "installed"
+    on_restore(_unguarded)
     return _guard[0]
+
+
+def _unguarded() -> None:
+    """The factory put back before JAX made its CPU backend: it may be wrapped again."""
+    if _guard[0] == "installed":
+        _guard[0] = ""
 
 
 def late_cpu_guard_warning() -> str | None:

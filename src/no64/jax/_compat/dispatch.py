@@ -10,6 +10,7 @@ from typing import Any
 
 from .base import missing
 from .jit_path import jit_function, replace_jit_function
+from .patching import on_restore, replace_attribute
 
 # ---------------------------------------------------------------------------
 # Every jit call through JAX's Python dispatch (measuring a program's calls)
@@ -103,13 +104,13 @@ def route_python_jit_calls(take: Callable[[PythonJitCall], Any] | None) -> None:
                               lambda: run(*a, **k))
 
             _run_python_pjit.__wrapped__ = run  # type: ignore[attr-defined]
-            setattr(pjit, "_run_python_pjit", _run_python_pjit)  # noqa: B010 - absent before 0.9
+            replace_attribute(pjit, "_run_python_pjit", _run_python_pjit)
         elif helper is not None:
             def _python_pjit_helper(fun: Any, jit_info: Any, *args: Any, **kwargs: Any) -> Any:
                 return _taken(fun, args, kwargs, jit_info, lambda: helper(fun, jit_info, *args, **kwargs))
 
             _python_pjit_helper.__wrapped__ = helper  # type: ignore[attr-defined]
-            setattr(pjit, "_python_pjit_helper", _python_pjit_helper)  # noqa: B010 - absent from 0.9
+            replace_attribute(pjit, "_python_pjit_helper", _python_pjit_helper)
         else:
             raise missing("the Python dispatch of a jit call (pjit._run_python_pjit)")
 
@@ -125,6 +126,12 @@ def route_python_jit_calls(take: Callable[[PythonJitCall], Any] | None) -> None:
         _get_fastpath_data.__wrapped__ = fastpath  # type: ignore[attr-defined]
         replace_jit_function("_get_fastpath_data", _get_fastpath_data)
         _jit_calls_routed[0] = True
+        on_restore(_unrouted)
+
+
+def _unrouted() -> None:
+    """JAX's dispatch put back: the next routing wraps it again."""
+    _jit_calls_routed[0] = False
 
 
 def _note_jit_infos() -> None:

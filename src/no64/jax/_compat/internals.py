@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import missing, optional_module
+from .patching import replace_attribute
 
 # ---------------------------------------------------------------------------
 # What the backend client receives
@@ -81,7 +82,7 @@ def replace_internal_function(name: str, new: Callable[..., Any]) -> None:
     defined (callers that bound it elsewhere are seen to by the caller, see
     :func:`numpy_modules`)."""
     owner, attr = _internal_owner(name)
-    setattr(owner, attr, new)
+    replace_attribute(owner, attr, new)
 
 
 def device_list(devices: Sequence[Any]) -> Any:

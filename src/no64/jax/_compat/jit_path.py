@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import missing
+from .patching import replace_attribute
 
 
 def cpp_call_params(args: tuple[Any, ...]) -> Any:
@@ -49,7 +50,7 @@ def replace_jit_function(name: str, new: Callable[..., Any]) -> Callable[..., An
     from jax._src import pjit
 
     original = jit_function(name)
-    setattr(pjit, name, new)
+    replace_attribute(pjit, name, new)
     return original
 
 
@@ -71,7 +72,7 @@ def wrap_jit_trace(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> 
 
     trace = getattr(pjit, "_trace_for_jit", None)
     if trace is not None:
-        pjit._trace_for_jit = make(trace)
+        replace_attribute(pjit, "_trace_for_jit", make(trace))
         return
     impl = getattr(pjit, "_infer_params_impl", None)
     if impl is None:
@@ -90,7 +91,7 @@ def wrap_jit_trace(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> 
         return p, list(_jit_dynamic_arguments(ji, args, kwargs))
 
     _infer_params_impl.__wrapped__ = impl  # type: ignore[attr-defined]
-    pjit._infer_params_impl = _infer_params_impl  # type: ignore[attr-defined]  # 0.7-0.8 only
+    replace_attribute(pjit, "_infer_params_impl", _infer_params_impl)  # 0.7-0.8 only
 
 
 def _jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> Any:
@@ -138,7 +139,7 @@ def wrap_primitive_callable(make: Callable[[Callable[..., Any]], Callable[..., A
     for name in ("cache_info", "cache_clear"):
         if hasattr(callable_, name) and not hasattr(wrapped, name):
             setattr(wrapped, name, getattr(callable_, name))
-    dispatch.xla_primitive_callable = wrapped
+    replace_attribute(dispatch, "xla_primitive_callable", wrapped)
 
 
 def wrap_random_samplers(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> list[str]:
@@ -162,7 +163,7 @@ def wrap_random_samplers(make: Callable[[Callable[..., Any]], Callable[..., Any]
         if params[:1] == ["key"] and "dtype" in params:
             wrapped = make(fun)
             wrapped.__no64_sampler__ = True  # type: ignore[attr-defined]
-            setattr(random, name, wrapped)
+            replace_attribute(random, name, wrapped)
             names.append(name)
     return names
 
@@ -176,7 +177,7 @@ def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> N
     prim = getattr(pjit, "jit_p", None)
     if prim is None or not callable(getattr(prim, "impl", None)):
         raise missing("the jit primitive's eager implementation (pjit.jit_p.impl)")
-    prim.def_impl(make(prim.impl))
+    replace_attribute(prim, "impl", make(prim.impl), where="jax._src.pjit.jit_p")  # as prim.def_impl sets it
 
 
 def after_python_jit_call(after: Callable[[Any, Any], None]) -> None:
@@ -199,7 +200,7 @@ def after_python_jit_call(after: Callable[[Any, Any], None]) -> None:
 
         _run_python_pjit.__wrapped__ = run  # type: ignore[attr-defined]
         _run_python_pjit.__no64__ = True  # type: ignore[attr-defined]
-        setattr(pjit, "_run_python_pjit", _run_python_pjit)  # noqa: B010 - absent before 0.10
+        replace_attribute(pjit, "_run_python_pjit", _run_python_pjit)
     elif run is None and helper is not None and not getattr(helper, "__no64__", False):
         def _python_pjit_helper(*args: Any, **kwargs: Any) -> Any:
             result = helper(*args, **kwargs)
@@ -208,7 +209,7 @@ def after_python_jit_call(after: Callable[[Any, Any], None]) -> None:
 
         _python_pjit_helper.__wrapped__ = helper  # type: ignore[attr-defined]
         _python_pjit_helper.__no64__ = True  # type: ignore[attr-defined]
-        setattr(pjit, "_python_pjit_helper", _python_pjit_helper)  # noqa: B010 - absent from 0.10
+        replace_attribute(pjit, "_python_pjit_helper", _python_pjit_helper)
     elif run is None and helper is None:
         raise missing("the Python dispatch of a jit call (pjit._run_python_pjit)")
 
@@ -288,10 +289,10 @@ def wrap_device_put_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]
     if prim is None or not callable(getattr(prim, "impl", None)) or not prim.multiple_results:
         raise missing("the eager implementation of device_put (dispatch.device_put_p.impl)")
     impl = prim.impl
-    prim.def_impl(make(impl))
+    replace_attribute(prim, "impl", make(impl), where="jax._src.dispatch.device_put_p")  # as prim.def_impl sets it
     direct = getattr(dispatch, "_batched_device_put_impl", None)
     if callable(direct):
-        dispatch._batched_device_put_impl = make(direct)
+        replace_attribute(dispatch, "_batched_device_put_impl", make(direct))
 
 
 def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -304,7 +305,7 @@ def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> 
     lower = getattr(pjit, "_pjit_lower", None)
     if lower is None:
         raise missing("lowering of a jit call (pjit._pjit_lower)")
-    pjit._pjit_lower = make(lower)  # type: ignore[assignment]  # a cached function from 0.8
+    replace_attribute(pjit, "_pjit_lower", make(lower))  # a cached function from 0.8
 
 
 def jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> list[Any]:

@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from .base import missing
+from .patching import note_exclusion, replace_attribute
 
 
 def traceback_context(traceback: Any) -> AbstractContextManager[Any]:
@@ -117,7 +118,7 @@ def locate_by_trace_frames() -> None:
 
     _traceback_to_location.__wrapped__ = original  # type: ignore[attr-defined]
     _traceback_to_location.__no64__ = True  # type: ignore[attr-defined]
-    mlir._traceback_to_location = _traceback_to_location
+    replace_attribute(mlir, "_traceback_to_location", _traceback_to_location)
 
 
 def _frames_location(ctx: Any, codes: list[Any], lastis: list[int]) -> Any:
@@ -171,6 +172,9 @@ def hide_from_tracebacks(path: str) -> None:
     from jax._src import traceback_util
 
     traceback_util.register_exclusion(path)
+    paths = getattr(traceback_util, "_exclude_paths", None)
+    if isinstance(paths, list):
+        note_exclusion(paths, path, where="jax._src.traceback_util._exclude_paths")
 
 
 def hide_from_source_locations(path: str) -> None:
@@ -180,6 +184,9 @@ def hide_from_source_locations(path: str) -> None:
 
     if path not in getattr(source_info_util, "_exclude_paths", ()):
         source_info_util.register_exclusion(path)
+        paths = getattr(source_info_util, "_exclude_paths", None)
+        if isinstance(paths, list):
+            note_exclusion(paths, path, where="jax._src.source_info_util._exclude_paths")
 
 
 def frame_line(code: Any, lasti: int) -> int:

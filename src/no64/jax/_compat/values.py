@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .base import missing, optional_module
+from .patching import note_permanent, replace_attribute, replace_item
 
 # ---------------------------------------------------------------------------
 # Host-value canonicalisation
@@ -22,8 +23,9 @@ def register_canonicalize_handler(type_: type, handler: Callable[[Any], Any]) ->
     from jax._src import dtypes
 
     register = getattr(dtypes, "register_canonicalize_value_handler", None)
-    if register is not None:
+    if register is not None:  # jaxlib's registry: no removal, and its entries cannot be read back
         register(type_, handler)
+        note_permanent(f"jax._src.dtypes.canonicalize_value_handlers[{type_.__name__}]", handler)
         return
     handlers = getattr(dtypes, "canonicalize_value_handlers", None)
     if handlers is None:
@@ -34,7 +36,7 @@ def register_canonicalize_handler(type_: type, handler: Callable[[Any], Any]) ->
             "host-value canonicalisation registry (dtypes.register_canonicalize_value_handler, "
             "dtypes.canonicalize_value_handlers or xla.canonicalize_dtype_handlers)"
         )
-    handlers[type_] = handler
+    replace_item(handlers, type_, handler, where="jax._src.dtypes.canonicalize_value_handlers")
 
 
 def _typed_ndarray_factory() -> Callable[[np.ndarray], Any]:
@@ -127,11 +129,11 @@ def watch_explicit_dtypes(note: Callable[[Any, Any, Any], None]) -> Callable[[],
 
         wrapper = check_user_dtype
     wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-    setattr(dtypes, name, wrapper)
+    replace_attribute(dtypes, name, wrapper)
 
     def undo() -> None:
         if getattr(dtypes, name, None) is wrapper:
-            setattr(dtypes, name, original)
+            replace_attribute(dtypes, name, original)
 
     return undo
 
@@ -183,7 +185,7 @@ def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
 
     _new_const.__wrapped__ = original  # type: ignore[attr-defined]
     _new_const.__no64__ = True  # type: ignore[attr-defined]
-    trace._new_const = _new_const  # type: ignore[union-attr]  # found above (0.7 only)
+    replace_attribute(trace, "_new_const", _new_const)  # found above (0.7 only)
 
 
 
@@ -210,7 +212,7 @@ def traced_constant_sources() -> Iterator[dict[int, tuple[Any, Any]]]:
 
         _new_const.__wrapped__ = original  # type: ignore[attr-defined]
         _new_const.__no64_sources__ = True  # type: ignore[attr-defined]
-        trace._new_const = _new_const  # type: ignore[union-attr]
+        replace_attribute(trace, "_new_const", _new_const)
     saved = getattr(_constants_seen, "found", None)
     found: dict[int, tuple[Any, Any]] = {}
     _constants_seen.found = found
@@ -264,7 +266,7 @@ def set_aval_mapping(type_: type, mapping: Callable[[Any], Any]) -> None:
     """Make ``mapping`` JAX's abstract value of host values of ``type_``."""
     from jax._src import core
 
-    core.pytype_aval_mappings[type_] = mapping
+    replace_item(core.pytype_aval_mappings, type_, mapping, where="jax._src.core.pytype_aval_mappings")
 
 
 def wrap_dtype_warnings(make: Callable[[Any], Any]) -> None:
@@ -275,4 +277,4 @@ def wrap_dtype_warnings(make: Callable[[Any], Any]) -> None:
     from jax._src import dtypes
 
     if getattr(dtypes, "warnings", None) is warnings:
-        dtypes.warnings = make(warnings)
+        replace_attribute(dtypes, "warnings", make(warnings))

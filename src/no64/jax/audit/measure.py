@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from ...report import counted
+from .. import interception
 from ..numerics import PAIRS_DO_NOT_HELP
 from .sites import relative_path, source_text
 
@@ -455,6 +456,7 @@ def install() -> None:
     settle_trace_context()
     with _install_lock:
         if not _installed:
+            interception.install("measure", {"python-jit-calls": lambda: route_python_jit_calls(None)})
             route_python_jit_calls(_take)
             clear_fast_path_entries()
             _installed = True

@@ -16,6 +16,7 @@ from typing import Any
 from ...ir._mlir import ir, make_context
 from ...transforms.scan import find_64bit
 from .._compat import (
+    installing,
     internal_function,
     replace_internal_function,
     set_x64_update_hook,
@@ -102,7 +103,8 @@ class Observer:
 
     def __enter__(self) -> "Observer":
         self._previous = internal_function("compile_or_get_cached")
-        replace_internal_function("compile_or_get_cached", self._wrapper)
+        with installing("audit-compile"):
+            replace_internal_function("compile_or_get_cached", self._wrapper)
         self._active = True
         return self
 
@@ -169,7 +171,8 @@ class _X64Watch:
                 previous(value)
 
         self._hook = hook
-        set_x64_update_hook(hook)
+        with installing("audit-x64-watch"):
+            set_x64_update_hook(hook)
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -22,6 +22,7 @@ from .. import hook as jaxhook, host, intent
 from .._compat import (
     backends_started,
     hide_from_tracebacks,
+    installing,
     set_x64_global,
     set_x64_update_hook,
     watch_explicit_dtypes,
@@ -210,8 +211,9 @@ class Predictor(HookListener):
         # The audit's own frames (this package's) are not part of the
         # program's traceback (a run under NO64_PLATFORMS has none): JAX
         # leaves them out as it leaves out its own frames.
-        for path in _own_files():
-            hide_from_tracebacks(path)
+        with installing("audit-frames"):
+            for path in _own_files():
+                hide_from_tracebacks(path)
 
         warnings.filterwarnings("ignore", category=X64DisabledWarning)
         # the environment activation (NO64_PLATFORMS) yields to this one
@@ -235,7 +237,8 @@ class Predictor(HookListener):
                 previous_hook(value)
 
         self._recording = True
-        set_x64_update_hook(x64_hook)
+        with installing("audit-x64-watch"):
+            set_x64_update_hook(x64_hook)
         self._saved["x64_watch"] = x64_hook
         words = {name: word for name, word in self.settings.items() if name != "mode" and word is not None}
         words["float_hints"] = True  # the audit names what f32 changes, whatever the hook would
@@ -254,7 +257,8 @@ class Predictor(HookListener):
                 except Exception:  # noqa: BLE001
                     pass
 
-        self._saved["explicit_dtype"] = watch_explicit_dtypes(explicit_dtype)
+        with installing("audit-explicit-dtypes"):
+            self._saved["explicit_dtype"] = watch_explicit_dtypes(explicit_dtype)
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-
+from ..interception import install
 from .patches import (
     install_aot_guard,
     install_arange,
@@ -20,29 +19,23 @@ from .patches import (
 )
 from .sentinels import install_sentinel_reads
 
-_installed = False
-_install_lock = threading.Lock()
-
 
 def install_hooks() -> None:
-    """Put no64 at every point where JAX converts host data (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    with _install_lock:
-        if _installed:
-            return
-        install_canonicalize_handlers()
-        install_traced_constants()
-        install_int_aval()
-        install_convert_element_type()
-        install_coerce_to_array()
-        install_array()
-        install_device_put()
-        install_arange()
-        install_x64_creations()
-        install_fastpath_guard()
-        install_aot_guard()
-        install_sentinel_reads()
-        install_warning_levels()
-        _installed = True
+    """Put no64 at every point where JAX converts host data (idempotent): the
+    points of the group ``host`` of :data:`no64.jax.interception.POINTS`, in
+    its order."""
+    install("host", {
+        "canonicalize-handlers": install_canonicalize_handlers,
+        "traced-constants": install_traced_constants,
+        "int-aval": install_int_aval,
+        "convert-element-type": install_convert_element_type,
+        "coerce-to-array": install_coerce_to_array,
+        "array": install_array,
+        "device-put": install_device_put,
+        "arange": install_arange,
+        "x64-creations": install_x64_creations,
+        "fastpath-guard": install_fastpath_guard,
+        "aot-guard": install_aot_guard,
+        "sentinel-reads": install_sentinel_reads,
+        "warning-levels": install_warning_levels,
+    })

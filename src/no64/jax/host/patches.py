@@ -380,7 +380,7 @@ _CREATIONS = ("arange", "zeros", "ones", "full", "empty", "zeros_like", "ones_li
 def install_x64_creations() -> None:
     import jax.numpy as jnp
 
-    from .._compat import numpy_modules
+    from .._compat import numpy_modules, replace_attribute
 
     modules = (*numpy_modules("array_creation", "lax_numpy"), jnp)
     for name in _CREATIONS:
@@ -391,7 +391,7 @@ def install_x64_creations() -> None:
         wrapper.__no64_x64__ = True  # type: ignore[attr-defined]
         for module in modules:
             if getattr(module, name, None) is original:
-                setattr(module, name, wrapper)
+                replace_attribute(module, name, wrapper)
 
 
 def _noting_x64(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -531,13 +531,15 @@ def computes_otherwise(dtype: Any, config: Any = None) -> bool:
 
 
 def _replace(name: str, original: Any, wrapper: Any, modules: tuple[Any, ...]) -> None:
+    from .._compat import replace_attribute
+
     wrapper.__wrapped__ = original
     wrapper.__no64__ = True
     for attr in ("__doc__", "__name__", "__qualname__", "__module__"):
         setattr(wrapper, attr, getattr(original, attr))
     for module in modules:
         if getattr(module, name, None) is original:
-            setattr(module, name, wrapper)
+            replace_attribute(module, name, wrapper)
 
 
 def install_array() -> None:

@@ -44,7 +44,7 @@ trace of a jit call and its lowering); :func:`install` puts them into JAX.
 
 from __future__ import annotations
 
-from .. import host
+from .. import host, interception
 from .._compat import (
     after_python_jit_call,
     watch_explicit_dtypes,
@@ -91,27 +91,23 @@ __all__ = ["NoMeaning", "checked_output_error", "clear_warned", "eager_sampler",
            "with_x64_arguments"]
 
 
-_installed = False
-
 
 def install() -> None:
-    """Put the x64 trace, its replay and the x64 lowering into JAX's ``jit`` (idempotent)."""
-    global _installed
-    if _installed:
-        return
+    """Put the x64 trace, its replay and the x64 lowering into JAX's ``jit``
+    (idempotent): the points of the group ``intent`` of
+    :data:`no64.jax.interception.POINTS`, in its order, and no64's own
+    listeners of host narrowing."""
     with lock:
-        if _installed:
-            return
-        wrap_jit_trace(take_trace)
-        wrap_jit_lower(take_lower)
-        install_call_variants()
-        wrap_primitive_callable(eager_with_wide_operands)
-        watch_explicit_dtypes(note_explicit_dtype)
+        interception.install("intent", {
+            "jit-trace": lambda: wrap_jit_trace(take_trace),
+            "jit-lower": lambda: wrap_jit_lower(take_lower),
+            "call-variants": install_call_variants,
+            "primitive-callable": lambda: wrap_primitive_callable(eager_with_wide_operands),
+            "explicit-dtypes": lambda: watch_explicit_dtypes(note_explicit_dtype),
+            "after-jit-call": lambda: after_python_jit_call(after_call),
+            "jit-impl": lambda: wrap_jit_impl(unjudged_jit_with_wide_operands),
+            "samplers": lambda: wrap_random_samplers(sampler_in_a_jit),
+        })
         host.veto_fast_path(no_fast_path)
-        after_python_jit_call(after_call)
         host.on_wide_narrowed(note_wide_host_data)
-        wrap_jit_impl(unjudged_jit_with_wide_operands)
-        wrap_random_samplers(sampler_in_a_jit)
         host.judged_by_x64_module(sentinels_judged)
-
-        _installed = True
