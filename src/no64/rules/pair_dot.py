@@ -1,4 +1,4 @@
-"""A ``dot_general`` on float64 pairs as exact dots of integer slices (the Ozaki scheme).
+"""A ``dot_general`` on float64 pairs as exact dots of integer slices (the Ozaki scheme, I and II).
 
 The lhs is laid out ``batch x free x contracting`` (``[B, M, K]``), the
 rhs ``batch x contracting x free`` (``[B, K, N]``, the layout a dot takes
@@ -57,6 +57,55 @@ on the matrix engine's exact datapath, which the device profile names
    not negative, so the pair is within ``SUM_ACCURACY`` of the exact sum
    of the computed products (the running sum's errors are each below
    ``u`` times a partial sum that grows by ``2**20`` or more per word).
+
+**Residues (Ozaki scheme II).**  On an integer datapath (``int8``) that
+runs a ``case``, where they compute fewer products than the levels do
+always (:func:`scheme`: 15 to 17 against 36, for ``k`` from 1 to
+``10**6``), the product is computed from residues where the data are
+within their span, by the levels above where not (the other branch of a
+``case``; :func:`crt_plan` plans it):
+
+1. **One integer per element.**  The scaled element ``a`` is cut into its
+   first ``s`` digits (step 2; ``s`` the fewest whose remainder meets
+   data of ``_TYPICAL_BITS``: 8 for int8), taken as one integer ``A' =
+   sum_j d_j 2**(beta (s - j))``: ``|a - A' g_s| <= r_s`` (about
+   ``2**-55``) and ``|A'| <= (2 + r_s) / g_s = 2**55``.
+2. **Residues.**  ``C' = sum_l A'_l B'_l`` (``|C'| <= k 2**110``) is
+   computed modulo ``N`` pairwise coprime odd moduli ``m_i <= 255`` (255,
+   253, 251, 247, 241, ..., the fewest whose balanced mixed radix below
+   covers ``|C'|``; 16 for ``k`` from 84 to 15859): ``A' mod m_i``,
+   balanced (``|.| <= 127``, an int8), is ``sum_j d_j (2**(beta (s - j))
+   mod m_i)`` reduced.  Every reduction of an f32 integer ``x``, ``|x| <
+   2**22``, is ``x - m round(x fl(1/m))``, exact: ``x fl(1/m)`` is within
+   ``|x| 2**-23 / m < 1 / (2m)`` of ``x / m``, which is at least that far
+   from a half-integer for an odd ``m``.
+3. **One batched int8 dot.**  The residues of all moduli, stacked, make one
+   ``dot_general`` batched over them, each sum exact in ``i32`` (a chunk's
+   within ``c 127**2``, the contraction chunked where longer); a result
+   ``x = hi 2**17 + lo`` reduces as ``hi (2**17 mod m) + lo`` (below
+   ``2**22``), and over several chunks the reduced chunks are summed and
+   reduced again: ``c_i = C' mod m_i``, balanced.
+4. **Garner.**  ``v_i = (P_i**-1 c_i - sum_(j < i) (P_j P_i**-1 mod m_i)
+   v_j) mod m_i`` (``P_i = m_1 ... m_(i-1)``; each sum an f32 integer
+   below ``2**22``), so ``C' = sum_i v_i P_i`` with ``|v_i| <= (m_i - 1) /
+   2``: the balanced mixed radix is unique on ``[-R, R]``, ``R = sum_i
+   (m_i - 1) / 2 P_i >= k 2**110``, and holds ``C'`` there.
+5. **Exact sum, rounded once.**  ``sum_i v_i P_i`` is summed in positions
+   of 12 bits (``P_i``'s digits ``p_it``: a position's ``sum_i v_i p_it``
+   an f32 integer below ``2**24``), carried and rounded once by step 5
+   above, in units of ``g_1**2``: within ``SUM_ACCURACY`` of ``C' g_s**2``.
+
+Their error per term is ``phi_r = 2 r_s + (2 + r_s) r_s`` (``|ab - A'B'
+g_s**2| <= |r_a| |b| + |A' g_s| |r_b|``: no product is dropped), and they
+run where the one-pass estimate of step 4 puts every ``(|A| |B|)_ij``
+(scaled units) at or above :attr:`CrtPlan.threshold` ``= k phi_r / (TAU
+slack)`` (about ``2**-7 k``: normally distributed data are about
+``2**-2`` to ``2**-5 k``), so that ``k phi_r <= TAU (|A| |B|)_ij``.  An
+output whose row or column is not scaled (its largest hi word below
+f32's normal range) has its ``A'`` zero there and errs by at most
+``(|A| |B|)_ij <= k 2**-125 2**(a_i + b_j)``; the rounding of step 5
+errs by ``SUM_ACCURACY`` of ``|C' g_s**2| <= (1 + TAU) (|A| |B|)_ij``.  So
+the bound below holds with either branch.
 
 **Bound.**  With ``u = 2**-24``, for every output element ``(i, j)`` of
 pair operands ``A`` and ``B`` (contraction length ``k``) whose row and
