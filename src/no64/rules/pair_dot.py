@@ -152,7 +152,7 @@ from ..ir.words import build, const, i32, make
 from ..targets import F32_EXACT, F32_MATMUL, I32_MAX, Matmul
 
 __all__ = ["SplitPlan", "plan", "split_dot", "BETA_CANDIDATES", "TAU", "SUM_ACCURACY", "SPAN_BITS",
-           "STATIC_SPAN_BITS"]
+           "STATIC_SPAN_BITS", "CrtPlan", "crt_plan", "scheme", "products", "RESIDUES"]
 
 _U = 2.0**-24
 
