@@ -156,6 +156,8 @@ class Computes(enum.Enum):
     PAD = "pad"
     #: The indices along ``iota_dimension``.
     IOTA = "iota"
+    #: Slices of operand 0 at the start indices operand 1 holds.
+    GATHER = "gather"
 
 
 class Reduction(enum.Enum):
