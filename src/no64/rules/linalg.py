@@ -783,36 +783,107 @@ def _derived_from(v: ir.Value, sources: list[ir.Value], parent: ir.Operation) ->
 
 class _Solve:
     """One solve by an LU's factors: ``upper`` (``U X = Y``) of ``lower``
-    (``L Y = P B``) of ``rows`` (``P B``: the rows of ``B`` in the LU's order)."""
+    (``L Y = P B``); ``P B`` is ``layout`` (transposes and reshapes, in
+    order) of ``rows`` (a ``gather`` of the rows of its operand in the LU's
+    order), so that ``B`` is ``layout`` of ``rows``'s operand."""
 
-    def __init__(self, lu: ir.Operation, lower: ir.Operation, upper: ir.Operation, rows: ir.Operation) -> None:
-        self.lu, self.lower, self.upper, self.rows = lu, lower, upper, rows
+    def __init__(self, lower: ir.Operation, upper: ir.Operation, rows: ir.Operation,
+                 layout: list[ir.Operation]) -> None:
+        self.lower, self.upper, self.rows, self.layout = lower, upper, rows, layout
+
+    def rhs(self) -> ir.Value:
+        """``B`` (built at the current insertion point)."""
+        v = self.rows.operands[0]
+        for op in self.layout:
+            copy = op.clone(ip=ir.InsertionPoint.current)
+            copy.operands[0] = v
+            v = copy.results[0]
+        return v
 
 
-def _rows_of(v: ir.Value, lu: ir.Operation) -> ir.Operation | None:
-    """The ``gather`` defining ``v`` where it is the rows of an ``n x m``
-    float64 matrix in an order computed from ``lu``'s pivots or permutation
-    alone; else None."""
-    op = defining_op(v)
-    if op is None or spec_of(op.name).computes is not Computes.GATHER or len(op.operands) != 2:
+def _shape(v: ir.Value) -> list[int] | None:
+    t = v.type
+    if not isinstance(t, ir.RankedTensorType) or not ir.RankedTensorType(t).has_static_shape:
         return None
-    shape = _static_2d(op.operands[0].type)
-    index = op.operands[1].type
-    if shape is None or op.results[0].type != op.operands[0].type or not isinstance(index, ir.RankedTensorType):
+    return list(ir.RankedTensorType(t).shape)
+
+
+def _permuted_axis(op: ir.Operation, n: int, lu: ir.Operation) -> int | None:
+    """The axis of ``op``'s result along which the ``gather`` ``op`` takes
+    its operand's ``n`` slices in an order computed from ``lu``'s pivots or
+    permutation alone, every slice whole and in its place (so that with the
+    indices ``0 .. n-1`` it would be its operand); else None."""
+    if spec_of(op.name).computes is not Computes.GATHER or len(op.operands) != 2:
         return None
-    if list(ir.RankedTensorType(index).shape) != [shape[0], 1]:
+    shape, index = _shape(op.operands[0]), _shape(op.operands[1])
+    if shape is None or op.results[0].type != op.operands[0].type or index != [n, 1]:
         return None
     attrs = attribute_dict(op)
     numbers, sizes = attrs.get("dimension_numbers"), attrs.get("slice_sizes")
-    if numbers is None or sizes is None or [int(s) for s in ir.DenseI64ArrayAttr(sizes)] != [1, shape[1]]:
+    if numbers is None or sizes is None:
         return None
     d = stablehlo.GatherDimensionNumbers(numbers)
-    if (list(d.offset_dims), list(d.collapsed_slice_dims), list(d.start_index_map), d.index_vector_dim) \
-            != ([1], [0], [0], 1) or list(getattr(d, "operand_batching_dims", [])):
+    axis = list(d.start_index_map)
+    if len(axis) != 1 or list(d.collapsed_slice_dims) != axis or d.index_vector_dim != 1 \
+            or list(getattr(d, "operand_batching_dims", [])) or shape[axis[0]] != n:
+        return None
+    c = axis[0]
+    if [int(x) for x in ir.DenseI64ArrayAttr(sizes)] != [1 if i == c else x for i, x in enumerate(shape)] \
+            or list(d.offset_dims) != [i for i in range(len(shape)) if i != c]:
         return None
     if not _derived_from(op.operands[1], [lu.results[1], lu.results[2]], lu.parent):
         return None
-    return op
+    return c
+
+
+def _moved_axis(op: ir.Operation, axis: int, n: int) -> int | None:
+    """Where the transpose or reshape ``op`` puts its operand's ``axis`` (of
+    ``n`` elements, kept whole and in order), or None."""
+    computes, shape, out = spec_of(op.name).computes, _shape(op.operands[0]), _shape(op.results[0])
+    if shape is None or out is None or len(op.operands) != 1:
+        return None
+    if computes is Computes.TRANSPOSE:
+        perm = [int(x) for x in ir.DenseI64ArrayAttr(attribute_dict(op)["permutation"])]
+        return perm.index(axis)
+    if computes is Computes.RESHAPE:
+        before = math.prod(shape[:axis])
+        for i, x in enumerate(out):
+            if x == n and math.prod(out[:i]) == before:
+                return i
+    return None
+
+
+def _rows_of(v: ir.Value, n: int, lu: ir.Operation) -> tuple[ir.Operation, list[ir.Operation]] | None:
+    """``(rows, layout)`` where the ``n x m`` float64 ``v`` is the transposes
+    and reshapes ``layout`` of a ``gather`` ``rows`` that takes the rows of
+    its operand in ``lu``'s order (see :func:`_permuted_axis`), that axis
+    becoming ``v``'s rows; else None."""
+    layout: list[ir.Operation] = []
+    op = defining_op(v)
+    while op is not None and op.parent == lu.parent \
+            and spec_of(op.name).computes in (Computes.TRANSPOSE, Computes.RESHAPE):
+        layout.insert(0, op)
+        op = defining_op(op.operands[0])
+    if op is None or op.parent != lu.parent:
+        return None
+    axis = _permuted_axis(op, n, lu)
+    for step in layout:
+        if axis is None:
+            return None
+        axis = _moved_axis(step, axis, n)
+    return (op, layout) if axis == 0 else None
+
+
+def _reshaped_use(v: ir.Value) -> tuple[ir.Operation, ir.Value] | None:
+    """The one op reading ``v`` past reshapes (each read once), with the
+    value it reads; None where ``v`` is read otherwise."""
+    while True:
+        uses = [as_operation(u.owner) for u in v.uses]
+        if len(uses) != 1:
+            return None
+        if spec_of(uses[0].name).computes is not Computes.RESHAPE:
+            return uses[0], v
+        v = uses[0].results[0]
 
 
 def _solves_of(lu: ir.Operation) -> list[_Solve] | None:
@@ -821,13 +892,13 @@ def _solves_of(lu: ir.Operation) -> list[_Solve] | None:
     by nothing else than the solves' two triangular solves, in ``lu``'s
     function body; else None."""
     n = _square(lu)
+    assert n is not None
     factors = [lu.results[0]]
     for use in lu.results[0].uses:
         user = as_operation(use.owner)
         if spec_of(user.name).computes is Computes.SELECT and use.operand_number == 1 \
                 and _nan_splat(user.operands[2]) and _derived_from(user.operands[0], [lu.results[2]], lu.parent):
             factors.append(user.results[0])
-    solves: list[_Solve] = []
     lowers: list[ir.Operation] = []
     uppers: list[ir.Operation] = []
     for f in factors:
@@ -836,7 +907,7 @@ def _solves_of(lu: ir.Operation) -> list[_Solve] | None:
             if f == lu.results[0] and any(user == defining_op(g) for g in factors[1:]):
                 continue
             kind = _triangular(user)
-            if use.operand_number != 0 or kind is None or user.parent != lu.parent:
+            if use.operand_number != 0 or user.parent != lu.parent:
                 return None
             if kind == (True, True):
                 lowers.append(user)
@@ -844,16 +915,19 @@ def _solves_of(lu: ir.Operation) -> list[_Solve] | None:
                 uppers.append(user)
             else:
                 return None
+    solves: list[_Solve] = []
     for low in lowers:
         shape = _static_2d(low.results[0].type)
-        uses = [as_operation(u.owner) for u in low.results[0].uses]
-        if shape is None or shape[0] != n or len(uses) != 1 or not any(uses[0] == u for u in uppers) \
-                or uses[0].operands[1] != low.results[0] or uses[0].results[0].type != low.results[0].type:
+        read = _reshaped_use(low.results[0])
+        if shape is None or shape[0] != n or read is None:
             return None
-        rows = _rows_of(low.operands[1], lu)
+        up, value = read
+        if not any(up == u for u in uppers) or up.operands[1] != value or up.results[0].type != low.results[0].type:
+            return None
+        rows = _rows_of(low.operands[1], n, lu)
         if rows is None:
             return None
-        solves.append(_Solve(lu, low, uses[0], rows))
+        solves.append(_Solve(low, up, *rows))
     if len(solves) != len(uppers) or not solves:
         return None
     return solves
@@ -974,7 +1048,7 @@ def refine_solves(root: ir.Operation) -> list[tuple[str, ir.Location, str, str]]
                                          f"no64.refine.{kind}.{n}x{m}")
             with ir.InsertionPoint(upper), upper.location:
                 call = func.CallOp([upper.results[0].type], ir.FlatSymbolRefAttr.get(helper),
-                                   [lu.operands[0], s.rows.operands[0]])
+                                   [lu.operands[0], s.rhs()])
             upper.results[0].replace_all_uses_with(call.results[0])
             done.append((upper.name, upper.location, helper, "lapack_sgetrf_ffi" if kind == _LAPACK else _TPU_LU))
             _erase_unread(upper, callees)

@@ -92,13 +92,14 @@ for _name in ("stablehlo.broadcast", "stablehlo.dynamic_broadcast_in_dim", "stab
             sentinels=FIRST_CARRIES, pairs=PR.componentwise)
 declare("stablehlo.gather", transfer=T.same_as_first, emulate=E.moved, moves=True, region_free=True,
         sentinels=FIRST_CARRIES, pairs=PR.componentwise, computes=Computes.GATHER, pure=True)
-for _name in ("stablehlo.slice", "stablehlo.transpose"):
-    declare(_name, transfer=T.same_as_first, emulate=E.moved, moves=True, pure=True, region_free=True,
-            sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+declare("stablehlo.slice", transfer=T.same_as_first, emulate=E.moved, moves=True, pure=True, region_free=True,
+        sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+declare("stablehlo.transpose", transfer=T.same_as_first, emulate=E.moved, moves=True, pure=True, region_free=True,
+        sentinels=FIRST_CARRIES, pairs=PR.componentwise, computes=Computes.TRANSPOSE)
 declare("stablehlo.broadcast_in_dim", transfer=T.same_as_first, fold=T.fold_broadcast, emulate=E.moved,
         moves=True, pure=True, region_free=True, sentinels=FIRST_CARRIES, pairs=PR.componentwise)
 declare("stablehlo.reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=E.moved, moves=True,
-        pure=True, region_free=True, sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+        pure=True, region_free=True, sentinels=FIRST_CARRIES, pairs=PR.componentwise, computes=Computes.RESHAPE)
 
 # Result i holds elements of operand i.
 declare("stablehlo.copy", transfer=T.same_as_operands, emulate=E.moved, moves=True, region_free=True,

@@ -158,6 +158,10 @@ class Computes(enum.Enum):
     IOTA = "iota"
     #: Slices of operand 0 at the start indices operand 1 holds.
     GATHER = "gather"
+    #: Operand 0's elements, in their row-major order, in another shape.
+    RESHAPE = "reshape"
+    #: Operand 0 with its dimensions in the order ``permutation`` gives.
+    TRANSPOSE = "transpose"
 
 
 class Reduction(enum.Enum):
