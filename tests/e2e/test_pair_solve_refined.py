@@ -14,6 +14,7 @@ contract the error (``cond(A)`` near ``2**24`` and beyond) the run-time
 from __future__ import annotations
 
 import jax
+import jax.export
 import jax.numpy as jnp
 import mpmath
 import numpy as np
