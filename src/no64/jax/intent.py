@@ -76,8 +76,9 @@ from ._compat import (
     wrap_jit_trace,
     wrap_primitive_callable,
     wrap_random_samplers,
+    x64_state,
 )
-from .replay import image_aval, replay_function
+from .replay import image_aval, replay_function, widened_params
 from .state import STATE
 
 __all__ = ["NoMeaning", "clear_warned", "has_meaning", "install", "meaning_of", "no_meaning",
@@ -247,13 +248,65 @@ def _eager_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any
             def with_wide_operands(*args: Any) -> Any:
                 wide = _wide_operands(prim, args)
                 args = args if wide is None else wide
+                kinds = _wide_kinds(args)
+                call = _with_x64_params(fun, prim, params, kinds) if kinds else fun
                 with x64_arrays.assumed(_promoted(args)):
-                    return fun(*args)
+                    return call(*args)
             return with_wide_operands
         return fun
 
     xla_primitive_callable.__wrapped__ = original  # type: ignore[attr-defined]
     return xla_primitive_callable
+
+
+#: an eager primitive's jit -> {its operands' 64-bit dtypes by kind: the jit
+#: binding it with the x64 program's parameters}
+_x64_param_jits: "weakref.WeakKeyDictionary[Any, dict[tuple[tuple[str, str], ...], Any]]" = (
+    weakref.WeakKeyDictionary())
+
+
+def _with_x64_params(fun: Any, prim: Any, params: dict[str, Any], wide: dict[str, Any]) -> Any:
+    """The jit of an eager primitive whose operands of a kind are 64-bit in
+    the x64 program (``wide``): its x64 trace binds the primitive with the
+    parameters the x64 program gives it (:func:`no64.jax.replay.widened_params`:
+    a scatter's ``update_jaxpr`` for ``f64`` elements, where JAX made it for
+    the ``f32`` it holds), a trace with x64 off with JAX's own; ``fun``
+    itself where no parameter depends on the operands' width."""
+    key = tuple(sorted((kind, d.str) for kind, d in wide.items()))
+    try:
+        per_fun = _x64_param_jits.setdefault(fun, {})
+    except TypeError:  # not weakly referenceable: made for this call alone
+        per_fun = {}
+    jitted = per_fun.get(key)
+    if jitted is None:
+        params64 = widened_params(params, wide)
+        jitted = per_fun[key] = fun if params64 is None else _x64_params_jit(prim, params, params64)
+    return jitted
+
+
+def _x64_params_jit(prim: Any, params: dict[str, Any], params64: dict[str, Any]) -> Any:
+    import jax
+
+    def prim_fun(*args: Any) -> Any:
+        return prim.bind(*args, **(params64 if x64_state().value else params))
+
+    prim_fun.__name__ = prim_fun.__qualname__ = prim.name
+    return jax.jit(prim_fun)
+
+
+def _wide_kinds(args: tuple[Any, ...]) -> dict[str, Any]:
+    """The 64-bit dtypes, by kind, of an eager primitive's operands that are
+    64-bit in the x64 program (:mod:`no64.jax.x64_arrays`) or 64-bit host data."""
+    import numpy as np
+
+    wide: dict[str, Any] = {}
+    for a in args:
+        d = x64_arrays.x64_dtype(a)
+        if d is None and (type(a) is np.ndarray or isinstance(a, np.generic)) and a.dtype in host.NARROWED:
+            d = a.dtype  # 64-bit host data (see _wide_operands)
+        if d is not None:
+            wide.setdefault(d.kind, d)
+    return wide
 
 
 def _promoted(args: tuple[Any, ...]) -> dict[int, Any]:
@@ -264,13 +317,7 @@ def _promoted(args: tuple[Any, ...]) -> dict[int, Any]:
     sum), so its x64 meaning takes them so."""
     import numpy as np
 
-    wide: dict[str, Any] = {}
-    for a in args:
-        d = x64_arrays.x64_dtype(a)
-        if d is None and (type(a) is np.ndarray or isinstance(a, np.generic)) and a.dtype in host.NARROWED:
-            d = a.dtype  # 64-bit host data (see _wide_operands)
-        if d is not None:
-            wide.setdefault(d.kind, d)
+    wide = _wide_kinds(args)
     if not wide:
         return {}
     out: dict[int, Any] = {}
