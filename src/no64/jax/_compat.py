@@ -610,6 +610,22 @@ def wrap_random_samplers(make: Callable[[Callable[..., Any]], Callable[..., Any]
     return names
 
 
+def wrap_numpy_function(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of ``jax.numpy``'s function ``name``,
+    in ``jax.numpy`` and in each ``jax._src.numpy`` module that holds it (an
+    array method calls ``lax_numpy``'s: ``x.astype`` is ``lax_numpy.astype``,
+    0.7-0.12)."""
+    import jax.numpy as jnp
+
+    original = getattr(jnp, name, None)
+    if original is None:
+        raise _missing(f"jax.numpy.{name}")
+    wrapped = make(original)
+    for module in (*numpy_modules("array_creation", "lax_numpy"), jnp):
+        if getattr(module, name, None) is original:
+            setattr(module, name, wrapped)
+
+
 def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Put ``make(original)`` in place of the eager implementation of JAX's
     ``jit`` primitive (``pjit.jit_p.impl(*args, jaxpr=..., ...)``, 0.7-0.12):

@@ -64,6 +64,7 @@ from ._compat import (
     at_top_level,
     enable_x64,
     eval_jaxpr,
+    internal_function,
     jit_dynamic_arguments,
     jit_function,
     jit_input_avals,
@@ -74,6 +75,7 @@ from ._compat import (
     wrap_jit_impl,
     wrap_jit_lower,
     wrap_jit_trace,
+    wrap_numpy_function,
     wrap_primitive_callable,
     wrap_random_samplers,
     x64_state,
@@ -147,6 +149,7 @@ def install() -> None:
         host.on_wide_narrowed(_note_wide_host_data)
         wrap_jit_impl(_unjudged_jit_with_wide_operands)
         wrap_random_samplers(_sampler_in_a_jit)
+        wrap_numpy_function("astype", _conversion_in_a_jit)
         host.judged_by_x64_module(_sentinels_judged)
 
         _installed = True
@@ -492,23 +495,68 @@ def _sampler_in_a_jit(original: Callable[..., Any]) -> Callable[..., Any]:
     def sampler(*args: Any, **kwargs: Any) -> Any:
         if not _wanted():
             return original(*args, **kwargs)
-        dynamic = tuple(i for i, a in enumerate(args) if _is_array(a))
-        dynamic_kw = tuple(sorted(k for k, v in kwargs.items() if _is_array(v)))
-        static = tuple(None if i in dynamic else _hashable(a) for i, a in enumerate(args))
-        static_kw = tuple(sorted((k, _hashable(v)) for k, v in kwargs.items() if k not in dynamic_kw))
-        operands = (*(args[i] for i in dynamic), *(kwargs[k] for k in dynamic_kw))
-        try:
-            jitted = _sampler_jit(original, static, static_kw, dynamic, dynamic_kw)
-        except TypeError:  # an unhashable static argument: a jit for this call alone
-            jitted = _sampler_jit.__wrapped__(original, static, static_kw, dynamic, dynamic_kw)
         outer = getattr(_tls, "sampler", None)
         _tls.sampler = outer or f"jax.random.{original.__name__}"
         try:
-            return jitted(*operands)
+            return _called_in_a_jit(original, args, kwargs)
         finally:
             _tls.sampler = outer
 
     return sampler
+
+
+def _called_in_a_jit(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``original(*args, **kwargs)`` run inside a top-level jit of its own:
+    its arrays are the jit's arguments, everything else (shapes, dtypes,
+    Python scalars) is fixed while it is traced, with x64 on for its x64
+    meaning."""
+    dynamic = tuple(i for i, a in enumerate(args) if _is_array(a))
+    dynamic_kw = tuple(sorted(k for k, v in kwargs.items() if _is_array(v)))
+    static = tuple(None if i in dynamic else _hashable(a) for i, a in enumerate(args))
+    static_kw = tuple(sorted((k, _hashable(v)) for k, v in kwargs.items() if k not in dynamic_kw))
+    operands = (*(args[i] for i in dynamic), *(kwargs[k] for k in dynamic_kw))
+    try:
+        jitted = _sampler_jit(original, static, static_kw, dynamic, dynamic_kw)
+    except TypeError:  # an unhashable static argument: a jit for this call alone
+        jitted = _sampler_jit.__wrapped__(original, static, static_kw, dynamic, dynamic_kw)
+    return jitted(*operands)
+
+
+# ``x.astype(jnp.int64)`` outside any jit: JAX makes the requested dtype
+# int32 in Python (with its warning that int64 "is not available") before the
+# conversion runs, so a float beyond int32 (1e10) saturates to INT32_MAX where
+# the x64 program holds 10000000000, and nothing would say so.  With x64
+# requested, an eager conversion to a dtype JAX narrows runs inside a jit of
+# its own, as a sampler does: its x64 trace converts to the 64-bit dtype, and
+# the hook judges the 32-bit array it returns like any jit's result (reported
+# at the line under the default policy, refused by strict, checked by value
+# under exact).
+
+
+def _conversion_in_a_jit(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def astype(x: Any, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+        if _wanted() and _narrowed_request(dtype):
+            return _called_in_a_jit(original, (x, dtype, *args), kwargs)
+        return original(x, dtype, *args, **kwargs)
+
+    return astype
+
+
+def _narrowed_request(dtype: Any) -> bool:
+    """Whether ``dtype``, asked for in the x64 program, is a 64-bit dtype JAX
+    makes 32-bit that computes otherwise there (:func:`_differs_in_x64`)."""
+    import numpy as np
+
+    config = STATE.active_config()
+    if dtype is None or config is None:
+        return False
+    try:
+        with enable_x64(True):
+            wide = np.dtype(internal_function("canonicalize_dtype")(dtype))
+    except TypeError:
+        return False
+    return wide in host.NARROWED and _differs_in_x64(wide, config)
 
 
 def eager_sampler() -> str | None:
