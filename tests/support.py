@@ -135,3 +135,61 @@ def split_dot_bound(row: Any, col: Any, row_hi_max: float, col_hi_max: float, pa
     always = Fraction(len(row) * pl.phi(pl.slices)) * Fraction(2) ** (exponent(row_hi_max) + exponent(col_hi_max))
     worst = max(Fraction(TAU) * p, always)
     return (1 + Fraction(SUM_ACCURACY)) * worst + Fraction(SUM_ACCURACY) * p + Fraction(2) ** -125
+
+
+def simulate_f32_lu(module: Any) -> int:
+    """Each f32 ``LuDecomposition`` (XLA:TPU's own LU, which the CPU backend
+    cannot run) of ``module`` replaced by a call of the same factorization
+    written out in f32 StableHLO ops -- partial pivoting by the first
+    largest magnitude, the factors, the 0-based pivots and the permutation
+    they make -- so that a module converted for the TPU runs on the CPU
+    with a simulated device f32 LU.  Returns how many were replaced."""
+    from no64.ir._mlir import func
+    from no64.rules import linalg
+    from no64.spec.util import install_function
+
+    done = 0
+    with module.context:
+        done = _simulate_f32_lu(module, func, linalg, install_function)
+    return done
+
+
+def _simulate_f32_lu(module: Any, func: Any, linalg: Any, install_function: Any) -> int:
+    done = 0
+    for op in ops_named(module, "stablehlo.custom_call"):
+        t = ir.RankedTensorType(op.operands[0].type)
+        if ir.StringAttr(op.attributes["call_target_name"]).value != "LuDecomposition" \
+                or not isinstance(t.element_type, ir.F32Type):
+            continue
+        n = t.shape[-1]
+        text = (linalg._getrf_text(n, tpu=True).replace("xf64>", "xf32>").replace("tensor<f64>", "tensor<f32>")
+                .replace("0xFFF0000000000000", "0xFF800000"))
+        name, _ = install_function(op, text, f"simulated.lu32.{n}")
+        with ir.InsertionPoint(op), op.location:
+            call = func.CallOp([r.type for r in op.results], ir.FlatSymbolRefAttr.get(name), list(op.operands))
+        for old, new in zip(op.results, call.results):
+            old.replace_all_uses_with(new)
+        op.erase()
+        done += 1
+    return done
+
+
+def without_solve_refinement() -> Any:
+    """A context in which ``float_policy="pairs"`` computes a float64 solve
+    by the float64 LU written out, as it does where the refinement fails
+    (the refinement's fallback alone: the reference its run-time choice is
+    checked against)."""
+    import contextlib
+
+    from no64.transforms import demote
+
+    @contextlib.contextmanager
+    def scope() -> Any:
+        saved = demote.refine_solves
+        demote.refine_solves = lambda root: []
+        try:
+            yield
+        finally:
+            demote.refine_solves = saved
+
+    return scope()

@@ -144,6 +144,20 @@ def test_pairs_dot_benchmark_runs_briefly() -> None:
     assert r["f64_err"] <= 2.0**-50 and r["f32_err"] > 2.0**-30
 
 
+def test_pairs_solve_benchmark_runs_briefly() -> None:
+    """``benchmarks/bench_pairs_solve.py`` on small matrices: the refined
+    solve and the float64 LU on pairs come within the refinement's bound
+    (``cond_inf * 2**-43``) of the exact solution where the refinement
+    converges (1e4), the float64 LU's result where it cannot (1e10: the
+    refined program falls back to it), and f32 does not (not vacuous)."""
+    module = load_benchmark("bench_pairs_solve")
+    r = module.bench(24, 1e4, repeats=1)
+    assert r.exact and r.refined_s > 0 and r.pair_lu_s > 0 and r.f64_s > 0 and r.f32_s > 0
+    assert r.refined_err <= 1e4 * 24 * 2.0**-43 and r.pair_lu_err <= 1e4 * 24 * 2.0**-43 and r.f32_err > 1e-5
+    r = module.bench(24, 1e10, repeats=1, timing=False)
+    assert r.refined_err == r.pair_lu_err and r.refined_s is None
+
+
 def test_pairs_benchmark_checks_and_times_every_case_briefly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -116,8 +116,10 @@ class NarrowingError(No64Error):
         *,
         narrowing: Narrowing | None = None,
         reason: str | None = None,
+        hint: str | None = None,
     ) -> None:
         verdict = Verdict(verdict)
+        given_hint = hint
         hint = "declare input ranges if the inputs are smaller than their type allows"
         if reason is not None:
             what = reason
@@ -126,6 +128,7 @@ class NarrowingError(No64Error):
             hint = "the 32-bit program would compute other values"
         else:
             what = f"a 64-bit integer in [{interval[0]}, {interval[1]}] may not fit in 32 bits"
+        hint = given_hint or hint
         super().__init__(f"{op} at {location}: {what} ({verdict}; refused by policy {str(policy)!r}); {hint}")
         self.op = op
         self.location = location

@@ -405,6 +405,9 @@ class OpForm(_Vocabulary):
     #: An LU factorization a library computes (a ``custom_call``: XLA:TPU's
     #: ``LuDecomposition``, LAPACK's ``getrf``).
     LU = "lu"
+    #: A triangular solve ``A X = B`` (``stablehlo.triangular_solve``, or a
+    #: ``custom_call`` of LAPACK's ``trsm``).
+    TRIANGULAR_SOLVE = "triangular-solve"
     #: A discrete Fourier transform (``fft``).
     FFT = "fft"
     #: A reinterpretation of bits as another type (``bitcast_convert``).

@@ -9,6 +9,8 @@ The ill-conditioned solve is the one of the table that motivates pairs: a
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
@@ -51,14 +53,19 @@ def test_solve_of_condition_1e8_within_1e_6_of_x64():
 
 
 def test_lapack_calls_are_written_out_not_narrowed():
+    # the determinant's LU is written out; the solve's is refined from
+    # LAPACK's f32 LU, its fallback written out in float64 ops
     a = conditioned(6, 10.0, 2)
     b = np.ones(6)
-    m = lower_x64(jnp.linalg.solve, a, b)
+    m = lower_x64(lambda a, b: (jnp.linalg.solve(a, b), jnp.linalg.det(a)), a, b)
     report = no64.demote(m, float_policy="pairs", check=True)
     text = str(m)
-    assert "custom_call" not in text and "lapack" not in text
+    assert "lapack_d" not in text and "f64" not in text
+    assert sorted(re.findall(r"custom_call @(\w+)", text)) == ["lapack_sgetrf_ffi"] + ["lapack_strsm_ffi"] * 4
     written = sorted(e.detail.split()[0] for e in report.events if "written out as StableHLO" in e.detail)
-    assert written == ["lapack_dgetrf_ffi", "lapack_dtrsm_ffi", "lapack_dtrsm_ffi"]
+    assert written == ["lapack_dgetrf_ffi"]
+    refined = [e for e in report.events if e.detail.startswith("float64 solve refined")]
+    assert len(refined) == 1 and "lapack_sgetrf_ffi" in refined[0].detail
     assert not [n for n in report.narrowings if n.verdict == "precision-reduced"]
 
 

@@ -5,13 +5,12 @@ pairs is returned rounded once (and each int64 result not proven to fit is
 checked by value beside them).  Prints one JSON document: per case its
 values with their dtypes (a pytree flattened), or its error class and message."""
 
-import json
-import sys
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from child_report import print_results
 
 warnings.simplefilter("ignore")
 
@@ -49,12 +48,7 @@ def main() -> None:
             out[name] = {"value": [g.tolist() for g in leaves], "dtype": [str(g.dtype) for g in leaves]}
         except Exception as exc:  # noqa: BLE001 - the test reads the class and message
             out[name] = {"error": type(exc).__name__, "message": str(exc)}
-    if "no64.jax.hook" in sys.modules:
-        import no64
-
-        out["float_policies"] = sorted({str(r.report.float_policy) for r in no64.compile_records()
-                                        if r.report is not None})
-    print(json.dumps(out))
+    print_results(out)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,12 @@ value, or its error class and message, and the no64 warnings it gave, with
 their lines; plus the float policy each compile record ran under.
 """
 
-import json
-import sys
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from child_report import print_results
 from jax import lax
 
 
@@ -131,12 +130,7 @@ def main() -> None:
         out.setdefault("x64_warnings", []).extend(
             str(w.message) for w in caught if w.category.__name__ == "X64DisabledWarning")
         out[name] = got
-    if "no64.jax.hook" in sys.modules:
-        import no64
-
-        out["float_policies"] = sorted({str(r.report.float_policy) for r in no64.compile_records()
-                                        if r.report is not None})
-    print(json.dumps(out))
+    print_results(out)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from no64.ir._compat import insertion_after
 from no64.ir.words import build
-from support import ir
+from support import ir, ir_compat
 
 __all__ = ["simulate"]
 
@@ -206,7 +205,7 @@ def simulate(module: ir.Module, *, divide_ulp: float = 0.5, sqrt_ulp: float = 0.
                 continue
             operands = list(op.operands)
             uses = [(u.owner, u.operand_number) for u in res.uses]
-            with insertion_after(op):
+            with ir_compat.insertion_after(op):
                 new = res
                 wide = [_cvt(v, _f64()) for v in operands]
                 if short == "divide" and divide_ulp > 0.5:

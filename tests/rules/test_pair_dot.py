@@ -7,7 +7,9 @@ levels computed at run time reach it, else ``k phi(slices)`` of the rows'
 scalings -- on adversarial inputs, on each matrix engine datapath a
 profile may name (int8 as on a TPU, bf16 as on Neuron, f32), all of which
 the CPU computes exactly as those devices do; and compared with the x64
-program through ``no64.demote`` and ``no64.jit``.
+program through ``no64.demote`` and ``no64.jit``.  On the int8 datapath the
+residues (Ozaki scheme II) compute the data of the span they cover and the
+levels the rest: a test tells which ran by poisoning the other's branch.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from jax import lax
 
 import no64
 import no64.rules.pair_dot as pair_dot
+import no64.rules.pair_rules as pair_rules
 from no64.jax.reference import lower_x64, run_module
 from no64.rules.pair_dot import SUM_ACCURACY, TAU, plan
 from no64.rules.pair_rules import DOT_SPLIT_MIN
@@ -196,8 +199,9 @@ def _dots(text: str) -> list[tuple[str, str, int]]:
 
 def test_the_tpu_module_holds_int8_dots_and_one_pass_bf16_ones() -> None:
     """On a TPU's datapath the products are int8 dots (into i32): no f32
-    dot at HIGHEST (six bf16 passes); the estimate of ``|A| |B|`` and the
-    dot of signs for inf and NaN are single bf16 passes."""
+    dot at HIGHEST (six bf16 passes); the estimate of ``|A| |B|`` (shared
+    by the choice of the residues and of the levels) and the dot of signs
+    for inf and NaN are single bf16 passes."""
     a, b = RNG.standard_normal((8, 300)), RNG.standard_normal((300, 6))
     text, ins, got = _convert(lambda x, y: x @ y, a, b, path=TPU_MATMUL)
     dots = _dots(text)
@@ -205,6 +209,10 @@ def test_the_tpu_module_holds_int8_dots_and_one_pass_bf16_ones() -> None:
     assert {(x, y) for x, y, _ in dots} == {("i8", "i8"), ("bf16", "bf16")}
     assert sum(x == "bf16" for x, _, _ in dots) == 2
     assert "stablehlo.while" in text  # the levels the data need
+    # the residues: one int8 dot batched over the moduli, beside the levels in a case
+    cp = pair_dot.scheme(300, TPU_MATMUL)
+    assert cp is not None and "stablehlo.case" in text
+    assert len(re.findall(rf"tensor<{len(cp.moduli)}x1x8x300xi8>, tensor<{len(cp.moduli)}x1x300x6xi8>", text)) == 1
     _check_matmul(ins[0], ins[1], got, TPU_MATMUL)
 
 
@@ -300,7 +308,10 @@ def test_against_the_x64_program_through_demote_and_jit() -> None:
     assert np.abs(f32 - ref).max() > 1e3 * np.abs(got - ref).max()
 
 
-def test_inf_and_nan_reach_the_outputs_they_reach_in_float64() -> None:
+@pytest.mark.parametrize("name", ["f32", "i8"])
+def test_inf_and_nan_reach_the_outputs_they_reach_in_float64(name: str) -> None:
+    """Rows and columns holding an inf or a NaN, an inf meeting a zero: on
+    the int8 datapath the other outputs by residues."""
     k = 64
     a = RNG.standard_normal((4, k))
     b = RNG.standard_normal((k, 3))
@@ -311,7 +322,7 @@ def test_inf_and_nan_reach_the_outputs_they_reach_in_float64() -> None:
     b[5, 0] = 0.0  # inf * 0 in row 0, column 0
     with enable_x64(True):
         ref = np.asarray(jax.jit(lambda x, y: x @ y)(a, b))
-    _, _, got = _convert(lambda x, y: x @ y, a, b)
+    _, _, got = _convert(lambda x, y: x @ y, a, b, path=PATHS[name])
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
     fin = np.isfinite(ref)
@@ -325,3 +336,156 @@ def test_short_contraction_keeps_the_elementwise_form() -> None:
     text, ins, got = _convert(lambda x, y: x @ y, a, b)
     assert "dot_general" not in text
     _check_matmul(ins[0], ins[1], got)
+
+
+# ------------------------------------------------------------- residues (CRT)
+def _f32_mod(x: int, m: int) -> int:
+    """The module's reduction of an f32 integer (``x - m round(x fl(1/m))``),
+    every step rounded to f32 as the device does."""
+    xf = np.float32(x)
+    assert int(xf) == x  # exact in f32
+    q = np.round(np.float32(xf * np.float32(1 / m)))  # numpy rounds half to even
+    return int(np.float32(xf - np.float32(q * np.float32(m))))
+
+
+def _rebuilt(c: int, cp: pair_dot.CrtPlan) -> int:
+    """``c`` through the plan's steps: its balanced residues, Garner's digits
+    (each reduction as the module computes it in f32) and their sum."""
+    res = [_f32_mod(c % m - m if c % m > m // 2 else c % m, m) for m in cp.moduli]
+    v: list[int] = []
+    for (inv, ws), m, ci in zip(cp.garner, cp.moduli, res):
+        acc = inv * ci - sum(w * vj for w, vj in zip(ws, v))
+        assert abs(acc) < 2**22
+        v.append(_f32_mod(acc, m) if v else acc)
+        assert abs(v[-1]) <= m // 2
+    assert all(abs(vi) <= m // 2 for vi, m in zip(v, cp.moduli))
+    sums = [sum(vi * (ds[t] if t < len(ds) else 0) for vi, ds in zip(v, cp.positions))
+            for t in range(len(cp.positions[-1]))]
+    assert max(abs(s) for s in sums) < 2**24  # exact f32 integers
+    return sum(s * 2 ** (12 * t) for t, s in enumerate(sums))
+
+
+@pytest.mark.parametrize("k", [1, 7, 32, 1024, 4096, 140_000])
+def test_residue_plan_rebuilds_every_product_exactly(k: int) -> None:
+    """The moduli are pairwise coprime odd numbers whose balanced residues
+    are int8s; each chunk's int8 dot stays within i32; every integer the
+    product ``C'`` can be (up to ``k max|A'| max|B'|``, both signs) comes
+    back exactly from its residues through Garner's digits as the module
+    reduces them in f32; and the residues' error per term ``phi`` keeps the
+    bound for data of the typical span while computing fewer products than
+    the levels (36 at 4096: 16)."""
+    cp = pair_dot.crt_plan(k, TPU_MATMUL)
+    assert cp is not None and pair_dot.scheme(k, TPU_MATMUL) == cp
+    assert all(m % 2 and m <= 255 for m in cp.moduli)
+    assert all(np.gcd(a, b) == 1 for i, a in enumerate(cp.moduli) for b in cp.moduli[i + 1:])
+    assert cp.chunk * 127**2 <= I32_MAX and cp.chunk * cp.chunks >= k
+    assert cp.largest == 2**55 and cp.unit == 2.0**-54  # 8 digits of 7 bits: 55 bits and the sign
+    for (inv, ws), m, p in zip(cp.garner, cp.moduli, cp.prefixes):
+        assert (inv * p) % m == 1 and all((w - q * inv) % m == 0 for w, q in zip(ws, cp.prefixes))
+    rng = np.random.default_rng(k)
+    top = cp.product_bound
+    for c in [top, -top, 0, 1, -1, top // 3, *(int(x) for x in rng.integers(-2**62, 2**62, 4))]:
+        assert _rebuilt(c, cp) == c
+    reach = sum(m // 2 * q for m, q in zip(cp.moduli, cp.prefixes))
+    assert reach >= top  # and one modulus fewer would not reach
+    assert sum(m // 2 * q for m, q in zip(cp.moduli[:-1], cp.prefixes[:-1])) < top
+    assert cp.phi <= 4 * TAU * 2.0**-pair_dot._TYPICAL_BITS
+    counts = pair_dot.products(k, TPU_MATMUL)
+    assert counts["residues"] == len(cp.moduli) < counts["levels"]
+    if k == 4096:
+        assert counts == {"levels": 36, "residues": 16}
+    if k == 140_000:
+        assert cp.chunks == 2 and len(cp.moduli) == 17
+    assert pair_dot.crt_plan(k, NEURON_MATMUL) is None and pair_dot.crt_plan(k, F32_MATMUL) is None
+
+
+def _poisoned(monkeypatch: pytest.MonkeyPatch, name: str, a: np.ndarray,
+              b: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """``a @ b`` on the TPU's datapath with the scheme ``name`` (``_levels``
+    or ``_crt``) giving NaN: an output is NaN exactly where that branch
+    ran, so a result within its bound shows that the other one ran."""
+    original = getattr(pair_dot, name)
+
+    def poisoned(*args: object) -> pair_dot.P.Pair:
+        z = original(*args)
+        nan = pair_dot._splat(z.hi, float("nan"))
+        return pair_dot.P.Pair(pair_dot._bin("multiply", z.hi, nan), z.lo)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(pair_dot, name, poisoned)
+        text, ins, got = _convert(lambda x, y: x @ y, a, b, path=TPU_MATMUL)
+    assert "stablehlo.case" in text
+    assert not np.isnan(got).any(), f"the poisoned {name} ran"
+    return ins, got
+
+
+def _cases(k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the kinds the residues take: normal; each row and column
+    scaled by ``2**U(-40, 40)`` (exact: the rows' scalings); a cancelling
+    dot; a row and a column at the largest magnitude the scaling leaves
+    (``|C'|`` at its bound, both signs); a zero row; signed zeros."""
+    m, n = 6, 4
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    a[1] = np.nextafter(2.0, 0)  # every |A'| at 2**55 once scaled: |C'| at its bound
+    b[:, 1] = np.nextafter(2.0, 0)
+    b[:, 2] = -np.nextafter(2.0, 0)
+    a[2] = 0.0
+    a[3, ::2] = -0.0
+    if k > 1:
+        b[-1, 0] = 0.0
+        b[-1, 0] = -float(a[0, :-1] @ b[:-1, 0]) / a[0, -1]  # a[0] . b[:, 0] cancels
+    a *= 2.0 ** rng.integers(-40, 41, (m, 1))
+    b *= 2.0 ** rng.integers(-40, 41, (1, n))
+    return a, b
+
+
+@pytest.mark.parametrize("k", [1, 7, 1024])
+def test_residues_against_exact(k: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Normal rows, rows and columns ``2**+-40`` apart, a cancelling dot,
+    ``|C'|`` at its bound, zeros and signed zeros: computed by residues (the
+    levels' branch poisoned, no output changes), every output within the
+    bound of ``(|A| |B|)_ij`` against the exact rational dot; contractions
+    shorter than ``DOT_SPLIT_MIN`` taken through the same path."""
+    monkeypatch.setattr(pair_rules, "DOT_SPLIT_MIN", 1)
+    a, b = _cases(k, np.random.default_rng(k))
+    ins, got = _poisoned(monkeypatch, "_levels", a, b)
+    worst = _check_matmul(ins[0], ins[1], got, TPU_MATMUL)
+    assert 0 < worst <= TAU + 2 * SUM_ACCURACY
+    assert (got[2] == 0).all()
+
+
+def test_wide_exponent_data_fall_back_to_the_levels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Elements of a row spanning ``2**+-40``, its largest meeting a zero
+    (``(|A| |B|)_ij`` far below ``k max|A_i:| max|B_:j|``): the residues'
+    55 bits do not cover the span, so the levels run (the
+    residues' branch poisoned, no output changes) and hold it; without
+    the residues (``RESIDUES`` off) the module holds no branch before the
+    levels' loop."""
+    k = 64
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((3, k)), rng.standard_normal((k, 2))
+    a[0] *= 2.0 ** rng.integers(-40, 41, k)
+    b[np.argmax(np.abs(a[0])), 0] = 0.0
+    ins, got = _poisoned(monkeypatch, "_crt", a, b)
+    assert _check_matmul(ins[0], ins[1], got, TPU_MATMUL) <= TAU + 2 * SUM_ACCURACY
+    monkeypatch.setattr(pair_dot, "RESIDUES", False)
+    m = lower_x64(lambda x, y: x @ y, a, b)
+    no64.demote(m, float_policy="pairs", check=True, target=_profile(TPU_MATMUL))
+    text = str(m)
+    assert "stablehlo.while" in text and "stablehlo.case" not in text.split("stablehlo.while")[0]
+    assert "x64xi8>" in text and not re.search(r"tensor<\d+x1x3x64xi8>", text)
+
+
+def test_the_residues_of_a_contraction_over_the_chunk_limit_against_exact() -> None:
+    """``k = 140000``: the int8 dots of the residues chunked (each chunk's
+    sum within i32), reduced and summed over the chunks, 17 moduli (the
+    most of any contraction tested): within the relative bound."""
+    k = 140_000
+    cp = pair_dot.crt_plan(k, TPU_MATMUL)
+    assert cp is not None and cp.chunks == 2 and len(cp.moduli) == 17
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, k)), rng.standard_normal((k, 2))
+    b[:, 1] = np.nextafter(2.0, 0) * np.sign(a[1])  # no cancellation: |C'| near its bound
+    text, ins, got = _convert(lambda x, y: x @ y, a, b, path=TPU_MATMUL)
+    assert re.search(r"tensor<17x1x2x2x70000xi8>", text)
+    assert _check_matmul(ins[0], ins[1], got, TPU_MATMUL) <= TAU + 2 * SUM_ACCURACY

@@ -310,8 +310,11 @@ def install(
         ``"exact"`` computes every integer not proven to fit in 32 bits
         exactly in 32-bit word pairs.
       float_policy: For ``"fix"``: ``"pairs"`` computes float64 values as
-        pairs of f32 (:func:`no64.demote`); the executables return what JAX
-        lowered, so float64 outputs are rounded to f32 once, at the end.
+        pairs of f32 (:func:`no64.demote`); in a program that asked for
+        x64, the float64 arguments of a top-level ``jit`` call enter as
+        their pairs (split on the host, checked by value); the executables
+        return what JAX lowered, so float64 outputs are rounded to f32 once,
+        at the end.
       target: The device profile modules are checked against (``"neuron"``,
         ...; see :mod:`no64.targets`); default: the compiled platform's.
       float_hints: Also look for float64 results that f32 demonstrably
@@ -928,6 +931,7 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
         exc.add_note(f"no64 was preparing the x64 program of {name} for platform '{platform}' "
                      f"({config.describe()})")
         raise
+    intent.refuse_or_warn_overflow(report, name, config.policy)
     if not exact:
         intent.refuse_unless_proven(module, report)
         if config.policy is RangePolicy.STRICT:

@@ -117,6 +117,8 @@ POINTS: tuple[Point, ...] = (
           "a jit call's results, marked with their x64 dtypes"),
     Point("jit-impl", "intent", ("jax._src.pjit.jit_p.impl",), "a traced jit run outside any trace"),
     Point("samplers", "intent", ("jax.random.*",), "jax.random's samplers called eagerly"),
+    Point("astype", "intent", _numpy("astype"),
+          "an eager conversion to a dtype JAX narrows, run in a jit of its own"),
     Point("trace-frame-locations", "hook", ("jax._src.interpreters.mlir._traceback_to_location",),
           "locations made from an equation's own trace (jax 0.7-0.8)", optional=True),
     Point("x64-update-hook", "hook", ("jax._src.config.enable_x64._update_global_hook",),

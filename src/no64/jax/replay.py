@@ -50,7 +50,7 @@ from ._compat import (
 )
 from .primitives import WIDTH_PARAMETERS
 
-__all__ = ["CannotReplay", "image_aval", "replay_function", "retype_closed"]
+__all__ = ["CannotReplay", "image_aval", "replay_function", "retype_closed", "widened_params"]
 
 
 class CannotReplay(Exception):
@@ -165,6 +165,48 @@ def _retype_open(jaxpr: Any) -> Any:
     if closed.consts:
         raise CannotReplay("an open sub-program whose replay takes constants")
     return closed.jaxpr
+
+
+def widened_params(params: dict[str, Any], wide: dict[str, Any]) -> dict[str, Any] | None:
+    """An eager primitive's parameters as the x64 program binds it where its
+    operands of a kind are 64-bit (``wide``: dtype kind -> that 64-bit
+    dtype): JAX made each sub-program parameter (a scatter's
+    ``update_jaxpr``, a reduction's body) from the operands' 32-bit dtypes
+    before the primitive ran, and the x64 program's is made from the 64-bit
+    ones; each input of such a sub-program of a 32-bit image of a kind in
+    ``wide`` is retraced as that kind's 64-bit dtype, with x64 on (a body
+    for ``f32`` operands bound to ``f64`` ones is a module XLA's verifier
+    rejects).  ``None`` where no parameter changes."""
+    out = {k: _widened(v, wide) for k, v in params.items()}
+    return out if any(out[k] is not v for k, v in params.items()) else None
+
+
+def _widened(value: Any, wide: dict[str, Any]) -> Any:
+    if isinstance(value, closed_jaxpr_type()):
+        return _widened_closed(value, wide)
+    if isinstance(value, open_jaxpr_type()) and not getattr(value, "constvars", ()):
+        closed = _widened_closed(make_closed_jaxpr(value, []), wide)
+        return value if closed.consts else getattr(closed, "jaxpr", closed)
+    return value
+
+
+def _widened_closed(closed: Any, wide: dict[str, Any]) -> Any:
+    from ._compat import enable_x64, eval_jaxpr
+
+    def widened(aval: Any) -> Any:
+        dtype = getattr(aval, "dtype", None)
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            return aval
+        return aval.update(dtype=wide[dt.kind]) if dt in host.NARROWED_IMAGES and dt.kind in wide else aval
+
+    jaxpr = getattr(closed, "jaxpr", closed)
+    avals = [widened(v.aval) for v in jaxpr.invars]
+    if all(a is v.aval for a, v in zip(avals, jaxpr.invars)):
+        return closed
+    with enable_x64(True):
+        return trace_flat(lambda *xs: eval_jaxpr(jaxpr, closed.consts, *xs), avals, jaxpr.debug_info)
 
 
 def _host_value(val: Any, aval: Any) -> Any:

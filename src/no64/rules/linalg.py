@@ -48,13 +48,14 @@ import math
 
 from ..ir import words as W
 from ..ir._compat import attribute_dict
-from ..ir._mlir import as_operation, func, ir
+from ..ir._mlir import as_operation, defining_op, enum_word, func, ir, stablehlo
 from ..kinds import OpForm
 from ..spec.protocols import Legalization
-from ..spec.registry import spec_of
+from ..spec.registry import Computes, form_of, spec_of
 from ..spec.util import install_function
+from ..spec.walk import all_ops, functions, is_public, symbol_name
 
-__all__ = ["expand_lapack", "is_lu", "lu"]
+__all__ = ["expand_lapack", "form", "lu", "refinable", "refine_solves", "REFINE_STEPS", "REFINE_TOLERANCE"]
 
 _GETRF = "lapack_dgetrf_ffi"
 #: XLA:TPU's LU factorization (JAX's TPU lowering of ``lu``).
@@ -63,6 +64,8 @@ _TPU_LU = "LuDecomposition"
 _LU_CALLS = frozenset({_TPU_LU, "lapack_sgetrf_ffi", _GETRF, "lapack_cgetrf_ffi", "lapack_zgetrf_ffi",
                        "cusolver_getrf_ffi", "hipsolver_getrf_ffi"})
 _TRSM = "lapack_dtrsm_ffi"
+#: LAPACK's triangular solves (of any element type).
+_TRSM_CALLS = frozenset({"lapack_strsm_ffi", _TRSM, "lapack_ctrsm_ffi", "lapack_ztrsm_ffi"})
 _POTRF = "lapack_dpotrf_ffi"
 
 
@@ -444,10 +447,17 @@ def _call_target(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
-def is_lu(op: ir.Operation) -> OpForm | None:
+def form(op: ir.Operation) -> OpForm | None:
     """:attr:`~no64.kinds.OpForm.LU` where ``op`` (a ``custom_call``) factors
-    a matrix as LU, else None (the form the op table gives ``custom_call``)."""
-    return OpForm.LU if "call_target_name" in op.attributes and _call_target(op) in _LU_CALLS else None
+    a matrix as LU, :attr:`~no64.kinds.OpForm.TRIANGULAR_SOLVE` where it is
+    LAPACK's triangular solve, else None (the form the op table gives
+    ``custom_call``)."""
+    if "call_target_name" not in op.attributes:
+        return None
+    target = _call_target(op)
+    if target in _LU_CALLS:
+        return OpForm.LU
+    return OpForm.TRIANGULAR_SOLVE if target in _TRSM_CALLS else None
 
 
 class _WrittenOut:
@@ -518,3 +528,533 @@ def lu(op: ir.Operation) -> Legalization | str:
     if [r.type for r in op.results] != expected:
         return "an LU whose results are not the factors, the pivots and the permutation (or info)"
     return _WrittenOut(op, (_getrf_text(n, tpu), symbol), batch, n, results)
+
+
+# --------------------------------- a float64 solve refined from an f32 LU
+#: The refinement's steps at most (LAPACK's ``dsgesv``: ``ITERMAX``).
+REFINE_STEPS = 30
+#: A column has converged when its residual is within this many times
+#: ``||A||_inf ||x||_inf`` (a normwise backward error of ``2**-44``: the
+#: pairs' residual is computed within ``2**-45.2`` of ``|A||x|``).
+REFINE_TOLERANCE = 2.0**-44
+#: Each correction at most this share of the one before while the
+#: residual is not yet within :data:`REFINE_TOLERANCE` (else the f32 LU does
+#: not contract the error: ``cond(A)`` too large); once it is, a correction
+#: that shrinks less has reached the residual's noise: the solve is done.
+REFINE_SHRINK = 0.5
+#: A correction within this share of ``||X_j||_inf`` no longer changes a
+#: pair (``u**2``, ``u = 2**-24``): the column is done.
+REFINE_RESOLUTION = 2.0**-48
+
+#: The f32 LU each float64 LU call is refined from: LAPACK's ``sgetrf`` for
+#: its ``dgetrf``, XLA:TPU's own f32 ``LuDecomposition`` for its float64 one.
+_LAPACK, _TPU = "lapack", "tpu"
+_ROWS = ('#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], '
+         'index_vector_dim = 1>')
+_LAPACK_ATTRS = 'backend_config = "", mhlo.frontend_attributes = {num_batch_dims = "0"}'
+_COLUMN_MAJOR = "dense<[0, 1]> : tensor<2xindex>"
+
+
+def _rows(result: str, rhs: str, index: str, n: int, m: int, elem: str) -> str:
+    """``result`` = the rows of the ``n x m`` ``rhs`` in the order ``index``
+    (``n x 1``) gives."""
+    t = f"tensor<{n}x{m}x{elem}>"
+    return (f'{result} = "stablehlo.gather"({rhs}, {index}) <{{dimension_numbers = {_ROWS}, '
+            f'indices_are_sorted = false, slice_sizes = array<i64: 1, {m}>}}> : ({t}, tensor<{n}x1xi32>) -> {t}')
+
+
+def _triangular32(result: str, lu: str, rhs: str, n: int, m: int, lower: bool, kind: str) -> str:
+    """``result`` = the f32 solve of ``L X = rhs`` (unit lower) or ``U X = rhs``
+    by the f32 factors ``lu``: LAPACK's ``strsm`` or StableHLO's own."""
+    A, B = f"tensor<{n}x{n}xf32>", f"tensor<{n}x{m}xf32>"
+    if kind == _LAPACK:
+        config = (f"{{diag = {ord('U' if lower else 'N')} : ui8, side = 76 : ui8, trans_x = 78 : ui8, "
+                  f"uplo = {ord('L' if lower else 'U')} : ui8}}")
+        return (f"{result} = stablehlo.custom_call @lapack_strsm_ffi({lu}, {rhs}) {{{_LAPACK_ATTRS}, "
+                f"mhlo.backend_config = {config}, operand_layouts = [{_COLUMN_MAJOR}, {_COLUMN_MAJOR}], "
+                f"result_layouts = [{_COLUMN_MAJOR}]}} : ({A}, {B}) -> {B}")
+    flag = "true" if lower else "false"
+    return (f'{result} = "stablehlo.triangular_solve"({lu}, {rhs}) <{{left_side = true, lower = {flag}, '
+            f"transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = {flag}}}> : ({A}, {B}) -> {B}")
+
+
+def _solve32(p: str, rhs: str, n: int, m: int, kind: str, indent: str) -> str:
+    """``%{p}d`` (float64) = ``rhs`` (float64) rounded to f32 and solved by
+    the f32 factors ``%f#0`` with the row order ``%perm``."""
+    F, F32 = f"tensor<{n}x{m}xf64>", f"tensor<{n}x{m}xf32>"
+    lines = [f"%{p}r = stablehlo.convert {rhs} : ({F}) -> {F32}",
+             _rows(f"%{p}g", f"%{p}r", "%perm", n, m, "f32"),
+             _triangular32(f"%{p}y", "%f#0", f"%{p}g", n, m, True, kind),
+             _triangular32(f"%{p}z", "%f#0", f"%{p}y", n, m, False, kind),
+             f"%{p}d = stablehlo.convert %{p}z : ({F32}) -> {F}"]
+    return "\n".join(indent + line for line in lines)
+
+
+def _factor32(n: int, kind: str) -> str:
+    """``%f`` (the f32 LU of ``%a``) and ``%perm`` (its rows' order, ``n x 1``)."""
+    A32, VI, SI = f"tensor<{n}x{n}xf32>", f"tensor<{n}xi32>", "tensor<i32>"
+    head = f"  %a32 = stablehlo.convert %a : (tensor<{n}x{n}xf64>) -> {A32}\n"
+    if kind == _TPU:
+        return head + f"""  %f:3 = stablehlo.custom_call @LuDecomposition(%a32) {{api_version = 2 : i32}} \
+: ({A32}) -> ({A32}, {VI}, {VI})
+  %perm = stablehlo.reshape %f#2 : ({VI}) -> tensor<{n}x1xi32>"""
+    # LAPACK's pivots (1-based row interchanges) applied to 0 .. n-1
+    layouts = (f"operand_layouts = [{_COLUMN_MAJOR}], result_layouts = [{_COLUMN_MAJOR}, dense<0> : tensor<1xindex>, "
+               "dense<> : tensor<0xindex>]")
+    return head + f"""  %f:3 = stablehlo.custom_call @lapack_sgetrf_ffi(%a32) {{{_LAPACK_ATTRS}, \
+mhlo.backend_config = {{}}, {layouts}}} : ({A32}) -> ({A32}, {VI}, {SI})
+  %ones = stablehlo.constant dense<1> : {VI}
+  %piv = stablehlo.subtract %f#1, %ones : {VI}
+  %iota = stablehlo.iota dim = 0 : {VI}
+  %zero = stablehlo.constant dense<0> : {SI}
+{_counted_while("%pp:2", "%k = %zero, %p = %iota", f"{SI}, {VI}", n)}
+    %pks = stablehlo.dynamic_slice %piv, %k, sizes = [1] : ({VI}, {SI}) -> tensor<1xi32>
+    %pk = stablehlo.reshape %pks : (tensor<1xi32>) -> {SI}
+    %ek = stablehlo.dynamic_slice %p, %k, sizes = [1] : ({VI}, {SI}) -> tensor<1xi32>
+    %ep = stablehlo.dynamic_slice %p, %pk, sizes = [1] : ({VI}, {SI}) -> tensor<1xi32>
+    %p1 = stablehlo.dynamic_update_slice %p, %ep, %k : ({VI}, tensor<1xi32>, {SI}) -> {VI}
+    %p2 = stablehlo.dynamic_update_slice %p1, %ek, %pk : ({VI}, tensor<1xi32>, {SI}) -> {VI}
+    %k1 = stablehlo.add %k, %one : {SI}
+    stablehlo.return %k1, %p2 : {SI}, {VI}
+  }}
+  %perm = stablehlo.reshape %pp#1 : ({VI}) -> tensor<{n}x1xi32>"""
+
+
+def _column_max(result: str, value: str, n: int, m: int, indent: str) -> str:
+    """``result`` (``m``) = the largest magnitude of each column of ``value``."""
+    F, M = f"tensor<{n}x{m}xf64>", f"tensor<{m}xf64>"
+    return (f"{indent}{result}a = stablehlo.abs {value} : {F}\n"
+            f"{indent}{result} = stablehlo.reduce({result}a init: %fz) applies stablehlo.maximum across "
+            f"dimensions = [0] : ({F}, tensor<f64>) -> {M}")
+
+
+def _refine_text(n: int, m: int, kind: str, fallback: tuple[str, str, str]) -> str:
+    """``X`` with ``A X = B`` (``A`` ``n x n``, ``B`` ``n x m``, float64): the
+    f32 LU's solve refined with float64 residuals (see :func:`refine_solves`),
+    or -- where that does not converge -- the float64 LU ``fallback`` (the
+    symbols of the LU, the unit lower and the upper triangular solve)."""
+    A, F, M = f"tensor<{n}x{n}xf64>", f"tensor<{n}x{m}xf64>", f"tensor<{m}xf64>"
+    VI, SI, SB, S = f"tensor<{n}xi32>", "tensor<i32>", "tensor<i1>", "tensor<f64>"
+    MB, FB = f"tensor<{m}xi1>", f"tensor<{n}x{m}xi1>"
+    getrf, lower, upper = fallback
+    return f"""
+func.func private @refine(%a: {A}, %b: {F}) -> {F} {{
+{_factor32(n, kind)}
+{_solve32("x0", "%b", n, m, kind, "  ")}
+  %fz = stablehlo.constant dense<0.0> : {S}
+  %aa = stablehlo.abs %a : {A}
+  %arow = stablehlo.reduce(%aa init: %fz) applies stablehlo.add across dimensions = [1] : ({A}, {S}) -> tensor<{n}xf64>
+  %anorm = stablehlo.reduce(%arow init: %fz) applies stablehlo.maximum across dimensions = [0] \
+: (tensor<{n}xf64>, {S}) -> {S}
+  %tolc = stablehlo.constant dense<{REFINE_TOLERANCE!r}> : {S}
+  %atol = stablehlo.multiply %anorm, %tolc : {S}
+  %atolm = stablehlo.broadcast_in_dim %atol, dims = [] : ({S}) -> {M}
+{_column_max("%dn0", "%x0d", n, m, "  ")}
+  %zero_i = stablehlo.constant dense<0> : {SI}
+  %w:4 = stablehlo.while(%k = %zero_i, %x = %x0d, %dprev = %dn0, %state = %zero_i) : {SI}, {F}, {M}, {SI}
+  cond {{
+    %z = stablehlo.constant dense<0> : {SI}
+    %c = stablehlo.compare EQ, %state, %z, SIGNED : ({SI}, {SI}) -> {SB}
+    stablehlo.return %c : {SB}
+  }} do {{
+    %z = stablehlo.constant dense<0> : {SI}
+    %one = stablehlo.constant dense<1> : {SI}
+    %two = stablehlo.constant dense<2> : {SI}
+    %yes = stablehlo.constant dense<true> : {SB}
+    %ax = stablehlo.dot_general %a, %x, contracting_dims = [1] x [0] : ({A}, {F}) -> {F}
+    %r = stablehlo.subtract %b, %ax : {F}
+{_column_max("%rn", "%r", n, m, "    ")}
+{_column_max("%xn", "%x", n, m, "    ")}
+    %lim = stablehlo.multiply %xn, %atolm : {M}
+    %small = stablehlo.compare LE, %rn, %lim, FLOAT : ({M}, {M}) -> {MB}
+{_solve32("c", "%r", n, m, kind, "    ")}
+{_column_max("%dn", "%cd", n, m, "    ")}
+    %tinyc = stablehlo.constant dense<{REFINE_RESOLUTION!r}> : {M}
+    %tinylim = stablehlo.multiply %xn, %tinyc : {M}
+    %tiny = stablehlo.compare LE, %dn, %tinylim, FLOAT : ({M}, {M}) -> {MB}
+    %halfc = stablehlo.constant dense<{REFINE_SHRINK!r}> : {M}
+    %bound = stablehlo.multiply %dprev, %halfc : {M}
+    %shrinks = stablehlo.compare LE, %dn, %bound, FLOAT : ({M}, {M}) -> {MB}
+    %stalled = stablehlo.not %shrinks : {MB}
+    %settled = stablehlo.or %tiny, %stalled : {MB}
+    %donej = stablehlo.and %small, %settled : {MB}
+    %large = stablehlo.not %small : {MB}
+    %failj = stablehlo.and %stalled, %large : {MB}
+    %no = stablehlo.constant dense<false> : {SB}
+    %done = stablehlo.reduce(%donej init: %yes) applies stablehlo.and across dimensions = [0] : ({MB}, {SB}) -> {SB}
+    %fail = stablehlo.reduce(%failj init: %no) applies stablehlo.or across dimensions = [0] : ({MB}, {SB}) -> {SB}
+    %k1 = stablehlo.add %k, %one : {SI}
+    %steps = stablehlo.constant dense<{REFINE_STEPS}> : {SI}
+    %last = stablehlo.compare GE, %k1, %steps, SIGNED : ({SI}, {SI}) -> {SB}
+    %stop = stablehlo.or %fail, %last : {SB}
+    %xnext = stablehlo.add %x, %cd : {F}
+    %doneb = stablehlo.broadcast_in_dim %done, dims = [] : ({SB}) -> {FB}
+    %x2 = stablehlo.select %doneb, %x, %xnext : {FB}, {F}
+    %failed = stablehlo.select %stop, %two, %z : {SB}, {SI}
+    %state2 = stablehlo.select %done, %one, %failed : {SB}, {SI}
+    stablehlo.return %k1, %x2, %dn, %state2 : {SI}, {F}, {M}, {SI}
+  }}
+  %one_i = stablehlo.constant dense<1> : {SI}
+  %refined = stablehlo.compare EQ, %w#3, %one_i, SIGNED : ({SI}, {SI}) -> {SB}
+  %branch = stablehlo.convert %refined : ({SB}) -> {SI}
+  %out = "stablehlo.case"(%branch) ({{
+    %lu:3 = func.call @{getrf}(%a) : ({A}) -> ({A}, {VI}, {VI})
+    %lperm = stablehlo.reshape %lu#2 : ({VI}) -> tensor<{n}x1xi32>
+    {_rows("%pb", "%b", "%lperm", n, m, "f64")}
+    %ly = func.call @{lower}(%lu#0, %pb) : ({A}, {F}) -> {F}
+    %lx = func.call @{upper}(%lu#0, %ly) : ({A}, {F}) -> {F}
+    stablehlo.return %lx : {F}
+  }}, {{
+    stablehlo.return %w#1 : {F}
+  }}) : ({SI}) -> {F}
+  return %out : {F}
+}}
+func.func private @{getrf}({A}) -> ({A}, {VI}, {VI})
+func.func private @{lower}({A}, {F}) -> {F}
+func.func private @{upper}({A}, {F}) -> {F}
+"""
+
+
+def _triangular(op: ir.Operation) -> tuple[bool, bool] | None:
+    """``(lower, unit)`` where ``op`` solves ``A X = B`` with ``A`` on the
+    left, untransposed, unbatched (LAPACK's ``trsm`` or StableHLO's own);
+    else None."""
+    if form_of(op) is not OpForm.TRIANGULAR_SOLVE or len(op.operands) != 2:
+        return None
+    if spec_of(op.name).external:
+        config = _config(op)
+        if config is None or not _unbatched(op):
+            return None
+        side, uplo, trans, diag = (_char(config, k) for k in ("side", "uplo", "trans_x", "diag"))
+        if side != "L" or trans != "N" or uplo not in ("L", "U") or diag not in ("U", "N"):
+            return None
+        return uplo == "L", diag == "U"
+    attrs = attribute_dict(op)
+    flags = [attrs.get(k) for k in ("left_side", "lower", "unit_diagonal")]
+    if any(not isinstance(f, ir.BoolAttr) for f in flags) or "transpose_a" not in attrs:
+        return None
+    left, lower, unit = (ir.BoolAttr(f).value for f in flags)
+    if not left or enum_word(attrs["transpose_a"]) != "NO_TRANSPOSE":
+        return None
+    return lower, unit
+
+
+def _lu_kind(op: ir.Operation) -> str | None:
+    """Which f32 LU refines the float64 LU call ``op`` (of one square matrix
+    of static shape), or None."""
+    if form_of(op) is not OpForm.LU or len(op.operands) != 1 or len(op.results) != 3 or not _unbatched(op):
+        return None
+    if _square(op) is None:
+        return None
+    target = _call_target(op)
+    return _LAPACK if target == _GETRF else _TPU if target == _TPU_LU else None
+
+
+def _nan_splat(v: ir.Value) -> bool:
+    """Whether ``v`` is a float constant whose every element is NaN (or
+    such a constant's elements moved: broadcast, reshaped)."""
+    op = defining_op(v)
+    while op is not None and spec_of(op.name).moves and len(op.operands) == 1:
+        op = defining_op(op.operands[0])
+    if op is None or not spec_of(op.name).constant or "value" not in op.attributes:
+        return False
+    attr = op.attributes["value"]
+    if not isinstance(attr, ir.DenseFPElementsAttr) or not attr.is_splat:
+        return False
+    return math.isnan(ir.FloatAttr(attr.get_splat_value()).value)
+
+
+def _derived_from(v: ir.Value, sources: list[ir.Value], parent: ir.Operation) -> bool:
+    """Whether ``v`` is computed, in ``parent``'s body, from ``sources`` and
+    constants alone (the ops of loops and calls between included)."""
+    seen: list[ir.Value] = []
+    work = [v]
+    while work:
+        x = work.pop()
+        if x in sources or x in seen:
+            continue
+        seen.append(x)
+        op = defining_op(x)
+        if op is None or op.parent != parent or spec_of(op.name).external:
+            return False
+        work.extend(op.operands)
+    return True
+
+
+class _Solve:
+    """One solve by an LU's factors: ``upper`` (``U X = Y``) of ``lower``
+    (``L Y = P B``); ``P B`` is ``layout`` (transposes and reshapes, in
+    order) of ``rows`` (a ``gather`` of the rows of its operand in the LU's
+    order), so that ``B`` is ``layout`` of ``rows``'s operand."""
+
+    def __init__(self, lower: ir.Operation, upper: ir.Operation, rows: ir.Operation,
+                 layout: list[ir.Operation]) -> None:
+        self.lower, self.upper, self.rows, self.layout = lower, upper, rows, layout
+
+    def rhs(self) -> ir.Value:
+        """``B`` (built at the current insertion point)."""
+        v = self.rows.operands[0]
+        for op in self.layout:
+            copy = op.clone(ip=ir.InsertionPoint.current)
+            copy.operands[0] = v
+            v = copy.results[0]
+        return v
+
+
+def _shape(v: ir.Value) -> list[int] | None:
+    t = v.type
+    if not isinstance(t, ir.RankedTensorType) or not ir.RankedTensorType(t).has_static_shape:
+        return None
+    return list(ir.RankedTensorType(t).shape)
+
+
+def _permuted_axis(op: ir.Operation, n: int, lu: ir.Operation) -> int | None:
+    """The axis of ``op``'s result along which the ``gather`` ``op`` takes
+    its operand's ``n`` slices in an order computed from ``lu``'s pivots or
+    permutation alone, every slice whole and in its place (so that with the
+    indices ``0 .. n-1`` it would be its operand); else None."""
+    if spec_of(op.name).computes is not Computes.GATHER or len(op.operands) != 2:
+        return None
+    shape, index = _shape(op.operands[0]), _shape(op.operands[1])
+    if shape is None or op.results[0].type != op.operands[0].type or index != [n, 1]:
+        return None
+    attrs = attribute_dict(op)
+    numbers, sizes = attrs.get("dimension_numbers"), attrs.get("slice_sizes")
+    if numbers is None or sizes is None:
+        return None
+    d = stablehlo.GatherDimensionNumbers(numbers)
+    axis = list(d.start_index_map)
+    if len(axis) != 1 or list(d.collapsed_slice_dims) != axis or d.index_vector_dim != 1 \
+            or list(getattr(d, "operand_batching_dims", [])) or shape[axis[0]] != n:
+        return None
+    c = axis[0]
+    if [int(x) for x in ir.DenseI64ArrayAttr(sizes)] != [1 if i == c else x for i, x in enumerate(shape)] \
+            or list(d.offset_dims) != [i for i in range(len(shape)) if i != c]:
+        return None
+    if not _derived_from(op.operands[1], [lu.results[1], lu.results[2]], lu.parent):
+        return None
+    return c
+
+
+def _moved_axis(op: ir.Operation, axis: int, n: int) -> int | None:
+    """Where the transpose or reshape ``op`` puts its operand's ``axis`` (of
+    ``n`` elements, kept whole and in order), or None."""
+    computes, shape, out = spec_of(op.name).computes, _shape(op.operands[0]), _shape(op.results[0])
+    if shape is None or out is None or len(op.operands) != 1:
+        return None
+    if computes is Computes.TRANSPOSE:
+        perm = [int(x) for x in ir.DenseI64ArrayAttr(attribute_dict(op)["permutation"])]
+        return perm.index(axis)
+    if computes is Computes.RESHAPE:
+        before = math.prod(shape[:axis])
+        for i, x in enumerate(out):
+            if x == n and math.prod(out[:i]) == before:
+                return i
+    return None
+
+
+def _rows_of(v: ir.Value, n: int, lu: ir.Operation) -> tuple[ir.Operation, list[ir.Operation]] | None:
+    """``(rows, layout)`` where the ``n x m`` float64 ``v`` is the transposes
+    and reshapes ``layout`` of a ``gather`` ``rows`` that takes the rows of
+    its operand in ``lu``'s order (see :func:`_permuted_axis`), that axis
+    becoming ``v``'s rows; else None."""
+    layout: list[ir.Operation] = []
+    op = defining_op(v)
+    while op is not None and op.parent == lu.parent \
+            and spec_of(op.name).computes in (Computes.TRANSPOSE, Computes.RESHAPE):
+        layout.insert(0, op)
+        op = defining_op(op.operands[0])
+    if op is None or op.parent != lu.parent:
+        return None
+    axis = _permuted_axis(op, n, lu)
+    for step in layout:
+        if axis is None:
+            return None
+        axis = _moved_axis(step, axis, n)
+    return (op, layout) if axis == 0 else None
+
+
+def _reshaped_use(v: ir.Value) -> tuple[ir.Operation, ir.Value] | None:
+    """The one op reading ``v`` past reshapes (each read once), with the
+    value it reads; None where ``v`` is read otherwise."""
+    while True:
+        uses = [as_operation(u.owner) for u in v.uses]
+        if len(uses) != 1:
+            return None
+        if spec_of(uses[0].name).computes is not Computes.RESHAPE:
+            return uses[0], v
+        v = uses[0].results[0]
+
+
+def _solves_of(lu: ir.Operation) -> list[_Solve] | None:
+    """The solves by ``lu``'s factors, where those factors (or the factors
+    made NaN where ``info`` is negative, as JAX's CPU lowering does) are read
+    by nothing else than the solves' two triangular solves, in ``lu``'s
+    function body; else None."""
+    n = _square(lu)
+    assert n is not None
+    factors = [lu.results[0]]
+    for use in lu.results[0].uses:
+        user = as_operation(use.owner)
+        if spec_of(user.name).computes is Computes.SELECT and use.operand_number == 1 \
+                and _nan_splat(user.operands[2]) and _derived_from(user.operands[0], [lu.results[2]], lu.parent):
+            factors.append(user.results[0])
+    lowers: list[ir.Operation] = []
+    uppers: list[ir.Operation] = []
+    for f in factors:
+        for use in f.uses:
+            user = as_operation(use.owner)
+            if f == lu.results[0] and any(user == defining_op(g) for g in factors[1:]):
+                continue
+            kind = _triangular(user)
+            if use.operand_number != 0 or user.parent != lu.parent:
+                return None
+            if kind == (True, True):
+                lowers.append(user)
+            elif kind == (False, False):
+                uppers.append(user)
+            else:
+                return None
+    solves: list[_Solve] = []
+    for low in lowers:
+        shape = _static_2d(low.results[0].type)
+        read = _reshaped_use(low.results[0])
+        if shape is None or shape[0] != n or read is None:
+            return None
+        up, value = read
+        if not any(up == u for u in uppers) or up.operands[1] != value or up.results[0].type != low.results[0].type:
+            return None
+        rows = _rows_of(low.operands[1], n, lu)
+        if rows is None:
+            return None
+        solves.append(_Solve(low, up, *rows))
+    if len(solves) != len(uppers) or not solves:
+        return None
+    return solves
+
+
+def refinable(op: ir.Operation) -> bool:
+    """Whether ``op`` is a float64 LU call of a kind :func:`refine_solves`
+    refines the solves of (where its factors serve only solves)."""
+    return _lu_kind(op) is not None
+
+
+def _removable(op: ir.Operation) -> bool:
+    """Whether ``op`` may be erased once nothing reads its results: it
+    computes without effects (the op table's ``pure``, moving or computing
+    ops, the LU and triangular solves), and so do the ops inside its regions
+    and the functions it calls."""
+    spec = spec_of(op.name)
+    if spec.pure or spec.moves or spec.computes is not None or form_of(op) in (OpForm.LU, OpForm.TRIANGULAR_SOLVE):
+        return not len(op.regions) or all(_removable_body(r) for r in op.regions)
+    if spec.loop or spec.branches or spec.owns_regions:
+        return all(_removable_body(r) for r in op.regions)
+    if spec.call:
+        callee = _callee_of(op)
+        return callee is not None and all(_removable_body(r) for r in callee.regions)
+    return False
+
+
+def _removable_body(region: ir.Region) -> bool:
+    return all(spec_of(o.name).terminator or _removable(o)
+               for block in region.blocks for o in map(as_operation, block.operations))
+
+
+def _callee_of(call: ir.Operation) -> ir.Operation | None:
+    name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+    cur = call.parent
+    while cur is not None and cur.name != "builtin.module":
+        cur = cur.parent
+    if cur is None:
+        return None
+    for top in cur.regions[0].blocks[0].operations:
+        top = as_operation(top)
+        if spec_of(top.name).function and ir.StringAttr(top.attributes["sym_name"]).value == name:
+            return top
+    return None
+
+
+def _erase_unread(op: ir.Operation, callees: set[str]) -> None:
+    """Erase ``op`` if nothing reads it, then the producers of its operands
+    that nothing reads any more, as long as each is :func:`_removable`;
+    adds to ``callees`` the functions the ops erased called."""
+    work: list[ir.Operation | None] = [op]
+    while work:
+        cur = work.pop()
+        if cur is None or spec_of(cur.name).function or any(True for r in cur.results for _ in r.uses):
+            continue
+        if not _removable(cur):
+            continue
+        producers = [defining_op(v) for v in cur.operands]
+        callees.update(ir.FlatSymbolRefAttr(o.attributes["callee"]).value
+                       for o in (cur, *all_ops(cur)) if spec_of(o.name).call)
+        cur.erase()
+        for p in producers:
+            if p is not None and not any(p == w for w in work):
+                work.append(p)
+
+
+def refine_solves(root: ir.Operation) -> list[tuple[str, ir.Location, str, str]]:
+    """Replace each float64 solve by the factors of an LU call (the pattern
+    of ``jnp.linalg.solve``, ``inv`` and ``lu_solve``: the rows of ``B`` in
+    the LU's order, solved by the unit lower factor and then by the upper
+    one, the factors read by nothing else) by a call of a private function
+    of ``A`` and ``B`` that refines the device's own f32 LU:
+
+    * ``A`` rounded to f32 and factored by the device's f32 LU
+      (``lapack_sgetrf_ffi`` for ``lapack_dgetrf_ffi``, XLA:TPU's f32
+      ``LuDecomposition`` for its float64 one); ``X_0`` its f32 solve of
+      ``B`` rounded to f32;
+    * each step, the residual ``R = B - A X_k`` in float64 ops (a float64
+      dot: on pairs, the pair dot), the correction ``D`` its f32 solve, and
+      ``X_{k+1} = X_k + D``;
+    * a column has *converged* when ``||R_j||_inf <= 2**-44 ||A||_inf
+      ||X_j||_inf`` (LAPACK ``dsgesv``'s test, a backward error of
+      ``2**-44``); the refinement *fails* when a column not converged has a
+      correction larger than half the one before (``D_0`` being ``X_0``),
+      a NaN, or after :data:`REFINE_STEPS` steps. It converges when the
+      f32 factors' error contracts (``||A^{-1} E|| < 1/2`` for ``LU = PA +
+      E``: about ``cond(A)·n·2**-24`` well below 1);
+    * where it fails, a ``case`` computes the solve by the float64 LU
+      written out (:func:`_getrf_text`, :func:`_trsm_text`): today's result.
+
+    The LU call and the ops computing the rows' order are erased where
+    nothing else reads them.  Returns ``(op name, location, helper, f32 LU)``
+    per solve refined (located at its upper triangular solve).  Calls of
+    private functions are expected inlined (the LU and its solves in one
+    function body); an LU whose factors are read otherwise keeps its path."""
+    found: list[tuple[ir.Operation, str, list[_Solve]]] = []
+    for op in all_ops(root):
+        kind = _lu_kind(op)
+        if kind is None:
+            continue
+        solves = _solves_of(op)
+        if solves is not None:
+            found.append((op, kind, solves))
+    done: list[tuple[str, ir.Location, str, str]] = []
+    callees: set[str] = set()
+    for lu, kind, solves in found:
+        n = _square(lu)
+        assert n is not None
+        getrf, _ = install_function(lu, _getrf_text(n, tpu=True), f"no64.lu.{n}")
+        for s in solves:
+            upper = s.upper
+            shape = _static_2d(upper.results[0].type)
+            assert shape is not None
+            m = shape[1]
+            lower, _ = install_function(lu, _trsm_text(n, m, True, True), f"no64.trsm.lower.unit.{n}x{m}")
+            upper_fn, _ = install_function(lu, _trsm_text(n, m, False, False), f"no64.trsm.upper.{n}x{m}")
+            helper, _ = install_function(lu, _refine_text(n, m, kind, (getrf, lower, upper_fn)),
+                                         f"no64.refine.{kind}.{n}x{m}")
+            with ir.InsertionPoint(upper), upper.location:
+                call = func.CallOp([upper.results[0].type], ir.FlatSymbolRefAttr.get(helper),
+                                   [lu.operands[0], s.rhs()])
+            upper.results[0].replace_all_uses_with(call.results[0])
+            done.append((upper.name, upper.location, helper, "lapack_sgetrf_ffi" if kind == _LAPACK else _TPU_LU))
+            _erase_unread(upper, callees)
+    if callees:  # the private functions only the ops erased called
+        called = {ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in all_ops(root) if spec_of(o.name).call}
+        for fn in functions(root):
+            if symbol_name(fn) in callees - called and not is_public(fn):
+                fn.erase()
+    return done

@@ -87,16 +87,19 @@ declare("stablehlo.iota", transfer=T.iota, fold=T.fold_iota, refuse=checks.iota_
 
 # Results hold elements of operand 0 (rearranged, repeated or dropped).
 for _name in ("stablehlo.broadcast", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.real_dynamic_slice",
-              "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.gather", "stablehlo.dynamic_reshape"):
+              "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.dynamic_reshape"):
     declare(_name, transfer=T.same_as_first, emulate=E.moved, moves=True, region_free=True,
             sentinels=FIRST_CARRIES, pairs=PR.componentwise)
-for _name in ("stablehlo.slice", "stablehlo.transpose"):
-    declare(_name, transfer=T.same_as_first, emulate=E.moved, moves=True, pure=True, region_free=True,
-            sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+declare("stablehlo.gather", transfer=T.same_as_first, emulate=E.moved, moves=True, region_free=True,
+        sentinels=FIRST_CARRIES, pairs=PR.componentwise, computes=Computes.GATHER, pure=True)
+declare("stablehlo.slice", transfer=T.same_as_first, emulate=E.moved, moves=True, pure=True, region_free=True,
+        sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+declare("stablehlo.transpose", transfer=T.same_as_first, emulate=E.moved, moves=True, pure=True, region_free=True,
+        sentinels=FIRST_CARRIES, pairs=PR.componentwise, computes=Computes.TRANSPOSE)
 declare("stablehlo.broadcast_in_dim", transfer=T.same_as_first, fold=T.fold_broadcast, emulate=E.moved,
         moves=True, pure=True, region_free=True, sentinels=FIRST_CARRIES, pairs=PR.componentwise)
 declare("stablehlo.reshape", transfer=T.same_as_first, fold=T.fold_reshape, emulate=E.moved, moves=True,
-        pure=True, region_free=True, sentinels=FIRST_CARRIES, pairs=PR.componentwise)
+        pure=True, region_free=True, sentinels=FIRST_CARRIES, pairs=PR.componentwise, computes=Computes.RESHAPE)
 
 # Result i holds elements of operand i.
 declare("stablehlo.copy", transfer=T.same_as_operands, emulate=E.moved, moves=True, region_free=True,
@@ -206,7 +209,9 @@ declare("stablehlo.rng_bit_generator", rewrites=(rng_bit_generator.rng_bit_gener
         hint="rbg keys need a u64 state: no64 rewrites it exactly", form=OpForm.RNG_BIT_GENERATOR)
 # (on a device that refuses its float64 LU: written out as a loop of float64 ops)
 declare("stablehlo.custom_call", rewrites=(custom_call.lapack_to_32bit,), refuse=custom_call.opaque_target,
-        region_free=True, external=True, pairs=PR.custom_call, form=linalg.is_lu, unfold=linalg.lu)
+        region_free=True, external=True, pairs=PR.custom_call, form=linalg.form, unfold=linalg.lu)
+# (a float64 solve by an LU's factors: refined from the device's f32 LU under float pairs, rules/linalg.py)
+declare("stablehlo.triangular_solve", region_free=True, pure=True, form=OpForm.TRIANGULAR_SOLVE)
 for _name in ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"):
     declare(_name, refuse=checks.host_transfer, region_free=True)
 

@@ -1,4 +1,4 @@
-"""A ``dot_general`` on float64 pairs as exact dots of integer slices (the Ozaki scheme).
+"""A ``dot_general`` on float64 pairs as exact dots of integer slices (the Ozaki scheme, I and II).
 
 The lhs is laid out ``batch x free x contracting`` (``[B, M, K]``), the
 rhs ``batch x contracting x free`` (``[B, K, N]``, the layout a dot takes
@@ -58,6 +58,55 @@ on the matrix engine's exact datapath, which the device profile names
    of the computed products (the running sum's errors are each below
    ``u`` times a partial sum that grows by ``2**20`` or more per word).
 
+**Residues (Ozaki scheme II).**  On an integer datapath (``int8``) that
+runs a ``case``, where they compute fewer products than the levels do
+always (:func:`scheme`: 15 to 17 against 36, for ``k`` from 1 to
+``10**6``), the product is computed from residues where the data are
+within their span, by the levels above where not (the other branch of a
+``case``; :func:`crt_plan` plans it):
+
+1. **One integer per element.**  The scaled element ``a`` is cut into its
+   first ``s`` digits (step 2; ``s`` the fewest whose remainder meets
+   data of ``_TYPICAL_BITS``: 8 for int8), taken as one integer ``A' =
+   sum_j d_j 2**(beta (s - j))``: ``|a - A' g_s| <= r_s`` (about
+   ``2**-55``) and ``|A'| <= (2 + r_s) / g_s = 2**55``.
+2. **Residues.**  ``C' = sum_l A'_l B'_l`` (``|C'| <= k 2**110``) is
+   computed modulo ``N`` pairwise coprime odd moduli ``m_i <= 255`` (255,
+   253, 251, 247, 241, ..., the fewest whose balanced mixed radix below
+   covers ``|C'|``; 16 for ``k`` from 84 to 15859): ``A' mod m_i``,
+   balanced (``|.| <= 127``, an int8), is ``sum_j d_j (2**(beta (s - j))
+   mod m_i)`` reduced.  Every reduction of an f32 integer ``x``, ``|x| <
+   2**22``, is ``x - m round(x fl(1/m))``, exact: ``x fl(1/m)`` is within
+   ``|x| 2**-23 / m < 1 / (2m)`` of ``x / m``, which is at least that far
+   from a half-integer for an odd ``m``.
+3. **One batched int8 dot.**  The residues of all moduli, stacked, make one
+   ``dot_general`` batched over them, each sum exact in ``i32`` (a chunk's
+   within ``c 127**2``, the contraction chunked where longer); a result
+   ``x = hi 2**17 + lo`` reduces as ``hi (2**17 mod m) + lo`` (below
+   ``2**22``), and over several chunks the reduced chunks are summed and
+   reduced again: ``c_i = C' mod m_i``, balanced.
+4. **Garner.**  ``v_i = (P_i**-1 c_i - sum_(j < i) (P_j P_i**-1 mod m_i)
+   v_j) mod m_i`` (``P_i = m_1 ... m_(i-1)``; each sum an f32 integer
+   below ``2**22``), so ``C' = sum_i v_i P_i`` with ``|v_i| <= (m_i - 1) /
+   2``: the balanced mixed radix is unique on ``[-R, R]``, ``R = sum_i
+   (m_i - 1) / 2 P_i >= k 2**110``, and holds ``C'`` there.
+5. **Exact sum, rounded once.**  ``sum_i v_i P_i`` is summed in positions
+   of 12 bits (``P_i``'s digits ``p_it``: a position's ``sum_i v_i p_it``
+   an f32 integer below ``2**24``), carried and rounded once by step 5
+   above, in units of ``g_1**2``: within ``SUM_ACCURACY`` of ``C' g_s**2``.
+
+Their error per term is ``phi_r = 2 r_s + (2 + r_s) r_s`` (``|ab - A'B'
+g_s**2| <= |r_a| |b| + |A' g_s| |r_b|``: no product is dropped), and they
+run where the one-pass estimate of step 4 puts every ``(|A| |B|)_ij``
+(scaled units) at or above :attr:`CrtPlan.threshold` ``= k phi_r / (TAU
+slack)`` (about ``2**-7 k``: normally distributed data are about
+``2**-2`` to ``2**-5 k``), so that ``k phi_r <= TAU (|A| |B|)_ij``.  An
+output whose row or column is not scaled (its largest hi word below
+f32's normal range) has its ``A'`` zero there and errs by at most
+``(|A| |B|)_ij <= k 2**-125 2**(a_i + b_j)``; the rounding of step 5
+errs by ``SUM_ACCURACY`` of ``|C' g_s**2| <= (1 + TAU) (|A| |B|)_ij``.  So
+the bound below holds with either branch.
+
 **Bound.**  With ``u = 2**-24``, for every output element ``(i, j)`` of
 pair operands ``A`` and ``B`` (contraction length ``k``) whose row and
 column hold no inf or NaN::
@@ -100,10 +149,10 @@ import numpy as np
 from ..ir import pairs as P
 from ..ir._mlir import int_attr, ir, stablehlo
 from ..ir.words import build, const, i32, make
-from ..targets import F32_MATMUL, Matmul
+from ..targets import F32_EXACT, F32_MATMUL, I32_MAX, Matmul
 
 __all__ = ["SplitPlan", "plan", "split_dot", "BETA_CANDIDATES", "TAU", "SUM_ACCURACY", "SPAN_BITS",
-           "STATIC_SPAN_BITS"]
+           "STATIC_SPAN_BITS", "CrtPlan", "crt_plan", "scheme", "products", "RESIDUES"]
 
 _U = 2.0**-24
 
@@ -348,6 +397,216 @@ def plan(k: int, path: Matmul = F32_MATMUL) -> SplitPlan:
     return best
 
 
+# ------------------------------------------------------------- residues (CRT)
+def _coprime_moduli(top: int) -> tuple[int, ...]:
+    """Odd moduli from ``top`` down, each coprime to every larger one taken
+    (greedy): 255, 253, 251, 247, 241, 239, 233, 229, ... for ``top`` 255."""
+    out: list[int] = []
+    for m in range(top | 1, 2, -2):
+        if all(math.gcd(m, x) == 1 for x in out):
+            out.append(m)
+    return tuple(out)
+
+
+#: The largest integer magnitude each operand type holds exactly (the
+#: residues' balanced range: moduli up to ``2 * this + 1``).
+_OPERAND_MAX: dict[str, int] = {"i8": 127}
+
+#: A residue, a chunk's dot reduced and Garner's running sums stay below
+#: this in magnitude: exact in f32, and ``round(x * fl(1/m))`` is the
+#: nearest integer to ``x / m`` (its error below ``|x| 2**-23 / m < 1 / (2m)``).
+_MOD_EXACT = 2**22
+
+#: The dot's ``i32`` result is taken as ``hi 2**_SPLIT + lo`` (``lo`` in
+#: ``[0, 2**_SPLIT)``, ``|hi| <= 2**(31 - _SPLIT)``) before its reduction.
+_SPLIT = 17
+
+#: Bits of the positions the reconstructed integer is summed in.
+_POSITION_BITS = 12
+
+#: Whether :func:`split_dot` may compute a contraction by residues where
+#: they apply and need fewer products (a benchmark or a test sets it
+#: ``False`` to time or check the levels alone on the same datapath).
+RESIDUES = True
+
+
+def _balanced(x: int, m: int) -> int:
+    """``x mod m`` in ``[-(m - 1) / 2, (m - 1) / 2]`` (``m`` odd)."""
+    r = x % m
+    return r - m if r > m // 2 else r
+
+
+@dataclass(frozen=True)
+class CrtPlan:
+    """A contraction of ``k`` elements as residues on an integer datapath
+    (Ozaki scheme II; see the module docstring): each scaled element an
+    integer ``A' = sum_i d_i 2**(beta (s - i))`` of the digits of
+    :attr:`digits`, the products ``A'_i B'_i`` of its residues modulo each of
+    :attr:`moduli` one batched dot, the exact ``C'`` rebuilt by Garner."""
+
+    k: int
+    digits: SplitPlan  #: the grid the elements are cut on (``slices`` digits)
+    moduli: tuple[int, ...]
+    chunks: int
+    path: Matmul
+
+    @property
+    def chunk(self) -> int:
+        return -(-self.k // self.chunks)
+
+    @property
+    def unit(self) -> float:
+        """``g_s``: the unit of ``A'`` relative to the scaled row."""
+        return self.digits.grid(self.digits.slices)
+
+    @property
+    def phi(self) -> float:
+        """The error of one term ``a b`` (``|a|, |b| < 2``): ``a = A' g_s +
+        r_a`` with ``|r_a| <= r_s``, so ``|a b - A' B' g_s**2| <= |r_a| |b|
+        + |A' g_s| |r_b| <= 2 r_s + (2 + r_s) r_s`` (no product dropped)."""
+        rs = self.digits.digit_bounds[1][self.digits.slices - 1]
+        return 2 * rs + (2 + rs) * rs
+
+    @property
+    def largest(self) -> int:
+        """The largest ``|A'|``: ``(|a| + r_s) / g_s`` with ``|a| < 2``."""
+        rs = self.digits.digit_bounds[1][self.digits.slices - 1]
+        return math.floor((2 + rs) / self.unit)
+
+    @property
+    def product_bound(self) -> int:
+        """The largest ``|C'| = |sum_l A'_l B'_l|``."""
+        return self.k * self.largest**2
+
+    @property
+    def threshold(self) -> float:
+        """The residues meet the bound's first term where the one-pass
+        estimate of every ``(|A| |B|)_ij`` (scaled units) is at least this."""
+        return self.k * self.phi / (TAU * self.digits.slack)
+
+    @property
+    def prefixes(self) -> list[int]:
+        """``P_i = m_1 ... m_(i-1)``, the mixed radix's place values."""
+        out = [1]
+        for m in self.moduli[:-1]:
+            out.append(out[-1] * m)
+        return out
+
+    @property
+    def digit_weights(self) -> list[list[int]]:
+        """``2**(beta (s - j)) mod m_i`` (balanced), the weight of digit ``j``
+        in ``A' mod m_i``."""
+        s, beta = self.digits.slices, self.digits.beta
+        return [[_balanced(2 ** (beta * (s - j)), m) for j in range(1, s + 1)] for m in self.moduli]
+
+    @property
+    def garner(self) -> list[tuple[int, list[int]]]:
+        """For each modulus ``m_i``: ``P_i**-1`` and ``P_j P_i**-1`` (``j < i``)
+        modulo ``m_i``, balanced, so that ``v_i = (P_i**-1 c_i - sum_j
+        (P_j P_i**-1) v_j) mod m_i``."""
+        out = []
+        for i, (m, p) in enumerate(zip(self.moduli, self.prefixes)):
+            inv = pow(p, -1, m)
+            out.append((_balanced(inv, m), [_balanced(q * inv, m) for q in self.prefixes[:i]]))
+        return out
+
+    @property
+    def positions(self) -> list[list[int]]:
+        """``P_i`` in base ``2**_POSITION_BITS``, least significant first."""
+        out = []
+        for p in self.prefixes:
+            ds = []
+            while p:
+                ds.append(p % 2**_POSITION_BITS)
+                p //= 2**_POSITION_BITS
+            out.append(ds)
+        return out
+
+    @property
+    def base(self) -> int:
+        """The exponent of the top position's unit, relative to ``g_1**2``
+        (``C' g_s**2`` is the pair in units of ``g_1**2`` the levels give)."""
+        return _POSITION_BITS * (len(self.positions[-1]) - 1) + 2 * round(math.log2(self.unit / self.digits.grid(1)))
+
+    def check(self) -> None:
+        """Every intermediate within its type's exact range, and ``C'``
+        within the range the balanced mixed radix represents (raises
+        ``ValueError`` where not)."""
+        half = [m // 2 for m in self.moduli]
+        if any(math.gcd(a, b) != 1 for i, a in enumerate(self.moduli) for b in self.moduli[i + 1:]):
+            raise ValueError("moduli not pairwise coprime")
+        if max(half) > _OPERAND_MAX[self.path.operands]:
+            raise ValueError("a residue outside the operand type")
+        reach = sum(h * p for h, p in zip(half, self.prefixes))  # the mixed radix covers [-reach, reach]
+        if self.product_bound > reach:
+            raise ValueError("the moduli do not cover the product")
+        d, _ = self.digits.digit_bounds
+        for w in self.digit_weights:
+            if sum(di * abs(wi) for di, wi in zip(d, w)) >= _MOD_EXACT:
+                raise ValueError("a residue's sum beyond f32's exact reduction")
+        if self.chunk * max(half) ** 2 > self.path.exact_below:
+            raise ValueError("a chunk's dot beyond the accumulator's exact range")
+        reduced = 2 ** (31 - _SPLIT) * max(half) + 2**_SPLIT
+        if reduced >= _MOD_EXACT or self.chunks * max(half) >= _MOD_EXACT:
+            raise ValueError("a dot's reduction beyond f32's exact range")
+        for (inv, ws), h in zip(self.garner, half):
+            if abs(inv) * h + sum(abs(w) * hj for w, hj in zip(ws, half)) >= _MOD_EXACT:
+                raise ValueError("Garner's sum beyond f32's exact reduction")
+        carry = 0
+        for t in range(len(self.positions[-1])):
+            s = sum(h * (ds[t] if t < len(ds) else 0) for h, ds in zip(half, self.positions))
+            if s >= F32_EXACT:
+                raise ValueError("a position's sum beyond f32's exact integers")
+            carry = s + carry // 2**_POSITION_BITS + 1
+            if carry >= I32_MAX:
+                raise ValueError("the carried sum beyond i32")
+        lowest = self.base - _POSITION_BITS * (len(self.positions[-1]) - 1)
+        if lowest < -126 or self.base + 31 > 127:
+            raise ValueError("a word of the carried sum outside f32's normal range")
+
+
+def crt_plan(k: int, path: Matmul) -> CrtPlan | None:
+    """The residue scheme for a contraction of ``k`` elements on ``path``,
+    or ``None`` where it does not apply: an integer datapath (its operand
+    type the residues) that runs a ``case`` (the fallback to the levels for
+    data of wide exponent span).  The digits are those of the levels'
+    grid, as many as data of ``_TYPICAL_BITS`` need; the moduli the fewest
+    that cover ``|C'|``."""
+    if path.operands not in _OPERAND_MAX or not path.branches:
+        return None
+    top = _OPERAND_MAX[path.operands]
+    probe = SplitPlan(k, BETA_CANDIDATES[path.operands][0], 40, 40, 1, path)
+    rems = probe.digit_bounds[1]
+    s = 1
+    while 2 * rems[s - 1] + (2 + rems[s - 1]) * rems[s - 1] > 4 * TAU * 2.0**-_TYPICAL_BITS:
+        s += 1
+    digits = SplitPlan(k, probe.beta, s, s, 1, path)
+    chunk = min(k, path.exact_below // top**2)
+    chunks = -(-k // chunk)
+    pool = _coprime_moduli(2 * top + 1)
+    for n in range(1, len(pool) + 1):
+        p = CrtPlan(k, digits, pool[:n], chunks, path)
+        half = sum(m // 2 * q for m, q in zip(p.moduli, p.prefixes))
+        if half >= p.product_bound:
+            p.check()
+            return p
+    raise ValueError(f"a contraction of {k} elements is too long for the residues")
+
+
+def products(k: int, path: Matmul) -> dict[str, int]:
+    """The products of ``k`` contraction elements (``n**3`` each, for
+    ``n x n`` operands) each scheme always computes on ``path``: the levels'
+    (those typical data need, or every level where the device cannot skip
+    one) and the residues' (one per modulus; absent where they do not apply)."""
+    pl = plan(k, path)
+    paid = pl.fewest if path.branches else pl.slices
+    out = {"levels": paid * (paid + 1) // 2}
+    cp = crt_plan(k, path)
+    if cp is not None:
+        out["residues"] = len(cp.moduli)
+    return out
+
+
 # ------------------------------------------------------------------ IR
 _I8 = "i8"
 
@@ -446,13 +705,17 @@ def _dot(a: ir.Value, b: ir.Value, batch: Sequence[int], contract: int, rhs_cont
     return make("dot_general", [a, b], _t(out, result), **attrs)
 
 
-def _case(pred: ir.Value, types: Sequence[ir.Type], then: Callable[[], list[ir.Value]]) -> list[ir.Value]:
-    """``then()`` where the scalar ``pred`` holds, else zeros (a ``case``
-    whose first branch returns zeros)."""
+def _case(pred: ir.Value, types: Sequence[ir.Type], then: Callable[[], list[ir.Value]],
+          otherwise: Callable[[], list[ir.Value]] | None = None) -> list[ir.Value]:
+    """``then()`` where the scalar ``pred`` holds, else ``otherwise()``
+    (zeros if ``None``): a ``case`` on ``pred``, branch 1 ``then``."""
     index = _convert(pred, i32())
     op = build("case", [index], list(types), regions=2)
     with ir.InsertionPoint(op.regions[0].blocks.append()):
-        build("return", [_zeros(_shape_of(t), ir.RankedTensorType(t).element_type) for t in types], [])
+        if otherwise is None:
+            build("return", [_zeros(_shape_of(t), ir.RankedTensorType(t).element_type) for t in types], [])
+        else:
+            build("return", otherwise(), [])
     with ir.InsertionPoint(op.regions[1].blocks.append()):
         build("return", then(), [])
     return list(op.results)
@@ -464,9 +727,10 @@ def _shape_of(t: ir.Type) -> list[int]:
 
 @dataclass
 class _Rows:
-    """One operand's rows, scaled and cut into digits."""
+    """One operand's rows, scaled (:func:`_rows`; :func:`_cut` cuts them into digits)."""
 
-    digits: list[ir.Value]  #: f32 integers, the operand's shape each
+    h: ir.Value  #: the scaled hi words (0 for inf and NaN)
+    l: ir.Value  #: the scaled lo words (0 for inf and NaN)
     exponent: ir.Value  #: ``[B, R]`` i32: the row was scaled by ``2**-exponent``
     bad: ir.Value  #: ``[B, R]`` i1: the row holds an inf or a NaN
     scaled: ir.Value  #: ``[B, R]`` i1: the row was scaled (its largest in ``[1, 2)``)
@@ -481,9 +745,9 @@ def _round_to(y: ir.Value, unit: float) -> ir.Value:
     return _bin("subtract", P.barrier(_bin("add", y, sigma))[0], sigma)
 
 
-def _rows(x: P.Pair, pl: SplitPlan, axis: int) -> _Rows:
-    """Scale and cut the rows of ``x`` (``[B, R, K]`` with ``axis`` 2, or
-    ``[B, K, R]`` with ``axis`` 1: the contraction)."""
+def _rows(x: P.Pair, axis: int) -> _Rows:
+    """Scale the rows of ``x`` (``[B, R, K]`` with ``axis`` 2, or ``[B, K,
+    R]`` with ``axis`` 1: the contraction)."""
     shape = x.shape
     keep = [0, 3 - axis]
     i1 = ir.IntegerType.get_signless(1)
@@ -501,7 +765,13 @@ def _rows(x: P.Pair, pl: SplitPlan, axis: int) -> _Rows:
     h, l = _bin("multiply", hi, scale), _bin("multiply", lo, scale)
     signs = _sel(fin, make("sign", [x.hi], x.hi.type), x.hi)
     magnitude = make("abs", [h], h.type)
+    return _Rows(h, l, exponent, bad, make("not", [zero_row], zero_row.type), magnitude, signs)
+
+
+def _cut(rows: _Rows, pl: SplitPlan) -> list[ir.Value]:
+    """The scaled rows' digits ``d_1 .. d_s`` (f32 integers, the operand's shape each)."""
     out: list[ir.Value] = []
+    h, l = rows.h, rows.l
     # each phase's digits straight from its remainder (h, l): digit i is
     # the remainder's hi word rounded to g_i less it rounded to g_(i-1);
     # the next phase's remainder is the rest, taken exactly as a pair
@@ -515,7 +785,7 @@ def _rows(x: P.Pair, pl: SplitPlan, axis: int) -> _Rows:
         assert prev is not None
         if phase[-1] < pl.slices:
             h, l = P.two_sum(_bin("subtract", h, prev), l)
-    return _Rows(out, exponent, bad, make("not", [zero_row], zero_row.type), magnitude, signs)
+    return out
 
 
 def _pad(w: ir.Value, axis: int, extra: int) -> ir.Value:
@@ -531,7 +801,7 @@ def _pad(w: ir.Value, axis: int, extra: int) -> ir.Value:
                 interior_padding=ir.DenseI64ArrayAttr.get([0] * rank))
 
 
-def _chunked(w: ir.Value, axis: int, pl: SplitPlan) -> ir.Value:
+def _chunked(w: ir.Value, axis: int, pl: SplitPlan | CrtPlan) -> ir.Value:
     """A digit array with its contraction axis cut into ``[chunks, chunk]``,
     the chunks next to the batch axis: ``[B, C, M, c]`` (lhs, ``axis`` 2) or
     ``[B, C, c, N]`` (rhs, ``axis`` 1), the layouts a batched dot takes."""
@@ -696,11 +966,11 @@ def _extra_levels(dg: _Digits, levels: list[int], needs: list[ir.Value],
     return got
 
 
-def _estimate_minimum(ra: _Rows, rb: _Rows, pl: SplitPlan, out: list[int]) -> ir.Value:
+def _estimate_minimum(ra: _Rows, rb: _Rows, path: Matmul, out: list[int]) -> ir.Value:
     """The smallest one-pass estimate of ``(|A| |B|)_ij`` (scaled units)
     over the outputs whose row and column are scaled (``+inf`` if none)."""
     nb, m, n = out
-    one = _elem(pl.path.one_pass)
+    one = _elem(path.one_pass)
     est = _dot(_convert(ra.magnitude, one), _convert(rb.magnitude, one), [0], 2, 1, out, P.f32(), highest=False)
     i1 = ir.IntegerType.get_signless(1)
     both = make("and", [_bcast(ra.scaled, out, [0, 1]), _bcast(rb.scaled, out, [0, 2])], _t(out, i1))
@@ -708,12 +978,11 @@ def _estimate_minimum(ra: _Rows, rb: _Rows, pl: SplitPlan, out: list[int]) -> ir
     return _reduce(est, [0, 1, 2], math.inf, "minimum")
 
 
-def _carried(sums: dict[int, ir.Value], pl: SplitPlan) -> P.Pair:
+def _carried(sums: dict[int, ir.Value], beta: int, base: int = 0) -> P.Pair:
     """The positions' exact ``i32`` sums (position ``p`` in units of
-    ``g_1**2 2**(-(p - 2) beta)``) as a pair in units of ``g_1**2``:
-    carried into one signed top and ``beta``-bit digits, taken as sign and
-    magnitude, packed into words of at most 24 bits, added by Sum2."""
-    beta = pl.beta
+    ``2**(base - (p - 2) beta)``) as a pair: carried into one signed top and
+    ``beta``-bit digits, taken as sign and magnitude, packed into words of
+    at most 24 bits, added by Sum2."""
     mask = 2**beta - 1
     positions = sorted(sums)
     c = sums[positions[-1]]
@@ -734,7 +1003,7 @@ def _carried(sums: dict[int, ir.Value], pl: SplitPlan) -> P.Pair:
     # words: the top's 31 bits as two, then floor(24 / beta) digits each
     per = 24 // beta
     terms: list[tuple[ir.Value, int]] = []  # (word, exponent of its unit relative to g_1**2)
-    unit = lambda p: -(p - 2) * beta  # noqa: E731
+    unit = lambda p: base - (p - 2) * beta  # noqa: E731
     order = sorted(digits)
     for start in range(0, len(order), per):
         group = order[start:start + per]
@@ -759,19 +1028,13 @@ def _carried(sums: dict[int, ir.Value], pl: SplitPlan) -> P.Pair:
                   _sel(isneg, make("negate", [z.lo], z.lo.type), z.lo))
 
 
-def split_dot(a: P.Pair, b: P.Pair, path: Matmul = F32_MATMUL) -> P.Pair:
-    """``sum_l a[., i, l] * b[., l, j]`` of pairs ``a`` (``[B, M, K]``) and
-    ``b`` (``[B, K, N]``) as a ``[B, M, N]`` pair, by exact integer
-    digits on ``path`` (see the module's docstring for the method and its
-    bound)."""
-    nb, m, k = a.shape
-    n = b.shape[2]
-    out = [nb, m, n]
-    pl = plan(k, path)
-    ra, rb = _rows(a, pl, 2), _rows(b, pl, 1)
-    operand = _elem(path.operands)
-    da = [_convert(d, operand) for d in ra.digits]  # integers within the type's exact range
-    db = [_convert(d, operand) for d in rb.digits]
+def _levels(ra: _Rows, rb: _Rows, pl: SplitPlan, out: list[int], smallest: ir.Value | None) -> P.Pair:
+    """The product by levels (steps 2 to 5) as a pair in units of ``g_1**2``
+    (the rows' scalings left out); ``smallest`` the estimate's minimum
+    (:func:`_estimate_minimum`), or ``None`` to compute it where needed."""
+    operand = _elem(pl.path.operands)
+    da = [_convert(d, operand) for d in _cut(ra, pl)]  # integers within the type's exact range
+    db = [_convert(d, operand) for d in _cut(rb, pl)]
     axes = (2, 1)
     if pl.chunks > 1:
         da = [_chunked(w, 2, pl) for w in da]
@@ -781,7 +1044,8 @@ def split_dot(a: P.Pair, b: P.Pair, path: Matmul = F32_MATMUL) -> P.Pair:
     conditional = sorted(lv for lv in pl.levels if pl.conditional(lv))
     extra: dict[int, list[ir.Value]] = {}
     if conditional:
-        smallest = _estimate_minimum(ra, rb, pl, out)
+        if smallest is None:
+            smallest = _estimate_minimum(ra, rb, pl.path, out)
         needs = [_cmp(smallest, _splat(smallest, pl.threshold(lv - 2)), "LT", "FLOAT") for lv in conditional]
         extra = _extra_levels(dg, conditional, needs, pl, out)
     sums: dict[int, ir.Value] = {}
@@ -789,7 +1053,132 @@ def split_dot(a: P.Pair, b: P.Pair, path: Matmul = F32_MATMUL) -> P.Pair:
         got = extra[lv] if lv in extra else _level(dg, lv, pl, out)
         for pos, v in zip((lv, lv - 1), got):
             sums[pos] = v if pos not in sums else _bin("add", sums[pos], v)
-    z = _carried(sums, pl)
+    return _carried(sums, pl.beta)
+
+
+def _fvec(values: Sequence[float], shape: Sequence[int]) -> ir.Value:
+    """An f32 constant, ``values`` along axis 0 of ``shape``."""
+    t = _t([len(values)])
+    vec = make("constant", [], t, value=ir.DenseElementsAttr.get(np.asarray(values, dtype=np.float32), type=t))
+    return _bcast(vec, shape, [0])
+
+
+def _reduced(x: ir.Value, moduli: Sequence[int]) -> ir.Value:
+    """``x mod m`` in ``[-(m - 1) / 2, (m - 1) / 2]`` for f32 integers ``x``,
+    ``|x| < 2**22``, and odd ``m`` (one modulus, or one for each index of
+    ``x``'s axis 0): ``x - m round(x fl(1/m))``, exact (see ``_MOD_EXACT``)."""
+    if len(moduli) == 1:
+        mv, inv = _splat(x, float(moduli[0])), _splat(x, float(np.float32(1 / moduli[0])))
+    else:
+        mv, inv = _fvec([float(q) for q in moduli], _shape(x)), _fvec([1 / q for q in moduli], _shape(x))
+    q = make("round_nearest_even", [_bin("multiply", x, inv)], x.type)
+    return _bin("subtract", x, _bin("multiply", q, mv))
+
+
+def _residues(rows: _Rows, cp: CrtPlan, axis: int) -> ir.Value:
+    """``A' mod m_i`` for each modulus, balanced, as the operand type,
+    stacked on a new axis 0 (and chunked as :func:`_chunked` lays out)."""
+    digits = _cut(rows, cp.digits)
+    stacked: list[ir.Value] = []
+    for m, weights in zip(cp.moduli, cp.digit_weights):
+        acc: ir.Value | None = None
+        for d, w in zip(digits, weights):
+            if w == 0:
+                continue
+            term = d if w == 1 else _bin("multiply", d, _splat(d, float(w)))
+            acc = term if acc is None else _bin("add", acc, term)
+        assert acc is not None  # the last digit's weight is 1
+        r = _convert(_reduced(acc, [m]), _elem(cp.path.operands))
+        if cp.chunks > 1:
+            r = _chunked(r, axis, cp)
+        stacked.append(make("reshape", [r], _t([1] + _shape(r), ir.RankedTensorType(r.type).element_type)))
+    return _cat(stacked, 0)
+
+
+def _crt(ra: _Rows, rb: _Rows, cp: CrtPlan, out: list[int]) -> P.Pair:
+    """The product by residues as a pair in units of ``g_1**2`` (the rows'
+    scalings left out): one batched dot of the residues, each result
+    reduced modulo its modulus, the mixed-radix digits by Garner, their
+    exact sum in positions of ``_POSITION_BITS`` bits, rounded once."""
+    n_mod = len(cp.moduli)
+    lhs, rhs = _residues(ra, cp, 2), _residues(rb, cp, 1)
+    nb, m, n = out
+    chunked = cp.chunks > 1
+    batch = [0, 1, 2] if chunked else [0, 1]
+    shape = [n_mod, nb] + ([cp.chunks] if chunked else []) + [m, n]
+    total = _dot(lhs, rhs, batch, len(batch) + 1, len(batch), shape, _elem(cp.path.accumulates), highest=False)
+    total = _convert(total, i32())
+    # the exact i32 dots reduced: hi 2**_SPLIT + lo, hi times 2**_SPLIT mod m
+    if cp.chunk * (max(cp.moduli) // 2) ** 2 < _MOD_EXACT:
+        x = _convert(total, P.f32())
+    else:
+        hi = make("shift_right_arithmetic", [total, _splat(total, _SPLIT)], total.type)
+        lo = _bin("and", total, _splat(total, 2**_SPLIT - 1))
+        x = _bin("add", _bin("multiply", _convert(hi, P.f32()), _fvec([_balanced(2**_SPLIT, q) for q in cp.moduli],
+                                                                       shape)), _convert(lo, P.f32()))
+    c = _reduced(x, cp.moduli)
+    if chunked:
+        c = _reduced(_reduce(c, [2], 0.0, "add"), cp.moduli)
+    res = [make("reshape", [make("slice", [c], _t([1] + out), start_indices=ir.DenseI64ArrayAttr.get([i, 0, 0, 0]),
+                                 limit_indices=ir.DenseI64ArrayAttr.get([i + 1] + out),
+                                 strides=ir.DenseI64ArrayAttr.get([1] * 4))], _t(out))
+           for i in range(n_mod)]
+    # Garner: v_i = (P_i**-1 c_i - sum_j (P_j P_i**-1) v_j) mod m_i, every
+    # sum an f32 integer below 2**22
+    v: list[ir.Value] = []
+    for (inv, ws), q, ci in zip(cp.garner, cp.moduli, res):
+        acc = ci if inv == 1 else _bin("multiply", ci, _splat(ci, float(inv)))
+        for w, vj in zip(ws, v):
+            if w:
+                acc = _bin("subtract", acc, _bin("multiply", vj, _splat(vj, float(w))))
+        v.append(_reduced(acc, [q]) if v else acc)  # v_1 = c_1
+    # C' = sum_i v_i P_i, summed exactly in positions of _POSITION_BITS bits
+    top = len(cp.positions[-1])
+    sums: dict[int, ir.Value] = {}
+    for t in range(top):
+        acc = None
+        for vi, ds in zip(v, cp.positions):
+            if t < len(ds) and ds[t]:
+                term = vi if ds[t] == 1 else _bin("multiply", vi, _splat(vi, float(ds[t])))
+                acc = term if acc is None else _bin("add", acc, term)
+        sums[top + 1 - t] = _convert(acc if acc is not None else _splat(v[0], 0.0), i32())
+    return _carried(sums, _POSITION_BITS, cp.base)
+
+
+def scheme(k: int, path: Matmul) -> CrtPlan | None:
+    """The residues' plan where :func:`split_dot` computes a contraction of
+    ``k`` elements on ``path`` by residues (they apply, :data:`RESIDUES`
+    allows them, and they compute fewer products than the levels do
+    always), else ``None`` (the levels)."""
+    if not RESIDUES:
+        return None
+    cp = crt_plan(k, path)
+    if cp is None or len(cp.moduli) >= products(k, path)["levels"]:
+        return None
+    return cp
+
+
+def split_dot(a: P.Pair, b: P.Pair, path: Matmul = F32_MATMUL) -> P.Pair:
+    """``sum_l a[., i, l] * b[., l, j]`` of pairs ``a`` (``[B, M, K]``) and
+    ``b`` (``[B, K, N]``) as a ``[B, M, N]`` pair, by exact integer
+    digits on ``path``: by residues where :func:`scheme` says so and the
+    data are within their span, else by levels (see the module's
+    docstring for the method and its bound)."""
+    nb, m, k = a.shape
+    n = b.shape[2]
+    out = [nb, m, n]
+    pl = plan(k, path)
+    ra, rb = _rows(a, 2), _rows(b, 1)
+    cp = scheme(k, path)
+    if cp is None:
+        z = _levels(ra, rb, pl, out, None)
+    else:
+        assert cp.digits.grid(1) == pl.grid(1)  # both pairs in units of g_1**2
+        smallest = _estimate_minimum(ra, rb, path, out)
+        within = _cmp(smallest, _splat(smallest, cp.threshold), "GE", "FLOAT")
+        hi, lo = _case(within, [_t(out), _t(out)], lambda: list(_crt(ra, rb, cp, out)),
+                       lambda: list(_levels(ra, rb, pl, out, smallest)))
+        z = P.Pair(hi, lo)
     # back: 2**(ea + eb) g_1**2 in two exact steps (each factor a normal f32)
     e = _bin("add", _bcast(ra.exponent, out, [0, 1]), _bcast(rb.exponent, out, [0, 2]))
     e = _bin("add", e, _splat(e, 2 * round(math.log2(pl.grid(1)))))

@@ -156,6 +156,12 @@ class Computes(enum.Enum):
     PAD = "pad"
     #: The indices along ``iota_dimension``.
     IOTA = "iota"
+    #: Slices of operand 0 at the start indices operand 1 holds.
+    GATHER = "gather"
+    #: Operand 0's elements, in their row-major order, in another shape.
+    RESHAPE = "reshape"
+    #: Operand 0 with its dimensions in the order ``permutation`` gives.
+    TRANSPOSE = "transpose"
 
 
 class Reduction(enum.Enum):

@@ -150,7 +150,8 @@ class ConstantNarrowing:
             events.append((EventKind.FLOAT_INEXACT, "f64 constant rounded to nearest f32", fres.inexact))
         if fres.overflow:
             events.append(
-                (EventKind.FLOAT_OVERFLOW, "finite f64 constant beyond f32 range became inf", fres.overflow)
+                (EventKind.FLOAT_OVERFLOW, f"finite f64 constant {_first_overflow(v)!r} beyond f32 range "
+                 "became inf", fres.overflow)
             )
         if splat and not isinstance(elem, ir.ComplexType):
             scalar_attr = ir.FloatAttr.get(new_elem, float(fres.values[0]))
@@ -210,3 +211,15 @@ def _int_of(attr: ir.Attribute, unsigned: bool) -> int:
     if unsigned and v < 0:
         v += 2**64
     return v
+
+
+def _first_overflow(values: np.ndarray) -> float:
+    """The first finite element (or part, of complex data) of float64
+    ``values`` that rounds to an infinite float32 (float64's largest value
+    and its negation, sentinels, excepted)."""
+    flat = np.asarray(values).reshape(-1)
+    parts = np.concatenate([flat.real, flat.imag]) if np.iscomplexobj(flat) else flat
+    with np.errstate(over="ignore", invalid="ignore"):
+        big = (np.isfinite(parts) & ~np.isfinite(parts.astype(np.float32))
+               & (np.abs(parts) != np.finfo(np.float64).max))
+    return float(parts[int(np.argmax(big))]) if big.any() else float("nan")

@@ -44,7 +44,9 @@ from ..ir.types import is_int64_tensor
 from ..kinds import EventKind, FloatPolicy, IntegerPolicy, Outputs, RangePolicy, Verdict
 from ..options import Options
 from ..report import DemotionReport
-from ..rules.linalg import expand_lapack
+from ..rules.linalg import expand_lapack, refinable, refine_solves
+from ..rules.pair_rules import is_f64
+from ..spec.walk import all_ops
 from ..targets import F32_MATMUL, Arithmetic, Matmul, Target
 from . import rewrite
 from .boundary import NativeBoundary, native_boundary
@@ -245,6 +247,8 @@ class _Demotion:
         self.rewrites = 0
         #: The LAPACK calls written out (float pairs).
         self.expanded: list[tuple[str, str, Any, str]] = []
+        #: The float64 solves refined from an f32 LU (float pairs).
+        self.refined: list[tuple[str, Any, str, str]] = []
 
     def run(self) -> DemotionReport:
         """Every step, in order; the module is left as it was if one fails."""
@@ -310,9 +314,15 @@ class _Demotion:
             rewrite.undo(self.changing)
 
     def _expand_lapack(self) -> None:
-        """LAPACK calls written out before anything reads the module (the
-        rewrite rules would narrow them to their f32 siblings)."""
+        """Float64 solves by an LU refined from the device's f32 LU, and the
+        LAPACK calls left written out, before anything reads the module (the
+        rewrite rules would narrow them to their f32 siblings).  A module
+        with such an LU has its private float64 functions inlined first, so
+        that the LU, its solves, ``A`` and ``B`` meet in one body."""
         self._back_up()
+        if any(refinable(op) for op in all_ops(self.root)):
+            inline_calls(self.root, is_f64)
+        self.refined = refine_solves(self.root)
         self.expanded = expand_lapack(self.root)
 
     def _planner(self, settings: Settings) -> Planner:
@@ -361,7 +371,7 @@ class _Demotion:
         """Every float64 value as a pair of f32 (a constant outside their
         range refused under the strict and exact policies)."""
         self._back_up()
-        _float_pairs(p, self.root, self.options.outputs, self.expanded, ranges,
+        _float_pairs(p, self.root, self.options.outputs, self.expanded, self.refined, ranges,
                      refuse_range=self.options.policy in (RangePolicy.STRICT, RangePolicy.EXACT),
                      arithmetic=self.options.pair_arithmetic,
                      matmul=self.options.target.matmul if self.options.target is not None else F32_MATMUL)
@@ -462,7 +472,8 @@ FLOAT_POLICIES = FloatPolicy.values()
 
 
 def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
-                 expanded: list[tuple[str, str, Any, str]], ranges: list[PairRange],
+                 expanded: list[tuple[str, str, Any, str]], refined: list[tuple[str, Any, str, str]],
+                 ranges: list[PairRange],
                  refuse_range: bool, arithmetic: Arithmetic, matmul: Matmul = F32_MATMUL) -> None:
     """Every float64 value as a pair of f32 (:mod:`no64.transforms.pairs`),
     for a device whose f32 computes as ``arithmetic`` says,
@@ -476,6 +487,10 @@ def _float_pairs(p: Planner, root: ir.Operation, outputs: Outputs,
 
     em = emulate_pairs(root, outputs, refuse_range, arithmetic, matmul)
     rep = p.report
+    for name, loc, helper, lu in refined:
+        rep.add(EventKind.REWRITE, name, loc, f"float64 solve refined from the f32 LU {lu} with float64-pair "
+                f"residuals ({helper}); where it does not converge (cond(A) near 2**24 or above), the float64 "
+                "LU written out")
     for name, target, loc, helper in expanded:
         rep.add(EventKind.REWRITE, name, loc, f"{target} written out as StableHLO ({helper}) "
                 "and computed on float64 pairs")

@@ -238,7 +238,8 @@ class PairEmulation(Carrier[P.Pair]):
                 "refused under this policy (the default policy records it as pair-range)",
                 op=user.name, location=loc, value=float(values[first]), index=(first,), count=n)
         if check.over.any():
-            self.event(user, "float-overflow", "finite f64 constant beyond f32's range became inf",
+            v = float(values[int(np.argmax(check.over))])
+            self.event(user, "float-overflow", f"finite f64 constant {v!r} beyond f32's range became inf",
                        int(check.over.sum()))
         if check.under.any():
             v = float(values[int(np.argmax(check.under))])

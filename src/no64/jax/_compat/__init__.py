@@ -47,8 +47,8 @@ What it covers, with the releases that have each form:
   ``jaxpr`` is itself), ``ClosedJaxpr`` an alias of it on 0.11 and gone
   from 0.12.
 * **JAX's samplers** (:func:`wrap_random_samplers`): the public functions of
-  ``jax.random`` whose first parameter is ``key`` and which take a ``dtype``,
-  found by signature (0.7-0.12).
+  ``jax.random`` whose first parameter is ``key`` and which take a ``dtype``
+  or a ``shape``, found by signature (0.7-0.12).
 * **A scan's operands** (:func:`scan_layout`): the ``scan`` primitive's
   parameters ``num_consts`` and ``num_carry`` on 0.7-0.10; from 0.11 a
   ``jax._src.flattree.FlatTree`` ``ft_in`` of (consts, carry, xs) (and
@@ -141,6 +141,7 @@ from __future__ import annotations
 from ...ir._compat import UnsupportedJaxlibError
 from .config import (
     backends_started,
+    convert_element_type,
     enable_x64,
     explicit_x64_dtypes_allowed,
     make_state,
@@ -188,6 +189,7 @@ from .jit_path import (
     wrap_jit_impl,
     wrap_jit_lower,
     wrap_jit_trace,
+    wrap_numpy_function,
     wrap_primitive_callable,
     wrap_random_samplers,
 )
@@ -233,6 +235,7 @@ __all__ = [
     "cpp_call_params",
     "current_traceback",
     "device_list",
+    "convert_element_type",
     "enable_x64",
     "equation_context",
     "eval_jaxpr",
@@ -289,6 +292,7 @@ __all__ = [
     "wrap_device_put_impl",
     "wrap_dtype_warnings",
     "wrap_jit_impl",
+    "wrap_numpy_function",
     "wrap_jit_lower",
     "wrap_jit_trace",
     "wrap_primitive_callable",

@@ -49,6 +49,15 @@ def enable_x64(new_val: bool = True) -> AbstractContextManager[Any]:
     return _enable_x64(new_val)
 
 
+
+def convert_element_type(x: Any, dtype: Any, weak_type: bool) -> Any:
+    """``x`` converted to ``dtype``, weakly typed where ``weak_type`` (as a
+    Python scalar's value is): ``lax._convert_element_type``, the
+    conversion that takes the weak type."""
+    from .internals import internal_function
+
+    return internal_function("lax_convert")(x, dtype, weak_type)
+
 def set_x64_global(value: bool) -> None:
     """Set ``jax_enable_x64``'s global value without its update hooks (no
     warning, no guard), where jaxlib sees it: jaxlib reads the option itself

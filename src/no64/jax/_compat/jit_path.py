@@ -145,10 +145,13 @@ def wrap_primitive_callable(make: Callable[[Callable[..., Any]], Callable[..., A
 def wrap_random_samplers(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> list[str]:
     """Put ``make(original)`` in place of each public sampler of ``jax.random``
     -- a function whose first parameter is ``key`` and which takes a
-    ``dtype`` (``normal``, ``uniform``, ``bits``, ``randint`` ...; found by
-    signature, 0.7-0.12) -- and return their names.  JAX's samplers fix
-    their dtype, and values derived from it (``bits``' bit width), in Python
-    before they call their own ``jit``."""
+    ``dtype`` or a ``shape`` (``normal``, ``uniform``, ``bits``, ``randint``,
+    ``bernoulli``, ``categorical``, ``choice`` ...; not ``split``,
+    ``fold_in``, ``clone``; found by signature, 0.7-0.12) -- and return their
+    names.  JAX's samplers fix their dtype, and values derived from it
+    (``bits``' bit width), in Python before they call their own ``jit``:
+    from a ``dtype`` argument, or from a Python scalar's (``bernoulli``'s
+    ``p``) or an array's dtype (``categorical``'s ``logits``)."""
     import jax.random as random
 
     names = []
@@ -160,12 +163,30 @@ def wrap_random_samplers(make: Callable[[Callable[..., Any]], Callable[..., Any]
             params = list(inspect.signature(fun).parameters)
         except (TypeError, ValueError):
             continue
-        if params[:1] == ["key"] and "dtype" in params:
+        if params[:1] == ["key"] and ("dtype" in params or "shape" in params):
             wrapped = make(fun)
             wrapped.__no64_sampler__ = True  # type: ignore[attr-defined]
             replace_attribute(random, name, wrapped)
             names.append(name)
     return names
+
+
+def wrap_numpy_function(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of ``jax.numpy``'s function ``name``,
+    in ``jax.numpy`` and in each ``jax._src.numpy`` module that holds it (an
+    array method calls ``lax_numpy``'s: ``x.astype`` is ``lax_numpy.astype``,
+    0.7-0.12)."""
+    import jax.numpy as jnp
+
+    from .values import numpy_modules
+
+    original = getattr(jnp, name, None)
+    if original is None:
+        raise missing(f"jax.numpy.{name}")
+    wrapped = make(original)
+    for module in (*numpy_modules("array_creation", "lax_numpy"), jnp):
+        if getattr(module, name, None) is original:
+            replace_attribute(module, name, wrapped)
 
 
 def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:

@@ -12,6 +12,7 @@ from ...ir.locations import SourceLocation
 from ...ir.types import F32_MAX as _F32_MAX, F64_MAX as _F64_MAX, I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ...kinds import EventKind, IntegerPolicy, RangePolicy
 from ...transforms import constants as C
+from ...transforms.pairs import split_pairs
 from ..state import STATE
 from .policy import INT64, NARROWED, UINT64
 from .records import mapped_sentinels, record_event, user_source
@@ -25,6 +26,15 @@ def _describe(a: np.ndarray, scalar: bool) -> str:
 
 
 def _policy_hint() -> str:
+    config = STATE.active_config()
+    if config is not None and config.policy is RangePolicy.EXACT and STATE.x64_requested():
+        # the hook: JAX passes the value as a 32-bit array, whatever the policy
+        return (
+            "under NO64_POLICY=exact the compile hook computes the x64 program exactly, but JAX's "
+            "calling convention fixes a jit's arguments and arrays at 32 bits there (int32), so a "
+            "64-bit value cannot cross into it whole; no64.jit(f, policy='exact') owns its "
+            "boundary and takes 64-bit integer arguments whole (as 32-bit words)"
+        )
     return (
         "no64 never wraps; NO64_INTEGER_POLICY (no64.jit: integer_policy=) 'saturate' or "
         "'wrap' narrows it anyway, recorded in no64.host_records()"
@@ -163,7 +173,8 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
                          f"{str(policy)!r}", res.out_of_range)
         assert res.values is not None
         return res.values.reshape(a.shape)
-    if computes_otherwise_as_pairs(dt):
+    as_pairs = computes_otherwise_as_pairs(dt)
+    if as_pairs:
         # f32 values entering pairs: below 2**-126 they flush
         flat = np.abs(a.reshape(-1))
         tiny = (flat != 0) & (flat < np.finfo(np.float32).tiny)
@@ -173,7 +184,8 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
     if fres.sentinels:
         record_event(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest", fres.sentinels)
     if fres.inexact:
-        lost = _resolution(a.reshape(-1), op) if a.size >= 2 else None
+        # (under pairs the x64 program holds the data to 48 bits: nothing to say)
+        lost = _resolution(a.reshape(-1), op) if a.size >= 2 and not as_pairs else None
         record_event(EventKind.FLOAT_INEXACT, op, lost or "rounded to the nearest float32", fres.inexact)
     if fres.overflow:
         jax_like = _as_jax(policy, jax_refuses)
@@ -184,7 +196,7 @@ def narrow_host_array(a: np.ndarray, policy: str, *, op: str = "host value",
     return fres.values.reshape(a.shape)
 
 
-def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
+def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool, what: str | None = None) -> None:
     """Refuse 64-bit host floats beyond float32's range (they would become
     ``inf`` on a device without float64; float32 pairs have the same
     exponent range)."""
@@ -205,7 +217,7 @@ def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
     at = f" at index {index}" if index else ""
     more = f" (and {count - 1} more)" if count > 1 else ""
     raise HostRangeError(
-        f"no64: {_describe(a, scalar)} at {source.source or source.raw} holds {value!r}{at}{more}, "
+        f"no64: {what or _describe(a, scalar)} at {source.source or source.raw} holds {value!r}{at}{more}, "
         "beyond float32's range (|x| > 3.4e38): it would become inf under either float policy "
         "(NO64_FLOAT_POLICY=pairs keeps float32's range); scale the data, or let it become inf, "
         "recorded in no64.host_records(), with the out-of-range policy, which covers host floats "
@@ -214,6 +226,56 @@ def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool) -> None:
 
 
 _warned_pair_range: set[tuple[str, int]] = set()
+
+
+def check_float_range(a: np.ndarray, policy: str, what: str) -> np.ndarray:
+    """Float64 host data ``a`` entering a program that asked for x64 as a
+    jit argument (``what``): a finite value beyond float32's range (float64's
+    largest and its negation, sentinels, excepted) becomes ``inf`` under
+    either float policy, so it is refused as the host refuses such numpy
+    data (:class:`HostRangeError`, naming the value and the user's line),
+    or, under the policies ``saturate``/``wrap``, recorded.  Returns the
+    mask of such elements."""
+    a = np.asarray(a, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        over = np.isfinite(a) & (np.abs(a) > _F32_MAX) & (np.abs(a) != _F64_MAX)
+    if over.any():
+        if policy == IntegerPolicy.ERROR:
+            _refuse_float_overflow(a, int(over.sum()), a.ndim == 0, what)
+        record_event(EventKind.FLOAT_OVERFLOW, "argument", "beyond float32's range: became inf",
+                     int(over.sum()))
+    return over
+
+
+def host_pairs(a: np.ndarray, policy: str, what: str) -> np.ndarray:
+    """Float64 host data ``a`` as the ``S x 2`` float32 pairs it enters a
+    program computing float64 as pairs with (:func:`no64.split_pairs`; a
+    zero low word takes the high word's sign, so that ``hi + lo`` is
+    ``-0.0`` for ``-0.0``), checked by value at the user's line: float64's
+    largest finite value and its negation map to float32's (sentinels), any
+    other finite value beyond float32's range is refused as the host refuses
+    it (:class:`HostRangeError`; the policies ``saturate``/``wrap`` let it
+    become ``inf``, recorded), and a value the pairs cannot hold within
+    ``2**-48`` (below ``2**-78``: :func:`check_pair_range`) is warned of at
+    the line, or refused under ``strict`` and ``exact``."""
+    a = np.asarray(a, dtype=np.float64)
+    flat = a.reshape(-1)
+    sentinel = np.abs(flat) == _F64_MAX
+    if sentinel.any():
+        record_event(EventKind.SENTINEL, "argument", "mapped float64 max/lowest \u2192 float32 max/lowest",
+                     int(sentinel.sum()))
+        flat = np.where(sentinel, np.copysign(np.float64(_F32_MAX), flat), flat)
+    over = check_float_range(flat.reshape(a.shape), policy, what).reshape(-1)
+    flat = np.where(over, np.copysign(np.inf, flat), flat)
+    check = P.range_check(flat)
+    check = P.RangeCheck(np.zeros_like(check.over), check.under)  # (beyond the range: above)
+    check_pair_range(flat.reshape(a.shape), check, scalar=a.ndim == 0, what=what, op="argument")
+    with warnings.catch_warnings():  # (just checked, at the user's line)
+        warnings.simplefilter("ignore", PairRangeWarning)
+        pairs = np.asarray(split_pairs(flat.reshape(a.shape)), dtype=np.float32)
+    hi, lo = pairs[..., 0], pairs[..., 1]
+    pairs[..., 1] = np.where(lo == 0, np.copysign(np.float32(0), hi), lo)
+    return pairs
 
 
 def computes_otherwise_as_pairs(dtype: np.dtype) -> bool:

@@ -14,7 +14,9 @@ the 32-bit program against:
   program), and JAX's 32-bit trace is a replay of it (:mod:`no64.jax.replay`):
   the user's Python runs once (``_trace_for_jit``; JAX caches the trace per
   signature; where the replay cannot be had, the function is traced with x64
-  off as well);
+  off as well); under the pairs float policy its float64 host arguments
+  enter as their ``S x 2`` float32 pairs, which a variant of the function
+  takes back to float64 in the x64 program (``float64_as_pairs``);
 * when JAX lowers the 32-bit trace, the x64 trace is remembered beside the
   module JAX made, and lowered only when that module reaches the backend;
 * the hook then judges the x64 module (:func:`no64.jax.hook.prepare_with_meaning`):
@@ -51,10 +53,12 @@ from .._compat import (
     wrap_jit_impl,
     wrap_jit_lower,
     wrap_jit_trace,
+    wrap_numpy_function,
     wrap_primitive_callable,
     wrap_random_samplers,
 )
 from .eager import (
+    conversion_in_a_jit,
     eager_sampler,
     eager_with_wide_operands,
     note_explicit_dtype,
@@ -68,6 +72,7 @@ from .judge import (
     clear_warned,
     no_meaning,
     output_error,
+    refuse_or_warn_overflow,
     unproven,
     warn_float_hints,
     warn_unproven,
@@ -86,7 +91,8 @@ from .trace import sentinels_judged, take_lower, take_trace
 from .variants import after_call, install_call_variants, no_fast_path
 
 __all__ = ["NoMeaning", "checked_output_error", "clear_warned", "eager_sampler", "has_meaning", "install",
-           "meaning_of", "no_meaning", "output_error", "refuse_without_meaning", "refuse_unless_proven",
+           "meaning_of", "no_meaning", "output_error", "refuse_or_warn_overflow", "refuse_without_meaning",
+           "refuse_unless_proven",
            "runnable_32bit", "set_x64_meaning", "unproven", "warn_float_hints", "warn_unproven",
            "with_x64_arguments"]
 
@@ -107,6 +113,7 @@ def install() -> None:
             "after-jit-call": lambda: after_python_jit_call(after_call),
             "jit-impl": lambda: wrap_jit_impl(unjudged_jit_with_wide_operands),
             "samplers": lambda: wrap_random_samplers(sampler_in_a_jit),
+            "astype": lambda: wrap_numpy_function("astype", conversion_in_a_jit),
         })
         host.veto_fast_path(no_fast_path)
         host.on_wide_narrowed(note_wide_host_data)

@@ -4,6 +4,7 @@ JAX's samplers called eagerly, host data and explicit dtypes under a transformat
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,11 @@ from ...kinds import RangePolicy
 from .. import host, x64_arrays
 from .._compat import (
     at_top_level,
+    enable_x64,
+    internal_function,
+    x64_state,
 )
+from ..replay import widened_params
 from ..state import STATE
 from .judge import NoMeaning, no_meaning
 from .records import meanings, tls, wanted, x64_requested
@@ -28,13 +33,65 @@ def eager_with_wide_operands(original: Callable[..., Any]) -> Callable[..., Any]
             def with_wide_operands(*args: Any) -> Any:
                 wide = _wide_operands(prim, args)
                 args = args if wide is None else wide
+                kinds = _wide_kinds(args)
+                call = _with_x64_params(fun, prim, params, kinds) if kinds else fun
                 with x64_arrays.assumed(_promoted(args)):
-                    return fun(*args)
+                    return call(*args)
             return with_wide_operands
         return fun
 
     xla_primitive_callable.__wrapped__ = original  # type: ignore[attr-defined]
     return xla_primitive_callable
+
+
+#: an eager primitive's jit -> {its operands' 64-bit dtypes by kind: the jit
+#: binding it with the x64 program's parameters}
+_x64_param_jits: "weakref.WeakKeyDictionary[Any, dict[tuple[tuple[str, str], ...], Any]]" = (
+    weakref.WeakKeyDictionary())
+
+
+def _with_x64_params(fun: Any, prim: Any, params: dict[str, Any], wide: dict[str, Any]) -> Any:
+    """The jit of an eager primitive whose operands of a kind are 64-bit in
+    the x64 program (``wide``): its x64 trace binds the primitive with the
+    parameters the x64 program gives it (:func:`no64.jax.replay.widened_params`:
+    a scatter's ``update_jaxpr`` for ``f64`` elements, where JAX made it for
+    the ``f32`` it holds), a trace with x64 off with JAX's own; ``fun``
+    itself where no parameter depends on the operands' width."""
+    key = tuple(sorted((kind, d.str) for kind, d in wide.items()))
+    try:
+        per_fun = _x64_param_jits.setdefault(fun, {})
+    except TypeError:  # not weakly referenceable: made for this call alone
+        per_fun = {}
+    jitted = per_fun.get(key)
+    if jitted is None:
+        params64 = widened_params(params, wide)
+        jitted = per_fun[key] = fun if params64 is None else _x64_params_jit(prim, params, params64)
+    return jitted
+
+
+def _x64_params_jit(prim: Any, params: dict[str, Any], params64: dict[str, Any]) -> Any:
+    import jax
+
+    def prim_fun(*args: Any) -> Any:
+        return prim.bind(*args, **(params64 if x64_state().value else params))
+
+    prim_fun.__name__ = prim_fun.__qualname__ = prim.name
+    return jax.jit(prim_fun)
+
+
+def _wide_kinds(args: tuple[Any, ...]) -> dict[str, Any]:
+    """The 64-bit dtypes, by kind, of an eager primitive's operands that are
+    64-bit in the x64 program (:mod:`no64.jax.x64_arrays`) or 64-bit host data."""
+    import numpy as np
+
+    wide: dict[str, Any] = {}
+    for a in args:
+        d = x64_arrays.x64_dtype(a)
+        if d is None and (type(a) is np.ndarray or isinstance(a, np.generic)) and a.dtype in host.NARROWED:
+            d = a.dtype  # 64-bit host data (see _wide_operands)
+        if d is not None:
+            wide.setdefault(d.kind, d)
+    return wide
 
 
 def _promoted(args: tuple[Any, ...]) -> dict[int, Any]:
@@ -45,13 +102,7 @@ def _promoted(args: tuple[Any, ...]) -> dict[int, Any]:
     sum), so its x64 meaning takes them so."""
     import numpy as np
 
-    wide: dict[str, Any] = {}
-    for a in args:
-        d = x64_arrays.x64_dtype(a)
-        if d is None and (type(a) is np.ndarray or isinstance(a, np.generic)) and a.dtype in host.NARROWED:
-            d = a.dtype  # 64-bit host data (see _wide_operands)
-        if d is not None:
-            wide.setdefault(d.kind, d)
+    wide = _wide_kinds(args)
     if not wide:
         return {}
     out: dict[int, Any] = {}
@@ -155,23 +206,68 @@ def sampler_in_a_jit(original: Callable[..., Any]) -> Callable[..., Any]:
     def sampler(*args: Any, **kwargs: Any) -> Any:
         if not wanted():
             return original(*args, **kwargs)
-        dynamic = tuple(i for i, a in enumerate(args) if _is_array(a))
-        dynamic_kw = tuple(sorted(k for k, v in kwargs.items() if _is_array(v)))
-        static = tuple(None if i in dynamic else _hashable(a) for i, a in enumerate(args))
-        static_kw = tuple(sorted((k, _hashable(v)) for k, v in kwargs.items() if k not in dynamic_kw))
-        operands = (*(args[i] for i in dynamic), *(kwargs[k] for k in dynamic_kw))
-        try:
-            jitted = _sampler_jit(original, static, static_kw, dynamic, dynamic_kw)
-        except TypeError:  # an unhashable static argument: a jit for this call alone
-            jitted = _sampler_jit.__wrapped__(original, static, static_kw, dynamic, dynamic_kw)
         outer = getattr(tls, "sampler", None)
         tls.sampler = outer or f"jax.random.{original.__name__}"
         try:
-            return jitted(*operands)
+            return _called_in_a_jit(original, args, kwargs)
         finally:
             tls.sampler = outer
 
     return sampler
+
+
+def _called_in_a_jit(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``original(*args, **kwargs)`` run inside a top-level jit of its own:
+    its arrays are the jit's arguments, everything else (shapes, dtypes,
+    Python scalars) is fixed while it is traced, with x64 on for its x64
+    meaning."""
+    dynamic = tuple(i for i, a in enumerate(args) if _is_array(a))
+    dynamic_kw = tuple(sorted(k for k, v in kwargs.items() if _is_array(v)))
+    static = tuple(None if i in dynamic else _hashable(a) for i, a in enumerate(args))
+    static_kw = tuple(sorted((k, _hashable(v)) for k, v in kwargs.items() if k not in dynamic_kw))
+    operands = (*(args[i] for i in dynamic), *(kwargs[k] for k in dynamic_kw))
+    try:
+        jitted = _sampler_jit(original, static, static_kw, dynamic, dynamic_kw)
+    except TypeError:  # an unhashable static argument: a jit for this call alone
+        jitted = _sampler_jit.__wrapped__(original, static, static_kw, dynamic, dynamic_kw)
+    return jitted(*operands)
+
+
+# ``x.astype(jnp.int64)`` outside any jit: JAX makes the requested dtype
+# int32 in Python (with its warning that int64 "is not available") before the
+# conversion runs, so a float beyond int32 (1e10) saturates to INT32_MAX where
+# the x64 program holds 10000000000, and nothing would say so.  With x64
+# requested, an eager conversion to a dtype JAX narrows runs inside a jit of
+# its own, as a sampler does: its x64 trace converts to the 64-bit dtype, and
+# the hook judges the 32-bit array it returns like any jit's result (reported
+# at the line under the default policy, refused by strict, checked by value
+# under exact).
+
+
+def conversion_in_a_jit(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def astype(x: Any, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+        if wanted() and _narrowed_request(dtype):
+            return _called_in_a_jit(original, (x, dtype, *args), kwargs)
+        return original(x, dtype, *args, **kwargs)
+
+    return astype
+
+
+def _narrowed_request(dtype: Any) -> bool:
+    """Whether ``dtype``, asked for in the x64 program, is a 64-bit dtype JAX
+    makes 32-bit that computes otherwise there (:func:`differs_in_x64`)."""
+    import numpy as np
+
+    config = STATE.active_config()
+    if dtype is None or config is None:
+        return False
+    try:
+        with enable_x64(True):
+            wide = np.dtype(internal_function("canonicalize_dtype")(dtype))
+    except TypeError:
+        return False
+    return wide in host.NARROWED and differs_in_x64(wide, config)
 
 
 def eager_sampler() -> str | None:

@@ -194,6 +194,33 @@ def warn_float_hints(report: DemotionReport, name: str) -> None:
         warnings.warn_explicit(message, FloatPrecisionWarning, file, line)
 
 
+def refuse_or_warn_overflow(report: DemotionReport, name: str, policy: RangePolicy) -> None:
+    """The float64 constants of a program's x64 program (closed-over numpy
+    data, Python floats) that are finite beyond float32's range, and so
+    become ``inf`` under either float policy: refused under ``strict`` and
+    ``exact`` (:class:`no64.NarrowingError`, verdict ``overflow``, naming
+    the value and its line), else one :class:`no64.FloatPrecisionWarning`
+    per line naming the value -- as a float64 argument beyond that range is
+    refused on the host (:class:`no64.HostRangeError`)."""
+    from ...kinds import EventKind
+
+    found = [e for e in report.events if e.kind is EventKind.FLOAT_OVERFLOW]
+    if not found:
+        return
+    if policy in (RangePolicy.STRICT, RangePolicy.EXACT):
+        e = found[0]
+        raise NarrowingError(e.op, e.location, Verdict.OVERFLOW, (0, 0), policy,
+                             reason=f"{e.detail} in {name}'s x64 program, under either float policy "
+                                    "(float32 pairs keep float32's range)",
+                             hint="scale the data (the default policy warns and lets it become inf)")
+    for (file, line), items in _by_line(found, _warned_float).items():
+        what = "; ".join(dict.fromkeys(e.detail for e in items))
+        warnings.warn_explicit(
+            f"no64: float64 computed in f32 changes the result at {file}:{line} (in {name}): [overflow] "
+            f"{what}; float_policy=\"pairs\" does not help (its exponent range is f32's); "
+            "NO64_POLICY=strict refuses it", FloatPrecisionWarning, file, line)
+
+
 def clear_warned() -> None:
     """Forget which lines were warned about (for tests)."""
     _warned.clear()

@@ -41,6 +41,7 @@ from .records import (
     tls,
     wanted,
 )
+from .variants import map_dynamic
 
 _original_trace: Callable[..., Any] | None = None
 _original_lower: Callable[..., Any] | None = None
@@ -259,19 +260,7 @@ def _abstracted(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple
             return jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
         return x
 
-    return _map_dynamic(args, kwargs, ji, leaf)
-
-
-def _map_dynamic(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any,
-                 leaf: Callable[[Any], Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """``leaf`` applied to every leaf of a call's arguments but the static ones."""
-    import jax
-
-    n = len(args)
-    static = {i % n for i in ji.static_argnums if -n <= i < n} if n else set()
-    names = set(ji.static_argnames)
-    return (tuple(x if i in static else jax.tree.map(leaf, x) for i, x in enumerate(args)),
-            {k: (v if k in names else jax.tree.map(leaf, v)) for k, v in kwargs.items()})
+    return map_dynamic(args, kwargs, ji, leaf)
 
 
 def _as_in_x64(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -288,7 +277,7 @@ def _as_in_x64(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any) -> tuple[
             return x
         return jax.ShapeDtypeStruct(np.shape(x), dtype, weak_type=bool(getattr(x, "weak_type", False)))
 
-    return _map_dynamic(args, kwargs, ji, leaf)
+    return map_dynamic(args, kwargs, ji, leaf)
 
 
 def _trace_for_exact(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any,

@@ -8,8 +8,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ...ir.types import F32_MAX as _F32_MAX
+from ...kinds import FloatPolicy
 from .. import host, x64_arrays
 from .._compat import (
+    convert_element_type,
     jit_function,
     replace_jit_function,
 )
@@ -33,14 +36,30 @@ from .records import meanings, tls, wanted, x64_requested
 
 
 class _X64Variant:
-    """``fun`` under another key: the dtypes of the call's 64-bit host data."""
+    """``fun`` under another key: the dtypes of the call's 64-bit host data.
 
-    def __init__(self, fun: Callable[..., Any], key: tuple[str, ...]) -> None:
+    ``pairs``: the leaves of the call's arguments (all of them, flattened)
+    that are float64 host data entering as their ``S x 2`` float32 pairs
+    (:func:`_float64_as_pairs`): the variant gives ``fun`` each as the value
+    its pair holds (float64 with x64 on, its f32 rounding with x64 off),
+    weakly typed where it is a Python float (``weak``)."""
+
+    def __init__(self, fun: Callable[..., Any], key: tuple[str, ...],
+                 pairs: frozenset[int] = frozenset(), weak: frozenset[int] = frozenset()) -> None:
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._key = key
+        self._pairs = pairs
+        self._weak = weak
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._pairs:
+            from jax import tree_util
+
+            leaves, tree = tree_util.tree_flatten((args, kwargs))
+            leaves = [_from_pairs(x, i in self._weak) if i in self._pairs else x
+                      for i, x in enumerate(leaves)]
+            args, kwargs = tree_util.tree_unflatten(tree, leaves)
         return self._fun(*args, **kwargs)
 
     def __hash__(self) -> int:
@@ -88,19 +107,118 @@ def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
     return tuple(key) if wide else None
 
 
-def _variant(fun: Any, args: Any, kwargs: Any) -> Any:
+def _variant(fun: Any, args: Any, kwargs: Any, pairs: frozenset[int] = frozenset(),
+             weak: frozenset[int] = frozenset()) -> Any:
     given = getattr(tls, "arguments", None)
     key = _x64_signature(*(given if given is not None else (args, kwargs)))
+    if pairs:
+        key = (*(key or ()), f"float64 as pairs at {sorted(pairs)}, Python floats at {sorted(weak)}")
     if key is None:
         return fun
     try:
         per_fun = _variants.setdefault(fun, {})
     except TypeError:  # not weakly referenceable: a variant per call (no cache)
-        return _X64Variant(fun, key)
+        return _X64Variant(fun, key, pairs, weak)
     variant = per_fun.get(key)
     if variant is None:
-        variant = per_fun[key] = _X64Variant(fun, key)
+        variant = per_fun[key] = _X64Variant(fun, key, pairs, weak)
     return variant
+
+
+def _from_pairs(p: Any, weak: bool) -> Any:
+    """The value an ``S x 2`` float32 pair (hi, lo) holds: ``hi + lo`` as
+    float64 with x64 on (the x64 program's argument, which the pairs
+    compute exactly), its f32 rounding with x64 off; ``hi`` itself where
+    ``lo`` is zero (a signed zero, an infinity, NaN); weakly typed, as a
+    Python float is, where ``weak``."""
+    import jax
+    import numpy as np
+    from jax import lax
+
+    wide = jax.dtypes.canonicalize_dtype(np.float64)
+    hi = convert_element_type(p[..., 0], wide, weak)
+    lo = convert_element_type(p[..., 1], wide, weak)
+    return lax.select(lax.eq(lo, lax.full_like(lo, 0)), hi, lax.add(hi, lo))
+
+
+def _check_python_floats(ji: Any, args: Any, kwargs: Any) -> None:
+    """A top-level jit call's Python float arguments beyond float32's range
+    (float64 in the x64 program, ``inf`` in the 32-bit one): refused as
+    float64 numpy data is (:func:`no64.jax.host.check_float_range`)."""
+    import numpy as np
+    from jax import tree_util
+
+    if not any(type(x) is float and abs(x) > _F32_MAX for x in tree_util.tree_leaves((args, kwargs))):
+        return
+    policy = host.host_policy()
+    if policy is None:
+        return
+
+    def leaf(x: Any) -> Any:
+        if type(x) is float:
+            host.check_float_range(np.asarray(x), policy, "a Python float argument")
+        return x
+
+    map_dynamic(args, kwargs, ji, leaf)
+
+
+def _float64_as_pairs(ji: Any, args: Any, kwargs: Any) -> tuple[Any, Any, frozenset[int], frozenset[int]]:
+    """A top-level jit call's arguments under the pairs float policy, with
+    each float64 numpy array or scalar among its dynamic arguments replaced
+    by its ``S x 2`` float32 pairs (:func:`no64.jax.host.host_pairs`,
+    checked by value at the user's line), the positions of those leaves
+    among all the arguments' leaves, and of those that were Python floats
+    (weakly typed in the x64 program).  JAX's calling convention
+    passes a float64 argument as one float32 array: as pairs its value
+    crosses into the x64 program whole (about 48 bits of significand)
+    rather than rounded to f32 on the host."""
+    import numpy as np
+    from jax import tree_util
+
+    config = STATE.active_config()
+    if config is None or getattr(tls, "arguments", None) is not None:
+        return args, kwargs, frozenset(), frozenset()  # (no64.jit's own call: it checks its arguments)
+    if config.float_policy is not FloatPolicy.PAIRS:
+        _check_python_floats(ji, args, kwargs)
+        return args, kwargs, frozenset(), frozenset()
+    f64 = np.dtype(np.float64)
+
+    def host_float64(x: Any) -> bool:
+        return type(x) is float or (
+            (type(x) is np.ndarray or isinstance(x, np.generic)) and x.dtype == f64)
+
+    if not any(host_float64(x) for x in tree_util.tree_leaves((args, kwargs))):
+        return args, kwargs, frozenset(), frozenset()
+    policy = host.host_policy()
+    if policy is None:
+        return args, kwargs, frozenset(), frozenset()
+    entered: dict[int, tuple[Any, bool]] = {}
+
+    def leaf(x: Any) -> Any:
+        if not host_float64(x):
+            return x
+        what = "a Python float argument" if type(x) is float else f"a float64{list(np.shape(x))} argument"
+        out = host.host_pairs(np.asarray(x), policy, what)
+        entered[id(out)] = (out, type(x) is float)
+        return out
+
+    args, kwargs = map_dynamic(args, kwargs, ji, leaf)
+    leaves = tree_util.tree_leaves((args, kwargs))
+    found = {i: entered[id(x)][1] for i, x in enumerate(leaves)
+             if id(x) in entered and entered[id(x)][0] is x}
+    return args, kwargs, frozenset(found), frozenset(i for i, weak in found.items() if weak)
+
+
+def map_dynamic(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any,
+                 leaf: Callable[[Any], Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``leaf`` applied to every leaf of a call's arguments but the static ones."""
+    import jax
+
+    n = len(args)
+    static = {i % n for i in ji.static_argnums if -n <= i < n} if n else set()
+    names = set(ji.static_argnames)
+    return (tuple(x if i in static else jax.tree.map(leaf, x) for i, x in enumerate(args)),
+            {k: (v if k in names else jax.tree.map(leaf, v)) for k, v in kwargs.items()})
 
 
 def no_fast_path(args_flat: Any, out_flat: Any) -> bool:
@@ -181,7 +299,9 @@ def install_call_variants() -> None:
 
     def _infer_params(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
         if wanted():
-            fun = _variant(fun, args, kwargs)
+            wide_args, wide_kwargs = args, kwargs
+            args, kwargs, pairs, weak = _float64_as_pairs(ji, args, kwargs)
+            fun = _variant(fun, wide_args, wide_kwargs, pairs, weak)
         return original(fun, ji, args, kwargs)
 
     _infer_params.__wrapped__ = original  # type: ignore[attr-defined]

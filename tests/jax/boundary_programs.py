@@ -1,0 +1,75 @@
+"""Host data crossing a jit's boundary in a program that turned x64 on.
+
+Run as a script (under ``NO64_PLATFORMS=cpu JAX_ENABLE_X64=1`` and a policy,
+or without no64 for the reference: the x64 program), it prints one JSON
+document: per case its value (each float as its ``repr``, so that signed
+zeros, infinities and NaN survive), or its error class and message, and the
+no64 warnings it gave with their lines and messages; plus how often the
+user's function of the ``traces`` case was traced.
+"""
+
+import json
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: float64 arguments f32 cannot hold (1 + 2**-40), signed zero, the infinities and NaN
+ADVERSARIAL = np.array([1 + 2**-40, -0.0, np.inf, -np.inf, np.nan, 3.0])
+BIG = np.array([2.0, 2e300])  # a float64 closure beyond f32's range
+I64 = np.iinfo(np.int64)
+I32 = np.iinfo(np.int32)
+TRACES = []
+
+
+def traced_once(x):
+    TRACES.append(1)
+    return x - 1
+
+
+def run_traces():
+    f = jax.jit(traced_once)
+    f(np.array([1 + 2**-40, 2.0]))
+    return f(np.array([1 + 2**-41, 5.0]))
+
+
+CASES = {
+    # each: (function, arguments)
+    "enter": (lambda x: x - 1, (ADVERSARIAL,)),
+    "signs": (lambda x: x * 2, (np.array([-0.0, 1e-310, 1.5]),)),  # LINE signs
+    "scalar": (lambda x: x - 1, (np.float64(1 + 2**-40),)),
+    "python_float": (lambda x, s: x * s - x, (np.array([1.0]), 1 + 2**-40)),
+    # a Python float stays weakly typed: with a float32 array, f32 in the x64 program too
+    "weak_python_float": (lambda x, s: x * s - x, (np.array([3.0], np.float32), 1 + 2**-40)),
+    "closure_beyond": (lambda x: x * BIG, (np.array([1.0, 0.5]),)),  # LINE closure_beyond
+    "python_float_beyond": (lambda x, s: x * s, (np.array([1.0]), 2e300)),  # LINE python_float_beyond
+    "int64_beyond": (lambda v: (v % 1000).astype(jnp.int32),
+                     (np.array([I64.max, 2**40 + 1, int(I32.min) - 1, 7], np.int64),)),  # LINE int64_beyond
+}
+
+
+def _floats(value):
+    return [repr(float(v)) for v in np.asarray(value, np.float64).reshape(-1)]
+
+
+def main() -> None:
+    out: dict = {}
+    cases = {**CASES, "traces": (None, None)}
+    for name, (fun, args) in cases.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                value = run_traces() if fun is None else jax.jit(fun)(*args)  # LINE call
+                got = {"value": _floats(value), "dtype": str(np.asarray(value).dtype)}
+            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
+                got = {"error": type(exc).__name__, "message": str(exc)}
+        got["warnings"] = [[w.category.__name__, w.lineno, str(w.message)] for w in caught
+                           if w.category.__module__.startswith("no64")]
+        out[name] = got
+    out["traces"]["count"] = len(TRACES)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Eager calls (outside any jit) of a program that turns x64 on, under the compile hook.
+
+Run as a script (under ``NO64_PLATFORMS=cpu`` and a policy, or without no64 for
+the reference: the x64 program), it prints one JSON document: per case its
+value, or its error class and message, and the no64 warnings it gave, with
+their lines.  Each case is a call JAX makes a choice for by dtype in Python
+before its own jit runs (a sampler's random bits, a requested int64, a
+scatter's update computation).
+"""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from child_report import print_results
+
+jax.config.update("jax_enable_x64", True)  # the program asks for x64
+
+
+def dropout():
+    # Flax's Dropout draws its mask with jax.random.bernoulli(rng, p=keep_prob): a Python
+    # float, float64 (64 random bits per element) in the x64 program
+    import flax.linen as nn
+
+    x = jnp.ones((4, 16), jnp.float32)
+    y = nn.Dropout(0.4).apply({}, x, deterministic=False, rngs={"dropout": jax.random.PRNGKey(42)})
+    return np.asarray(y) != 0
+
+
+KEY = jax.random.key(0)
+
+CASES = {
+    "bernoulli": lambda: jax.random.bernoulli(KEY, 0.3, (32,)),
+    "bernoulli_jit": lambda: jax.jit(lambda k: jax.random.bernoulli(k, 0.3, (32,)))(KEY),
+    "categorical": lambda: jax.random.categorical(KEY, np.log([0.1, 0.2, 0.7]), shape=(32,)),
+    "choice": lambda: jax.random.choice(KEY, 5, (16,), p=np.array([0.1, 0.2, 0.3, 0.2, 0.2])),
+    "dropout": dropout,
+    "astype_huge": lambda: jnp.array([1e10, -3e9, 2.5]).astype(jnp.int64),  # LINE astype_huge
+    "astype_fits": lambda: jnp.array([2.5, -3.0, 7e5]).astype(int),
+    "scatter_int64": lambda: jnp.arange(4, dtype=jnp.int64).at[jnp.array([0, 0, 3])].add(7),
+    "histogram": lambda: jnp.histogram(jnp.linspace(0, 1, 11), bins=3),
+    "randint_wide": lambda: jax.random.randint(KEY, (6,), 0, 2**40),  # LINE randint_wide
+}
+
+
+def main() -> None:
+    out: dict = {}
+    for name, run in CASES.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                got = {"value": [np.asarray(v).tolist() for v in jax.tree.leaves(run())]}
+            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
+                got = {"error": type(exc).__name__, "message": str(exc)}
+        got["warnings"] = [[w.category.__name__, w.lineno] for w in caught
+                           if w.category.__module__.startswith("no64")
+                           and w.category.__name__ != "X64DisabledWarning"]
+        out[name] = got
+    print_results(out)
+
+
+if __name__ == "__main__":
+    main()

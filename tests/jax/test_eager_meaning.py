@@ -1,0 +1,139 @@
+"""Under the compile hook, eager calls of a program that asked for x64 (outside any
+jit) give the x64 program's results, or say at the line why not: checked against
+the x64 program run on the CPU without no64 (``eager_programs.py``), integers and
+booleans bit for bit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).parent / "eager_programs.py"
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+RUNS = {
+    "ref": {},
+    "f32": {"NO64_PLATFORMS": "cpu"},
+    "pairs": {"NO64_PLATFORMS": "cpu", "NO64_FLOAT_POLICY": "pairs"},
+    "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
+    "exact_pairs": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact", "NO64_FLOAT_POLICY": "pairs"},
+}
+HOOKED = [tag for tag in RUNS if tag != "ref"]
+
+
+def _line(tag: str) -> int:
+    return next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t.endswith(f"# LINE {tag}"))
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Any]:
+    procs = {}
+    for tag, extra in RUNS.items():
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
+        env.update(XLA_FLAGS=FAST_COMPILE, JAX_PLATFORMS="cpu")
+        env.update(extra)
+        procs[tag] = subprocess.Popen([sys.executable, str(SCRIPT)], env=env, cwd=SCRIPT.parent,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = {}
+    for tag, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, (tag, stderr[-3000:])
+        out[tag] = json.loads(stdout.strip().splitlines()[-1])
+    return out
+
+
+@pytest.mark.parametrize("name", ["bernoulli", "choice", "dropout"])
+def test_eager_samplers_without_a_dtype_draw_the_x64_bits(runs: dict[str, Any], name: str) -> None:
+    """jax.random.bernoulli(key, 0.3), choice(key, 5, p=...) and Flax's Dropout called
+    outside any jit fix the float dtype of their draw in Python (float64's 64 random bits
+    per element, from the Python float or the float64 data) before their own jit: under
+    every policy the booleans and indices are the x64 program's, bit for bit, as the
+    same call inside a jit gives -- not JAX's float32 draw, another set of values."""
+    ref = runs["ref"][name]
+    assert "value" in ref, ref
+    assert runs["ref"]["bernoulli_jit"]["value"] == runs["ref"]["bernoulli"]["value"]
+    for tag in HOOKED:
+        got = runs[tag][name]
+        assert got.get("value") == ref["value"], (tag, name, got)
+        assert not got["warnings"], (tag, name, got)
+        assert runs[tag]["bernoulli_jit"].get("value") == ref["value"] or name != "bernoulli", tag
+
+
+def test_eager_categorical_of_host_logits_draws_the_x64_bits(runs: dict[str, Any]) -> None:
+    """jax.random.categorical(key, float64 logits) outside any jit gives the x64
+    program's categories, bit for bit (its gumbel noise is drawn for the logits' float64:
+    64 random bits per element), under the default and strict policies and under pairs
+    (which reports, as in a jit, the gumbel draw's lower bound finfo(float64).tiny, a
+    constant its pairs cannot hold)."""
+    ref = runs["ref"]["categorical"]
+    for tag in ("f32", "pairs", "strict"):
+        got = runs[tag]["categorical"]
+        assert got.get("value") == ref["value"], (tag, got)
+        said = {w[0] for w in got["warnings"]}
+        assert said == ({"PairRangeWarning"} if tag == "pairs" else set()), (tag, got)
+
+
+def test_eager_astype_int64_is_judged_by_its_x64_meaning(runs: dict[str, Any]) -> None:
+    """x.astype(jnp.int64) of floats outside any jit: the x64 program holds 10000000000,
+    which the 32-bit array JAX returns cannot (JAX would saturate it to INT32_MAX in
+    silence): reported at the line under the default policy, refused there by strict,
+    and by exact when it runs, with its way out; a conversion that fits is exact there."""
+    line = _line("astype_huge")
+    assert runs["ref"]["astype_huge"]["value"] == [[10_000_000_000, -3_000_000_000, 2]]
+    for tag in ("f32", "pairs"):
+        got = runs[tag]["astype_huge"]
+        assert ["UnprovenIntegerWarning", line] in got["warnings"], (tag, got)
+    strict = runs["strict"]["astype_huge"]
+    assert strict.get("error") == "NarrowingError", strict
+    assert f"eager_programs.py:{line}" in strict["message"], strict["message"]
+    exact = runs["exact_pairs"]["astype_huge"]
+    assert exact.get("error") == "OutputRangeError", exact
+    assert f"eager_programs.py:{line}" in exact["message"] and "restore_dtypes=True" in exact["message"]
+    fits = runs["exact_pairs"]["astype_fits"]
+    assert fits.get("value") == runs["ref"]["astype_fits"]["value"] == [[2, -3, 700_000]], fits
+    assert not fits["warnings"], fits
+
+
+def test_eager_scatter_of_64bit_arrays_has_its_x64_meaning(runs: dict[str, Any]) -> None:
+    """.at[i].add of an array the x64 program holds as int64 (jnp.arange(..., int64)), and
+    jnp.histogram's scatter-add of float64 counts under pairs, outside any jit: the scatter's
+    update computation JAX made for the 32-bit elements is made for the 64-bit ones in its
+    x64 meaning: the default policy and exact give the x64 integers (the sum reported at
+    the line under default, refused by strict, as in a jit) and the counts, where its x64
+    module could not be lowered (a NoX64MeaningWarning, or NoX64MeaningError under exact)."""
+    ref = runs["ref"]
+    assert ref["scatter_int64"]["value"] == [[14, 1, 2, 10]]
+    # strict refuses the int64 sum of an operand it knows nothing of (as in a jit)
+    assert runs["strict"]["scatter_int64"].get("error") == "NarrowingError", runs["strict"]["scatter_int64"]
+    for tag in ("f32", "pairs", "exact_pairs"):
+        got = runs[tag]["scatter_int64"]
+        assert got.get("value") == ref["scatter_int64"]["value"], (tag, got)
+        assert not any(w[0] == "NoX64MeaningWarning" for w in got["warnings"]), (tag, got)
+    assert not runs["exact_pairs"]["scatter_int64"]["warnings"]
+    counts, edges = ref["histogram"]["value"]
+    for tag in HOOKED:
+        got = runs[tag]["histogram"]
+        assert "value" in got and not got["warnings"], (tag, got)
+        assert got["value"][0] == counts, (tag, got)
+        # the edges come back as the float32 arrays JAX returns
+        np.testing.assert_allclose(got["value"][1], edges, rtol=2.0**-24, err_msg=tag)
+
+
+def test_eager_randint_beyond_int32_follows_the_policy(runs: dict[str, Any]) -> None:
+    """jax.random.randint(key, (6,), 0, 2**40) outside any jit draws int64 values the
+    32-bit array cannot hold: reported at the line under default, refused by strict and
+    by exact (when it runs) -- never JAX's INT32_MAX in silence."""
+    line = _line("randint_wide")
+    assert max(runs["ref"]["randint_wide"]["value"][0]) > 2**31
+    for tag in ("f32", "pairs"):
+        assert ["UnprovenIntegerWarning", line] in runs[tag]["randint_wide"]["warnings"], tag
+    assert runs["strict"]["randint_wide"].get("error") == "NarrowingError", runs["strict"]["randint_wide"]
+    exact = runs["exact_pairs"]["randint_wide"]
+    assert exact.get("error") == "OutputRangeError" and f"eager_programs.py:{line}" in exact["message"], exact
