@@ -132,6 +132,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the x64 meaning: one trace per x64 signature", ("no64.jax.intent.variants",)),
     ("the x64 meaning: the trace and the lowering of a jit call", ("no64.jax.intent.trace",)),
     ("the x64 meaning, installed", ("no64.jax.intent",)),
+    # the compile hook, one module per job
+    ("the compile hook: its configuration, its records", ("no64.jax.hook.config", "no64.jax.hook.records")),
+    ("the compile hook: x64", ("no64.jax.hook.x64",)),
+    ("the compile hook: a module prepared", ("no64.jax.hook.prepare",)),
+    ("the compile hook: a module by its x64 meaning", ("no64.jax.hook.meaning",)),
+    ("the compile hook: in front of JAX's compiler", ("no64.jax.hook.compiler",)),
+    ("the compile hook: activation", ("no64.jax.hook.activation",)),
     ("the compile hook", ("no64.jax.hook",)),
     # the reference runner: modules on the CPU backend, then comparisons
     ("the reference runner's modules", ("no64.jax.reference.modules",)),
@@ -392,7 +399,7 @@ def test_the_folders_show_the_layers() -> None:
 #: sibling module uses is public within its package (the package's
 #: ``__all__`` stays its face), so privacy means "this module's own".
 PRIVATE_WITHIN = ("no64.io", "no64.jax.host", "no64.jax._compat", "no64.jax.intent", "no64.jax.numerics",
-                  "no64.jax.reference")
+                  "no64.jax.reference", "no64.jax.hook")
 
 
 def private_crossings(mod: str, path: Path) -> list[str]:

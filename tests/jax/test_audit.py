@@ -301,7 +301,7 @@ def test_hook_settings_are_the_environment_activations(monkeypatch: pytest.Monke
     activated: list[hook.Config] = []
     monkeypatch.setenv("NO64_PLATFORMS", "cpu")
     monkeypatch.setattr(hook.STATE, "explicit", False)
-    monkeypatch.setattr(hook, "_activate", lambda config, **_: activated.append(config))
+    monkeypatch.setattr(hook.activation, "_activate", lambda config, **_: activated.append(config))
     hook.initialize_from_environment(strict=True)
     (config,) = activated
     settings = _hook_settings({})

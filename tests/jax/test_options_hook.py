@@ -34,7 +34,7 @@ def _environment(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> list[h
     monkeypatch.setenv("NO64_PLATFORMS", "cpu")
     monkeypatch.setattr(hook.STATE, "explicit", False)
     activated: list[hook.Config] = []
-    monkeypatch.setattr(hook, "_activate", lambda config, **_: activated.append(config))
+    monkeypatch.setattr(hook.activation, "_activate", lambda config, **_: activated.append(config))
     return activated
 
 

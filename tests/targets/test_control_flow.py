@@ -188,7 +188,7 @@ def test_check_and_convert_name_them(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_the_hook_refuses_them_at_the_line(restore_global: None) -> None:
     from no64.jax import hook
 
-    hook._warned_target.clear()  # each line is warned of once per process
+    hook.prepare._warned_target.clear()  # each line is warned of once per process
     no64.install("cpu", target="neuron")
     with pytest.warns(no64.TargetWarning, match="jax.lax.cond is not supported") as caught:
         jax.jit(branch)(X)

@@ -415,7 +415,7 @@ def test_the_hook_legalizes_a_copy_then_checks() -> None:
     from no64.jax.hook import Config, check_device
     from no64.options import Options
 
-    hook._warned_target.clear()  # each line is warned of once per process
+    hook.prepare._warned_target.clear()  # each line is warned of once per process
 
     a, b = np.zeros((4, 512), np.int32), np.zeros((512, 3), np.int32)
     m = lowered(lambda a, b: a @ b, a, b)

@@ -101,7 +101,7 @@ def _held_back() -> None:
 
     hook = sys.modules.get("no64.jax.hook")
     if hook is not None and hook.STATE.deferred:
-        hook._say_deferred()
+        hook.say_deferred()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
