@@ -76,6 +76,7 @@ targets = {c.target for c in changes}
 out["changed_off_journal"] = [k for k in changed(jax_own) if k not in targets]
 out["changed"] = len(changed(jax_own))
 out["points"] = sorted({p.name for c in changes if (p := interception.point_of(c)) is not None})
+out["noted"] = sorted({c.point for c in changes if c.point is not None})
 out["replaced"] = sorted(k for k, (o, a) in PUBLIC.items() if getattr(o, a) is not before[k])
 # the object JAX had at each place before no64's first change there
 firsts = {}
@@ -118,11 +119,17 @@ def test_every_change_no64_makes_in_jax_is_on_the_list(child: dict) -> None:
 
 
 def test_every_point_of_what_a_run_installs_is_in_place(child: dict) -> None:
-    assert child["groups"] == ["host", "intent", "measure"]
+    assert child["groups"] == ["hook", "host", "intent", "measure"]
     wanted = {p.name for p in interception.POINTS
               if p.group in ("seam", "host", "intent", "hook", "measure") and not p.optional}
     assert wanted <= set(child["points"]), sorted(wanted - set(child["points"]))
     assert child["replaced"] == ["jax.random.normal", "jnp.arange", "jnp.array", "jnp.zeros"]
+
+
+def test_the_hook_installs_its_points_through_the_list(child: dict) -> None:
+    # each change of the hook's is noted under its point, as the installers' are
+    hook = {p.name for p in interception.POINTS if p.group == "hook" and not p.optional}
+    assert hook == {"x64-update-hook", "compile"} and hook <= set(child["noted"])
 
 
 def test_uninstall_puts_back_jaxs_own_objects(child: dict) -> None:
@@ -152,8 +159,8 @@ def test_a_group_installs_only_with_an_installer_for_each_of_its_points() -> Non
     host = [p.name for p in interception.POINTS if p.group == "host"]
     with pytest.raises(ValueError, match="its points are"):
         interception.install("host", {name: (lambda: None) for name in host[1:]})
-    with pytest.raises(ValueError):  # the hook installs its own
-        interception.install("hook", {p.name: (lambda: None) for p in interception.POINTS if p.group == "hook"})
+    with pytest.raises(ValueError):  # the audit installs its own
+        interception.install("audit", {p.name: (lambda: None) for p in interception.POINTS if p.group == "audit"})
 
 
 def test_a_change_off_the_list_is_seen_and_one_undone_leaves_the_journal() -> None:

@@ -6,8 +6,8 @@ it and how it is undone.  The installers install from the list: a group's
 points are put in place by :func:`install`, in the list's order, each under
 its name in the journal, with the functions the group's owner supplies for
 them (the owner supplies one per point of its group, no more and no fewer).
-The compile hook's own three points are installed by the hook
-(:mod:`no64.jax.hook`) and recognised in the journal by what they replace.
+The seam's own points, the trace's and the audit's are installed by their
+owners and recognised in the journal by what they replace.
 
 :func:`uninstall` puts back every original JAX object no64 replaced, the last
 change first, except what cannot be undone: jaxlib's C++ registry of
@@ -148,7 +148,7 @@ POINTS: tuple[Point, ...] = (
 
 #: The groups whose owners install their points themselves (recognised in
 #: the journal by what they replace).
-_SELF_INSTALLED = ("seam", "hook", "trace", "audit")
+_SELF_INSTALLED = ("seam", "trace", "audit")
 
 _lock = threading.RLock()
 _installed: set[str] = set()
@@ -178,7 +178,7 @@ def installed() -> frozenset[str]:
 
 def point_of(change: Change) -> Point | None:
     """The point a change of the journal was made for: the one it was noted
-    under, else (the hook's, the seam's own) the one whose ``replaces``
+    under, else (the seam's own, the trace's, the audit's) the one whose ``replaces``
     names its target, of the groups that do not install through :func:`install`."""
     if change.point is not None:
         return next((p for p in POINTS if p.name == change.point), None)

@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import ConfigurationError, InvalidModuleError, OutputRangeError
 from ...ir._mlir import ir
 from ...kinds import FloatPolicy, Mode
-from .. import host, intent
+from .. import host, intent, interception
 from .._compat import FlaggedExecutable, internal_function, replace_internal_function
 from ..state import STATE
 from .config import Config
@@ -21,7 +21,9 @@ from .x64 import install_x64_guard, note_default_backend, say_deferred
 
 
 def ensure_hooks() -> None:
-    """Wrap ``compile_or_get_cached`` and put no64 where JAX converts host data (idempotent)."""
+    """Wrap ``compile_or_get_cached`` and put no64 where JAX converts host data (idempotent): the
+    host's and the x64 meaning's points, then the hook's own (the group ``hook`` of
+    :data:`no64.jax.interception.POINTS`, in its order)."""
     if STATE.original_compile is not None:
         return
     with STATE.lock:
@@ -33,10 +35,16 @@ def ensure_hooks() -> None:
         settle_trace_context()
         host.install_hooks()
         intent.install()
-        locate_by_trace_frames()
-        install_x64_guard()
-        STATE.original_compile = internal_function("compile_or_get_cached")
-        replace_internal_function("compile_or_get_cached", _compile_or_get_cached)
+        interception.install("hook", {
+            "trace-frame-locations": locate_by_trace_frames,
+            "x64-update-hook": install_x64_guard,
+            "compile": _install_compile,
+        })
+
+
+def _install_compile() -> None:
+    STATE.original_compile = internal_function("compile_or_get_cached")
+    replace_internal_function("compile_or_get_cached", _compile_or_get_cached)
 
 
 def _compile_or_get_cached(backend: Any, computation: ir.Module, *args: Any, **kwargs: Any) -> Any:
