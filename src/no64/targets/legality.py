@@ -183,6 +183,8 @@ def trip_count(op: ir.Operation) -> int | None:
     if bound is None or start is None or stepped is None:
         return None
     computes = spec_of(stepped.name).computes
+    if computes not in (Computes.ADD, Computes.SUBTRACT) or len(stepped.operands) != 2:
+        return None
     x, y = stepped.operands
     if computes is Computes.ADD and block_argument(y) is not None:
         x, y = y, x

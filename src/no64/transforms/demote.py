@@ -318,11 +318,14 @@ class _Demotion:
         LAPACK calls left written out, before anything reads the module (the
         rewrite rules would narrow them to their f32 siblings).  A module
         with such an LU has its private float64 functions inlined first, so
-        that the LU, its solves, ``A`` and ``B`` meet in one body."""
+        that the LU, its solves, ``A`` and ``B`` meet in one body.  Not on
+        a device that runs no data-dependent branch or loop (Neuron: the
+        refinement stops, and falls back, at run time)."""
         self._back_up()
-        if any(refinable(op) for op in all_ops(self.root)):
+        target = self.options.target
+        if (target is None or target.matmul.branches) and any(refinable(op) for op in all_ops(self.root)):
             inline_calls(self.root, is_f64)
-        self.refined = refine_solves(self.root)
+            self.refined = refine_solves(self.root)
         self.expanded = expand_lapack(self.root)
 
     def _planner(self, settings: Settings) -> Planner:
