@@ -141,7 +141,7 @@ from __future__ import annotations
 from ...ir._compat import UnsupportedJaxlibError
 from .config import (
     backends_started,
-    convert_element_type,
+    convert_weakly_typed,
     enable_x64,
     explicit_x64_dtypes_allowed,
     make_state,
@@ -235,7 +235,7 @@ __all__ = [
     "cpp_call_params",
     "current_traceback",
     "device_list",
-    "convert_element_type",
+    "convert_weakly_typed",
     "enable_x64",
     "equation_context",
     "eval_jaxpr",

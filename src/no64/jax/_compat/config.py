@@ -50,7 +50,7 @@ def enable_x64(new_val: bool = True) -> AbstractContextManager[Any]:
 
 
 
-def convert_element_type(x: Any, dtype: Any, weak_type: bool) -> Any:
+def convert_weakly_typed(x: Any, dtype: Any, weak_type: bool) -> Any:
     """``x`` converted to ``dtype``, weakly typed where ``weak_type`` (as a
     Python scalar's value is): ``lax._convert_element_type``, the
     conversion that takes the weak type."""

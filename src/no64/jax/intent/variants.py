@@ -12,7 +12,7 @@ from ...ir.types import F32_MAX as _F32_MAX
 from ...kinds import FloatPolicy
 from .. import host, x64_arrays
 from .._compat import (
-    convert_element_type,
+    convert_weakly_typed,
     jit_function,
     replace_jit_function,
 )
@@ -136,8 +136,8 @@ def _from_pairs(p: Any, weak: bool) -> Any:
     from jax import lax
 
     wide = jax.dtypes.canonicalize_dtype(np.float64)
-    hi = convert_element_type(p[..., 0], wide, weak)
-    lo = convert_element_type(p[..., 1], wide, weak)
+    hi = convert_weakly_typed(p[..., 0], wide, weak)
+    lo = convert_weakly_typed(p[..., 1], wide, weak)
     return lax.select(lax.eq(lo, lax.full_like(lo, 0)), hi, lax.add(hi, lo))
 
 
