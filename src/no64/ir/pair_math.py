@@ -56,11 +56,9 @@ from .pairs import (
     _bitcast,
     _cmp,
     _fsplat,
-    _i1,
     _isplat,
     _or,
     _sel,
-    _tensor,
     _times_float,
     _un,
     absolute,
@@ -78,7 +76,7 @@ from .pairs import (
     two_prod,
     two_sum,
 )
-from .words import i32, make
+from .words import i1, i32, make, shape_of, tensor_type
 
 __all__ = ["Wide", "exp", "expm1", "log", "log1p", "sin", "cos", "tanh", "logistic", "power",
            "SIN_COS_MAX", "bounds"]
@@ -138,13 +136,9 @@ def _cpair(like: ir.Value, v: Fraction) -> Pair:
 
 def _pow2(k: ir.Value) -> ir.Value:
     """``2**k`` for an integer-valued f32 ``k`` in ``[-126, 127]`` (from its bits)."""
-    ki = make("convert", [k], _tensor(_shape(k), i32()))
+    ki = make("convert", [k], tensor_type(shape_of(k), i32()))
     b = _bin("shift_left", _bin("add", ki, _isplat(ki, 127)), _isplat(ki, 23))
     return _bitcast(b, ir.F32Type.get())
-
-
-def _shape(v: ir.Value) -> list[int]:
-    return list(ir.RankedTensorType(v.type).shape)
 
 
 def _scale2(x: Pair, k: ir.Value) -> Pair:
@@ -192,7 +186,7 @@ def _is_nan(v: ir.Value) -> ir.Value:
 
 
 def _fin(v: ir.Value) -> ir.Value:
-    return make("is_finite", [v], _tensor(_shape(v), _i1()))
+    return make("is_finite", [v], tensor_type(shape_of(v), i1()))
 
 
 def _splat_pair(like: ir.Value, v: float) -> Pair:

@@ -55,7 +55,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._mlir import int_attr, ir
-from .words import build, i32, interleave, make
+from .words import build, i1, i32, interleave, make, shape_of, tensor_type
 
 __all__ = [
     "Pair",
@@ -117,27 +117,15 @@ def f32() -> ir.Type:
     return ir.F32Type.get()
 
 
-def _i1() -> ir.Type:
-    return ir.IntegerType.get_signless(1)
-
-
-def _tensor(shape: Sequence[int], elem: ir.Type) -> ir.RankedTensorType:
-    return ir.RankedTensorType.get(list(shape), elem)
-
-
-def _shape(v: ir.Value) -> list[int]:
-    return list(ir.RankedTensorType(v.type).shape)
-
-
 def pair_type(shape: Sequence[int]) -> ir.RankedTensorType:
     """The type of one word of a pair of shape ``shape``."""
-    return _tensor(shape, f32())
+    return tensor_type(shape, f32())
 
 
 def packed_type(shape: Sequence[int]) -> ir.RankedTensorType:
     """The packed form of a pair of shape ``shape``: ``shape x 2`` f32,
     ``[..., 0]`` hi and ``[..., 1]`` lo."""
-    return _tensor(list(shape) + [2], f32())
+    return tensor_type(list(shape) + [2], f32())
 
 
 def _fsplat(like: ir.Value, value: float) -> ir.Value:
@@ -162,7 +150,7 @@ def _cmp(a: ir.Value, b: ir.Value, direction: str, kind: str | None = None) -> i
     if kind is None:
         kind = "FLOAT" if isinstance(ir.RankedTensorType(a.type).element_type, ir.FloatType) else "SIGNED"
     return make(
-        "compare", [a, b], _tensor(_shape(a), _i1()),
+        "compare", [a, b], tensor_type(shape_of(a), i1()),
         comparison_direction=ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>"),
         compare_type=ir.Attribute.parse(f"#stablehlo<comparison_type {kind}>"),
     )
@@ -193,11 +181,11 @@ def _bar(v: ir.Value) -> ir.Value:
 def _convert(v: ir.Value, elem: ir.Type) -> ir.Value:
     if ir.RankedTensorType(v.type).element_type == elem:
         return v
-    return make("convert", [v], _tensor(_shape(v), elem))
+    return make("convert", [v], tensor_type(shape_of(v), elem))
 
 
 def _bitcast(v: ir.Value, elem: ir.Type) -> ir.Value:
-    return make("bitcast_convert", [v], _tensor(_shape(v), elem))
+    return make("bitcast_convert", [v], tensor_type(shape_of(v), elem))
 
 
 # ------------------------------------------------------------ pack / unpack
@@ -222,12 +210,12 @@ def unpack(v: ir.Value) -> Pair:
     out = []
     for k in (0, 1):
         s = make(
-            "slice", [v], _tensor(shape + [1], f32()),
+            "slice", [v], tensor_type(shape + [1], f32()),
             start_indices=ir.DenseI64ArrayAttr.get([0] * rank + [k]),
             limit_indices=ir.DenseI64ArrayAttr.get(shape + [k + 1]),
             strides=ir.DenseI64ArrayAttr.get([1] * (rank + 1)),
         )
-        out.append(make("reshape", [s], _tensor(shape, f32())))
+        out.append(make("reshape", [s], tensor_type(shape, f32())))
     return Pair(out[0], out[1])
 
 
@@ -418,7 +406,7 @@ def two_prod(a: ir.Value, b: ir.Value, negated: bool = False) -> Pair:
 
 def finish(p: Pair) -> Pair:
     """``lo = 0`` where ``hi`` is not finite (inf, nan)."""
-    fin = make("is_finite", [p.hi], _tensor(p.shape, _i1()))
+    fin = make("is_finite", [p.hi], tensor_type(p.shape, i1()))
     return Pair(p.hi, _sel(fin, p.lo, _fsplat(p.lo, 0.0)))
 
 
@@ -426,7 +414,7 @@ def _guard(z: Pair, plain: ir.Value) -> Pair:
     """``z``, or -- where ``plain`` (the op on the hi words alone) is not
     finite -- ``(plain, 0)``: an infinite or NaN operand or an overflow gives
     what f32 gives, where the error terms would be NaN."""
-    fin = make("is_finite", [plain], _tensor(_shape(plain), _i1()))
+    fin = make("is_finite", [plain], tensor_type(shape_of(plain), i1()))
     return Pair(_sel(fin, z.hi, plain), _sel(fin, z.lo, _fsplat(plain, 0.0)))
 
 
@@ -539,7 +527,7 @@ def divide(x: Pair, y: Pair, div_ulp: float = 0.5) -> Pair:
     z = fast_two_sum(th, tl)
     # th is what f32 division gives where y.hi is 0 or either is not finite,
     # and the zero IEEE gives (signed) where the quotient is zero
-    ok = _and(make("is_finite", [z.hi], _tensor(x.shape, _i1())), _cmp(z.hi, _fsplat(z.hi, 0.0), "NE"))
+    ok = _and(make("is_finite", [z.hi], tensor_type(x.shape, i1())), _cmp(z.hi, _fsplat(z.hi, 0.0), "NE"))
     return finish(_scaled(Pair(_sel(ok, z.hi, th), _sel(ok, z.lo, _fsplat(th, 0.0))), back))
 
 
@@ -579,7 +567,7 @@ def sqrt(x: Pair, sqrt_ulp: float = 0.5, div_ulp: float = 0.5) -> Pair:
         r0 = _bin("subtract", _bin("subtract", x.hi, sq0.hi), sq0.lo)
         s1 = _bar(_bin("add", s0, _bin("divide", r0, _bin("add", s0, s0))))
         # (where s0 is 0, inf or nan the step is not finite: s0 is kept)
-        fin = _and(make("is_finite", [s1], _tensor(x.shape, _i1())), _cmp(s0, _fsplat(s0, 0.0), "NE"))
+        fin = _and(make("is_finite", [s1], tensor_type(x.shape, i1())), _cmp(s0, _fsplat(s0, 0.0), "NE"))
         s = _sel(fin, s1, s0)
     sq = two_prod(s, s)
     r = _bin("add", _bin("subtract", _bin("subtract", x.hi, sq.hi), sq.lo), x.lo)
@@ -589,7 +577,7 @@ def sqrt(x: Pair, sqrt_ulp: float = 0.5, div_ulp: float = 0.5) -> Pair:
         t = _refined_quotient(r, s2, t)
     z = fast_two_sum(s, t)
     zero = _fsplat(s, 0.0)
-    ok = _and(make("is_finite", [s], _tensor(x.shape, _i1())), _cmp(s, zero, "NE"))
+    ok = _and(make("is_finite", [s], tensor_type(x.shape, i1())), _cmp(s, zero, "NE"))
     return finish(_scaled(Pair(_sel(ok, z.hi, s0), _sel(ok, z.lo, zero)), down))
 
 
@@ -655,8 +643,8 @@ def remainder(x: Pair, y: Pair, div_ulp: float = 0.5) -> Pair:
     r = select(over, subtract(r, step), r)
     # signs and special values
     r = Pair(_signed_as(r.hi, x.hi), r.lo)
-    finite_x = make("is_finite", [x.hi], _tensor(x.shape, _i1()))
-    inf_y = _and(_un("not", make("is_finite", [y.hi], _tensor(x.shape, _i1()))), _cmp(y.hi, y.hi, "EQ"))
+    finite_x = make("is_finite", [x.hi], tensor_type(x.shape, i1()))
+    inf_y = _and(_un("not", make("is_finite", [y.hi], tensor_type(x.shape, i1()))), _cmp(y.hi, y.hi, "EQ"))
     nan = _or(_un("not", finite_x), _cmp(y.hi, _fsplat(y.hi, 0.0), "EQ"))
     nan = _or(nan, _cmp(y.hi, y.hi, "NE"))
     r = select(inf_y, x, r)

@@ -27,6 +27,9 @@ __all__ = [
     "Words",
     "u32",
     "i32",
+    "i1",
+    "tensor_type",
+    "shape_of",
     "packed_type",
     "make",
     "const",
@@ -89,15 +92,17 @@ def i32() -> ir.Type:
     return ir.IntegerType.get_signless(32)
 
 
-def _i1() -> ir.Type:
+def i1() -> ir.Type:
     return ir.IntegerType.get_signless(1)
 
 
-def _tensor(shape: Sequence[int], elem: ir.Type) -> ir.RankedTensorType:
+def tensor_type(shape: Sequence[int], elem: ir.Type) -> ir.RankedTensorType:
+    """The ranked tensor type of ``shape`` and element type ``elem``."""
     return ir.RankedTensorType.get(list(shape), elem)
 
 
-def _shape(v: ir.Value) -> list[int]:
+def shape_of(v: ir.Value) -> list[int]:
+    """The shape of ranked tensor ``v``."""
     return list(ir.RankedTensorType(v.type).shape)
 
 
@@ -107,7 +112,7 @@ def _elem(v: ir.Value) -> ir.Type:
 
 def packed_type(shape: Sequence[int], unsigned: bool) -> ir.RankedTensorType:
     """The type of a packed pair of shape ``shape``: ``shape x 2``."""
-    return _tensor(list(shape) + [2], u32() if unsigned else i32())
+    return tensor_type(list(shape) + [2], u32() if unsigned else i32())
 
 
 def build(
@@ -139,7 +144,7 @@ def _same(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
 def const(shape: Sequence[int], values: np.ndarray | int, elem: ir.Type | None = None) -> ir.Value:
     """A constant tensor (``ui32`` unless ``elem`` says otherwise)."""
     elem = elem or u32()
-    t = _tensor(shape, elem)
+    t = tensor_type(shape, elem)
     if isinstance(values, (int, np.integer)):
         return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, int_attr(elem, int(values))))
     arr = np.asarray(values)
@@ -178,20 +183,20 @@ def from_ints(shape: Sequence[int], values: np.ndarray | int, unsigned: bool) ->
 def bitcast(v: ir.Value, elem: ir.Type) -> ir.Value:
     if _elem(v) == elem:
         return v
-    return make("bitcast_convert", [v], _tensor(_shape(v), elem))
+    return make("bitcast_convert", [v], tensor_type(shape_of(v), elem))
 
 
 def convert(v: ir.Value, elem: ir.Type) -> ir.Value:
     if _elem(v) == elem:
         return v
-    return make("convert", [v], _tensor(_shape(v), elem))
+    return make("convert", [v], tensor_type(shape_of(v), elem))
 
 
 def _cmp(a: ir.Value, b: ir.Value, direction: str, kind: str) -> ir.Value:
     return make(
         "compare",
         [a, b],
-        _tensor(_shape(a), _i1()),
+        tensor_type(shape_of(a), i1()),
         comparison_direction=ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>"),
         compare_type=ir.Attribute.parse(f"#stablehlo<comparison_type {kind}>"),
     )
@@ -237,10 +242,10 @@ def interleave(first: ir.Value, second: ir.Value, carried: bool = False) -> ir.V
     ``2 x S`` transposed (see :func:`pack`; float pairs are packed so too)."""
     t = ir.RankedTensorType(first.type)
     shape, elem = list(t.shape), t.element_type
-    packed = _tensor(shape + [2], elem)
+    packed = tensor_type(shape + [2], elem)
     rank = len(shape)
     if carried:
-        col = _tensor(shape + [1], elem)
+        col = tensor_type(shape + [1], elem)
         return make(
             "concatenate", [make("reshape", [first], col), make("reshape", [second], col)], packed,
             dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank),
@@ -248,12 +253,12 @@ def interleave(first: ir.Value, second: ir.Value, carried: bool = False) -> ir.V
     if rank > 1 and t.has_static_shape:
         # as a vector (see unpack)
         flat = [int(np.prod(shape, dtype=np.int64))]
-        first, second = (make("reshape", [x], _tensor(flat, elem)) for x in (first, second))
+        first, second = (make("reshape", [x], tensor_type(flat, elem)) for x in (first, second))
         return make("reshape", [interleave(first, second)], packed)
-    lead = _tensor([2] + shape, elem)
+    lead = tensor_type([2] + shape, elem)
     dims = ir.DenseI64ArrayAttr.get(list(range(1, rank + 1)))
     first, second = (make("broadcast_in_dim", [x], lead, broadcast_dimensions=dims) for x in (first, second))
-    index = make("iota", [], _tensor([2] + shape, i32()),
+    index = make("iota", [], tensor_type([2] + shape, i32()),
                  iota_dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
     chosen = _sel(_cmp(index, splat(index, 0), "EQ", "SIGNED"), first, second)
     return make("transpose", [chosen], packed, permutation=ir.DenseI64ArrayAttr.get(list(range(1, rank + 1)) + [0]))
@@ -272,22 +277,22 @@ def unpack(p: ir.Value) -> Words:
     unsigned = t.element_type == u32()
     n = int(np.prod(shape, dtype=np.int64)) if t.has_static_shape else 0
     if len(shape) > 1 and n > 0:  # (an empty vector has no element at 1 to start from)
-        flat = make("reshape", [p], _tensor([2 * n], t.element_type))
-        words = [make("slice", [flat], _tensor([n], t.element_type), start_indices=ir.DenseI64ArrayAttr.get([k]),
+        flat = make("reshape", [p], tensor_type([2 * n], t.element_type))
+        words = [make("slice", [flat], tensor_type([n], t.element_type), start_indices=ir.DenseI64ArrayAttr.get([k]),
                       limit_indices=ir.DenseI64ArrayAttr.get([2 * n]), strides=ir.DenseI64ArrayAttr.get([2]))
                  for k in (0, 1)]
-        lo, hi = (bitcast(make("reshape", [x], _tensor(shape, t.element_type)), u32()) for x in words)
+        lo, hi = (bitcast(make("reshape", [x], tensor_type(shape, t.element_type)), u32()) for x in words)
         return Words(lo, hi, unsigned)
     rank = len(shape)
     out = []
     for k in (0, 1):
         s = make(
-            "slice", [p], _tensor(shape + [1], t.element_type),
+            "slice", [p], tensor_type(shape + [1], t.element_type),
             start_indices=ir.DenseI64ArrayAttr.get([0] * rank + [k]),
             limit_indices=ir.DenseI64ArrayAttr.get(shape + [k + 1]),
             strides=ir.DenseI64ArrayAttr.get([1] * (rank + 1)),
         )
-        out.append(bitcast(make("reshape", [s], _tensor(shape, t.element_type)), u32()))
+        out.append(bitcast(make("reshape", [s], tensor_type(shape, t.element_type)), u32()))
     return Words(out[0], out[1], unsigned)
 
 
@@ -351,13 +356,13 @@ def all_fit(ws: Sequence[Words]) -> ir.Value:
 def all_true(tests: Sequence[ir.Value]) -> ir.Value:
     """Whether every element of every ``i1`` tensor in ``tests`` is true: a
     scalar ``i1`` (an ``and`` over each one's elements, then over them)."""
-    scalar = _tensor([], _i1())
+    scalar = tensor_type([], i1())
     flag: ir.Value | None = None
     for fits in tests:
-        shape = _shape(fits)
+        shape = shape_of(fits)
         if shape:
             init = make("constant", [], scalar, value=ir.DenseElementsAttr.get_splat(
-                scalar, ir.IntegerAttr.get(_i1(), 1)))
+                scalar, ir.IntegerAttr.get(i1(), 1)))
             red = build("reduce", [fits, init], [scalar], regions=1,
                         dimensions=ir.DenseI64ArrayAttr.get(list(range(len(shape)))))
             block = red.regions[0].blocks.append(scalar, scalar)
@@ -497,7 +502,7 @@ _SHRINK = 1.0 - 2.0**-19
 
 
 def _fsplat(like: ir.Value, value: float) -> ir.Value:
-    t = _tensor(_shape(like), ir.F32Type.get())
+    t = tensor_type(shape_of(like), ir.F32Type.get())
     return make("constant", [], t, value=ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(ir.F32Type.get(), value)))
 
 
@@ -795,17 +800,17 @@ def to_float(a: Words, elem: ir.Type) -> ir.Value:
     top = _same("or", shifted.lo, sticky)
     # top < 2**32: f32(top) rounds once (the sticky bit breaks ties right);
     # then scale by 2**k exactly
-    f = make("convert", [top], _tensor(_shape(lo), f32))
+    f = make("convert", [top], tensor_type(shape_of(lo), f32))
     scale = make(
         "bitcast_convert",
         [_same("shift_left", _same("add", k, splat(k, 127)), splat(k, 23))],
-        _tensor(_shape(lo), f32),
+        tensor_type(shape_of(lo), f32),
     )
     f = make("multiply", [f, scale], f.type)
     if neg is not None:
         f = _sel(neg, make("negate", [f], f.type), f)
     if elem != f32:
-        f = make("convert", [f], _tensor(_shape(lo), elem))
+        f = make("convert", [f], tensor_type(shape_of(lo), elem))
     return f
 
 
@@ -816,8 +821,8 @@ def from_float(x: ir.Value, unsigned: bool) -> Words:
     an unsigned result."""
     f32 = ir.F32Type.get()
     if ir.RankedTensorType(x.type).element_type != f32:
-        x = make("convert", [x], _tensor(_shape(x), f32))
-    shape = _shape(x)
+        x = make("convert", [x], tensor_type(shape_of(x), f32))
+    shape = shape_of(x)
 
     def fconst(value: float) -> ir.Value:
         return make("constant", [], x.type, value=ir.DenseElementsAttr.get_splat(x.type, ir.FloatAttr.get(f32, value)))
@@ -829,8 +834,8 @@ def from_float(x: ir.Value, unsigned: bool) -> Words:
     two32 = fconst(4294967296.0)
     q = make("floor", [make("divide", [mag, two32], x.type)], x.type)  # exact: a power of two
     rest = make("subtract", [mag, make("multiply", [q, two32], x.type)], x.type)  # exact
-    hi = make("convert", [q], _tensor(shape, u32()))
-    lo = make("convert", [make("floor", [rest], x.type)], _tensor(shape, u32()))
+    hi = make("convert", [q], tensor_type(shape, u32()))
+    lo = make("convert", [make("floor", [rest], x.type)], tensor_type(shape, u32()))
     w = Words(lo, hi, unsigned)
     zero = splat(lo, 0)
     ones = splat(lo, _MASK)

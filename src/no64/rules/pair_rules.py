@@ -28,7 +28,7 @@ from ..ir._mlir import as_operation as _as_op, enum_word, ir, stablehlo
 from ..ir.words import build, make
 from ..spec.protocols import PairContext, PairRule
 from ..spec.registry import Computes, elementwise, spec_of
-from ..spec.util import cumulative_window, int_array, padding, single_element_windows
+from ..spec.util import cumulative_window, doubling_windows, int_array, padding, single_element_windows
 from ..targets import Matmul
 from .pair_dot import split_dot
 
@@ -496,26 +496,10 @@ def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool, zero: float = 0.0)
     """The running sum of ``x`` along ``axis`` by doubling, each window's
     sum started from (and padded by) ``zero``, the op's init: ``+0`` turns
     a running sum of ``-0``s into ``+0`` as the op does, ``-0`` keeps it."""
-    rank = len(x.shape)
-    i64 = ir.IntegerType.get_signless(64)
     init = P.constant([], zero)
     t = P.pair_type(x.shape)
     st = P.pair_type([])
-    d = 1
-    while d < length:
-        window = [1] * rank
-        window[axis] = 2
-        dilation = [1] * rank
-        dilation[axis] = d
-        pad = np.zeros((rank, 2), dtype=np.int64)
-        pad[axis] = (0, d) if reverse else (d, 0)
-        attrs = {
-            "window_dimensions": ir.DenseI64ArrayAttr.get(window),
-            "window_strides": ir.DenseI64ArrayAttr.get([1] * rank),
-            "base_dilations": ir.DenseI64ArrayAttr.get([1] * rank),
-            "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
-            "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
-        }
+    for attrs in doubling_windows(len(x.shape), axis, length, reverse):
         new = build("reduce_window", [x.hi, x.lo, init.hi, init.lo], [t, t], regions=1, **attrs)
         block = new.regions[0].blocks.append(st, st, st, st)
         with ir.InsertionPoint(block):
@@ -523,7 +507,6 @@ def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool, zero: float = 0.0)
             z = P.add(P.Pair(a[0], a[1]), P.Pair(a[2], a[3]))
             build("return", [z.hi, z.lo], [])
         x = P.Pair(new.results[0], new.results[1])
-        d *= 2
     return x
 
 

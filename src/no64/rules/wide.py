@@ -29,7 +29,7 @@ from ..spec.protocols import (
     WordContext as Emulation,  # what a rule's ``em`` offers
 )
 from ..spec.registry import Computes, spec_of
-from ..spec.util import cumulative_window, int_array, padding
+from ..spec.util import cumulative_window, doubling_windows, int_array, padding
 from ..spec.walk import combiner
 
 __all__ = ["EmulateRule"]
@@ -528,29 +528,12 @@ def _prefix_by_doubling(op: ir.Operation, em: "Emulation", operands: list[ir.Val
     elements each, the second ``d = 1, 2, 4, ...`` elements away (padded by
     ``d`` with the initial value, the body's identity): after the step with
     distance ``d`` each element combines the ``2d`` elements up to it."""
-    rank = len(_shape(op.results[0]))
     k = len(rtypes)
     values, inits = operands[:k], operands[k:]
-    i64 = ir.IntegerType.get_signless(64)
     new = None
-    d = 1
-    while d < length:
-        window = [1] * rank
-        window[axis] = 2
-        dilation = [1] * rank
-        dilation[axis] = d
-        pad = np.zeros((rank, 2), dtype=np.int64)
-        pad[axis] = (0, d) if reverse else (d, 0)
-        attrs = {
-            "window_dimensions": ir.DenseI64ArrayAttr.get(window),
-            "window_strides": ir.DenseI64ArrayAttr.get([1] * rank),
-            "base_dilations": ir.DenseI64ArrayAttr.get([1] * rank),
-            "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
-            "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
-        }
+    for attrs in doubling_windows(len(_shape(op.results[0])), axis, length, reverse):
         new = em.rebuild(op, values + inits, rtypes, args_wide, attributes=attrs)
         values = list(new.results)
-        d *= 2
     assert new is not None
     return new
 

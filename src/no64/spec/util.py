@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from ..ir._compat import insertion_after
@@ -9,7 +11,7 @@ from ..ir._mlir import defining_op, int_attr, ir, stablehlo
 from .registry import spec_of
 
 __all__ = ["splat", "compare", "after", "erase_dead", "install_function", "int_array", "padding", "cumulative_window",
-           "single_element_windows"]
+           "doubling_windows", "single_element_windows"]
 
 
 def splat(t: ir.RankedTensorType, value: int) -> ir.Value:
@@ -66,6 +68,32 @@ def cumulative_window(op: ir.Operation, shape: list[int]) -> tuple[int, int, boo
     if any(p != [0, 0] for i, p in enumerate(pad) if i != axis) or pad[axis] not in ([length - 1, 0], [0, length - 1]):
         return None
     return axis, length, pad[axis][0] == 0
+
+
+def doubling_windows(rank: int, axis: int, length: int, reverse: bool) -> Iterator[dict[str, ir.Attribute]]:
+    """The attributes of the ``ceil(log2(length))`` two-element
+    ``reduce_window``s that compute a cumulative one (:func:`cumulative_window`)
+    by doubling, in order: the step with distance ``d = 1, 2, 4, ...`` pads
+    by ``d`` in front (behind, for a reverse one) with the initial value and
+    combines each element with the one ``d`` away, so that after it each
+    element combines the ``2d`` elements up to it."""
+    i64 = ir.IntegerType.get_signless(64)
+    d = 1
+    while d < length:
+        window = [1] * rank
+        window[axis] = 2
+        dilation = [1] * rank
+        dilation[axis] = d
+        pad = np.zeros((rank, 2), dtype=np.int64)
+        pad[axis] = (0, d) if reverse else (d, 0)
+        yield {
+            "window_dimensions": ir.DenseI64ArrayAttr.get(window),
+            "window_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+            "base_dilations": ir.DenseI64ArrayAttr.get([1] * rank),
+            "window_dilations": ir.DenseI64ArrayAttr.get(dilation),
+            "padding": ir.DenseIntElementsAttr.get(pad, type=ir.RankedTensorType.get([rank, 2], i64)),
+        }
+        d *= 2
 
 
 def single_element_windows(op: ir.Operation, shape: list[int]) -> bool:

@@ -21,18 +21,33 @@ here, written once:
 * a function's type made to say what its rebuilt body takes and returns
   (:func:`refresh_signature`).
 
-A representation says which types it carries, what its parts are and how
-it packs and unpacks (:meth:`Carrier.carries`, :meth:`Carrier.parts`,
-:meth:`Carrier.part_types`, :meth:`Carrier.from_parts`, :meth:`Carrier.unpack`);
-a step says what stands for an operand (:meth:`Carrier.rep`), which ops it
-rewrites (:meth:`Carrier.visit`) and how it computes an op it meets in a
-copied block (:meth:`Carrier.compute_copied`).
+* the driver of the step (:meth:`Carrier.run`), as MLIR's dialect
+  conversion drives a type converter and its patterns: the walk of every
+  function (:meth:`Carrier.visit`), the hand-off of carried values packed
+  to a loop, a branch or a call and back from a region or a function
+  (:meth:`Carrier.tie`, :meth:`Carrier.hand_back`), the application of an
+  op's rule from the op table (the representation's field of its
+  :class:`~no64.spec.registry.OpSpec`) with its results bound
+  (:meth:`Carrier.apply_rule`), the count by op name, and the erasure of the
+  ops replaced.
+
+A representation is a subclass.  It says which types it carries, what its
+parts are and how it packs and unpacks (:meth:`Carrier.carries`,
+:meth:`Carrier.parts`, :meth:`Carrier.part_types`, :meth:`Carrier.from_parts`,
+:meth:`Carrier.pack`, :meth:`Carrier.unpack`), what stands for an operand
+(:meth:`Carrier.rep`), which ops it takes (:meth:`Carrier.takes`: the words
+the plan marked, the pairs every op touching a float64 value), which field of
+the op table holds its rules (``rule_field``), how an entry's results leave
+(:meth:`Carrier.leaves`, :meth:`Carrier.narrow`), and what it does before
+and after the walk (:meth:`Carrier.begin`, :meth:`Carrier.finish`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, NoReturn, TypeVar
+from typing import Any, ClassVar, Generic, NoReturn, TypeVar
 
 from ..errors import UnsupportedOpError
 from ..ir._compat import attribute_dict, block_argument
@@ -40,18 +55,48 @@ from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.locations import decode_location
 from ..spec.registry import spec_of
 from ..spec.util import after
+from ..spec.walk import functions
 
-__all__ = ["Carrier", "refresh_signature"]
+__all__ = ["Carrier", "Leave", "refresh_signature"]
 
 R = TypeVar("R")
 
 
-class Carrier(Generic[R]):
-    """The state and the shared steps of an emulation whose values are
-    carried as representations ``R``.  A subclass sets ``_types``,
-    ``_subst``, ``_reps`` and ``_packed`` (empty dicts and a set) and
-    implements the four representation hooks."""
+class Leave(enum.Enum):
+    """How a function's carried results leave it (:meth:`Carrier.leaves`)."""
 
+    #: Packed for a caller that unpacks them again (a ``concatenate``, as a
+    #: loop's state: see :func:`no64.ir.words.interleave`).
+    CARRIED = "carried"
+    #: Packed for the host (the select over ``2 x S`` transposed).
+    PACKED = "packed"
+    #: As the 64-bit program's types, which the narrowing pass makes 32-bit
+    #: (:meth:`Carrier.narrow`): the entry of a caller that fixes its types.
+    NARROW = "narrow"
+
+
+class Carrier(Generic[R]):
+    """The state, the shared steps and the driver of an emulation whose
+    values are carried as representations ``R``.  A subclass sets ``root``,
+    ``by_op``, ``_erase``, ``_types``, ``_subst``, ``_reps`` and ``_packed``
+    (the root op, empty dicts, lists and a set), the class attributes below,
+    and implements the representation hooks."""
+
+    #: The field of :class:`~no64.spec.registry.OpSpec` that holds this
+    #: representation's rule for an op.
+    rule_field: ClassVar[str]
+    #: The class of a representation (what a rule returns for a carried result).
+    rep_class: ClassVar[type[Any]]
+    #: Why an op without a rule (or one whose rule does not apply) is refused.
+    no_rule: ClassVar[str]
+    #: What the ops replaced were computed as (the message of a leftover use).
+    done_as: ClassVar[str]
+
+    root: ir.Operation
+    #: the ops computed by a rule (or handing carried values to a loop, as
+    #: the representation counts them), by name
+    by_op: dict[str, int]
+    _erase: list[ir.Operation]
     _types: dict[ir.Value, ir.Type]
     _subst: dict[ir.Value, ir.Value]
     _reps: dict[ir.Value, Any]
@@ -83,10 +128,43 @@ class Carrier(Generic[R]):
         """The representation of a packed ``S x 2`` value (at the insertion point)."""
         raise NotImplementedError
 
-    def compute_copied(self, op: ir.Operation) -> None:
-        """Compute ``op``, met in a copied block, at the insertion point by
-        its rule, and bind its results."""
+    def pack(self, rep: R, carried: bool) -> ir.Value:
+        """``rep`` packed as one ``S x 2`` value at the insertion point: a
+        ``concatenate`` where ``carried`` (a loop's state, a branch's or a
+        call's values), else for the host."""
         raise NotImplementedError
+
+    # ------------------------------------------------------ step hooks
+    def takes(self, op: ir.Operation) -> list[int] | None:
+        """Whether the step rewrites ``op`` (met by the walk): ``None`` if
+        not, else the operands it hands over packed, where ``op`` is a loop,
+        a branch, a call or a terminator."""
+        raise NotImplementedError
+
+    def begin(self) -> None:
+        """Before the walk: carry packed the values that cross a region or
+        function boundary (:meth:`retype_packed`)."""
+
+    def tied(self, op: ir.Operation) -> None:
+        """After the carried operands of loop, branch or call ``op`` were
+        handed over packed: what the representation does with its results."""
+
+    def leaves(self, fn: ir.Operation) -> Leave:
+        """How function ``fn``'s carried results leave it."""
+        raise NotImplementedError
+
+    def narrow(self, ret: ir.Operation, x: ir.Value, rep: R) -> ir.Value:
+        """Carried result ``x`` of return ``ret`` (``rep``) as the 64-bit
+        program's type, made 32-bit by the narrowing pass (``Leave.NARROW``),
+        at the insertion point."""
+        raise NotImplementedError
+
+    def bind_result(self, r: ir.Value, rep: R, in_place: bool) -> None:
+        """Result ``r`` of an op computed by its rule is represented by ``rep``."""
+        self._reps[r] = rep
+
+    def finish(self) -> None:
+        """After the walk, before the ops replaced are erased."""
 
     # ------------------------------------------------------------ shared
     def type(self, v: ir.Value) -> ir.Type:
@@ -166,11 +244,91 @@ class Carrier(Generic[R]):
             for r, nr in zip(op.results, new.results):
                 self._subst[r] = nr
 
-    # -------------------------------------------------------------- the walk
+    # -------------------------------------------------------------- the driver
+    def run(self) -> None:
+        """Rewrite every function of the module (see the module docstring)."""
+        self.begin()
+        funcs = functions(self.root)
+        for fn in funcs:
+            self.walk(fn)
+        self.finish()
+        self.erase_replaced(self._erase, self.done_as)
+        self.swept()
+        for fn in funcs:
+            refresh_signature(fn)
+
+    def swept(self) -> None:
+        """After the ops replaced were erased: what else the step erases."""
+
     def visit(self, op: ir.Operation) -> bool:
-        """Rewrite ``op`` (met by :meth:`walk`) if this step takes it;
-        whether the walk goes on into its regions."""
-        raise NotImplementedError
+        """Rewrite ``op`` (met by :meth:`walk`) if this step takes it
+        (:meth:`takes`): a loop, branch or call hands its carried values
+        over packed, a terminator hands them back, any other op is computed
+        by its rule; whether the walk goes on into its regions."""
+        fed = self.takes(op)
+        if fed is None:
+            return True
+        spec = spec_of(op.name)
+        if spec.ties:
+            self.tie(op, fed)
+            return True
+        if spec.terminator:
+            self.hand_back(op, fed)
+            return False
+        self.apply_rule(op, in_place=True)
+        return not spec.owns_regions
+
+    def tie(self, op: ir.Operation, fed: Sequence[int]) -> None:
+        """Loop, branch or call ``op``: its operands ``fed`` handed over packed."""
+        for i in fed:
+            with ir.InsertionPoint(op), op.location:
+                op.operands[i] = self.pack(self.rep(op.operands[i]), True)
+        self.tied(op)
+
+    def hand_back(self, op: ir.Operation, fed: Sequence[int]) -> None:
+        """Terminator ``op``: its operands ``fed`` handed back packed to the
+        loop or branch whose region it ends, or leaving the function as
+        :meth:`leaves` says."""
+        parent = _as_op(op.parent)
+        leave = self.leaves(parent) if spec_of(parent.name).function else Leave.CARRIED
+        for i in fed:
+            x = op.operands[i]
+            with ir.InsertionPoint(op), op.location:
+                rep = self.rep(x)
+                if leave is Leave.NARROW:
+                    op.operands[i] = self.narrow(op, x, rep)
+                else:
+                    op.operands[i] = self.pack(rep, leave is Leave.CARRIED)
+
+    def apply_rule(self, op: ir.Operation, in_place: bool) -> None:
+        """Compute ``op`` by its rule, bind its results and count it: in
+        place (before ``op``, whose uses then read the new values, erased
+        at the end), or at the insertion point of a block being copied."""
+        spec = spec_of(op.name)
+        rule = getattr(spec, self.rule_field)
+        if rule is None or not self.applies(spec, op):
+            self.refuse(op, self.no_rule)
+        with ir.InsertionPoint(op) if in_place else contextlib.nullcontext(), op.location:
+            outs = rule(op, self)
+            for r, out in zip(op.results, outs):
+                if isinstance(out, self.rep_class):
+                    self.bind_result(r, out, in_place)
+                elif out is not None:
+                    self._subst[r] = out
+                    if in_place:
+                        r.replace_all_uses_with(out)
+        self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
+        if in_place:
+            self._erase.append(op)
+
+    def applies(self, spec: Any, op: ir.Operation) -> bool:
+        """Whether the rule of ``spec`` computes ``op`` (it has one)."""
+        return True
+
+    def compute_copied(self, op: ir.Operation) -> None:
+        """Compute ``op``, met in a copied block, at the insertion point by
+        its rule, and bind its results."""
+        self.apply_rule(op, in_place=False)
 
     def walk(self, fn: ir.Operation) -> None:
         """Visit every op of function ``fn``, in order, each block's ops

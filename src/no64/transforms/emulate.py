@@ -52,20 +52,16 @@ import numpy as np
 
 from ..analysis.ranges import RangeAnalysis, constant_elements, defining_op
 from ..ir import words as W
-from ..ir._compat import block_argument
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.types import is_int64_tensor as is_wide_int
 from ..kinds import OpForm
 from ..spec.registry import UNKNOWN, spec_of
-from ..spec.walk import functions as _functions, is_public as _is_public, symbol_name as _sym
-from .carry import Carrier, refresh_signature
+from ..spec.walk import functions as _functions, is_public as _is_public
+from .carry import Carrier, Leave
 from .emulation_plan import (
     EmulationPlan,
-    _function_return,
     _Groups,
     _ops_with_regions_and_calls,
-    _owns_regions,
-    _ties,
     _unsigned,
     exact_input_ranges,
 )
@@ -109,6 +105,11 @@ class Emulation(Carrier[W.Words]):
     """The rewrite of the ops an :class:`~no64.transforms.emulation_plan.EmulationPlan`
     names (its fields are the plan's), and what emulation rules see of it."""
 
+    rule_field = "emulate"
+    rep_class = W.Words
+    no_rule = "no64 cannot compute this op on 64-bit words inside the region"
+    done_as = "emulated on words"
+
     root: ir.Operation
     analysis: RangeAnalysis
     wide: set[ir.Value]
@@ -133,7 +134,7 @@ class Emulation(Carrier[W.Words]):
 
     # ------------------------------------------------------------ for rules
     def __post_init__(self) -> None:
-        self.by_op: dict[str, int] = {}
+        self.by_op = {}
         self.marks: list[tuple[ir.Operation, list[int]]] = []
         self._types: dict[ir.Value, ir.Type] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
@@ -146,11 +147,11 @@ class Emulation(Carrier[W.Words]):
         #: where a fresh analysis would join what the callee's rewritten
         #: body returns to every caller).
         self.known_ranges: dict[ir.Value, Any] = {}
-        #: entry returns -> the flag (every checked result fits) to return last
-        self._flags: list[tuple[ir.Operation, ir.Value]] = []
-        #: the ops rewritten, to erase; the functions whose signature changes
+        #: entry returns -> the words of the checked results they narrow
+        #: (the flag that they all fit is returned last)
+        self._checking: list[tuple[ir.Operation, list[W.Words]]] = []
+        #: the ops rewritten, to erase
         self._erase: list[ir.Operation] = []
-        self._funcs: dict[str, ir.Operation] = {}
         #: what :meth:`once` made in the block being written, in order
         self._once_block: ir.Block | None = None
         self._once: dict[Hashable, Any] = {}
@@ -197,20 +198,6 @@ class Emulation(Carrier[W.Words]):
     def rep(self, v: ir.Value) -> W.Words:
         return self.words(v)
 
-    def compute_copied(self, op: ir.Operation) -> None:
-        spec = spec_of(op.name)
-        if not spec.can_emulate(op):
-            self.refuse(op, "no64 cannot compute this op on 64-bit words inside the region")
-        assert spec.emulate is not None  # (can_emulate says so)
-        with op.location:
-            outs = spec.emulate(op, self)
-        for r, out in zip(op.results, outs):
-            if isinstance(out, W.Words):
-                self._reps[r] = out
-            elif out is not None:
-                self._subst[r] = out
-        self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
-
     def _entry(self, v: ir.Value) -> W.Words:
         t = v.type
         if not is_wide_int(t):
@@ -237,10 +224,10 @@ class Emulation(Carrier[W.Words]):
         single = W.convert(v, W.u32() if unsigned else W.i32())
         return W.from_single(single, unsigned)
 
-    # ------------------------------------------------------------ apply
-    def apply(self) -> tuple[int, dict[str, int]]:
-        """Rewrite the module; returns the number of ops emulated, and the
-        count by op name."""
+    # ------------------------------------------------- the step (Carrier)
+    def begin(self) -> None:
+        """Mark the ops to emulate, keep the ranges of the calls' results
+        that stay, and carry the plan's slots packed."""
         # (Ops are found again by the mark the plan left on them: an op's
         # Python hash changes with its operands.)
         # Mark the ops to emulate (the plan changed nothing in the module).
@@ -255,106 +242,72 @@ class Emulation(Carrier[W.Words]):
                         known = self.analysis.range(r)
                         if known is not None:
                             self.known_ranges[r] = known
-        self._erase = []
-        funcs = self._funcs = {}
-        # retype the carried values (packed)
         for members in self.slots.values():
             for v in members:
                 self.retype_packed(v, W.packed_type(ir.RankedTensorType(v.type).shape, _unsigned(v.type)))
-                arg = block_argument(v)
-                if arg is not None:
-                    owner = _as_op(arg.owner.owner)
-                    if spec_of(owner.name).function:
-                        funcs[_sym(owner)] = owner
-        for fn in _functions(self.root):
-            self.walk(fn)
-        erase = self._erase
-        for ret, flag in self._flags:
-            # the entry returns the flag last (its signature refreshed below)
+
+    def apply(self) -> tuple[int, dict[str, int]]:
+        """Rewrite the module; returns the number of ops emulated, and the
+        count by op name."""
+        self.run()
+        return sum(self.by_op.values()), dict(sorted(self.by_op.items()))
+
+    def takes(self, op: ir.Operation) -> list[int] | None:
+        """The ops the plan marked, with the operands handed over packed."""
+        attrs = op.attributes
+        if _MARK not in attrs:
+            return None
+        fed = list(ir.DenseI64ArrayAttr(attrs[_MARK]))
+        del attrs[_MARK]
+        return fed
+
+    def applies(self, spec: Any, op: ir.Operation) -> bool:
+        return bool(spec.can_emulate(op))
+
+    def pack(self, rep: W.Words, carried: bool) -> ir.Value:
+        return W.pack(rep, carried=carried)
+
+    def leaves(self, fn: ir.Operation) -> Leave:
+        # only the entry function's results come back narrowed (outputs
+        # "narrow"); a private function's result is unpacked by its callers:
+        # handed over as a concatenate, as a loop's (which
+        # :mod:`~no64.transforms.forward` forwards)
+        if not _is_public(fn):
+            return Leave.CARRIED
+        return Leave.NARROW if self.narrowed and not self.outputs else Leave.PACKED
+
+    def narrow(self, ret: ir.Operation, x: ir.Value, rep: W.Words) -> ir.Value:
+        if x in self.checked:
+            if not self._checking or self._checking[-1][0] != ret:
+                self._checking.append((ret, []))
+            self._checking[-1][1].append(rep)
+        return W.make("convert", [W.saturated_single(rep)], self.type(x))
+
+    def bind_result(self, r: ir.Value, rep: W.Words, in_place: bool) -> None:
+        if not in_place or r in self.wide:
+            self._reps[r] = rep
+            return
+        single = _exit(rep, r.type)
+        known = self.analysis.range(r)
+        if known is not None:
+            self.known_ranges[single] = known
+        r.replace_all_uses_with(single)
+
+    def finish(self) -> None:
+        """The entry returns the flag (every checked result fits) last (its
+        signature refreshed by the driver)."""
+        for ret, checked in self._checking:
             with ir.InsertionPoint(ret), ret.location:
+                flag = W.all_fit(checked)
                 ir.Operation.create(ret.name, results=[], operands=[*ret.operands, flag])
-            erase.append(ret)
+            self._erase.append(ret)
             fn = _as_op(ret.parent)
             if "res_attrs" in fn.attributes:
                 kept = list(ir.ArrayAttr(fn.attributes["res_attrs"]))
                 fn.attributes["res_attrs"] = ir.ArrayAttr.get([*kept, ir.DictAttr.get({})])
-        self.erase_replaced(erase, "emulated on words")
+
+    def swept(self) -> None:
         _sweep(self.root)
-        for fn in funcs.values():
-            refresh_signature(fn)
-        return sum(self.by_op.values()), dict(sorted(self.by_op.items()))
-
-    def visit(self, op: ir.Operation) -> bool:
-        """The ops the plan marked: carried values handed over packed (a
-        loop, branch, call or terminator), or computed on words."""
-        attrs = op.attributes
-        if _MARK not in attrs:
-            return not _owns_regions(op)
-        fed = list(ir.DenseI64ArrayAttr(attrs[_MARK]))
-        del attrs[_MARK]
-        if _ties(op):
-            self._tie_uses(op, fed, self._funcs)
-            return True
-        self._emulate(op)
-        self._erase.append(op)
-        self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
-        return not _owns_regions(op)
-
-    def _tie_uses(self, op: ir.Operation, fed: list[int], funcs: dict[str, ir.Operation]) -> None:
-        """Hand packed values to the carried values (or outputs) ``op`` feeds."""
-        returns = _function_return(op)
-        if returns and fed:
-            fn = _as_op(op.parent)
-            funcs[_sym(fn)] = fn
-        # only the entry function's results come back narrowed (outputs
-        # "narrow"); a private function hands its callers packed words
-        narrow = returns and bool(self.narrowed) and not self.outputs and _is_public(_as_op(op.parent))
-        checked: list[W.Words] = []
-        for i in fed:
-            x = op.operands[i]
-            with ir.InsertionPoint(op), op.location:
-                w = self._operand_words(x)
-                if narrow:
-                    if x in self.checked:
-                        checked.append(w)
-                    single = W.saturated_single(w)
-                    op.operands[i] = W.make("convert", [single], self.type(x))
-                else:
-                    # a private function's result is unpacked by its
-                    # callers: handed over as a concatenate, as a loop's
-                    # (which :mod:`~no64.transforms.forward` forwards)
-                    op.operands[i] = W.pack(w, carried=not (returns and _is_public(_as_op(op.parent))))
-        if checked:
-            with ir.InsertionPoint(op), op.location:
-                self._flags.append((op, W.all_fit(checked)))
-
-    def _operand_words(self, x: ir.Value) -> W.Words:
-        if x in self.wide and self._is_packed(x):
-            return self.unpacked(x)
-        return self.words(x)
-
-    def _is_packed(self, v: ir.Value) -> bool:
-        return v in self._packed
-
-    def _emulate(self, op: ir.Operation) -> None:
-        spec = spec_of(op.name)
-        assert spec.emulate is not None
-        with ir.InsertionPoint(op), op.location:
-            outs = spec.emulate(op, self)
-            for r, out in zip(op.results, outs):
-                if out is None:
-                    continue
-                if isinstance(out, W.Words):
-                    if r in self.wide:
-                        self._reps[r] = out
-                    else:
-                        single = _exit(out, r.type)
-                        known = self.analysis.range(r)
-                        if known is not None:
-                            self.known_ranges[single] = known
-                        r.replace_all_uses_with(single)
-                else:
-                    r.replace_all_uses_with(out)
 
 
 def _exit(w: W.Words, t: ir.Type) -> ir.Value:

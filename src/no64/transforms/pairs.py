@@ -50,7 +50,7 @@ from ..rules.pair_rules import is_f64
 from ..spec.registry import spec_of
 from ..spec.walk import entry_function, functions
 from ..targets import F32_MATMUL, IEEE_ARITHMETIC, Arithmetic, Matmul
-from .carry import Carrier, refresh_signature
+from .carry import Carrier, Leave
 
 __all__ = ["PairEmulation", "emulate_pairs", "split_pairs", "join_pairs"]
 
@@ -134,6 +134,12 @@ def _xor_key(v: ir.Value) -> ir.Value:
 class PairEmulation(Carrier[P.Pair]):
     """The rewrite, and what rules may ask of it (see :mod:`no64.rules.pair_rules`)."""
 
+    rule_field = "pairs"
+    rep_class = P.Pair
+    no_rule = ("this op reads or computes a float64 value, and no64 cannot compute it on "
+               "float64 pairs (float_policy='pairs')")
+    done_as = "computed on pairs"
+
     def __init__(self, root: ir.Operation, boundary: Outputs = Outputs.WORDS,
                  refuse_range: bool = False, arithmetic: Arithmetic = IEEE_ARITHMETIC,
                  matmul: Matmul = F32_MATMUL) -> None:
@@ -157,14 +163,13 @@ class PairEmulation(Carrier[P.Pair]):
         self._types: dict[ir.Value, ir.Type] = {}
         self._packed: set[ir.Value] = set()
         self._narrow_args: set[ir.Value] = set()
-        self._in_place = True
         self._entry_fn: ir.Operation | None = None
         self._erase: list[ir.Operation] = []
         #: ops computed in f32: (op name, location, detail)
         self.reduced_ops: list[tuple[str, Any, str]] = []
         #: (kind, op name, location, detail, count)
         self.events: list[tuple[str, str, Any, str, int]] = []
-        self.by_op: dict[str, int] = {}
+        self.by_op = {}
         self.values = 0
         self.inputs: list[int] = []
         self.outputs: list[int] = []
@@ -205,13 +210,8 @@ class PairEmulation(Carrier[P.Pair]):
     def rep(self, v: ir.Value) -> P.Pair:
         return self.pair(v)
 
-    def compute_copied(self, op: ir.Operation) -> None:
-        saved = self._in_place
-        self._in_place = False  # at the end of the new block
-        try:
-            self._apply_rule(op)
-        finally:
-            self._in_place = saved
+    def pack(self, rep: P.Pair, carried: bool) -> ir.Value:
+        return P.pack(rep, carried)
 
     def reduced(self, op: ir.Operation, detail: str) -> None:
         """Record that ``op`` is computed with less precision than float64."""
@@ -331,8 +331,11 @@ class PairEmulation(Carrier[P.Pair]):
             words.append(new.results[0])
         return [P.Pair(words[0], words[1])]
 
-    # ------------------------------------------------------------- the walk
-    def run(self) -> None:
+    # ------------------------------------------------------------- the step
+    def begin(self) -> None:
+        """Every function's float64 arguments carried packed, but for the
+        entry's where the caller fixes its types (taken as exact pairs of
+        the f32 values it passes)."""
         funcs = functions(self.root)
         entry = entry_function(self.root)
         for fn in funcs:
@@ -347,11 +350,9 @@ class PairEmulation(Carrier[P.Pair]):
                 if fn == entry:
                     self.inputs.append(i)
         self._entry_fn = entry
-        for fn in funcs:
-            self.walk(fn)
-        self.erase_replaced(self._erase, "computed on pairs")
-        for fn in funcs:
-            refresh_signature(fn)
+        if entry is not None and not self.fixed_signature:
+            results = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value).results
+            self.outputs = [i for i, t in enumerate(results) if is_f64(t)]
 
     def _retype(self, v: ir.Value) -> None:
         self.retype_packed(v, _packed_type(v.type))
@@ -366,56 +367,17 @@ class PairEmulation(Carrier[P.Pair]):
             self.refuse(op, "no64 computes float64 pairs only in statically shaped tensors")
         return bool(f64)
 
-    def visit(self, op: ir.Operation) -> bool:
-        """Every op that touches a float64 value: a loop, branch or call
-        hands pairs over packed, a return packs or narrows them, any other
-        op is computed on pairs by its rule."""
+    def takes(self, op: ir.Operation) -> list[int] | None:
+        """Every op that touches a float64 value: a loop, branch, call or
+        terminator with its float64 operands, any other op computed on pairs
+        by its rule."""
         spec = spec_of(op.name)
-        if spec.ties:
-            self._tie(op)
-            return True
-        if spec.terminator:
-            self._terminator(op, self._entry_fn)
-            return False
-        if self._touches(op):
-            self._apply_rule(op)
-            return False
-        return True
+        if spec.ties or spec.terminator:
+            return [i for i, x in enumerate(op.operands) if self.is_pair(x)]
+        return [] if self._touches(op) else None
 
-    def _apply_rule(self, op: ir.Operation) -> None:
-        spec = spec_of(op.name)
-        if spec.pairs is None:
-            self.refuse(op, "this op reads or computes a float64 value, and no64 cannot compute it on "
-                        "float64 pairs (float_policy='pairs')")
-        if self._in_place:
-            with ir.InsertionPoint(op), op.location:
-                outs = spec.pairs(op, self)
-        else:  # copying a region body: at the end of the new block
-            with op.location:
-                outs = spec.pairs(op, self)
-        for r, out in zip(op.results, outs):
-            if isinstance(out, P.Pair):
-                self._reps[r] = out
-                self.values += 1
-            elif out is not None:
-                self._subst[r] = out
-                if self._in_place:
-                    r.replace_all_uses_with(out)
-        self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
-        if self._in_place:
-            self._erase.append(op)
-
-    def _pack(self, op: ir.Operation, i: int, carried: bool = True) -> None:
-        x = op.operands[i]
-        with ir.InsertionPoint(op), op.location:
-            op.operands[i] = P.pack(self.pair(x), carried)
-
-    def _tie(self, op: ir.Operation) -> None:
-        """A loop, branch or call: its float64 operands handed over packed,
-        its float64 results (and a loop's region arguments) retyped packed."""
-        for i, x in enumerate(op.operands):
-            if self.is_pair(x):
-                self._pack(op, i)
+    def tied(self, op: ir.Operation) -> None:
+        """Its float64 results (and a loop's region arguments) retyped packed."""
         for i, r in enumerate(op.results):
             if not is_f64(r.type):
                 continue
@@ -427,23 +389,15 @@ class PairEmulation(Carrier[P.Pair]):
         if any(v in self._packed for v in op.results):
             self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
 
-    def _terminator(self, op: ir.Operation, entry: ir.Operation | None) -> None:
-        parent = _as_op(op.parent)
-        if parent == entry:
-            for i, x in enumerate(op.operands):
-                if not self.is_pair(x):
-                    continue
-                if self.fixed_signature:
-                    with ir.InsertionPoint(op), op.location:
-                        op.operands[i] = make("convert", [P.to_f32(self.pair(x))], self.type(x))
-                else:
-                    self._pack(op, i, carried=False)
-                    self.outputs.append(i)
-            return
-        returns = spec_of(parent.name).function
-        for i, x in enumerate(op.operands):
-            if self.is_pair(x):
-                self._pack(op, i, carried=not returns)
+    def leaves(self, fn: ir.Operation) -> Leave:
+        return Leave.NARROW if fn == self._entry_fn and self.fixed_signature else Leave.PACKED
+
+    def narrow(self, ret: ir.Operation, x: ir.Value, rep: P.Pair) -> ir.Value:
+        return make("convert", [P.to_f32(rep)], self.type(x))
+
+    def bind_result(self, r: ir.Value, rep: P.Pair, in_place: bool) -> None:
+        self._reps[r] = rep
+        self.values += 1
 
 
 def emulate_pairs(root: ir.Operation, boundary: Outputs = Outputs.WORDS,
