@@ -7,10 +7,6 @@ without no64 (the reference); ``no64.jit`` is checked in this process.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +14,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from children import marked_line, run_children
 
 import no64
 from support import enable_x64
 
 SCRIPT = Path(__file__).parent / "boundary_programs.py"
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 RUNS = {
     "ref": {},
     "f32": {"NO64_PLATFORMS": "cpu"},
@@ -35,25 +31,12 @@ HOOK = ("f32", "pairs", "strict", "exact")
 
 
 def _line(tag: str) -> int:
-    return next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t.endswith(f"# LINE {tag}"))
+    return marked_line(SCRIPT, tag)
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Any]:
-    procs = {}
-    for tag, extra in RUNS.items():
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
-        env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
-        env.update(extra)
-        procs[tag] = subprocess.Popen([sys.executable, str(SCRIPT)], env=env, cwd=SCRIPT.parent,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = {}
-    for tag, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == 0, (tag, stderr[-3000:])
-        out[tag] = json.loads(stdout.strip().splitlines()[-1])
-    return out
+    return run_children(SCRIPT, RUNS)
 
 
 def _rounded_once(values: list[str]) -> list[str]:

@@ -5,18 +5,14 @@ booleans bit for bit."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from children import marked_line, run_children
 
 SCRIPT = Path(__file__).parent / "eager_programs.py"
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 RUNS = {
     "ref": {},
     "f32": {"NO64_PLATFORMS": "cpu"},
@@ -28,25 +24,12 @@ HOOKED = [tag for tag in RUNS if tag != "ref"]
 
 
 def _line(tag: str) -> int:
-    return next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t.endswith(f"# LINE {tag}"))
+    return marked_line(SCRIPT, tag)
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Any]:
-    procs = {}
-    for tag, extra in RUNS.items():
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
-        env.update(XLA_FLAGS=FAST_COMPILE, JAX_PLATFORMS="cpu")
-        env.update(extra)
-        procs[tag] = subprocess.Popen([sys.executable, str(SCRIPT)], env=env, cwd=SCRIPT.parent,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = {}
-    for tag, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == 0, (tag, stderr[-3000:])
-        out[tag] = json.loads(stdout.strip().splitlines()[-1])
-    return out
+    return run_children(SCRIPT, RUNS, x64=False)
 
 
 @pytest.mark.parametrize("name", ["bernoulli", "choice", "dropout"])

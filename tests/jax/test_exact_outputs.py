@@ -9,10 +9,6 @@ returned as JAX's float32 arrays, rounded once from their pairs."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from children import marked_line, run_children
 
 from no64.transforms.demote import demote
 from runner import compile_module
@@ -27,38 +24,21 @@ from support import enable_x64, ir, make_context
 
 SCRIPT = Path(__file__).parent / "exact_output_programs.py"
 PAIRS_SCRIPT = Path(__file__).parent / "exact_pairs_programs.py"
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 EXACT = {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact"}
 
 
 def _line(tag: str) -> int:
-    return next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t.endswith(f"# LINE {tag}"))
-
-
-def _run_scripts(script: Path, settings: dict[str, dict[str, str]]) -> dict[str, Any]:
-    procs = {}
-    for tag, extra in settings.items():
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
-        env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", **extra)
-        procs[tag] = subprocess.Popen([sys.executable, str(script)], env=env, cwd=script.parent,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = {}
-    for tag, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == 0, (tag, stderr[-3000:])
-        out[tag] = json.loads(stdout.strip().splitlines()[-1])
-    return out
+    return marked_line(SCRIPT, tag)
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Any]:
-    return _run_scripts(SCRIPT, {"ref": {}, "exact": EXACT})
+    return run_children(SCRIPT, {"ref": {}, "exact": EXACT})
 
 
 @pytest.fixture(scope="module")
 def pair_runs() -> dict[str, Any]:
-    return _run_scripts(PAIRS_SCRIPT, {"ref": {}, "exact_pairs": {**EXACT, "NO64_FLOAT_POLICY": "pairs"}})
+    return run_children(PAIRS_SCRIPT, {"ref": {}, "exact_pairs": {**EXACT, "NO64_FLOAT_POLICY": "pairs"}})
 
 
 FITS = ("scan_sum", "cumsum_fits", "cumsum_fits_again", "unsigned_fits", "aot_fits", "eager_counter", "several")

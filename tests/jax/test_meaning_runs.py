@@ -5,10 +5,6 @@ the CPU without no64."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,13 +13,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from children import marked_line, run_children
 
 import no64
 from no64.jax import intent
 from support import enable_x64
 
 SCRIPT = Path(__file__).parent / "meaning_programs.py"
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 RUNS = {
     "ref": {},
     "jax32": {"JAX_ENABLE_X64": "0"},  # JAX's own 32-bit program, without no64
@@ -35,25 +31,12 @@ RUNS = {
 
 
 def _line(tag: str) -> int:
-    return next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t.endswith(f"# LINE {tag}"))
+    return marked_line(SCRIPT, tag)
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Any]:
-    procs = {}
-    for tag, extra in RUNS.items():
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
-        env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
-        env.update(extra)
-        procs[tag] = subprocess.Popen([sys.executable, str(SCRIPT)], env=env, cwd=SCRIPT.parent,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = {}
-    for tag, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == 0, (tag, stderr[-3000:])
-        out[tag] = json.loads(stdout.strip().splitlines()[-1])
-    return out
+    return run_children(SCRIPT, RUNS)
 
 
 def test_float_policy_pairs_alone_computes_pairs(runs: dict[str, Any]) -> None:

@@ -6,21 +6,17 @@ against the x64 program run on the CPU without no64."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from children import marked_line, run_children
 
 from no64.jax import x64_arrays
 
 SCRIPT = Path(__file__).parent / "x64_array_programs.py"
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 RUNS = {
     "ref": {},
     "default": {"NO64_PLATFORMS": "cpu"},
@@ -31,24 +27,12 @@ NO64_ERRORS = {"NarrowingError", "OutputRangeError", "NoX64MeaningError", "HostR
 
 
 def _line(tag: str) -> int:
-    return next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t.endswith(f"# LINE {tag}"))
+    return marked_line(SCRIPT, tag)
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Any]:
-    procs = {}
-    for tag, extra in RUNS.items():
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("NO64_") and k not in ("JAX_ENABLE_X64", "JAX_PLATFORMS")}
-        env.update(XLA_FLAGS=FAST_COMPILE, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", **extra)
-        procs[tag] = subprocess.Popen([sys.executable, str(SCRIPT)], env=env, cwd=SCRIPT.parent,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = {}
-    for tag, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == 0, (tag, stderr[-3000:])
-        out[tag] = json.loads(stdout.strip().splitlines()[-1])
-    return out
+    return run_children(SCRIPT, RUNS)
 
 
 def test_no_case_returns_another_number_unsaid(runs: dict[str, Any]) -> None:
