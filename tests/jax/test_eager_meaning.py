@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 import pytest
 from children import marked_line, run_children
@@ -32,7 +33,14 @@ def runs() -> dict[str, Any]:
     return run_children(SCRIPT, RUNS, x64=False)
 
 
-@pytest.mark.parametrize("name", ["bernoulli", "choice", "dropout"])
+#: A known bug, open: on jax 0.12 under the hook, choice(key, 5, shape, p=float64 numpy data)
+#: draws the last index everywhere, inside a jit as well as eagerly (jax 0.7-0.11 draw x64's).
+CHOICE_ON_012 = pytest.mark.xfail(tuple(int(v) for v in jax.__version__.split(".")[:2]) >= (0, 12),
+                                  reason="choice with float64 p under the hook on jax 0.12: open bug",
+                                  strict=True)
+
+
+@pytest.mark.parametrize("name", ["bernoulli", pytest.param("choice", marks=CHOICE_ON_012), "dropout"])
 def test_eager_samplers_without_a_dtype_draw_the_x64_bits(runs: dict[str, Any], name: str) -> None:
     """jax.random.bernoulli(key, 0.3), choice(key, 5, p=...) and Flax's Dropout called
     outside any jit fix the float dtype of their draw in Python (float64's 64 random bits
