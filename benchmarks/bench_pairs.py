@@ -219,6 +219,13 @@ def print_table(results: list[Result], header: str) -> None:
               f"{_x(r.ratio(r.f64_s)):>9}  {_x(r.ratio(r.f32_s)):>9}  {r.max_rel_error:>11.1e}")
 
 
+def write_json(path: str, platform: str, repeats: int, load: float, results: Sequence[Any]) -> None:
+    """A benchmark's run as JSON: where and how often it ran, the load, and its results (dataclasses)."""
+    with open(path, "w") as f:
+        json.dump({"platform": platform, "repeats": repeats, "load_average": load,
+                   "results": [asdict(r) for r in results]}, f, indent=2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=1 << 20, help="elements of the elementwise cases")
@@ -242,9 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(results, f"float64 as pairs of f32 (float_policy=\"pairs\") against native f64 and f32 on "
                 f"{args.platform}: median of {args.repeats}, load average {load:.1f} on {os.cpu_count()} CPUs")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"platform": args.platform, "repeats": args.repeats, "load_average": load,
-                       "results": [asdict(r) for r in results]}, f, indent=2)
+        write_json(args.json, args.platform, args.repeats, load, results)
     return 0
 
 

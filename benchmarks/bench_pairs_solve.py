@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -46,7 +45,7 @@ from no64.jax.reference import compile_module, lower_x64
 from no64.transforms import demote as demote_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support beside it
-from bench_pairs import _device, _runner, time_programs  # noqa: E402
+from bench_pairs import _device, _runner, time_programs, write_json  # noqa: E402
 from bench_support import enable_x64  # noqa: E402
 
 #: Right-hand sides per solve.
@@ -174,9 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"from the f32 LU against the float64 LU on pairs, XLA's f64 and f32; median of {args.repeats}, "
                 f"load average {load:.1f} on {os.cpu_count()} CPUs")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"platform": args.platform, "repeats": args.repeats, "load_average": load,
-                       "results": [asdict(r) for r in results]}, f, indent=2)
+        write_json(args.json, args.platform, args.repeats, load, results)
     return 0
 
 
