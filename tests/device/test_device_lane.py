@@ -25,8 +25,16 @@ CELLS = [(p.name, path) for p in L.PROGRAMS for path in L.PATHS if p.expected(pa
 
 @pytest.fixture(scope="module")
 def lane(lanes: list[Any]) -> L.Lane:
+    out = os.environ.get("DEVICE_LANE_OUT")
+
+    def log(line: str) -> None:  # each program's row as it ends, for a run cut short
+        if out:
+            os.makedirs(out, exist_ok=True)
+            with open(os.path.join(out, "device-lane.log"), "a") as f:
+                f.write(line + "\n")
+
     result = L.run_lane(size=int(os.environ.get("DEVICE_LANE_SIZE", 4096)),
-                        samples=int(os.environ.get("DEVICE_LANE_SAMPLES", 3)))
+                        samples=int(os.environ.get("DEVICE_LANE_SAMPLES", 3)), log=log)
     L.write(result, os.environ.get("DEVICE_LANE_OUT"))
     lanes.append(result)
     return result

@@ -16,6 +16,15 @@ rewrite is recorded in the report as a precision reduction.
 
 **reduce_precision.**  Exponent and mantissa widths beyond f32's (8 and 23)
 keep nothing more on f32 values, so they are clamped to f32's.
+
+**Narrowed dots.**  A float64 ``dot_general`` or ``convolution`` computes
+float64 products whatever its ``precision_config`` says (no backend has a
+lower-precision float64 pass).  Narrowed to f32 at ``DEFAULT`` precision it
+would run on the device's fast pass -- one bfloat16 pass on a TPU (about
+three decimal digits), TF32 on a recent GPU -- far below f32; so the
+narrowed op asks for ``HIGHEST`` (f32 products), the nearest the f32
+policy has to the x64 program's meaning.  An explicit ``algorithm`` is
+left as the program gave it.
 """
 
 from __future__ import annotations
@@ -187,6 +196,19 @@ def clamp_reduce_precision(op: ir.Operation, ctx: RuleContext) -> bool:
         op.location,
         f"reduce_precision e{eb}m{mb} clamped to f32's e{min(eb, 8)}m{min(mb, 23)}",
     )
+    return True
+
+
+def narrowed_dot_precision(op: ir.Operation, ctx: RuleContext) -> bool:
+    """After retyping, a float64 dot or convolution narrowed to f32 (or
+    complex128 to complex64) asks for ``HIGHEST`` precision (see the module
+    docstring); returns whether it changed the op."""
+    elem = ir.ShapedType(op.results[0].type).element_type
+    if isinstance(elem, ir.ComplexType):
+        elem = ir.ComplexType(elem).element_type
+    if not isinstance(elem, ir.F32Type) or "algorithm" in op.attributes:
+        return False
+    op.attributes["precision_config"] = ir.ArrayAttr.get([stablehlo.PrecisionAttr.get("HIGHEST")] * 2)
     return True
 
 

@@ -164,10 +164,11 @@ declare("stablehlo.abs", elementwise=True, transfer=T.absolute, emulate=E.absolu
         region_free=True,
         pairs=PR.absolute)
 declare("stablehlo.sign", elementwise=True, transfer=T.sign, emulate=E.sign, pure=True, region_free=True, pairs=PR.sign)
-# (on a device whose integer dot is inexact or refused: split into limb dots)
+# (on a device whose integer dot is inexact or refused: split into limb dots;
+# a float64 one narrowed to f32 asks for f32 products: HIGHEST precision)
 declare("stablehlo.dot_general", transfer=T.dot_general, emulate=E.dot_general, emulate_applies=E.dot_applies,
         emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general, form=OpForm.MATMUL,
-        legalize=limbs.dot_general, amplifies=True)
+        legalize=limbs.dot_general, amplifies=True, fixup=floats.narrowed_dot_precision)
 
 # ------------------------------------------- width-dependent: bits and words
 declare("stablehlo.shift_left", elementwise=True, transfer=T.shift_left, refuse=bits.shift_amount_below_32,
@@ -266,7 +267,7 @@ declare("stablehlo.tanh", elementwise=True, saturates=True, region_free=True, pa
 declare("stablehlo.logistic", elementwise=True, saturates=True, region_free=True, pairs=PR.logistic)
 # (on a device that refuses its 64-bit integer form: split into limb convolutions)
 declare("stablehlo.convolution", region_free=True, pairs=PR.convolution, form=OpForm.CONVOLUTION,
-        legalize=limbs.dot_general)
+        legalize=limbs.dot_general, fixup=floats.narrowed_dot_precision)
 declare("stablehlo.sqrt", elementwise=True, computes=SQRT, region_free=True, pairs=PR.sqrt)
 declare("stablehlo.rsqrt", elementwise=True, region_free=True, pairs=PR.rsqrt)
 declare("stablehlo.floor", elementwise=True, region_free=True, pairs=PR.floor)

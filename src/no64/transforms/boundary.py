@@ -26,6 +26,12 @@ A caller that passes 64-bit integers as word pairs (``no64.jit`` under
 packed pair instead, bitcast to and from the 64-bit value at the edge
 (:meth:`NativeBoundary.as_words`): nothing is narrowed.  An offline
 conversion (``outputs="words"``) keeps them 64-bit: the device has them.
+
+Kept ``float64``/``complex128`` values (XLA:TPU's own float64 under the f32
+float policy) cross either caller's boundary as ``float32``/``complex64``,
+the 32-bit JAX's types: each argument widened where the body starts (exact),
+each result rounded once on the way out, the f32 policy's meaning of a
+float64 result; in between the device's float64 computes.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ __all__ = ["NativeBoundary", "native_boundary"]
 
 #: The integer kinds a boundary narrows (of :data:`no64.ir.types.WIDE_KINDS`).
 INTEGER_KINDS = frozenset({"i64", "u64"})
+#: The float kinds it carries as their 32-bit siblings.
+FLOAT_KINDS = frozenset({"f64", "c128"})
 
 
 def _kept(t: ir.Type, keep: frozenset[str]) -> bool:
@@ -53,22 +61,31 @@ def _kept(t: ir.Type, keep: frozenset[str]) -> bool:
 class NativeBoundary:
     """The entry function's kept 64-bit integer arguments and results (see
     the module docstring): :meth:`widen_inputs`, then, once the pass has
-    judged :meth:`outputs`, :meth:`narrow_outputs`."""
+    judged :meth:`outputs`, :meth:`narrow_outputs`; and its kept float64
+    ones, which either way cross as their 32-bit siblings."""
 
     entry: ir.Operation
     #: the entry's terminators (``func.return``)
     returns: list[ir.Operation]
-    #: positions of the kept arguments
+    #: positions of the kept integer arguments
     inputs: list[int]
-    #: positions of the kept results
+    #: positions of the kept integer results
     outputs: list[int]
+    #: positions of the kept float arguments
+    float_inputs: list[int] = dataclasses.field(default_factory=list)
+    #: positions of the kept float results
+    float_outputs: list[int] = dataclasses.field(default_factory=list)
 
     def widen_inputs(self) -> None:
         """Each kept argument as its 32-bit type, widened where the body starts."""
+        self._widen(self.inputs + self.float_inputs)
+        refresh_signature(self.entry)
+
+    def _widen(self, positions: list[int]) -> None:
         block = self.entry.regions[0].blocks[0]
         narrow = TypeConverter()
         first = _as_op(block.operations[0]) if len(block.operations) else None
-        for i in self.inputs:
+        for i in positions:
             arg = block.arguments[i]
             wide = arg.type
             arg.set_type(narrow.convert_or_same(wide))
@@ -76,7 +93,15 @@ class NativeBoundary:
             with point, arg.location:
                 widened = W.make("convert", [arg], wide)
             arg.replace_all_uses_except(widened, _as_op(widened.owner))
-        refresh_signature(self.entry)
+
+    def _round_floats(self) -> None:
+        """Each kept float result rounded to its 32-bit sibling."""
+        narrow = TypeConverter()
+        for ret in self.returns:
+            with ir.InsertionPoint(ret), ret.location:
+                for i in self.float_outputs:
+                    v = ret.operands[i]
+                    ret.operands[i] = W.make("convert", [v], narrow.convert_or_same(v.type))
 
     def as_words(self) -> None:
         """Each kept argument and result as its packed word pair (``S x 2``
@@ -86,6 +111,8 @@ class NativeBoundary:
         under ``policy="exact"``), as it does for emulated values.  (No
         sharding attribute of the entry is adapted: ``no64.jit`` refuses
         shardings there.)"""
+        self._widen(self.float_inputs)
+        self._round_floats()
         block = self.entry.regions[0].blocks[0]
         first = _as_op(block.operations[0]) if len(block.operations) else None
         for i in self.inputs:
@@ -104,14 +131,16 @@ class NativeBoundary:
         refresh_signature(self.entry)
 
     def values(self) -> list[ir.Value]:
-        """The 64-bit values the entry returns at the kept positions (each
+        """The 64-bit integers the entry returns at the kept positions (each
         terminator's, in order)."""
         return [ret.operands[i] for ret in self.returns for i in self.outputs]
 
     def narrow_outputs(self, checked: set[ir.Value]) -> bool:
         """Return each kept result clipped to 32 bits; the values of
         ``checked`` also tell a flag, returned last, true when all of them
-        fit.  Returns whether a flag was added."""
+        fit.  Returns whether a flag was added.  The kept float results are
+        rounded to their 32-bit siblings."""
+        self._round_floats()
         flagged = False
         for k, ret in enumerate(self.returns):
             fits: list[ir.Value] = []
@@ -139,22 +168,24 @@ class NativeBoundary:
 
 
 def native_boundary(root: ir.Operation, keep: frozenset[str]) -> NativeBoundary | None:
-    """The kept 64-bit integer arguments and results of ``root``'s entry
-    function (``keep``: the 64-bit element types the device has, of which
-    the integer ones count); ``None`` when it has none."""
-    keep = keep & INTEGER_KINDS
-    entry = entry_function(root) if keep else None
+    """The kept 64-bit arguments and results of ``root``'s entry function
+    (``keep``: the 64-bit element types the device has); ``None`` when it
+    has none."""
+    ints, floats = keep & INTEGER_KINDS, keep & FLOAT_KINDS
+    entry = entry_function(root) if ints or floats else None
     if entry is None or not len(entry.regions[0].blocks):
         return None
     ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
-    inputs = [i for i, t in enumerate(ftype.inputs) if _kept(t, keep)]
-    outputs = [i for i, t in enumerate(ftype.results) if _kept(t, keep)]
-    if not inputs and not outputs:
+    inputs = [i for i, t in enumerate(ftype.inputs) if _kept(t, ints)]
+    outputs = [i for i, t in enumerate(ftype.results) if _kept(t, ints)]
+    float_inputs = [i for i, t in enumerate(ftype.inputs) if _kept(t, floats)]
+    float_outputs = [i for i, t in enumerate(ftype.results) if _kept(t, floats)]
+    if not (inputs or outputs or float_inputs or float_outputs):
         return None
     returns = [_as_op(block.operations[len(block.operations) - 1]) for block in entry.regions[0].blocks
                if len(block.operations)]
     returns = [op for op in returns if spec_of(op.name).terminator]
-    return NativeBoundary(entry, returns, inputs, outputs)
+    return NativeBoundary(entry, returns, inputs, outputs, float_inputs, float_outputs)
 
 
 def _packed(t: ir.Type) -> ir.RankedTensorType:
