@@ -10,11 +10,12 @@ multiplied on the device JAX sees first (``jax.devices()[0]``, or
   emulation of float64);
 * **pairs int8-crt**: ``no64.demote(module, float_policy="pairs")`` for a
   profile whose matrix engine is a TPU's (``no64.targets.TPU_MATMUL``,
-  ``int8 x int8 -> int32`` dots), as no64 computes it there: by residues
-  (Ozaki scheme II, one int8 product per modulus) where the data are
-  within their span, by levels of int8 digits where not;
-* **pairs int8-levels**: the same profile with the residues off
-  (``no64.rules.pair_dot.RESIDUES``): the levels of int8 digits alone;
+  ``int8 x int8 -> int32`` dots) with products by residues allowed
+  (``Matmul.residues``): by residues (Ozaki scheme II, one int8 product
+  per modulus) where the data are within their span, by levels of int8
+  digits where not;
+* **pairs int8-levels**: the TPU's own profile, whose residues are off
+  (measured slower there): the levels of int8 digits alone;
 * **pairs bf16**: the same for Neuron's (``NEURON_MATMUL``: bf16 digits,
   one-pass dots into f32, every slice always);
 * **pairs f32**: the same for f32 products at HIGHEST (``F32_MATMUL``,
@@ -63,7 +64,8 @@ from bench_pairs import time_programs  # noqa: E402
 from bench_support import enable_x64  # noqa: E402
 
 #: The pairs' datapaths, by name, and whether the residues may compute on it.
-PATHS: dict[str, tuple[Matmul, bool]] = {"int8-crt": (TPU_MATMUL, True), "int8-levels": (TPU_MATMUL, False),
+PATHS: dict[str, tuple[Matmul, bool]] = {"int8-crt": (dataclasses.replace(TPU_MATMUL, residues=True), True),
+                                         "int8-levels": (TPU_MATMUL, False),
                                          "bf16": (NEURON_MATMUL, False), "f32": (F32_MATMUL, False)}
 
 #: The ``int8 x int8`` dots of a module's text.

@@ -59,7 +59,10 @@ on the matrix engine's exact datapath, which the device profile names
    ``u`` times a partial sum that grows by ``2**20`` or more per word).
 
 **Residues (Ozaki scheme II).**  On an integer datapath (``int8``) that
-runs a ``case``, where they compute fewer products than the levels do
+runs a ``case`` and whose profile says they pay
+(:attr:`no64.targets.Matmul.residues`: not a TPU v5e's, where they were
+measured 4 to 6 times slower than the levels at ``n`` = 1024 and 2048),
+where they compute fewer products than the levels do
 always (:func:`scheme`: 15 to 17 against 36, for ``k`` from 1 to
 ``10**6``), the product is computed from residues where the data are
 within their span, by the levels above where not (the other branch of a
@@ -1148,9 +1151,10 @@ def _crt(ra: _Rows, rb: _Rows, cp: CrtPlan, out: list[int]) -> P.Pair:
 def scheme(k: int, path: Matmul) -> CrtPlan | None:
     """The residues' plan where :func:`split_dot` computes a contraction of
     ``k`` elements on ``path`` by residues (they apply, :data:`RESIDUES`
-    allows them, and they compute fewer products than the levels do
-    always), else ``None`` (the levels)."""
-    if not RESIDUES:
+    allows them, the datapath's profile says they pay there
+    (:attr:`no64.targets.Matmul.residues`), and they compute fewer products
+    than the levels do always), else ``None`` (the levels)."""
+    if not (RESIDUES and path.residues):
         return None
     cp = crt_plan(k, path)
     if cp is None or len(cp.moduli) >= products(k, path)["levels"]:

@@ -161,6 +161,12 @@ class Matmul:
         the data: the slices beyond the fewest are then computed only where
         the data need them (else always).
       reason, source: As for :class:`Refusal`.
+      residues: Whether a product by residues (Ozaki scheme II,
+        :mod:`no64.rules.pair_dot`) pays on this device where it needs
+        fewer integer products than the levels: it trades about 20 of the
+        engine's ``n**3`` products for elementwise residue and Garner work
+        of ``n**2`` times the moduli, which wins only where the engine is
+        fast enough against the vector unit.  Off unless measured.
     """
 
     operands: str
@@ -170,6 +176,7 @@ class Matmul:
     branches: bool
     reason: str
     source: str
+    residues: bool = False
 
 
 #: f32 products at ``HIGHEST`` precision, summed in f32 (a CPU, a GPU, a
@@ -180,6 +187,8 @@ F32_MATMUL = Matmul("f32", "f32", F32_EXACT, "f32", True,
 #: A TPU's matrix unit: ``int8 x int8 -> int32``, exact (twice the rate of
 #: its one-pass ``bf16 x bf16 -> f32``; an f32 product at ``HIGHEST`` is
 #: six bf16 passes).
+#: Residues off: on a TPU v5e (JAX 0.10.2) they took 7.73 / 33.3 ms against
+#: the levels' 1.26 / 7.78 ms at n = 1024 / 2048 (docs/devices.md).
 TPU_MATMUL = Matmul("i8", "i32", I32_MAX, "bf16", True,
                     "the MXU multiplies int8 x int8 -> int32 exactly (393 TOPS on a v5e, 197 TFLOPS bf16); "
                     "bf16 x bf16 -> f32 is one pass, an f32 product at HIGHEST six",
