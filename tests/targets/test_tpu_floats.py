@@ -121,3 +121,22 @@ def test_other_dots_keep_their_precision() -> None:
         m = _module(lambda d: d @ d, d)
         no64.demote(m, **kw)
         assert ("HIGHEST", "HIGHEST") not in _precisions(m, "dot_general"), kw
+
+
+def test_the_exact_path_converts_for_the_devices_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``no64.jit(policy="exact")`` without a target converts for the profile
+    of the platform it compiles for, as the hook does: on a TPU (the CPU's
+    platform given the ``tpu`` profile here) its float64 is XLA:TPU's own,
+    its int64 too, and both cross the call as the hook's do."""
+    import no64.jax.hook.prepare as prepare
+
+    monkeypatch.setattr(prepare, "target_for_platform", lambda platform: no64.targets.target("tpu"))
+    i = np.array([2**40 + 1, -(2**62), np.iinfo(np.int64).min, 7], np.int64)
+    f = no64.jit(lambda x, i: (variance(x), i * 3 + 1), policy="exact", restore_dtypes=True)
+    got_v, got_i = f(X, i)
+    with enable_x64(True):
+        want_i = np.asarray(jax.jit(lambda i: i * 3 + 1)(i))
+    np.testing.assert_array_equal(got_i, want_i)
+    np.testing.assert_allclose(got_v, _x64(variance, X), rtol=2.0**-22)
+    report = f.lower(X, i).report
+    assert report.target == "tpu" and "f64" in report.kept_native

@@ -90,10 +90,14 @@ class ExactPath:
             return self.jitted.lower(*abstract.args, **abstract.kwargs)
 
     def lowered(self, abstract: Abstract, name: str) -> "Lowered":
-        options = self.config.options.replace(outputs=Outputs.WORDS, float_policy=self.float_policy)
+        platform = _default_device().platform
+        # converted for the device's profile, as the hook converts (what it keeps
+        # natively, e.g. XLA:TPU's 64-bit types; its matrix engine for float64 dots)
+        options = self.config.options.replace(outputs=Outputs.WORDS, float_policy=self.float_policy,
+                                              target=jaxhook.device_profile(self.config, platform))
         if self.float_policy is FloatPolicy.PAIRS:
             # pairs built for the f32 arithmetic of the device they run on
-            options = options.replace(arithmetic=self.arithmetic(_default_device().platform))
+            options = options.replace(arithmetic=self.arithmetic(platform))
         return Lowered._from_jax(self._lower_x64(abstract), options, name)._for_target(self.config)
 
     def arithmetic(self, platform: str) -> Arithmetic:
