@@ -126,7 +126,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # to a requested dtype, the paths that would go around no64
     ("host values: JAX's conversion points", ("no64.jax.host.canonical", "no64.jax.host.conversions",
                                               "no64.jax.host.guards")),
-    ("host values: sentinels read", ("no64.jax.host.sentinels",)),
+    ("host values: sentinels followed through a traced program", ("no64.jax.host.sentinel_walk",)),
+    ("host values: a jit call's sentinels found, what the walk finds acted on", ("no64.jax.host.sentinels",)),
     ("host values: installed", ("no64.jax.host.install", "no64.jax.host.callers", "no64.jax.host")),
     ("JAX's 32-bit program replayed from the x64 one", ("no64.jax.replay",)),
     # the x64 meaning, one module per job
