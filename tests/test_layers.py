@@ -121,8 +121,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # host values, one module per job
     ("host values: when, and the user's line", ("no64.jax.host.policy", "no64.jax.host.records")),
     ("host values: the rules", ("no64.jax.host.narrowing",)),
-    ("host values: JAX's conversion points, sentinels read", ("no64.jax.host.patches",
-                                                               "no64.jax.host.sentinels")),
+    ("host values: the x64 dtype noted on what JAX makes of host data", ("no64.jax.host.x64_dtypes",)),
+    # JAX's conversion points, wrapped: its canonicalisation, its conversions
+    # to a requested dtype, the paths that would go around no64
+    ("host values: JAX's conversion points", ("no64.jax.host.canonical", "no64.jax.host.conversions",
+                                              "no64.jax.host.guards")),
+    ("host values: sentinels followed through a traced program", ("no64.jax.host.sentinel_walk",)),
+    ("host values: a jit call's sentinels found, what the walk finds acted on", ("no64.jax.host.sentinels",)),
     ("host values: installed", ("no64.jax.host.install", "no64.jax.host.callers", "no64.jax.host")),
     ("JAX's 32-bit program replayed from the x64 one", ("no64.jax.replay",)),
     # the x64 meaning, one module per job
@@ -159,7 +164,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the audit's format and attribution", ("no64.jax.audit.schema", "no64.jax.audit.sites")),
     ("the audit's value model", ("no64.jax.audit.values",)),
     ("the audit's views", ("no64.jax.audit.observer", "no64.jax.audit.predictor")),
-    ("the audit's measured float error", ("no64.jax.audit.measure",)),
+    ("the audit's measured float error: what was found", ("no64.jax.audit.numerics_summary",)),
+    ("the audit's measured float error: measuring", ("no64.jax.audit.measure",)),
     ("the audit's report model", ("no64.jax.audit.model",)),
     ("the audit's causes", ("no64.jax.audit.causes",)),
     ("the audit's runner", ("no64.jax.audit.runner",)),

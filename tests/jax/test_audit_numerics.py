@@ -435,8 +435,8 @@ def test_fail_on_numerics_fails_on_what_could_not_be_measured() -> None:
     """The exit status of --fail-on numerics (AuditReport.fails): a listed
     line, a jitted function that could not be measured, or nothing measured
     at all fail; all measured within the tolerance passes."""
-    from no64.jax.audit.measure import MeasuredFunction, NumericsSummary
     from no64.jax.audit.model import AuditReport
+    from no64.jax.audit.numerics_summary import MeasuredFunction, NumericsSummary
 
     def report(*functions: MeasuredFunction) -> AuditReport:
         return AuditReport(numerics=NumericsSummary(1e-3, 3, 1, list(functions)))

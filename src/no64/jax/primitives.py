@@ -5,7 +5,7 @@ traced program is made of JAX primitives, which lower to those ops.  Each
 entry here names the ops its primitive lowers to -- their entries in the op
 table -- and takes from them what the primitive does with a host sentinel
 (``INT64_MAX`` as "no value", which becomes its 32-bit extreme before JAX
-traces the program: :mod:`no64.jax.host.sentinels` follows it through the
+traces the program: :mod:`no64.jax.host.sentinel_walk` follows it through the
 jaxpr), and its structural role.  An entry declares only where the jaxpr
 level differs:
 
@@ -71,7 +71,7 @@ class LoopOperands(enum.Enum):
 
 
 class Role(enum.Enum):
-    """How :mod:`no64.jax.host.sentinels` follows a primitive."""
+    """How :mod:`no64.jax.host.sentinel_walk` follows a primitive."""
 
     #: Moves, selects or orders its carried operands into its results.
     MOVES = "moves"

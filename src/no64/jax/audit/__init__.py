@@ -70,6 +70,10 @@ The package, one module per job (each imports only those listed before it):
 * :mod:`~no64.jax.audit.observer`: the as-is view;
 * :mod:`~no64.jax.audit.predictor`: the hook's view, a listener of the
   compile hook (:class:`no64.jax.state.HookListener`);
+* :mod:`~no64.jax.audit.numerics_summary`: what measuring the program's
+  calls found (``--numerics``), and its text and JSON forms;
+* :mod:`~no64.jax.audit.measure`: float error measured on the program's
+  own jitted calls;
 * :mod:`~no64.jax.audit.model`: the report model and its text, JSON and
   SARIF forms;
 * :mod:`~no64.jax.audit.causes`: the report from what was recorded

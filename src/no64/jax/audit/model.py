@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from ... import __version__
 from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePolicy
 from ...report import counted
-from .measure import NumericsSummary
+from .numerics_summary import NumericsSummary
 from .schema import AS_IS, CAUSE_KINDS, HOOK, MODULE_HOW, SARIF_RULES, SCHEMA_VERSION, sarif_log
 from .sites import source_text
 from .values import ModuleResult

@@ -83,16 +83,23 @@ narrowed by the compile hook's pass, with the same rules.
 
 The package, by job (each module imports only those above it):
 ``policy`` (when no64 narrows, the dtypes), ``records`` (the user's line,
-the records), ``narrowing`` (the rules), ``patches`` (JAX's conversion
-points, wrapped), ``sentinels`` (host sentinels followed through a traced
-program), ``install`` (all of it put in place) and ``callers`` (the user's
-line of an op inside a library's jitted function).
+the records), ``narrowing`` (the rules), ``x64_dtypes`` (the x64
+program's dtype noted on the arrays JAX makes from host data), JAX's
+conversion points wrapped -- ``canonical`` (its canonicalisation, (1) and
+(2)), ``conversions`` (to a requested dtype, (3), (4) and (6)) and
+``guards`` (its C++ fast paths, (5), and its dtype warnings) --,
+``sentinel_walk`` (host sentinels followed through a traced program),
+``sentinels`` (the host sentinels of a jit call found, and what the walk
+finds acted on), ``install`` (all of it put in place) and ``callers`` (the
+user's line of an op inside a library's jitted function).
 """
 
 from __future__ import annotations
 
 from ...errors import HostRangeError, PythonIntRangeError
 from .callers import name_callers_line
+from .canonical import on_wide_narrowed, wide_original, wide_pending
+from .guards import veto_fast_path
 from .install import install_hooks
 from .narrowing import (
     PAIRS as SENTINEL_PAIRS,
@@ -104,10 +111,11 @@ from .narrowing import (
     narrow_python_float,
     narrow_python_int,
 )
-from .patches import computes_otherwise, on_wide_narrowed, veto_fast_path, wide_original, wide_pending
 from .policy import NARROWED, NARROWED_IMAGES, host_policy
 from .records import clear_host_records, eqn_source, host_records, library_constants, library_function, user_source
-from .sentinels import SentinelRead, argument_seeds, check_sentinel_reads, judged_by_x64_module, sentinel_reads
+from .sentinel_walk import SentinelRead, sentinel_reads
+from .sentinels import argument_seeds, check_sentinel_reads, judged_by_x64_module
+from .x64_dtypes import computes_otherwise
 
 __all__ = [
     "HostRangeError",

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 from ..interception import install
-from .patches import (
-    install_aot_guard,
-    install_arange,
-    install_array,
-    install_canonicalize_handlers,
-    install_coerce_to_array,
-    install_convert_element_type,
-    install_device_put,
-    install_fastpath_guard,
-    install_int_aval,
-    install_traced_constants,
-    install_warning_levels,
-    install_x64_creations,
-)
+from .canonical import install_canonicalize_handlers, install_int_aval, install_traced_constants
+from .conversions import install_arange, install_array, install_coerce_to_array, install_convert_element_type
+from .guards import install_aot_guard, install_fastpath_guard, install_warning_levels
 from .sentinels import install_sentinel_reads
+from .x64_dtypes import install_device_put, install_x64_creations
 
 
 def install_hooks() -> None:

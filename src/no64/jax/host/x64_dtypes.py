@@ -1,0 +1,177 @@
+"""The x64 program's 64-bit dtype of the 32-bit arrays JAX makes from host
+data, noted on them (:mod:`no64.jax.x64_arrays`): ``jax.numpy``'s creation
+functions and ``jax.device_put`` wrapped, and what ``jnp.array`` gives in
+the x64 program told; whether a 64-bit dtype computes otherwise in the
+32-bit program at all."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import x64_arrays
+from ..state import STATE
+from .policy import NARROWED, NARROWED_IMAGES
+
+#: ``jax.numpy`` functions that make an array from a dtype JAX canonicalises
+#: (given, or a default one): what they return eagerly is noted with its x64
+#: dtype (:mod:`no64.jax.x64_arrays`)
+_CREATIONS = ("arange", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
+              "empty_like", "eye", "identity", "linspace", "tri", "astype")
+
+
+def install_x64_creations() -> None:
+    import jax.numpy as jnp
+
+    from .._compat import numpy_modules, replace_attribute
+
+    modules = (*numpy_modules("array_creation", "lax_numpy"), jnp)
+    for name in _CREATIONS:
+        original = getattr(jnp, name, None)
+        if original is None or getattr(original, "__no64_x64__", False):
+            continue
+        wrapper = _noting_x64(original)
+        wrapper.__no64_x64__ = True  # type: ignore[attr-defined]
+        for module in modules:
+            if getattr(module, name, None) is original:
+                replace_attribute(module, name, wrapper)
+
+
+def _noting_x64(original: Callable[..., Any]) -> Callable[..., Any]:
+    def create(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        dtype = getattr(out, "dtype", None)
+        if dtype is not None and dtype in NARROWED_IMAGES and STATE.x64_requested():
+            from .._compat import at_top_level
+
+            if at_top_level() and computes_otherwise(_WIDENED[np.dtype(dtype)]):
+                noted(out, _x64_dtype_by_shape(original, args, kwargs))
+        return out
+
+    functools.update_wrapper(create, original)
+    return create
+
+
+#: the 32-bit dtype no64 gives a 64-bit one -> that 64-bit one
+_WIDENED = {np.dtype(v): np.dtype(k) for k, v in NARROWED.items()}
+
+
+def _x64_dtype_by_shape(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The dtype ``fun(*args, **kwargs)`` returns in the x64 program, its array
+    arguments taken with their x64 dtypes (``None`` where it cannot be told)."""
+    import jax
+    from jax import tree_util
+
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    arrays = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
+
+    def call(*dynamic: Any) -> Any:
+        filled = list(leaves)
+        for i, x in zip(arrays, dynamic):
+            filled[i] = x
+        a, k = tree_util.tree_unflatten(tree, filled)
+        return fun(*a, **k)
+
+    specs = [jax.ShapeDtypeStruct(np.shape(leaves[i]), x64_arrays.x64_dtype(leaves[i]) or leaves[i].dtype)
+             for i in arrays]
+    try:
+        with _x64_on(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = jax.eval_shape(call, *specs)
+    except Exception:  # noqa: BLE001 - no x64 dtype to tell (a bound that must be concrete)
+        return None
+    dtype = getattr(out, "dtype", None)
+    return np.dtype(dtype) if dtype is not None and np.dtype(dtype) in NARROWED else None
+
+
+def install_device_put() -> None:
+    from .._compat import wrap_device_put_impl
+
+    def make(original: Any) -> Any:
+        if getattr(original, "__no64__", False):
+            return original
+
+        def device_put(*xs: Any, **params: Any) -> Any:
+            outs = original(*xs, **params)
+            if STATE.x64_requested():
+                for x, out in zip(xs, outs):
+                    noted(out, x64_dtype_of(x, None))
+            return outs
+
+        device_put.__wrapped__ = original  # type: ignore[attr-defined]
+        device_put.__no64__ = True  # type: ignore[attr-defined]
+        return device_put
+
+    wrap_device_put_impl(make)
+
+
+def x64_dtype_of(object: Any, dtype: Any) -> np.dtype[Any] | None:
+    """The 64-bit dtype ``jnp.array(object, dtype)`` has in the x64 program
+    when no64 makes it 32-bit (int64 host data, a list of Python ints, a
+    requested ``jnp.int64``, an array of the x64 program's int64); else ``None``."""
+    if not STATE.x64_requested():
+        return None
+    if dtype is None:
+        marked = x64_arrays.x64_dtype(object)
+        if marked is not None:
+            return marked
+        if hasattr(object, "dtype") and not isinstance(object, (np.ndarray, np.generic)):
+            return None  # a 32-bit array: 32-bit in the x64 program too
+    try:
+        with _x64_on():
+            wide = np.dtype(_x64_result_dtype(object, dtype))
+    except Exception:  # noqa: BLE001 - no dtype to tell (a pytree, an object JAX refuses later)
+        return None
+    return wide if wide in NARROWED else None
+
+
+def _x64_result_dtype(object: Any, dtype: Any) -> Any:
+    from .._compat import internal_function
+
+    canonicalize_dtype = internal_function("canonicalize_dtype")
+    if dtype is not None:
+        return canonicalize_dtype(dtype)
+    if isinstance(object, (np.ndarray, np.generic)):
+        return object.dtype
+    if not _python_numbers(object):
+        raise TypeError("not host numbers")
+    return canonicalize_dtype(np.asarray(object).dtype)
+
+
+def _python_numbers(object: Any, depth: int = 0) -> bool:
+    if type(object) in (int, float, bool, complex):
+        return True
+    if isinstance(object, (list, tuple)) and depth < 8:
+        return all(_python_numbers(x, depth + 1) for x in object)
+    return False
+
+
+def _x64_on() -> Any:
+    from .._compat import enable_x64
+
+    return enable_x64(True)
+
+
+def noted(out: Any, wide: np.dtype[Any] | None) -> Any:
+    """``out``, noted as of the x64 program's ``wide`` dtype where it is its 32-bit image."""
+    if wide is not None and getattr(out, "dtype", None) == NARROWED[wide] and computes_otherwise(wide):
+        x64_arrays.mark(out, wide)
+    return out
+
+
+def computes_otherwise(dtype: Any, config: Any = None) -> bool:
+    """Whether 64-bit data of ``dtype`` computes otherwise in the 32-bit
+    program than in the x64 one under ``config`` (the active one by default):
+    integers always, floats under the pairs float policy (under ``f32``
+    float64 is float32 in both)."""
+    from ...kinds import FloatPolicy
+
+    kind = np.dtype(dtype).kind
+    if kind in "iu":
+        return True
+    config = STATE.active_config() if config is None else config
+    return kind in "fc" and config is not None and config.float_policy is FloatPolicy.PAIRS
