@@ -224,3 +224,27 @@ def test_reductions_over_empty_dimensions(target) -> None:
     got = no64.jit(empty_reductions, policy="exact", restore_dtypes=True, target=target)(e, u)
     assert_same(got, expected)
     assert int(expected["sum_init"][0]) == 2**40 + 3 and int(expected["umax"][0]) == 2**63 + 5
+
+
+@pytest.mark.parametrize("kw", [{"policy": "exact"}, {"float_policy": "pairs"}], ids=["exact", "pairs"])
+@pytest.mark.parametrize("donate", [{"donate_argnums": 0}, {"donate_argnames": "state"}], ids=["nums", "names"])
+def test_donated_arguments_are_deleted_as_jax_deletes_them(kw: dict, donate: dict) -> None:
+    """A training loop donates its state: the donated arrays are deleted after
+    the call (using one again raises, as under JAX), the others are kept,
+    and the results are the x64 program's."""
+    def step(state, lr):
+        v = state["v"].astype(jnp.float64)
+        return {"w": state["w"].astype(jnp.int64) * 3_000_000_007 + 1, "v": v - lr * v}, lr
+
+    w = np.array([1, -2, I32.max, I32.min], np.int32)
+    v = np.array([1.5, -2.25, 1e30, 0.0], np.float32)
+    want = reference(step, {"w": w, "v": v}, np.float32(0.125))
+    state = {"w": jnp.asarray(w), "v": jnp.asarray(v)}
+    lr = jnp.float32(0.125)
+    f = no64.jit(step, restore_dtypes=True, **kw, **donate)
+    got, _ = f(state, lr)
+    assert state["w"].is_deleted() and state["v"].is_deleted() and not lr.is_deleted()
+    np.testing.assert_array_equal(got["w"], want[0]["w"])
+    np.testing.assert_allclose(got["v"], want[0]["v"], rtol=2.0**-23)
+    with pytest.raises(RuntimeError, match="deleted"):
+        f(state, lr)

@@ -95,6 +95,11 @@ class Jitted:
             names = tuple(self._positional[i] for i in nums if 0 <= i < len(self._positional))
         self._static_nums = frozenset(nums)
         self._static_names = frozenset(names)
+        donate_names = _name_tuple(jit_kwargs.get("donate_argnames"))
+        self._donate_nums = frozenset(_index_tuple(jit_kwargs.get("donate_argnums"))) | frozenset(
+            i for i, n in enumerate(self._positional) if n in donate_names)
+        self._donate_names = frozenset(donate_names) | frozenset(
+            self._positional[i] for i in self._donate_nums if 0 <= i < len(self._positional))
         self._name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
         self._out_dtypes: dict[Any, Any] = {}
         #: per argument signature: the traced program and the offset of its arguments
@@ -166,14 +171,28 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         nargs, nkwargs = self._narrow(args, kwargs)
         if self._exact is not None:
-            return self._exact.call(self._abstract(args, kwargs), self._dynamic_leaves(nargs, nkwargs),
-                                    self._restore, self._name, self._dynamic_leaves(args, kwargs))
+            out = self._exact.call(self._abstract(args, kwargs), self._dynamic_leaves(nargs, nkwargs),
+                                   self._restore, self._name, self._dynamic_leaves(args, kwargs))
+            self._delete_donated(args, kwargs)
+            return out
         self._check_sentinel_arguments(args, kwargs, nargs, nkwargs)
         with self.scope(), intent.with_x64_arguments(args, kwargs):
             out = self.jitted(*nargs, **nkwargs)
         if self._restore:
             out = self._restore_dtypes(args, kwargs, out)
         return out
+
+    def _delete_donated(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """The donated arguments' arrays deleted, as JAX deletes what a call
+        was donated (numpy data and Python values are the caller's)."""
+        if not (self._donate_nums or self._donate_names):
+            return
+        n = len(args)
+        donated = [a for i, a in enumerate(args) if i in self._donate_nums and not self._is_static(i, n)]
+        donated += [v for k, v in kwargs.items() if k in self._donate_names]
+        for leaf in jax.tree_util.tree_leaves(donated):
+            if isinstance(leaf, jax.Array) and not leaf.is_deleted():
+                leaf.delete()
 
     def _check_sentinel_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                                   nargs: tuple[Any, ...], nkwargs: dict[str, Any]) -> None:
@@ -345,7 +364,10 @@ def jit(
         output comes back in the same form, or, with ``restore_dtypes``,
         joined into an int64/uint64 numpy array.
         Shardings (``in_shardings``, ``out_shardings``, ``device``,
-        ``backend``) are refused and donation is not applied.
+        ``backend``) are refused.  Donated arguments (``donate_argnums``,
+        ``donate_argnames``) are deleted once the call has taken them, as
+        JAX deletes donated arrays; their buffers are not reused for the
+        results, since the module takes them converted (as words or pairs).
       float_policy: ``"pairs"`` runs the function's x64 program with every
         float64 value carried as a pair of f32 (:func:`no64.demote`'s
         ``float_policy``), compiled and run by no64 as under
