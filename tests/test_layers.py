@@ -130,6 +130,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("host values: a jit call's sentinels found, what the walk finds acted on", ("no64.jax.host.sentinels",)),
     ("host values: installed", ("no64.jax.host.install", "no64.jax.host.callers", "no64.jax.host")),
     ("JAX's 32-bit program replayed from the x64 one", ("no64.jax.replay",)),
+    ("host callbacks kept in the x64 program, their boundary 32-bit", ("no64.jax.callbacks",)),
     # the x64 meaning, one module per job
     ("the x64 meaning: judging it", ("no64.jax.intent.judge",)),
     ("the x64 meaning: what is remembered", ("no64.jax.intent.records",)),

@@ -269,7 +269,7 @@ class ConfigurationError(No64Error, ValueError):
 class NoX64MeaningWarning(UnprovenIntegerWarning):
     """A program that asked for x64 has no x64 meaning no64 can compute here
     (its x64 trace failed, differs from the 32-bit one in its signature, or
-    has effects or host callbacks): under the default policy JAX's 32-bit
+    has effects other than host callbacks): under the default policy JAX's 32-bit
     program runs, and its integers may differ from the x64 program's (given
     once per source line).  ``strict`` and ``exact`` refuse it instead
     (:class:`NoX64MeaningError`)."""

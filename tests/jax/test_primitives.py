@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from no64.jax.host import sentinel_reads
-from no64.jax.primitives import PRIMITIVES, WIDTH_PARAMETERS, Role
+from no64.jax.primitives import CALLS_ITS_IMPLEMENTATION, HOST_CALLBACKS, PRIMITIVES, WIDTH_PARAMETERS, Role
 from no64.spec.registry import spec_of
 from support import jax_compat
 
@@ -28,6 +28,9 @@ def test_every_primitive_exists_in_the_installed_jax() -> None:
                      if name not in installed and not spec.version_dependent)
     assert missing == [], f"not primitives of jax {jax.__version__} (mark them version_dependent)"
     assert sorted(set(WIDTH_PARAMETERS) - installed) == []
+    # the host callbacks (jax.debug.print's own primitive is newer than some releases')
+    assert sorted(set(HOST_CALLBACKS) - CALLS_ITS_IMPLEMENTATION - installed) == []
+    assert len(jax_compat.callback_effect_types()) == 4  # the debug and io effects, ordered or not
 
 
 def test_derived_sentinel_uses_hold_for_every_op_named() -> None:

@@ -38,7 +38,8 @@ from ..kinds import SentinelUse
 from ..rules import ops as _ops  # noqa: F401  (fills the op table)
 from ..spec.registry import REGISTRY, Computes, OpSpec
 
-__all__ = ["Results", "LoopOperands", "Role", "PrimitiveSpec", "PRIMITIVES", "WIDTH_PARAMETERS", "primitive"]
+__all__ = ["Results", "LoopOperands", "Role", "PrimitiveSpec", "PRIMITIVES", "WIDTH_PARAMETERS", "HOST_CALLBACKS",
+           "CALLS_ITS_IMPLEMENTATION", "primitive"]
 
 CARRIES, COMPARES, READS = SentinelUse.CARRIES, SentinelUse.COMPARES, SentinelUse.READS
 
@@ -261,3 +262,23 @@ _declare("cond", ops=("stablehlo.case", "stablehlo.if"))
 WIDTH_PARAMETERS: dict[str, tuple[str, ...]] = {
     "random_bits": ("bit_width",),
 }
+
+
+# ------------------------------------------------------------ host callbacks
+#: The primitives that call a Python function on the host while the program
+#: runs (``jax.debug.print``/``jax.debug.callback``, ``jax.pure_callback``,
+#: ``io_callback``), each with the parameter holding its results' abstract
+#: values (``None``: it returns nothing).  Each has a parameter ``callback``,
+#: called with the operands placed on the CPU as ``jax.Array``s, but those of
+#: :data:`CALLS_ITS_IMPLEMENTATION`.  The x64
+#: program keeps them, their boundary made 32-bit (:mod:`no64.jax.callbacks`).
+HOST_CALLBACKS: dict[str, str | None] = {
+    "debug_callback": None,
+    "debug_print": None,
+    "pure_callback": "result_avals",
+    "io_callback": "result_avals",
+}
+#: Host callbacks whose host function is the primitive's own implementation
+#: (``jax.debug.print`` formats its operands on the host): the x64 program
+#: binds them as the ``jax.debug.callback`` they lower as, calling it.
+CALLS_ITS_IMPLEMENTATION = frozenset({"debug_print"})

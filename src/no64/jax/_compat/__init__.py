@@ -155,11 +155,20 @@ from .config import (
 )
 from .cpu_compiler import HASH_RECOGNIZE_OFF, guard_cpu_compiler, late_cpu_guard_warning
 from .dispatch import PythonJitCall, clear_fast_path_entries, route_python_jit_calls
-from .internals import backend_module_text, device_list, internal_function, replace_internal_function, sharding_for
+from .internals import (
+    backend_module_text,
+    device_list,
+    internal_function,
+    replace_internal_function,
+    sharding_for,
+    with_host_callbacks,
+)
 from .jaxprs import (
+    as_debug_callback,
     at_top_level,
     bind_equation,
     bind_equation_params,
+    callback_effect_types,
     closed_jaxpr_type,
     equation_context,
     eval_jaxpr,
@@ -219,6 +228,9 @@ from .values import (
 )
 
 __all__ = [
+    "as_debug_callback",
+    "callback_effect_types",
+    "with_host_callbacks",
     "after_python_jit_call",
     "at_top_level",
     "aval_mapping",

@@ -102,3 +102,29 @@ def sharding_for(devices: Sequence[Any], op_sharding: Any) -> Any:
     if op_sharding is None or len(devices) == 1:
         return SingleDeviceSharding(devices[0])
     return GSPMDSharding(device_list(devices), op_sharding)
+
+
+# ---------------------------------------------------------------------------
+# Host callbacks handed to the compiler
+# ---------------------------------------------------------------------------
+
+def with_host_callbacks(compile_fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any],
+                        callbacks: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments (after the backend and the module) of a call of
+    ``compile_or_get_cached`` (``compile_fn``) with its host callbacks (the
+    objects a lowering registers for the Python callbacks its module calls,
+    by index or channel) replaced by ``callbacks``: its parameter
+    ``host_callbacks`` (0.7-0.12), found by name in its signature."""
+    import inspect
+
+    params = list(inspect.signature(compile_fn).parameters)
+    if "host_callbacks" not in params:
+        raise missing("jax._src.compiler.compile_or_get_cached(..., host_callbacks, ...)")
+    if "host_callbacks" in kwargs:
+        return tuple(args), {**kwargs, "host_callbacks": list(callbacks)}
+    i = params.index("host_callbacks") - 2  # after the backend and the module
+    if not 0 <= i < len(args):
+        raise missing("jax._src.compiler.compile_or_get_cached(..., host_callbacks, ...)")
+    out = list(args)
+    out[i] = list(callbacks)
+    return tuple(out), dict(kwargs)

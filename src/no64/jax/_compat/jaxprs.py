@@ -232,3 +232,46 @@ def primitive_names() -> frozenset[str]:
             if isinstance(value, primitive):
                 names.add(value.name)
     return frozenset(names)
+
+
+def callback_effect_types() -> tuple[type, ...]:
+    """The classes of the effects of JAX's host callbacks: ``jax.debug``'s
+    (``debugging.DebugEffect``, ``OrderedDebugEffect``) and
+    ``io_callback``'s (``callback.IOEffect``, ``OrderedIOEffect``), those
+    this JAX has (0.7-0.12)."""
+    found: list[type] = []
+    for module_name, names in (("jax._src.debugging", ("DebugEffect", "OrderedDebugEffect")),
+                               ("jax._src.callback", ("IOEffect", "OrderedIOEffect", "_IOEffect",
+                                                      "_OrderedIOEffect"))):
+        module = optional_module(module_name)
+        for name in names:
+            kind = getattr(module, name, None)
+            if isinstance(kind, type) and kind not in found:
+                found.append(kind)
+    return tuple(found)
+
+
+def as_debug_callback(prim: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """An equation of a primitive that calls the host by its own
+    implementation (``jax.debug.print``'s ``debug_print``, which formats
+    there), as the ``jax.debug.callback`` equation it lowers as: the
+    primitive ``debugging.debug_callback_p`` and its parameters, whose
+    ``callback`` runs ``prim``'s implementation with ``params`` on the
+    operands, its effect ordered as ``params["ordered"]`` says (0.7-0.12)."""
+    import functools
+
+    debugging = optional_module("jax._src.debugging")
+    callback_p = getattr(debugging, "debug_callback_p", None)
+    unordered = getattr(debugging, "debug_effect", None)
+    ordered = getattr(debugging, "ordered_debug_effect", None)
+    impl = getattr(prim, "impl", None)
+    if callback_p is None or unordered is None or ordered is None or impl is None:
+        raise missing("jax._src.debugging.debug_callback_p with debug_effect and ordered_debug_effect")
+
+    def call(*args: Any) -> Any:
+        impl(*args, **params)
+        return ()
+
+    effect = ordered if params.get("ordered") else unordered
+    return callback_p, {"callback": functools.update_wrapper(call, impl), "effect": effect,
+                        "partitioned": bool(params.get("partitioned", False))}

@@ -282,6 +282,10 @@ class _FlaggedResults:
         return getattr(self._results, name)
 
     def consume_with_handlers(self, handlers: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("strict", True) is False:
+            # a prefix of the results (the tokens of ordered effects, which
+            # come first), the flag left for the last consumption
+            return self._results.consume_with_handlers(handlers, *args, **kwargs)
         outs = self._results.consume_with_handlers([*handlers, lambda xs: xs], *args, **kwargs)
         self._on_flag(outs[-1])
         return outs[:-1]

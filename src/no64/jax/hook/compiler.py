@@ -12,7 +12,7 @@ from ...errors import ConfigurationError, InvalidModuleError, OutputRangeError
 from ...ir._mlir import ir
 from ...kinds import FloatPolicy, Mode
 from .. import host, intent, interception
-from .._compat import FlaggedExecutable, internal_function, replace_internal_function
+from .._compat import FlaggedExecutable, internal_function, replace_internal_function, with_host_callbacks
 from ..state import STATE
 from .config import Config
 from .meaning import checked_modules, prepare_with_meaning
@@ -84,11 +84,15 @@ def _compile(backend: Any, computation: ir.Module, args: tuple[Any, ...], kwargs
     # a module whose last result is a check by value (exact): read after each run
     checked = checked_modules.pop(id(prepared), None)
     checked = checked if checked is not None and checked[0] is prepared else None
+    # a module no64 lowered (the x64 one) calls the host callbacks of its own lowering
+    callbacks = intent.host_callbacks_of(prepared)
     if config.mode is Mode.FIX:
         prepared = check_device(prepared, config, platform, owned=prepared is not computation)
     if prepared is computation:
         return original(backend, computation, *args, **kwargs)
     _probe_pairs(config, backend, platform)
+    if callbacks is not None:
+        args, kwargs = with_host_callbacks(original, args, kwargs, callbacks)
     try:
         executable = original(backend, prepared, *args, **kwargs)
     except Exception:

@@ -61,10 +61,19 @@ def prepare_with_meaning(module: ir.Module, meaning: "ir.Module | intent.NoMeani
     if isinstance(meaning, intent.NoMeaning):
         intent.refuse_without_meaning(module)
         intent.no_meaning(meaning, name, config.policy)
-        return prepare_module(intent.runnable_32bit(module), config, platform)
+        return _prepared_32bit(module, config, platform)
     if not isinstance(meaning, ir.Module):
         return prepare_module(module, config, platform)
     return judge_meaning(module, meaning, config, platform)
+
+
+def _prepared_32bit(module: ir.Module, config: Config, platform: str) -> ir.Module:
+    """JAX's own 32-bit program of ``module``, prepared (it calls the host
+    callbacks of the module it is made from)."""
+    source = intent.runnable_32bit(module)
+    prepared = prepare_module(source, config, platform)
+    intent.carry_host_callbacks(source, prepared)
+    return prepared
 
 
 def _signature(module: ir.Module, narrowed: bool = False) -> tuple[list[str], list[str]] | None:
@@ -133,7 +142,7 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
             first = (str(exc).strip().splitlines() or [""])[0]
             intent.no_meaning(intent.NoMeaning(f"no64 cannot convert its x64 program ({first})"),
                               name, config.policy)
-            return prepare_module(intent.runnable_32bit(module), config, platform)
+            return _prepared_32bit(module, config, platform)
         exc.add_note(f"no64 was preparing the x64 program of {name} for platform '{platform}' "
                      f"({config.describe()})")
         raise
@@ -167,4 +176,6 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
         STATE.tell.on_module(meaning, platform, report, None)
     logger.debug("no64 converted the x64 program of %s for %s: %s", name, platform,
                  report.summary().splitlines()[0])
+    # the x64 module calls the host callbacks its own lowering registered
+    intent.carry_host_callbacks(meaning, copy)
     return copy

@@ -359,6 +359,8 @@ def _resolution(flat: np.ndarray, op: str) -> str | None:
         return None
     near = min(abs(lo), abs(hi))
     ulp = float(np.spacing(np.float32(near)))
+    if not ulp > 0:
+        return None  # (near 0 with denormals flushed, as in a callback on XLA's threads: f32 resolves it)
     steps = span / ulp
     if steps >= _RESOLVED_STEPS:
         return None

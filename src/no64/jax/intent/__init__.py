@@ -30,7 +30,8 @@ the 32-bit program against:
   array the user receives is refused (:class:`no64.OutputRangeError`).
 
 What has no x64 meaning here: a trace whose x64 version fails or differs in
-its signature (``kept`` arguments, effects, host callbacks), programs traced
+its signature (``kept`` arguments, effects other than host callbacks, whose
+boundary :mod:`no64.jax.callbacks` makes 32-bit), programs traced
 inside other transformations (only top-level ``jit`` calls are traced
 with x64 on), and 32-bit ``jax.Array`` values made from 64-bit data before the call
 (their x64 meaning is not known; pass the host data to the jitted function).
@@ -78,7 +79,9 @@ from .judge import (
     warn_unproven,
 )
 from .records import (
+    carry_host_callbacks,
     has_meaning,
+    host_callbacks_of,
     lock,
     meaning_of,
     refuse_unless_proven,
@@ -90,7 +93,8 @@ from .records import (
 from .trace import sentinels_judged, take_lower, take_trace
 from .variants import after_call, install_call_variants, no_fast_path
 
-__all__ = ["NoMeaning", "checked_output_error", "clear_warned", "eager_sampler", "has_meaning", "install",
+__all__ = ["NoMeaning", "carry_host_callbacks", "checked_output_error", "clear_warned", "eager_sampler",
+           "has_meaning", "host_callbacks_of", "install",
            "meaning_of", "no_meaning", "output_error", "refuse_or_warn_overflow", "refuse_without_meaning",
            "refuse_unless_proven",
            "runnable_32bit", "set_x64_meaning", "unproven", "warn_float_hints", "warn_unproven",

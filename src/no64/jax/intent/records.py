@@ -46,7 +46,42 @@ runs_32bit: "weakref.WeakSet[Any]" = weakref.WeakSet()
 #: id(module JAX lowered) -> (that module, a weak reference to its 32-bit ClosedJaxpr)
 lowered_from: dict[int, tuple[ir.Module, Any]] = {}
 
+#: id(module no64 lowered) -> (that module, the host callbacks its lowering
+#: registered: what the backend must be given with it)
+host_callbacks: "collections.OrderedDict[int, tuple[ir.Module, list[Any]]]" = collections.OrderedDict()
+
 tls = threading.local()
+
+
+def keep_host_callbacks(module: ir.Module, callbacks: Any) -> None:
+    """Remember the host callbacks the lowering of ``module`` (a module no64
+    lowered: an x64 module, or JAX's own 32-bit one traced anew) registered,
+    for the compile of ``module`` or of what is prepared from it."""
+    if not callbacks:
+        return
+    with lock:
+        host_callbacks[id(module)] = (module, list(callbacks))
+        host_callbacks.move_to_end(id(module))
+        while len(host_callbacks) > PENDING_MAX:
+            host_callbacks.popitem(last=False)
+
+
+def carry_host_callbacks(source: ir.Module, prepared: ir.Module) -> None:
+    """``prepared`` (made from ``source``) calls the host callbacks of ``source``."""
+    if prepared is source:
+        return
+    with lock:
+        entry = host_callbacks.get(id(source))
+    if entry is not None and entry[0] is source:
+        keep_host_callbacks(prepared, entry[1])
+
+
+def host_callbacks_of(module: ir.Module) -> list[Any] | None:
+    """The host callbacks the backend must be given with ``module`` where
+    they are not those of the module JAX lowered (``None``: JAX's are)."""
+    with lock:
+        entry = host_callbacks.get(id(module))
+    return entry[1] if entry is not None and entry[0] is module else None
 
 
 @contextmanager

@@ -13,8 +13,9 @@ from ...errors import (
 )
 from ...ir._mlir import ir
 from ...kinds import RangePolicy
-from .. import host, x64_arrays
+from .. import callbacks, host, x64_arrays
 from .._compat import (
+    callback_effect_types,
     enable_x64,
     eval_jaxpr,
     jit_dynamic_arguments,
@@ -29,6 +30,7 @@ from .records import (
     PENDING_MAX,
     Deferred,
     genuine_modules,
+    keep_host_callbacks,
     lock,
     lowered_from,
     meanings,
@@ -79,6 +81,7 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
     if p64.consts:
         why = NoMeaning("its trace holds constants JAX passes as arguments")
         return _traced_twice(fun, ji, ctx_mesh, dbg, avals, args, kwargs, lambda p: why)
+    p64 = _callbacks_adapted(p64)
     replay = replay_function(fun, p64.params["jaxpr"], p64.out_tree, ji, sources)
     p64 = _sentinels_restored(p64, ji, *(given if given is not None else (args, kwargs)))
     tls.judging = getattr(tls, "judging", 0) + 1
@@ -109,6 +112,22 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
     except TypeError:
         pass
     return p
+
+
+def _callbacks_adapted(p64: Any) -> Any:
+    """``p64``, the x64 trace of a call, with the boundary of each of its
+    host callbacks made 32-bit (:func:`no64.jax.callbacks.adapted`): the
+    callbacks stay in the x64 program, and the host rebuilds their 64-bit
+    values."""
+    config = STATE.active_config()
+    if config is None:
+        return p64
+    closed = p64.params["jaxpr"]
+    try:
+        jaxpr = callbacks.adapted(closed, config.policy, config.float_policy)
+    except Exception:  # noqa: BLE001 - no x64 meaning then (see _compared)
+        return p64
+    return p64 if jaxpr is closed else p64._replace(params={**p64.params, "jaxpr": jaxpr})
 
 
 #: a host sentinel's 32-bit image -> the sentinel (INT32_MAX -> INT64_MAX, ...)
@@ -311,6 +330,7 @@ def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: An
     p64 = _trace_x64_program(fun, ji, ctx_mesh, dbg, args, kwargs, given)
     if p64.consts:
         return NoMeaning("its trace holds constants JAX passes as arguments")
+    p64 = _callbacks_adapted(p64)
     return _compared(p, _sentinels_restored(p64, ji, *(given if given is not None else (args, kwargs))))
 
 
@@ -344,10 +364,14 @@ def _compared(p: Any, p64: Any) -> Any:
             getattr(a, "shape", None) != getattr(b, "shape", None)
             for a, b in zip((*j32.in_avals, *j32.out_avals), (*j64.in_avals, *j64.out_avals))):
         return NoMeaning("its x64 trace has other argument or result shapes than its 32-bit trace")
-    if j32.effects or j64.effects:
-        effects = ", ".join(sorted({type(e).__name__ for e in (*j32.effects, *j64.effects)}))
-        return NoMeaning(f"it has side effects ({effects}: a callback, debug.print, io), whose "
-                         "host calls no64 cannot move into its x64 program")
+    kept = callback_effect_types()
+    others = {type(e).__name__ for e in (*j32.effects, *j64.effects) if not isinstance(e, kept)}
+    if others:
+        return NoMeaning(f"it has side effects ({', '.join(sorted(others))}) other than host callbacks, "
+                         "which no64 cannot move into its x64 program")
+    if _holds_wide_callback(j64):
+        # (the 32-bit trace of the user's function, traced a second time)
+        return NoMeaning("its host callbacks could not be given a 32-bit boundary in its x64 program")
     return p64
 
 
@@ -384,9 +408,10 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
             tls.busy = False
         a, b = computation.compile_args, c64.compile_args
         same = all(a.get(k) == b.get(k) for k in ("kept_var_idx", "ordered_effects", "unordered_effects"))
-        if not same or a.get("host_callbacks") or b.get("host_callbacks"):
-            return NoMeaning("its lowering has effects or host callbacks no64 cannot move into "
-                             "its x64 program")
+        if not same or len(a.get("host_callbacks") or ()) != len(b.get("host_callbacks") or ()):
+            return NoMeaning("its lowering has other effects or host callbacks than its 32-bit "
+                             "program's")
+        keep_host_callbacks(c64._hlo, b.get("host_callbacks"))
         return c64._hlo
 
     try:
@@ -399,7 +424,9 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         if not genuine:
             assert _original_lower is not None and retrace is not None
             p = retrace()
-            genuine.append(_original_lower(p.params["jaxpr"], *args, **kwargs)._hlo)
+            c32 = _original_lower(p.params["jaxpr"], *args, **kwargs)
+            keep_host_callbacks(c32._hlo, c32.compile_args.get("host_callbacks"))
+            genuine.append(c32._hlo)
         return genuine[0]
 
     with lock:
@@ -423,6 +450,10 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 _WIDE = frozenset({"int64", "uint64", "float64", "complex128"})
+
+
+def _holds_wide_callback(jaxpr: Any) -> bool:
+    return callbacks.holds_wide_callback(jaxpr)
 
 
 def _holds_64bit(jaxpr: Any) -> bool:
