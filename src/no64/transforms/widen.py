@@ -294,9 +294,9 @@ class Widening(Carrier[ir.Value]):
         if spec.convert and op.results[0] in self._kept:
             return None  # the entry's boundary
         fed = [i for i, x in enumerate(op.operands) if self.carried(x)]
-        if spec.ties or spec.terminator:
-            return fed if fed or any(self.carried(r) for r in op.results) else None
-        return [] if fed or any(self.carried(r) for r in op.results) else None
+        if not fed and not any(self.carried(r) for r in op.results):
+            return None
+        return fed if spec.ties or spec.terminator else []
 
     def tied(self, op: ir.Operation) -> None:
         """Its carried results (and a loop's region arguments) retyped."""
