@@ -69,13 +69,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "no64.rules.linalg",  # LAPACK's and XLA:TPU's factorizations written out as StableHLO
             "no64.rules.pair_dot",  # float64 dots as exact f32 dots of slices (the Ozaki scheme)
             "no64.rules.pair_rules",
+            "no64.rules.widen_rules",  # 16-bit integers carried in 32 bits: the widening's rules
             "no64.rules.ops",
         ),
     ),
     ("transforms", ("no64.transforms", "no64.transforms.scan", "no64.transforms.constants",
                     "no64.transforms.constant_plan",  # the 64-bit constants narrowed, each attribute once
                     "no64.transforms.inline",  # calls carrying 64-bit values inlined before the emulation
-                    "no64.transforms.carry",  # values carried as parts: what words and pairs share
+                    "no64.transforms.carry",  # values carried as parts: the driver of words, pairs and the widening
                     "no64.transforms.emulation_plan",  # which values are carried as word pairs
                     "no64.transforms.emulate",
                     "no64.transforms.forward",  # packed words forwarded across inlined calls

@@ -38,6 +38,9 @@ __all__ = [
     "Out",
     "EmulateRule",
     "PairRule",
+    "WidenContext",
+    "WidenRule",
+    "WidenWhyNot",
     "Legalization",
     "LegalizeRule",
     "UnfoldRule",
@@ -286,6 +289,42 @@ class PairContext(CarrierContext[P.Pair], Protocol):
 #: ``rule(op, em) -> one entry per result`` for float64 values carried as f32
 #: pairs: a pair, a plain value, or nothing.
 PairRule = Callable[[ir.Operation, PairContext], list[Any]]
+
+
+class WidenContext(CarrierContext[ir.Value], Protocol):
+    """The 16-bit widening as its rules use it (``wd``; see
+    :class:`no64.transforms.widen.Widening`): each 16-bit integer value is
+    carried as one 32-bit value, and the op computing it is retyped in place."""
+
+    @property
+    def target_name(self) -> str:
+        """The target without 16-bit integers (for a refusal's reason)."""
+        ...
+
+    def kind(self, v: ir.Value) -> str | None:
+        """``"i16"``/``"u16"`` where ``v`` is a 16-bit integer of the program
+        carried in 32 bits, else ``None``."""
+        ...
+
+    def retype(self, op: ir.Operation) -> None:
+        """``op`` made to compute on 32-bit values, in place: its carried
+        operands read their 32-bit values, its carried results and the
+        carried arguments of its regions are retyped."""
+        ...
+
+    def fixed(self, op: ir.Operation, detail: str) -> None:
+        """Record that ``op`` was given ``detail`` (a wrap, a mask, ...) to
+        keep its 16-bit meaning."""
+        ...
+
+
+#: ``rule(op, wd) -> one entry per result``: the 32-bit value that stands
+#: for a carried result where it is not the result itself (retyped in place;
+#: ``None`` or a shorter list).
+WidenRule = Callable[[ir.Operation, WidenContext], "list[ir.Value | None]"]
+#: ``why_not(op, wd)``: why the widening cannot carry ``op``'s 16-bit
+#: integers in 32 bits (``None``: it can).
+WidenWhyNot = Callable[[ir.Operation, WidenContext], "str | None"]
 
 
 class Legalization(Protocol):

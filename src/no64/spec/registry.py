@@ -16,6 +16,9 @@ this registry:
   and a ``fold`` function evaluating it on constant elements;
 * how it is computed exactly in 32-bit words when one of its 64-bit values
   may not fit in 32 bits (``emulate``, see :mod:`no64.rules.wide`);
+* how it computes on 16-bit integers carried in 32 bits, on a device
+  without 16-bit integers (``widen``, and why it cannot where it cannot,
+  ``widen_why_not``: see :mod:`no64.rules.widen_rules`);
 * how it is computed exactly on a device whose datapath for its integer
   form is narrower, or that refuses that form (``legalize``, see
   :mod:`no64.rules.limbs`);
@@ -61,6 +64,8 @@ from .protocols import (
     Refusal,
     Transfer,
     UnfoldRule,
+    WidenRule,
+    WidenWhyNot,
 )
 
 __all__ = [
@@ -202,6 +207,14 @@ class OpSpec:
     #: Its meaning on 64-bit floats carried as pairs of f32
     #: (``float_policy="pairs"``, see :mod:`no64.rules.pair_rules`).
     pairs: "PairRule | None" = None
+    #: Its meaning on 16-bit integers carried as 32-bit ones, on a device
+    #: without 16-bit integers (see :mod:`no64.rules.widen_rules`): the op
+    #: retyped in place, with what keeps its 16-bit wrap-around.
+    widen: "WidenRule | None" = None
+    #: Why the widening cannot carry this op's 16-bit integers in 32 bits
+    #: (``why_not(op, wd)``, ``None`` where ``widen`` computes it); an op
+    #: with neither is refused as one no64 does not know.
+    widen_why_not: "WidenWhyNot | None" = None
     #: The op never has regions (lets walks skip looking for them).
     region_free: bool = False
     # Structural roles the pass, the analyses and the emulation steps need.
@@ -373,6 +386,9 @@ def unreachable(spec: OpSpec) -> list[str]:
     if carried and spec.pairs is not None:
         out.append("its float-pair rule: the pair step hands an op that carries values across a "
                    "region or call boundary packed pairs, and calls no rule for it")
+    if carried and spec.widen is not None:
+        out.append("its widening rule: the widening hands an op that carries values across a region or "
+                   "call boundary its 32-bit values, and calls no rule for it")
     if spec.emulate is None and (spec.emulate_applies is not None or spec.emulate_why_not is not None):
         out.append("when its emulation rule applies: it has none")
     if spec.legalize is not None and spec.form is None:

@@ -1,10 +1,11 @@
 """What every emulated representation shares: values carried as parts.
 
 An emulation step (integer words, :mod:`no64.transforms.emulate`; float64
-pairs, :mod:`no64.transforms.pairs`) replaces each value of a 64-bit type it
-takes over by a *representation* -- two 32-bit parts, a :class:`~no64.ir.words.Words`
-or a :class:`~no64.ir.pairs.Pair` -- and each op that reads or computes one
-by its rule in the op table.  What does not depend on the representation is
+pairs, :mod:`no64.transforms.pairs`; 16-bit integers on a device without
+them, :mod:`no64.transforms.widen`) replaces each value of a type it takes
+over by a *representation* -- two 32-bit parts, a :class:`~no64.ir.words.Words`
+or a :class:`~no64.ir.pairs.Pair`, or one 32-bit value -- and each op that
+reads or computes one by its rule in the op table.  What does not depend on the representation is
 here, written once:
 
 * the substitution of values (``value``/``bind``) and of representations
@@ -40,6 +41,12 @@ the plan marked, the pairs every op touching a float64 value), which field of
 the op table holds its rules (``rule_field``), how an entry's results leave
 (:meth:`Carrier.leaves`, :meth:`Carrier.narrow`), and what it does before
 and after the walk (:meth:`Carrier.begin`, :meth:`Carrier.finish`).
+
+A representation of one part per value (the 16-bit widening) may compute an
+op by changing it in place rather than by building its replacement, as
+MLIR's ``modifyOpInPlace`` does (``retypes_in_place``): the driver then
+keeps the op and walks into its regions, whose values are still the
+program's.
 """
 
 from __future__ import annotations
@@ -91,6 +98,11 @@ class Carrier(Generic[R]):
     no_rule: ClassVar[str]
     #: What the ops replaced were computed as (the message of a leftover use).
     done_as: ClassVar[str]
+    #: Its rules change the op they compute in place (each value retyped one
+    #: for one, its operands set to their representations) rather than
+    #: build its replacement: the driver keeps the op, erases nothing, and
+    #: walks into its regions.
+    retypes_in_place: ClassVar[bool] = False
 
     root: ir.Operation
     #: the ops computed by a rule (or handing carried values to a loop, as
@@ -264,7 +276,8 @@ class Carrier(Generic[R]):
         """Rewrite ``op`` (met by :meth:`walk`) if this step takes it
         (:meth:`takes`): a loop, branch or call hands its carried values
         over packed, a terminator hands them back, any other op is computed
-        by its rule; whether the walk goes on into its regions."""
+        by its rule; whether the walk goes on into its regions (an op
+        whose rule rebuilt its body, not: see ``retypes_in_place``)."""
         fed = self.takes(op)
         if fed is None:
             return True
@@ -276,7 +289,7 @@ class Carrier(Generic[R]):
             self.hand_back(op, fed)
             return False
         self.apply_rule(op, in_place=True)
-        return not spec.owns_regions
+        return self.retypes_in_place or not spec.owns_regions
 
     def tie(self, op: ir.Operation, fed: Sequence[int]) -> None:
         """Loop, branch or call ``op``: its operands ``fed`` handed over packed."""
@@ -303,7 +316,9 @@ class Carrier(Generic[R]):
     def apply_rule(self, op: ir.Operation, in_place: bool) -> None:
         """Compute ``op`` by its rule, bind its results and count it: in
         place (before ``op``, whose uses then read the new values, erased
-        at the end), or at the insertion point of a block being copied."""
+        at the end; or ``op`` itself changed, where the representation
+        ``retypes_in_place``), or at the insertion point of a block being
+        copied."""
         spec = spec_of(op.name)
         rule = getattr(spec, self.rule_field)
         if rule is None or not self.applies(spec, op):
@@ -318,7 +333,7 @@ class Carrier(Generic[R]):
                     if in_place:
                         r.replace_all_uses_with(out)
         self.by_op[op.name] = self.by_op.get(op.name, 0) + 1
-        if in_place:
+        if in_place and not self.retypes_in_place:
             self._erase.append(op)
 
     def applies(self, spec: Any, op: ir.Operation) -> bool:

@@ -4,32 +4,18 @@ A target whose profile declares :attr:`~no64.targets.Target.widens`
 (Neuron: ``i16`` as ``i32``, ``u16`` as ``u32``) computes no 16-bit
 integer.  :func:`widen` rewrites, in place, every value of element type
 ``i16``/``ui16`` inside a module's functions into ``i32``/``ui32`` holding the
-16-bit value sign- (``i16``) or zero-extended (``ui16``), each op retyped,
-with the 16-bit results restored exactly where a 32-bit op could leave the
-16-bit range:
+16-bit value sign- (``i16``) or zero-extended (``ui16``).
 
-* ``add``, ``subtract``, ``multiply``, ``negate``, ``abs``, ``power``,
-  ``shift_left``, ``divide`` (``INT16_MIN / -1``, unsigned ``x / 0``),
-  ``dot_general``/``convolution``, ``not`` of unsigned values, a ``convert``
-  or ``bitcast_convert`` to 16 bits from a wider integer or the other
-  signedness: the result is wrapped back (``shift_left`` 16 then
-  ``shift_right_arithmetic`` 16 for ``i16``, ``and 0xFFFF`` for ``ui16``);
-  32-bit arithmetic agrees with 16-bit arithmetic modulo 2**16, so the low
-  16 bits are those the 16-bit op gives (a chain of adds, subtracts,
-  multiplies and negations is wrapped once, where its value is read by
-  anything else);
-* ``shift_right_logical`` of ``i16`` and ``popcnt`` of ``i16`` read the
-  16-bit pattern (``and 0xFFFF``), ``count_leading_zeros`` counts from bit
-  15 (``clz32 - 16``), ``shift_right_arithmetic`` of ``ui16`` shifts the
-  sign-extended pattern; shift amounts of 16 or more give what XLA gives
-  on 16 bits (all zeros, or the sign) since the 32-bit shift of an
-  extended value does too;
-* a ``convert`` from a float to 16 bits saturates at the 16-bit bounds
-  with NaN as 0 (what XLA's CPU gives, measured under jax 0.10 and 0.12):
-  the float is converted to 32 bits (which saturates there) and clamped;
-* every other op no64 knows (compare, select, min/max, clamp, sort,
-  reduce, scatter, gather, slices, iota, control flow, ...) is retyped;
-  constants are rewritten as 32-bit constants.
+The step is a representation of the carrier's driver
+(:class:`Widening`, a :class:`~no64.transforms.carry.Carrier` of one 32-bit
+value per 16-bit value): the driver walks each function, hands a loop's,
+branch's or call's values over and back, and computes every other op that
+touches a 16-bit value by its rule in the op table (the ``widen`` field,
+:mod:`no64.rules.widen_rules`), which retypes the op in place and restores
+the 16-bit results exactly where a 32-bit op could leave the 16-bit range
+(``add``, ``multiply``, ... wrapped back; shifts and bit counts on the
+16-bit pattern; converts to 16 bits wrapped or saturated).  Constants are
+rewritten as 32-bit constants.
 
 The signature of each public function (the entry) is kept: its 16-bit
 arguments are converted to 32 bits right at entry and its 16-bit results
@@ -40,57 +26,32 @@ An op that cannot be made exact (a ``bitcast_convert`` between a 16-bit
 integer and ``f16``/``bf16``, a ``custom_call`` or host transfer of 16-bit
 data, random bits drawn as 16-bit integers, an op no64 does not know) is
 refused, before anything changes, by :class:`~no64.errors.UnsupportedOpError`
-naming the op, its line, the target and the reason.
+naming the op, its line, the target and the reason (the op's
+``widen_why_not`` in the op table, or the op has no ``widen`` rule).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable
-
-import numpy as np
+from collections.abc import Sequence
 
 from ..errors import UnsupportedOpError
 from ..ir import words as W
-from ..ir._compat import block_argument, constant_value, insertion_after
+from ..ir._compat import block_argument
 from ..ir._mlir import ir
 from ..ir.locations import SourceLocation, decode_location
-from ..kinds import OpForm
-from ..spec.registry import Computes, spec_of
-from ..spec.walk import all_ops, is_public as _public
+from ..rules.widen_rules import narrow_kind
+from ..spec.registry import spec_of
+from ..spec.walk import all_ops, functions, is_public as _public
 from ..targets import Target
+from .carry import Carrier, Leave
 
-__all__ = ["Widened", "narrow_kind", "widen", "holds_narrow"]
+__all__ = ["Widened", "Widening", "narrow_kind", "widen", "holds_narrow"]
 
-_NARROW = {(16, True): "i16", (16, False): "u16"}
-
-#: Ops whose 16-bit results a 32-bit op on extended operands may leave
-#: outside the 16-bit range: wrapped back after the op.
-_WRAP = frozenset({"add", "subtract", "multiply", "negate", "abs", "power", "shift_left", "divide",
-                   "dot_general", "dot", "convolution"})
-#: Ops that compute the same values on extended operands (or only move
-#: them): retyped.
-_AS_IS = frozenset({
-    "and", "or", "xor", "compare", "select", "maximum", "minimum", "clamp", "sign", "remainder",
-    "broadcast_in_dim", "broadcast", "reshape", "transpose", "concatenate", "slice", "dynamic_slice",
-    "dynamic_update_slice", "pad", "reverse", "gather", "scatter", "sort", "reduce", "reduce_window",
-    "select_and_scatter", "while", "case", "if", "iota", "return", "get_tuple_element", "tuple",
-    "optimization_barrier", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-    "collective_permute", "collective_broadcast", "map", "dynamic_broadcast_in_dim", "dynamic_reshape",
-    "dynamic_iota", "real_dynamic_slice", "dynamic_pad", "dynamic_gather", "top_k", "constant", "convert",
-    "bitcast_convert", "not", "popcnt", "count_leading_zeros", "shift_right_logical",
-    "shift_right_arithmetic",
-})
-_SHARDING = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
-
-
-def narrow_kind(t: ir.Type) -> str | None:
-    """``"i16"``/``"u16"`` for a 16-bit integer (element) type, else ``None``."""
-    e = t.element_type if isinstance(t, ir.ShapedType) else t
-    if isinstance(e, ir.IntegerType):
-        return _NARROW.get((e.width, not e.is_unsigned))
-    return None
+#: The mark a rule's fix-up leaves on its op (what was done), read back in
+#: program order once the walk is over (an op's Python hash changes as it
+#: is retyped: it cannot key a table).
+_FIXED = "no64.widen_fixed"
 
 
 def _widened(t: ir.Type, target: Target) -> ir.Type | None:
@@ -163,167 +124,6 @@ def _holds_narrow(root: ir.Operation, target: Target) -> bool:
     return False
 
 
-def _short_name(op: ir.Operation) -> str:
-    name = op.name
-    return name.rsplit(".", 1)[-1]
-
-
-def _elem(v: ir.Value) -> ir.Type:
-    t = v.type
-    return t.element_type if isinstance(t, ir.ShapedType) else t
-
-
-def _refusal(op: ir.Operation, target: Target) -> str | None:
-    """Why the 16-bit values of ``op`` cannot be carried exactly as 32-bit
-    ones (``None``: they can)."""
-    name = _short_name(op)
-    if name == "bitcast_convert":
-        src, dst = narrow_kind(op.operands[0].type), narrow_kind(op.results[0].type)
-        same_shape = ir.ShapedType(op.operands[0].type).shape == ir.ShapedType(op.results[0].type).shape
-        if src is not None and dst is not None and same_shape:
-            return None
-        other = op.results[0].type if src is not None else op.operands[0].type
-        return (f"a bitcast between a 16-bit integer and {ir.ShapedType(other).element_type} reads the 16-bit "
-                f"pattern, which {target.name} carries in 32 bits")
-    if name == "custom_call":
-        callee = ir.StringAttr(op.attributes["call_target_name"]).value
-        if callee in _SHARDING:
-            return None
-        return f"custom_call @{callee} receives or returns 16-bit integers, which {target.name} carries in 32 bits"
-    if name in ("rng_bit_generator", "rng"):
-        return f"random bits drawn as 16-bit integers differ from those drawn as 32-bit ({target.name})"
-    if name in ("send", "recv", "infeed", "outfeed"):
-        return f"a host transfer of 16-bit integers, which {target.name} carries in 32 bits"
-    if name == "constant":
-        try:
-            ir.DenseIntElementsAttr(constant_value(op))
-        except (TypeError, ValueError):
-            return "a 16-bit integer constant whose elements the bindings do not hand out"
-        return None
-    spec = spec_of(op.name)
-    if name in _WRAP or name in _AS_IS or spec.terminator or spec.call or spec.function \
-            or spec.form is OpForm.TOP_K:
-        return None
-    return f"no64 does not know how {op.name} computes on 16-bit integers carried in 32 bits"
-
-
-def _splat(like: ir.Value, value: int) -> ir.Value:
-    t = ir.RankedTensorType(like.type)
-    attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
-    return W.make("constant", [], t, value=attr)
-
-
-def _make(name: str, operands: list[ir.Value], t: ir.Type | None = None) -> ir.Value:
-    return W.make(name, operands, t or operands[0].type)
-
-
-def _wrap(v: ir.Value, signed: bool) -> ir.Value:
-    """``v`` (32-bit) reduced to its low 16 bits, sign- or zero-extended."""
-    if signed:
-        sixteen = _splat(v, 16)
-        return _make("shift_right_arithmetic", [_make("shift_left", [v, sixteen]), sixteen])
-    return _make("and", [v, _splat(v, 0xFFFF)])
-
-
-
-
-def _combiner_of(op: ir.Operation) -> ir.Operation | None:
-    """The reduction or scatter whose body is ``op`` alone, an ``add`` or
-    ``multiply`` of the body's arguments (its combiner), if any: its sums are
-    wrapped once, after it (32-bit sums agree with 16-bit ones modulo 2**16),
-    which keeps the combiner a plain one (the limb split of
-    :mod:`no64.rules.limbs` reads it)."""
-    if spec_of(op.name).computes not in (Computes.ADD, Computes.MULTIPLY):
-        return None
-    block = op.block
-    body = [o.operation for o in block.operations]
-    parent = block.owner
-    if parent is None or spec_of(parent.operation.name).reduction is None or len(body) != 2:
-        return None
-    if not spec_of(body[1].name).terminator or list(body[1].operands) != list(op.results):
-        return None
-    args = list(block.arguments)
-    if not all(any(v == a for a in args) for v in op.operands):
-        return None
-    return parent.operation
-
-
-#: Ops whose 16-bit results modulo 2**16 depend only on their operands modulo
-#: 2**16 (a ring's operations).
-_RING = frozenset({Computes.ADD, Computes.SUBTRACT, Computes.MULTIPLY, Computes.NEGATE})
-
-
-def _only_ring_users(op: ir.Operation) -> bool:
-    """Whether ``op`` (a ring operation) is read only by ring operations of
-    16-bit results that are wrapped themselves: its own wrap is not needed,
-    since each of them is wrapped and agrees modulo 2**16."""
-    if spec_of(op.name).computes not in _RING:
-        return False
-    users = [u.owner.operation for u in op.results[0].uses]
-    return bool(users) and all(
-        spec_of(u.name).computes in _RING and narrow_kind(u.results[0].type) is not None and _combiner_of(u) is None
-        for u in users)
-
-
-def _saturate(v: ir.Value, lo: int, hi: int) -> ir.Value:
-    return _make("clamp", [_splat(v, lo), v, _splat(v, hi)])
-
-
-def _low16(v: ir.Value) -> ir.Value:
-    """The 16-bit pattern of ``v``, zero-extended."""
-    return _make("and", [v, _splat(v, 0xFFFF)])
-
-
-def _after(op: ir.Operation, r: ir.Value, build: Callable[[ir.Value], ir.Value]) -> None:
-    """Replace the uses of result ``r`` of ``op`` by ``build(r)``, built right
-    after ``op``."""
-    with insertion_after(op), op.location:
-        out = build(r)
-    # every op ``build`` created lies between ``op`` and ``out``'s owner
-    r.replace_all_uses_except(out, _built_between(op, out.owner.operation))
-
-
-def _built_between(op: ir.Operation, last: ir.Operation) -> list[ir.Operation]:
-    """The ops of ``op``'s block after ``op`` up to ``last``."""
-    out = []
-    seen = False
-    for o in op.block.operations:
-        o = o.operation
-        if o == op:
-            seen = True
-            continue
-        if seen:
-            out.append(o)
-            if o == last:
-                break
-    return out
-
-
-def _before(op: ir.Operation, i: int, build: Callable[[ir.Value], ir.Value]) -> None:
-    """Replace operand ``i`` of ``op`` by ``build(operand)``, built right before ``op``."""
-    with ir.InsertionPoint(op), op.location:
-        op.operands[i] = build(op.operands[i])
-
-
-def _convert(v: ir.Value, t: ir.Type) -> ir.Value:
-    return W.make("convert", [v], t)
-
-
-def _constant(op: ir.Operation, new: ir.Type) -> None:
-    attr = ir.DenseIntElementsAttr(constant_value(op))
-    t = ir.RankedTensorType(new)
-    unsigned = t.element_type.is_unsigned
-    if attr.is_splat:
-        value = int(ir.IntegerAttr(attr.get_splat_value()).value)
-        if unsigned:
-            value &= 0xFFFF
-        op.attributes["value"] = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
-        return
-    arr = np.array(attr)
-    arr = arr.astype(np.uint16 if unsigned else np.int16).astype(np.uint32 if unsigned else np.int32)
-    op.attributes["value"] = ir.DenseElementsAttr.get(np.ascontiguousarray(arr.reshape(t.shape)), type=t)
-
-
 @dataclasses.dataclass
 class Widened:
     """What :func:`widen` did: how many values it retyped, and per op given a
@@ -331,6 +131,195 @@ class Widened:
 
     retyped: int = 0
     fixed: list[tuple[str, SourceLocation, str]] = dataclasses.field(default_factory=list)
+
+
+class Widening(Carrier[ir.Value]):
+    """The widening as a representation of the carrier's driver, and what its
+    rules see of it (:class:`~no64.spec.protocols.WidenContext`).
+
+    A 16-bit value is carried as one 32-bit value: the value itself, retyped
+    in place (its 16-bit type remembered, :meth:`type`), or what a rule made
+    to stand for it (a wrapped result, an entry argument converted at
+    entry).  Packing and unpacking are the identity; the rules change the op
+    they compute in place (``retypes_in_place``)."""
+
+    rule_field = "widen"
+    rep_class = ir.Value
+    no_rule = "no64 cannot compute this op on 16-bit integers carried in 32 bits"
+    done_as = "carried in 32 bits"
+    retypes_in_place = True
+
+    def __init__(self, root: ir.Operation, target: Target) -> None:
+        self.root = root
+        self.target = target
+        self.by_op = {}
+        self._erase: list[ir.Operation] = []
+        self._types: dict[ir.Value, ir.Type] = {}
+        self._subst: dict[ir.Value, ir.Value] = {}
+        self._reps: dict[ir.Value, ir.Value] = {}
+        self._packed: set[ir.Value] = set()
+        #: the 32-bit type of each 16-bit type the target widens (None: not widened)
+        self._wide: dict[ir.Type, ir.Type | None] = {}
+        #: the entry's boundary (the converts of its arguments and results):
+        #: left as it is
+        self._kept: set[ir.Value] = set()
+        #: values retyped, and per op given a fix-up its name, line and
+        #: detail, in program order
+        self.retyped = 0
+        self.fixes: list[tuple[str, SourceLocation, str]] = []
+        self._marked = 0
+
+    # ------------------------------------------------------------ for rules
+    @property
+    def target_name(self) -> str:
+        return self.target.name
+
+    def wide_type(self, t: ir.Type) -> ir.Type | None:
+        """The 32-bit type carrying a value of type ``t`` (``None``: not carried)."""
+        try:
+            return self._wide[t]
+        except KeyError:
+            w = self._wide[t] = _widened(t, self.target)
+            return w
+
+    def carried(self, v: ir.Value) -> bool:
+        """Whether ``v`` is a 16-bit integer of the program carried in 32 bits."""
+        return v not in self._kept and self.wide_type(self.type(v)) is not None
+
+    def kind(self, v: ir.Value) -> str | None:
+        return narrow_kind(self.type(v)) if self.carried(v) else None
+
+    def retype(self, op: ir.Operation) -> None:
+        for i, x in enumerate(op.operands):
+            rep = self._reps.get(x)
+            if rep is not None:
+                op.operands[i] = rep
+        self._retype_values(op)
+
+    def fixed(self, op: ir.Operation, detail: str) -> None:
+        op.attributes[_FIXED] = ir.StringAttr.get(detail)
+        self._marked += 1
+
+    def _retype_values(self, op: ir.Operation) -> None:
+        """``op``'s carried results and the carried arguments of its regions,
+        retyped to 32 bits."""
+        for r in op.results:
+            self._retype(r)
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.arguments:
+                    self._retype(a)
+
+    def _retype(self, v: ir.Value) -> None:
+        if v in self._types:
+            return
+        wide = self.wide_type(v.type)
+        if wide is not None:
+            self.retype_packed(v, wide)
+            self.retyped += 1
+
+    # ------------------------------------------- the representation (Carrier)
+    def carries(self, t: ir.Type) -> bool:
+        return self.wide_type(t) is not None
+
+    def parts(self, rep: ir.Value) -> list[ir.Value]:
+        return [rep]
+
+    def part_types(self, t: ir.Type) -> list[ir.Type]:
+        wide = self.wide_type(t)
+        assert wide is not None
+        return [wide]
+
+    def from_parts(self, parts: Sequence[ir.Value], t: ir.Type) -> ir.Value:
+        return parts[0]
+
+    def rep(self, v: ir.Value) -> ir.Value:
+        return self._reps.get(v, v)
+
+    def unpack(self, packed: ir.Value) -> ir.Value:
+        return packed
+
+    def pack(self, rep: ir.Value, carried: bool) -> ir.Value:
+        return rep
+
+    # ------------------------------------------------- the step (Carrier)
+    def begin(self) -> None:
+        """Refuse, before anything changes, an op whose 16-bit values cannot
+        be carried exactly; then convert each public function's 16-bit
+        arguments to 32 bits at entry, and retype a private function's."""
+        ops = all_ops(self.root)
+        for op in ops:
+            if spec_of(op.name).convert and _at_boundary(op, self.target):
+                self._kept.add(op.results[0])
+                arg = block_argument(op.operands[0])
+                if arg is not None and _converted_argument(arg, self.target):
+                    self._kept.add(op.operands[0])
+        for op in ops:
+            self._check(op)
+        for fn in functions(self.root):
+            if not len(fn.regions[0].blocks):
+                continue
+            block = fn.regions[0].blocks[0]
+            if not _public(fn):
+                for a in block.arguments:
+                    self._retype(a)
+                continue
+            first = block.operations[0] if len(block.operations) else None
+            for a in block.arguments:
+                if not self.carried(a):
+                    continue
+                wide = self.wide_type(a.type)
+                with ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(block), a.location:
+                    c = self._reps[a] = W.make("convert", [a], wide)
+                self._kept.add(c)
+
+    def _check(self, op: ir.Operation) -> None:
+        """Refuse ``op`` if it touches a carried value and its rule cannot compute it."""
+        spec = spec_of(op.name)
+        if spec.ties or spec.terminator or spec.function:
+            return
+        if not any(self.carried(v) for v in (*op.operands, *op.results)):
+            return
+        why = spec.widen_why_not(op, self) if spec.widen_why_not is not None else None
+        if why is None and spec.widen is None:
+            why = f"no64 does not know how {op.name} computes on 16-bit integers carried in 32 bits"
+        if why is not None:
+            raise UnsupportedOpError(op.name, decode_location(op.location),
+                                     f"target {self.target.name} has no 16-bit integers; {why}")
+
+    def takes(self, op: ir.Operation) -> list[int] | None:
+        """Every op that touches a carried value: a loop, branch, call or
+        terminator with its carried operands, any other op by its rule."""
+        spec = spec_of(op.name)
+        if spec.convert and op.results[0] in self._kept:
+            return None  # the entry's boundary
+        fed = [i for i, x in enumerate(op.operands) if self.carried(x)]
+        if not fed and not any(self.carried(r) for r in op.results):
+            return None
+        return fed if spec.ties or spec.terminator else []
+
+    def tied(self, op: ir.Operation) -> None:
+        """Its carried results (and a loop's region arguments) retyped."""
+        self._retype_values(op)
+
+    def leaves(self, fn: ir.Operation) -> Leave:
+        """A public function's results leave as 16-bit values (its signature
+        kept); a private function's as they are carried."""
+        return Leave.NARROW if _public(fn) else Leave.CARRIED
+
+    def narrow(self, ret: ir.Operation, x: ir.Value, rep: ir.Value) -> ir.Value:
+        return W.make("convert", [rep], self.type(x))
+
+    def finish(self) -> None:
+        """The ops given a fix-up, in program order (the driver walks a
+        block's ops before the regions inside it), their marks taken off."""
+        if not self._marked:
+            return
+        for op in all_ops(self.root):
+            attrs = op.attributes
+            if _FIXED in attrs:
+                self.fixes.append((op.name, decode_location(op.location), ir.StringAttr(attrs[_FIXED]).value))
+                del attrs[_FIXED]
 
 
 def widen(module: ir.Module | ir.Operation, target: Target) -> Widened:
@@ -342,156 +331,11 @@ def widen(module: ir.Module | ir.Operation, target: Target) -> Widened:
     call made is left as it is: widening a widened module changes nothing."""
     root = module.operation if isinstance(module, ir.Module) else module
     out = Widened()
-    done = out.fixed
     with root.context, ir.Location.unknown():
         if not target.widens or not _holds_narrow(root, target):
             return out
-        ops = all_ops(root)
-        touched = []
-        ops = [op for op in ops if not _at_boundary(op, target)]
-        for op in ops:
-            narrow = [t for t in _types_of(op) if _widened(t, target) is not None]
-            if not narrow and not any(_widened(a.type, target) is not None
-                                      for region in op.regions for block in region.blocks
-                                      for a in block.arguments):
-                continue
-            why = _refusal(op, target) if narrow else None
-            if why is not None:
-                raise UnsupportedOpError(op.name, decode_location(op.location),
-                                         f"target {target.name} has no 16-bit integers; {why}")
-            touched.append(op)
-        # what each op needs, read from its 16-bit types before any changes
-        plans: list[tuple[ir.Operation, str, bool]] = []
-        for op in touched:
-            name = _short_name(op)
-            rk = narrow_kind(op.results[0].type) if len(op.results) else None
-            signed = rk == "i16"
-            if rk is None:
-                continue
-            if name in _WRAP:
-                combining = _combiner_of(op)
-                if combining is None and _only_ring_users(op):
-                    continue  # wrapped once, by the add/subtract/multiply/negate that reads it
-                if combining is None:
-                    plans.append((op, "wrap", signed))
-                elif not any(p[0] == combining for p in plans):
-                    plans.append((combining, "wrap-results", signed))
-            elif name == "not" and not signed:
-                plans.append((op, "wrap", signed))
-            elif name == "shift_right_logical" and signed:
-                plans.append((op, "srl", signed))
-            elif name == "shift_right_arithmetic" and not signed:
-                plans.append((op, "sra", signed))
-            elif name == "popcnt" and signed:
-                plans.append((op, "popcnt", signed))
-            elif name == "count_leading_zeros":
-                plans.append((op, "clz", signed))
-            elif name in ("convert", "bitcast_convert"):
-                src = _elem(op.operands[0])
-                if isinstance(src, ir.IntegerType):
-                    if src.width > 16 or (src.width == 16 and narrow_kind(src) != rk):
-                        plans.append((op, "wrap", signed))
-                elif not isinstance(src, ir.ComplexType):
-                    plans.append((op, "clamp", signed))
-        kinds = {id(op): [narrow_kind(r.type) for r in op.results] for op, how, _ in plans if how == "wrap-results"}
-        entries = [op for op in ops if spec_of(op.name).function and _public(op)]
-        boundary = _boundary(entries, target)
-        # retype
-        entry_blocks = [f.regions[0].blocks[0] for f in entries if len(f.regions[0].blocks)]
-        for op in ops:
-            for r in op.results:
-                new = _widened(r.type, target)
-                if new is not None:
-                    r.set_type(new)
-                    out.retyped += 1
-                    if _short_name(op) == "constant":
-                        _constant(op, new)
-            for region in op.regions:
-                for block in region.blocks:
-                    if any(block == b for b in entry_blocks):
-                        continue
-                    for a in block.arguments:
-                        new = _widened(a.type, target)
-                        if new is not None:
-                            a.set_type(new)
-                            out.retyped += 1
-            if spec_of(op.name).function and not _public(op):
-                ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-                ins = [_widened(t, target) or t for t in ft.inputs]
-                outs = [_widened(t, target) or t for t in ft.results]
-                op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, outs))
-        for block, args, results in boundary:
-            _entry(block, args, results, target)
-        for op, how, signed in plans:
-            r = op.results[0]
-            where = decode_location(op.location)
-            if how == "wrap":
-                _after(op, r, functools.partial(_wrap, signed=signed))
-                done.append((op.name, where, "wrapped to 16 bits"))
-            elif how == "wrap-results":
-                for res, kind in zip(op.results, kinds[id(op)], strict=True):
-                    if kind is not None:
-                        _after(op, res, functools.partial(_wrap, signed=kind == "i16"))
-                done.append((op.name, where, "its sums wrapped to 16 bits"))
-            elif how == "srl":
-                _before(op, 0, _low16)
-                _after(op, r, lambda v: _wrap(v, True))
-                done.append((op.name, where, "shifts the 16-bit pattern"))
-            elif how == "sra":
-                _before(op, 0, lambda v: _wrap(v, True))
-                _after(op, r, lambda v: _wrap(v, False))
-                done.append((op.name, where, "shifts the sign-extended 16-bit pattern"))
-            elif how == "popcnt":
-                _before(op, 0, _low16)
-                done.append((op.name, where, "counts the 16-bit pattern"))
-            elif how == "clz":
-                if signed:
-                    _before(op, 0, _low16)
-                _after(op, r, lambda v: _make("subtract", [v, _splat(v, 16)]))
-                done.append((op.name, where, "counts from bit 15"))
-            elif how == "clamp":
-                lo, hi = (-(2**15), 2**15 - 1) if signed else (0, 2**16 - 1)
-                _after(op, r, functools.partial(_saturate, lo=lo, hi=hi))
-                done.append((op.name, where, "saturates at the 16-bit bounds"))
+        step = Widening(root, target)
+        step.run()
+    out.retyped = step.retyped
+    out.fixed = step.fixes
     return out
-
-
-def _boundary(entries: list[ir.Operation], target: Target) -> list[tuple[ir.Block, list[int], list[int]]]:
-    out = []
-    for f in entries:
-        if not len(f.regions[0].blocks):
-            continue
-        ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
-        block = f.regions[0].blocks[0]
-        args = [i for i, t in enumerate(ft.inputs) if _widened(t, target) is not None
-                and not _converted_argument(block.arguments[i], target)]
-        results = [i for i, t in enumerate(ft.results) if _widened(t, target) is not None]
-        if args or results:
-            out.append((f.regions[0].blocks[0], args, results))
-    return out
-
-
-def _entry(block: ir.Block, args: list[int], results: list[int], target: Target) -> None:
-    """Convert the entry's 16-bit arguments to 32 bits at entry and its 16-bit
-    results back before each return."""
-    first = list(block.operations)[0].operation if len(list(block.operations)) else None
-    for i in args:
-        a = block.arguments[i]
-        wide = _widened(a.type, target)
-        assert wide is not None
-        with ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(block), a.location:
-            c = _convert(a, wide)
-        a.replace_all_uses_except(c, c.owner.operation)
-    if not results:
-        return
-    f = block.owner
-    ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
-    for o in list(block.operations):
-        o = o.operation
-        if not spec_of(o.name).terminator:
-            continue
-        for i in results:
-            if narrow_kind(o.operands[i].type) is not None:
-                continue  # converted back already
-            with ir.InsertionPoint(o), o.location:
-                o.operands[i] = _convert(o.operands[i], ft.results[i])
