@@ -180,7 +180,8 @@ declare("stablehlo.sign", elementwise=True, transfer=T.sign, emulate=E.sign, pur
 # a float64 one narrowed to f32 asks for f32 products: HIGHEST precision)
 declare("stablehlo.dot_general", transfer=T.dot_general, emulate=E.dot_general, emulate_applies=E.dot_applies,
         emulate_why_not=E.dot_why_not, region_free=True, pairs=PR.dot_general, form=OpForm.MATMUL,
-        legalize=limbs.dot_general, amplifies=True, fixup=floats.narrowed_dot_precision, widen=WR.wrapped)
+        legalize=limbs.dot_general, amplifies=True, fixup=floats.narrowed_dot_precision,
+        fixup_inserts=False, widen=WR.wrapped)
 declare("stablehlo.dot", widen=WR.wrapped)
 
 # ------------------------------------------- width-dependent: bits and words
@@ -283,7 +284,8 @@ declare("stablehlo.tanh", elementwise=True, saturates=True, region_free=True, pa
 declare("stablehlo.logistic", elementwise=True, saturates=True, region_free=True, pairs=PR.logistic)
 # (on a device that refuses its 64-bit integer form: split into limb convolutions)
 declare("stablehlo.convolution", region_free=True, pairs=PR.convolution, form=OpForm.CONVOLUTION,
-        legalize=limbs.dot_general, fixup=floats.narrowed_dot_precision, widen=WR.wrapped)
+        legalize=limbs.dot_general, fixup=floats.narrowed_dot_precision,
+        fixup_inserts=False, widen=WR.wrapped)
 declare("stablehlo.sqrt", elementwise=True, computes=SQRT, region_free=True, pairs=PR.sqrt)
 declare("stablehlo.rsqrt", elementwise=True, region_free=True, pairs=PR.rsqrt)
 declare("stablehlo.floor", elementwise=True, region_free=True, pairs=PR.floor)

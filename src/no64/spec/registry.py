@@ -193,6 +193,10 @@ class OpSpec:
     rewrites: tuple[Rule, ...] = ()
     refuse: Check | None = None
     fixup: Rule | None = None
+    #: Whether ``fixup`` inserts ops (the pass then backs the module up
+    #: first, since its undo log takes back retyping only); one that only
+    #: sets an attribute does not.
+    fixup_inserts: bool = True
     #: What the op does with a 64-bit sentinel in each operand (see
     #: :class:`~no64.kinds.SentinelUse`): an op not declared otherwise reads
     #: it as the 64-bit number it is.

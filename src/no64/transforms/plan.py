@@ -319,7 +319,8 @@ class Planner:
                 self.raise_refusal(op, refusal)
             if spec.fixup is not None:
                 self.plan.fixups.append((op, spec))
-                self.plan.needs_backup = True  # the fix-up inserts ops
+                if spec.fixup_inserts:
+                    self.plan.needs_backup = True
         if self.plan.deferred:
             self.raise_refusal(*self.plan.deferred[0])
 

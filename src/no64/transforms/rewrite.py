@@ -71,7 +71,7 @@ def check(plan: Plan) -> None:
     classified afresh; every other type is classified afresh.  No
     decision of the plan is trusted.
     """
-    if plan.fixups:
+    if any(spec.fixup_inserts for _, spec in plan.fixups):
         scan_check(plan.root, plan.keep)
         return
     # A fresh classifier: nothing the plan cached is used.
