@@ -44,6 +44,9 @@ CASES = {
     "weak_python_float": (lambda x, s: x * s - x, (np.array([3.0], np.float32), 1 + 2**-40)),
     "closure_beyond": (lambda x: x * BIG, (np.array([1.0, 0.5]),)),  # LINE closure_beyond
     "python_float_beyond": (lambda x, s: x * s, (np.array([1.0]), 2e300)),  # LINE python_float_beyond
+    # a host sentinel beside a literal equal to its 32-bit image, on one line
+    "sentinel_meets": (lambda x: (x == I64.max, x > I32.max, x == I32.max),  # LINE sentinel_meets
+                       (np.int64(I64.max),)),
     "int64_beyond": (lambda v: (v % 1000).astype(jnp.int32),
                      (np.array([I64.max, 2**40 + 1, int(I32.min) - 1, 7], np.int64),)),  # LINE int64_beyond
 }

@@ -635,7 +635,11 @@ class Planner:
                     f"in [{other.lo}, {other.hi}], which may equal the sentinel's 32-bit extreme: "
                     "the narrowed comparison could change its outcome"
                 )
-                self._record_meeting(op, x, other.interval, why, refused)
+                # a value that is the 32-bit extreme itself (x > INT32_MAX): the
+                # narrowed comparison is certain to confuse them where the
+                # sentinel comes -- no question of the sentinel rules
+                certain = other.lo == other.hi and not other.sentinels
+                self._record_meeting(op, x, other.interval, why, refused, collision=not certain)
                 confused.add(x)
                 break
         return confused
@@ -674,11 +678,15 @@ class Planner:
 
     def record(
         self, value: ir.Value, v: Verdict, iv: tuple[int, int] | None, detail: str, keep: bool = True,
-        collision: bool = False,
+        collision: bool = False, at: ir.Operation | None = None,
     ) -> Narrowing:
-        """The report's record of narrowing ``value`` (added to the report if ``keep``)."""
+        """The report's record of narrowing ``value`` (added to the report if
+        ``keep``), named by the op ``at`` where that op, not the value's
+        own, is where it goes wrong."""
         arg = block_argument(value)
-        if arg is not None:
+        if at is not None:
+            op, role, index, loc = at, "result", 0, at.location
+        elif arg is not None:
             op, role, index, loc = _as_op(arg.owner.owner), "argument", arg.arg_number, arg.location
         else:
             op = _as_op(value.owner)
@@ -689,16 +697,18 @@ class Planner:
         return record
 
     def _record_meeting(
-        self, op: ir.Operation, value: ir.Value, iv: tuple[int, int], why: str, refused: frozenset[str]
+        self, op: ir.Operation, value: ir.Value, iv: tuple[int, int], why: str, refused: frozenset[str],
+        collision: bool = True,
     ) -> None:
+        at = None if collision else op
         if Verdict.UNPROVEN in refused:
             raise NarrowingError(
                 op.name, decode_location(op.location), Verdict.UNPROVEN, iv, self.settings.range_policy,
-                narrowing=self.record(value, Verdict.UNPROVEN, iv, why, keep=False, collision=True),
+                narrowing=self.record(value, Verdict.UNPROVEN, iv, why, keep=False, collision=collision, at=at),
                 reason=why,
             )
         self.report.add(EventKind.UNPROVEN, op.name, op.location, why)
-        self.record(value, Verdict.UNPROVEN, iv, why, collision=True)
+        self.record(value, Verdict.UNPROVEN, iv, why, collision=collision, at=at)
 
 
 

@@ -154,7 +154,8 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
             if bad:
                 n = bad[0]
                 refusal = NarrowingError(n.op, n.location, n.verdict, n.interval or (0, 0), config.policy,
-                                         narrowing=n, reason=None if n.interval else n.detail)
+                                         narrowing=n, reason=n.detail if intent.meets_sentinel(n) or not n.interval
+                                         else None)
                 host.name_callers_line(refusal, meaning)
                 refusal.add_note(f"no64 was judging {name} for platform '{platform}' by its x64 "
                                  f"program ({config.describe()})")

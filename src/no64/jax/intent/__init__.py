@@ -71,6 +71,7 @@ from .judge import (
     NoMeaning,
     checked_output_error,
     clear_warned,
+    meets_sentinel,
     no_meaning,
     output_error,
     refuse_or_warn_overflow,
@@ -97,7 +98,7 @@ __all__ = ["NoMeaning", "carry_host_callbacks", "checked_output_error", "clear_w
            "has_meaning", "host_callbacks_of", "install",
            "meaning_of", "no_meaning", "output_error", "refuse_or_warn_overflow", "refuse_without_meaning",
            "refuse_unless_proven",
-           "runnable_32bit", "set_x64_meaning", "unproven", "warn_float_hints", "warn_unproven",
+           "runnable_32bit", "set_x64_meaning", "unproven", "warn_float_hints", "warn_unproven", "meets_sentinel",
            "with_x64_arguments"]
 
 

@@ -164,10 +164,24 @@ def _by_line(items: list[Any], warned: set[tuple[str, int]]) -> dict[tuple[str, 
     return fresh
 
 
+def meets_sentinel(n: Narrowing) -> bool:
+    """Whether ``n`` is a comparison certain to meet a 64-bit sentinel with a
+    value equal to its 32-bit extreme (``x > INT32_MAX`` of an ``INT64_MAX``):
+    the pass records such a meeting at the comparison."""
+    return n.op == "stablehlo.compare"
+
+
 def warn_unproven(report: DemotionReport, name: str) -> None:
     """One :class:`no64.UnprovenIntegerWarning` per user line not warned about yet."""
     for (file, line), items in _by_line(unproven(report), _warned).items():
         prims = sorted({(i.location.primitive or i.op.rsplit(".", 1)[-1]) for i in items})
+        if all(meets_sentinel(i) for i in items):
+            warnings.warn_explicit(
+                f"no64: at {file}:{line} ({', '.join(prims)}, in {name}) the x64 program {items[0].detail}; "
+                "the 32-bit program cannot tell the two apart. NO64_POLICY=exact (or no64.jit(..., "
+                "policy=\"exact\")) computes it exactly; NO64_POLICY=strict refuses it",
+                UnprovenIntegerWarning, file, line)
+            continue
         worst = Verdict.OVERFLOW if any(i.verdict is Verdict.OVERFLOW for i in items) else Verdict.UNPROVEN
         what = ("overflows 32 bits" if worst is Verdict.OVERFLOW
                 else "is not proven to fit in 32 bits")
