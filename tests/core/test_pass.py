@@ -671,3 +671,31 @@ func.func public @main(%x: tensor<4xi64>) -> tensor<4xi64> {
     report = no64.demote(m, policy="strict", input_ranges=ranges)
     assert report.values_emulated > 0 and report.exact and report.emulated_outputs == [0]
     compare_on_adversarial_inputs(parse(text), m, ranges, "strict, emulated")
+
+
+def test_a_sentinel_compared_with_its_own_32_bit_extreme_is_certain_not_a_question() -> None:
+    """``where(m, x, INT64_MAX) > INT32_MAX``: the sentinel meets a value that
+    *is* its 32-bit extreme, so the narrowed comparison is wrong wherever the
+    sentinel comes.  The pass records the meeting at the comparison as a
+    plain ``unproven`` (no sentinel question left to the host's rules, which
+    the compile hook's judgement leaves collisions to), and ``strict``
+    refuses it there; beside a value that only *may* be the extreme it
+    stays a collision."""
+    text = """
+    func.func public @main(%x: tensor<4xi32>, %m: tensor<4xi1>) -> (tensor<4xi1>, tensor<4xi1>) {
+      %w = stablehlo.convert %x : (tensor<4xi32>) -> tensor<4xi64>
+      %s = stablehlo.constant dense<9223372036854775807> : tensor<4xi64>
+      %v = stablehlo.select %m, %w, %s : tensor<4xi1>, tensor<4xi64>
+      %c = stablehlo.constant dense<2147483647> : tensor<4xi64>
+      %gt = stablehlo.compare GT, %v, %c, SIGNED : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+      %lt = stablehlo.compare LT, %v, %w, SIGNED : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+      return %gt, %lt : tensor<4xi1>, tensor<4xi1>
+    }"""
+    report = no64.demote(ir.Module.parse(text, make_context()), policy="permissive")
+    meetings = [(n.op, n.collision, n.interval) for n in report.narrowings
+                if n.detail.startswith("compares a 64-bit sentinel")]
+    # %lt (a value that may be the extreme): a collision, at the select; %gt: certain, at the comparison
+    assert meetings == [("stablehlo.select", True, (-(2**31), 2**31 - 1)),
+                        ("stablehlo.compare", False, (2**31 - 1, 2**31 - 1))], report.narrowings
+    with pytest.raises(no64.NarrowingError, match="compares a 64-bit sentinel"):
+        no64.demote(ir.Module.parse(text, make_context()), policy="strict")

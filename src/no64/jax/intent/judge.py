@@ -14,7 +14,7 @@ from ...errors import (
     OutputRangeError,
     UnprovenIntegerWarning,
 )
-from ...kinds import RangePolicy, Verdict
+from ...kinds import RangePolicy, SentinelUse, Verdict
 from ...report import DemotionReport, Narrowing
 from ...spec.registry import spec_of
 from .. import host
@@ -168,7 +168,7 @@ def meets_sentinel(n: Narrowing) -> bool:
     """Whether ``n`` is a comparison certain to meet a 64-bit sentinel with a
     value equal to its 32-bit extreme (``x > INT32_MAX`` of an ``INT64_MAX``):
     the pass records such a meeting at the comparison."""
-    return n.op == "stablehlo.compare"
+    return spec_of(n.op).sentinels is SentinelUse.COMPARES
 
 
 def warn_unproven(report: DemotionReport, name: str) -> None:

@@ -141,15 +141,14 @@ def _sentinels_restored(p64: Any, ji: Any, args: Any, kwargs: Any) -> Any:
     ``UINT64_MAX``): no64 narrowed them to their 32-bit images on the host,
     which is what the module JAX calls receives, and the x64 program must
     compute with the sentinels themselves (``x > INT32_MAX`` of an argument
-    holding ``INT64_MAX`` is true).  Under ``exact`` the module computes with
-    them; under the other policies the pass maps them back to their images,
-    and sees where one meets a value equal to its image.  The host refuses an array holding both a
+    holding ``INT64_MAX`` is true): under ``exact``, whose module computes
+    with them.  The host refuses an array holding both a
     sentinel and its image as an ordinary value, and a call whose arguments
     hold sentinels has an x64 signature of its own (:func:`_x64_signature`),
     so the image at such an argument is the sentinel."""
     config = STATE.active_config()
-    if config is None:
-        return p64
+    if config is None or config.policy is not RangePolicy.EXACT:
+        return p64  # the other policies compute with the images (sentinels_judged)
     seeds = host.argument_seeds(jit_dynamic_arguments(ji, args, kwargs))
     if not seeds:
         return p64
@@ -157,26 +156,16 @@ def _sentinels_restored(p64: Any, ji: Any, args: Any, kwargs: Any) -> Any:
 
     closed = p64.params["jaxpr"]
 
-    exact = config.policy is RangePolicy.EXACT
-
     def restored(*given: Any) -> list[Any]:
         from jax import lax
-
-        from ..assume import assume
 
         xs = list(given)
         for i, images in seeds.items():
             x = xs[i]
-            dt = np.dtype(x.dtype)
-            # the argument's ordinary values, which the host guarantees are no
-            # image (stated for the pass's range analysis where it narrows)
-            lo, hi = (0, 2**32 - 1) if dt.kind == "u" else (-(2**31), 2**31 - 1)
-            lo, hi = lo + (lo in images), hi - (hi in images)
-            ordinary = x if exact else assume(x, lo, hi)
             for image in sorted(images):
+                dt = np.dtype(x.dtype)
                 hit = lax.eq(x, lax.full_like(x, np.array(image, dt)))
-                ordinary = lax.select(hit, lax.full_like(x, np.array(_SENTINELS[image], dt)), ordinary)
-            xs[i] = ordinary
+                xs[i] = x = lax.select(hit, lax.full_like(x, np.array(_SENTINELS[image], dt)), x)
         return eval_jaxpr(closed.jaxpr, closed.consts, *xs)
 
     with enable_x64(True):
