@@ -48,6 +48,7 @@ import numpy as np
 from ..errors import HostRangeError
 from ..kinds import FloatPolicy, IntegerPolicy, RangePolicy
 from ..transforms.emulate import join_words, split_words
+from ..transforms.pairs import join_pairs
 from . import host
 from ._compat import (
     as_debug_callback,
@@ -270,9 +271,7 @@ def _from_host(a: np.ndarray, kind: Boundary, aval: Any) -> np.ndarray:
         return a.astype(want)
     if kind is Boundary.WORDS:
         return join_words(a)
-    high = a[..., 0].astype(np.float64)
-    rest = a[..., 1].astype(np.float64)
-    return np.where(rest == 0, high, high + rest)
+    return join_pairs(a)
 
 
 # --------------------------------------------------------- the x64 program

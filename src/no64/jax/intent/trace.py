@@ -136,13 +136,12 @@ _SENTINELS = {image: sentinel for unsigned in (False, True)
 
 
 def _sentinels_restored(p64: Any, ji: Any, args: Any, kwargs: Any) -> Any:
-    """``p64``, the x64 trace of a call, taking back at its entry the host
-    sentinels its arguments held (``INT64_MAX``, ``INT64_MIN``,
+    """``p64``, the x64 trace of a call, taking back at its entry, under
+    ``exact``, the host sentinels its arguments held (``INT64_MAX``, ``INT64_MIN``,
     ``UINT64_MAX``): no64 narrowed them to their 32-bit images on the host,
     which is what the module JAX calls receives, and the x64 program must
     compute with the sentinels themselves (``x > INT32_MAX`` of an argument
-    holding ``INT64_MAX`` is true): under ``exact``, whose module computes
-    with them.  The host refuses an array holding both a
+    holding ``INT64_MAX`` is true).  The host refuses an array holding both a
     sentinel and its image as an ordinary value, and a call whose arguments
     hold sentinels has an x64 signature of its own (:func:`_x64_signature`),
     so the image at such an argument is the sentinel."""
@@ -370,7 +369,7 @@ def _compared(p: Any, p64: Any) -> Any:
     if others:
         return NoMeaning(f"it has side effects ({', '.join(sorted(others))}) other than host callbacks, "
                          "which no64 cannot move into its x64 program")
-    if _holds_wide_callback(j64):
+    if callbacks.holds_wide_callback(j64):
         # (the 32-bit trace of the user's function, traced a second time)
         return NoMeaning("its host callbacks could not be given a 32-bit boundary in its x64 program")
     return p64
@@ -451,10 +450,6 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 _WIDE = frozenset({"int64", "uint64", "float64", "complex128"})
-
-
-def _holds_wide_callback(jaxpr: Any) -> bool:
-    return callbacks.holds_wide_callback(jaxpr)
 
 
 def _holds_64bit(jaxpr: Any) -> bool:
