@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -117,15 +117,6 @@ def _reference(fn: Callable[..., Any], *args: np.ndarray) -> list[np.ndarray]:
     """The x64 program's results, run without no64."""
     assert jax.config.jax_enable_x64 and active_config() is None
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(jax.jit(fn)(*args))]
-
-
-@pytest.fixture
-def x64_requested(restore_global: None) -> Iterator[None]:
-    """jax_enable_x64 on, as a program that asks for x64 has it; no64 installed
-    by the test then turns it off and judges each program by its x64 program."""
-    jax.config.update("jax_enable_x64", True)
-    no64.uninstall()
-    yield
 
 
 def _run_under_hook(fn: Callable[..., Any], *args: np.ndarray) -> tuple[list[np.ndarray], list[str], list[Any]]:

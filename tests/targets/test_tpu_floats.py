@@ -18,7 +18,6 @@ TPU and TF32 on a recent GPU (a 512 x 512 matmul then off by 2.6e-3 on a TPU v5e
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -68,13 +67,6 @@ def test_float64_kept_crosses_the_jit_boundary_as_f32(f: Any, arg: np.ndarray, k
     with enable_x64(True):
         f32_body = np.asarray(jax.jit(f)(arg.astype(np.complex64 if np.iscomplexobj(arg) else np.float32)))
     assert abs(complex(f32_body) - complex(want)) > 1e3 * abs(complex(got) - complex(want))
-
-
-@pytest.fixture
-def x64_requested(restore_global: None) -> Iterator[None]:
-    jax.config.update("jax_enable_x64", True)
-    no64.uninstall()
-    yield
 
 
 def test_float64_kept_under_the_hook(x64_requested: None) -> None:
