@@ -47,8 +47,22 @@ CASES = {
     # a host sentinel beside a literal equal to its 32-bit image, on one line
     "sentinel_meets": (lambda x: (x == I64.max, x > I32.max, x == I32.max),  # LINE sentinel_meets
                        (np.int64(I64.max),)),
+    # host sentinels held by an array made earlier (eagerly, by a jit), read as a number
+    "held_full": (lambda v: v % 1000, lambda: (jnp.full(3, I64.max),)),  # LINE held_full
+    "held_array": (lambda v: v % 1000, lambda: (jnp.array([I64.max, 5, I64.min]),)),  # LINE held_array
+    "held_jit_result": (lambda v: v % 1000,  # LINE held_jit_result
+                        lambda: (jax.jit(lambda: jnp.full(2, I64.min))(),)),
+    # ... put on the device, then compared with its own 32-bit image
+    "held_passed": (lambda v: (v == I64.max, v > I32.max),  # LINE held_passed
+                    lambda: (jnp.asarray(np.array([I64.max, 7])),)),
     "int64_beyond": (lambda v: (v % 1000).astype(jnp.int32),
                      (np.array([I64.max, 2**40 + 1, int(I32.min) - 1, 7], np.int64),)),  # LINE int64_beyond
+}
+
+
+#: cases computed outside any jit: host sentinels in eager arrays
+EAGER = {
+    "eager_held_rem": lambda: jnp.full(3, I64.max) % 1000,  # LINE eager_held_rem
 }
 
 
@@ -63,7 +77,20 @@ def main() -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
+                if callable(args):
+                    args = args()  # arrays made under the policy of this run
                 value = run_traces() if fun is None else jax.jit(fun)(*args)  # LINE call
+                got = {"value": _floats(value), "dtype": str(np.asarray(value).dtype)}
+            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
+                got = {"error": type(exc).__name__, "message": str(exc)}
+        got["warnings"] = [[w.category.__name__, w.lineno, str(w.message)] for w in caught
+                           if w.category.__module__.startswith("no64")]
+        out[name] = got
+    for name, eager in EAGER.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                value = eager()
                 got = {"value": _floats(value), "dtype": str(np.asarray(value).dtype)}
             except Exception as exc:  # noqa: BLE001 - the test reads the class and message
                 got = {"error": type(exc).__name__, "message": str(exc)}

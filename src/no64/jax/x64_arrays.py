@@ -24,17 +24,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["any_marked", "assumed", "clear", "mark", "marked_count", "x64_dtype"]
+__all__ = ["any_marked", "assumed", "clear", "mark", "marked_count", "sentinel_images", "x64_dtype"]
 
-#: id(array) -> (a weak reference to it, its dtype in the x64 program)
-_notes: dict[int, tuple[weakref.ref[Any], np.dtype[Any]]] = {}
+#: id(array) -> (a weak reference to it, its dtype in the x64 program, the
+#: 32-bit images of host sentinels it holds)
+_notes: dict[int, tuple[weakref.ref[Any], np.dtype[Any], frozenset[int]]] = {}
 _lock = threading.Lock()
 _local = threading.local()
 
 
-def mark(array: Any, dtype: Any) -> None:
+def mark(array: Any, dtype: Any, sentinels: frozenset[int] = frozenset()) -> None:
     """Note that ``array`` (a 32-bit ``jax.Array``) is of ``dtype`` (64-bit) in
-    the x64 program.  An object that allows no weak reference is not noted."""
+    the x64 program, and that its elements equal to one of ``sentinels``
+    (32-bit images: ``INT32_MAX``, ...) are the host sentinels that map to
+    them (``INT64_MAX``, ...), no ordinary value among them.  An object that
+    allows no weak reference is not noted."""
     key = id(array)
 
     def dropped(ref: weakref.ref[Any]) -> None:
@@ -48,7 +52,16 @@ def mark(array: Any, dtype: Any) -> None:
     except TypeError:
         return
     with _lock:
-        _notes[key] = (ref, np.dtype(dtype))
+        _notes[key] = (ref, np.dtype(dtype), frozenset(sentinels))
+
+
+def sentinel_images(x: Any) -> frozenset[int]:
+    """The 32-bit images of host sentinels the noted array ``x`` holds
+    (see :func:`mark`)."""
+    entry = _notes.get(id(x))
+    if entry is not None and entry[0]() is x:
+        return entry[2]
+    return frozenset()
 
 
 def x64_dtype(x: Any) -> np.dtype[Any] | None:

@@ -201,10 +201,11 @@ def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> N
     replace_attribute(prim, "impl", make(prim.impl), where="jax._src.pjit.jit_p")  # as prim.def_impl sets it
 
 
-def after_python_jit_call(after: Callable[[Any, Any], None]) -> None:
-    """Have ``after(jaxpr, out_flat)`` called after each jit call that takes
-    JAX's Python dispatch path (every call that does not hit jaxlib's C++
-    fast path), with the call's ``ClosedJaxpr`` and flat results, before JAX
+def after_python_jit_call(after: Callable[[Any, Any, Any], None]) -> None:
+    """Have ``after(jaxpr, out_flat, args_flat)`` called after each jit call
+    that takes JAX's Python dispatch path (every call that does not hit
+    jaxlib's C++ fast path), with the call's ``ClosedJaxpr``, flat results
+    and flat arguments, before JAX
     decides on the call's C++ fast-path entry: ``pjit._run_python_pjit(p,
     args_flat, ...)`` from 0.10, ``pjit._python_pjit_helper(fun, jit_info,
     ...)`` before; both return ``(outs, out_flat, out_tree, args_flat,
@@ -216,7 +217,7 @@ def after_python_jit_call(after: Callable[[Any, Any], None]) -> None:
     if run is not None and not getattr(run, "__no64__", False):
         def _run_python_pjit(p: Any, *rest: Any) -> Any:
             result = run(p, *rest)
-            after(p.params["jaxpr"], result[1])
+            after(p.params["jaxpr"], result[1], result[3])
             return result
 
         _run_python_pjit.__wrapped__ = run  # type: ignore[attr-defined]
@@ -225,7 +226,7 @@ def after_python_jit_call(after: Callable[[Any, Any], None]) -> None:
     elif run is None and helper is not None and not getattr(helper, "__no64__", False):
         def _python_pjit_helper(*args: Any, **kwargs: Any) -> Any:
             result = helper(*args, **kwargs)
-            after(result[4], result[1])
+            after(result[4], result[1], result[3])
             return result
 
         _python_pjit_helper.__wrapped__ = helper  # type: ignore[attr-defined]

@@ -114,7 +114,7 @@ from .narrowing import (
 from .policy import NARROWED, NARROWED_IMAGES, host_policy
 from .records import clear_host_records, eqn_source, host_records, library_constants, library_function, user_source
 from .sentinel_walk import SentinelRead, sentinel_reads
-from .sentinels import argument_seeds, check_sentinel_reads, judged_by_x64_module
+from .sentinels import argument_seeds, check_sentinel_reads, judged_by_x64_module, result_sentinels
 from .x64_dtypes import computes_otherwise
 
 __all__ = [
@@ -144,6 +144,7 @@ __all__ = [
     "narrow_python_float",
     "narrow_python_int",
     "on_wide_narrowed",
+    "result_sentinels",
     "sentinel_reads",
     "user_source",
     "veto_fast_path",

@@ -15,7 +15,7 @@ from ...transforms import constants as C
 from ...transforms.pairs import split_pairs
 from ..state import STATE
 from .policy import INT64, NARROWED, UINT64
-from .records import mapped_sentinels, record_event, user_source
+from .records import mapped_sentinels, record_event, user_source, user_source_at
 
 
 def _describe(a: np.ndarray, scalar: bool) -> str:
@@ -113,10 +113,12 @@ def _refuse_collision(a: np.ndarray, unsigned: bool, op: str, scalar: bool,
 
 
 def _note_image(image: int) -> None:
-    """Note that a host sentinel became ``image`` at the user's current line:
-    a constant holding ``image`` used at that line may be that sentinel."""
-    source = user_source()
-    mapped_sentinels().add((image, source.file, source.line))
+    """Note that a host sentinel became ``image`` at the user's current
+    expression: a constant holding ``image`` used by an equation traced there
+    may be that sentinel (an ``INT32_MAX`` of another expression of the line
+    is an ordinary value)."""
+    source, at = user_source_at()
+    mapped_sentinels().add((image, source.file, source.line, at))
 
 
 def _note_images(a: np.ndarray, unsigned: bool) -> None:

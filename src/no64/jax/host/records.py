@@ -33,6 +33,13 @@ def library_dirs() -> tuple[str, ...]:
 
 def user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | None:
     """The innermost frame of a JAX ``Traceback`` outside ``inside``."""
+    found = user_frame_at(traceback, inside)
+    return None if found is None else found[0]
+
+
+def user_frame_at(traceback: Any, inside: tuple[str, ...]) -> tuple[SourceLocation, int] | None:
+    """:func:`user_frame`, and the offset of the instruction it was running
+    (two expressions of one line have different ones)."""
     from .._compat import frame_line, traceback_frames
 
     codes, lastis = traceback_frames(traceback)
@@ -40,7 +47,7 @@ def user_frame(traceback: Any, inside: tuple[str, ...]) -> SourceLocation | None
         filename = code.co_filename
         if not (filename.startswith(inside) or filename.startswith("<frozen")):
             line = frame_line(code, lasti)
-            return SourceLocation(None, code.co_name, filename, line, None, f"{filename}:{line}")
+            return SourceLocation(None, code.co_name, filename, line, None, f"{filename}:{line}"), lasti
     return None
 
 
@@ -52,12 +59,18 @@ def user_source() -> SourceLocation:
     traceback (from when the user's code traced it) as the current one;
     that traceback is used then, since the Python stack holds only JAX.
     """
+    return user_source_at()[0]
+
+
+def user_source_at() -> tuple[SourceLocation, int | None]:
+    """:func:`user_source`, and the offset of the instruction the user's
+    frame is running (``None`` where unknown)."""
     inside = library_dirs()
     from .._compat import current_traceback
 
     traceback = current_traceback()
     if traceback is not None:
-        found = user_frame(traceback, inside)
+        found = user_frame_at(traceback, inside)
         if found is not None:
             return found
     frame: FrameType | None = sys._getframe(1)
@@ -65,16 +78,17 @@ def user_source() -> SourceLocation:
         filename = frame.f_code.co_filename
         if not (filename.startswith(inside) or filename.startswith("<frozen")):
             raw = f"{filename}:{frame.f_lineno}"
-            return SourceLocation(None, frame.f_code.co_name, filename, frame.f_lineno, None, raw)
+            return SourceLocation(None, frame.f_code.co_name, filename, frame.f_lineno, None, raw), frame.f_lasti
         frame = frame.f_back
-    return SourceLocation(None, None, None, None, None, "<unknown>")
+    return SourceLocation(None, None, None, None, None, "<unknown>"), None
 
 
 local_state = threading.local()
 
 
-def mapped_sentinels() -> set[tuple[int, str | None, int | None]]:
+def mapped_sentinels() -> set[tuple[int, str | None, int | None, int | None]]:
     """The 32-bit extremes that host sentinels were mapped to in this thread
+    (with the user's file, line and instruction offset where each was)
     since the innermost trace being watched began (see :func:`~no64.jax.host.sentinels.install_sentinel_reads`)."""
     images = getattr(local_state, "images", None)
     if images is None:

@@ -15,7 +15,7 @@ from ...ir.types import U32 as _U32
 from ...kinds import SentinelUse
 from ..primitives import LoopOperands, PrimitiveSpec, Results, Role, primitive
 from .policy import INT32, UINT32
-from .records import library_dirs, user_frame, user_source
+from .records import library_dirs, user_frame_at, user_source
 
 
 def _images_in(x: Any, images: frozenset[int]) -> frozenset[int]:
@@ -109,12 +109,25 @@ def _sub_jaxpr(params: dict[str, Any], n_in: int, n_out: int) -> Any:
     return sub
 
 
-#: The user's line of an equation, where known (``None``: not known).
-_Site = SourceLocation | None
+#: A host sentinel mapped to its 32-bit image: ``(image, file, line, offset)``,
+#: where the user's code was (``offset``: the instruction running in its frame,
+#: which tells two expressions of a line apart; ``None`` where unknown).
+MappedImage = tuple[int, str | None, int | None, int | None]
+
+
+class _Where(NamedTuple):
+    """The user's line of an equation, and the instruction of it."""
+
+    source: SourceLocation
+    offset: int | None
+
+
+#: Where an equation was traced, where known (``None``: not known).
+_Site = _Where | None
 
 
 def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
-                   images: frozenset[tuple[int, str | None, int | None]]) -> list[SentinelRead]:
+                   images: frozenset[MappedImage]) -> list[SentinelRead]:
     """The primitives of ``jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``) that read
     a host sentinel as a number, or where one meets values that may be its
     32-bit image (the ranges of other values are known from constants,
@@ -125,16 +138,32 @@ def sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
       seeds: Input positions holding host sentinels -> their 32-bit images
         (the input holds no other element equal to one: host narrowing
         refuses such an array).
-      images: ``(image, file, line)``: a host sentinel became ``image``
-        while ``jaxpr`` was traced, at that user's line: a constant or
-        literal holding ``image`` used by an equation of that line may be
-        that sentinel (a library's own ``INT32_MAX`` elsewhere is not).
+      images: ``(image, file, line, offset)``: a host sentinel became
+        ``image`` while ``jaxpr`` was traced, at that user's expression: a
+        constant or literal holding ``image`` used by an equation traced
+        there may be that sentinel (an ``INT32_MAX`` of another expression,
+        or a library's own elsewhere, is not).
     """
+    return sentinel_walk(jaxpr, seeds, images)[0]
+
+
+def sentinel_walk(jaxpr: Any, seeds: dict[int, frozenset[int]],
+                  images: frozenset[MappedImage]) -> tuple[list[SentinelRead], list[frozenset[int]]]:
+    """:func:`sentinel_reads`, and for each result of ``jaxpr`` the 32-bit
+    images that, where it holds them, are certainly host sentinels (its
+    ordinary values are known to exclude them)."""
     from .._compat import open_jaxpr
 
     walk = _Walk(images)
-    walk.closed(jaxpr, _entry_facts(open_jaxpr(jaxpr)[0], seeds))
-    return walk.found
+    outs = walk.closed(jaxpr, _entry_facts(open_jaxpr(jaxpr)[0], seeds))
+    return walk.found, [_certain(f) for f in outs]
+
+
+def _certain(f: _Fact) -> frozenset[int]:
+    """The images of the sentinels ``f`` may hold that none of its ordinary values equals."""
+    if not f.taint or f.lo is None or f.hi is None:
+        return frozenset()
+    return frozenset(i for i in f.taint if not f.lo <= i <= f.hi)
 
 
 def _entry_facts(inner: Any, seeds: dict[int, frozenset[int]]) -> list[_Fact]:
@@ -230,11 +259,11 @@ class _Walk:
     """One walk of a traced program (see :func:`sentinel_reads`): what it
     found, and what it knows of the program's constants."""
 
-    def __init__(self, images: frozenset[tuple[int, str | None, int | None]]) -> None:
+    def __init__(self, images: frozenset[MappedImage]) -> None:
         from .._compat import jaxpr_classes, jaxpr_literal_type
 
         self.images = images
-        self.image_set = frozenset(i for i, _, _ in images)
+        self.image_set = frozenset(i for i, *_ in images)
         self.jaxprs = jaxpr_classes()
         self.literal: Any = jaxpr_literal_type()
         self.inside = library_dirs()
@@ -245,10 +274,13 @@ class _Walk:
 
     # -- values
     def images_at(self, here: _Site) -> frozenset[int]:
-        """The images host sentinels became at the user's line ``here``."""
+        """The images host sentinels became at the user's expression ``here``
+        (its line, and its instruction where both are known)."""
         if here is None:
             return self.image_set
-        return frozenset(i for i, f, ln in self.images if (f, ln) == (here.file, here.line))
+        at, offset = here.source, here.offset
+        return frozenset(i for i, f, ln, off in self.images
+                         if (f, ln) == (at.file, at.line) and (off is None or offset is None or off == offset))
 
     def constant_fact(self, val: Any, here: _Site) -> _Fact:
         """What a constant used at ``here`` holds: the images of host
@@ -279,13 +311,13 @@ class _Walk:
         """The user's line of ``eqn``; inside a library's own jitted function
         (``jnp.floor_divide``) its equations have none: the call's line."""
         tb = getattr(eqn.source_info, "traceback", None)
-        here = user_frame(tb, self.inside) if tb is not None else None
-        return here if here is not None else site
+        here = user_frame_at(tb, self.inside) if tb is not None else None
+        return _Where(*here) if here is not None else site
 
     def report(self, eqn: Any, t: frozenset[int], site: _Site, meets: bool) -> None:
-        source = self.where(eqn, site)
-        if source is None:
-            source = user_source()  # while JAX traces: the line that called the function
+        here = self.where(eqn, site)
+        # while JAX traces: the line that called the function
+        source = here.source if here is not None else user_source()
         key = (eqn.primitive.name, source.file, source.line, meets)
         if key not in self.seen:
             self.seen.add(key)

@@ -18,11 +18,12 @@ from ...errors import HostRangeError, PythonIntRangeError, UnprovenIntegerWarnin
 from ...ir.locations import SourceLocation
 from ...ir.types import I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ...kinds import EventKind
+from .. import x64_arrays
 from ..state import STATE
 from .narrowing import PAIRS, warn_once_at, warned_sentinels
 from .policy import INT64, OWN_DIR, UINT64, host_policy
 from .records import local_state, record_event
-from .sentinel_walk import SentinelRead, sentinel_reads
+from .sentinel_walk import MappedImage, SentinelRead, sentinel_walk
 
 # A host sentinel becomes the 32-bit extreme before JAX traces the program,
 # so the 32-bit program holds INT32_MAX where the 64-bit one holds INT64_MAX.
@@ -55,8 +56,12 @@ def _sentinel_images(x: Any) -> frozenset[int]:
             wide = np.dtype(dt) in (INT64, UINT64)
         except TypeError:
             wide = False
-        if not wide or isinstance(x, _tracer_type()):
+        if isinstance(x, _tracer_type()):
             return frozenset()
+        if not wide:
+            # a 32-bit array of the x64 program's int64 data holding the
+            # images of host sentinels (jnp.full(3, INT64_MAX), a jit's result)
+            return x64_arrays.sentinel_images(x)
         x = np.asarray(x)
         t = np.ndarray
     if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (INT64, UINT64):
@@ -121,31 +126,56 @@ def _warn_sentinel(source: SourceLocation, message: str) -> None:
         warnings.warn(f"no64: {message}", UnprovenIntegerWarning, stacklevel=2)
 
 
-#: per traced program (weakly): (seeds, images) -> what sentinel_reads found
-_reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, list[SentinelRead]]]" = (
+#: per traced program (weakly): (seeds, images) -> what sentinel_walk found
+_reads_cache: "weakref.WeakKeyDictionary[Any, dict[Any, tuple[list[SentinelRead], list[frozenset[int]]]]]" = (
     weakref.WeakKeyDictionary())
 _reads_lock = threading.Lock()
+#: per traced program (weakly): the host sentinels mapped while it was traced
+_trace_images: "weakref.WeakKeyDictionary[Any, frozenset[MappedImage]]" = weakref.WeakKeyDictionary()
 
 
-def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
-                         images: frozenset[tuple[int, str | None, int | None]]) -> None:
-    """:func:`sentinel_reads` (cached per jaxpr, seeds and images), then
-    :func:`act_on_sentinel_reads`."""
+def _walked(jaxpr: Any, seeds: dict[int, frozenset[int]],
+            images: frozenset[MappedImage]) -> tuple[list[SentinelRead], list[frozenset[int]]]:
+    """:func:`sentinel_walk`, cached per jaxpr, seeds and images."""
     key = (tuple(sorted(seeds.items())), images)
     with _reads_lock:
         try:
             per = _reads_cache.get(jaxpr)
         except TypeError:
             per = None
-        reads = per.get(key) if per is not None else None
-    if reads is None:
-        reads = sentinel_reads(jaxpr, seeds, images)
+        found = per.get(key) if per is not None else None
+    if found is None:
+        found = sentinel_walk(jaxpr, seeds, images)
         with _reads_lock:
             try:
-                _reads_cache.setdefault(jaxpr, {})[key] = reads
+                _reads_cache.setdefault(jaxpr, {})[key] = found
             except TypeError:
                 pass
-    act_on_sentinel_reads(reads)
+    return found
+
+
+def check_sentinel_reads(jaxpr: Any, seeds: dict[int, frozenset[int]],
+                         images: frozenset[MappedImage]) -> None:
+    """:func:`sentinel_reads` (cached per jaxpr, seeds and images), then
+    :func:`act_on_sentinel_reads`."""
+    act_on_sentinel_reads(_walked(jaxpr, seeds, images)[0])
+
+
+def result_sentinels(jaxpr: Any, args_flat: list[Any]) -> list[frozenset[int]] | None:
+    """For each result of a call of the traced program ``jaxpr`` with
+    ``args_flat``, the 32-bit images it may hold that are certainly host
+    sentinels (``jnp.full(3, INT64_MAX)``'s result, an argument's sentinel
+    passed through), for the call it enters next (noted on it,
+    :mod:`no64.jax.x64_arrays`); ``None`` where the program holds none."""
+    try:
+        images = _trace_images.get(jaxpr, frozenset())
+    except TypeError:
+        return None
+    seeds = argument_seeds(args_flat)
+    if not images and not seeds:
+        return None
+    outs = _walked(jaxpr, seeds, images)[1]
+    return outs if any(outs) else None
 
 
 def argument_seeds(leaves: list[Any], offset: int = 0) -> dict[int, frozenset[int]]:
@@ -216,6 +246,11 @@ def install_sentinel_reads() -> None:
         seeds = argument_seeds(args_flat)
         if images or seeds:
             jaxpr = p.params["jaxpr"]
+            if images:
+                try:
+                    _trace_images[jaxpr] = images
+                except TypeError:
+                    pass
 
             def check() -> None:
                 check_sentinel_reads(jaxpr, seeds, images)

@@ -49,7 +49,7 @@ def _noting_x64(original: Callable[..., Any]) -> Callable[..., Any]:
             from .._compat import at_top_level
 
             if at_top_level() and computes_otherwise(_WIDENED[np.dtype(dtype)]):
-                noted(out, _x64_dtype_by_shape(original, args, kwargs))
+                noted(out, _x64_dtype_by_shape(original, args, kwargs), _filled_sentinels(original, args, kwargs))
         return out
 
     functools.update_wrapper(create, original)
@@ -88,6 +88,38 @@ def _x64_dtype_by_shape(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: 
     return np.dtype(dtype) if dtype is not None and np.dtype(dtype) in NARROWED else None
 
 
+def _filled_sentinels(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[int]:
+    """The images of the host sentinels ``jnp.full``/``full_like`` filled an
+    array with (``jnp.full(3, INT64_MAX)`` holds INT64_MAX in the x64
+    program, its image in the 32-bit one)."""
+    name = getattr(original, "__name__", "")
+    if name not in ("full", "full_like"):
+        return frozenset()
+    fill = kwargs.get("fill_value", args[1] if len(args) > 1 else None)
+    return held_sentinels(fill)
+
+
+def held_sentinels(object: Any) -> frozenset[int]:
+    """The 32-bit images of the host sentinels (``INT64_MAX``, ``INT64_MIN``,
+    ``UINT64_MAX``) the host value ``object`` holds: a Python int, a list of
+    them, 64-bit numpy data, or a 32-bit array noted as holding them.  Host
+    narrowing refuses data holding both a sentinel and its image as an
+    ordinary value, so the image in what JAX makes of it is the sentinel."""
+    from .sentinels import _sentinel_images
+
+    if isinstance(object, (list, tuple)) and object and _python_numbers(object):
+        try:
+            with _x64_on():
+                object = np.asarray(object)
+        except Exception:  # noqa: BLE001 - not numbers numpy takes
+            return frozenset()
+        if object.dtype.kind not in "iu":
+            return frozenset()
+        if object.dtype not in NARROWED:
+            object = object.astype(np.int64)
+    return _sentinel_images(object)
+
+
 def install_device_put() -> None:
     from .._compat import wrap_device_put_impl
 
@@ -99,7 +131,7 @@ def install_device_put() -> None:
             outs = original(*xs, **params)
             if STATE.x64_requested():
                 for x, out in zip(xs, outs):
-                    noted(out, x64_dtype_of(x, None))
+                    noted(out, x64_dtype_of(x, None), held_sentinels(x))
             return outs
 
         device_put.__wrapped__ = original  # type: ignore[attr-defined]
@@ -156,10 +188,11 @@ def _x64_on() -> Any:
     return enable_x64(True)
 
 
-def noted(out: Any, wide: np.dtype[Any] | None) -> Any:
-    """``out``, noted as of the x64 program's ``wide`` dtype where it is its 32-bit image."""
+def noted(out: Any, wide: np.dtype[Any] | None, sentinels: frozenset[int] = frozenset()) -> Any:
+    """``out``, noted as of the x64 program's ``wide`` dtype where it is its
+    32-bit image (holding the images ``sentinels`` of host sentinels)."""
     if wide is not None and getattr(out, "dtype", None) == NARROWED[wide] and computes_otherwise(wide):
-        x64_arrays.mark(out, wide)
+        x64_arrays.mark(out, wide, sentinels)
     return out
 
 

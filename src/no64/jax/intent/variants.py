@@ -100,7 +100,9 @@ def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
         marked = x64_arrays.x64_dtype(a)
         if marked is not None:
             wide = True
-            key.append(f"{marked.str} array")
+            images = x64_arrays.sentinel_images(a)
+            # an array holding host sentinels is another x64 program (as above)
+            key.append(f"{marked.str} array" if not images else f"{marked.str} array holding {sorted(images)}")
             continue
         dtype = getattr(a, "dtype", None)
         key.append(str(dtype) if dtype is not None else type(a).__name__)
@@ -246,15 +248,17 @@ def no_fast_path(args_flat: Any, out_flat: Any) -> bool:
 _out_x64: "weakref.WeakKeyDictionary[Any, tuple[Any, ...]]" = weakref.WeakKeyDictionary()
 
 
-def after_call(jaxpr: Any, out_flat: Any) -> None:
+def after_call(jaxpr: Any, out_flat: Any, args_flat: Any) -> None:
     if x64_requested():
-        _mark_outputs(jaxpr, out_flat)
+        _mark_outputs(jaxpr, out_flat, args_flat)
 
 
-def _mark_outputs(jaxpr: Any, outs: Any) -> None:
+def _mark_outputs(jaxpr: Any, outs: Any, args_flat: Any) -> None:
     """Note each result of a jit call that is 64-bit in the call's x64
     program (:mod:`no64.jax.x64_arrays`): the next call it enters takes it
-    as the x64 program does (a step counter, an int64 accumulator)."""
+    as the x64 program does (a step counter, an int64 accumulator), its
+    host sentinels included (:func:`no64.jax.host.result_sentinels`: a
+    result filled with ``INT64_MAX`` holds ``INT32_MAX`` here)."""
     if jaxpr is None:
         return
     try:
@@ -268,9 +272,10 @@ def _mark_outputs(jaxpr: Any, outs: Any) -> None:
         return
     if not any(d is not None for d in dtypes):
         return
-    for out, dtype in zip(outs, dtypes):
+    held = host.result_sentinels(jaxpr, list(args_flat)) or [frozenset()] * len(dtypes)
+    for out, dtype, sentinels in zip(outs, dtypes, held):
         if dtype is not None:
-            x64_arrays.mark(out, dtype)
+            x64_arrays.mark(out, dtype, sentinels)
 
 
 def _x64_results(jaxpr: Any, p64: Any) -> tuple[Any, ...]:
