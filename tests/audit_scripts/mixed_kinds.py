@@ -27,5 +27,5 @@ def huge(x):
     return x * 1e300  # OVERFLOW LINE
 
 
-print([np.asarray(a).tolist() for a in mixed(np.arange(4.0), np.arange(4))])
+print([np.asarray(a).tolist() for a in mixed(np.arange(4.0), np.arange(4) * 100_000)])
 print(np.asarray(huge(np.arange(3.0))).tolist())

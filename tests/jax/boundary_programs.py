@@ -55,6 +55,11 @@ CASES = {
     # ... put on the device, then compared with its own 32-bit image
     "held_passed": (lambda v: (v == I64.max, v > I32.max),  # LINE held_passed
                     lambda: (jnp.asarray(np.array([I64.max, 7])),)),
+    # 64-bit integers whose small values the host knows: proven, no warning ...
+    "small_ints": (lambda x, y: (2 * x + y, x * y - 1), lambda: (jnp.array(3), 4)),
+    "small_numpy": (lambda x: x * x + 1, (np.array([30000, -30000, 7]),)),
+    # ... and the same function given a value beyond: judged again
+    "large_int": (lambda x, y: 2 * x + y, lambda: (jnp.array(3), 2**31 - 10)),  # LINE large_int
     "int64_beyond": (lambda v: (v % 1000).astype(jnp.int32),
                      (np.array([I64.max, 2**40 + 1, int(I32.min) - 1, 7], np.int64),)),  # LINE int64_beyond
 }

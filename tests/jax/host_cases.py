@@ -330,8 +330,12 @@ def run_sentinel_cases() -> dict[str, Any]:
         out[f"arg/{name}"] = encode(lambda f=f, arg=arg: jax.jit(f)(arg))  # SENTINEL ARGUMENT LINE
     with enable_x64(True):
         wide = jax.device_put(np.array([I64.max, 5, 6]))  # a 64-bit jax.Array, closed over
+    # beside values the host does not know to be small (which could be INT32_MAX)
+    big = x + 2**20
     out["jit/jax_array_where"] = encode(
-        lambda: jax.jit(lambda a: jnp.where(a > 0, a, wide))(x))  # JAX ARRAY LINE
+        lambda: jax.jit(lambda a: jnp.where(a > 0, a, wide))(big))  # JAX ARRAY LINE
+    # beside values the host knows to be small: certainly not INT32_MAX, no collision
+    out["jit/jax_array_where_small"] = encode(lambda: jax.jit(lambda a: jnp.where(a > 0, a, wide))(x))
     return out
 
 

@@ -196,3 +196,30 @@ def test_host_sentinels_held_by_arrays_keep_their_meaning(runs: dict[str, Any], 
         assert said and said[0][1] == line, got
     got = runs["strict"][case]
     assert got.get("error") == "HostRangeError" and f"boundary_programs.py:{line}" in got["message"], got
+
+
+@pytest.mark.parametrize("case", ["small_ints", "small_numpy"])
+def test_small_host_integers_are_proven(runs: dict[str, Any], case: str) -> None:
+    """``2 * x + y`` and ``x * y`` of int64 values the host knows lie within
+    2**15 (``jnp.array(3)``, a Python int 4, int64 numpy data): the x64
+    program is judged with that range, so every policy computes the x64
+    values without a warning (``-W error`` passes)."""
+    want = runs["ref"][case]["value"]
+    for tag in HOOK:
+        got = runs[tag][case]
+        assert got.get("value") == want, (tag, got)
+        assert [w for w in got["warnings"] if w[0] != "X64DisabledWarning"] == [], (tag, got)
+
+
+def test_a_larger_host_integer_is_judged_again(runs: dict[str, Any]) -> None:
+    """The same ``2 * x + y`` given ``2**31 - 10``: beyond the stated class, the
+    call has another x64 signature, judged with the 32-bit range: warned of
+    at the line (default), refused (strict), computed exactly (exact)."""
+    want = runs["ref"]["large_int"]["value"]
+    line = _line("large_int")
+    assert runs["exact"]["large_int"]["value"] == want
+    got = runs["f32"]["large_int"]
+    said = [w for w in got["warnings"] if w[0] == "UnprovenIntegerWarning"]
+    assert said and said[0][1] == line, got
+    got = runs["strict"]["large_int"]
+    assert got.get("error") == "NarrowingError" and f"boundary_programs.py:{line}" in got["message"], got

@@ -108,6 +108,9 @@ POINTS: tuple[Point, ...] = (
     Point("jit-lower", "intent", ("jax._src.pjit._pjit_lower",),
           "the lowering of a jit call, its x64 trace remembered beside the module"),
     Point("call-variants", "intent", ("jax._src.pjit._infer_params",), "one trace per x64 signature of a call"),
+    Point("ahead-of-time-traces", "intent", ("jax._src.pjit.jit_trace",),
+          "a jit traced ahead of time (trace, lower, jax.export) known as such: no range of its example "
+          "arguments' values is stated to the executable every later call takes"),
     Point("primitive-callable", "intent", ("jax._src.dispatch.xla_primitive_callable",),
           "the jit an eager primitive runs through, given 64-bit host data"),
     Point("explicit-dtypes", "intent", ("jax._src.dtypes._maybe_canonicalize_explicit_dtype",

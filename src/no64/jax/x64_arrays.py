@@ -24,21 +24,25 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["any_marked", "assumed", "clear", "mark", "marked_count", "sentinel_images", "x64_dtype"]
+__all__ = ["any_marked", "assumed", "clear", "known_bounds", "mark", "marked_count", "sentinel_images",
+           "x64_dtype"]
 
 #: id(array) -> (a weak reference to it, its dtype in the x64 program, the
-#: 32-bit images of host sentinels it holds)
-_notes: dict[int, tuple[weakref.ref[Any], np.dtype[Any], frozenset[int]]] = {}
+#: 32-bit images of host sentinels it holds, the least and greatest of its
+#: values where the host knew them when it was made)
+_notes: dict[int, tuple[weakref.ref[Any], np.dtype[Any], frozenset[int], tuple[int, int] | None]] = {}
 _lock = threading.Lock()
 _local = threading.local()
 
 
-def mark(array: Any, dtype: Any, sentinels: frozenset[int] = frozenset()) -> None:
+def mark(array: Any, dtype: Any, sentinels: frozenset[int] = frozenset(),
+         bounds: tuple[int, int] | None = None) -> None:
     """Note that ``array`` (a 32-bit ``jax.Array``) is of ``dtype`` (64-bit) in
     the x64 program, and that its elements equal to one of ``sentinels``
     (32-bit images: ``INT32_MAX``, ...) are the host sentinels that map to
-    them (``INT64_MAX``, ...), no ordinary value among them.  An object that
-    allows no weak reference is not noted."""
+    them (``INT64_MAX``, ...), no ordinary value among them; ``bounds``: the
+    least and greatest of its values, where the host data it was made from
+    told them.  An object that allows no weak reference is not noted."""
     key = id(array)
 
     def dropped(ref: weakref.ref[Any]) -> None:
@@ -52,7 +56,7 @@ def mark(array: Any, dtype: Any, sentinels: frozenset[int] = frozenset()) -> Non
     except TypeError:
         return
     with _lock:
-        _notes[key] = (ref, np.dtype(dtype), frozenset(sentinels))
+        _notes[key] = (ref, np.dtype(dtype), frozenset(sentinels), bounds)
 
 
 def sentinel_images(x: Any) -> frozenset[int]:
@@ -62,6 +66,14 @@ def sentinel_images(x: Any) -> frozenset[int]:
     if entry is not None and entry[0]() is x:
         return entry[2]
     return frozenset()
+
+
+def known_bounds(x: Any) -> tuple[int, int] | None:
+    """The least and greatest values of the noted array ``x``, where known (see :func:`mark`)."""
+    entry = _notes.get(id(x))
+    if entry is not None and entry[0]() is x:
+        return entry[3]
+    return None
 
 
 def x64_dtype(x: Any) -> np.dtype[Any] | None:

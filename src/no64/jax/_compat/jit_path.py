@@ -334,6 +334,29 @@ def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> 
     replace_attribute(pjit, "_pjit_lower", make(lower))  # a cached function from 0.8
 
 
+def wrap_ahead_of_time_trace(during: Callable[[], Any]) -> None:
+    """Have the context manager ``during()`` entered around each trace of a
+    jit asked for ahead of time -- ``jit(f).trace``, ``.lower`` and so
+    ``jax.export`` (``pjit.jit_trace``, 0.7-0.12) -- whose executable serves
+    every later call of its signature, whatever the values; a call's trace
+    (``cache_miss``) is not one."""
+    from jax._src import pjit
+
+    trace = getattr(pjit, "jit_trace", None)
+    if trace is None:
+        raise missing("trace of a jit asked for ahead of time (pjit.jit_trace)")
+    if getattr(trace, "__no64__", False):
+        return
+
+    def jit_trace(*args: Any, **kwargs: Any) -> Any:
+        with during():
+            return trace(*args, **kwargs)
+
+    jit_trace.__wrapped__ = trace  # type: ignore[attr-defined]
+    jit_trace.__no64__ = True  # type: ignore[attr-defined]
+    replace_attribute(pjit, "jit_trace", jit_trace)
+
+
 def jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> list[Any]:
     """The flat dynamic arguments of a ``jit`` call, in the order of its
     jaxpr's inputs (static ones left out)."""

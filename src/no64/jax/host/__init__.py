@@ -115,7 +115,7 @@ from .policy import NARROWED, NARROWED_IMAGES, host_policy
 from .records import clear_host_records, eqn_source, host_records, library_constants, library_function, user_source
 from .sentinel_walk import SentinelRead, sentinel_reads
 from .sentinels import argument_seeds, check_sentinel_reads, judged_by_x64_module, result_sentinels
-from .x64_dtypes import computes_otherwise
+from .x64_dtypes import computes_otherwise, host_bounds
 
 __all__ = [
     "HostRangeError",
@@ -131,6 +131,7 @@ __all__ = [
     "clear_host_records",
     "clear_warned",
     "computes_otherwise",
+    "host_bounds",
     "eqn_source",
     "host_pairs",
     "host_policy",

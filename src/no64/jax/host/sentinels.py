@@ -12,18 +12,16 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ...errors import HostRangeError, PythonIntRangeError, UnprovenIntegerWarning
 from ...ir.locations import SourceLocation
 from ...ir.types import I32 as _I32, I64 as _I64, U32 as _U32, U64 as _U64
 from ...kinds import EventKind
-from .. import x64_arrays
 from ..state import STATE
-from .narrowing import PAIRS, warn_once_at, warned_sentinels
-from .policy import INT64, OWN_DIR, UINT64, host_policy
+from .narrowing import warn_once_at, warned_sentinels
+from .policy import OWN_DIR, host_policy
 from .records import local_state, record_event
 from .sentinel_walk import MappedImage, SentinelRead, sentinel_walk
+from .x64_dtypes import sentinel_images_of
 
 # A host sentinel becomes the 32-bit extreme before JAX traces the program,
 # so the 32-bit program holds INT32_MAX where the 64-bit one holds INT64_MAX.
@@ -41,41 +39,6 @@ from .sentinel_walk import MappedImage, SentinelRead, sentinel_walk
 _NAMES = {int(_I32.max): "INT64_MAX", int(_I32.min): "INT64_MIN", int(_U32.max): "UINT64_MAX"}
 _WIDE = {int(_I32.max): int(_I64.max), int(_I32.min): int(_I64.min), int(_U32.max): int(_U64.max)}
 _TARGET = {int(_I32.max): "INT32_MAX", int(_I32.min): "INT32_MIN", int(_U32.max): "UINT32_MAX"}
-
-def _sentinel_images(x: Any) -> frozenset[int]:
-    """The 32-bit images of the sentinels a 64-bit host value holds."""
-    t = type(x)
-    if t is int:
-        if x == _I64.max or x == _I64.min:
-            return frozenset({int(_I32.max) if x > 0 else int(_I32.min)})
-        return frozenset()
-    dt = getattr(x, "dtype", None)
-    if t is not np.ndarray and not isinstance(x, np.generic) and dt is not None:
-        # a 64-bit jax.Array given to no64.jit (fetched there already)
-        try:
-            wide = np.dtype(dt) in (INT64, UINT64)
-        except TypeError:
-            wide = False
-        if isinstance(x, _tracer_type()):
-            return frozenset()
-        if not wide:
-            # a 32-bit array of the x64 program's int64 data holding the
-            # images of host sentinels (jnp.full(3, INT64_MAX), a jit's result)
-            return x64_arrays.sentinel_images(x)
-        x = np.asarray(x)
-        t = np.ndarray
-    if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (INT64, UINT64):
-        unsigned = x.dtype == UINT64
-        return frozenset(image for sentinel, _, image, _ in PAIRS[unsigned]
-                         if (x == np.array(sentinel, x.dtype)).any())
-    return frozenset()
-
-
-def _tracer_type() -> type:
-    from .._compat import tracer_type
-
-    return tracer_type()
-
 
 def _describe_images(images: frozenset[int]) -> str:
     return " / ".join(f"{_NAMES[i]} ({_WIDE[i]}) \u2192 {_TARGET[i]}" for i in sorted(images))
@@ -183,7 +146,7 @@ def argument_seeds(leaves: list[Any], offset: int = 0) -> dict[int, frozenset[in
     hold sentinels, and the 32-bit images they map to."""
     seeds: dict[int, frozenset[int]] = {}
     for i, x in enumerate(leaves):
-        images = _sentinel_images(x)
+        images = sentinel_images_of(x)
         if images:
             seeds[i + offset] = images
     return seeds

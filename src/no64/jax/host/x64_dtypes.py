@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ...ir.types import I32 as _I32, I64 as _I64
 from .. import x64_arrays
 from ..state import STATE
-from .policy import NARROWED, NARROWED_IMAGES
+from .narrowing import PAIRS
+from .policy import INT64, NARROWED, NARROWED_IMAGES, UINT64
 
 #: ``jax.numpy`` functions that make an array from a dtype JAX canonicalises
 #: (given, or a default one): what they return eagerly is noted with its x64
@@ -49,7 +51,8 @@ def _noting_x64(original: Callable[..., Any]) -> Callable[..., Any]:
             from .._compat import at_top_level
 
             if at_top_level() and computes_otherwise(_WIDENED[np.dtype(dtype)]):
-                noted(out, _x64_dtype_by_shape(original, args, kwargs), _filled_sentinels(original, args, kwargs))
+                noted(out, _x64_dtype_by_shape(original, args, kwargs), _filled_sentinels(original, args, kwargs),
+                      _filled_bounds(original, args, kwargs))
         return out
 
     functools.update_wrapper(create, original)
@@ -99,14 +102,51 @@ def _filled_sentinels(original: Callable[..., Any], args: tuple[Any, ...], kwarg
     return held_sentinels(fill)
 
 
+#: what the creations that fill an array with one value fill it with
+_FILLS = {"zeros": 0, "zeros_like": 0, "ones": 1, "ones_like": 1}
+
+
+def _filled_bounds(original: Callable[..., Any], args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> tuple[int, int] | None:
+    """The one value ``jnp.zeros``/``ones``/``full`` (and ``_like``) filled
+    an array with, as its bounds, where the host knows it."""
+    name = getattr(original, "__name__", "")
+    if name in _FILLS:
+        return (_FILLS[name], _FILLS[name])
+    if name not in ("full", "full_like"):
+        return None
+    return host_bounds(kwargs.get("fill_value", args[1] if len(args) > 1 else None))
+
+
+def host_bounds(object: Any) -> tuple[int, int] | None:
+    """The least and greatest of the integers the host value ``object``
+    holds (a Python int, a list of them, numpy integer data), or ``None``."""
+    if type(object) is int:
+        return (object, object)
+    if isinstance(object, (list, tuple)) and object and _python_numbers(object):
+        if not all(type(x) is int for x in _flat(object)):
+            return None
+        ints = list(_flat(object))
+        return (min(ints), max(ints))
+    if isinstance(object, (np.ndarray, np.generic)) and object.dtype.kind in "iu" and object.size:
+        return (int(object.min()), int(object.max()))
+    return None
+
+
+def _flat(object: Any) -> Any:
+    for x in object:
+        if isinstance(x, (list, tuple)):
+            yield from _flat(x)
+        else:
+            yield x
+
+
 def held_sentinels(object: Any) -> frozenset[int]:
     """The 32-bit images of the host sentinels (``INT64_MAX``, ``INT64_MIN``,
     ``UINT64_MAX``) the host value ``object`` holds: a Python int, a list of
     them, 64-bit numpy data, or a 32-bit array noted as holding them.  Host
     narrowing refuses data holding both a sentinel and its image as an
     ordinary value, so the image in what JAX makes of it is the sentinel."""
-    from .sentinels import _sentinel_images
-
     if isinstance(object, (list, tuple)) and object and _python_numbers(object):
         try:
             with _x64_on():
@@ -117,7 +157,43 @@ def held_sentinels(object: Any) -> frozenset[int]:
             return frozenset()
         if object.dtype not in NARROWED:
             object = object.astype(np.int64)
-    return _sentinel_images(object)
+    return sentinel_images_of(object)
+
+
+def sentinel_images_of(x: Any) -> frozenset[int]:
+    """The 32-bit images of the sentinels a 64-bit host value holds (a
+    32-bit array noted as holding some: those)."""
+    t = type(x)
+    if t is int:
+        if x == _I64.max or x == _I64.min:
+            return frozenset({int(_I32.max) if x > 0 else int(_I32.min)})
+        return frozenset()
+    dt = getattr(x, "dtype", None)
+    if t is not np.ndarray and not isinstance(x, np.generic) and dt is not None:
+        # a 64-bit jax.Array given to no64.jit (fetched there already)
+        try:
+            wide = np.dtype(dt) in (INT64, UINT64)
+        except TypeError:
+            wide = False
+        if isinstance(x, _tracer_type()):
+            return frozenset()
+        if not wide:
+            # a 32-bit array of the x64 program's int64 data holding the
+            # images of host sentinels (jnp.full(3, INT64_MAX), a jit's result)
+            return x64_arrays.sentinel_images(x)
+        x = np.asarray(x)
+        t = np.ndarray
+    if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in (INT64, UINT64):
+        unsigned = x.dtype == UINT64
+        return frozenset(image for sentinel, _, image, _ in PAIRS[unsigned]
+                         if (x == np.array(sentinel, x.dtype)).any())
+    return frozenset()
+
+
+def _tracer_type() -> type:
+    from .._compat import tracer_type
+
+    return tracer_type()
 
 
 def install_device_put() -> None:
@@ -131,7 +207,7 @@ def install_device_put() -> None:
             outs = original(*xs, **params)
             if STATE.x64_requested():
                 for x, out in zip(xs, outs):
-                    noted(out, x64_dtype_of(x, None), held_sentinels(x))
+                    noted(out, x64_dtype_of(x, None), held_sentinels(x), host_bounds(x))
             return outs
 
         device_put.__wrapped__ = original  # type: ignore[attr-defined]
@@ -188,11 +264,13 @@ def _x64_on() -> Any:
     return enable_x64(True)
 
 
-def noted(out: Any, wide: np.dtype[Any] | None, sentinels: frozenset[int] = frozenset()) -> Any:
+def noted(out: Any, wide: np.dtype[Any] | None, sentinels: frozenset[int] = frozenset(),
+          bounds: tuple[int, int] | None = None) -> Any:
     """``out``, noted as of the x64 program's ``wide`` dtype where it is its
-    32-bit image (holding the images ``sentinels`` of host sentinels)."""
+    32-bit image (holding the images ``sentinels`` of host sentinels; its
+    values within ``bounds`` where the host knew them)."""
     if wide is not None and getattr(out, "dtype", None) == NARROWED[wide] and computes_otherwise(wide):
-        x64_arrays.mark(out, wide, sentinels)
+        x64_arrays.mark(out, wide, sentinels, None if sentinels else bounds)
     return out
 
 

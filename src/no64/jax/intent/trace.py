@@ -12,6 +12,7 @@ from ...errors import (
     ConstantRangeError,
 )
 from ...ir._mlir import ir
+from ...ir.locations import assume_scope
 from ...kinds import RangePolicy
 from .. import callbacks, host, x64_arrays
 from .._compat import (
@@ -43,7 +44,7 @@ from .records import (
     tls,
     wanted,
 )
-from .variants import map_dynamic
+from .variants import map_dynamic, small_arguments
 
 _original_trace: Callable[..., Any] | None = None
 _original_lower: Callable[..., Any] | None = None
@@ -84,6 +85,7 @@ def _trace_for_jit(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args:
     p64 = _callbacks_adapted(p64)
     replay = replay_function(fun, p64.params["jaxpr"], p64.out_tree, ji, sources)
     p64 = _sentinels_restored(p64, ji, *(given if given is not None else (args, kwargs)))
+    p64 = _ranges_stated(p64, ji, *(given if given is not None else (args, kwargs)))
     tls.judging = getattr(tls, "judging", 0) + 1
     try:
         try:
@@ -169,6 +171,32 @@ def _sentinels_restored(p64: Any, ji: Any, args: Any, kwargs: Any) -> Any:
 
     with enable_x64(True):
         jaxpr = trace_flat(restored, [v.aval for v in closed.jaxpr.invars], closed.jaxpr.debug_info)
+    return p64._replace(params={**p64.params, "jaxpr": jaxpr})
+
+
+def _ranges_stated(p64: Any, ji: Any, args: Any, kwargs: Any) -> Any:
+    """``p64``, the x64 trace of a call, stating at its entry the range of
+    each argument the host knows to be small (:func:`~.variants.small_arguments`:
+    a Python int, int64 numpy data, an array made from such data), as
+    ``no64.assume`` states one: the call's x64 signature holds the class, so
+    this trace serves only calls whose values lie in it."""
+    small = small_arguments(jit_dynamic_arguments(ji, args, kwargs))
+    if not small:
+        return p64
+    closed = p64.params["jaxpr"]
+
+    def stated(*given: Any) -> list[Any]:
+        import jax
+        from jax import lax
+
+        xs = list(given)
+        for i, (lo, hi) in small.items():
+            with jax.named_scope(assume_scope(lo, hi)):
+                xs[i] = lax.optimization_barrier(xs[i])
+        return eval_jaxpr(closed.jaxpr, closed.consts, *xs)
+
+    with enable_x64(True):
+        jaxpr = trace_flat(stated, [v.aval for v in closed.jaxpr.invars], closed.jaxpr.debug_info)
     return p64._replace(params={**p64.params, "jaxpr": jaxpr})
 
 
@@ -331,7 +359,8 @@ def _trace_x64(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: An
     if p64.consts:
         return NoMeaning("its trace holds constants JAX passes as arguments")
     p64 = _callbacks_adapted(p64)
-    return _compared(p, _sentinels_restored(p64, ji, *(given if given is not None else (args, kwargs))))
+    called = given if given is not None else (args, kwargs)
+    return _compared(p, _ranges_stated(_sentinels_restored(p64, ji, *called), ji, *called))
 
 
 def _trace_x64_program(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, args: Any, kwargs: Any,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ...ir.types import F32_MAX as _F32_MAX
@@ -78,18 +79,75 @@ _variants: "weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], _X64Variant]]" 
     weakref.WeakKeyDictionary())
 
 
+#: A 64-bit integer argument whose values the host knows lie within
+#: ``[-SMALL, SMALL]`` (``[0, SMALL]`` unsigned) is stated to lie there to the
+#: judgement of the x64 program (:func:`small_arguments`): ``2 * x + y``, even
+#: ``x * y``, of such values is proven to fit, where an argument of unknown
+#: value may be any 32-bit value.  The call's x64 signature tells the class,
+#: so a call with a larger value traces (and is judged) again.
+SMALL = 2**15
+
+
+@contextmanager
+def ahead_of_time() -> Iterator[None]:
+    """Within the block, in this thread, jit traces are asked for ahead of
+    time (``jit(f).lower``, ``jax.export``): their executable serves any
+    later values, so :func:`small_arguments` states no range."""
+    tls.ahead = getattr(tls, "ahead", 0) + 1
+    try:
+        yield
+    finally:
+        tls.ahead -= 1
+
+
+def small_arguments(leaves: list[Any]) -> dict[int, tuple[int, int]]:
+    """The positions among a call's dynamic ``leaves`` of the 64-bit integer
+    data of the x64 program (a Python int, int64/uint64 numpy data, an array
+    noted with the bounds of the host data it was made from) whose values
+    lie within :data:`SMALL`, and the range stated for them; none for a
+    trace asked for ahead of time (:func:`ahead_of_time`), whose executable
+    later calls take with any values."""
+    import numpy as np
+
+    out: dict[int, tuple[int, int]] = {}
+    if getattr(tls, "ahead", 0):
+        return out
+    for i, a in enumerate(leaves):
+        bounds: tuple[int, int] | None
+        if type(a) is int:
+            unsigned, bounds = False, (a, a)
+        elif isinstance(a, (np.ndarray, np.generic)):
+            if a.dtype not in host.NARROWED or a.dtype.kind not in "iu" or host.argument_seeds([a]):
+                continue
+            unsigned, bounds = a.dtype.kind == "u", host.host_bounds(a)
+        else:
+            marked = x64_arrays.x64_dtype(a)
+            if marked is None or marked.kind not in "iu":
+                continue
+            unsigned, bounds = marked.kind == "u", x64_arrays.known_bounds(a)
+        lo = 0 if unsigned else -SMALL
+        if bounds is not None and lo <= bounds[0] and bounds[1] <= SMALL:
+            out[i] = (lo, SMALL)
+    return out
+
+
 def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
     """The dtypes of a call's array leaves (and the host sentinels 64-bit
-    numpy data holds) if one is 64-bit numpy data or a 32-bit array of a
-    64-bit value of the x64 program (:mod:`no64.jax.x64_arrays`), which the
-    32-bit program holds as 32-bit data, else ``None``."""
+    numpy data holds, the range stated for small integers,
+    :func:`small_arguments`) if one is 64-bit numpy data, a 32-bit array of
+    a 64-bit value of the x64 program (:mod:`no64.jax.x64_arrays`), which
+    the 32-bit program holds as 32-bit data, or a small integer, else ``None``."""
     import numpy as np
     from jax import tree_util
 
     leaves = tree_util.tree_leaves((args, kwargs))
-    wide = False
+    small = small_arguments(leaves)
+    wide = bool(small)
     key = []
-    for a in leaves:
+    for i, a in enumerate(leaves):
+        if i in small:
+            key.append(f"{getattr(a, 'dtype', type(a).__name__)} in {list(small[i])}")
+            continue
         if type(a) is np.ndarray or isinstance(a, np.generic):
             wide = wide or a.dtype in host.NARROWED
             # data holding a host sentinel is another x64 program: the sentinel
@@ -226,8 +284,9 @@ def map_dynamic(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any,
 def no_fast_path(args_flat: Any, out_flat: Any) -> bool:
     """Whether a jit call must keep off jaxlib's C++ fast path: with x64
     requested, a call taking a 32-bit array (one of a 64-bit value of the x64
-    program or not: the C++ cache cannot tell them apart) or returning one of
-    a 64-bit value (to be noted at every call, :func:`_mark_outputs`)."""
+    program or not: the C++ cache cannot tell them apart) or a Python int
+    (small or not: :func:`small_arguments`), or returning one of a 64-bit
+    value (to be noted at every call, :func:`_mark_outputs`)."""
     if not x64_requested():
         return False
     import numpy as np
@@ -235,6 +294,8 @@ def no_fast_path(args_flat: Any, out_flat: Any) -> bool:
     config = STATE.active_config()
     assert config is not None
     for a in args_flat:
+        if type(a) is int:
+            return True  # a small Python int has a trace of its own (small_arguments)
         dtype = getattr(a, "dtype", None)
         try:
             if dtype is not None and np.dtype(dtype) in host.NARROWED_IMAGES and differs_in_x64(dtype, config):
