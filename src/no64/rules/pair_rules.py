@@ -113,6 +113,7 @@ floor = _unary(P.floor)
 ceil = _unary(P.ceil)
 round_nearest_even = _unary(P.round_even)
 round_nearest_afz = _unary(P.round_afz)
+next_after = _binary(P.next_after)
 
 
 def divide(op: ir.Operation, em: PairContext) -> list[Out]:
