@@ -174,6 +174,46 @@ func.func public @main(%x: tensor<8xf64>) -> tensor<f64> {
 
 // -----
 
+// A window sum (a pooling's: windows of 3, stride 2, one padded in front): each word
+// padded with -0 (XLA skips padded positions), a strided slice per window position, the
+// slices added by pair additions in a tree, then the init added once; 2 levels of pair
+// additions and the init's, 3u^2 each of at most the window's magnitudes, and u^2 of
+// them for the inputs.
+// RUN: no64 convert %s -o %t.mlir --float-policy pairs | filecheck %s --check-prefix=REPORT --match-full-lines
+// RUN: filecheck %s --input-file %t.mlir
+// REPORT: computed 3 float64 values as f32 pairs (hi, lo) in 2 ops; inputs [0] are [..., 2] pairs; outputs [0] come back as [..., 2] pairs (hi, lo)
+// BOUND: 10u^2 of the magnitudes
+// CHECK-LABEL: func.func public @main(%arg0: tensor<8x2xf32> {{.*}}) -> tensor<4x2xf32> {
+// CHECK:         %[[INIT:[0-9]+]]:2 = stablehlo.optimization_barrier %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<f32>, tensor<f32>
+// CHECK:         %[[FILL:[0-9]+]]:2 = stablehlo.optimization_barrier %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<f32>, tensor<f32>
+// CHECK-NEXT:    %[[PH:[0-9]+]] = stablehlo.pad %{{[0-9]+}}, %[[FILL]]#0, low = [1], high = [0], interior = [0] : (tensor<8xf32>, tensor<f32>) -> tensor<9xf32>
+// CHECK-NEXT:    %[[H0:[0-9]+]] = stablehlo.slice %[[PH]] [0:7:2] : (tensor<9xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[H1:[0-9]+]] = stablehlo.slice %[[PH]] [1:8:2] : (tensor<9xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %{{[0-9]+}} = stablehlo.slice %[[PH]] [2:9:2] : (tensor<9xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[PL:[0-9]+]] = stablehlo.pad %{{[0-9]+}}, %[[FILL]]#1, low = [1], high = [0], interior = [0] : (tensor<8xf32>, tensor<f32>) -> tensor<9xf32>
+// CHECK-NEXT:    %{{[0-9]+}} = stablehlo.slice %[[PL]] [0:7:2] : (tensor<9xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %{{[0-9]+}} = stablehlo.slice %[[PL]] [1:8:2] : (tensor<9xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %{{[0-9]+}} = stablehlo.slice %[[PL]] [2:9:2] : (tensor<9xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[S:[0-9]+]] = stablehlo.add %[[H0]], %[[H1]] : tensor<4xf32>
+// CHECK-NEXT:    %{{[0-9]+}} = stablehlo.optimization_barrier %[[S]] : tensor<4xf32>
+// CHECK-NOT:     stablehlo.reduce
+// CHECK:         %[[IH:[0-9]+]] = stablehlo.broadcast_in_dim %[[INIT]]#0, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    %{{[0-9]+}} = stablehlo.broadcast_in_dim %[[INIT]]#1, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    %{{[0-9]+}} = stablehlo.add %{{[0-9]+}}, %[[IH]] : tensor<4xf32>
+// CHECK:         return %{{[0-9]+}} : tensor<4x2xf32>
+// CHECK-NOT:     f64
+func.func public @main(%x: tensor<8xf64>) -> tensor<4xf64> {
+  %z = stablehlo.constant dense<0.0> : tensor<f64>
+  %s = "stablehlo.reduce_window"(%x, %z) ({
+  ^bb0(%a: tensor<f64>, %b: tensor<f64>):
+    %t = stablehlo.add %a, %b : tensor<f64>
+    stablehlo.return %t : tensor<f64>
+  }) {window_dimensions = array<i64: 3>, window_strides = array<i64: 2>, padding = dense<[[1, 0]]> : tensor<1x2xi64>} : (tensor<8xf64>, tensor<f64>) -> tensor<4xf64>
+  return %s : tensor<4xf64>
+}
+
+// -----
+
 // A dot_general over 4 elements (below the 32 where exact slices take over): the
 // operands broadcast against each other, exact pair products, and a variadic reduce of
 // the hi and lo words over the contraction; products 7u^2 and 4 pair additions 3u^2 of

@@ -97,6 +97,8 @@ __all__ = [
     "ceil",
     "round_even",
     "round_afz",
+    "next_after",
+    "PAIR_LARGEST",
     "finish",
 ]
 
@@ -748,6 +750,166 @@ def round_even(x: Pair) -> Pair:
 
 def round_afz(x: Pair) -> Pair:
     return _round(x, "round_nearest_afz")
+
+
+# ------------------------------------------------------------- neighbours
+_TINY_BITS = 0x00800000  # f32's smallest normal, 2**-126
+_TINY = 2.0**-126
+_F32_MAX = float(np.finfo(np.float32).max)
+#: The largest finite pair: f32's largest value and the largest f32 below
+#: half its ulp (``2**103``), which rounds to it (``FLT_MAX + 2**103`` is
+#: f32's overflow threshold); a float64 value (``2**103 - 2**79`` is a
+#: multiple of float64's spacing there, ``2**75``).
+PAIR_LARGEST = (_F32_MAX, 2.0**103 - 2.0**79)
+
+
+def _step(v: ir.Value, by: int) -> ir.Value:
+    """The f32 ``by`` steps from ``v`` (of either sign) away from zero
+    (``by`` > 0) or toward it: its bits moved as an integer."""
+    bits = _bitcast(v, i32())
+    return _bitcast(_bin("add", bits, _isplat(bits, by)), f32())
+
+
+def _normal_or_zero(v: ir.Value) -> ir.Value:
+    """``v``, or +0 where it is below f32's smallest normal in magnitude
+    (a word the pairs never hold: backends flush it), read on its bits."""
+    bits = _bitcast(v, i32())
+    mag = _and(bits, _isplat(bits, 0x7FFFFFFF))
+    return _sel(_cmp(mag, _isplat(mag, _TINY_BITS), "LT"), _fsplat(v, 0.0), v)
+
+
+def _pow2(e: ir.Value) -> ir.Value:
+    """``2**e`` as f32, for an ``i32`` ``e`` in [-126, 127]."""
+    biased = _bin("add", e, _isplat(e, 127))
+    return _bitcast(make("shift_left", [biased, _isplat(e, 23)], biased.type), f32())
+
+
+def _scaled_by(v: ir.Value, e: ir.Value) -> ir.Value:
+    """``v * 2**e`` for ``e`` in [-252, 254], as two exact products (each
+    factor an f32; the first product lies between ``v`` and the result)."""
+    a = make("shift_right_arithmetic", [e, _isplat(e, 1)], e.type)
+    return _bin("multiply", _bin("multiply", v, _pow2(a)), _pow2(_bin("subtract", e, a)))
+
+
+def _lo_up(lo: ir.Value, inv_q: ir.Value) -> ir.Value:
+    """The least f32 above ``lo`` that is zero or normal (the words a pair
+    keeps) and a multiple of ``q = 2**-inv_q`` (float64's spacing where the
+    value lies): the larger of the next such f32 (``2**-126`` above a
+    zero, +0 above ``-2**-126``) and the next multiple of ``q``.  Either is
+    below the answer; one is it: where f32's spacing at ``lo`` is ``q`` or
+    more, every f32 there is a multiple, and where it is less, the next
+    multiple of ``q`` is an f32.  The multiple is ``(floor(lo / q) + 1) q``,
+    each step exact (the quotient below ``2**24`` where it is the answer);
+    a quotient below f32's normals is flushed to a zero, whose floor is -1
+    for a negative ``lo``."""
+    zero = _fsplat(lo, 0.0)
+    neg = _cmp(lo, zero, "LT")
+    up = _sel(_cmp(lo, zero, "GT"), _step(lo, 1), _normal_or_zero(_step(lo, -1)))
+    up = _sel(_cmp(lo, zero, "EQ"), _fsplat(lo, _TINY), up)
+    k = _un("floor", _scaled_by(lo, inv_q))
+    k = _sel(_and(neg, _cmp(k, zero, "EQ")), _fsplat(lo, -1.0), k)
+    multiple = _normal_or_zero(_scaled_by(_bin("add", k, _fsplat(k, 1.0)), _un("negate", inv_q)))
+    return _bin("maximum", up, multiple)
+
+
+def _is_even(v: ir.Value) -> ir.Value:
+    bits = _bitcast(v, i32())
+    return _cmp(_and(bits, _isplat(bits, 1)), _isplat(bits, 0), "EQ")
+
+
+def _half_gap(near: ir.Value, far: ir.Value) -> ir.Value:
+    """The largest ``|lo|`` a pair whose hi is ``near`` may have on the side
+    of its neighbour ``far``: half their distance where ``near`` is even
+    (a halfway sum rounds to it), the f32 below that where it is odd, 0
+    where that is not a normal f32 (both multiples of float64's spacing
+    there).  ``|far - near|`` is exact (the two are adjacent f32s; below
+    ``2**-103`` it is subnormal, flushed or not, and the result 0 either
+    way)."""
+    half = _normal_or_zero(_bin("multiply", _un("abs", _bin("subtract", far, near)), _fsplat(near, 0.5)))
+    zero = _fsplat(near, 0.0)
+    # (the step below a zero would be a NaN's bits)
+    below = _sel(_cmp(half, zero, "EQ"), zero, _normal_or_zero(_step(half, -1)))
+    return _sel(_is_even(near), half, below)
+
+
+def _inverse_spacing(h: ir.Value, lo: ir.Value, below: str) -> ir.Value:
+    """``-log2`` of float64's spacing at the values beside the positive pair
+    ``(h, lo)`` on one side: ``2**(e - 52)`` for ``h``'s exponent ``e``,
+    half that where ``h`` is a power of two and ``lo`` is ``below`` 0
+    (``"LT"``, ``"LE"``: the values there lie in the binade below)."""
+    bits = _bitcast(h, i32())
+    biased = _and(make("shift_right_logical", [bits, _isplat(bits, 23)], bits.type), _isplat(bits, 0xFF))
+    inv = _bin("subtract", _isplat(bits, 127 + 52), biased)
+    power = _cmp(_and(bits, _isplat(bits, 0x7FFFFF)), _isplat(bits, 0), "EQ")
+    halved = _and(power, _cmp(lo, _fsplat(lo, 0.0), below))
+    return _bin("add", inv, _sel(halved, _isplat(inv, 1), _isplat(inv, 0)))
+
+
+def _successor(h: ir.Value, lo: ir.Value) -> Pair:
+    """The least float64 pair above the positive finite pair ``(h, lo)``:
+    ``h`` with the next lo (:func:`_lo_up`) where ``h`` stays its rounding,
+    else the next f32 ``h2`` with the most negative lo it admits (inf
+    where ``h`` is f32's largest)."""
+    up = _lo_up(lo, _inverse_spacing(h, lo, "LT"))
+    keeps = _cmp(_bar(_bin("add", h, up)), h, "EQ")
+    h2 = _step(h, 1)
+    lo2 = _sel(make("is_finite", [h2], tensor_type(shape_of(h2), i1())), _un("negate", _half_gap(h2, h)),
+               _fsplat(h, 0.0))
+    return Pair(_sel(keeps, h, h2), _sel(keeps, up, lo2))
+
+
+def _predecessor(h: ir.Value, lo: ir.Value) -> Pair:
+    """The greatest float64 pair below the positive pair ``(h, lo)``: ``h``
+    with the next lo down where ``h`` stays its rounding, else the f32
+    ``h0`` below ``h`` with the largest lo it admits; +0 below f32's
+    smallest normal, :data:`PAIR_LARGEST` below inf."""
+    down = _un("negate", _lo_up(_un("negate", lo), _inverse_spacing(h, lo, "LE")))
+    keeps = _cmp(_bar(_bin("add", h, down)), h, "EQ")
+    h0 = _step(h, -1)
+    lo0 = _half_gap(h0, h)
+    bits = _bitcast(h, i32())
+    smallest = _cmp(bits, _isplat(bits, _TINY_BITS), "EQ")
+    h0 = _sel(smallest, _fsplat(h, 0.0), h0)
+    lo0 = _sel(smallest, _fsplat(h, 0.0), lo0)
+    r = Pair(_sel(keeps, h, h0), _sel(keeps, down, lo0))
+    inf = _un("not", make("is_finite", [h], tensor_type(shape_of(h), i1())))
+    return Pair(_sel(inf, _fsplat(h, PAIR_LARGEST[0]), r.hi), _sel(inf, _fsplat(h, PAIR_LARGEST[1]), r.lo))
+
+
+def next_after(x: Pair, y: Pair) -> Pair:
+    """``nextafter(x, y)``: the neighbour of ``x`` toward ``y`` among the
+    float64 values a pair holds -- normalized pairs ``hi + lo`` whose words
+    are normal f32s or zeros (the words backends keep) and whose value is
+    a float64.  So the result is float64's own ``nextafter`` wherever that
+    is such a pair (``nextafter(1, 2)`` is ``1 + 2**-52``, ``nextafter(1,
+    0)`` is ``1 - 2**-53``), and otherwise the nearest pair beyond ``x``
+    that is a float64 (the step is one ulp of ``lo`` where that is more
+    than float64's: ``0.1``'s pair steps by ``2**-53``, not ``2**-56``; where
+    ``lo`` can go no further beside the same hi, the next hi with the
+    most negative lo its rounding allows): no float64 value a pair holds lies strictly
+    between ``x`` and the result, and it comes back from the pair as a
+    float64 unchanged.  A pair that is no float64 (``1 + 2**-100``,
+    which arithmetic may give) moves to the nearest such value beyond it.
+
+    ``y`` where ``x == y`` (``nextafter(0, -0)`` is -0), NaN where either
+    is NaN, ``+-2**-126`` (the least pair: f32's smallest normal) from a
+    zero, a zero of ``x``'s sign toward zero from ``+-2**-126``,
+    :data:`PAIR_LARGEST` (f32's largest value and ``2**103 - 2**79``) from
+    ``inf``, and ``inf`` beyond it.  For normalized pairs, as every pair op
+    gives them."""
+    zero = _fsplat(x.hi, 0.0)
+    neg = _cmp(x.hi, zero, "LT")
+    up = compare("LT", x, y)
+    away = _bin("xor", up, neg)
+    a = absolute(x)
+    s, p = _successor(a.hi, a.lo), _predecessor(a.hi, a.lo)
+    m = select(away, s, p)
+    r = select(neg, negate(m), m)
+    least = Pair(_sel(up, _fsplat(x.hi, _TINY), _fsplat(x.hi, -_TINY)), zero)
+    r = select(_cmp(x.hi, zero, "EQ"), least, r)
+    r = select(compare("EQ", x, y), y, r)
+    nan = _or(_cmp(x.hi, x.hi, "NE"), _cmp(y.hi, y.hi, "NE"))
+    return select(nan, Pair(_fsplat(x.hi, float("nan")), zero), r)
 
 
 # --------------------------------------------------------------- converts

@@ -292,8 +292,10 @@ declare("stablehlo.floor", elementwise=True, region_free=True, pairs=PR.floor)
 declare("stablehlo.ceil", elementwise=True, region_free=True, pairs=PR.ceil)
 declare("stablehlo.round_nearest_even", elementwise=True, region_free=True, pairs=PR.round_nearest_even)
 declare("stablehlo.round_nearest_afz", elementwise=True, region_free=True, pairs=PR.round_nearest_afz)
-# (on a device that refuses it on float64: its steps on the double's bits, computed by arithmetic)
-declare("chlo.next_after", elementwise=True, region_free=True, form=OpForm.NEXT_AFTER, unfold=float_bits.next_after)
+# (on a device that refuses it on float64: its steps on the double's bits, computed by arithmetic;
+# on float64 pairs: the neighbour among the pairs)
+declare("chlo.next_after", elementwise=True, region_free=True, form=OpForm.NEXT_AFTER, unfold=float_bits.next_after,
+        pairs=PR.next_after)
 # (on a device that refuses it on complex128: float64 arithmetic on its parts)
 declare("stablehlo.fft", region_free=True, form=OpForm.FFT, unfold=fft.fft)
 for _name in ("stablehlo.get_tuple_element", "stablehlo.tuple"):

@@ -113,6 +113,7 @@ floor = _unary(P.floor)
 ceil = _unary(P.ceil)
 round_nearest_even = _unary(P.round_even)
 round_nearest_afz = _unary(P.round_afz)
+next_after = _binary(P.next_after)
 
 
 def divide(op: ir.Operation, em: PairContext) -> list[Out]:
@@ -473,7 +474,8 @@ def reduce(op: ir.Operation, em: PairContext) -> list[Out]:
 
 def reduce_window(op: ir.Operation, em: PairContext) -> list[Out]:
     """A cumulative sum by doubling (``ceil(log2 n)`` two-element windows,
-    each a variadic ``reduce_window`` on the pair); any other window
+    each a variadic ``reduce_window`` on the pair); any other window sum as
+    the sum of its window's elements (:func:`_window_sum`); any other window
     computed with its body on pairs."""
     if len(op.results) == 1 and is_f64(op.results[0].type) and _body_combiner(op) is Computes.ADD:
         init = em.constant_value(op.operands[1])
@@ -487,9 +489,66 @@ def reduce_window(op: ir.Operation, em: PairContext) -> list[Out]:
         if prefix is not None:
             assert init is not None
             return [_cumsum(em.pair(op.operands[0]), *prefix, zero=float(init.reshape(-1)[0]))]
-        em.refuse(op, "no64 computes a float64 windowed sum on pairs only as a cumulative sum "
-                  "(one window as long as its axis, unit strides)")
+        positions = int(np.prod(int_array(op, "window_dimensions", len(_shape(op.results[0])), 1), dtype=np.int64))
+        if positions > WINDOW_SUM_MAX:
+            em.refuse(op, f"no64 computes a float64 window sum on pairs for windows of up to {WINDOW_SUM_MAX} "
+                      f"positions or a cumulative sum; this window has {positions}")
+        return [_window_sum(op, em.pair(op.operands[0]), em.pair(op.operands[1]), _shape(op.results[0]))]
     return em.rebuild_carried(op)
+
+
+#: The most positions of a window whose sum the pairs compute (the sum is
+#: built of one slice and one pair addition per position: XLA's CPU
+#: compiler takes about 7 s for 256).
+WINDOW_SUM_MAX = 256
+
+
+def _window_sum(op: ir.Operation, x: P.Pair, init: P.Pair, out_shape: list[int]) -> P.Pair:
+    """A window sum (``reduce_window`` adding, a pooling's sum) as the sum
+    of its window positions' slices -- for each position a strided slice of
+    each word of the operand, padded and dilated as the op says (exact
+    moves) with ``-0``, which changes no sum -- added in a balanced tree of
+    elementwise pair additions, then the init added once: XLA starts each
+    window's reduction from the init and skips the padded positions (a
+    window of padding alone is the init, whatever it is), so that is the
+    op's value.  Within ``(ceil(log2 k) + 1) * 3u^2`` of the magnitudes of
+    the window's elements and the init, for ``k`` window positions (at most
+    :data:`WINDOW_SUM_MAX`)."""
+    if 0 in out_shape:
+        return P.constant(out_shape, 0.0)
+    rank = len(x.shape)
+    window = int_array(op, "window_dimensions", rank, 1)
+    strides = int_array(op, "window_strides", rank, 1)
+    base = int_array(op, "base_dilations", rank, 1)
+    dilation = int_array(op, "window_dilations", rank, 1)
+    pads = padding(op, rank)
+
+    def padded(w: ir.Value, fill: ir.Value) -> ir.Value:
+        low = [p[0] for p in pads]
+        high = [p[1] for p in pads]
+        inner = [b - 1 for b in base]
+        if not any(low) and not any(high) and not any(inner):
+            return w
+        shape = [max(n - 1, 0) * b + min(n, 1) + lo + hi for n, b, lo, hi in zip(x.shape, base, low, high)]
+        return make("pad", [w, fill], P.pair_type(shape), edge_padding_low=ir.DenseI64ArrayAttr.get(low),
+                    edge_padding_high=ir.DenseI64ArrayAttr.get(high), interior_padding=ir.DenseI64ArrayAttr.get(inner))
+
+    def slices(w: ir.Value, fill: ir.Value) -> list[ir.Value]:
+        w = padded(w, fill)
+        pieces = []
+        for pos in np.ndindex(*window):
+            start = [pos[d] * dilation[d] for d in range(rank)]
+            limit = [start[d] + (out_shape[d] - 1) * strides[d] + 1 for d in range(rank)]
+            pieces.append(make("slice", [w], P.pair_type(out_shape), start_indices=ir.DenseI64ArrayAttr.get(start),
+                               limit_indices=ir.DenseI64ArrayAttr.get(limit),
+                               strides=ir.DenseI64ArrayAttr.get(strides)))
+        return pieces
+
+    fill = P.constant([], -0.0)
+    terms = [P.Pair(h, l) for h, l in zip(slices(x.hi, fill.hi), slices(x.lo, fill.lo))]
+    while len(terms) > 1:
+        terms = [P.add(terms[i], terms[i + 1]) if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return P.add(terms[0], _broadcast(init, out_shape))
 
 
 def _cumsum(x: P.Pair, axis: int, length: int, reverse: bool, zero: float = 0.0) -> P.Pair:
