@@ -107,6 +107,8 @@ POINTS: tuple[Point, ...] = (
           "the trace of a jit call: once with x64 on, JAX's 32-bit trace replayed from it"),
     Point("jit-lower", "intent", ("jax._src.pjit._pjit_lower",),
           "the lowering of a jit call, its x64 trace remembered beside the module"),
+    Point("x64-constants", "intent", ("jax._src.interpreters.partial_eval.DynamicJaxprTrace._new_const",),
+          "the arrays a jit's x64 trace closes over, taken in with their x64 dtypes"),
     Point("call-variants", "intent", ("jax._src.pjit._infer_params",), "one trace per x64 signature of a call"),
     Point("ahead-of-time-traces", "intent", ("jax._src.pjit.jit_trace",),
           "a jit traced ahead of time (trace, lower, jax.export) known as such: no range of its example "

@@ -85,6 +85,11 @@ What it covers, with the releases that have each form:
   canonicalised by ``DynamicJaxprTrace._new_const`` through
   ``dtypes.canonicalize_value`` from 0.8; 0.7 canonicalises them only when
   lowering or calling (``xla.canonicalize_dtype``).
+* **Array constants of a trace** (:func:`widen_traced_constants`): a
+  closed-over ``jax.Array`` enters a trace through
+  ``DynamicJaxprTrace._new_const``, which keys it by id in the frame's
+  ``constid_to_tracer``; a conversion is bound in that trace under
+  ``core.set_current_trace`` (0.7-0.12).
 * **An equation's traceback** (:func:`traceback_frames`,
   :func:`locate_by_trace_frames`): from 0.9 (``_jax.TracebackScope``) it
   holds the frames of its own trace, and lowering adds the context's; 0.7-0.8
@@ -225,6 +230,7 @@ from .values import (
     typed_ndarray,
     typed_scalar,
     watch_explicit_dtypes,
+    widen_traced_constants,
     wrap_dtype_warnings,
 )
 
@@ -302,6 +308,7 @@ __all__ = [
     "typed_scalar",
     "UnsupportedJaxlibError",
     "watch_explicit_dtypes",
+    "widen_traced_constants",
     "wrap_device_put_impl",
     "wrap_dtype_warnings",
     "wrap_jit_impl",

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .base import missing, optional_module
+from .config import convert_weakly_typed
 from .patching import note_permanent, replace_attribute, replace_item
 
 # ---------------------------------------------------------------------------
@@ -187,6 +188,43 @@ def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
     _new_const.__no64__ = True  # type: ignore[attr-defined]
     replace_attribute(trace, "_new_const", _new_const)  # found above (0.7 only)
 
+
+
+def widen_traced_constants(widened: Callable[[Any], Any]) -> None:
+    """Have each array constant a trace takes in (``DynamicJaxprTrace._new_const``,
+    0.7-0.12: a ``jax.Array`` closed over by the traced function) enter it
+    converted to the dtype ``widened(constant)`` names, where it names one
+    (``None``: as it is): the constant stays what the trace holds, and a
+    conversion bound in that trace (``core.set_current_trace``, 0.7-0.12) is
+    what its uses take, kept for its later uses in the trace in the frame's
+    ``constid_to_tracer`` (0.7-0.12)."""
+    from jax._src import core
+
+    pe = optional_module("jax._src.interpreters.partial_eval")
+    trace = getattr(pe, "DynamicJaxprTrace", None)
+    original = getattr(trace, "_new_const", None)
+    in_trace = getattr(core, "set_current_trace", None)
+    if original is None or in_trace is None:
+        raise missing("the array constants a trace takes in (DynamicJaxprTrace._new_const, "
+                      "core.set_current_trace)")
+    if getattr(original, "__no64_widened__", False):
+        return
+
+    def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
+        tracer = original(self, aval, c, source_info)
+        dtype = None if isinstance(c, _CONSTANT_TYPES) else widened(c)
+        if dtype is None or np.dtype(getattr(tracer.aval, "dtype", dtype)) == np.dtype(dtype):
+            return tracer
+        with in_trace(self):
+            wide = convert_weakly_typed(tracer, dtype, bool(getattr(tracer.aval, "weak_type", False)))
+        ids = getattr(getattr(self, "frame", None), "constid_to_tracer", None)
+        if ids is not None and ids.get(id(c)) is tracer:
+            ids[id(c)] = wide
+        return wide
+
+    _new_const.__wrapped__ = original  # type: ignore[attr-defined]
+    _new_const.__no64_widened__ = True  # type: ignore[attr-defined]
+    replace_attribute(trace, "_new_const", _new_const)
 
 
 _constants_seen = threading.local()

@@ -51,6 +51,7 @@ from .. import host, interception
 from .._compat import (
     after_python_jit_call,
     watch_explicit_dtypes,
+    widen_traced_constants,
     wrap_ahead_of_time_trace,
     wrap_jit_impl,
     wrap_jit_lower,
@@ -93,7 +94,7 @@ from .records import (
     with_x64_arguments,
 )
 from .trace import sentinels_judged, take_lower, take_trace
-from .variants import after_call, ahead_of_time, install_call_variants, no_fast_path
+from .variants import after_call, ahead_of_time, constant_x64_dtype, install_call_variants, no_fast_path
 
 __all__ = ["NoMeaning", "carry_host_callbacks", "checked_output_error", "clear_warned", "eager_sampler",
            "has_meaning", "host_callbacks_of", "install",
@@ -113,6 +114,7 @@ def install() -> None:
         interception.install("intent", {
             "jit-trace": lambda: wrap_jit_trace(take_trace),
             "jit-lower": lambda: wrap_jit_lower(take_lower),
+            "x64-constants": lambda: widen_traced_constants(constant_x64_dtype),
             "call-variants": install_call_variants,
             "ahead-of-time-traces": lambda: wrap_ahead_of_time_trace(ahead_of_time),
             "primitive-callable": lambda: wrap_primitive_callable(eager_with_wide_operands),

@@ -281,6 +281,47 @@ def map_dynamic(args: tuple[Any, ...], kwargs: dict[str, Any], ji: Any,
             {k: (v if k in names else jax.tree.map(leaf, v)) for k, v in kwargs.items()})
 
 
+# ---------------------------------------------------------------------------
+# Arrays of 64-bit values the x64 trace closes over
+# ---------------------------------------------------------------------------
+#
+# A ``jax.Array`` no64 noted as 64-bit in the x64 program (a step counter
+# returned by a jit, ``jax.random.normal(key, (3,))`` or ``jnp.zeros(3)``
+# under pairs, made outside any jit) is taken by the x64 trace with its x64
+# dtype where it is an argument of the call (``_as_in_x64`` in
+# :mod:`.trace`).  Closed over by the traced function -- a matrix a vector
+# field multiplies by, a table a model indexes -- it enters the trace as a
+# constant: the x64 trace takes it in converted to its x64 dtype, where a
+# ``lax`` primitive binds it (:func:`constant_x64_dtype`) and where it is
+# an argument of a jitted function called inside the trace (a ``jnp``
+# function: :func:`_constants_widened`), so that ``c * c`` of an ``int64``
+# table is a 64-bit product and ``A @ y`` of a float64 matrix a float64
+# product, as in the x64 program.  Traces with x64 off take it as it is.
+
+
+def _in_x64_trace() -> bool:
+    return bool(getattr(tls, "busy", False))
+
+
+def constant_x64_dtype(constant: Any) -> Any:
+    """The x64 program's dtype of an array the x64 trace of a call takes in
+    as a constant, where no64 noted one; else ``None``."""
+    return x64_arrays.x64_dtype(constant) if _in_x64_trace() else None
+
+
+def _constants_widened(ji: Any, args: Any, kwargs: Any) -> tuple[Any, Any]:
+    """A jitted function's arguments, called inside the x64 trace, with each
+    noted ``jax.Array`` among them (a constant of the trace, not a tracer)
+    converted, in the trace, to its x64 dtype."""
+    if not x64_arrays.marked_count():
+        return args, kwargs
+    def leaf(x: Any) -> Any:
+        dtype = x64_arrays.x64_dtype(x)
+        return x if dtype is None else convert_weakly_typed(x, dtype, bool(getattr(x, "weak_type", False)))
+
+    return map_dynamic(args, kwargs, ji, leaf)
+
+
 def no_fast_path(args_flat: Any, out_flat: Any) -> bool:
     """Whether a jit call must keep off jaxlib's C++ fast path: with x64
     requested, a call taking a 32-bit array (one of a 64-bit value of the x64
@@ -368,6 +409,8 @@ def install_call_variants() -> None:
             wide_args, wide_kwargs = args, kwargs
             args, kwargs, pairs, weak = _float64_as_pairs(ji, args, kwargs)
             fun = _variant(fun, wide_args, wide_kwargs, pairs, weak)
+        elif _in_x64_trace():
+            args, kwargs = _constants_widened(ji, args, kwargs)
         return original(fun, ji, args, kwargs)
 
     _infer_params.__wrapped__ = original  # type: ignore[attr-defined]
