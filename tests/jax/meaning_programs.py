@@ -55,7 +55,7 @@ def square_mod(a):
 
 
 def popcnt(a):
-    return lax.population_count(a.astype(jnp.int64))  # LINE popcnt
+    return lax.population_count(a.astype(jnp.int64))
 
 
 MASK = (np.arange(4 * 64).reshape(4, 64) % 3 == 0).astype(np.int32)
@@ -88,9 +88,9 @@ RUNNERS = {
     "compile_time_eval": lambda: jax.jit(compile_time_eval)(np.int32(0)),  # LINE cte
     "eager_popcnt": lambda: lax.population_count(np.array([-1, 5], np.int64)),  # LINE eager
     "cache_order": cache_order,
-    "vmap_of_jit": lambda: jax.vmap(jax.jit(popcnt))(np.array([-1, 3], np.int32)),  # LINE vmap
+    "vmap_of_jit": lambda: jax.vmap(jax.jit(popcnt))(np.array([-1, 3], np.int32)),
     "jit_of_vmap": lambda: jax.jit(jax.vmap(popcnt))(np.array([-1, 3], np.int32)),
-    "vmap_host_data": lambda: jax.vmap(square_mod)(np.full(3, 100_000, np.int64)),  # LINE vmap_host
+    "vmap_host_data": lambda: jax.vmap(square_mod)(np.full(3, 100_000, np.int64)),
     "take": lambda: jax.jit(lambda t, i: jnp.take(t, i, axis=0))(TABLE, TOKENS),
     "flax_embed": lambda: flax_embed(),
     "mask_sum_assumed": lambda: jax.jit(mask_sum_assumed)(MASK),

@@ -201,6 +201,7 @@ from .jit_path import (
     wrap_numpy_function,
     wrap_primitive_callable,
     wrap_random_samplers,
+    wrap_vmap,
 )
 from .patching import Change, changes, installing, replace_attribute, restore
 from .tracebacks import (
@@ -309,6 +310,7 @@ __all__ = [
     "wrap_jit_trace",
     "wrap_primitive_callable",
     "wrap_random_samplers",
+    "wrap_vmap",
     "wrapped_function",
     "x64_state",
     "x64_update_hook",

@@ -189,6 +189,17 @@ def wrap_numpy_function(name: str, make: Callable[[Callable[..., Any]], Callable
             replace_attribute(module, name, wrapped)
 
 
+def wrap_vmap(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of the public ``jax.vmap`` (0.7-0.12);
+    JAX's own modules call ``jax._src.api.vmap``, which stays."""
+    import jax
+
+    original = getattr(jax, "vmap", None)
+    if original is None:
+        raise missing("jax.vmap")
+    replace_attribute(jax, "vmap", make(original))
+
+
 def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Put ``make(original)`` in place of the eager implementation of JAX's
     ``jit`` primitive (``pjit.jit_p.impl(*args, jaxpr=..., ...)``, 0.7-0.12):
