@@ -325,3 +325,15 @@ def test_host_sentinels_keep_their_meaning(runs: dict[str, Any], case: str) -> N
             w[0] == "UnprovenIntegerWarning" for w in got["warnings"])
         assert got.get("value") == ref or said, (tag, got, ref)
 
+
+def test_donated_argument_keeps_its_buffer_and_one_warning(runs: dict[str, Any]) -> None:
+    """A jit donating a float32 argument whose x64 program returns float64 (it adds a
+    float64 constant): what runs is the x64 module, converted, and it aliases what JAX's
+    32-bit module aliases -- the result is written into the donated buffer, as JAX's own
+    32-bit program does -- and the donation JAX cannot use is warned of once, not again
+    for the x64 module."""
+    jax32 = runs["jax32"]["donated"]["value"]
+    assert jax32 == [1.0, 1.0, 4.0, 4.0, 4.0, 4.0], jax32
+    for tag in ("f32", "pairs", "strict", "exact"):
+        got = runs[tag]["donated"]
+        assert got.get("value") == jax32 and not got["warnings"], (tag, got)

@@ -344,6 +344,26 @@ def wrap_jit_lower(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> 
     replace_attribute(pjit, "_pjit_lower", make(lower))  # a cached function from 0.8
 
 
+def lowering_without_donation(jaxpr: Any, args: tuple[Any, ...],
+                              kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments of ``pjit._pjit_lower(jaxpr, *args, **kwargs)`` with no
+    input donated: its ``donated_invars`` (a keyword, or the one positional
+    argument that is a tuple of a bool per input of ``jaxpr``, 0.7-0.12)
+    all false.  As they are where there is none such."""
+    n = len(getattr(jaxpr, "in_avals", ()))
+
+    def donations(v: Any) -> bool:
+        return isinstance(v, (tuple, list)) and len(v) == n and all(isinstance(d, bool) for d in v)
+
+    if "donated_invars" in kwargs:
+        return args, {**kwargs, "donated_invars": (False,) * n}
+    found = [i for i, a in enumerate(args) if donations(a)]
+    if len(found) != 1 or n == 0:
+        return args, kwargs
+    i = found[0]
+    return (*args[:i], (False,) * n, *args[i + 1:]), kwargs
+
+
 def jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> list[Any]:
     """The flat dynamic arguments of a ``jit`` call, in the order of its
     jaxpr's inputs (static ones left out)."""
