@@ -41,6 +41,16 @@ CASES = {
     "scatter_int64": lambda: jnp.arange(4, dtype=jnp.int64).at[jnp.array([0, 0, 3])].add(7),
     "histogram": lambda: jnp.histogram(jnp.linspace(0, 1, 11), bins=3),
     "randint_wide": lambda: jax.random.randint(KEY, (6,), 0, 2**40),  # LINE randint_wide
+    # vmap called outside any jit: its function's jnp calls are jits traced inside the vmap
+    # float64 host data f32 cannot hold (pairs hold it): 2**40 times what x64 gives 2**-40 for
+    "vmap_host_float": lambda: jax.vmap(lambda v: (v - 1) * 2.0**40)(np.array([1 + 2**-40, 1 - 2**-41, 3.0])),
+    # an array made by jnp, float64 in the x64 program (noted under pairs)
+    "vmap_array_float": lambda: jax.vmap(lambda v: ((v + 2.0**-40) - v) * 2.0**40)(jnp.array([1.0, -2.0])),
+    # an int64 array whose square needs 64 bits
+    "vmap_int64": lambda: jax.vmap(lambda a: (a * a) % 1000)(jnp.full(3, 100_000, jnp.int64)),  # LINE vmap_int64
+    # Python control flow on an unmapped array: no jit can trace it
+    "vmap_concrete": lambda: jax.vmap(lambda v, n: v * 2 if n > 0 else v,  # LINE vmap_concrete
+                                      in_axes=(0, None))(np.array([1 + 2**-40]), jnp.float32(1.0)),
 }
 
 

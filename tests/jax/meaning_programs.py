@@ -55,7 +55,7 @@ def square_mod(a):
 
 
 def popcnt(a):
-    return lax.population_count(a.astype(jnp.int64))  # LINE popcnt
+    return lax.population_count(a.astype(jnp.int64))
 
 
 MASK = (np.arange(4 * 64).reshape(4, 64) % 3 == 0).astype(np.int32)
@@ -83,14 +83,29 @@ def flax_embed():
     return jax.jit(embed.apply)(params, TOKENS)
 
 
+def donated():
+    # x, donated, is float32 and the x64 program's result float64 (its constant is): the
+    # result is still the buffer of x, as in JAX's 32-bit program; y, donated and
+    # unusable, is warned of once
+    step = jax.jit(lambda x, y: x + np.float64(1) + jnp.sum(y), donate_argnums=(0, 1))
+    x, y = jnp.zeros(4, jnp.float32), jnp.ones(3, jnp.float32)
+    before = x.unsafe_buffer_pointer()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = step(x, y)
+    said = [w for w in caught if "donated buffers were not usable" in str(w.message)]
+    return [float(out.unsafe_buffer_pointer() == before), float(len(said)), *np.asarray(out).tolist()]
+
+
 #: entries other than a top-level jit of the case's function
 RUNNERS = {
     "compile_time_eval": lambda: jax.jit(compile_time_eval)(np.int32(0)),  # LINE cte
     "eager_popcnt": lambda: lax.population_count(np.array([-1, 5], np.int64)),  # LINE eager
     "cache_order": cache_order,
-    "vmap_of_jit": lambda: jax.vmap(jax.jit(popcnt))(np.array([-1, 3], np.int32)),  # LINE vmap
+    "vmap_of_jit": lambda: jax.vmap(jax.jit(popcnt))(np.array([-1, 3], np.int32)),
     "jit_of_vmap": lambda: jax.jit(jax.vmap(popcnt))(np.array([-1, 3], np.int32)),
-    "vmap_host_data": lambda: jax.vmap(square_mod)(np.full(3, 100_000, np.int64)),  # LINE vmap_host
+    "vmap_host_data": lambda: jax.vmap(square_mod)(np.full(3, 100_000, np.int64)),
+    "donated": donated,
     "take": lambda: jax.jit(lambda t, i: jnp.take(t, i, axis=0))(TABLE, TOKENS),
     "flax_embed": lambda: flax_embed(),
     "mask_sum_assumed": lambda: jax.jit(mask_sum_assumed)(MASK),

@@ -128,3 +128,47 @@ def test_eager_randint_beyond_int32_follows_the_policy(runs: dict[str, Any]) -> 
     assert runs["strict"]["randint_wide"].get("error") == "NarrowingError", runs["strict"]["randint_wide"]
     exact = runs["exact_pairs"]["randint_wide"]
     assert exact.get("error") == "OutputRangeError" and f"eager_programs.py:{line}" in exact["message"], exact
+
+
+def test_eager_vmap_computes_the_x64_program(runs: dict[str, Any]) -> None:
+    """jax.vmap(f) called outside any jit, f calling jnp functions (jits traced inside the
+    vmap with JAX's 32-bit dtypes), runs in a jit of its own: its x64 program is computed
+    and judged as a jit's.  float64 host data and a jnp array that f32 cannot hold the
+    difference of (2**-40 after 1.0) give the x64 values under pairs, as with x64 (0 in
+    float32); an int64 square beyond 32 bits is exact under exact, reported at the line
+    under default and refused by strict, as in a jit -- never JAX's 32-bit batched
+    program unjudged."""
+    ref = runs["ref"]
+    assert ref["vmap_host_float"]["value"] == [[1.0, -0.5, 2.0**41]]
+    assert ref["vmap_array_float"]["value"] == [[1.0, 1.0]]
+    for tag in ("pairs", "exact_pairs"):
+        for name in ("vmap_host_float", "vmap_array_float"):
+            got = runs[tag][name]
+            assert got.get("value") == ref[name]["value"] and not got["warnings"], (tag, name, got)
+    # not vacuous: float32 alone loses the 2**-40
+    assert runs["f32"]["vmap_host_float"]["value"] == [[0.0, 0.0, 2.0**41]]
+    line = _line("vmap_int64")
+    assert ref["vmap_int64"]["value"] == [[0, 0, 0]]
+    exact = runs["exact_pairs"]["vmap_int64"]
+    assert exact.get("value") == [[0, 0, 0]] and not exact["warnings"], exact
+    for tag in ("f32", "pairs"):
+        got = runs[tag]["vmap_int64"]
+        assert got.get("value") == [[408, 408, 408]], (tag, got)  # the 32-bit square, said
+        assert got["warnings"] == [["UnprovenIntegerWarning", line]], (tag, got)
+    strict = runs["strict"]["vmap_int64"]
+    assert strict.get("error") == "NarrowingError" and f"eager_programs.py:{line}" in strict["message"], strict
+
+
+def test_eager_vmap_needing_a_concrete_value_says_it_has_no_x64_meaning(runs: dict[str, Any]) -> None:
+    """A vmapped function branching in Python on an unmapped array cannot be traced in a
+    jit: it runs as vmap runs it, where float64 host data entering its jnp calls under
+    pairs is one NoX64MeaningWarning at the line (default policy) or a NoX64MeaningError
+    naming it (exact)."""
+    line = _line("vmap_concrete")
+    assert runs["ref"]["vmap_concrete"]["value"] == [[2 + 2.0**-39]]
+    pairs = runs["pairs"]["vmap_concrete"]
+    assert pairs.get("value") == [[2.0]] and pairs["warnings"] == [["NoX64MeaningWarning", line]], pairs
+    exact = runs["exact_pairs"]["vmap_concrete"]
+    assert exact.get("error") == "NoX64MeaningError", exact
+    assert f"eager_programs.py:{line}" in exact["message"] and "float64[1] host data" in exact["message"], exact
+    assert runs["f32"]["vmap_concrete"] == {"value": [[2.0]], "warnings": []}

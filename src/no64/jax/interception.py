@@ -124,6 +124,7 @@ POINTS: tuple[Point, ...] = (
     Point("samplers", "intent", ("jax.random.*",), "jax.random's samplers called eagerly"),
     Point("astype", "intent", _numpy("astype"),
           "an eager conversion to a dtype JAX narrows, run in a jit of its own"),
+    Point("vmap", "intent", ("jax.vmap",), "a vmapped function called outside any jit, run in a jit of its own"),
     Point("trace-frame-locations", "hook", ("jax._src.interpreters.mlir._traceback_to_location",),
           "locations made from an equation's own trace (jax 0.7-0.8)", optional=True),
     Point("x64-update-hook", "hook", ("jax._src.config.enable_x64._update_global_hook",),

@@ -198,6 +198,7 @@ from .jit_path import (
     jit_dynamic_arguments,
     jit_function,
     jit_input_avals,
+    lowering_without_donation,
     replace_jit_function,
     wrap_ahead_of_time_trace,
     wrap_device_put_impl,
@@ -207,6 +208,7 @@ from .jit_path import (
     wrap_numpy_function,
     wrap_primitive_callable,
     wrap_random_samplers,
+    wrap_vmap,
 )
 from .patching import Change, changes, installing, replace_attribute, restore
 from .tracebacks import (
@@ -275,6 +277,7 @@ __all__ = [
     "jit_dynamic_arguments",
     "jit_function",
     "jit_input_avals",
+    "lowering_without_donation",
     "late_cpu_guard_warning",
     "locate_by_trace_frames",
     "make_closed_jaxpr",
@@ -318,6 +321,7 @@ __all__ = [
     "wrap_jit_trace",
     "wrap_primitive_callable",
     "wrap_random_samplers",
+    "wrap_vmap",
     "wrapped_function",
     "x64_state",
     "x64_update_hook",

@@ -189,6 +189,17 @@ def wrap_numpy_function(name: str, make: Callable[[Callable[..., Any]], Callable
             replace_attribute(module, name, wrapped)
 
 
+def wrap_vmap(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Put ``make(original)`` in place of the public ``jax.vmap`` (0.7-0.12);
+    JAX's own modules call ``jax._src.api.vmap``, which stays."""
+    import jax
+
+    original = getattr(jax, "vmap", None)
+    if original is None:
+        raise missing("jax.vmap")
+    replace_attribute(jax, "vmap", make(original))
+
+
 def wrap_jit_impl(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Put ``make(original)`` in place of the eager implementation of JAX's
     ``jit`` primitive (``pjit.jit_p.impl(*args, jaxpr=..., ...)``, 0.7-0.12):
@@ -355,6 +366,26 @@ def wrap_ahead_of_time_trace(during: Callable[[], Any]) -> None:
     jit_trace.__wrapped__ = trace  # type: ignore[attr-defined]
     jit_trace.__no64__ = True  # type: ignore[attr-defined]
     replace_attribute(pjit, "jit_trace", jit_trace)
+
+
+def lowering_without_donation(jaxpr: Any, args: tuple[Any, ...],
+                              kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments of ``pjit._pjit_lower(jaxpr, *args, **kwargs)`` with no
+    input donated: its ``donated_invars`` (a keyword, or the one positional
+    argument that is a tuple of a bool per input of ``jaxpr``, 0.7-0.12)
+    all false.  As they are where there is none such."""
+    n = len(getattr(jaxpr, "in_avals", ()))
+
+    def donations(v: Any) -> bool:
+        return isinstance(v, (tuple, list)) and len(v) == n and all(isinstance(d, bool) for d in v)
+
+    if "donated_invars" in kwargs:
+        return args, {**kwargs, "donated_invars": (False,) * n}
+    found = [i for i, a in enumerate(args) if donations(a)]
+    if len(found) != 1 or n == 0:
+        return args, kwargs
+    i = found[0]
+    return (*args[:i], (False,) * n, *args[i + 1:]), kwargs
 
 
 def jit_dynamic_arguments(ji: Any, args: Any, kwargs: Any) -> list[Any]:

@@ -179,4 +179,44 @@ def _judge_meaning(module: ir.Module, meaning: ir.Module, config: Config, platfo
                  report.summary().splitlines()[0])
     # the x64 module calls the host callbacks its own lowering registered
     intent.carry_host_callbacks(meaning, copy)
+    _donations_taken(module, copy)
     return copy
+
+
+#: the attributes of an entry argument by which JAX's lowering donates it:
+#: the result its buffer is aliased to, or donated for the compiler to alias
+_DONATION = ("tf.aliasing_output", "jax.buffer_donor")
+
+
+def _argument_attributes(function: ir.Operation) -> list[dict[str, ir.Attribute]]:
+    """The attributes of each of an entry function's arguments, by name."""
+    if "arg_attrs" not in function.attributes:
+        return []
+    out = []
+    for d in ir.ArrayAttr(function.attributes["arg_attrs"]):
+        d = ir.DictAttr(d)
+        out.append({d[i].name: d[i].attr for i in range(len(d))})
+    return out
+
+
+def _donations_taken(module: ir.Module, prepared: ir.Module) -> None:
+    """``prepared``, made from the x64 module of JAX's 32-bit ``module`` and
+    with its signature, donates the inputs ``module`` donates, aliased to the
+    same results: the caller's donated buffer holds the result as JAX
+    planned (the x64 module is lowered without donation, its 64-bit types
+    aliasing otherwise)."""
+    source, target = entry_function(module.operation), entry_function(prepared.operation)
+    if source is None or target is None:
+        return
+    given = _argument_attributes(source)
+    if not any(k in _DONATION for attrs in given for k in attrs):
+        return
+    with prepared.context:
+        n = len(ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value).inputs)
+        attrs = _argument_attributes(target) or [{} for _ in range(n)]
+        for i, named in enumerate(attrs):
+            for k in _DONATION:
+                named.pop(k, None)
+                if i < len(given) and k in given[i]:
+                    named[k] = ir.Attribute.parse(str(given[i][k]))
+        target.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in attrs])

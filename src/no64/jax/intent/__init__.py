@@ -59,6 +59,7 @@ from .._compat import (
     wrap_numpy_function,
     wrap_primitive_callable,
     wrap_random_samplers,
+    wrap_vmap,
 )
 from .eager import (
     conversion_in_a_jit,
@@ -68,6 +69,7 @@ from .eager import (
     note_wide_host_data,
     sampler_in_a_jit,
     unjudged_jit_with_wide_operands,
+    vmap_in_a_jit,
 )
 from .judge import (
     NoMeaning,
@@ -123,6 +125,7 @@ def install() -> None:
             "jit-impl": lambda: wrap_jit_impl(unjudged_jit_with_wide_operands),
             "samplers": lambda: wrap_random_samplers(sampler_in_a_jit),
             "astype": lambda: wrap_numpy_function("astype", conversion_in_a_jit),
+            "vmap": lambda: wrap_vmap(vmap_in_a_jit),
         })
         host.veto_fast_path(no_fast_path)
         host.on_wide_narrowed(note_wide_host_data)

@@ -3,6 +3,7 @@ JAX's samplers called eagerly, host data and explicit dtypes under a transformat
 
 from __future__ import annotations
 
+import collections
 import functools
 import weakref
 from collections.abc import Callable
@@ -268,6 +269,101 @@ def _narrowed_request(dtype: Any) -> bool:
     except TypeError:
         return False
     return wide in host.NARROWED and differs_in_x64(wide, config)
+
+
+# ``jax.vmap(f)(x)`` outside any jit traces ``f`` with x64 off: each ``jnp``
+# function it calls is a jit traced inside the vmap with JAX's 32-bit
+# dtypes, and the batched program of that jit then runs eagerly.  That
+# program is not the x64 program (its literals, dtypes and defaults were
+# fixed for 32 bits), so a float64 array under pairs or an int64 array
+# entering it could only be computed as 32-bit data, or refused.  With x64
+# requested, the vmapped function called outside any jit runs inside a
+# top-level jit of its own, ``jax.jit(jax.vmap(f))``: its x64 trace is the
+# x64 program of the whole batched function, judged and computed as any
+# jit's (pairs, words, the output checks).  Its array leaves are the jit's
+# arguments (with the x64 dtypes no64 noted for them); every other leaf (a
+# Python scalar, a function, an unmapped static value) is fixed while
+# tracing, as vmap sees it.  A function that needs the concrete value of
+# an array (Python control flow on an unmapped argument) cannot be traced
+# inside a jit: it runs as vmap runs it, where 64-bit data entering it is
+# said as before (:func:`unjudged_jit_with_wide_operands`).
+
+
+def vmap_in_a_jit(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def vmap(fun: Any, *args: Any, **kwargs: Any) -> Any:
+        vmapped = original(fun, *args, **kwargs)
+
+        @functools.wraps(vmapped)
+        def call(*a: Any, **kw: Any) -> Any:
+            if not wanted():
+                return vmapped(*a, **kw)
+            return _transformed_in_a_jit(vmapped, a, kw)
+
+        return call
+
+    return vmap
+
+
+def _transformed_in_a_jit(transformed: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``transformed(*args, **kwargs)`` run inside a top-level jit of its
+    own, its array leaves the jit's arguments; as it is where tracing it
+    needs a concrete value."""
+    import jax
+    from jax import tree_util
+
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    dynamic = tuple(i for i, x in enumerate(leaves) if _is_array(x))
+    taken = set(dynamic)
+    # a static leaf's type is part of its key: 1, 1.0 and True are equal
+    static = tuple(None if i in taken else (type(x), x) for i, x in enumerate(leaves))
+    jitted = _transformed_jit(transformed, tree, dynamic, static)
+    try:
+        return jitted(*(leaves[i] for i in dynamic))
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+            jax.errors.TracerIntegerConversionError):
+        pass  # run as it is, below (not inside the handler: its error is not this one's consequence)
+    return transformed(*args, **kwargs)
+
+
+#: a transformed function -> {(its arguments' tree, dynamic leaves, static leaves): its jit}
+_transformed_jits: "weakref.WeakKeyDictionary[Any, collections.OrderedDict[Any, Any]]" = (
+    weakref.WeakKeyDictionary())
+_TRANSFORMED_JITS_MAX = 32
+
+
+def _transformed_jit(transformed: Callable[..., Any], tree: Any, dynamic: tuple[int, ...],
+                     static: tuple[Any, ...]) -> Any:
+    key = (tree, dynamic, static)
+    try:
+        hash(key)
+        per_fun = _transformed_jits.setdefault(transformed, collections.OrderedDict())
+    except TypeError:  # an unhashable static leaf, or no weak reference: a jit for this call alone
+        return _make_transformed_jit(transformed, tree, dynamic, static)
+    jitted = per_fun.get(key)
+    if jitted is None:
+        jitted = per_fun[key] = _make_transformed_jit(transformed, tree, dynamic, static)
+        while len(per_fun) > _TRANSFORMED_JITS_MAX:
+            per_fun.popitem(last=False)
+    else:
+        per_fun.move_to_end(key)
+    return jitted
+
+
+def _make_transformed_jit(transformed: Callable[..., Any], tree: Any, dynamic: tuple[int, ...],
+                          static: tuple[Any, ...]) -> Any:
+    import jax
+    from jax import tree_util
+
+    def call(*operands: Any) -> Any:
+        leaves = [None if s is None else s[1] for s in static]
+        for i, x in zip(dynamic, operands):
+            leaves[i] = x
+        args, kwargs = tree_util.tree_unflatten(tree, leaves)
+        return transformed(*args, **kwargs)
+
+    functools.update_wrapper(call, transformed)
+    return jax.jit(call)
 
 
 def eager_sampler() -> str | None:

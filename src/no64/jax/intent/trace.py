@@ -21,6 +21,7 @@ from .._compat import (
     eval_jaxpr,
     jit_dynamic_arguments,
     jit_input_avals,
+    lowering_without_donation,
     trace_flat,
     traced_constant_sources,
 )
@@ -429,10 +430,15 @@ def _pjit_lower(jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         if not _holds_64bit(p64.params["jaxpr"]):
             # no 64-bit value in the x64 program: it means what JAX's 32-bit one does
             return None
+        # without donation: which inputs the module JAX lowered aliases to
+        # which results is a matter of its 32-bit signature, which the
+        # prepared x64 module takes from it (its 64-bit types alias otherwise,
+        # and JAX would warn of the same donation twice)
+        a64, k64 = lowering_without_donation(p64.params["jaxpr"], args, kwargs)
         tls.busy = True
         try:
             with enable_x64(True):
-                c64 = _original_lower(p64.params["jaxpr"], *args, **kwargs)
+                c64 = _original_lower(p64.params["jaxpr"], *a64, **k64)
         finally:
             tls.busy = False
         a, b = computation.compile_args, c64.compile_args
