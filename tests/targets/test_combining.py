@@ -335,11 +335,19 @@ def test_all_reduce_and_reduce_scatter_are_exact(cpu_devices: Any, in_f32: bool)
     assert {f.op for f in found} == {"stablehlo.all_reduce", "stablehlo.reduce_scatter"}
     assert {f.code for f in found} == {"EVRF061/EVRF063"}
     out = legalized(m, NEURON, in_f32, 2)
-    raw, _ = on_datapath(m, NEURON)
-    sim, simulated = on_datapath(out, NEURON)
-    assert simulated == (0 if in_f32 else 4)
+    _collectives_exact_on_the_datapath(m, out, NEURON, extremes(a.shape, np.int32), 0 if in_f32 else 4)
+
+
+def _collectives_exact_on_the_datapath(m: ir.Module, out: ir.Module, t: Target, inputs: Sequence[np.ndarray],
+                                       simulated: int) -> None:
+    """``out``, ``m`` legalized for ``t`` (``simulated`` of its collectives on the
+    f32 datapath), gives on the simulated device what ``m`` gives on the CPU, bit
+    for bit, on each of ``inputs``; ``m`` on the simulated device gets some wrong."""
+    raw, _ = on_datapath(m, t)
+    sim, on_f32 = on_datapath(out, t)
+    assert on_f32 == simulated
     wrong = 0
-    for xs in extremes(a.shape, np.int32):
+    for xs in inputs:
         want = run_module(m, [xs], strict=False)
         got = run_module(sim, [xs], strict=False)
         for w, g in zip(want, got):
@@ -427,17 +435,7 @@ def test_pmax_pmin_and_a_max_reduce_scatter_are_exact(cpu_devices: Any, in_f32: 
     fresh = [h for _, h, _ in _channels(out) if h not in old]
     ops = 2 * parts + 2 * parts - 1  # a reduce_scatter also takes each part but the last whole
     assert len(fresh) == len(set(fresh)) == ops - 3, _channels(out)  # each added collective on a channel of its own
-    raw, _ = on_datapath(m, t)
-    sim, simulated = on_datapath(out, t)
-    assert simulated == (0 if in_f32 else ops)
-    wrong = 0
-    for xs in _ordered(a.shape, dtype):
-        want = run_module(m, [xs], strict=False)
-        got = run_module(sim, [xs], strict=False)
-        for w, g in zip(want, got):
-            np.testing.assert_array_equal(g, w)
-        wrong += any(not np.array_equal(r, w) for r, w in zip(run_module(raw, [xs], strict=False), want))
-    assert wrong
+    _collectives_exact_on_the_datapath(m, out, t, _ordered(a.shape, dtype), 0 if in_f32 else ops)
 
 
 # ------------------------------------------------------------- 64-bit elements
