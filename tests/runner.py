@@ -34,6 +34,19 @@ from no64.transforms.pairs import join_pairs, split_pairs
 from support import enable_x64, ir
 
 I32 = np.iinfo(np.int32)
+#: What no64 raises when it refuses a module.
+REFUSALS = (no64.NarrowingError, no64.UnsupportedOpError, no64.ConstantRangeError)
+
+
+def demoted_unless_refused(module: ir.Module, **demote: Any) -> no64.DemotionReport | None:
+    """``no64.demote(module, **demote)``'s report, or ``None`` where no64
+    refuses the module, which it must then leave as it was."""
+    before = str(module)
+    try:
+        return no64.demote(module, **demote)
+    except REFUSALS:
+        assert str(module) == before, "a refused module must be left unchanged"
+        return None
 
 
 def compile_module(module: ir.Module, *, strict: bool,
