@@ -32,14 +32,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import math
 import os
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -52,7 +51,7 @@ import no64
 from no64.jax.reference import compile_module, lower_x64
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support beside it
-from bench_support import enable_x64  # noqa: E402
+from bench_support import enable_x64, report_run  # noqa: E402
 
 #: The largest error of a pairs result against float64, relative to the
 #: largest magnitude of the float64 result.
@@ -219,13 +218,6 @@ def print_table(results: list[Result], header: str) -> None:
               f"{_x(r.ratio(r.f64_s)):>9}  {_x(r.ratio(r.f32_s)):>9}  {r.max_rel_error:>11.1e}")
 
 
-def write_json(path: str, platform: str, repeats: int, load: float, results: Sequence[Any]) -> None:
-    """A benchmark's run as JSON: where and how often it ran, the load, and its results (dataclasses)."""
-    with open(path, "w") as f:
-        json.dump({"platform": platform, "repeats": repeats, "load_average": load,
-                   "results": [asdict(r) for r in results]}, f, indent=2)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=1 << 20, help="elements of the elementwise cases")
@@ -245,11 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(run_case(case, args.size, args.rows, args.row_length, args.repeats,
                                 timing=not args.check_only, platform=args.platform))
         print(f"  {case.name}: done", file=sys.stderr, flush=True)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print_table(results, f"float64 as pairs of f32 (float_policy=\"pairs\") against native f64 and f32 on "
-                f"{args.platform}: median of {args.repeats}, load average {load:.1f} on {os.cpu_count()} CPUs")
-    if args.json:
-        write_json(args.json, args.platform, args.repeats, load, results)
+    report_run(results, print_table, f"float64 as pairs of f32 (float_policy=\"pairs\") against native f64 and f32 "
+               f"on {args.platform}:", platform=args.platform, repeats=args.repeats, json_path=args.json)
     return 0
 
 

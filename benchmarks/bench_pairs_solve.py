@@ -46,8 +46,8 @@ from no64.jax.reference import compile_module, lower_x64
 from no64.transforms import demote as demote_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_support beside it
-from bench_pairs import _device, _runner, time_programs, write_json  # noqa: E402
-from bench_support import enable_x64  # noqa: E402
+from bench_pairs import _device, _runner, time_programs  # noqa: E402
+from bench_support import enable_x64, report_run  # noqa: E402
 
 #: Right-hand sides per solve.
 COLUMNS = 4
@@ -179,12 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for cond in args.conds:
             results.append(bench(n, cond, args.repeats, platform=args.platform, exact_limit=args.exact_limit))
             print(f"  n={n} cond={cond:g}: done", file=sys.stderr, flush=True)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print_table(results, f"jnp.linalg.solve, {COLUMNS} right-hand sides, on {args.platform}: float64 pairs refined "
-                f"from the f32 LU against the float64 LU on pairs, XLA's f64 and f32; median of {args.repeats}, "
-                f"load average {load:.1f} on {os.cpu_count()} CPUs")
-    if args.json:
-        write_json(args.json, args.platform, args.repeats, load, results)
+    report_run(results, print_table, f"jnp.linalg.solve, {COLUMNS} right-hand sides, on {args.platform}: float64 "
+               f"pairs refined from the f32 LU against the float64 LU on pairs, XLA's f64 and f32;",
+               platform=args.platform, repeats=args.repeats, json_path=args.json)
     return 0
 
 

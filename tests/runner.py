@@ -12,7 +12,7 @@ declared ranges and the values where 32-bit narrowing breaks), and
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import jax
@@ -34,6 +34,19 @@ from no64.transforms.pairs import join_pairs, split_pairs
 from support import enable_x64, ir
 
 I32 = np.iinfo(np.int32)
+#: What no64 raises when it refuses a module.
+REFUSALS = (no64.NarrowingError, no64.UnsupportedOpError, no64.ConstantRangeError)
+
+
+def demoted_unless_refused(module: ir.Module, **demote: Any) -> no64.DemotionReport | None:
+    """``no64.demote(module, **demote)``'s report, or ``None`` where no64
+    refuses the module, which it must then leave as it was."""
+    before = str(module)
+    try:
+        return no64.demote(module, **demote)
+    except REFUSALS:
+        assert str(module) == before, "a refused module must be left unchanged"
+        return None
 
 
 def compile_module(module: ir.Module, *, strict: bool,
@@ -168,6 +181,14 @@ def _pair_parts(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
             and tuple(a.shape) == tuple(b.shape) + (2,)]
 
 
+def pair_inputs(args: Sequence[Any], pairs: Collection[int]) -> list[np.ndarray]:
+    """The inputs of a module converted under ``float_policy="pairs"`` for the
+    original's ``args``: those at ``pairs`` (``report.pair_inputs``) as packed
+    pairs, every other one as :func:`~no64.jax.reference.converted_inputs`
+    gives it (cast to its narrowed dtype)."""
+    return [split_pairs(np.asarray(a)) if i in pairs else converted_inputs([a])[0] for i, a in enumerate(args)]
+
+
 def compare_pairs(ref: np.ndarray, got: np.ndarray, scale: np.ndarray, bound: float, what: str) -> int:
     """Hold a float64 output computed on pairs (``got``, joined) to the 64-bit
     program's (``ref``): NaN where it has NaN, the same infinities, zeros of
@@ -226,8 +247,7 @@ def compare_pairs_on_adversarial_inputs(
     sharper = 0
     for args in adversarial_inputs(original, ranges, floats=PAIR_FLOATS):
         ref = run_original(args)
-        got = run_converted([split_pairs(a) if i in pair_in else converted_inputs([a])[0]
-                             for i, a in enumerate(args)])
+        got = run_converted(pair_inputs(args, pair_in))
         scale = run_original([np.abs(a) if a.dtype == np.float64 else a for a in args]) if of_magnitudes else ref
         shown = f"{what} on inputs {[a.tolist() for a in args]}"
         for j in pair_out:

@@ -25,6 +25,7 @@ from no64.ir import _compat as ir_compat
 from no64.ir._mlir import ir, make_context, stablehlo
 from no64.jax import _compat as jax_compat
 from no64.jax._compat import backend_module_text, enable_x64
+from no64.spec.walk import all_ops
 
 __all__ = [
     # the MLIR bindings, and a context with every dialect a program may use
@@ -41,7 +42,9 @@ __all__ = [
     "Intercept",
     # a benchmark script, as a module
     "load_benchmark",
+    # the ops of a module, at any depth
     "ops_named",
+    "op_names",
     # for a child process that imports this module
     "with_support",
 ]
@@ -83,18 +86,12 @@ class Intercept:
 
 def ops_named(module: Any, name: str) -> list[Any]:
     """Every op called ``name`` in ``module``, at any depth, in order."""
-    found: list[Any] = []
+    return [op for op in all_ops(module.operation) if op.name == name]
 
-    def walk(op: Any) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    if inner.operation.name == name:
-                        found.append(inner.operation)
-                    walk(inner.operation)
 
-    walk(module.operation)
-    return found
+def op_names(module: Any) -> list[str]:
+    """The name of every op in ``module``, at any depth, in order."""
+    return [op.name for op in all_ops(module.operation)]
 
 
 def load_benchmark(name: str) -> ModuleType:

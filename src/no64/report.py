@@ -44,7 +44,6 @@ class Finding:
         d = dataclasses.asdict(self)
         del d["value"]
         d["location"] = self.location.to_dict()
-        d["location"]["text"] = str(self.location)
         return d
 
     def __str__(self) -> str:
@@ -82,9 +81,8 @@ class Event:
         return self._decoded
 
     def to_dict(self) -> dict[str, Any]:
-        loc = self.location.to_dict()
-        loc["text"] = str(self.location)
-        return {"kind": self.kind, "op": self.op, "location": loc, "detail": self.detail, "count": self.count}
+        return {"kind": self.kind, "op": self.op, "location": self.location.to_dict(), "detail": self.detail,
+                "count": self.count}
 
     def __repr__(self) -> str:
         return f"Event({self.kind.value!r}, {self.op!r}, {str(self.location)!r}, {self.detail!r}, {self.count})"
@@ -169,15 +167,13 @@ class Narrowing:
         return hash(self._key())
 
     def to_dict(self) -> dict[str, Any]:
-        loc = self.location.to_dict()
-        loc["text"] = str(self.location)
         return {
             "op": self.op,
             "role": self.role,
             "index": self.index,
             "verdict": self.verdict,
             "interval": list(self.interval) if self.interval is not None else None,
-            "location": loc,
+            "location": self.location.to_dict(),
             "detail": self.detail,
             "collision": self.collision,
         }

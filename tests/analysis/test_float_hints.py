@@ -11,12 +11,9 @@ GPT-2 benchmark step, a variance of values near 1) get no hint.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
-import sys
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -30,7 +27,7 @@ from no64.analysis.float_hints import FloatHint, float_hints
 from no64.ir.locations import decode_location
 from no64.jax.reference import lower_x64, run_module
 from no64.spec.walk import all_ops
-from support import enable_x64
+from support import enable_x64, load_benchmark
 
 FMAX = float(np.finfo(np.float64).max)
 
@@ -274,12 +271,7 @@ def test_no_hint_on_a_float32_model():
 
 
 def test_no_hint_on_the_float64_parts_of_the_gpt2_step():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_gpt2.py"
-    spec = importlib.util.spec_from_file_location("bench_gpt2_hints", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("bench_gpt2")
     cfg = bench.GPTConfig(layers=1, d_model=32, heads=2, seq=8, batch=2)
     with enable_x64(True):
         module = jax.jit(partial(bench.train_step, cfg=cfg)).trace(*bench.abstract_args(cfg)).lower()

@@ -21,6 +21,7 @@ import no64
 import no64.io
 from no64.cli import main
 from no64.jax.reference import lower_x64, run_module
+from runner import pair_inputs
 from support import enable_x64
 
 RNG = np.random.default_rng(7)
@@ -36,22 +37,9 @@ def converted(fn, *args, **kw):
     return m, report
 
 
-def inputs(report, args):
-    out = []
-    for i, a in enumerate(args):
-        a = np.asarray(a)
-        if a.dtype == np.float64:
-            out.append(no64.split_pairs(a) if i in report.pair_inputs else a.astype(np.float32))
-        elif a.dtype == np.int64:
-            out.append(a.astype(np.int32))
-        else:
-            out.append(a)
-    return out
-
-
 def run(fn, *args):
     m, report = converted(fn, *args)
-    outs = run_module(m, inputs(report, args))
+    outs = run_module(m, pair_inputs(args, report.pair_inputs))
     with enable_x64(True):
         ref = jax.jit(fn)(*args)
     ref = ref if isinstance(ref, (tuple, list)) else [ref]

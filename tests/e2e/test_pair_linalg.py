@@ -14,27 +14,17 @@ import re
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
-import mpmath
 import numpy as np
 import pytest
 from test_pair_programs import reference, rel, run_pairs
 
 import no64
 from no64.jax.reference import lower_x64
+from support import load_benchmark
 
-
-def conditioned(n: int, cond: float, seed: int) -> np.ndarray:
-    """An ``n x n`` matrix of 2-norm condition ``cond`` (random singular vectors)."""
-    rng = np.random.default_rng(seed)
-    u, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    return u @ np.diag(np.logspace(0, -np.log10(cond), n)) @ v.T
-
-
-def exact_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with mpmath.workdps(40):
-        x = mpmath.lu_solve(mpmath.matrix(a.tolist()), mpmath.matrix(b.tolist()))
-        return np.array([float(v) for v in x])
+#: The solve benchmark: its matrices of a given condition, its exact solutions (mpmath).
+SOLVES = load_benchmark("bench_pairs_solve")
+conditioned = SOLVES.conditioned
 
 
 def test_solve_of_condition_1e8_within_1e_6_of_x64():
@@ -44,7 +34,7 @@ def test_solve_of_condition_1e8_within_1e_6_of_x64():
     (ref,) = reference(jnp.linalg.solve, a, b)
     (got,) = run_pairs(jnp.linalg.solve, a, b)
     (f32,) = run_pairs(jnp.linalg.solve, a, b, float_policy="f32")
-    exact = exact_solve(a, b)
+    exact = SOLVES.exact_solve(a, b[:, None])[:, 0]
     assert rel(got, ref) < 1e-6, rel(got, ref)
     # about cond * 2**-48 from the truth, as a backward-stable solve in
     # pairs' precision is; f32 loses the answer

@@ -35,6 +35,7 @@ from jax import lax
 
 import no64
 from no64.jax.reference import lower_x64, run_module
+from runner import pair_inputs
 from support import enable_x64
 
 
@@ -42,16 +43,7 @@ def run_pairs(fn: Callable[..., Any], *args: np.ndarray, float_policy: str = "pa
     """``fn`` lowered with x64, converted, run; float64 outputs as float64."""
     m = lower_x64(fn, *args)
     report = no64.demote(m, float_policy=float_policy, check=True)
-    ins = []
-    for i, a in enumerate(args):
-        a = np.asarray(a)
-        if a.dtype == np.float64:
-            ins.append(no64.split_pairs(a) if i in report.pair_inputs else a.astype(np.float32))
-        elif a.dtype == np.int64:
-            ins.append(a.astype(np.int32))
-        else:
-            ins.append(a)
-    outs = run_module(m, ins)
+    outs = run_module(m, pair_inputs(args, report.pair_inputs))
     return [no64.join_pairs(o) if i in report.pair_outputs else np.asarray(o, dtype=np.float64)
             for i, o in enumerate(outs)]
 

@@ -12,7 +12,7 @@ import pytest
 import no64
 from no64 import io as no64io
 from no64.jax.reference import lower_x64, run_module
-from support import ir, make_context, stablehlo
+from support import ir, make_context, op_names, stablehlo
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -47,20 +47,6 @@ def _signature(module: ir.Module) -> list[tuple[str, str]]:
     return out
 
 
-def _op_names(module: ir.Module) -> list[str]:
-    names: list[str] = []
-
-    def walk(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    names.append(inner.operation.name)
-                    walk(inner.operation)
-
-    walk(module.operation)
-    return names
-
-
 def _one_line_error(excinfo: pytest.ExceptionInfo[no64.No64Error], *parts: str) -> str:
     message = str(excinfo.value)
     assert "\n" not in message, message
@@ -85,7 +71,7 @@ def test_round_trip_keeps_program(
     assert [s for s in _signature(back) if s[0] == "main"] == original_main
     if fmt in ("mlir", "mlirbc"):
         # HLO inlines calls and VHLO expands CHLO; MLIR keeps every op.
-        assert _op_names(back) == _op_names(lowered)
+        assert op_names(back) == op_names(lowered)
 
     # And it computes exactly what the original computes.
     got = run_module(back, [X, N], strict=False)
@@ -175,7 +161,7 @@ def test_versioned_vhlo_text_is_upgraded(lowered: ir.Module) -> None:
     assert no64io.detect_format(vhlo_text.encode()) == "vhlo"
     for fmt in (None, "mlir"):
         module = no64io.load(vhlo_text.encode(), format=fmt)
-        names = _op_names(module)
+        names = op_names(module)
         assert "func.func" in names and not any(n.startswith("vhlo.") for n in names)
 
 

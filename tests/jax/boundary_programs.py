@@ -8,12 +8,13 @@ no64 warnings it gave with their lines and messages; plus how often the
 user's function of the ``traces`` case was traced.
 """
 
+import functools
 import json
-import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from child_report import no64_warnings, run_case
 
 #: float64 arguments f32 cannot hold (1 + 2**-40), signed zero, the infinities and NaN
 ADVERSARIAL = np.array([1 + 2**-40, -0.0, np.inf, -np.inf, np.nan, 3.0])
@@ -75,32 +76,26 @@ def _floats(value):
     return [repr(float(v)) for v in np.asarray(value, np.float64).reshape(-1)]
 
 
+def _call(fun, args):
+    if callable(args):
+        args = args()  # arrays made under the policy of this run
+    return run_traces() if fun is None else jax.jit(fun)(*args)  # LINE call
+
+
+def _value(value):
+    return {"value": _floats(value), "dtype": str(np.asarray(value).dtype)}
+
+
 def main() -> None:
     out: dict = {}
     cases = {**CASES, "traces": (None, None)}
     for name, (fun, args) in cases.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                if callable(args):
-                    args = args()  # arrays made under the policy of this run
-                value = run_traces() if fun is None else jax.jit(fun)(*args)  # LINE call
-                got = {"value": _floats(value), "dtype": str(np.asarray(value).dtype)}
-            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
-                got = {"error": type(exc).__name__, "message": str(exc)}
-        got["warnings"] = [[w.category.__name__, w.lineno, str(w.message)] for w in caught
-                           if w.category.__module__.startswith("no64")]
+        got, caught = run_case(functools.partial(_call, fun, args), _value)
+        got["warnings"] = no64_warnings(caught, messages=True)
         out[name] = got
     for name, eager in EAGER.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                value = eager()
-                got = {"value": _floats(value), "dtype": str(np.asarray(value).dtype)}
-            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
-                got = {"error": type(exc).__name__, "message": str(exc)}
-        got["warnings"] = [[w.category.__name__, w.lineno, str(w.message)] for w in caught
-                           if w.category.__module__.startswith("no64")]
+        got, caught = run_case(eager, _value)
+        got["warnings"] = no64_warnings(caught, messages=True)
         out[name] = got
     out["traces"]["count"] = len(TRACES)
     print(json.dumps(out))

@@ -10,13 +10,14 @@ warnings it gave with their lines; plus how often the user's function of the
 """
 
 import contextlib
+import functools
 import io
 import json
-import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from child_report import no64_warnings, run_case
 from jax.experimental import io_callback
 
 I64 = np.iinfo(np.int64)
@@ -127,25 +128,27 @@ CASES = {
 }
 
 
+def _call(fun, args):
+    value = run_traces() if fun is None else jax.jit(fun)(*args)  # LINE call
+    jax.block_until_ready(value)
+    jax.effects_barrier()
+    return value
+
+
+def _leaves(value):
+    return {"value": [_plain(v) for v in jax.tree_util.tree_leaves(value)]}
+
+
 def main() -> None:
     out: dict = {}
     for name, (fun, args) in CASES.items():
         RECEIVED.clear()
         printed = io.StringIO()
-        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
-            warnings.simplefilter("always")
-            try:
-                value = run_traces() if fun is None else jax.jit(fun)(*args)  # LINE call
-                jax.block_until_ready(value)
-                jax.effects_barrier()
-                got = {"value": [_plain(v) for v in jax.tree_util.tree_leaves(value)]}
-            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
-                got = {"error": type(exc).__name__, "message": str(exc)}
+        with contextlib.redirect_stdout(printed):
+            got, caught = run_case(functools.partial(_call, fun, args), _leaves)
         got["printed"] = printed.getvalue().splitlines()
         got["received"] = list(RECEIVED)
-        got["warnings"] = [[w.category.__name__, w.lineno, str(w.message)] for w in caught
-                           if w.category.__module__.startswith("no64")
-                           and w.category.__name__ != "X64DisabledWarning"]
+        got["warnings"] = no64_warnings(caught, messages=True, x64=False)
         out[name] = got
     out["traces"]["count"] = len(TRACES)
     print(json.dumps(out))

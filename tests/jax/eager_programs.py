@@ -8,12 +8,10 @@ before its own jit runs (a sampler's random bits, a requested int64, a
 scatter's update computation).
 """
 
-import warnings
-
 import jax
 import jax.numpy as jnp
 import numpy as np
-from child_report import print_results
+from child_report import no64_warnings, print_results, run_case
 
 jax.config.update("jax_enable_x64", True)  # the program asks for x64
 
@@ -54,18 +52,15 @@ CASES = {
 }
 
 
+def _leaves(value):
+    return {"value": [np.asarray(v).tolist() for v in jax.tree.leaves(value)]}
+
+
 def main() -> None:
     out: dict = {}
     for name, run in CASES.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                got = {"value": [np.asarray(v).tolist() for v in jax.tree.leaves(run())]}
-            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
-                got = {"error": type(exc).__name__, "message": str(exc)}
-        got["warnings"] = [[w.category.__name__, w.lineno] for w in caught
-                           if w.category.__module__.startswith("no64")
-                           and w.category.__name__ != "X64DisabledWarning"]
+        got, caught = run_case(run, _leaves)
+        got["warnings"] = no64_warnings(caught, x64=False)
         out[name] = got
     print_results(out)
 

@@ -6,12 +6,13 @@ value, or its error class and message, and the no64 warnings it gave, with
 their lines; plus the float policy each compile record ran under.
 """
 
+import functools
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from child_report import print_results
+from child_report import no64_warnings, print_results, run_case
 from jax import lax
 
 
@@ -129,19 +130,21 @@ RUNNERS = {
 }
 
 
+def _call(fun, args, kwargs):
+    return fun() if args is None else jax.jit(fun, **kwargs)(*args)
+
+
+def _value(value):
+    value = np.asarray(value)
+    return {"value": value.tolist(), "dtype": str(value.dtype)}
+
+
 def main() -> None:
     out: dict = {}
     cases = {**CASES, **{name: (run, None, None) for name, run in RUNNERS.items()}}
     for name, (fun, args, kwargs) in cases.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                value = np.asarray(fun() if args is None else jax.jit(fun, **kwargs)(*args))
-                got = {"value": value.tolist(), "dtype": str(value.dtype)}
-            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
-                got = {"error": type(exc).__name__, "message": str(exc)}
-        got["warnings"] = [[w.category.__name__, w.lineno] for w in caught
-                           if w.category.__module__.startswith("no64")]
+        got, caught = run_case(functools.partial(_call, fun, args, kwargs), _value)
+        got["warnings"] = no64_warnings(caught)
         out.setdefault("x64_warnings", []).extend(
             str(w.message) for w in caught if w.category.__name__ == "X64DisabledWarning")
         out[name] = got

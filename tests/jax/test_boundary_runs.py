@@ -14,29 +14,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from children import marked_line, run_children
+from children import marked_line, runs_fixture
 
 import no64
 from support import enable_x64
 
 SCRIPT = Path(__file__).parent / "boundary_programs.py"
-RUNS = {
-    "ref": {},
-    "f32": {"NO64_PLATFORMS": "cpu"},
-    "pairs": {"NO64_PLATFORMS": "cpu", "NO64_FLOAT_POLICY": "pairs"},
-    "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
-    "exact": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact"},
-}
+RUNS = ("ref", "f32", "pairs", "strict", "exact")
+runs = runs_fixture(SCRIPT, RUNS)
 HOOK = ("f32", "pairs", "strict", "exact")
-
-
-def _line(tag: str) -> int:
-    return marked_line(SCRIPT, tag)
-
-
-@pytest.fixture(scope="module")
-def runs() -> dict[str, Any]:
-    return run_children(SCRIPT, RUNS)
 
 
 def _rounded_once(values: list[str]) -> list[str]:
@@ -61,7 +47,7 @@ def test_float64_arguments_enter_the_hook_as_pairs(runs: dict[str, Any], case: s
 def test_a_float64_argument_the_pairs_cannot_hold_is_said_at_the_call(runs: dict[str, Any]) -> None:
     """1e-310 (below f32's smallest normal: its pair would flush) is named at the call's line."""
     (warning,) = [w for w in runs["pairs"]["signs"]["warnings"] if w[0] == "PairRangeWarning"]
-    assert warning[1] == _line("call") and "1e-310" in warning[2]
+    assert warning[1] == marked_line(SCRIPT, "call") and "1e-310" in warning[2]
 
 
 def test_the_users_function_is_traced_once(runs: dict[str, Any]) -> None:
@@ -94,7 +80,7 @@ def test_a_python_float_argument_beyond_f32s_range_is_refused(runs: dict[str, An
         got = runs[tag]["python_float_beyond"]
         assert got["error"] == "HostRangeError", (tag, got)
         assert "a Python float argument" in got["message"] and "2e+300" in got["message"]
-        assert f"{SCRIPT}:{_line('call')}" in got["message"]
+        assert f"{SCRIPT}:{marked_line(SCRIPT, 'call')}" in got["message"]
 
 
 def test_int64_beyond_32_bits_under_exact_says_the_hook_cannot_carry_it(runs: dict[str, Any]) -> None:
@@ -102,7 +88,7 @@ def test_int64_beyond_32_bits_under_exact_says_the_hook_cannot_carry_it(runs: di
     the call's line, saying why (JAX passes it as int32) and what carries it."""
     got = runs["exact"]["int64_beyond"]
     assert got["error"] == "HostRangeError"
-    assert f"{SCRIPT}:{_line('call')}" in got["message"] and "1099511627777" in got["message"]
+    assert f"{SCRIPT}:{marked_line(SCRIPT, 'call')}" in got["message"] and "1099511627777" in got["message"]
     assert "calling convention" in got["message"] and "no64.jit(f, policy='exact')" in got["message"]
     assert "calling convention" not in runs["f32"]["int64_beyond"].get("message", "")
 
@@ -161,7 +147,7 @@ def test_a_host_sentinel_meeting_its_32_bit_image_is_said_under_the_default_poli
     the others are ordinary INT32_MAX meeting it (told apart by the
     expression, not the line): warned of at the line, refused by strict."""
     want = runs["ref"]["sentinel_meets"]["value"]
-    line = _line("sentinel_meets")
+    line = marked_line(SCRIPT, "sentinel_meets")
     for tag in ("f32", "pairs"):
         got = runs[tag]["sentinel_meets"]
         if got.get("value") != want:
@@ -186,7 +172,7 @@ def test_host_sentinels_held_by_arrays_keep_their_meaning(runs: dict[str, Any], 
     silently otherwise under the default policies (warned of at the line
     that reads or compares it) or ``strict`` (refused there)."""
     want = runs["ref"][case]["value"]
-    line = _line(case)
+    line = marked_line(SCRIPT, case)
     assert runs["exact"][case]["value"] == want, runs["exact"][case]
     assert not [w for w in runs["exact"][case]["warnings"] if w[0] != "X64DisabledWarning"], runs["exact"][case]
     for tag in ("f32", "pairs"):
@@ -216,7 +202,7 @@ def test_a_larger_host_integer_is_judged_again(runs: dict[str, Any]) -> None:
     call has another x64 signature, judged with the 32-bit range: warned of
     at the line (default), refused (strict), computed exactly (exact)."""
     want = runs["ref"]["large_int"]["value"]
-    line = _line("large_int")
+    line = marked_line(SCRIPT, "large_int")
     assert runs["exact"]["large_int"]["value"] == want
     got = runs["f32"]["large_int"]
     said = [w for w in got["warnings"] if w[0] == "UnprovenIntegerWarning"]

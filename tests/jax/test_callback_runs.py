@@ -16,24 +16,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from children import marked_line, run_children
+from children import marked_line, runs_fixture
 
 SCRIPT = Path(__file__).parent / "callback_programs.py"
-RUNS = {
-    "ref": {},
-    "default": {"NO64_PLATFORMS": "cpu"},
-    "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
-    "exact": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact"},
-    "pairs": {"NO64_PLATFORMS": "cpu", "NO64_FLOAT_POLICY": "pairs"},
-}
+RUNS = ("ref", "default", "strict", "exact", "pairs")
+runs = runs_fixture(SCRIPT, RUNS)
 HOOK = ("default", "strict", "exact", "pairs")
 INTEGER_CASES = ("print_fits", "print_past", "callback_big", "pure_back", "pure_fits", "pure_min", "io_ordered",
                  "in_loop", "traces")
-
-
-@pytest.fixture(scope="module")
-def runs() -> dict[str, Any]:
-    return run_children(SCRIPT, RUNS)
 
 
 def _seen(got: dict[str, Any]) -> tuple[Any, Any, Any]:

@@ -11,26 +11,12 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from children import marked_line, run_children
+from children import marked_line, runs_fixture
 
 SCRIPT = Path(__file__).parent / "eager_programs.py"
-RUNS = {
-    "ref": {},
-    "f32": {"NO64_PLATFORMS": "cpu"},
-    "pairs": {"NO64_PLATFORMS": "cpu", "NO64_FLOAT_POLICY": "pairs"},
-    "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
-    "exact_pairs": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact", "NO64_FLOAT_POLICY": "pairs"},
-}
+RUNS = ("ref", "f32", "pairs", "strict", "exact_pairs")
+runs = runs_fixture(SCRIPT, RUNS, x64=False)
 HOOKED = [tag for tag in RUNS if tag != "ref"]
-
-
-def _line(tag: str) -> int:
-    return marked_line(SCRIPT, tag)
-
-
-@pytest.fixture(scope="module")
-def runs() -> dict[str, Any]:
-    return run_children(SCRIPT, RUNS, x64=False)
 
 
 #: A known bug, open: on jax 0.12 under the hook, choice(key, 5, shape, p=float64 numpy data)
@@ -76,7 +62,7 @@ def test_eager_astype_int64_is_judged_by_its_x64_meaning(runs: dict[str, Any]) -
     which the 32-bit array JAX returns cannot (JAX would saturate it to INT32_MAX in
     silence): reported at the line under the default policy, refused there by strict,
     and by exact when it runs, with its way out; a conversion that fits is exact there."""
-    line = _line("astype_huge")
+    line = marked_line(SCRIPT, "astype_huge")
     assert runs["ref"]["astype_huge"]["value"] == [[10_000_000_000, -3_000_000_000, 2]]
     for tag in ("f32", "pairs"):
         got = runs[tag]["astype_huge"]
@@ -121,7 +107,7 @@ def test_eager_randint_beyond_int32_follows_the_policy(runs: dict[str, Any]) -> 
     """jax.random.randint(key, (6,), 0, 2**40) outside any jit draws int64 values the
     32-bit array cannot hold: reported at the line under default, refused by strict and
     by exact (when it runs) -- never JAX's INT32_MAX in silence."""
-    line = _line("randint_wide")
+    line = marked_line(SCRIPT, "randint_wide")
     assert max(runs["ref"]["randint_wide"]["value"][0]) > 2**31
     for tag in ("f32", "pairs"):
         assert ["UnprovenIntegerWarning", line] in runs[tag]["randint_wide"]["warnings"], tag
@@ -147,7 +133,7 @@ def test_eager_vmap_computes_the_x64_program(runs: dict[str, Any]) -> None:
             assert got.get("value") == ref[name]["value"] and not got["warnings"], (tag, name, got)
     # not vacuous: float32 alone loses the 2**-40
     assert runs["f32"]["vmap_host_float"]["value"] == [[0.0, 0.0, 2.0**41]]
-    line = _line("vmap_int64")
+    line = marked_line(SCRIPT, "vmap_int64")
     assert ref["vmap_int64"]["value"] == [[0, 0, 0]]
     exact = runs["exact_pairs"]["vmap_int64"]
     assert exact.get("value") == [[0, 0, 0]] and not exact["warnings"], exact
@@ -164,7 +150,7 @@ def test_eager_vmap_needing_a_concrete_value_says_it_has_no_x64_meaning(runs: di
     jit: it runs as vmap runs it, where float64 host data entering its jnp calls under
     pairs is one NoX64MeaningWarning at the line (default policy) or a NoX64MeaningError
     naming it (exact)."""
-    line = _line("vmap_concrete")
+    line = marked_line(SCRIPT, "vmap_concrete")
     assert runs["ref"]["vmap_concrete"]["value"] == [[2 + 2.0**-39]]
     pairs = runs["pairs"]["vmap_concrete"]
     assert pairs.get("value") == [[2.0]] and pairs["warnings"] == [["NoX64MeaningWarning", line]], pairs

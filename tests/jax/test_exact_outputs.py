@@ -15,8 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
-from children import marked_line, run_children
+from children import marked_line, runs_fixture
 
 from no64.transforms.demote import demote
 from runner import compile_module
@@ -24,21 +23,8 @@ from support import enable_x64, ir, make_context
 
 SCRIPT = Path(__file__).parent / "exact_output_programs.py"
 PAIRS_SCRIPT = Path(__file__).parent / "exact_pairs_programs.py"
-EXACT = {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact"}
-
-
-def _line(tag: str) -> int:
-    return marked_line(SCRIPT, tag)
-
-
-@pytest.fixture(scope="module")
-def runs() -> dict[str, Any]:
-    return run_children(SCRIPT, {"ref": {}, "exact": EXACT})
-
-
-@pytest.fixture(scope="module")
-def pair_runs() -> dict[str, Any]:
-    return run_children(PAIRS_SCRIPT, {"ref": {}, "exact_pairs": {**EXACT, "NO64_FLOAT_POLICY": "pairs"}})
+runs = runs_fixture(SCRIPT, ("ref", "exact"))
+pair_runs = runs_fixture(PAIRS_SCRIPT, ("ref", "exact_pairs"))
 
 
 FITS = ("scan_sum", "cumsum_fits", "cumsum_fits_again", "unsigned_fits", "aot_fits", "eager_counter", "several")
@@ -64,8 +50,9 @@ def test_results_that_do_not_fit_are_refused_at_the_run(runs: dict[str, Any]) ->
         assert "checked by value when it ran" in got["message"] and "exact_output_programs.py:" in got["message"]
     # named where the op is, and where the failing call is
     message = exact["cumsum_overflow"]["message"]
-    assert f"exact_output_programs.py:{_line('cumsum')}" in message
-    assert f"called at {SCRIPT}:{_line('overflow')}" in message or f":{_line('overflow')}" in message, message
+    assert f"exact_output_programs.py:{marked_line(SCRIPT, 'cumsum')}" in message
+    overflow = marked_line(SCRIPT, "overflow")
+    assert f"called at {SCRIPT}:{overflow}" in message or f":{overflow}" in message, message
 
 
 def _lowered(f: Any, *args: Any) -> ir.Module:

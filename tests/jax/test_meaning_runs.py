@@ -13,30 +13,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from children import marked_line, run_children
+from children import marked_line, runs_fixture
 
 import no64
 from no64.jax import intent
 from support import enable_x64
 
 SCRIPT = Path(__file__).parent / "meaning_programs.py"
-RUNS = {
-    "ref": {},
-    "jax32": {"JAX_ENABLE_X64": "0"},  # JAX's own 32-bit program, without no64
-    "f32": {"NO64_PLATFORMS": "cpu"},
-    "pairs": {"NO64_PLATFORMS": "cpu", "NO64_FLOAT_POLICY": "pairs"},
-    "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
-    "exact": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact"},
-}
-
-
-def _line(tag: str) -> int:
-    return marked_line(SCRIPT, tag)
-
-
-@pytest.fixture(scope="module")
-def runs() -> dict[str, Any]:
-    return run_children(SCRIPT, RUNS)
+RUNS = ("ref", "jax32", "f32", "pairs", "strict", "exact")
+runs = runs_fixture(SCRIPT, RUNS)
 
 
 def test_float_policy_pairs_alone_computes_pairs(runs: dict[str, Any]) -> None:
@@ -86,10 +71,10 @@ def test_effects_keep_the_x64_meaning(runs: dict[str, Any]) -> None:
     NoX64MeaningWarning, never a silent number."""
     assert runs["ref"]["effects"]["value"] == 2**32
     default = runs["f32"]["effects"]
-    assert default["warnings"] == [["UnprovenIntegerWarning", _line("effects")]], default
+    assert default["warnings"] == [["UnprovenIntegerWarning", marked_line(SCRIPT, "effects")]], default
     strict = runs["strict"]["effects"]
     assert strict.get("error") == "NarrowingError", strict
-    assert f"meaning_programs.py:{_line('effects')}" in strict["message"]
+    assert f"meaning_programs.py:{marked_line(SCRIPT, 'effects')}" in strict["message"]
     exact = runs["exact"]["effects"]
     assert exact.get("error") == "OutputRangeError", exact
 
@@ -109,7 +94,7 @@ def test_host_data_entering_a_vmap_outside_jit_is_judged_as_in_a_jit(runs: dict[
     runs in a jit of its own, whose x64 program squares in 64 bits -- reported at the line
     under default (computed as 32-bit values there: 408 where x64 gives 0), refused under
     strict, the x64 value under exact, as jax.jit(jax.vmap(f)) gives."""
-    line = _line("square_mod")
+    line = marked_line(SCRIPT, "square_mod")
     assert runs["ref"]["vmap_host_data"]["value"] == [0, 0, 0]
     default = runs["f32"]["vmap_host_data"]
     assert default.get("value") == [408, 408, 408], default
@@ -143,7 +128,7 @@ def test_assume_states_a_range_strict_and_exact_accept(runs: dict[str, Any]) -> 
     for tag in ("f32", "strict", "exact"):
         got = runs[tag]["mask_sum_assumed"]
         assert got.get("value") == 86 and not got["warnings"], (tag, got)
-    line = _line("mask_sum")
+    line = marked_line(SCRIPT, "mask_sum")
     strict = runs["strict"]["mask_sum"]
     assert strict.get("error") == "NarrowingError" and f"meaning_programs.py:{line}" in strict["message"]
     # exact computes the sum on words and checks it by value when it runs: it fits
@@ -156,7 +141,7 @@ def test_eager_primitive_mixing_host_data_and_an_eager_array_has_the_x64_meaning
     the 32-bit array JAX returns may not hold, is reported at the line under default,
     refused there under strict, and checked by value under exact (it fits); an eager
     float64 scalar under grad (floats are float32 under this float policy) gives no word."""
-    line = _line("mixed")
+    line = marked_line(SCRIPT, "mixed")
     assert runs["ref"]["eager_mixed"]["value"] == [2**31 - 1, 2]
     default = runs["f32"]["eager_mixed"]
     assert default["value"] == [2**31 - 1, 2]
@@ -176,7 +161,7 @@ def test_cache_is_keyed_by_the_host_dtypes(runs: dict[str, Any]) -> None:
     shape, is not served the first call's 32-bit program: the second call is judged by its
     own x64 program (a 64-bit square): reported at the line under default, refused under
     strict, the x64 value under exact -- never JAX's cached int32 answer unwarned."""
-    line = _line("cache_order")
+    line = marked_line(SCRIPT, "cache_order")
     ref = runs["ref"]["cache_order"]
     assert ref["value"] == [0, 0, 0]  # 10**10 % 1000; int32 wraps to 1410065408 -> 408
     default = runs["f32"]["cache_order"]
@@ -204,7 +189,7 @@ def test_an_error_while_taking_the_meaning_is_no_verdict(runs: dict[str, Any]) -
     refuses: the function has no x64 meaning, and says so at the call's line (default:
     JAX's 32-bit program runs, 704 where x64 gives 0) or is refused (strict, exact) --
     never run unjudged as if it had been judged."""
-    line = _line("cte")
+    line = marked_line(SCRIPT, "cte")
     assert runs["ref"]["compile_time_eval"]["value"] == 0
     default = runs["f32"]["compile_time_eval"]
     assert ["NoX64MeaningWarning", line] in default["warnings"] and default["value"] == 704, default
@@ -285,7 +270,7 @@ def test_eager_bits_are_64_bits_or_said(runs: dict[str, Any]) -> None:
     """jax.random.bits(key) outside any jit draws uint64 in the x64 program: the 32-bit
     array JAX returns cannot hold them, which the default policy reports at the line and
     exact refuses when it runs -- never JAX's 32 random bits in their place unwarned."""
-    line = _line("eager_bits")
+    line = marked_line(SCRIPT, "eager_bits")
     ref = runs["ref"]["eager_bits"]
     assert ref["dtype"] == "uint64" and max(ref["value"]) >= 2**32
     default = runs["f32"]["eager_bits"]
@@ -299,7 +284,7 @@ def test_a_host_sentinel_meeting_its_image_is_never_silent(runs: dict[str, Any])
     the 32-bit comparison says False where x64 says True -- reported at the line with an
     UnprovenIntegerWarning under default, refused there under strict; under exact the x64
     module takes the sentinel back at its entry and gives the x64 answer."""
-    line = _line("sentinel")
+    line = marked_line(SCRIPT, "sentinel")
     assert runs["ref"]["sentinel_meets"]["value"] is True
     default = runs["f32"]["sentinel_meets"]
     assert ["UnprovenIntegerWarning", line] in default["warnings"], default

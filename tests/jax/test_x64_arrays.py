@@ -11,28 +11,14 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-import pytest
-from children import marked_line, run_children
+from children import marked_line, runs_fixture
 
 from no64.jax import x64_arrays
 
 SCRIPT = Path(__file__).parent / "x64_array_programs.py"
-RUNS = {
-    "ref": {},
-    "default": {"NO64_PLATFORMS": "cpu"},
-    "strict": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "strict"},
-    "exact": {"NO64_PLATFORMS": "cpu", "NO64_POLICY": "exact"},
-}
+RUNS = ("ref", "default", "strict", "exact")
+runs = runs_fixture(SCRIPT, RUNS)
 NO64_ERRORS = {"NarrowingError", "OutputRangeError", "NoX64MeaningError", "HostRangeError"}
-
-
-def _line(tag: str) -> int:
-    return marked_line(SCRIPT, tag)
-
-
-@pytest.fixture(scope="module")
-def runs() -> dict[str, Any]:
-    return run_children(SCRIPT, RUNS)
 
 
 def test_no_case_returns_another_number_unsaid(runs: dict[str, Any]) -> None:
@@ -48,7 +34,7 @@ def test_no_case_returns_another_number_unsaid(runs: dict[str, Any]) -> None:
                 continue
             if got["value"] != want:
                 assert tag == "default", (tag, name, got, want)
-                assert ["UnprovenIntegerWarning", _line(name)] in got["warnings"], (name, got, want)
+                assert ["UnprovenIntegerWarning", marked_line(SCRIPT, name)] in got["warnings"], (name, got, want)
 
 
 def test_width_dependent_results_are_the_x64_programs(runs: dict[str, Any]) -> None:
@@ -72,7 +58,7 @@ def test_width_dependent_results_are_the_x64_programs(runs: dict[str, Any]) -> N
         assert got["value"] == ref[name]["value"], (name, got)
         # the eager subtraction's int64 result may not fit the int32 array that holds
         # it: said under default, refused under strict, checked by value under exact
-        assert ["UnprovenIntegerWarning", _line(name)] in got["warnings"], (name, got)
+        assert ["UnprovenIntegerWarning", marked_line(SCRIPT, name)] in got["warnings"], (name, got)
         assert runs["strict"][name].get("error") == "NarrowingError", (name, runs["strict"][name])
         assert runs["exact"][name]["value"] == ref[name]["value"], (name, runs["exact"][name])
     for name in ("device_put", "asarray", "array", "arange", "arange_int64", "full_int64", "list"):

@@ -9,11 +9,11 @@ their lines.
 """
 
 import json
-import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from child_report import no64_warnings, run_case
 from jax import lax
 
 H = np.full(3, 100_007, np.int64)  # its square needs 34 bits
@@ -59,18 +59,16 @@ CASES = {
 }
 
 
+def _value(value):
+    value = np.asarray(value)
+    return {"value": value.tolist(), "dtype": str(value.dtype)}
+
+
 def main() -> None:
     out: dict = {}
     for name, run in CASES.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                value = np.asarray(run())
-                got = {"value": value.tolist(), "dtype": str(value.dtype)}
-            except Exception as exc:  # noqa: BLE001 - the test reads the class and message
-                got = {"error": type(exc).__name__, "message": str(exc)}
-        got["warnings"] = [[w.category.__name__, w.lineno] for w in caught
-                           if w.category.__module__.startswith("no64")]
+        got, caught = run_case(run, _value)
+        got["warnings"] = no64_warnings(caught)
         out[name] = got
     print(json.dumps(out))
 

@@ -109,18 +109,19 @@ SCATTERS = [
 
 def _scatter_exact_on_the_datapath(f: Callable[..., Any], xshape: tuple[int, ...], ushape: tuple[int, ...],
                                    dtype: Any, t: Target, in_f32: bool,
-                                   inputs: Callable[[tuple[int, ...], Any], Any]) -> None:
+                                   inputs: Callable[[tuple[int, ...], Any], Any], simulated: int | None) -> None:
     """Scatter ``f`` (duplicate and negative indices) is reported inexact on
     ``t``; legalized, it gives on the simulated device what the original
-    gives on the CPU, bit for bit, on every pair of ``inputs``; the original
-    on the simulated device gets some wrong."""
+    gives on the CPU, bit for bit, on every pair of ``inputs`` (``simulated``
+    of its scatters on the f32 datapath, where given); the original on the
+    simulated device gets some wrong."""
     idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
     m = lowered(f, np.zeros(xshape, dtype), idx, np.zeros(ushape, dtype))
     assert any(x.kind == "inexact" for x in check_target(m, t)), "not vacuous: the check reports the scatter"
     out = legalized(m, t, in_f32, 1)
     run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, t)[0], strict=False)
-    sim, simulated = on_datapath(out, t)
-    assert simulated == (0 if in_f32 else 2)
+    sim, on_f32 = on_datapath(out, t)
+    assert simulated is None or on_f32 == simulated
     run_out = compile_module(sim, strict=False)
     wrong = 0
     for xs, us in zip(inputs(xshape, dtype), inputs(ushape, dtype)):
@@ -142,7 +143,7 @@ def test_scatter_add_is_exact_on_the_datapath(f: Callable[..., Any], xshape: tup
     enough for a sum past 2**24.)"""
     if dtype == np.int16:
         ushape = (600, *ushape[1:])
-    _scatter_exact_on_the_datapath(f, xshape, ushape, dtype, t, in_f32, extremes)
+    _scatter_exact_on_the_datapath(f, xshape, ushape, dtype, t, in_f32, extremes, 0 if in_f32 else 2)
 
 
 def test_trn2_splits_a_scatter_too() -> None:
@@ -247,7 +248,7 @@ def test_scatter_max_and_min_are_exact_on_the_datapath(f: Callable[..., Any], xs
     """A full-range integer scatter-max or -min (duplicate and negative indices),
     legalized, gives on the simulated device what the original gives on the CPU, bit for
     bit; the original on the simulated device does not."""
-    _scatter_exact_on_the_datapath(f, xshape, ushape, dtype, t, in_f32, _ordered)
+    _scatter_exact_on_the_datapath(f, xshape, ushape, dtype, t, in_f32, _ordered, 0 if in_f32 else 2)
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])
@@ -257,19 +258,7 @@ def test_trn2_takes_a_64_bit_maximum_in_three_parts(f: Callable[..., Any], xshap
     """Trn2 keeps int64 and computes a combining scatter in f32: a full-range 64-bit
     scatter-max or -min becomes three (a 24-bit top part, two 20-bit low parts), exact
     bit for bit where the original is not."""
-    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), ushape[0])
-    m = lowered(f, np.zeros(xshape, dtype), idx, np.zeros(ushape, dtype))
-    out = legalized(m, TRN2, False, 1)
-    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, TRN2)[0], strict=False)
-    sim, simulated = on_datapath(out, TRN2)
-    assert simulated == 3
-    run_out = compile_module(sim, strict=False)
-    wrong = 0
-    for xs, us in zip(_ordered(xshape, dtype), _ordered(ushape, dtype)):
-        want = run_ref([xs, idx, us])[0]
-        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
-        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
-    assert wrong
+    _scatter_exact_on_the_datapath(f, xshape, ushape, dtype, TRN2, False, _ordered, 3)
 
 
 def test_a_scatter_max_of_small_values_is_left_alone() -> None:
@@ -346,11 +335,19 @@ def test_all_reduce_and_reduce_scatter_are_exact(cpu_devices: Any, in_f32: bool)
     assert {f.op for f in found} == {"stablehlo.all_reduce", "stablehlo.reduce_scatter"}
     assert {f.code for f in found} == {"EVRF061/EVRF063"}
     out = legalized(m, NEURON, in_f32, 2)
-    raw, _ = on_datapath(m, NEURON)
-    sim, simulated = on_datapath(out, NEURON)
-    assert simulated == (0 if in_f32 else 4)
+    _collectives_exact_on_the_datapath(m, out, NEURON, extremes(a.shape, np.int32), 0 if in_f32 else 4)
+
+
+def _collectives_exact_on_the_datapath(m: ir.Module, out: ir.Module, t: Target, inputs: Sequence[np.ndarray],
+                                       simulated: int) -> None:
+    """``out``, ``m`` legalized for ``t`` (``simulated`` of its collectives on the
+    f32 datapath), gives on the simulated device what ``m`` gives on the CPU, bit
+    for bit, on each of ``inputs``; ``m`` on the simulated device gets some wrong."""
+    raw, _ = on_datapath(m, t)
+    sim, on_f32 = on_datapath(out, t)
+    assert on_f32 == simulated
     wrong = 0
-    for xs in extremes(a.shape, np.int32):
+    for xs in inputs:
         want = run_module(m, [xs], strict=False)
         got = run_module(sim, [xs], strict=False)
         for w, g in zip(want, got):
@@ -438,17 +435,7 @@ def test_pmax_pmin_and_a_max_reduce_scatter_are_exact(cpu_devices: Any, in_f32: 
     fresh = [h for _, h, _ in _channels(out) if h not in old]
     ops = 2 * parts + 2 * parts - 1  # a reduce_scatter also takes each part but the last whole
     assert len(fresh) == len(set(fresh)) == ops - 3, _channels(out)  # each added collective on a channel of its own
-    raw, _ = on_datapath(m, t)
-    sim, simulated = on_datapath(out, t)
-    assert simulated == (0 if in_f32 else ops)
-    wrong = 0
-    for xs in _ordered(a.shape, dtype):
-        want = run_module(m, [xs], strict=False)
-        got = run_module(sim, [xs], strict=False)
-        for w, g in zip(want, got):
-            np.testing.assert_array_equal(g, w)
-        wrong += any(not np.array_equal(r, w) for r, w in zip(run_module(raw, [xs], strict=False), want))
-    assert wrong
+    _collectives_exact_on_the_datapath(m, out, t, _ordered(a.shape, dtype), 0 if in_f32 else ops)
 
 
 # ------------------------------------------------------------- 64-bit elements
@@ -502,17 +489,7 @@ def test_trn2_splits_a_64_bit_scatter_add(dtype: Any) -> None:
     """Trn2 keeps int64 and computes a combining scatter in f32: a full-range int64
     scatter-add becomes limb scatters whose sums stay within 2**24 (no 64-bit arithmetic
     shift, which Trn2 refuses), exact on the simulated device where the original is not."""
-    idx = np.resize(np.array([3, -1, 0, 3, 2, 3, -2, 0, 1], np.int32), 20)
-    m = lowered(lambda x, i, u: x.at[i].add(u), np.zeros(8, dtype), idx, np.zeros(20, dtype))
-    out = legalized(m, TRN2, False, 1)
-    run_ref, run_raw = compile_module(m, strict=False), compile_module(on_datapath(m, TRN2)[0], strict=False)
-    run_out = compile_module(on_datapath(out, TRN2)[0], strict=False)
-    wrong = 0
-    for xs, us in zip(_ordered((8,), dtype), _ordered((20,), dtype)):
-        want = run_ref([xs, idx, us])[0]
-        np.testing.assert_array_equal(run_out([xs, idx, us])[0], want)
-        wrong += not np.array_equal(run_raw([xs, idx, us])[0], want)
-    assert wrong
+    _scatter_exact_on_the_datapath(lambda x, i, u: x.at[i].add(u), (8,), (20,), dtype, TRN2, False, _ordered, None)
 
 
 def test_mtl_splits_narrow_64_bit_values_in_fewer_limbs() -> None:

@@ -8,9 +8,7 @@ check, which must find nothing left."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ from no64.targets import F32_EXACT, Datapath, Target, target
 from no64.targets.legality import check_target
 from no64.transforms.legalize import legalize
 from runner import compile_module
-from support import ir, make_context, stablehlo
+from support import ir, load_benchmark, make_context, stablehlo
 
 RNG = np.random.default_rng(2024)
 I32 = np.iinfo(np.int32)
@@ -382,12 +380,7 @@ def test_convert_with_a_target(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_the_benchmark_runs() -> None:
     """benchmarks/bench_limbs.py, on a small matmul and without timing much."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_limbs.py"
-    spec = importlib.util.spec_from_file_location("bench_limbs", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("bench_limbs")
     rows = bench.run(m=8, k=512, n=4, repeats=1)
     assert [r["program"] for r in rows] == ["int32 dot", "limb dots (i32)", "limb dots (f32)"]
     assert [r["dots"] for r in rows] == [1, 14, 14]

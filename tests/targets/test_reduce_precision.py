@@ -18,7 +18,7 @@ from no64.targets import target
 from no64.targets.legality import check_target
 from no64.transforms.legalize import legalize
 from runner import compile_module
-from support import ir, make_context
+from support import ir, make_context, op_names
 
 NEURON = target("neuron")
 RNG = np.random.default_rng(11)
@@ -31,20 +31,6 @@ INTEGER_OPS = {"stablehlo.bitcast_convert", "stablehlo.and", "stablehlo.or", "st
 
 def lowered(f: Any, *args: Any) -> ir.Module:
     return ir.Module.parse(jax.jit(f).lower(*args).as_text(), make_context())
-
-
-def op_names(m: ir.Module) -> list[str]:
-    names: list[str] = []
-
-    def walk(op: Any) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    names.append(inner.operation.name)
-                    walk(inner.operation)
-
-    walk(m.operation)
-    return names
 
 
 def adversarial(e: int, m: int) -> np.ndarray:

@@ -123,10 +123,8 @@ class FloatHint:
     location: SourceLocation
 
     def to_dict(self) -> dict[str, Any]:
-        loc = self.location.to_dict()
-        loc["text"] = str(self.location)
         return {"kind": self.kind, "op": self.op, "detail": self.detail,
-                "pairs_fixes": self.pairs_fixes, "location": loc}
+                "pairs_fixes": self.pairs_fixes, "location": self.location.to_dict()}
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.op} at {self.location}: {self.detail}"

@@ -199,20 +199,29 @@ _BlockArgument = ir.BlockArgument
 _OpResult = ir.OpResult
 
 
-def block_argument(v: Any) -> ir.BlockArgument | None:
-    """``v`` as an ``ir.BlockArgument``, or ``None`` when it is not one.
+_V = TypeVar("_V", ir.BlockArgument, ir.OpResult)
+
+
+def _as_value(v: Any, kind: type[_V], other: type[Any]) -> _V | None:
+    """``v`` as ``kind``, one of the two kinds of value, or ``None`` when it
+    is the ``other``.
 
     ``isinstance`` is trusted only when it says yes: some bindings hand out
     plain ``ir.Value`` objects, and one answered "no" for a block argument.
     """
-    if isinstance(v, _BlockArgument):
+    if isinstance(v, kind):
         return v
-    if isinstance(v, _OpResult):
+    if isinstance(v, other):
         return None
     try:
-        return _BlockArgument(v)
+        return kind(v)
     except (ValueError, TypeError):
         return None
+
+
+def block_argument(v: Any) -> ir.BlockArgument | None:
+    """``v`` as an ``ir.BlockArgument``, or ``None`` when it is not one."""
+    return _as_value(v, _BlockArgument, _OpResult)
 
 
 _AFTER = getattr(ir.InsertionPoint, "after", None)
@@ -261,14 +270,7 @@ def inlined_at(op: Any, call_location: Any) -> None:
 
 def op_result(v: Any) -> ir.OpResult | None:
     """``v`` as an ``ir.OpResult``, or ``None`` when it is not one."""
-    if isinstance(v, _OpResult):
-        return v
-    if isinstance(v, _BlockArgument):
-        return None
-    try:
-        return _OpResult(v)
-    except (ValueError, TypeError):
-        return None
+    return _as_value(v, _OpResult, _BlockArgument)
 
 
 A = TypeVar("A")

@@ -87,7 +87,10 @@ class SourceLocation:
         return self.raw
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Its fields, and ``text``: the location as it reads (``str``)."""
+        d = dataclasses.asdict(self)
+        d["text"] = str(self)
+        return d
 
 
 def relative_path(path: str) -> str:

@@ -64,9 +64,7 @@ class TargetFinding:
         return f"{self.op} at {self.location}: {self.target} {self.kind}{code}: {self.detail}"
 
     def to_dict(self) -> dict[str, Any]:
-        loc = self.location.to_dict()
-        loc["text"] = str(self.location)
-        return {"kind": self.kind, "op": self.op, "location": loc, "target": self.target,
+        return {"kind": self.kind, "op": self.op, "location": self.location.to_dict(), "target": self.target,
                 "detail": self.detail, "code": self.code, "source": self.source}
 
 

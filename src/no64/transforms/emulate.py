@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..analysis.ranges import RangeAnalysis, constant_elements, defining_op
+from ..analysis.ranges import constant_elements, defining_op
 from ..ir import words as W
 from ..ir._mlir import as_operation as _as_op, ir
 from ..ir.types import is_int64_tensor as is_wide_int
@@ -60,7 +60,6 @@ from ..spec.walk import functions as _functions, is_public as _is_public
 from .carry import Carrier, Leave
 from .emulation_plan import (
     EmulationPlan,
-    _Groups,
     _ops_with_regions_and_calls,
     _unsigned,
     exact_input_ranges,
@@ -101,28 +100,15 @@ _MARK = "no64.emulate"
 
 
 @dataclasses.dataclass
-class Emulation(Carrier[W.Words]):
+class Emulation(EmulationPlan, Carrier[W.Words]):
     """The rewrite of the ops an :class:`~no64.transforms.emulation_plan.EmulationPlan`
-    names (its fields are the plan's), and what emulation rules see of it."""
+    names (the plan, with what the rewrite adds), and what emulation rules see of it."""
 
     rule_field = "emulate"
     rep_class = W.Words
     no_rule = "no64 cannot compute this op on 64-bit words inside the region"
     done_as = "emulated on words"
 
-    root: ir.Operation
-    analysis: RangeAnalysis
-    wide: set[ir.Value]
-    ops: list[ir.Operation]
-    #: indices of entry-function results that come back packed
-    outputs: list[int]
-    slots: dict[ir.Value, list[ir.Value]]  # group root -> members
-    groups: _Groups
-    #: Entry-function results narrowed to their low word instead
-    #: (``outputs="narrow"``): the 64-bit values returned there.
-    narrowed: list[ir.Value] = dataclasses.field(default_factory=list)
-    #: indices of entry-function arguments that enter packed
-    inputs: list[int] = dataclasses.field(default_factory=list)
     #: Of ``narrowed``, those checked by value when the module runs
     #: (``outputs="checked"``): the entry function returns one more result,
     #: a scalar ``i1``, true when they all fit in 32 bits.
@@ -135,7 +121,6 @@ class Emulation(Carrier[W.Words]):
     # ------------------------------------------------------------ for rules
     def __post_init__(self) -> None:
         self.by_op = {}
-        self.marks: list[tuple[ir.Operation, list[int]]] = []
         self._types: dict[ir.Value, ir.Type] = {}
         self._subst: dict[ir.Value, ir.Value] = {}
         self._packed = {m for members in self.slots.values() for m in members}
@@ -348,9 +333,4 @@ def emulation_for(plan: EmulationPlan | None, one_input: frozenset[OpForm] = fro
     ``None`` if it emulates none."""
     if plan is None:
         return None
-    em = Emulation(plan.root, plan.analysis, plan.wide, plan.ops, plan.outputs, plan.slots, plan.groups)
-    em.one_input = one_input
-    em.marks = plan.marks
-    em.inputs = plan.inputs
-    em.narrowed = plan.narrowed
-    return em
+    return Emulation(**{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}, one_input=one_input)

@@ -80,9 +80,8 @@ class LegalizedOp:
         return f"{self.op} at {self.location}: {self.detail}{because}"
 
     def to_dict(self) -> dict[str, Any]:
-        loc = self.location.to_dict()
-        loc["text"] = str(self.location)
-        return {"op": self.op, "location": loc, "detail": self.detail, "ops": self.ops, "why": self.why}
+        return {"op": self.op, "location": self.location.to_dict(), "detail": self.detail, "ops": self.ops,
+                "why": self.why}
 
 
 @dataclasses.dataclass

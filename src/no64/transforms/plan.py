@@ -340,34 +340,37 @@ class Planner:
         registered: dict[str, bool] = {}
         kept = self.plan.kept_ops.append
         kept_arg = self.plan.kept_args.append
+
+        def retyped(v: ir.Value) -> bool:
+            """Whether ``v``'s type holds a 64-bit element: then planned
+            (value, old type, new type)."""
+            t = v.type
+            new = cache.get(t, miss)
+            if new is miss:
+                new = convert(t)
+            if new is None:
+                return False
+            append((v, t, new))
+            return True
+
         for op in all_ops(self.root):
             name = op.name
             any64 = False
             results = op.results
             if len(results) == 1:
-                r = results[0]
-                t = r.type
-                new = cache.get(t, miss)
-                if new is miss:
-                    new = convert(t)
-                if new is not None:
-                    append((r, t, new))
+                if retyped(results[0]):
                     any64 = True
                 else:
                     kept(op)
             elif results:
                 for r in results:
-                    t = r.type
-                    new = cache.get(t, miss)
-                    if new is miss:
-                        new = convert(t)
-                    if new is not None:
-                        append((r, t, new))
+                    if retyped(r):
                         any64 = True
                 kept(op)  # (re-read whole by the strict check)
             role = roles.get(name, 0)
             if role & _CONSTANT:
                 if any64:
+                    _, t, new = values[-1]  # (a constant has one result)
                     refusal = self._plan_constant(op, t, new)
                     if refusal is not None:
                         # A rule may still remove the constant's use (e.g. a
@@ -414,12 +417,7 @@ class Planner:
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.arguments:
-                        t = arg.type
-                        new = cache.get(t, miss)
-                        if new is miss:
-                            new = convert(t)
-                        if new is not None:
-                            append((arg, t, new))
+                        if retyped(arg):
                             any64 = True
                         else:
                             kept_arg(arg)
@@ -604,23 +602,19 @@ class Planner:
         for reading in sentinel_readings(analysis, self._int_values()):
             op, x = reading.op, reading.value
             names = sentinel_names(reading.sentinels)
-            if reading.use is SentinelUse.READS:
-                why = (
-                    f"reads a value that may be a 64-bit sentinel ({names}) as a number: the 64-bit "
-                    "program computes with the sentinel, the 32-bit one with its 32-bit extreme, and "
-                    "no64 cannot compute this op on 32-bit words here"
-                )
-                x_range = analysis.range(x)
-                assert x_range is not None  # (a sentinel reading's value has a range)
-                self._record_meeting(op, x, x_range.interval, why, refused)
-                confused.add(x)
-                continue
-            if len(op.operands) == 1:
-                why = (
-                    f"converts a value that may be a 64-bit sentinel ({names}) to "
-                    f"{ir.ShapedType(op.results[0].type).element_type}: the 64-bit program converts "
-                    "the sentinel itself, the 32-bit one its 32-bit extreme"
-                )
+            if reading.use is SentinelUse.READS or len(op.operands) == 1:
+                if reading.use is SentinelUse.READS:
+                    why = (
+                        f"reads a value that may be a 64-bit sentinel ({names}) as a number: the 64-bit "
+                        "program computes with the sentinel, the 32-bit one with its 32-bit extreme, and "
+                        "no64 cannot compute this op on 32-bit words here"
+                    )
+                else:
+                    why = (
+                        f"converts a value that may be a 64-bit sentinel ({names}) to "
+                        f"{ir.ShapedType(op.results[0].type).element_type}: the 64-bit program converts "
+                        "the sentinel itself, the 32-bit one its 32-bit extreme"
+                    )
                 x_range = analysis.range(x)
                 assert x_range is not None  # (a sentinel reading's value has a range)
                 self._record_meeting(op, x, x_range.interval, why, refused)

@@ -24,7 +24,7 @@ from ...kinds import EventKind, FailOn, Handling, IntegerPolicy, Mode, RangePoli
 from ...report import counted
 from .numerics_summary import NumericsSummary
 from .schema import AS_IS, CAUSE_KINDS, HOOK, MODULE_HOW, SARIF_RULES, SCHEMA_VERSION, sarif_log
-from .sites import source_text
+from .sites import AtSource
 from .values import ModuleResult
 
 __all__ = ["FAIL_ON", "NOT_REMOVABLE", "AuditReport", "Cause", "Group", "HostNarrowing", "ModuleAudit",
@@ -62,7 +62,7 @@ class ModuleAudit:
 
 
 @dataclasses.dataclass
-class Group:
+class Group(AtSource):
     """64-bit values with one cause: primitive, user source line and handling."""
 
     primitive: str
@@ -76,18 +76,9 @@ class Group:
     modules: list[str] = dataclasses.field(default_factory=list)
     via: str | None = None
 
-    @property
-    def source(self) -> str | None:
-        return source_text(self.file, self.line)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["source"] = self.source
-        return d
-
 
 @dataclasses.dataclass
-class Cause:
+class Cause(AtSource):
     """One root cause, once, with the user's line: ``kind`` (one of
     :data:`CAUSE_KINDS`), the worst ``handling`` of its values, the line
     (``file``/``line``, ``None`` when no user frame was found), ``via`` and
@@ -102,18 +93,9 @@ class Cause:
     count: int = 0
     modules: list[str] = dataclasses.field(default_factory=list)
 
-    @property
-    def source(self) -> str | None:
-        return source_text(self.file, self.line)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["source"] = self.source
-        return d
-
 
 @dataclasses.dataclass
-class HostNarrowing:
+class HostNarrowing(AtSource):
     """A host value no64 narrowed (one :func:`no64.host_records` entry)."""
 
     kind: str
@@ -123,16 +105,11 @@ class HostNarrowing:
     count: int
 
     @property
-    def source(self) -> str | None:
-        return source_text(self.file, self.line)
-
-    @property
     def handling(self) -> Handling:
         return Handling.of_event(EventKind(self.kind))
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["source"] = self.source
+        d = super().to_dict()
         d["handling"] = self.handling
         return d
 

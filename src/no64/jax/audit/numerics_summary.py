@@ -11,13 +11,13 @@ from typing import Any
 
 from ...report import counted
 from ..numerics import PAIRS_DO_NOT_HELP
-from .sites import source_text
+from .sites import AtSource
 
 __all__ = ["MeasuredFunction", "MeasuredLine", "NumericsSummary"]
 
 
 @dataclasses.dataclass
-class MeasuredLine:
+class MeasuredLine(AtSource):
     """One user source line listed by :func:`no64.numerics` in one or more
     measured calls: its worst measurement over them."""
 
@@ -47,10 +47,6 @@ class MeasuredLine:
     absolute: bool = False
     pairs_absolute: bool = False
 
-    @property
-    def source(self) -> str | None:
-        return source_text(self.file, self.line)
-
     def message(self) -> str:
         """The line as the report prints it."""
         where = self.source or "(no line in your code)"
@@ -79,15 +75,14 @@ class MeasuredLine:
         return f"{where}: {self.kind} ({prims}): {what}; {calls}; {fix}"
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["source"] = self.source
+        d = super().to_dict()
         for key in ("error", "input_error", "reference", "got", "pairs_error"):
             d[key] = _json_number(d[key])
         return d
 
 
 @dataclasses.dataclass
-class MeasuredFunction:
+class MeasuredFunction(AtSource):
     """One jitted function: its calls seen and measured."""
 
     name: str
@@ -112,13 +107,8 @@ class MeasuredFunction:
     #: Sampled calls that could not be measured.
     failed: int = 0
 
-    @property
-    def source(self) -> str | None:
-        return source_text(self.file, self.line)
-
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["source"] = self.source
+        d = super().to_dict()
         d["output_error"] = _json_number(self.output_error)
         d["pairs_error"] = _json_number(self.pairs_error)
         return d

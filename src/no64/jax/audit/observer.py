@@ -146,12 +146,15 @@ def _explain(compiled: Sequence[Compiled], integer_policy: str = "error") -> lis
 
 
 class _X64Watch:
-    """Where x64 is turned on while a program runs as is; ``count`` says how
-    many modules were compiled so far."""
+    """Where x64 is turned on while a program runs (as is, or under the
+    hook's audit); ``count`` says how many modules were compiled so far,
+    ``recording`` whether what happens now is recorded (not during a pause)."""
 
-    def __init__(self, sink: list[X64Event], count: Callable[[], int]) -> None:
+    def __init__(self, sink: list[X64Event], count: Callable[[], int],
+                 recording: Callable[[], bool] = lambda: True) -> None:
         self.sink = sink
         self.count = count
+        self.recording = recording
 
     def __enter__(self) -> "_X64Watch":
         state = x64_state()
@@ -162,7 +165,7 @@ class _X64Watch:
         self._active = True
 
         def hook(value: Any) -> None:
-            if value and self._active:
+            if value and self._active and self.recording():
                 try:
                     self.sink.append(X64Event(_stack_site(), None, self.count()))
                 except Exception:  # noqa: BLE001 - watching must never break the program

@@ -24,14 +24,12 @@ from .._compat import (
     hide_from_tracebacks,
     installing,
     set_x64_global,
-    set_x64_update_hook,
     watch_explicit_dtypes,
     x64_state,
-    x64_update_hook,
 )
 from ..state import STATE, HookListener
-from .observer import _unchain_x64_hook
-from .sites import _NO_SITE, CallGraph, Site, _compile_site, _stack_site
+from .observer import _X64Watch
+from .sites import CallGraph, Site, _compile_site, _stack_site
 from .values import (
     DtypeEvent,
     ModuleResult,
@@ -222,24 +220,8 @@ class Predictor(HookListener):
         import jax  # noqa: F401 - the program would import it; activation follows
         state = x64_state()
         self._saved["x64"] = state.get_global()
-        if state.get_global():
-            env = os.environ.get("JAX_ENABLE_X64")
-            self.x64.append(X64Event(_NO_SITE, f"JAX_ENABLE_X64={env}" if env else "jax_enable_x64", 0))
-        self._saved["x64_hook"] = previous_hook = x64_update_hook()
-
-        def x64_hook(value: Any) -> None:
-            if value and self._on():
-                try:
-                    self.x64.append(X64Event(_stack_site(), None, self._count))
-                except Exception:  # noqa: BLE001
-                    pass
-            if previous_hook is not None:
-                previous_hook(value)
-
         self._recording = True
-        with installing("audit-x64-watch"):
-            set_x64_update_hook(x64_hook)
-        self._saved["x64_watch"] = x64_hook
+        self._x64_watch = _X64Watch(self.x64, lambda: self._count, self._on).__enter__()
         words = {name: word for name, word in self.settings.items() if name != "mode" and word is not None}
         words["float_hints"] = True  # the audit names what f32 changes, whatever the hook would
         config = _StandIn(self.platforms, Mode(self.settings["mode"]), Options(**words))
@@ -268,7 +250,7 @@ class Predictor(HookListener):
         STATE.unsubscribe(self)
         self._saved["explicit_dtype"]()  # takes the watch off
         self._settings.__exit__(None, None, None)
-        _unchain_x64_hook(self._saved["x64_watch"], self._saved["x64_hook"])
+        self._x64_watch.__exit__()
         if self._saved["x64"] and not x64_state().get_global():
             set_x64_global(True)
 

@@ -134,6 +134,17 @@ def _run(target: str, args: Sequence[str], module: bool) -> tuple[int, BaseExcep
     return 0, None
 
 
+def _program_ended(line: Progress | None, modules: int) -> None:
+    """The program has ended: its output flushed, ahead of the status line
+    (if any), which now says its ``modules`` are analysed."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    if line is not None:
+        line.show(f"no64 audit: analysing {counted(modules, 'module')}")
+
+
 def run_program(target: str, args: Sequence[str], *, module: bool = False,
                 platform: str | None = None, progress: TextIO | None = None,
                 as_is: bool = False, numerics: Measurer | None = None,
@@ -165,12 +176,7 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
                 numerics.quiet = obs.paused
             with measuring(numerics):
                 status, crash = _run(target, args, module)
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
-        if line is not None:
-            line.show(f"no64 audit: analysing {counted(len(obs.modules), 'module')}")
+        _program_ended(line, len(obs.modules))
         try:
             report = build_report(ReportInput(_explain(obs.modules), program=target, view=AS_IS,
                                               x64=x64, crash=crash))
@@ -188,12 +194,7 @@ def run_program(target: str, args: Sequence[str], *, module: bool = False,
         with measuring(numerics):
             status, crash = _run(target, args, module)
         records = host.host_records()
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
-    if line is not None:
-        line.show(f"no64 audit: analysing {counted(len(pred.results), 'module')}")
+    _program_ended(line, len(pred.results))
     platforms = sorted(pred.platforms)
     if not label:
         from .._compat import backends_started

@@ -22,7 +22,7 @@ import runpy
 import sys
 import sysconfig
 import tokenize
-from typing import Any
+from typing import Any, ClassVar
 
 from ...ir._mlir import ir
 from ...ir.locations import relative_path
@@ -32,7 +32,7 @@ from ...spec.walk import entry_name
 from ...transforms.scan import all_ops
 from .. import intent
 
-__all__ = ["CallGraph", "Site", "relative_path", "source_text"]
+__all__ = ["AtSource", "CallGraph", "Site", "relative_path", "source_text"]
 
 
 def source_text(file: str | None, line: int | None) -> str | None:
@@ -41,6 +41,25 @@ def source_text(file: str | None, line: int | None) -> str | None:
     if file is None:
         return None
     return f"{file}:{line}" if line is not None else file
+
+
+class AtSource:
+    """A record of the audit (a dataclass) at a ``file`` and ``line`` of the
+    user's code: named by its :attr:`source`, which its JSON holds beside
+    its fields."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    file: str | None
+    line: int | None
+
+    @property
+    def source(self) -> str | None:
+        return source_text(self.file, self.line)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["source"] = self.source
+        return d
 
 # A location frame: an optional function name, then "file":line:col.
 _FRAME = re.compile(r'(?:"((?:[^"\\]|\\.)*)"\()?"((?:[^"\\]|\\.)+)":(\d+):(\d+)')
