@@ -162,15 +162,13 @@ def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
 
     if callable(getattr(dtypes, "canonicalize_value", None)):
         return
-    pe = optional_module("jax._src.interpreters.partial_eval")
-    trace = getattr(pe, "DynamicJaxprTrace", None)
-    original = getattr(trace, "_new_const", None)
     canonicalize = getattr(optional_module("jax._src.interpreters.xla"), "canonicalize_dtype", None)
-    if original is None or canonicalize is None:
-        raise missing("canonicalisation of traced host constants (dtypes.canonicalize_value, or "
-                       "DynamicJaxprTrace._new_const and xla.canonicalize_dtype)")
-    if getattr(original, "__no64__", False):
+    found = _new_const_to_wrap("__no64__", canonicalize,
+                               "canonicalisation of traced host constants (dtypes.canonicalize_value, "
+                               "or DynamicJaxprTrace._new_const and xla.canonicalize_dtype)")
+    if found is None:
         return
+    trace, original = found
 
     def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
         if isinstance(c, _CONSTANT_TYPES) and active():
@@ -184,10 +182,33 @@ def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
                 return tracer
         return original(self, aval, c, source_info)
 
-    _new_const.__wrapped__ = original  # type: ignore[attr-defined]
-    _new_const.__no64__ = True  # type: ignore[attr-defined]
-    replace_attribute(trace, "_new_const", _new_const)  # found above (0.7 only)
+    _put_new_const(trace, original, _new_const, "__no64__")  # found above (0.7 only)
 
+
+
+def _new_const_of_traces() -> tuple[Any, Any]:
+    """JAX's ``DynamicJaxprTrace`` and its ``_new_const`` (how a trace takes
+    in a constant, 0.7-0.12), each ``None`` where missing."""
+    pe = optional_module("jax._src.interpreters.partial_eval")
+    trace = getattr(pe, "DynamicJaxprTrace", None)
+    return trace, getattr(trace, "_new_const", None)
+
+
+def _new_const_to_wrap(flag: str, needs: Any, what: str) -> tuple[Any, Any] | None:
+    """``DynamicJaxprTrace`` and its ``_new_const``, for the wrapper marked
+    ``flag`` (``None``: in place already); :func:`missing` ``what`` where
+    either, or ``needs`` (what the wrapper calls besides), is missing."""
+    trace, original = _new_const_of_traces()
+    if original is None or needs is None:
+        raise missing(what)
+    return None if getattr(original, flag, False) else (trace, original)
+
+
+def _put_new_const(trace: Any, original: Any, new: Callable[..., Any], flag: str) -> None:
+    """``new`` in place of ``trace._new_const`` (``original``), flagged as no64's."""
+    new.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(new, flag, True)
+    replace_attribute(trace, "_new_const", new)
 
 
 def widen_traced_constants(widened: Callable[[Any], Any]) -> None:
@@ -200,15 +221,12 @@ def widen_traced_constants(widened: Callable[[Any], Any]) -> None:
     ``constid_to_tracer`` (0.7-0.12)."""
     from jax._src import core
 
-    pe = optional_module("jax._src.interpreters.partial_eval")
-    trace = getattr(pe, "DynamicJaxprTrace", None)
-    original = getattr(trace, "_new_const", None)
     in_trace = getattr(core, "set_current_trace", None)
-    if original is None or in_trace is None:
-        raise missing("the array constants a trace takes in (DynamicJaxprTrace._new_const, "
-                      "core.set_current_trace)")
-    if getattr(original, "__no64_widened__", False):
+    found = _new_const_to_wrap("__no64_widened__", in_trace, "the array constants a trace takes in "
+                               "(DynamicJaxprTrace._new_const, core.set_current_trace)")
+    if found is None:
         return
+    trace, original = found
 
     def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
         tracer = original(self, aval, c, source_info)
@@ -222,9 +240,7 @@ def widen_traced_constants(widened: Callable[[Any], Any]) -> None:
             ids[id(c)] = wide
         return wide
 
-    _new_const.__wrapped__ = original  # type: ignore[attr-defined]
-    _new_const.__no64_widened__ = True  # type: ignore[attr-defined]
-    replace_attribute(trace, "_new_const", _new_const)
+    _put_new_const(trace, original, _new_const, "__no64_widened__")
 
 
 _constants_seen = threading.local()
@@ -236,9 +252,7 @@ def traced_constant_sources() -> Iterator[dict[int, tuple[Any, Any]]]:
     (``DynamicJaxprTrace._new_const``, 0.7-0.12) is noted in the dict
     yielded: ``id(constant) -> (constant, the traceback of the user's code
     that used it)``."""
-    pe = optional_module("jax._src.interpreters.partial_eval")
-    trace = getattr(pe, "DynamicJaxprTrace", None)
-    original = getattr(trace, "_new_const", None)
+    trace, original = _new_const_of_traces()
     if original is None:
         raise missing("the constants a trace takes in (DynamicJaxprTrace._new_const)")
     if not getattr(original, "__no64_sources__", False):
@@ -248,9 +262,7 @@ def traced_constant_sources() -> Iterator[dict[int, tuple[Any, Any]]]:
                 seen[id(c)] = (c, getattr(source_info, "traceback", None))
             return original(self, aval, c, source_info)
 
-        _new_const.__wrapped__ = original  # type: ignore[attr-defined]
-        _new_const.__no64_sources__ = True  # type: ignore[attr-defined]
-        replace_attribute(trace, "_new_const", _new_const)
+        _put_new_const(trace, original, _new_const, "__no64_sources__")
     saved = getattr(_constants_seen, "found", None)
     found: dict[int, tuple[Any, Any]] = {}
     _constants_seen.found = found
