@@ -169,6 +169,7 @@ def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
     if found is None:
         return
     trace, original = found
+    assert canonicalize is not None
 
     def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
         if isinstance(c, _CONSTANT_TYPES) and active():
@@ -227,6 +228,7 @@ def widen_traced_constants(widened: Callable[[Any], Any]) -> None:
     if found is None:
         return
     trace, original = found
+    assert in_trace is not None
 
     def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
         tracer = original(self, aval, c, source_info)
