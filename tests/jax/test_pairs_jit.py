@@ -232,3 +232,113 @@ def test_float64_to_64bit_integers_on_pairs(dtype):
         assert g.dtype == w.dtype and g.tolist() == w.tolist()
     # not vacuous: saturation at both ends is in the values
     assert int(want[0].max()) == np.iinfo(dtype).max and int(want[0].min()) == np.iinfo(dtype).min
+
+
+#: float64 values f32 cannot tell apart (it spaces values 8 apart near 1e8):
+#: the differences from 1e8 are exact in pairs (48 bits resolve 2**-21 there)
+CLOSE = np.array([1e8 + 0.5, 1e8 + 2.0**-20, 1e8 - 0.25, 1e8])
+
+
+def _minus_1e8(v):
+    return v - 1e8
+
+
+def _resolution_events():
+    return [e for e in no64.host_records() if e.kind == "float-inexact" and e.location.file == __file__]
+
+
+@pytest.mark.parametrize("float_policy", ["pairs", "f32"])
+def test_jit_warns_of_lost_resolution_only_where_f32_loses_it(float_policy):
+    """float64 arguments enter pairs from their float64 values: no64.jit
+    warns that f32 loses their differences, and records their rounding to
+    float32, under float_policy="f32" only."""
+    import warnings
+
+    from no64.jax import host
+
+    host.clear_host_records()
+    host.clear_warned()
+    f = no64.jit(_minus_1e8, float_policy=float_policy, restore_dtypes=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        got = f(CLOSE)
+    lost = [r for r in w if issubclass(r.category, no64.FloatPrecisionWarning)]
+    with enable_x64(True):
+        ref = np.asarray(jax.jit(_minus_1e8)(CLOSE))
+    assert got.dtype == np.float64
+    if float_policy == "pairs":
+        assert not lost, [str(r.message) for r in lost]
+        assert not _resolution_events(), no64.host_records()
+        # within the pairs' bound: the inputs' 2**-48 relative rounding (here exact)
+        assert np.all(np.abs(got - ref) <= 2.0**-48 * 1e8), (got, ref)
+        assert got.tolist() == ref.tolist() == [0.5, 2.0**-20, -0.25, 0.0]
+    else:
+        assert [(r.filename, r.lineno) for r in lost] == [(__file__, line)]
+        assert "f32 spaces values there 8 apart" in str(lost[0].message)
+        assert [e.location.line for e in _resolution_events()] == [line]
+        assert got.tolist() != ref.tolist()  # what the warning said
+
+
+def _times_one(v):
+    return v * 1.0
+
+
+def test_jit_pairs_maps_float64_sentinels_as_f32_does():
+    """float64's largest finite value and its negation entering pairs map to
+    float32's, as under float_policy="f32" and the compile hook, recorded."""
+    from no64.jax import host
+
+    big = np.finfo(np.float64).max
+    x = np.array([big, -big, 2.0**-20 + 1.0, -0.0])
+    host.clear_host_records()
+    got = no64.jit(_times_one, float_policy="pairs", restore_dtypes=True)(x)
+    want = no64.jit(_times_one, restore_dtypes=True)(x)
+    f32max = float(np.finfo(np.float32).max)
+    assert got[:2].tolist() == want[:2].tolist() == [f32max, -f32max]
+    with enable_x64(True):
+        ref = np.asarray(jax.jit(_times_one)(x))
+    assert got[2] == ref[2] and np.signbit(got[3]) and got[3] == 0
+    kinds = {e.kind for e in host.host_records() if e.location.file == __file__}
+    assert kinds == {"sentinel"}, host.host_records()
+
+
+HOOK_RESOLUTION_SCRIPT = r'''
+import warnings
+import jax, numpy as np
+warnings.simplefilter("always")
+
+@jax.jit
+def minus(v):
+    return v - 1e8
+
+print(np.asarray(minus(np.array([1e8 + 0.5, 1e8 + 2.0**-20, 1e8 - 0.25, 1e8]))).tolist())  # THE CALL
+'''
+
+
+@pytest.mark.parametrize("policy", ["pairs", "f32"])
+def test_hook_warns_of_lost_resolution_only_where_f32_loses_it(tmp_path, policy):
+    """The compile hook with x64 asked for: float64 numpy arguments enter
+    pairs under NO64_FLOAT_POLICY=pairs, with no warning that f32 loses
+    them; under f32 they are rounded and warned of at the call's line."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "resolution.py"
+    script.write_text(HOOK_RESOLUTION_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NO64_")}
+    env.update(NO64_PLATFORMS="cpu", NO64_FLOAT_POLICY=policy, JAX_PLATFORMS="cpu", JAX_ENABLE_X64="1")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    line = next(i for i, t in enumerate(HOOK_RESOLUTION_SCRIPT.splitlines(), 1) if t.endswith("# THE CALL"))
+    got = eval(r.stdout.strip().splitlines()[-1])  # noqa: S307 (a list of floats printed by the child)
+    with enable_x64(True):
+        ref = np.asarray(jax.jit(_minus_1e8)(CLOSE)).tolist()
+    if policy == "pairs":
+        assert "FloatPrecisionWarning" not in r.stderr, r.stderr[-2000:]
+        # (the output is float32: the pairs' exact differences, rounded once)
+        assert got == np.float32(ref).tolist()
+    else:
+        assert f"{script}:{line}: FloatPrecisionWarning" in r.stderr, r.stderr[-2000:]
+        assert got != np.float32(ref).tolist()

@@ -230,26 +230,27 @@ def _refuse_float_overflow(a: np.ndarray, count: int, scalar: bool, what: str | 
 _warned_pair_range: set[tuple[str, int]] = set()
 
 
-def check_float_range(a: np.ndarray, policy: str, what: str) -> np.ndarray:
+def check_float_range(a: np.ndarray, policy: str, what: str, op: str = "argument") -> np.ndarray:
     """Float64 host data ``a`` entering a program that asked for x64 as a
     jit argument (``what``): a finite value beyond float32's range (float64's
     largest and its negation, sentinels, excepted) becomes ``inf`` under
     either float policy, so it is refused as the host refuses such numpy
     data (:class:`HostRangeError`, naming the value and the user's line),
-    or, under the policies ``saturate``/``wrap``, recorded.  Returns the
-    mask of such elements."""
+    or, under the policies ``saturate``/``wrap``, recorded (as ``op``).
+    Returns the mask of such elements."""
     a = np.asarray(a, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         over = np.isfinite(a) & (np.abs(a) > _F32_MAX) & (np.abs(a) != _F64_MAX)
     if over.any():
         if policy == IntegerPolicy.ERROR:
             _refuse_float_overflow(a, int(over.sum()), a.ndim == 0, what)
-        record_event(EventKind.FLOAT_OVERFLOW, "argument", "beyond float32's range: became inf",
+        record_event(EventKind.FLOAT_OVERFLOW, op, "beyond float32's range: became inf",
                      int(over.sum()))
     return over
 
 
-def host_pairs(a: np.ndarray, policy: str, what: str) -> np.ndarray:
+def host_pairs(a: np.ndarray, policy: str, what: str, *, refuse: bool | None = None,
+               op: str = "argument") -> np.ndarray:
     """Float64 host data ``a`` as the ``S x 2`` float32 pairs it enters a
     program computing float64 as pairs with (:func:`no64.split_pairs`; a
     zero low word takes the high word's sign, so that ``hi + lo`` is
@@ -259,19 +260,20 @@ def host_pairs(a: np.ndarray, policy: str, what: str) -> np.ndarray:
     it (:class:`HostRangeError`; the policies ``saturate``/``wrap`` let it
     become ``inf``, recorded), and a value the pairs cannot hold within
     ``2**-48`` (below ``2**-78``: :func:`check_pair_range`) is warned of at
-    the line, or refused under ``strict`` and ``exact``."""
+    the line, or refused under ``strict`` and ``exact`` (``refuse``: by
+    default the active range policy's), recorded as ``op``."""
     a = np.asarray(a, dtype=np.float64)
     flat = a.reshape(-1)
     sentinel = np.abs(flat) == _F64_MAX
     if sentinel.any():
-        record_event(EventKind.SENTINEL, "argument", "mapped float64 max/lowest \u2192 float32 max/lowest",
+        record_event(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest",
                      int(sentinel.sum()))
         flat = np.where(sentinel, np.copysign(np.float64(_F32_MAX), flat), flat)
-    over = check_float_range(flat.reshape(a.shape), policy, what).reshape(-1)
+    over = check_float_range(flat.reshape(a.shape), policy, what, op).reshape(-1)
     flat = np.where(over, np.copysign(np.inf, flat), flat)
     check = P.range_check(flat)
     check = P.RangeCheck(np.zeros_like(check.over), check.under)  # (beyond the range: above)
-    check_pair_range(flat.reshape(a.shape), check, scalar=a.ndim == 0, what=what, op="argument")
+    check_pair_range(flat.reshape(a.shape), check, refuse=refuse, scalar=a.ndim == 0, what=what, op=op)
     with warnings.catch_warnings():  # (just checked, at the user's line)
         warnings.simplefilter("ignore", PairRangeWarning)
         pairs = np.asarray(split_pairs(flat.reshape(a.shape)), dtype=np.float32)

@@ -173,6 +173,17 @@ def narrow_argument(x: Any, path: str = "argument", *, where: str = "no64",
     return x
 
 
+def check_argument_range(x: Any, path: str = "argument", *, where: str = "no64",
+                         integer_policy: str = "error") -> None:
+    """The range check :func:`narrow_argument` makes of a float64 numpy
+    value or ``jax.Array`` ``x``, without converting it: a finite value
+    beyond float32's range (float64's largest and its negation excepted)
+    is refused (:class:`ArgumentRangeError`).  For an input that enters as
+    float32 pairs (``float_policy="pairs"``), whose range is float32's."""
+    a = np.asarray(x)
+    _raise_if_out_of_range(a, path, where, integer_policy)
+
+
 def at_user() -> str:
     source = host.user_source()
     return f" (at {source.source})" if source.source else ""
@@ -208,6 +219,17 @@ def needs_narrowing(x: Any) -> bool:
         return True  # checked: Python numbers have no fixed width
     dt = getattr(x, "dtype", None)
     return dt is not None and _narrowed_dtype(dt) is not None
+
+
+def whole_float(x: Any) -> bool:
+    """A concrete float64 input (a numpy value or ``jax.Array``), which
+    ``float_policy="pairs"`` passes whole: it enters as float32 pairs."""
+    if isinstance(x, jax.core.Tracer) or not isinstance(x, (np.ndarray, np.generic, jax.Array)):
+        return False
+    try:
+        return np.dtype(x.dtype) == np.dtype(np.float64)
+    except TypeError:
+        return False  # PRNG key dtypes
 
 
 def whole_integer(x: Any) -> bool:

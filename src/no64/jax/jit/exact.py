@@ -4,21 +4,20 @@ emulated, compiled and run by no64 on the default device."""
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
-from ...errors import No64Error, PairRangeWarning
+from ...errors import No64Error
 from ...kinds import FloatPolicy, Outputs, RangePolicy
 from ...targets import Arithmetic
 from ...transforms.emulate import join_words, split_words
-from ...transforms.pairs import join_pairs, split_pairs
+from ...transforms.pairs import join_pairs
 from .. import hook as jaxhook, host, intent
 from .._compat import enable_x64
-from .arguments import WIDENED, narrow_argument, whole_integer
+from .arguments import WIDENED, narrow_argument, whole_float, whole_integer
 from .lowered import Lowered
 
 
@@ -167,18 +166,18 @@ class ExactPath:
         for i, (x, dtype) in enumerate(zip(leaves, c.in_dtypes)):
             if i in c.pairs_in and originals is not None:
                 # a float64 input as its pairs, from the caller's float64 values
-                pairs_of = np.asarray(originals[i], dtype=np.float64)
-                host.check_pair_range(pairs_of, refuse=self.config.policy in (RangePolicy.STRICT, RangePolicy.EXACT),
-                                      what=f"argument leaf #{i} of no64.jit({name})")
-                with warnings.catch_warnings():  # (just checked, at the caller's line)
-                    warnings.simplefilter("ignore", PairRangeWarning)
-                    x = split_pairs(pairs_of)
+                # (float64's largest and its negation to float32's, as sentinels)
+                x = host.host_pairs(np.asarray(originals[i], dtype=np.float64), self.config.integer_policy,
+                                    f"argument leaf #{i} of no64.jit({name})",
+                                    refuse=self.config.policy in (RangePolicy.STRICT, RangePolicy.EXACT),
+                                    op=f"no64.jit({name}) argument leaf #{i}")
             elif i in c.words_in:
                 # the 64-bit value whole, as its words (low, high)
                 wide = np.dtype(np.uint64) if np.dtype(dtype) == np.uint32 else np.dtype(np.int64)
                 x = split_words(np.asarray(x).astype(wide, copy=False))
-            elif whole_integer(x):
-                # a 64-bit input the program proved it needs only 32 bits of
+            elif whole_integer(x) or whole_float(x):
+                # a 64-bit input the program proved it needs only 32 bits of,
+                # or a float64 one it takes as float32
                 x = narrow_argument(x, f"argument leaf #{i}", where=f"no64.jit({name})",
                                     integer_policy=self.config.integer_policy,
                                     sentinels=self.config.policy is not RangePolicy.EXACT)

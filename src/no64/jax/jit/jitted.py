@@ -19,7 +19,15 @@ from ...options import Options
 from ...targets import Target
 from .. import hook as jaxhook, host, intent
 from .._compat import enable_x64
-from .arguments import WIDENED, at_user, narrow_argument, needs_narrowing, whole_integer
+from .arguments import (
+    WIDENED,
+    at_user,
+    check_argument_range,
+    narrow_argument,
+    needs_narrowing,
+    whole_float,
+    whole_integer,
+)
 from .exact import Abstract, ExactPath
 from .lowered import Lowered
 
@@ -158,6 +166,13 @@ class Jitted:
                         f"[{_I64.min}, {_I64.max}]{at_user()}",
                         path=path, index=(), value=x, dtype="int", target="int64",
                     )
+            elif self._exact is not None and self._exact.float_policy is FloatPolicy.PAIRS and whole_float(x):
+                # float_policy="pairs": a float64 input enters as its pairs
+                # (48 bits), from its float64 values: checked, not rounded here
+                if paths is None:
+                    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+                check_argument_range(x, f"argument {name}{jax.tree_util.keystr(paths[i])}", where=where,
+                                     integer_policy=self._config.integer_policy)
             elif needs_narrowing(x):
                 if paths is None:
                     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
