@@ -181,3 +181,33 @@ def test_a_pair_that_is_no_float64_moves_to_the_nearest_one_beyond_it() -> None:
         expect = _scan(start, float(t))
         assert expect is not None and (Fraction(expect) > v) == (t > 0)
         assert g == expect, (float(h), float(lo), t, g, expect)
+
+
+def test_float64_tiny_is_the_pairs_smallest_normal() -> None:
+    """``finfo(float64).tiny`` (2**-1022), the smallest positive normal value
+    of the type, is a float sentinel as float64's largest is: a module's
+    constant and a host argument holding it enter the pairs as float32's
+    (2**-126), recorded as a sentinel, not refused as a value below the
+    pairs' range.  Equinox's step past a time, ``where(x == 0, tiny,
+    nextafter(x, inf))``, keeps its meaning under exact pairs: positive
+    where the x64 program's is, and above every such x."""
+    f64_tiny = float(np.finfo(np.float64).tiny)
+
+    def step(x: jax.Array) -> jax.Array:
+        return jnp.where(x == 0, jnp.finfo(x.dtype).tiny, jnp.nextafter(x, jnp.inf))
+
+    xs = np.array([0.0, -0.0, 1.0, 0.1, 2.0**-100, 3.0e38, -2.0**-100])
+    with enable_x64():
+        want = np.asarray(jax.jit(step)(xs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no pair range warning: a sentinel, mapped
+        got = np.asarray(no64.jit(step, policy="exact", float_policy="pairs", restore_dtypes=True)(xs))
+    assert got[0] == got[1] == TINY and want[0] == want[1] == f64_tiny
+    assert (np.sign(got) == np.sign(want)).all() and (got > xs).all()
+    held = [2, 5]  # 1, 3e38: float64's neighbour is held by a pair there (0.1's is not)
+    assert (got[held] == want[held]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        echoed = np.asarray(no64.jit(lambda v: v * 1.0, policy="exact", float_policy="pairs",
+                                     restore_dtypes=True)(np.array([f64_tiny, -f64_tiny, 2.0])))
+    assert echoed.tolist() == [TINY, -TINY, 2.0]

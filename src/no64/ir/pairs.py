@@ -66,6 +66,8 @@ __all__ = [
     "unpack",
     "constant",
     "split_f64",
+    "F64_TINY",
+    "float_sentinels_mapped",
     "PAIR_MAX",
     "PAIR_FULL_MIN",
     "RangeCheck",
@@ -246,6 +248,27 @@ PAIR_MAX = float(np.finfo(np.float32).max)
 #: float32's smallest normal magnitude: a word below it is subnormal, which
 #: XLA's CPU runtime and most accelerators flush to zero.
 _F32_TINY = float(np.finfo(np.float32).tiny)  # 2**-126
+#: float64's smallest normal magnitude (``finfo(float64).tiny``, 2**-1022):
+#: like float64's largest, a float sentinel, which pairs hold as float32's
+#: (:func:`float_sentinels_mapped`): ``jnp.where(x == 0, finfo.tiny, ...)``,
+#: the smallest positive normal value of the type, is the pairs' own.
+F64_TINY = float(np.finfo(np.float64).tiny)
+
+
+def float_sentinels_mapped(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Float64 ``values`` with float64's largest finite magnitude and its
+    smallest normal one (each of either sign, the float sentinels) mapped
+    to float32's, which pairs hold; and how many were."""
+    v = np.asarray(values, dtype=np.float64)
+    mag = np.abs(v)
+    big, tiny = mag == np.finfo(np.float64).max, mag == F64_TINY
+    n = int(big.sum() + tiny.sum())
+    if not n:
+        return v, 0
+    v = np.where(big, np.copysign(PAIR_MAX, v), v)
+    return np.where(tiny, np.copysign(_F32_TINY, v), v), n
+
+
 #: The smallest magnitude from which every float64 value is carried within
 #: ``2**-48`` of itself with f32 subnormals flushed: at ``|x| >= 2**-78`` a
 #: low word below ``2**-126`` is below ``2**-48 * |x|`` too.  Below it, a
@@ -262,6 +285,7 @@ class RangeCheck(NamedTuple):
     """Which elements of float64 data f32 pairs cannot hold (flat masks):
     ``over``, finite beyond :data:`PAIR_MAX` (``finfo(float64).max`` and its
     negation, the float sentinels, are not counted); ``under``, nonzero
+    (but for ``finfo(float64).tiny``, the other float sentinel)
     values whose pair with f32 subnormals flushed is further than
     ``2**-48 * |x|`` from them.  ``0``, ``-0``, ``inf`` and NaN enter
     exactly and are in neither."""
@@ -298,7 +322,7 @@ def range_check(values: np.ndarray | float) -> RangeCheck:
         finite = np.isfinite(v)
         mag = np.abs(v)
         over = finite & (mag > PAIR_MAX) & (mag != np.finfo(np.float64).max)
-        small = finite & (v != 0) & (mag < PAIR_FULL_MIN)
+        small = finite & (v != 0) & (mag < PAIR_FULL_MIN) & (mag != F64_TINY)
         under = np.zeros_like(small)
         if small.any():
             hi, lo = split_f64(v[small])

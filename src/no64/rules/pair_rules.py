@@ -212,17 +212,15 @@ def _broadcast(x: P.Pair, shape: Sequence[int]) -> P.Pair:
 # --------------------------------------------------------------- constants
 def constant(op: ir.Operation, em: PairContext) -> list[Out]:
     """Each element split exactly into its pair (``finfo(float64).max`` and
-    its negation, the float sentinels, become f32's; other values beyond
+    ``finfo(float64).tiny``, either sign, the float sentinels, become f32's;
+    other values beyond
     f32's range become infinities, and values too small for their pair to
     keep 48 bits lose them -- each recorded, or refused where the policy
     says so: see :meth:`~no64.transforms.pairs.PairEmulation.out_of_range`)."""
-    values = em.constant_elements(op)
     shape = _shape(op.results[0])
-    f64max = np.finfo(np.float64).max
-    sentinel = np.abs(values) == f64max
-    if sentinel.any():
-        em.event(op, "sentinel", "float64 max/lowest mapped to float32 max/lowest", int(sentinel.sum()))
-        values = np.where(sentinel, np.sign(values) * float(np.finfo(np.float32).max), values)
+    values, mapped = P.float_sentinels_mapped(em.constant_elements(op))
+    if mapped:
+        em.event(op, "sentinel", "float64 max/lowest/tiny mapped to float32 max/lowest/tiny", mapped)
     em.out_of_range(op, values)
     return [P.constant(shape, values)]
 

@@ -255,7 +255,8 @@ def host_pairs(a: np.ndarray, policy: str, what: str, *, refuse: bool | None = N
     program computing float64 as pairs with (:func:`no64.split_pairs`; a
     zero low word takes the high word's sign, so that ``hi + lo`` is
     ``-0.0`` for ``-0.0``), checked by value at the user's line: float64's
-    largest finite value and its negation map to float32's (sentinels), any
+    largest finite value and its smallest normal one, either sign, map to
+    float32's (sentinels), any
     other finite value beyond float32's range is refused as the host refuses
     it (:class:`HostRangeError`; the policies ``saturate``/``wrap`` let it
     become ``inf``, recorded), and a value the pairs cannot hold within
@@ -264,11 +265,10 @@ def host_pairs(a: np.ndarray, policy: str, what: str, *, refuse: bool | None = N
     default the active range policy's), recorded as ``op``."""
     a = np.asarray(a, dtype=np.float64)
     flat = a.reshape(-1)
-    sentinel = np.abs(flat) == _F64_MAX
-    if sentinel.any():
-        record_event(EventKind.SENTINEL, op, "mapped float64 max/lowest \u2192 float32 max/lowest",
-                     int(sentinel.sum()))
-        flat = np.where(sentinel, np.copysign(np.float64(_F32_MAX), flat), flat)
+    flat, mapped = P.float_sentinels_mapped(flat)
+    if mapped:
+        record_event(EventKind.SENTINEL, op, "mapped float64 max/lowest/tiny \u2192 float32 max/lowest/tiny",
+                     mapped)
     over = check_float_range(flat.reshape(a.shape), policy, what, op).reshape(-1)
     flat = np.where(over, np.copysign(np.inf, flat), flat)
     check = P.range_check(flat)
