@@ -7,7 +7,8 @@ pair inputs (rationals of ``hi + lo``) within the bound of the dot it
 becomes (``support.split_dot_bound``, the patch as the row) -- on inputs
 spanning ``2**-60`` to ``2**60`` with cancelling terms, through padding,
 strides, input and window dilation and every layout; inf and NaN where the
-x64 program has them; and a grouped convolution refused at its line.
+x64 program has them; and grouped (feature or batch groups, depthwise)
+convolutions, a contraction per group.
 """
 
 from __future__ import annotations
@@ -149,13 +150,43 @@ def test_inf_and_nan_as_in_the_x64_program() -> None:
     assert np.max(np.abs(got[finite] - want[finite])) <= 2.0**-44 * np.max(np.abs(x[np.isfinite(x)])) * 18 * 3
 
 
-def test_a_grouped_convolution_is_refused_at_its_line() -> None:
-    x = RNG.standard_normal((1, 4, 5, 5))
-    w = RNG.standard_normal((4, 2, 3, 3))
-    m = lower_x64(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME", feature_group_count=2), x, w)
-    with pytest.raises(no64.UnsupportedOpError, match="one group.*feature_group_count") as err:
-        no64.demote(m, float_policy="pairs")
-    assert "test_pair_conv.py" in str(err.value)
+GROUPED = [
+    # input (NHWC), kernel (HWIO), feature groups, batch groups
+    ((2, 6, 5, 4), (3, 3, 2, 6), 2, 1),  # two groups
+    ((2, 7, 6, 4), (3, 3, 1, 8), 4, 1),  # depthwise: a group per input feature, two outputs each
+    ((1, 6, 5, 8), (3, 3, 4, 4), 2, 1),  # groups of 36 elements: exact slices
+    ((4, 6, 5, 3), (3, 3, 3, 4), 1, 2),  # two batch groups
+]
+
+
+@pytest.mark.parametrize("spec", [("NHWC", "HWIO", "NHWC"), ("NCHW", "OIHW", "NCHW")])
+@pytest.mark.parametrize("case", range(len(GROUPED)))
+def test_grouped_convolution_as_in_the_x64_program(case: int, spec: tuple[str, str, str]) -> None:
+    """``feature_group_count`` / ``batch_group_count`` above 1 (a grouped, a
+    depthwise convolution): each group's output within the dot's bound of
+    the exact convolution of its slices, and the whole within 2**-44 of
+    the contractions' magnitudes of the x64 program, in either layout."""
+    xshape, wshape, fg, bg = GROUPED[case]
+    x, w = _adversarial(xshape), _adversarial(wshape)
+    pads = [(1, 1), (1, 1)]
+
+    def conv(a, b):
+        return lax.conv_general_dilated(a, b, (1, 1), pads, dimension_numbers=spec,
+                                        feature_group_count=fg, batch_group_count=bg)
+
+    to_spec = {"NHWC": (0, 1, 2, 3), "NCHW": (0, 3, 1, 2)}
+    xt, wt = (x, w) if spec[0] == "NHWC" else (x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1))
+    want, got, _, _ = _convert(conv, xt, wt)
+    assert got.shape == want.shape
+    got, want = got.transpose(np.argsort(to_spec[spec[0]])), want.transpose(np.argsort(to_spec[spec[0]]))
+    px, pw = no64.split_pairs(x), no64.split_pairs(w)
+    groups, o = fg * bg, wshape[-1] // (fg * bg)
+    nb, c = xshape[0] // bg, xshape[-1] // fg
+    for g in range(groups):
+        xs = px[g * nb:(g + 1) * nb] if bg > 1 else px[..., g * c:(g + 1) * c, :]
+        _check(got[..., g * o:(g + 1) * o], xs, pw[..., g * o:(g + 1) * o, :], (3, 3), (1, 1), pads, (1, 1), (1, 1))
+    scale = np.max(np.abs(x)) * np.max(np.abs(w)) * 9 * c
+    assert np.max(np.abs(got - want)) <= 2.0**-44 * scale
 
 
 def test_a_reversed_window_as_in_the_x64_program() -> None:

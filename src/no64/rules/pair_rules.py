@@ -674,8 +674,8 @@ def _contract(a3: P.Pair, b: P.Pair, rb: list[int], rc: list[int], rf: list[int]
 
 
 def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
-    """A ``convolution`` (one feature group, one batch group) as the
-    contraction of its patches with its kernel, which :func:`dot_general`
+    """A ``convolution`` as the contraction of its patches with its kernel,
+    which :func:`dot_general`
     computes (exact f32 slices from :data:`DOT_SPLIT_MIN` elements on):
     each word of the input, padded and dilated as the op says (``pad``,
     exact moves), gives for each position of the window a strided slice,
@@ -683,13 +683,18 @@ def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
     (reversed where the op reverses the window) is laid out the same way.
     An inf or a NaN in a row is what it is in the op (the rows are moves of
     the input, no product by 0 is taken), and such rows are computed as the
-    f32 dot of the hi words, as :func:`dot_general` does."""
+    f32 dot of the hi words, as :func:`dot_general` does.
+
+    ``G`` groups (``feature_group_count`` or ``batch_group_count`` ``G``) are
+    ``G`` such contractions, as the StableHLO spec defines them: the input's
+    features (or its batch) and the kernel's output features split in ``G``
+    equal slices, one contraction per pair of slices, their results
+    concatenated along the output's features."""
     lhs, rhs = op.operands
     if not is_f64(op.results[0].type):
         em.refuse(op, "no64 computes convolution on float64 pairs only with a float64 result")
-    for name in ("feature_group_count", "batch_group_count"):
-        if name in op.attributes and ir.IntegerAttr(op.attributes[name]).value != 1:
-            em.refuse(op, f"no64 computes a convolution on float64 pairs only with one group ({name} > 1)")
+    fg, bg = (ir.IntegerAttr(op.attributes[name]).value if name in op.attributes else 1
+              for name in ("feature_group_count", "batch_group_count"))
     a = em.pair(lhs) if is_f64(em.type(lhs)) else P.from_float(em.value(lhs))
     b = em.pair(rhs) if is_f64(em.type(rhs)) else P.from_float(em.value(rhs))
     dn = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
@@ -711,9 +716,10 @@ def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
     lhs_dil = int_array(op, "lhs_dilation", r, 1)
     rhs_dil = int_array(op, "rhs_dilation", r, 1)
     pads = padding(op, r)
-    nb, c = x.shape[0], x.shape[-1]
+    groups = fg * bg  # the op's verifier allows at most one of them above 1
+    nb, c = x.shape[0] // bg, x.shape[-1] // fg  # one group's batch and features
     window = kern.shape[:r]
-    o = kern.shape[-1]
+    o = kern.shape[-1] // groups
     outs = [out_shape[d] for d in sp_out]
     zero = make("constant", [], P.pair_type([]), value=ir.DenseElementsAttr.get_splat(
         P.pair_type([]), ir.FloatAttr.get(P.f32(), 0.0)))
@@ -746,13 +752,24 @@ def convolution(op: ir.Operation, em: PairContext) -> list[Out]:
         return make("reshape", [stacked], P.pair_type([1, m, len(pieces) * c]))  # one batch of rows
 
     k = int(np.prod(window, dtype=np.int64)) * c
-    rows = _words(x, patches)
-    cols = _words(kern, lambda w: make("reshape", [w], P.pair_type([k, o])))
-    acc = _contract(rows, cols, [], [0], [1], em.matmul)
+    # one group's input slice: along the batch (batch groups) or the features
+    in_dim, in_size = (0, nb) if bg > 1 else (r + 1, c)
+    accs = []
+    for g in range(groups):
+        xg = P.Pair(*(_slab(w, in_dim, g * in_size, in_size) for w in (x.hi, x.lo)))
+        kg = P.Pair(*(_slab(w, r + 1, g * o, o) for w in (kern.hi, kern.lo)))
+        rows = _words(xg, patches)
+        cols = _words(kg, lambda w: make("reshape", [w], P.pair_type([k, o])))
+        accs.append(_contract(rows, cols, [], [0], [1], em.matmul))
+    m = nb * int(np.prod(outs, dtype=np.int64))
+    acc = accs[0] if groups == 1 else P.Pair(*(make(
+        "concatenate", [getattr(a, word) for a in accs], P.pair_type([1, m, o * groups]),
+        dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)) for word in ("hi", "lo")))
     # [N, out spatial..., O] back to the op's layout
     canonical = [dn.output_batch_dimension, *sp_out, dn.output_feature_dimension]
     inverse = [canonical.index(d) for d in range(r + 2)]
-    return [_words(acc, lambda w: _transposed(make("reshape", [w], P.pair_type([nb, *outs, o])), inverse))]
+    return [_words(acc, lambda w: _transposed(make("reshape", [w], P.pair_type([nb, *outs, o * groups])),
+                                              inverse))]
 
 
 def _elementwise_dot(a3: P.Pair, b3: P.Pair) -> P.Pair:
@@ -792,6 +809,21 @@ def _transposed(w: ir.Value, perm: list[int]) -> ir.Value:
     shape = _shape(w)
     return make("transpose", [w], P.pair_type([shape[i] for i in perm]),
                 permutation=ir.DenseI64ArrayAttr.get(perm))
+
+
+def _slab(w: ir.Value, dim: int, start: int, size: int) -> ir.Value:
+    """``size`` entries of ``w`` from ``start`` on along ``dim`` (``w`` itself
+    when that is all of it)."""
+    shape = _shape(w)
+    if start == 0 and size == shape[dim]:
+        return w
+    limit = list(shape)
+    limit[dim] = start + size
+    begin = [0] * len(shape)
+    begin[dim] = start
+    return make("slice", [w], P.pair_type(limit[:dim] + [size] + limit[dim + 1:]),
+                start_indices=ir.DenseI64ArrayAttr.get(begin), limit_indices=ir.DenseI64ArrayAttr.get(limit),
+                strides=ir.DenseI64ArrayAttr.get([1] * len(shape)))
 
 
 def _chunk(w: ir.Value, start: int, size: int) -> ir.Value:
