@@ -162,28 +162,24 @@ def canonicalize_traced_constants(active: Callable[[], bool]) -> None:
 
     if callable(getattr(dtypes, "canonicalize_value", None)):
         return
-    canonicalize = getattr(optional_module("jax._src.interpreters.xla"), "canonicalize_dtype", None)
-    found = _new_const_to_wrap("__no64__", canonicalize,
-                               "canonicalisation of traced host constants (dtypes.canonicalize_value, "
-                               "or DynamicJaxprTrace._new_const and xla.canonicalize_dtype)")
-    if found is None:
-        return
-    trace, original = found
-    assert canonicalize is not None
+    def canonicalizing(original: Any, canonicalize: Any) -> Callable[..., Any]:
+        def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
+            if isinstance(c, _CONSTANT_TYPES) and active():
+                canonical = canonicalize(c)
+                if canonical is not c:
+                    tracer = original(self, aval, canonical, source_info)
+                    ids = self.frame.constid_to_tracer
+                    if ids.get(id(canonical)) is tracer:
+                        del ids[id(canonical)]
+                        ids[id(c)] = tracer
+                    return tracer
+            return original(self, aval, c, source_info)
 
-    def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
-        if isinstance(c, _CONSTANT_TYPES) and active():
-            canonical = canonicalize(c)
-            if canonical is not c:
-                tracer = original(self, aval, canonical, source_info)
-                ids = self.frame.constid_to_tracer
-                if ids.get(id(canonical)) is tracer:
-                    del ids[id(canonical)]
-                    ids[id(c)] = tracer
-                return tracer
-        return original(self, aval, c, source_info)
+        return _new_const
 
-    _put_new_const(trace, original, _new_const, "__no64__")  # found above (0.7 only)
+    _wrap_new_const("__no64__", getattr(optional_module("jax._src.interpreters.xla"), "canonicalize_dtype", None),
+                    "canonicalisation of traced host constants (dtypes.canonicalize_value, or "
+                    "DynamicJaxprTrace._new_const and xla.canonicalize_dtype)", canonicalizing)
 
 
 
@@ -195,14 +191,16 @@ def _new_const_of_traces() -> tuple[Any, Any]:
     return trace, getattr(trace, "_new_const", None)
 
 
-def _new_const_to_wrap(flag: str, needs: Any, what: str) -> tuple[Any, Any] | None:
-    """``DynamicJaxprTrace`` and its ``_new_const``, for the wrapper marked
-    ``flag`` (``None``: in place already); :func:`missing` ``what`` where
-    either, or ``needs`` (what the wrapper calls besides), is missing."""
+def _wrap_new_const(flag: str, needs: Any, what: str, make: Callable[[Any, Any], Callable[..., Any]]) -> None:
+    """``make(original, needs)`` in place of ``DynamicJaxprTrace._new_const``
+    (``original``), marked ``flag``, unless a wrapper so marked is in place;
+    ``needs``: what the wrapper calls besides.  :func:`missing` ``what``
+    where either is missing."""
     trace, original = _new_const_of_traces()
     if original is None or needs is None:
         raise missing(what)
-    return None if getattr(original, flag, False) else (trace, original)
+    if not getattr(original, flag, False):
+        _put_new_const(trace, original, make(original, needs), flag)
 
 
 def _put_new_const(trace: Any, original: Any, new: Callable[..., Any], flag: str) -> None:
@@ -222,27 +220,24 @@ def widen_traced_constants(widened: Callable[[Any], Any]) -> None:
     ``constid_to_tracer`` (0.7-0.12)."""
     from jax._src import core
 
-    in_trace = getattr(core, "set_current_trace", None)
-    found = _new_const_to_wrap("__no64_widened__", in_trace, "the array constants a trace takes in "
-                               "(DynamicJaxprTrace._new_const, core.set_current_trace)")
-    if found is None:
-        return
-    trace, original = found
-    assert in_trace is not None
+    def widening(original: Any, in_trace: Any) -> Callable[..., Any]:
+        def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
+            tracer = original(self, aval, c, source_info)
+            dtype = None if isinstance(c, _CONSTANT_TYPES) else widened(c)
+            if dtype is None or np.dtype(getattr(tracer.aval, "dtype", dtype)) == np.dtype(dtype):
+                return tracer
+            with in_trace(self):
+                wide = convert_weakly_typed(tracer, dtype, bool(getattr(tracer.aval, "weak_type", False)))
+            ids = getattr(getattr(self, "frame", None), "constid_to_tracer", None)
+            if ids is not None and ids.get(id(c)) is tracer:
+                ids[id(c)] = wide
+            return wide
 
-    def _new_const(self: Any, aval: Any, c: Any, source_info: Any) -> Any:
-        tracer = original(self, aval, c, source_info)
-        dtype = None if isinstance(c, _CONSTANT_TYPES) else widened(c)
-        if dtype is None or np.dtype(getattr(tracer.aval, "dtype", dtype)) == np.dtype(dtype):
-            return tracer
-        with in_trace(self):
-            wide = convert_weakly_typed(tracer, dtype, bool(getattr(tracer.aval, "weak_type", False)))
-        ids = getattr(getattr(self, "frame", None), "constid_to_tracer", None)
-        if ids is not None and ids.get(id(c)) is tracer:
-            ids[id(c)] = wide
-        return wide
+        return _new_const
 
-    _put_new_const(trace, original, _new_const, "__no64_widened__")
+    _wrap_new_const("__no64_widened__", getattr(core, "set_current_trace", None),
+                    "the array constants a trace takes in (DynamicJaxprTrace._new_const, "
+                    "core.set_current_trace)", widening)
 
 
 _constants_seen = threading.local()
