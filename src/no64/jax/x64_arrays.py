@@ -59,28 +59,30 @@ def mark(array: Any, dtype: Any, sentinels: frozenset[int] = frozenset(),
         _notes[key] = (ref, np.dtype(dtype), frozenset(sentinels), bounds)
 
 
+def _note_of(x: Any) -> tuple[weakref.ref[Any], np.dtype[Any], frozenset[int], tuple[int, int] | None] | None:
+    """The note on the array ``x`` itself (not on another array that had its id)."""
+    entry = _notes.get(id(x))
+    return entry if entry is not None and entry[0]() is x else None
+
+
 def sentinel_images(x: Any) -> frozenset[int]:
     """The 32-bit images of host sentinels the noted array ``x`` holds
     (see :func:`mark`)."""
-    entry = _notes.get(id(x))
-    if entry is not None and entry[0]() is x:
-        return entry[2]
-    return frozenset()
+    entry = _note_of(x)
+    return entry[2] if entry is not None else frozenset()
 
 
 def known_bounds(x: Any) -> tuple[int, int] | None:
     """The least and greatest values of the noted array ``x``, where known (see :func:`mark`)."""
-    entry = _notes.get(id(x))
-    if entry is not None and entry[0]() is x:
-        return entry[3]
-    return None
+    entry = _note_of(x)
+    return entry[3] if entry is not None else None
 
 
 def x64_dtype(x: Any) -> np.dtype[Any] | None:
     """The x64 program's dtype of the array ``x``, where no64 noted one (or
     assumes one in this thread, :func:`assumed`)."""
-    entry = _notes.get(id(x))
-    if entry is not None and entry[0]() is x:
+    entry = _note_of(x)
+    if entry is not None:
         return entry[1]
     assumed_here = getattr(_local, "assumed", None)
     if assumed_here:

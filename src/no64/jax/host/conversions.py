@@ -12,7 +12,7 @@ import numpy as np
 from ..state import STATE
 from .narrowing import narrow_host_array, narrow_python_float, narrow_python_int, needs_float, needs_int
 from .policy import COMPLEX64, COMPLEX128, FLOAT32, FLOAT64, INT32, INT64, NARROWED, UINT32, UINT64, host_policy
-from .x64_dtypes import held_sentinels, host_bounds, noted, x64_dtype_of
+from .x64_dtypes import noted, x64_dtype_of
 
 
 def _target_for(operand_dtype: np.dtype, new_dtype: Any) -> np.dtype | None:
@@ -240,18 +240,13 @@ def install_array() -> None:
     def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
               ndmin: int = 0, **kwargs: Any) -> Any:
         wide = x64_dtype_of(object, dtype)
-        held = held_sentinels(object) if wide is not None else frozenset()
-        bounds = host_bounds(object) if wide is not None else None
-        object, dtype = _array_input(object, dtype, "array")
-        return noted(original_array(object, dtype, copy=copy, order=order, ndmin=ndmin, **kwargs), wide, held,
-                     bounds)
+        given, (object, dtype) = object, _array_input(object, dtype, "array")
+        return noted(original_array(object, dtype, copy=copy, order=order, ndmin=ndmin, **kwargs), wide, given)
 
     def asarray(a: Any, dtype: Any = None, order: str | None = None, **kwargs: Any) -> Any:
         wide = x64_dtype_of(a, dtype)
-        held = held_sentinels(a) if wide is not None else frozenset()
-        bounds = host_bounds(a) if wide is not None else None
-        a, dtype = _array_input(a, dtype, "asarray")
-        return noted(original_asarray(a, dtype, order, **kwargs), wide, held, bounds)
+        given, (a, dtype) = a, _array_input(a, dtype, "asarray")
+        return noted(original_asarray(a, dtype, order, **kwargs), wide, given)
 
     _replace("array", original_array, array, modules)
     _replace("asarray", original_asarray, asarray, modules)

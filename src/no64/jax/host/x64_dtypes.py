@@ -51,8 +51,7 @@ def _noting_x64(original: Callable[..., Any]) -> Callable[..., Any]:
             from .._compat import at_top_level
 
             if at_top_level() and computes_otherwise(_WIDENED[np.dtype(dtype)]):
-                noted(out, _x64_dtype_by_shape(original, args, kwargs), _filled_sentinels(original, args, kwargs),
-                      _filled_bounds(original, args, kwargs))
+                noted(out, _x64_dtype_by_shape(original, args, kwargs), _fill_of(original, args, kwargs))
         return out
 
     functools.update_wrapper(create, original)
@@ -91,31 +90,20 @@ def _x64_dtype_by_shape(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: 
     return np.dtype(dtype) if dtype is not None and np.dtype(dtype) in NARROWED else None
 
 
-def _filled_sentinels(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[int]:
-    """The images of the host sentinels ``jnp.full``/``full_like`` filled an
-    array with (``jnp.full(3, INT64_MAX)`` holds INT64_MAX in the x64
-    program, its image in the 32-bit one)."""
-    name = getattr(original, "__name__", "")
-    if name not in ("full", "full_like"):
-        return frozenset()
-    fill = kwargs.get("fill_value", args[1] if len(args) > 1 else None)
-    return held_sentinels(fill)
-
-
 #: what the creations that fill an array with one value fill it with
 _FILLS = {"zeros": 0, "zeros_like": 0, "ones": 1, "ones_like": 1}
 
 
-def _filled_bounds(original: Callable[..., Any], args: tuple[Any, ...],
-                   kwargs: dict[str, Any]) -> tuple[int, int] | None:
-    """The one value ``jnp.zeros``/``ones``/``full`` (and ``_like``) filled
-    an array with, as its bounds, where the host knows it."""
+def _fill_of(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The one host value ``jnp.zeros``/``ones``/``full`` (and ``_like``)
+    filled an array with (``jnp.full(3, INT64_MAX)`` holds INT64_MAX in the
+    x64 program, its image in the 32-bit one), or ``None``."""
     name = getattr(original, "__name__", "")
     if name in _FILLS:
-        return (_FILLS[name], _FILLS[name])
-    if name not in ("full", "full_like"):
-        return None
-    return host_bounds(kwargs.get("fill_value", args[1] if len(args) > 1 else None))
+        return _FILLS[name]
+    if name in ("full", "full_like"):
+        return kwargs.get("fill_value", args[1] if len(args) > 1 else None)
+    return None
 
 
 def host_bounds(object: Any) -> tuple[int, int] | None:
@@ -207,7 +195,7 @@ def install_device_put() -> None:
             outs = original(*xs, **params)
             if STATE.x64_requested():
                 for x, out in zip(xs, outs):
-                    noted(out, x64_dtype_of(x, None), held_sentinels(x), host_bounds(x))
+                    noted(out, x64_dtype_of(x, None), x)
             return outs
 
         device_put.__wrapped__ = original  # type: ignore[attr-defined]
@@ -264,13 +252,14 @@ def _x64_on() -> Any:
     return enable_x64(True)
 
 
-def noted(out: Any, wide: np.dtype[Any] | None, sentinels: frozenset[int] = frozenset(),
-          bounds: tuple[int, int] | None = None) -> Any:
+def noted(out: Any, wide: np.dtype[Any] | None, source: Any = None) -> Any:
     """``out``, noted as of the x64 program's ``wide`` dtype where it is its
-    32-bit image (holding the images ``sentinels`` of host sentinels; its
-    values within ``bounds`` where the host knew them)."""
+    32-bit image, with the host sentinels and the bounds of ``source``, the
+    host data it was made from (or the one value it was filled with)."""
     if wide is not None and getattr(out, "dtype", None) == NARROWED[wide] and computes_otherwise(wide):
-        x64_arrays.mark(out, wide, sentinels, None if sentinels else bounds)
+        sentinels = held_sentinels(source) if source is not None else frozenset()
+        bounds = host_bounds(source) if source is not None and not sentinels else None
+        x64_arrays.mark(out, wide, sentinels, bounds)
     return out
 
 

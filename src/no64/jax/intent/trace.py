@@ -156,22 +156,32 @@ def _sentinels_restored(p64: Any, ji: Any, args: Any, kwargs: Any) -> Any:
         return p64
     import numpy as np
 
-    closed = p64.params["jaxpr"]
-
-    def restored(*given: Any) -> list[Any]:
+    def restored(i: int, x: Any) -> Any:
         from jax import lax
 
+        for image in sorted(seeds[i]):
+            dt = np.dtype(x.dtype)
+            hit = lax.eq(x, lax.full_like(x, np.array(image, dt)))
+            x = lax.select(hit, lax.full_like(x, np.array(_SENTINELS[image], dt)), x)
+        return x
+
+    return _at_entry(p64, seeds, restored)
+
+
+def _at_entry(p64: Any, positions: Any, step: Callable[[int, Any], Any]) -> Any:
+    """``p64``, the x64 trace of a call, with each input at ``positions``
+    taken through ``step(position, input)`` where its program begins
+    (traced again with x64 on)."""
+    closed = p64.params["jaxpr"]
+
+    def stepped(*given: Any) -> list[Any]:
         xs = list(given)
-        for i, images in seeds.items():
-            x = xs[i]
-            for image in sorted(images):
-                dt = np.dtype(x.dtype)
-                hit = lax.eq(x, lax.full_like(x, np.array(image, dt)))
-                xs[i] = x = lax.select(hit, lax.full_like(x, np.array(_SENTINELS[image], dt)), x)
+        for i in positions:
+            xs[i] = step(i, xs[i])
         return eval_jaxpr(closed.jaxpr, closed.consts, *xs)
 
     with enable_x64(True):
-        jaxpr = trace_flat(restored, [v.aval for v in closed.jaxpr.invars], closed.jaxpr.debug_info)
+        jaxpr = trace_flat(stepped, [v.aval for v in closed.jaxpr.invars], closed.jaxpr.debug_info)
     return p64._replace(params={**p64.params, "jaxpr": jaxpr})
 
 
@@ -184,21 +194,15 @@ def _ranges_stated(p64: Any, ji: Any, args: Any, kwargs: Any) -> Any:
     small = small_arguments(jit_dynamic_arguments(ji, args, kwargs))
     if not small:
         return p64
-    closed = p64.params["jaxpr"]
 
-    def stated(*given: Any) -> list[Any]:
+    def stated(i: int, x: Any) -> Any:
         import jax
         from jax import lax
 
-        xs = list(given)
-        for i, (lo, hi) in small.items():
-            with jax.named_scope(assume_scope(lo, hi)):
-                xs[i] = lax.optimization_barrier(xs[i])
-        return eval_jaxpr(closed.jaxpr, closed.consts, *xs)
+        with jax.named_scope(assume_scope(*small[i])):
+            return lax.optimization_barrier(x)
 
-    with enable_x64(True):
-        jaxpr = trace_flat(stated, [v.aval for v in closed.jaxpr.invars], closed.jaxpr.debug_info)
-    return p64._replace(params={**p64.params, "jaxpr": jaxpr})
+    return _at_entry(p64, small, stated)
 
 
 def sentinels_judged(jaxpr: Any, check: Callable[[], None]) -> bool:

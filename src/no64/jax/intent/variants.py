@@ -100,24 +100,28 @@ def ahead_of_time() -> Iterator[None]:
         tls.ahead -= 1
 
 
-def small_arguments(leaves: list[Any]) -> dict[int, tuple[int, int]]:
+def small_arguments(leaves: list[Any], seeds: dict[int, frozenset[int]] | None = None) -> dict[int, tuple[int, int]]:
     """The positions among a call's dynamic ``leaves`` of the 64-bit integer
     data of the x64 program (a Python int, int64/uint64 numpy data, an array
     noted with the bounds of the host data it was made from) whose values
-    lie within :data:`SMALL`, and the range stated for them; none for a
-    trace asked for ahead of time (:func:`ahead_of_time`), whose executable
-    later calls take with any values."""
+    lie within :data:`SMALL`, and the range stated for them (none holding a
+    host sentinel: ``seeds``, :func:`no64.jax.host.argument_seeds` of
+    ``leaves`` where the caller has them); none for a trace asked for ahead
+    of time (:func:`ahead_of_time`), whose executable later calls take with
+    any values."""
     import numpy as np
 
     out: dict[int, tuple[int, int]] = {}
     if getattr(tls, "ahead", 0):
         return out
+    if seeds is None:
+        seeds = host.argument_seeds(leaves)
     for i, a in enumerate(leaves):
         bounds: tuple[int, int] | None
         if type(a) is int:
             unsigned, bounds = False, (a, a)
         elif isinstance(a, (np.ndarray, np.generic)):
-            if a.dtype not in host.NARROWED or a.dtype.kind not in "iu" or host.argument_seeds([a]):
+            if a.dtype not in host.NARROWED or a.dtype.kind not in "iu" or i in seeds:
                 continue
             unsigned, bounds = a.dtype.kind == "u", host.host_bounds(a)
         else:
@@ -141,7 +145,8 @@ def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
     from jax import tree_util
 
     leaves = tree_util.tree_leaves((args, kwargs))
-    small = small_arguments(leaves)
+    seeds = host.argument_seeds(leaves)
+    small = small_arguments(leaves, seeds)
     wide = bool(small)
     key = []
     for i, a in enumerate(leaves):
@@ -152,7 +157,7 @@ def _x64_signature(args: Any, kwargs: Any) -> tuple[str, ...] | None:
             wide = wide or a.dtype in host.NARROWED
             # data holding a host sentinel is another x64 program: the sentinel
             # is taken back at its entry (_sentinels_restored)
-            images = host.argument_seeds([a]).get(0)
+            images = seeds.get(i)
             key.append(a.dtype.str if not images else f"{a.dtype.str} holding {sorted(images)}")
             continue
         marked = x64_arrays.x64_dtype(a)
